@@ -1,0 +1,46 @@
+# Switchboard. `make run` and `make test` work on a fresh machine: they create .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test lint gen check-gen breaking bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## run: migrate the embedded SQLite database and serve management (:8080) and the gateway (:8081).
+run: $(STAMP)
+	$(BIN)/switchboard serve
+
+## test: lint, contract checks and the whole test suite (SQLite and PostgreSQL).
+test: $(STAMP) lint check-gen
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/buf lint
+	$(BIN)/buf format --exit-code -d
+
+## gen: regenerate gen/ from proto/ with local plugins only.
+gen: $(STAMP)
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/buf generate
+
+## check-gen: fail when gen/ differs from what `make gen` produces.
+check-gen: $(STAMP)
+	@tools/check_gen.sh
+
+## breaking: buf breaking against the previous commit of main (skipped when there is none).
+breaking: $(STAMP)
+	@tools/check_breaking.sh
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,179 @@
+"""build_app(settings): one ASGI app serving every service over Connect, gRPC and gRPC-Web on one port.
+
+Every service generated under `gen.platform` is mounted at its `.path`. A service with a handler registered in
+`server.services.HANDLERS` is served by it; any other answers `unimplemented` naming the method, so no method of
+the contract is ever missing from the router. gRPC health checking and server reflection are mounted beside them,
+and `/readyz` (database reachable) and `/healthz` (process alive) suit Kubernetes probes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import pkgutil
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from connectrpc_grpcreflect import (
+    ServerReflectionAlphaASGIApplication,
+    ServerReflectionAlphaService,
+    ServerReflectionASGIApplication,
+    ServerReflectionService,
+)
+from sqlalchemy import text
+
+import gen.platform
+from server.auth import Authenticator
+from server.interceptors import build_interceptors
+from server.services import HANDLERS, Deps
+from server.services.health import HealthHandler
+from server.settings import Settings
+from server.store.db import Database
+from server.telemetry import configure_tracing
+from server.tokens import TokenVerifier
+
+__all__ = ["ServiceApp", "build_app", "generated_services"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+log = logging.getLogger("switchboard.server")
+
+
+@dataclass(frozen=True)
+class ServiceApp:
+    """One generated service: its full name, its Protocol and its ASGI application class."""
+
+    full_name: str
+    protocol: Any
+    asgi_app: Any
+    module: ModuleType
+
+
+def _connect_modules() -> Iterator[ModuleType]:
+    for info in pkgutil.walk_packages(gen.platform.__path__, prefix="gen.platform."):
+        if info.name.endswith("_connect"):
+            yield importlib.import_module(info.name)
+
+
+def generated_services() -> list[ServiceApp]:
+    """Every service of the contract, found in the generated code (so a new .proto needs no router edit)."""
+    found = []
+    for module in _connect_modules():
+        for attr, value in vars(module).items():
+            if not attr.endswith("ASGIApplication") or getattr(value, "__module__", None) != module.__name__:
+                continue
+            protocol = getattr(module, attr.removesuffix("ASGIApplication"))
+            full_name = protocol.desc().type_name
+            found.append(ServiceApp(full_name, protocol, value, module))
+    return sorted(found, key=lambda s: s.full_name)
+
+
+def _unimplemented(protocol: type) -> object:
+    # The generated Protocol's methods raise UNIMPLEMENTED; the error interceptor names the method.
+    return type(f"Unimplemented{protocol.__name__}", (protocol,), {})()
+
+
+def _bodyless_receive() -> Receive:
+    """receive() for a Connect GET: one empty body, then wait until the handler finishes.
+
+    connectrpc watches receive() for a disconnect while a GET handler runs; under pyvoy 1.3 that second receive()
+    fails ("invalid state") and the request hangs. A unary GET loses nothing by not watching for disconnects.
+    """
+    delivered = False
+
+    async def receive() -> MutableMapping[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    return receive
+
+
+async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class Router:
+    def __init__(self, deps: Deps, apps: dict[str, ASGIApp]) -> None:
+        self._deps = deps
+        self._apps = apps
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        app = self._apps.get(path.rsplit("/", 1)[0])
+        if app is not None:
+            if scope["method"] == "GET":
+                receive = _bodyless_receive()
+            await app(scope, receive, send)
+        elif path == "/healthz":
+            await _json(send, 200, {"status": "ok"})
+        elif path == "/readyz":
+            await self._ready(send)
+        else:
+            await _json(send, 404, {"code": "not_found", "message": f"no service at {path}"})
+
+    async def _ready(self, send: Send) -> None:
+        try:
+            async with self._deps.db.read() as session:
+                await session.execute(text("SELECT 1"))
+        except Exception:
+            log.exception("readiness check failed")
+            await _json(send, 503, {"status": "unavailable"})
+            return
+        await _json(send, 200, {"status": "ready"})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self._deps.db.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def build_app(settings: Settings, *, deps: Deps | None = None) -> Router:
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_tracing(settings)
+    if deps is None:
+        db = Database(settings.database_url)
+        deps = Deps(settings=settings, db=db)
+    authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
+    interceptors = build_interceptors(authenticator)
+    apps: dict[str, ASGIApp] = {}
+    descriptors = []
+    for service in generated_services():
+        factory = HANDLERS.get(service.full_name)
+        handler = factory(deps) if factory is not None else _unimplemented(service.protocol)
+        app = service.asgi_app(handler, interceptors=interceptors)
+        apps[app.path] = app
+        descriptors.append(service.protocol.desc())
+    health = HealthHandler(deps.db)
+    for app in health.apps():
+        apps[app.path] = app
+    reflected = (*descriptors, *health.descriptors())
+    for app in (
+        ServerReflectionASGIApplication(ServerReflectionService(*reflected)),
+        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*reflected)),
+    ):
+        apps[app.path] = app
+    return Router(deps, apps)

@@ -1,0 +1,61 @@
+"""Authentication of management and gateway requests: headers in, `Principal` out.
+
+`Authorization: Bearer <token>` carries either a user session (JWT) or an API key (recognised by its prefix).
+`X-Platform-Tenant-Id` scopes a user session to one tenant; keys are always scoped to their own tenant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+
+from server.domain import users
+from server.domain.principal import Principal
+from server.errors import Unauthenticated
+from server.store.db import Database
+from server.tokens import TokenVerifier
+
+__all__ = ["API_KEY_PREFIX", "TENANT_HEADER", "Authenticator", "KeyVerifier"]
+
+TENANT_HEADER = "x-platform-tenant-id"
+API_KEY_PREFIX = "sb_"
+
+# Resolves an API key secret to the principal it acts as; raises Unauthenticated for any unusable key.
+KeyVerifier = Callable[[str], Awaitable[Principal]]
+
+
+def bearer_token(headers: Mapping[str, str]) -> str:
+    value = headers.get("authorization", "")
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("missing bearer token in the Authorization header")
+    return token.strip()
+
+
+class Authenticator:
+    def __init__(self, db: Database, tokens: TokenVerifier, key_verifier: KeyVerifier | None = None) -> None:
+        self._db = db
+        self._tokens = tokens
+        self._key_verifier = key_verifier
+        self._known_users: set[str] = set()
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        token = bearer_token(headers)
+        if token.startswith(API_KEY_PREFIX):
+            if self._key_verifier is None:
+                raise Unauthenticated("invalid API key")
+            return await self._key_verifier(token)
+        claims = self._tokens.verify(token)
+        if claims.user_id not in self._known_users:
+            # First sight of this user in this process: record them and turn pending invites into memberships.
+            async with self._db.transaction() as session:
+                await users.sign_in(session, claims)
+            self._known_users.add(claims.user_id)
+        scoped = headers.get(TENANT_HEADER, "").strip() or None
+        return Principal(
+            user_id=claims.user_id,
+            email=claims.email,
+            display_name=claims.display_name,
+            can_manage_tenants=claims.can_manage_tenants,
+            can_manage_models=claims.can_manage_models,
+            scoped_tenant_id=scoped,
+        )

@@ -1,0 +1,136 @@
+"""Tenant groups: named collections of tenant members, usable as permission subjects.
+
+Gates (spec, Authentication 6): writes need tenant admin; reads need group can_read (the group's members and the
+tenant's admins); a group outside the caller's reach is refused before anything else happens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server import permissions
+from server.domain.principal import Principal
+from server.domain.users import UserInfo, resolve_users
+from server.domain.validation import require_name, require_nonempty
+from server.errors import AlreadyExists, FailedPrecondition, NotFound
+from server.store.db import integrity_as, new_id
+from server.store.models import GroupMemberRow, GroupRow, TenantMemberRow
+
+__all__ = [
+    "Group",
+    "GroupMember",
+    "add_group_member",
+    "create_group",
+    "delete_group",
+    "list_group_members",
+    "list_groups",
+    "remove_group_member",
+]
+
+
+@dataclass(frozen=True)
+class Group:
+    id: str
+    tenant_id: str
+    name: str
+    member_count: int | None = None  # filled by list responses only
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    user_id: str
+    metadata: UserInfo | None  # None when the user no longer resolves
+
+
+def _group(row: GroupRow, member_count: int | None = None) -> Group:
+    return Group(id=row.id, tenant_id=row.tenant_id, name=row.name, member_count=member_count)
+
+
+async def _group_in_tenant(session: AsyncSession, tenant_id: str, group_id: str) -> GroupRow:
+    require_nonempty(group_id, "group_id")
+    row = await session.get(GroupRow, group_id)
+    if row is None or row.tenant_id != tenant_id:
+        raise NotFound(f"group {group_id!r} not found in tenant {tenant_id!r}", field="group_id")
+    return row
+
+
+async def create_group(session: AsyncSession, principal: Principal, tenant_id: str, name: str) -> Group:
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    await permissions.require_tenant_admin(session, principal, tenant_id)
+    name = require_name(name, "name")
+    row = GroupRow(id=new_id("grp"), tenant_id=tenant_id, name=name)
+    session.add(row)
+    with integrity_as(f"a group named {name!r} already exists in this tenant", field="name"):
+        await session.flush()
+    return _group(row)
+
+
+async def list_groups(
+    session: AsyncSession, principal: Principal, tenant_id: str, *, api_key_attachable: bool = False
+) -> list[Group]:
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    await permissions.require_tenant_member(session, principal, tenant_id)
+    counts = select(GroupMemberRow.group_id, func.count().label("n")).group_by(GroupMemberRow.group_id).subquery()
+    query = (
+        select(GroupRow, func.coalesce(counts.c.n, 0))
+        .outerjoin(counts, counts.c.group_id == GroupRow.id)
+        .where(GroupRow.tenant_id == tenant_id)
+        .order_by(GroupRow.name)
+    )
+    query = query.where(
+        await permissions.visible_groups(session, principal, tenant_id, for_key_attach=api_key_attachable)
+    )
+    rows = (await session.execute(query)).all()
+    return [_group(row, int(count)) for row, count in rows]
+
+
+async def delete_group(session: AsyncSession, principal: Principal, tenant_id: str, group_id: str) -> None:
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    await permissions.require_tenant_admin(session, principal, tenant_id)
+    row = await _group_in_tenant(session, tenant_id, group_id)
+    await session.delete(row)
+    await session.flush()
+
+
+async def list_group_members(
+    session: AsyncSession, principal: Principal, tenant_id: str, group_id: str
+) -> list[GroupMember]:
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    require_nonempty(group_id, "group_id")
+    await permissions.require_group_read(session, principal, tenant_id, group_id)
+    user_ids = sorted(await permissions.member_user_ids(session, group_id))
+    resolved = await resolve_users(session, user_ids)
+    return [GroupMember(user_id=u, metadata=resolved.get(u)) for u in user_ids]
+
+
+async def add_group_member(
+    session: AsyncSession, principal: Principal, tenant_id: str, group_id: str, user_id: str
+) -> None:
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    await permissions.require_tenant_admin(session, principal, tenant_id)
+    await _group_in_tenant(session, tenant_id, group_id)
+    require_nonempty(user_id, "user_id")
+    if await session.get(TenantMemberRow, (tenant_id, user_id)) is None:
+        raise FailedPrecondition(f"user {user_id!r} is not a member of tenant {tenant_id!r}", field="user_id")
+    if await session.get(GroupMemberRow, (group_id, user_id)) is not None:
+        raise AlreadyExists(f"user {user_id!r} is already a member of this group", field="user_id")
+    session.add(GroupMemberRow(group_id=group_id, user_id=user_id))
+    with integrity_as(f"user {user_id!r} is already a member of this group", field="user_id"):
+        await session.flush()
+
+
+async def remove_group_member(
+    session: AsyncSession, principal: Principal, tenant_id: str, group_id: str, user_id: str
+) -> None:
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    await permissions.require_tenant_admin(session, principal, tenant_id)
+    await _group_in_tenant(session, tenant_id, group_id)
+    require_nonempty(user_id, "user_id")
+    row = await session.get(GroupMemberRow, (group_id, user_id))
+    if row is None:
+        raise NotFound(f"user {user_id!r} is not a member of this group", field="user_id")
+    await session.delete(row)
+    await session.flush()

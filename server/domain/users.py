@@ -1,0 +1,63 @@
+"""Users as the identity provider describes them, and what happens when one first signs in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.errors import NotFound
+from server.store.models import TenantInviteRow, TenantMemberRow, UserRow, utcnow
+from server.tokens import TokenClaims
+
+__all__ = ["UserInfo", "delete_user", "resolve_users", "sign_in"]
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    user_id: str
+    email: str
+    display_name: str
+
+
+async def sign_in(session: AsyncSession, claims: TokenClaims) -> None:
+    """Record the user and accept every pending invite addressed to their email."""
+    user = await session.get(UserRow, claims.user_id)
+    if user is None:
+        user = UserRow(id=claims.user_id, email=claims.email or None, display_name=claims.display_name)
+        session.add(user)
+    else:
+        user.email = claims.email or user.email
+        user.display_name = claims.display_name or user.display_name
+        user.deleted_at = None
+    if claims.email:
+        invites = (await session.scalars(select(TenantInviteRow).where(TenantInviteRow.email == claims.email))).all()
+        for invite in invites:
+            if await session.get(TenantMemberRow, (invite.tenant_id, claims.user_id)) is None:
+                session.add(TenantMemberRow(tenant_id=invite.tenant_id, user_id=claims.user_id, role=invite.role))
+            await session.delete(invite)
+    await session.flush()
+
+
+async def resolve_users(session: AsyncSession, user_ids: Iterable[str]) -> dict[str, UserInfo]:
+    """Users that still resolve (known and not deprovisioned), in one query."""
+    ids = list(set(user_ids))
+    if not ids:
+        return {}
+    rows = await session.scalars(select(UserRow).where(UserRow.id.in_(ids), UserRow.deleted_at.is_(None)))
+    return {r.id: UserInfo(r.id, r.email or "", r.display_name) for r in rows}
+
+
+async def delete_user(session: AsyncSession, user_id: str) -> None:
+    """Mark a user as deprovisioned by the identity provider.
+
+    Memberships stay as they are (an administrator removes them deliberately); reads show such users without
+    metadata, because they no longer resolve.
+    """
+    user = await session.get(UserRow, user_id)
+    if user is None or user.deleted_at is not None:
+        raise NotFound(f"user {user_id!r} not found", field="user_id")
+    user.deleted_at = utcnow()
+    await session.flush()

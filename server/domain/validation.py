@@ -1,0 +1,39 @@
+"""Field validation shared by every use case, so each rule is written once and names its field."""
+
+from __future__ import annotations
+
+import re
+
+from server.errors import InvalidArgument
+
+__all__ = ["require_name", "require_nonempty", "validate_public_model_id"]
+
+_PUBLIC_MODEL_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._/-]{0,126}[A-Za-z0-9])$")
+
+
+def require_nonempty(value: str, field: str) -> str:
+    if not value or not value.strip():
+        raise InvalidArgument(f"{field} is required", field=field)
+    return value
+
+
+def require_name(value: str, field: str, *, max_len: int = 128) -> str:
+    """A human-chosen name: non-blank, at most `max_len` characters, no control characters."""
+    require_nonempty(value, field)
+    if len(value) > max_len:
+        raise InvalidArgument(f"{field} must be at most {max_len} characters", field=field)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidArgument(f"{field} must not contain control characters", field=field)
+    return value.strip()
+
+
+def validate_public_model_id(value: str, field: str = "public_model_id") -> str:
+    """2 to 128 characters, starts and ends alphanumeric, inner characters from [A-Za-z0-9._/-]."""
+    require_nonempty(value, field)
+    if not _PUBLIC_MODEL_ID.fullmatch(value):
+        raise InvalidArgument(
+            f"{field} must be 2 to 128 characters, start and end with a letter or digit, "
+            "and contain only letters, digits and . _ / -",
+            field=field,
+        )
+    return value

@@ -1,0 +1,117 @@
+"""Domain errors and THE mapping table to wire codes.
+
+    SwitchboardError
+    ├── InvalidArgument(field)     invalid_argument     400 invalid_request_error
+    ├── NotFound                   not_found            404 invalid_request_error
+    ├── AlreadyExists              already_exists       409
+    ├── Unauthenticated            unauthenticated      401 (invalid_api_key)
+    ├── PermissionDenied           permission_denied    403
+    ├── FailedPrecondition         failed_precondition  400
+    ├── Conflict                   aborted              409
+    ├── QuotaExceeded              resource_exhausted   429
+    └── UpstreamFailed             unavailable          502 server_error (friendly text only)
+
+Domain code raises these; the Connect interceptor (`server.interceptors`) and the gateway middleware both translate
+through `MAPPING` below, and nowhere else. Anything that is not a `SwitchboardError` is an unexpected failure: it is
+logged with a correlation id and the client sees only "internal error" plus that id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from connectrpc.code import Code
+
+__all__ = [
+    "MAPPING",
+    "AlreadyExists",
+    "Conflict",
+    "FailedPrecondition",
+    "InvalidArgument",
+    "NotFound",
+    "PermissionDenied",
+    "QuotaExceeded",
+    "SwitchboardError",
+    "Unauthenticated",
+    "UpstreamFailed",
+    "WireError",
+]
+
+
+class SwitchboardError(Exception):
+    """A refusal the client may see verbatim: `message` must never carry secrets or internal detail."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class InvalidArgument(SwitchboardError):
+    pass
+
+
+class NotFound(SwitchboardError):
+    pass
+
+
+class AlreadyExists(SwitchboardError):
+    pass
+
+
+class Unauthenticated(SwitchboardError):
+    pass
+
+
+class PermissionDenied(SwitchboardError):
+    pass
+
+
+class FailedPrecondition(SwitchboardError):
+    pass
+
+
+class Conflict(SwitchboardError):
+    pass
+
+
+class QuotaExceeded(SwitchboardError):
+    pass
+
+
+class UpstreamFailed(SwitchboardError):
+    """A backend (model provider, MCP server) failed; `retryable` decides the gateway's x-should-retry."""
+
+    def __init__(self, message: str, *, retryable: bool = False, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class WireError:
+    connect_code: Code
+    http_status: int
+    openai_type: str
+
+
+MAPPING: dict[type[SwitchboardError], WireError] = {
+    InvalidArgument: WireError(Code.INVALID_ARGUMENT, 400, "invalid_request_error"),
+    NotFound: WireError(Code.NOT_FOUND, 404, "invalid_request_error"),
+    AlreadyExists: WireError(Code.ALREADY_EXISTS, 409, "invalid_request_error"),
+    Unauthenticated: WireError(Code.UNAUTHENTICATED, 401, "authentication_error"),
+    PermissionDenied: WireError(Code.PERMISSION_DENIED, 403, "permission_error"),
+    FailedPrecondition: WireError(Code.FAILED_PRECONDITION, 400, "invalid_request_error"),
+    Conflict: WireError(Code.ABORTED, 409, "invalid_request_error"),
+    QuotaExceeded: WireError(Code.RESOURCE_EXHAUSTED, 429, "rate_limit_error"),
+    UpstreamFailed: WireError(Code.UNAVAILABLE, 502, "server_error"),
+}
+
+INTERNAL = WireError(Code.INTERNAL, 500, "server_error")
+
+
+def wire_error_for(error: BaseException) -> WireError:
+    for cls in type(error).__mro__:
+        mapped = MAPPING.get(cls)  # type: ignore[call-overload]
+        if mapped is not None:
+            return mapped
+    return INTERNAL

@@ -1,0 +1,104 @@
+"""Configuration: the only module that reads environment variables.
+
+Every process (management server, gateway, CLI) builds one frozen `Settings` from the environment, so a replica
+is configured exactly like its siblings. Secret values are wrapped in `Secret`, whose repr never shows them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Secret", "Settings", "load_settings"]
+
+_PREFIX = "SWITCHBOARD_"
+
+
+class Secret:
+    """A string that never shows itself in repr/str, so it cannot leak through logs or tracebacks."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    var_dir: Path = Path("var")
+    database_url: str = ""
+    host: str = "127.0.0.1"
+    port: int = 8080
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 8081
+    gateway_workers: int = 0  # 0 = one per core
+    # Identity. Without a JWKS URL the embedded signing key under var/ issues and verifies tokens.
+    jwt_issuer: str = "switchboard"
+    jwt_audience: str = "switchboard"
+    jwks_url: str = ""
+    roles_claim: str = "switchboard_roles"
+    bootstrap_admin: str = "admin"
+    # How long a replica may keep trusting a cached API-key lookup: the bound on revocation delay.
+    api_key_cache_seconds: float = 5.0
+    encryption_key: Secret = field(default_factory=lambda: Secret(""))
+    otel_exporter: str = "none"  # none | console | otlp
+    vendor_a_base_url: str = "https://api.vendor-a.invalid/v1"
+    log_level: str = "INFO"
+
+    @property
+    def signing_key_path(self) -> Path:
+        return self.var_dir / "signing-key.pem"
+
+    @property
+    def encryption_key_path(self) -> Path:
+        return self.var_dir / "encryption.key"
+
+    @property
+    def admin_token_path(self) -> Path:
+        return self.var_dir / "admin-token"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def _get(env: dict[str, str], name: str, default: str) -> str:
+    return env.get(_PREFIX + name, default)
+
+
+def load_settings(env: dict[str, str] | None = None) -> Settings:
+    """Build settings from the environment (or a given mapping, for tests)."""
+    env = dict(os.environ if env is None else env)
+    var_dir = Path(_get(env, "VAR_DIR", "var"))
+    default_db = f"sqlite+aiosqlite:///{(var_dir / 'switchboard.db').as_posix()}"
+    return Settings(
+        var_dir=var_dir,
+        database_url=_get(env, "DATABASE_URL", default_db),
+        host=_get(env, "HOST", "127.0.0.1"),
+        port=int(_get(env, "PORT", "8080")),
+        gateway_host=_get(env, "GATEWAY_HOST", "127.0.0.1"),
+        gateway_port=int(_get(env, "GATEWAY_PORT", "8081")),
+        gateway_workers=int(_get(env, "GATEWAY_WORKERS", "0")),
+        jwt_issuer=_get(env, "JWT_ISSUER", "switchboard"),
+        jwt_audience=_get(env, "JWT_AUDIENCE", "switchboard"),
+        jwks_url=_get(env, "JWKS_URL", ""),
+        roles_claim=_get(env, "ROLES_CLAIM", "switchboard_roles"),
+        bootstrap_admin=_get(env, "BOOTSTRAP_ADMIN", "admin"),
+        api_key_cache_seconds=float(_get(env, "API_KEY_CACHE_SECONDS", "5")),
+        encryption_key=Secret(_get(env, "ENCRYPTION_KEY", "")),
+        otel_exporter=_get(env, "OTEL_EXPORTER", "none"),
+        vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
+        log_level=_get(env, "LOG_LEVEL", "INFO"),
+    )

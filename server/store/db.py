@@ -1,0 +1,82 @@
+"""Engine and unit of work. One transaction per RPC/request: a refused request writes nothing.
+
+Repositories take an `AsyncSession`, flush but never commit; `Database.transaction()` commits once at the end or
+rolls everything back when anything raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from server.errors import AlreadyExists
+
+__all__ = ["Database", "integrity_as", "new_id"]
+
+
+def new_id(prefix: str) -> str:
+    """A short, unguessable, prefixed id (the prefix tells a human what kind of thing it is)."""
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def make_engine(url: str) -> AsyncEngine:
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": 10})
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+class Database:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        async with self._sessions() as session, session.begin():
+            yield session
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """A session for reads only; nothing it does is committed."""
+        async with self._sessions() as session:
+            yield session
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+_UNIQUE_HINT = re.compile(r"unique|duplicate", re.IGNORECASE)
+
+
+@contextlib.contextmanager
+def integrity_as(message: str, *, field: str | None = None) -> Iterator[None]:
+    """Turn a uniqueness violation raised inside the block into `AlreadyExists(message)`.
+
+    Uniqueness is enforced by the database (so concurrent creates on PostgreSQL cannot both win); this is the one
+    place that translates the dialect's error. Other integrity errors propagate as unexpected failures.
+    """
+    try:
+        yield
+    except IntegrityError as exc:
+        if _UNIQUE_HINT.search(str(exc.orig)):
+            raise AlreadyExists(message, field=field) from None
+        raise

@@ -1,0 +1,277 @@
+"""ORM tables. The schema is owned by Alembic migrations under `migrations/`; a test asserts they agree."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = [
+    "ApiKeyGrantRow",
+    "ApiKeyGroupRow",
+    "ApiKeyRow",
+    "Base",
+    "GroupMemberRow",
+    "GroupRow",
+    "PublicModelIdRow",
+    "ResourcePermissionRow",
+    "ResourceRow",
+    "ResourceShareRow",
+    "ServiceAccountRow",
+    "TenantInviteRow",
+    "TenantMemberRow",
+    "TenantRow",
+    "UserRow",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: DateTime(timezone=True)}
+
+
+class UserRow(Base):
+    """A user seen through the identity provider; `deleted_at` marks one deprovisioned there."""
+
+    __tablename__ = "users"
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    email: Mapped[str | None] = mapped_column(String(320), index=True)
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    deleted_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class TenantRow(Base):
+    __tablename__ = "tenants"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TenantMemberRow(Base):
+    __tablename__ = "tenant_members"
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True, index=True)
+    role: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TenantInviteRow(Base):
+    """An email invite; it becomes a `TenantMemberRow` when that email first signs in."""
+
+    __tablename__ = "tenant_invites"
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), primary_key=True, index=True)
+    role: Mapped[int] = mapped_column(Integer)
+    invited_by: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class GroupRow(Base):
+    __tablename__ = "groups"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_groups_tenant_name"),)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class GroupMemberRow(Base):
+    __tablename__ = "group_members"
+    group_id: Mapped[str] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ServiceAccountRow(Base):
+    __tablename__ = "service_accounts"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_service_accounts_tenant_name"),)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(128))
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_by: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiKeyRow(Base):
+    """An API key. Only a hash of the secret is stored; `prefix` lets a human recognise a key."""
+
+    __tablename__ = "api_keys"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    type: Mapped[int] = mapped_column(Integer)
+    state: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(128), default="")
+    description: Mapped[str] = mapped_column(Text, default="")
+    owner_user_id: Mapped[str | None] = mapped_column(String(128), index=True)
+    service_account_id: Mapped[str | None] = mapped_column(
+        ForeignKey("service_accounts.id", ondelete="CASCADE"), index=True
+    )
+    prefix: Mapped[str] = mapped_column(String(32))
+    secret_hash: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expire_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_used_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class ApiKeyGrantRow(Base):
+    __tablename__ = "api_key_grants"
+    api_key_id: Mapped[str] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), primary_key=True)
+    resource_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    resource_name: Mapped[str] = mapped_column(String(128), primary_key=True)
+
+
+class ApiKeyGroupRow(Base):
+    __tablename__ = "api_key_groups"
+    api_key_id: Mapped[str] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), primary_key=True)
+    group_id: Mapped[str] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True, index=True)
+
+
+class ResourceRow(Base):
+    """The access-control record every resource kind shares: ownership, creator and sharing.
+
+    `tenant_id` NULL means platform-scoped. Kind-specific data lives in the kind's own table keyed by (kind, name).
+    """
+
+    __tablename__ = "resources"
+    kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    tenant_id: Mapped[str | None] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    created_by: Mapped[str | None] = mapped_column(String(128))
+    share_to_all: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ResourceShareRow(Base):
+    """A platform-scoped resource shared read-only with one tenant."""
+
+    __tablename__ = "resource_shares"
+    kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True, index=True)
+
+
+class ResourcePermissionRow(Base):
+    """A grant of a role on one resource to a subject (user, group, service account, tenant, API key)."""
+
+    __tablename__ = "resource_permissions"
+    __table_args__ = (Index("ix_resource_permissions_subject", "subject_type", "subject_id"),)
+    kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    subject_type: Mapped[int] = mapped_column(Integer, primary_key=True)
+    subject_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    role: Mapped[int] = mapped_column(Integer, primary_key=True)
+
+
+class PublicModelIdRow(Base):
+    """The one namespace of client-facing model ids, shared by deployments, external models and aliases.
+
+    Its primary key is what makes concurrent creates of one id yield exactly one winner.
+    """
+
+    __tablename__ = "public_model_ids"
+    public_model_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    kind: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(128))
+
+
+class UsageEventRow(Base):
+    """One metered gateway call (written in batches off the hot path)."""
+
+    __tablename__ = "usage_events"
+    __table_args__ = (Index("ix_usage_events_time", "occurred_at"),)
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
+    tenant_id: Mapped[str] = mapped_column(String(64), default="")
+    api_key_id: Mapped[str] = mapped_column(String(64), default="")
+    user_id: Mapped[str] = mapped_column(String(128), default="")
+    model_id: Mapped[str] = mapped_column(String(128), default="")
+    target_kind: Mapped[int] = mapped_column(Integer, default=0)
+    target_name: Mapped[str] = mapped_column(String(128), default="")
+    call_kind: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    embedding_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    rerank_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    total_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    status: Mapped[int] = mapped_column(Integer, default=0)
+    latency_ms: Mapped[float] = mapped_column(default=0.0)
+    request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class ApiTrafficRow(Base):
+    """One HTTP request served, by service name (counted for GetPlatformApiTrafficSeries)."""
+
+    __tablename__ = "api_traffic"
+    __table_args__ = (Index("ix_api_traffic_time", "occurred_at"),)
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
+    service: Mapped[str] = mapped_column(String(64))
+    status: Mapped[int] = mapped_column(Integer, default=0)
+    request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class ModelDeploymentRow(Base):
+    __tablename__ = "model_deployments"
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    public_model_id: Mapped[str] = mapped_column(String(128), unique=True)
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    endpoint_url: Mapped[str] = mapped_column(String(2048))
+    served_model_id: Mapped[str] = mapped_column(String(256), default="")
+    task_type: Mapped[int] = mapped_column(Integer, default=1)
+    input_modalities: Mapped[list[int]] = mapped_column(JSON, default=list)
+    max_model_len: Mapped[int | None] = mapped_column(Integer, default=None)
+    query_prefix: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ExternalModelRow(Base):
+    __tablename__ = "external_models"
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    tenant_id: Mapped[str | None] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    provider: Mapped[int] = mapped_column(Integer)
+    provider_model_id: Mapped[str] = mapped_column(String(256))
+    api_key_encrypted: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    base_url: Mapped[str] = mapped_column(String(2048), default="")
+    api_version: Mapped[str] = mapped_column(String(64), default="")
+    public_model_id: Mapped[str] = mapped_column(String(128), unique=True)
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    task_type: Mapped[int] = mapped_column(Integer, default=1)
+    input_modalities: Mapped[list[int]] = mapped_column(JSON, default=list)
+    query_prefix: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ModelAliasRow(Base):
+    """An alias; its target may have been deleted since, in which case it reports itself unresolved."""
+
+    __tablename__ = "model_aliases"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    public_model_id: Mapped[str] = mapped_column(String(128), unique=True)
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    target_kind: Mapped[int] = mapped_column(Integer)
+    target_name: Mapped[str] = mapped_column(String(128))
+    unlisted: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,120 @@
+"""User session tokens: JWT bearer tokens validated with PyJWT.
+
+Production points `SWITCHBOARD_JWKS_URL` at the identity provider. The embedded default has its own RSA signing key
+under `var/` (created on first use) so `switchboard token` can mint sessions for local users.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from server.errors import Unauthenticated
+from server.settings import Settings
+
+__all__ = ["PLATFORM_ROLES", "TokenClaims", "TokenVerifier", "ensure_signing_key", "mint_token"]
+
+PLATFORM_ROLES = ("can_manage_tenants", "can_manage_models")
+_ALGORITHMS = ["RS256", "ES256", "EdDSA"]
+
+
+@dataclass(frozen=True)
+class TokenClaims:
+    user_id: str
+    email: str
+    display_name: str
+    can_manage_tenants: bool
+    can_manage_models: bool
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def ensure_signing_key(settings: Settings) -> bytes:
+    """Return the embedded signing key (PEM), creating it on first use."""
+    path = settings.signing_key_path
+    if not path.exists():
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        with contextlib.suppress(FileExistsError):  # another process won the race; read theirs
+            _write_private(path, pem)
+    return path.read_bytes()
+
+
+def mint_token(
+    settings: Settings,
+    *,
+    user_id: str,
+    email: str = "",
+    name: str = "",
+    roles: tuple[str, ...] = (),
+    ttl_seconds: int = 3600,
+) -> str:
+    """Mint a session token signed by the embedded key (development and bootstrap only)."""
+    unknown = set(roles) - set(PLATFORM_ROLES)
+    if unknown:
+        raise ValueError(f"unknown platform roles: {sorted(unknown)}")
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        "iss": settings.jwt_issuer,
+        "aud": settings.jwt_audience,
+        "sub": user_id,
+        "iat": now,
+        "exp": now + ttl_seconds,
+        settings.roles_claim: list(roles),
+    }
+    if email:
+        claims["email"] = email
+    if name:
+        claims["name"] = name
+    return jwt.encode(claims, ensure_signing_key(settings), algorithm="RS256")
+
+
+class TokenVerifier:
+    """Validates signature, issuer, audience and expiry; any failure is the same `Unauthenticated`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._jwks = jwt.PyJWKClient(settings.jwks_url, cache_keys=True) if settings.jwks_url else None
+        self._public_key: Any = None
+        if self._jwks is None:
+            private = serialization.load_pem_private_key(ensure_signing_key(settings), password=None)
+            self._public_key = private.public_key()
+
+    def verify(self, token: str) -> TokenClaims:
+        try:
+            key = self._jwks.get_signing_key_from_jwt(token).key if self._jwks is not None else self._public_key
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=_ALGORITHMS,
+                audience=self._settings.jwt_audience,
+                issuer=self._settings.jwt_issuer,
+                options={"require": ["exp", "sub", "iss", "aud"]},
+            )
+        except jwt.PyJWTError:
+            raise Unauthenticated("invalid or expired session token") from None
+        roles = claims.get(self._settings.roles_claim) or []
+        if not isinstance(roles, list):
+            roles = []
+        return TokenClaims(
+            user_id=str(claims["sub"]),
+            email=str(claims.get("email", "")).lower(),
+            display_name=str(claims.get("name", "")),
+            can_manage_tenants="can_manage_tenants" in roles,
+            can_manage_models="can_manage_models" in roles,
+        )

@@ -1,0 +1,199 @@
+"""GroupService through three independent clients, on SQLite and PostgreSQL; every gate of the spec has a test."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from tests.clients import Caller, ConnectJsonCaller
+from tests.world import GROUPS, USERS, World, make_world, must
+
+
+@pytest.fixture
+async def world(server: object, connect: ConnectJsonCaller) -> World:
+    return await make_world(server, connect)
+
+
+async def _group(connect: ConnectJsonCaller, world: World, name: str | None = None) -> dict:
+    body = {"tenantId": world.tenant_id, "name": name or f"team-{secrets.token_hex(3)}"}
+    return must(await connect.call(f"{GROUPS}/CreateGroup", body, token=world.tokens["admin"]))["group"]
+
+
+async def test_admin_manages_groups_through_every_client(caller: Caller, world: World) -> None:
+    admin = world.tokens["admin"]
+    created = await caller.call(f"{GROUPS}/CreateGroup", {"tenantId": world.tenant_id, "name": "Research"}, token=admin)
+    assert created.ok, created
+    group = created.body["group"]
+    assert group["name"] == "Research"
+    assert group["tenantId"] == world.tenant_id
+    assert "memberCount" not in group  # filled by list responses only
+
+    add = {"tenantId": world.tenant_id, "groupId": group["id"], "userId": world.user_ids["member"]}
+    assert (await caller.call(f"{GROUPS}/AddGroupMember", add, token=admin)).ok
+
+    listed = await caller.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=admin, get=True)
+    assert listed.ok, listed
+    assert [(g["name"], g.get("memberCount")) for g in listed.body["groups"]] == [("Research", 1)]
+
+    members = await caller.call(
+        f"{GROUPS}/ListGroupMembers", {"tenantId": world.tenant_id, "groupId": group["id"]}, token=admin, get=True
+    )
+    assert members.ok, members
+    [member] = members.body["members"]
+    assert member["userId"] == world.user_ids["member"]
+    assert member["metadata"]["email"] == f"{world.user_ids['member']}@example.com"
+
+    assert (await caller.call(f"{GROUPS}/RemoveGroupMember", add, token=admin)).ok
+    delete = {"tenantId": world.tenant_id, "groupId": group["id"]}
+    assert (await caller.call(f"{GROUPS}/DeleteGroup", delete, token=admin)).ok
+    listed = await caller.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=admin)
+    assert listed.body.get("groups", []) == []
+
+
+async def test_connect_get_serves_reads(connect: ConnectJsonCaller, world: World) -> None:
+    await _group(connect, world, "via-get")
+    result = await connect.call(
+        f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=world.tokens["admin"], get=True
+    )
+    assert result.ok and [g["name"] for g in result.body["groups"]] == ["via-get"]
+
+
+async def test_get_is_refused_for_writes(connect: ConnectJsonCaller, world: World) -> None:
+    result = await connect.call(
+        f"{GROUPS}/CreateGroup", {"tenantId": world.tenant_id, "name": "x"}, token=world.tokens["admin"], get=True
+    )
+    assert not result.ok
+
+
+@pytest.mark.parametrize("person", ["editor", "member", "outsider"])
+@pytest.mark.parametrize("method", ["CreateGroup", "DeleteGroup", "AddGroupMember", "RemoveGroupMember"])
+async def test_writes_need_tenant_admin(connect: ConnectJsonCaller, world: World, person: str, method: str) -> None:
+    group = await _group(connect, world)
+    body = {"tenantId": world.tenant_id, "groupId": group["id"], "name": "sneaky", "userId": world.user_ids["member"]}
+    if method == "RemoveGroupMember":
+        must(await connect.call(f"{GROUPS}/AddGroupMember", body, token=world.tokens["admin"]))
+    result = await connect.call(f"{GROUPS}/{method}", body, token=world.tokens[person])
+    assert result.code == "permission_denied", result
+    # Nothing was written by the refused call.
+    listed = must(
+        await connect.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=world.tokens["admin"])
+    )
+    names = {g["name"]: g.get("memberCount", 0) for g in listed["groups"]}
+    assert "sneaky" not in names
+    assert names[group["name"]] == (1 if method == "RemoveGroupMember" else 0)
+
+
+async def test_unauthenticated_calls_are_refused(caller: Caller, world: World) -> None:
+    result = await caller.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id})
+    assert result.code == "unauthenticated"
+    result = await caller.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token="not-a-jwt")
+    assert result.code == "unauthenticated"
+
+
+async def test_list_admits_members_and_narrows_to_readable_groups(connect: ConnectJsonCaller, world: World) -> None:
+    mine = await _group(connect, world, "mine")
+    await _group(connect, world, "not-mine")
+    body = {"tenantId": world.tenant_id, "groupId": mine["id"], "userId": world.user_ids["member"]}
+    must(await connect.call(f"{GROUPS}/AddGroupMember", body, token=world.tokens["admin"]))
+
+    as_member = must(
+        await connect.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=world.tokens["member"])
+    )
+    assert [g["name"] for g in as_member["groups"]] == ["mine"]
+    as_admin = must(
+        await connect.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=world.tokens["admin"])
+    )
+    assert [g["name"] for g in as_admin["groups"]] == ["mine", "not-mine"]
+    as_editor = must(
+        await connect.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=world.tokens["editor"])
+    )
+    assert as_editor.get("groups", []) == []
+
+
+async def test_list_refuses_non_members(connect: ConnectJsonCaller, world: World) -> None:
+    result = await connect.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=world.tokens["outsider"])
+    assert result.code == "permission_denied"
+
+
+async def test_api_key_attachable_lists_own_groups_or_all_for_admin(connect: ConnectJsonCaller, world: World) -> None:
+    mine = await _group(connect, world, "attach-mine")
+    await _group(connect, world, "attach-other")
+    body = {"tenantId": world.tenant_id, "groupId": mine["id"], "userId": world.user_ids["editor"]}
+    must(await connect.call(f"{GROUPS}/AddGroupMember", body, token=world.tokens["admin"]))
+    query = {"tenantId": world.tenant_id, "apiKeyAttachable": True}
+    as_editor = must(await connect.call(f"{GROUPS}/ListGroups", query, token=world.tokens["editor"]))
+    assert [g["name"] for g in as_editor["groups"]] == ["attach-mine"]
+    as_admin = must(await connect.call(f"{GROUPS}/ListGroups", query, token=world.tokens["admin"]))
+    assert [g["name"] for g in as_admin["groups"]] == ["attach-mine", "attach-other"]
+
+
+async def test_group_reads_need_group_can_read(connect: ConnectJsonCaller, world: World) -> None:
+    group = await _group(connect, world)
+    body = {"tenantId": world.tenant_id, "groupId": group["id"], "userId": world.user_ids["member"]}
+    must(await connect.call(f"{GROUPS}/AddGroupMember", body, token=world.tokens["admin"]))
+    read = {"tenantId": world.tenant_id, "groupId": group["id"]}
+    assert (await connect.call(f"{GROUPS}/ListGroupMembers", read, token=world.tokens["member"])).ok
+    assert (await connect.call(f"{GROUPS}/ListGroupMembers", read, token=world.tokens["admin"])).ok
+    refused = await connect.call(f"{GROUPS}/ListGroupMembers", read, token=world.tokens["editor"])
+    assert refused.code == "permission_denied"
+    outsider = await connect.call(f"{GROUPS}/ListGroupMembers", read, token=world.tokens["outsider"])
+    assert outsider.code == "permission_denied"
+    cross = {"tenantId": world.other_tenant_id, "groupId": group["id"]}
+    as_outsider_admin = await connect.call(f"{GROUPS}/ListGroupMembers", cross, token=world.tokens["outsider"])
+    assert as_outsider_admin.code == "not_found"  # the id exists, but not in the tenant the caller administers
+
+
+async def test_member_metadata_is_absent_once_the_user_no_longer_resolves(
+    server: object, connect: ConnectJsonCaller, world: World
+) -> None:
+    group = await _group(connect, world)
+    for person in ("member", "editor"):
+        body = {"tenantId": world.tenant_id, "groupId": group["id"], "userId": world.user_ids[person]}
+        must(await connect.call(f"{GROUPS}/AddGroupMember", body, token=world.tokens["admin"]))
+    must(await connect.call(f"{USERS}/DeleteUser", {"userId": world.user_ids["editor"]}, token=server.admin_token))  # type: ignore[attr-defined]
+    read = {"tenantId": world.tenant_id, "groupId": group["id"]}
+    members = must(await connect.call(f"{GROUPS}/ListGroupMembers", read, token=world.tokens["admin"]))["members"]
+    by_user = {m["userId"]: m for m in members}
+    assert "metadata" not in by_user[world.user_ids["editor"]]
+    assert by_user[world.user_ids["member"]]["metadata"]["userId"] == world.user_ids["member"]
+
+
+async def test_duplicate_names_unknown_and_cross_tenant_ids(connect: ConnectJsonCaller, world: World) -> None:
+    admin = world.tokens["admin"]
+    group = await _group(connect, world, "dupe")
+    dup = await connect.call(f"{GROUPS}/CreateGroup", {"tenantId": world.tenant_id, "name": "dupe"}, token=admin)
+    assert dup.code == "already_exists" and "dupe" in dup.message
+    blank = await connect.call(f"{GROUPS}/CreateGroup", {"tenantId": world.tenant_id, "name": "  "}, token=admin)
+    assert blank.code == "invalid_argument" and "name" in blank.message
+
+    unknown = {"tenantId": world.tenant_id, "groupId": "grp_missing", "userId": world.user_ids["member"]}
+    assert (await connect.call(f"{GROUPS}/AddGroupMember", unknown, token=admin)).code == "not_found"
+    assert (await connect.call(f"{GROUPS}/DeleteGroup", unknown, token=admin)).code == "not_found"
+
+    not_member = {"tenantId": world.tenant_id, "groupId": group["id"], "userId": world.user_ids["outsider"]}
+    result = await connect.call(f"{GROUPS}/AddGroupMember", not_member, token=admin)
+    assert result.code == "failed_precondition" and "not a member" in result.message
+
+    add = {"tenantId": world.tenant_id, "groupId": group["id"], "userId": world.user_ids["member"]}
+    must(await connect.call(f"{GROUPS}/AddGroupMember", add, token=admin))
+    assert (await connect.call(f"{GROUPS}/AddGroupMember", add, token=admin)).code == "already_exists"
+    not_in_group = {**add, "userId": world.user_ids["editor"]}
+    assert (await connect.call(f"{GROUPS}/RemoveGroupMember", not_in_group, token=admin)).code == "not_found"
+
+    outsider = world.tokens["outsider"]
+    cross = {"tenantId": world.other_tenant_id, "groupId": group["id"], "userId": world.user_ids["outsider"]}
+    assert (await connect.call(f"{GROUPS}/DeleteGroup", cross, token=outsider)).code == "not_found"
+    missing_tenant = await connect.call(f"{GROUPS}/CreateGroup", {"name": "x"}, token=admin)
+    assert missing_tenant.code == "invalid_argument" and "tenant_id" in missing_tenant.message
+
+
+async def test_tenant_header_scopes_the_session(connect: ConnectJsonCaller, world: World) -> None:
+    await _group(connect, world, "scoped")
+    admin = world.tokens["admin"]
+    scoped = await connect.call(f"{GROUPS}/ListGroups", {}, token=admin, tenant=world.tenant_id)
+    assert [g["name"] for g in scoped.body["groups"]] == ["scoped"]
+    mismatch = await connect.call(
+        f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=admin, tenant=world.other_tenant_id
+    )
+    assert mismatch.code == "permission_denied"
