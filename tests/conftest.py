@@ -7,7 +7,6 @@ the run still passes on SQLite.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import tempfile
@@ -19,10 +18,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from server.launch import start_management
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
 from server.tokens import PLATFORM_ROLES, mint_token
-from tests.clients import CALLERS, Caller, ConnectJsonCaller, http_json
+from tests.clients import CALLERS, Caller, ConnectJsonCaller
 
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgresql"]
@@ -44,6 +44,7 @@ def _pg_unreachable_reason() -> str | None:
 
 @dataclass
 class Database:
+    __test__ = False
     backend: str
     url: str
 
@@ -108,23 +109,9 @@ def server_env(database: Database, var_dir: Path, **extra: str) -> dict[str, str
     return env
 
 
-async def start_server(env: dict[str, str]) -> Any:
-    """Start pyvoy serving server.asgi:app and wait until it is ready; returns the PyvoyServer."""
-    from pyvoy import PyvoyServer
-
-    server = PyvoyServer("server.asgi:app", port=0, env=env, stdout=None, stderr=None, log_level="error")
-    await server.start()
-    url = f"http://127.0.0.1:{server.listener_port}/readyz"
-    for _ in range(100):
-        try:
-            status, _ = await http_json("GET", url)
-            if status == 200:
-                return server
-        except OSError:
-            pass
-        await asyncio.sleep(0.1)
-    await server.stop()
-    raise RuntimeError("server did not become ready")
+async def start_server(env: dict[str, str], **kwargs: Any) -> Any:
+    """Start the real management server with this environment (see server.launch)."""
+    return await start_management(env, **kwargs)
 
 
 @pytest_asyncio.fixture(scope="session")

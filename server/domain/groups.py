@@ -75,7 +75,7 @@ async def list_groups(
     await permissions.require_tenant_member(session, principal, tenant_id)
     counts = select(GroupMemberRow.group_id, func.count().label("n")).group_by(GroupMemberRow.group_id).subquery()
     query = (
-        select(GroupRow, func.coalesce(counts.c.n, 0))
+        select(GroupRow.id, GroupRow.tenant_id, GroupRow.name, func.coalesce(counts.c.n, 0))
         .outerjoin(counts, counts.c.group_id == GroupRow.id)
         .where(GroupRow.tenant_id == tenant_id)
         .order_by(GroupRow.name)
@@ -84,7 +84,7 @@ async def list_groups(
         await permissions.visible_groups(session, principal, tenant_id, for_key_attach=api_key_attachable)
     )
     rows = (await session.execute(query)).all()
-    return [_group(row, int(count)) for row, count in rows]
+    return [Group(id=i, tenant_id=t, name=n, member_count=int(c)) for i, t, n, c in rows]
 
 
 async def delete_group(session: AsyncSession, principal: Principal, tenant_id: str, group_id: str) -> None:
@@ -92,6 +92,7 @@ async def delete_group(session: AsyncSession, principal: Principal, tenant_id: s
     await permissions.require_tenant_admin(session, principal, tenant_id)
     row = await _group_in_tenant(session, tenant_id, group_id)
     await session.delete(row)
+    await permissions.forget_subject(session, permissions.SubjectType.GROUP, group_id)
     await session.flush()
 
 

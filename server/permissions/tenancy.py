@@ -1,4 +1,4 @@
-"""THE permission model: every "may this caller do that?" question is answered here and nowhere else.
+"""Tenant-level permissions: roles, capabilities, tenant admin, platform roles, groups, request scoping.
 
 Tenant level
     Tenant roles are capability sets. Editor and Admin hold every tenant capability (create RAG, preset agent,
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
-from sqlalchemy import ColumnElement, false, select, true
+from sqlalchemy import ColumnElement, exists, false, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import ApiKeyType, Principal
@@ -30,6 +30,7 @@ __all__ = [
     "can_attach_key_to_group",
     "can_read_group",
     "has_capability",
+    "member_user_ids",
     "require_capability",
     "require_group_read",
     "require_logged_in_user",
@@ -83,7 +84,7 @@ def resolve_tenant(principal: Principal, requested: str, *, field: str = "tenant
 
 
 async def _tenant_exists(session: AsyncSession, tenant_id: str) -> bool:
-    return (await session.get(TenantRow, tenant_id)) is not None
+    return bool(await session.scalar(select(exists().where(TenantRow.id == tenant_id))))
 
 
 async def tenant_role(session: AsyncSession, principal: Principal, tenant_id: str) -> TenantRole | None:
@@ -93,8 +94,18 @@ async def tenant_role(session: AsyncSession, principal: Principal, tenant_id: st
         return None
     if principal.user_id is None:
         return None
-    row = await session.get(TenantMemberRow, (tenant_id, principal.user_id))
-    return TenantRole(row.role) if row is not None else None
+    # Asked several times per request (gate, then filters): remember it for the transaction.
+    cache: dict[tuple[str, str], int | None] = session.info.setdefault("switchboard_tenant_roles", {})
+    key = (tenant_id, principal.user_id)
+    if key not in cache:
+        # Column query, not session.get: gates run on every request and need no ORM identity bookkeeping.
+        cache[key] = await session.scalar(
+            select(TenantMemberRow.role).where(
+                TenantMemberRow.tenant_id == tenant_id, TenantMemberRow.user_id == principal.user_id
+            )
+        )
+    role = cache[key]
+    return TenantRole(role) if role is not None else None
 
 
 async def can_admin_tenant(session: AsyncSession, principal: Principal, tenant_id: str) -> bool:
@@ -132,9 +143,10 @@ async def require_tenant_admin(session: AsyncSession, principal: Principal, tena
 async def require_tenant_member(session: AsyncSession, principal: Principal, tenant_id: str) -> TenantRole | None:
     """Any member of the tenant (or a platform tenant manager, who gets None back as role)."""
     role = await tenant_role(session, principal, tenant_id)
-    if role is None and not (principal.api_key is None and principal.can_manage_tenants):
-        raise PermissionDenied("the caller is not a member of this tenant")
-    await _require_tenant(session, tenant_id)
+    if role is None:
+        if not (principal.api_key is None and principal.can_manage_tenants):
+            raise PermissionDenied("the caller is not a member of this tenant")
+        await _require_tenant(session, tenant_id)  # a membership row already proves the tenant exists
     return role
 
 
