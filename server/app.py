@@ -81,10 +81,11 @@ def _unimplemented(protocol: type) -> object:
 
 
 def _bodyless_receive() -> Receive:
-    """receive() for a Connect GET: one empty body, then wait until the handler finishes.
+    """receive() for a request without a body (Connect GET, empty POST): one empty body, then wait.
 
-    connectrpc watches receive() for a disconnect while a GET handler runs; under pyvoy 1.3 that second receive()
-    fails ("invalid state") and the request hangs. A unary GET loses nothing by not watching for disconnects.
+    connectrpc watches receive() for a disconnect while a unary handler runs; under pyvoy 1.3 that receive() fails
+    ("invalid state") when the request ended with its headers, and the request hangs. A unary call without a body
+    loses nothing by not watching for disconnects.
     """
     delivered = False
 
@@ -120,7 +121,7 @@ class Router:
         path: str = scope["path"]
         app = self._apps.get(path.rsplit("/", 1)[0])
         if app is not None:
-            if scope["method"] == "GET":
+            if scope["method"] == "GET" or (b"content-length", b"0") in scope["headers"]:
                 receive = _bodyless_receive()
             await app(scope, receive, send)
         elif path == "/healthz":

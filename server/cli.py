@@ -16,6 +16,7 @@ import signal
 import sys
 from typing import Any
 
+from server.launch import start_management
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
 from server.tokens import PLATFORM_ROLES, mint_token
@@ -46,15 +47,10 @@ def _bootstrap_admin(settings: Settings) -> str | None:
 
 
 async def _serve(settings: Settings) -> int:
-    from pyvoy import PyvoyServer
-
-    server = PyvoyServer(
-        "server.asgi:app", address=settings.host, port=settings.port, stdout=None, stderr=None, log_level="warning"
-    )
     gateway = None
     if importlib.util.find_spec("gateway.__main__") is not None:
         gateway = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway")
-    await server.start()
+    server = await start_management(host=settings.host, port=settings.port, log_level="warning")
     admin = _bootstrap_admin(settings)
     print(f"Switchboard management API  http://{settings.host}:{server.listener_port}  (Connect, gRPC, gRPC-Web)")
     if gateway is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,13 +21,25 @@ __all__ = ["HealthHandler"]
 log = logging.getLogger("switchboard.health")
 Status = HealthCheckResponse.ServingStatus
 _WATCH_INTERVAL_SECONDS = 5.0
+_CACHE_SECONDS = 1.0
 
 
 class HealthHandler(Health):
+    """Probes may call Check often; the database is asked at most once per second."""
+
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._cached: tuple[float, HealthCheckResponse.ServingStatus] | None = None
 
     async def _status(self) -> HealthCheckResponse.ServingStatus:
+        now = time.monotonic()
+        if self._cached is not None and now - self._cached[0] < _CACHE_SECONDS:
+            return self._cached[1]
+        status = await self._probe()
+        self._cached = (now, status)
+        return status
+
+    async def _probe(self) -> HealthCheckResponse.ServingStatus:
         try:
             async with self._db.read() as session:
                 await session.execute(text("SELECT 1"))

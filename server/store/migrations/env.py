@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from alembic import context
 from sqlalchemy.engine import Connection
@@ -31,4 +32,10 @@ async def _main() -> None:
     await engine.dispose()
 
 
-asyncio.run(_main())
+try:
+    asyncio.get_running_loop()
+except RuntimeError:
+    asyncio.run(_main())
+else:  # called from async code (tests, benchmarks): run on a private loop in a worker thread
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _main()).result()

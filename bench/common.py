@@ -1,0 +1,85 @@
+"""What every benchmark needs: a private database and server, timing loops, and a table printer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from server.launch import start_management
+from server.settings import Settings, load_settings
+from server.store.migrate import upgrade
+
+__all__ = ["Measurement", "measure", "print_table", "running_server"]
+
+
+@dataclass
+class Measurement:
+    label: str
+    requests: int
+    seconds: float
+    latencies: list[float]
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+async def measure(label: str, call: Callable[[], Awaitable[Any]], *, requests: int, concurrency: int) -> Measurement:
+    """Run `requests` calls with `concurrency` in flight (after a short warm-up) and time them."""
+    for _ in range(min(50, requests)):
+        await call()
+    latencies: list[float] = []
+    remaining = requests
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            start = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - start)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return Measurement(label, requests, time.perf_counter() - start, latencies)
+
+
+def print_table(rows: list[Measurement], baseline: Measurement) -> None:
+    print(f"{'case':<44} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'vs baseline':>12}")
+    for row in rows:
+        ratio = row.rps / baseline.rps
+        print(
+            f"{row.label:<44} {row.rps:>9.0f} {row.percentile(0.5):>8.2f} {row.percentile(0.99):>8.2f} {ratio:>11.2f}x"
+        )
+
+
+@contextlib.asynccontextmanager
+async def running_server() -> AsyncIterator[tuple[str, int, Settings]]:
+    """A management server on its own SQLite database, for one benchmark run."""
+    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-bench-"))
+    env = dict(os.environ)
+    env.update(
+        SWITCHBOARD_VAR_DIR=str(var_dir),
+        SWITCHBOARD_DATABASE_URL=os.environ.get(
+            "SWITCHBOARD_BENCH_DATABASE_URL", f"sqlite+aiosqlite:///{var_dir / 'bench.db'}"
+        ),
+        SWITCHBOARD_LOG_LEVEL="WARNING",
+    )
+    upgrade(env["SWITCHBOARD_DATABASE_URL"])
+    server = await start_management(env)
+    try:
+        settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
+        yield f"http://127.0.0.1:{server.listener_port}", server.listener_port, settings
+    finally:
+        await server.stop()
