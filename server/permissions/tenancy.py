@@ -96,15 +96,15 @@ async def tenant_role(session: AsyncSession, principal: Principal, tenant_id: st
         return None
     # Asked several times per request (gate, then filters): remember it for the transaction.
     cache: dict[tuple[str, str], int | None] = session.info.setdefault("switchboard_tenant_roles", {})
-    key = (tenant_id, principal.user_id)
-    if key not in cache:
+    member = (tenant_id, principal.user_id)
+    if member not in cache:
         # Column query, not session.get: gates run on every request and need no ORM identity bookkeeping.
-        cache[key] = await session.scalar(
+        cache[member] = await session.scalar(
             select(TenantMemberRow.role).where(
                 TenantMemberRow.tenant_id == tenant_id, TenantMemberRow.user_id == principal.user_id
             )
         )
-    role = cache[key]
+    role = cache[member]
     return TenantRole(role) if role is not None else None
 
 
