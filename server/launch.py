@@ -25,6 +25,7 @@ async def start_management(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    stdout: int | IO[bytes] | None = None,
     stderr: int | IO[bytes] | None = None,
     log_level: Literal["debug", "info", "warning", "error"] = "error",
 ) -> Any:
@@ -32,7 +33,7 @@ async def start_management(
     from pyvoy import PyvoyServer
 
     server = PyvoyServer(
-        "server.asgi:app", address=host, port=port, env=env or {}, stdout=None, stderr=stderr, log_level=log_level
+        "server.asgi:app", address=host, port=port, env=env or {}, stdout=stdout, stderr=stderr, log_level=log_level
     )
     await server.start()
     url = f"http://{host}:{server.listener_port}/readyz"

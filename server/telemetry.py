@@ -9,7 +9,12 @@ import logging
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
 
 from server.settings import Settings
 
@@ -40,6 +45,8 @@ def configure_tracing(settings: Settings) -> None:
     if exporter is None:
         return
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    # The console exporter is for people watching a terminal: show each span as it ends.
+    processor = SimpleSpanProcessor(exporter) if settings.otel_exporter == "console" else BatchSpanProcessor(exporter)
+    provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
     _configured = True
