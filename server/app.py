@@ -80,6 +80,22 @@ def _unimplemented(protocol: type) -> object:
     return type(f"Unimplemented{protocol.__name__}", (protocol,), {})()
 
 
+def _unary_receive(receive: Receive) -> Receive:
+    """receive() for a unary call: the body as sent, then wait instead of asking pyvoy again (see below)."""
+    body_done = False
+
+    async def wrapped() -> MutableMapping[str, Any]:
+        nonlocal body_done
+        if body_done:
+            await asyncio.Event().wait()
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            body_done = True
+        return message
+
+    return wrapped
+
+
 def _bodyless_receive() -> Receive:
     """receive() for a request without a body (Connect GET, empty POST): one empty body, then wait.
 
@@ -108,9 +124,10 @@ async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
 
 
 class Router:
-    def __init__(self, deps: Deps, apps: dict[str, ASGIApp]) -> None:
+    def __init__(self, deps: Deps, apps: dict[str, ASGIApp], streaming: set[str]) -> None:
         self._deps = deps
         self._apps = apps
+        self._streaming = streaming  # paths of streaming methods, which keep watching for disconnects
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -123,6 +140,8 @@ class Router:
         if app is not None:
             if scope["method"] == "GET" or (b"content-length", b"0") in scope["headers"]:
                 receive = _bodyless_receive()
+            elif path not in self._streaming:
+                receive = _unary_receive(receive)
             await app(scope, receive, send)
         elif path == "/healthz":
             await _json(send, 200, {"status": "ok"})
@@ -177,4 +196,10 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> Router:
         ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*reflected)),
     ):
         apps[app.path] = app
-    return Router(deps, apps)
+    streaming = {
+        f"/{service.type_name}/{method.name}"
+        for service in (*descriptors, *health.descriptors())
+        for method in service.methods
+        if str(method.method_kind) != "unary"
+    }
+    return Router(deps, apps, streaming)
