@@ -44,7 +44,7 @@ class Authenticator:
             if self._key_verifier is None:
                 raise Unauthenticated("invalid API key")
             return await self._key_verifier(token)
-        claims = self._tokens.verify(token)
+        claims = await self._tokens.verify(token)
         if claims.user_id not in self._known_users:
             # First sight of this user in this process: record them and turn pending invites into memberships.
             async with self._db.transaction() as session:

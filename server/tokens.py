@@ -6,6 +6,7 @@ under `var/` (created on first use) so `switchboard token` can mint sessions for
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import time
@@ -90,14 +91,26 @@ class TokenVerifier:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._jwks = jwt.PyJWKClient(settings.jwks_url, cache_keys=True) if settings.jwks_url else None
+        self._jwks_keys: dict[str, Any] = {}  # kid -> key, so the event loop only waits on a fetch for a new kid
         self._public_key: Any = None
         if self._jwks is None:
             private = serialization.load_pem_private_key(ensure_signing_key(settings), password=None)
             self._public_key = private.public_key()
 
-    def verify(self, token: str) -> TokenClaims:
+    async def _key_for(self, token: str) -> Any:
+        if self._jwks is None:
+            return self._public_key
+        kid = str(jwt.get_unverified_header(token).get("kid", ""))
+        key = self._jwks_keys.get(kid)
+        if key is None:
+            # PyJWKClient fetches with blocking I/O: keep it off the event loop.
+            key = (await asyncio.to_thread(self._jwks.get_signing_key_from_jwt, token)).key
+            self._jwks_keys[kid] = key
+        return key
+
+    async def verify(self, token: str) -> TokenClaims:
         try:
-            key = self._jwks.get_signing_key_from_jwt(token).key if self._jwks is not None else self._public_key
+            key = await self._key_for(token)
             claims = jwt.decode(
                 token,
                 key,
