@@ -160,3 +160,22 @@ async def test_errors_never_carry_internal_detail(server: Any) -> None:
     )
     assert status == 400
     assert "Traceback" not in json.dumps(body)
+
+
+async def test_grpc_web_is_served(server: Any) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        _BUF,
+        "curl",
+        "--protocol",
+        "grpcweb",
+        "-H",
+        f"Authorization: Bearer {server.admin_token}",
+        "-d",
+        "{}",
+        f"{server.base_url}/platform.tenants.v1.TenantService/ListTenants",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err
+    assert isinstance(json.loads(out or b"{}"), dict)

@@ -1,0 +1,26 @@
+"""The Alembic migrations build exactly the schema the models describe, on both databases."""
+
+from __future__ import annotations
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import Connection
+
+from server.store.db import Database as Store
+from server.store.models import Base
+from tests.conftest import Database
+
+
+async def test_migrated_schema_matches_the_models(database: Database) -> None:
+    store = Store(database.url)
+
+    def diff(connection: Connection) -> list[object]:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return list(compare_metadata(context, Base.metadata))
+
+    try:
+        async with store.engine.connect() as connection:
+            differences = await connection.run_sync(diff)
+    finally:
+        await store.close()
+    assert differences == []
