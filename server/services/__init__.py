@@ -7,9 +7,10 @@ generated service as `unimplemented`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from server.auth import KeyVerifier
+from server.keyauth import ApiKeyVerifier
 from server.settings import Settings
 from server.store.db import Database
 
@@ -18,22 +19,29 @@ __all__ = ["HANDLERS", "Deps"]
 
 @dataclass
 class Deps:
-    """What handlers need from the process: configuration and the data layer."""
+    """What handlers need from the process: configuration, the data layer and the one API-key verifier."""
 
     settings: Settings
     db: Database
+    _verifier: ApiKeyVerifier | None = field(default=None, init=False, repr=False)
 
-    def key_verifier(self) -> KeyVerifier | None:
-        return None
+    def key_verifier(self) -> KeyVerifier:
+        if self._verifier is None:
+            self._verifier = ApiKeyVerifier(self.db, self.settings.api_key_cache_seconds)
+        return self._verifier
 
 
 def _handlers() -> dict[str, Callable[[Deps], object]]:
+    from server.services.tenants.api_key_service import ApiKeyServiceHandler
     from server.services.tenants.group_service import GroupServiceHandler
+    from server.services.tenants.service_account_service import ServiceAccountServiceHandler
     from server.services.tenants.tenant_service import TenantServiceHandler
     from server.services.tenants.user_service import UserServiceHandler
 
     return {
+        "platform.tenants.v1.ApiKeyService": ApiKeyServiceHandler,
         "platform.tenants.v1.GroupService": GroupServiceHandler,
+        "platform.tenants.v1.ServiceAccountService": ServiceAccountServiceHandler,
         "platform.tenants.v1.TenantService": TenantServiceHandler,
         "platform.tenants.v1.UserService": UserServiceHandler,
     }

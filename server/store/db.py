@@ -10,6 +10,7 @@ import contextlib
 import re
 import secrets
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import event
@@ -18,7 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from server.errors import AlreadyExists
 
-__all__ = ["Database", "integrity_as", "new_id"]
+__all__ = ["Database", "as_utc", "integrity_as", "new_id"]
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """Stored times are UTC; SQLite hands them back naive."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
 
 
 def new_id(prefix: str) -> str:

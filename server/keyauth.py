@@ -1,0 +1,82 @@
+"""Verifying API keys: secret in, `Principal` out, for the management API and the gateway alike.
+
+Every replica caches lookups (valid and invalid alike) for at most `settings.api_key_cache_seconds` (default 5 s).
+That is the bound on how long a disabled, revoked or expired key keeps working anywhere after the change: each
+replica re-reads the key from the database once its cached entry is that old. Unknown, disabled, revoked and
+expired keys all get the same refusal, so the answer tells an attacker nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select, update
+
+from server.domain.api_keys import KeyState, hash_secret
+from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
+from server.errors import Unauthenticated
+from server.store.db import Database, as_utc
+from server.store.models import ApiKeyRow, UserRow, utcnow
+
+__all__ = ["REFUSAL", "ApiKeyVerifier"]
+
+REFUSAL = "invalid API key"
+_MAX_ENTRIES = 100_000
+_LAST_USED_EVERY = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    fresh_until: float
+    principal: Principal | None
+    expire_at: datetime | None
+
+
+class ApiKeyVerifier:
+    def __init__(self, db: Database, cache_seconds: float) -> None:
+        self._db = db
+        self._ttl = cache_seconds
+        self._cache: dict[bytes, _Entry] = {}
+
+    async def __call__(self, secret: str) -> Principal:
+        digest = hash_secret(secret)
+        now = time.monotonic()
+        entry = self._cache.get(digest)
+        if entry is None or entry.fresh_until <= now:
+            entry = await self._load(digest, now)
+            if len(self._cache) >= _MAX_ENTRIES:
+                self._cache.clear()  # crude but bounded; a refill costs one lookup per live key
+            self._cache[digest] = entry
+        expired = entry.expire_at is not None and entry.expire_at <= datetime.now(UTC)
+        if entry.principal is None or expired:
+            raise Unauthenticated(REFUSAL)
+        return entry.principal
+
+    async def _load(self, digest: bytes, now: float) -> _Entry:
+        fresh_until = now + self._ttl
+        async with self._db.transaction() as session:
+            row = await session.scalar(select(ApiKeyRow).where(ApiKeyRow.secret_hash == digest))
+            if row is None or row.state != KeyState.ACTIVE:
+                return _Entry(fresh_until, None, None)
+            expire_at = as_utc(row.expire_at)
+            owner = await session.get(UserRow, row.owner_user_id) if row.owner_user_id else None
+            last_used = as_utc(row.last_used_at)
+            if last_used is None or utcnow() - last_used > _LAST_USED_EVERY:
+                await session.execute(update(ApiKeyRow).where(ApiKeyRow.id == row.id).values(last_used_at=utcnow()))
+            identity = ApiKeyIdentity(
+                key_id=row.id,
+                tenant_id=row.tenant_id,
+                type=ApiKeyType(row.type),
+                owner_user_id=row.owner_user_id,
+                service_account_id=row.service_account_id,
+            )
+            principal = Principal(
+                user_id=row.owner_user_id,
+                email=(owner.email or "") if owner else "",
+                display_name=owner.display_name if owner else "",
+                scoped_tenant_id=row.tenant_id,
+                api_key=identity,
+            )
+            return _Entry(fresh_until, principal, expire_at)
