@@ -176,10 +176,20 @@ async def _is_group_member(session: AsyncSession, group_id: str, user_id: str | 
     return (await session.get(GroupMemberRow, (group_id, user_id))) is not None
 
 
+async def _reads_as_tenant_admin(session: AsyncSession, principal: Principal, tenant_id: str) -> bool:
+    """Tenant admins read everything in the tenant; a Personal (all resources) key reads what its owner reads."""
+    if await can_admin_tenant(session, principal, tenant_id):
+        return True
+    key = principal.api_key
+    if key is None or key.type != ApiKeyType.PERSONAL_ALL_RESOURCES:
+        return False
+    return await tenant_role(session, principal, tenant_id) == TenantRole.ADMIN
+
+
 async def can_read_group(session: AsyncSession, principal: Principal, group: GroupRow) -> bool:
     if principal.api_key is not None and principal.api_key.tenant_id != group.tenant_id:
         return False
-    if await can_admin_tenant(session, principal, group.tenant_id):
+    if await _reads_as_tenant_admin(session, principal, group.tenant_id):
         return True
     return await _is_group_member(session, group.id, principal.user_id)
 
@@ -200,7 +210,7 @@ async def visible_groups(
     """SQL condition selecting the tenant's groups the caller may read (or attach keys to), in one query."""
     if for_key_attach and principal.api_key is not None and principal.api_key.type == ApiKeyType.PERSONAL_ALL_RESOURCES:
         return false()
-    if await can_admin_tenant(session, principal, tenant_id):
+    if await _reads_as_tenant_admin(session, principal, tenant_id):
         return true()
     if principal.user_id is None:
         return false()

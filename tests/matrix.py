@@ -1,0 +1,126 @@
+"""The authorization matrix: (operation, principal kind, expected Connect code), run against the real server.
+
+Later issues add their own rows: build a list of `Row`s (the request comes from an async `body` builder that may
+create what the call needs) and run them with `check_rows`. The cast of principals is built once per server through
+the public API only:
+
+    anonymous            no credential
+    outsider             admin of another tenant
+    member / editor / admin   tenant roles
+    group_member         a Member who belongs to `cast.group_id`
+    creator              an Editor who created the resources later rows are about
+    platform_admin       a session with can_manage_tenants and can_manage_models
+    key_personal         an admin's personal key;  key_disabled / key_revoked / key_expired: the same, unusable
+    key_all              an admin's Personal (all resources) key
+    key_sa               a service-account key
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.clients import ConnectJsonCaller
+from tests.world import GROUPS, World, make_world, must
+
+KEYS = "platform.tenants.v1.ApiKeyService"
+ACCOUNTS = "platform.tenants.v1.ServiceAccountService"
+KINDS = (
+    "anonymous", "outsider", "member", "editor", "admin", "group_member", "creator", "platform_admin",
+    "key_personal", "key_disabled", "key_revoked", "key_expired", "key_all", "key_sa",
+)
+UNUSABLE = ("anonymous", "key_disabled", "key_revoked", "key_expired")
+
+
+@dataclass
+class Cast:
+    world: World
+    group_id: str
+    tokens: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def tenant_id(self) -> str:
+        return self.world.tenant_id
+
+
+Body = Callable[[Cast, ConnectJsonCaller], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Row:
+    operation: str
+    body: Body
+    expect: dict[str, str]  # principal kind -> Connect code; unlisted usable kinds default to permission_denied
+    get: bool = False
+
+    def expected(self, kind: str) -> str:
+        if kind in UNUSABLE:
+            return "unauthenticated"
+        return self.expect.get(kind, "permission_denied")
+
+
+def fixed(**values: Any) -> Body:
+    async def build(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
+        return {"tenantId": cast.tenant_id, **values}
+
+    return build
+
+
+def allow(*kinds: str, code: str = "ok") -> dict[str, str]:
+    return dict.fromkeys(kinds, code)
+
+
+async def _key(connect: ConnectJsonCaller, cast: Cast, key_type: str, **extra: Any) -> dict[str, Any]:
+    body = {"tenantId": cast.tenant_id, "type": key_type, "name": f"k-{secrets.token_hex(3)}", **extra}
+    return must(await connect.call(f"{KEYS}/CreateApiKey", body, token=cast.world.tokens["admin"]))
+
+
+async def build_cast(server: Any, connect: ConnectJsonCaller) -> Cast:
+    world = await make_world(server, connect)
+    admin = world.tokens["admin"]
+    group = must(await connect.call(f"{GROUPS}/CreateGroup", {"tenantId": world.tenant_id, "name": "matrix"},
+                                    token=admin))["group"]
+    cast = Cast(world=world, group_id=group["id"])
+    for person, role in (("group_member", "TENANT_ROLE_MEMBER"), ("creator", "TENANT_ROLE_EDITOR")):
+        user_id = f"{person}-{secrets.token_hex(3)}"
+        world.user_ids[person] = user_id
+        world.tokens[person] = server.token(user_id)
+        must(await connect.call("platform.tenants.v1.TenantService/AddTenantMember",
+                                {"tenantId": world.tenant_id, "userId": user_id, "role": role}, token=admin))
+    must(await connect.call(f"{GROUPS}/AddGroupMember", {"tenantId": world.tenant_id, "groupId": group["id"],
+                                                         "userId": world.user_ids["group_member"]}, token=admin))
+    cast.tokens = {kind: world.tokens.get(kind) for kind in KINDS}
+    cast.tokens["anonymous"] = None
+    cast.tokens["platform_admin"] = server.admin_token
+    cast.tokens["key_personal"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL"))["secret"]
+    cast.tokens["key_all"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL_ALL_RESOURCES"))["secret"]
+    account = must(await connect.call(f"{ACCOUNTS}/CreateServiceAccount",
+                                      {"tenantId": world.tenant_id, "name": "matrix-bot"}, token=admin))
+    cast.tokens["key_sa"] = (await _key(connect, cast, "API_KEY_TYPE_SERVICE_ACCOUNT",
+                                        serviceAccountId=account["serviceAccount"]["id"]))["secret"]
+    for kind, method in (("key_disabled", "DisableApiKey"), ("key_revoked", "RevokeApiKey")):
+        created = await _key(connect, cast, "API_KEY_TYPE_PERSONAL")
+        must(await connect.call(f"{KEYS}/{method}", {"tenantId": world.tenant_id, "apiKeyId": created["apiKey"]["id"]},
+                                token=admin))
+        cast.tokens[kind] = created["secret"]
+    soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat().replace("+00:00", "Z")
+    cast.tokens["key_expired"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL", expireTime=soon))["secret"]
+    await asyncio.sleep(1.5)  # let the expiry pass and the verifier cache bound (1 s in tests) lapse
+    return cast
+
+
+async def check_rows(connect: ConnectJsonCaller, cast: Cast, rows: list[Row]) -> list[str]:
+    """Run every row for every principal kind; return the mismatches (empty when the matrix holds)."""
+    failures = []
+    for row in rows:
+        for kind in KINDS:
+            body = await row.body(cast, connect)
+            result = await connect.call(row.operation, body, token=cast.tokens[kind], get=row.get)
+            if result.code != row.expected(kind):
+                failures.append(f"{row.operation} as {kind}: expected {row.expected(kind)}, got {result.code} "
+                                f"({result.message})")
+    return failures
