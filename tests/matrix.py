@@ -30,8 +30,20 @@ from tests.world import GROUPS, World, make_world, must
 KEYS = "platform.tenants.v1.ApiKeyService"
 ACCOUNTS = "platform.tenants.v1.ServiceAccountService"
 KINDS = (
-    "anonymous", "outsider", "member", "editor", "admin", "group_member", "creator", "platform_admin",
-    "key_personal", "key_disabled", "key_revoked", "key_expired", "key_all", "key_sa",
+    "anonymous",
+    "outsider",
+    "member",
+    "editor",
+    "admin",
+    "group_member",
+    "creator",
+    "platform_admin",
+    "key_personal",
+    "key_disabled",
+    "key_revoked",
+    "key_expired",
+    "key_all",
+    "key_sa",
 )
 UNUSABLE = ("anonymous", "key_disabled", "key_revoked", "key_expired")
 
@@ -82,30 +94,48 @@ async def _key(connect: ConnectJsonCaller, cast: Cast, key_type: str, **extra: A
 async def build_cast(server: Any, connect: ConnectJsonCaller) -> Cast:
     world = await make_world(server, connect)
     admin = world.tokens["admin"]
-    group = must(await connect.call(f"{GROUPS}/CreateGroup", {"tenantId": world.tenant_id, "name": "matrix"},
-                                    token=admin))["group"]
+    group = must(
+        await connect.call(f"{GROUPS}/CreateGroup", {"tenantId": world.tenant_id, "name": "matrix"}, token=admin)
+    )["group"]
     cast = Cast(world=world, group_id=group["id"])
     for person, role in (("group_member", "TENANT_ROLE_MEMBER"), ("creator", "TENANT_ROLE_EDITOR")):
         user_id = f"{person}-{secrets.token_hex(3)}"
         world.user_ids[person] = user_id
         world.tokens[person] = server.token(user_id)
-        must(await connect.call("platform.tenants.v1.TenantService/AddTenantMember",
-                                {"tenantId": world.tenant_id, "userId": user_id, "role": role}, token=admin))
-    must(await connect.call(f"{GROUPS}/AddGroupMember", {"tenantId": world.tenant_id, "groupId": group["id"],
-                                                         "userId": world.user_ids["group_member"]}, token=admin))
+        must(
+            await connect.call(
+                "platform.tenants.v1.TenantService/AddTenantMember",
+                {"tenantId": world.tenant_id, "userId": user_id, "role": role},
+                token=admin,
+            )
+        )
+    must(
+        await connect.call(
+            f"{GROUPS}/AddGroupMember",
+            {"tenantId": world.tenant_id, "groupId": group["id"], "userId": world.user_ids["group_member"]},
+            token=admin,
+        )
+    )
     cast.tokens = {kind: world.tokens.get(kind) for kind in KINDS}
     cast.tokens["anonymous"] = None
     cast.tokens["platform_admin"] = server.admin_token
     cast.tokens["key_personal"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL"))["secret"]
     cast.tokens["key_all"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL_ALL_RESOURCES"))["secret"]
-    account = must(await connect.call(f"{ACCOUNTS}/CreateServiceAccount",
-                                      {"tenantId": world.tenant_id, "name": "matrix-bot"}, token=admin))
-    cast.tokens["key_sa"] = (await _key(connect, cast, "API_KEY_TYPE_SERVICE_ACCOUNT",
-                                        serviceAccountId=account["serviceAccount"]["id"]))["secret"]
+    account = must(
+        await connect.call(
+            f"{ACCOUNTS}/CreateServiceAccount", {"tenantId": world.tenant_id, "name": "matrix-bot"}, token=admin
+        )
+    )
+    cast.tokens["key_sa"] = (
+        await _key(connect, cast, "API_KEY_TYPE_SERVICE_ACCOUNT", serviceAccountId=account["serviceAccount"]["id"])
+    )["secret"]
     for kind, method in (("key_disabled", "DisableApiKey"), ("key_revoked", "RevokeApiKey")):
         created = await _key(connect, cast, "API_KEY_TYPE_PERSONAL")
-        must(await connect.call(f"{KEYS}/{method}", {"tenantId": world.tenant_id, "apiKeyId": created["apiKey"]["id"]},
-                                token=admin))
+        must(
+            await connect.call(
+                f"{KEYS}/{method}", {"tenantId": world.tenant_id, "apiKeyId": created["apiKey"]["id"]}, token=admin
+            )
+        )
         cast.tokens[kind] = created["secret"]
     soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat().replace("+00:00", "Z")
     cast.tokens["key_expired"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL", expireTime=soon))["secret"]
@@ -121,6 +151,7 @@ async def check_rows(connect: ConnectJsonCaller, cast: Cast, rows: list[Row]) ->
             body = await row.body(cast, connect)
             result = await connect.call(row.operation, body, token=cast.tokens[kind], get=row.get)
             if result.code != row.expected(kind):
-                failures.append(f"{row.operation} as {kind}: expected {row.expected(kind)}, got {result.code} "
-                                f"({result.message})")
+                failures.append(
+                    f"{row.operation} as {kind}: expected {row.expected(kind)}, got {result.code} ({result.message})"
+                )
     return failures

@@ -21,8 +21,11 @@ def _name() -> str:
 
 
 async def _new_group(cast: Cast, connect: ConnectJsonCaller, *, with_member: bool = False) -> dict[str, Any]:
-    group = must(await connect.call(f"{GROUPS}/CreateGroup", {"tenantId": cast.tenant_id, "name": _name()},
-                                    token=cast.world.tokens["admin"]))["group"]
+    group = must(
+        await connect.call(
+            f"{GROUPS}/CreateGroup", {"tenantId": cast.tenant_id, "name": _name()}, token=cast.world.tokens["admin"]
+        )
+    )["group"]
     body = {"tenantId": cast.tenant_id, "groupId": group["id"], "userId": cast.world.user_ids["member"]}
     if with_member:
         must(await connect.call(f"{GROUPS}/AddGroupMember", body, token=cast.world.tokens["admin"]))
@@ -62,8 +65,9 @@ async def personal_key(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]
 
 
 async def editors_key(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
-    created = must(await connect.call(f"{KEYS}/CreateApiKey", await personal_key(cast, connect),
-                                      token=cast.world.tokens["editor"]))
+    created = must(
+        await connect.call(f"{KEYS}/CreateApiKey", await personal_key(cast, connect), token=cast.world.tokens["editor"])
+    )
     return {"tenantId": cast.tenant_id, "apiKeyId": created["apiKey"]["id"]}
 
 
@@ -78,8 +82,12 @@ ROWS = [
     Row(f"{GROUPS}/AddGroupMember", fresh_group, allow(*ADMINS)),
     Row(f"{GROUPS}/RemoveGroupMember", group_with_member, allow(*ADMINS)),
     Row(f"{GROUPS}/ListGroups", fixed(), allow(*READERS), get=True),
-    Row(f"{GROUPS}/ListGroupMembers", matrix_group, allow("admin", "group_member", "platform_admin", "key_personal",
-                                                         "key_all"), get=True),
+    Row(
+        f"{GROUPS}/ListGroupMembers",
+        matrix_group,
+        allow("admin", "group_member", "platform_admin", "key_personal", "key_all"),
+        get=True,
+    ),
     # TenantService.
     Row(f"{TENANTS}/CreateTenant", new_tenant, allow("platform_admin")),
     Row(f"{TENANTS}/GetTenant", fixed(), allow(*READERS), get=True),
@@ -87,18 +95,33 @@ ROWS = [
     Row(f"{TENANTS}/UpdateTenant", fixed(displayName="Renamed"), allow(*ADMINS)),
     Row(f"{TENANTS}/AddTenantMember", new_user, allow(*ADMINS)),
     Row(f"{TENANTS}/InviteTenantMember", new_invite, allow(*ADMINS)),
-    Row(f"{TENANTS}/ListTenantMembers", fixed(), allow("admin", "editor", "creator", "platform_admin", "key_personal",
-                                                       "key_all"), get=True),
+    Row(
+        f"{TENANTS}/ListTenantMembers",
+        fixed(),
+        allow("admin", "editor", "creator", "platform_admin", "key_personal", "key_all"),
+        get=True,
+    ),
     Row(f"{USERS}/GetCurrentUser", fixed(), allow(*READERS, "outsider", "key_sa"), get=True),
     # ApiKeyService: personal keys for any member; never from a Personal (all resources) key.
     Row(f"{KEYS}/CreateApiKey", personal_key, allow(*TENANT_USERS, "key_personal")),
     Row(f"{KEYS}/ListApiKeys", fixed(), allow(*READERS), get=True),
-    Row(f"{KEYS}/GetApiKey", editors_key, {**allow("editor", "admin", "platform_admin", "key_personal"),
-                                           **allow("member", "group_member", "creator", "outsider", "key_sa",
-                                                   "key_all", code="not_found")}, get=True),
-    Row(f"{KEYS}/DisableApiKey", editors_key, {**allow("editor", "admin", "platform_admin", "key_personal"),
-                                               **allow("member", "group_member", "creator", "outsider", "key_sa",
-                                                       code="not_found")}),
+    Row(
+        f"{KEYS}/GetApiKey",
+        editors_key,
+        {
+            **allow("editor", "admin", "platform_admin", "key_personal"),
+            **allow("member", "group_member", "creator", "outsider", "key_sa", "key_all", code="not_found"),
+        },
+        get=True,
+    ),
+    Row(
+        f"{KEYS}/DisableApiKey",
+        editors_key,
+        {
+            **allow("editor", "admin", "platform_admin", "key_personal"),
+            **allow("member", "group_member", "creator", "outsider", "key_sa", code="not_found"),
+        },
+    ),
     # ServiceAccountService: tenant admins only.
     Row(f"{ACCOUNTS}/CreateServiceAccount", new_account, allow(*ADMINS)),
     Row(f"{ACCOUNTS}/ListServiceAccounts", fixed(), allow(*ADMINS), get=True),

@@ -20,18 +20,24 @@ async def test_an_invite_becomes_a_membership_at_first_sign_in(
     server: Any, connect: ConnectJsonCaller, world: World
 ) -> None:
     email = f"new-{secrets.token_hex(3)}@Example.com"
-    invited = must(await connect.call(f"{TENANTS}/InviteTenantMember", {"tenantId": world.tenant_id, "email": email},
-                                      token=world.tokens["admin"]))["member"]
+    invited = must(
+        await connect.call(
+            f"{TENANTS}/InviteTenantMember", {"tenantId": world.tenant_id, "email": email}, token=world.tokens["admin"]
+        )
+    )["member"]
     assert invited == {"role": "TENANT_ROLE_EDITOR", "pending": True, "email": email.lower()}  # Editor by default
     user_id = f"newcomer-{secrets.token_hex(3)}"
-    before = await connect.call(f"{TENANTS}/GetTenant", {"tenantId": world.tenant_id},
-                                token=server.token(user_id, email=email.lower()))
+    before = await connect.call(
+        f"{TENANTS}/GetTenant", {"tenantId": world.tenant_id}, token=server.token(user_id, email=email.lower())
+    )
     assert before.ok, before  # the first signed-in call turned the invite into a membership
     me = must(await connect.call(f"{USERS}/GetCurrentUser", {}, token=server.token(user_id, email=email.lower())))
-    assert me["memberships"] == [{"tenantId": world.tenant_id, "tenantName": me["memberships"][0]["tenantName"],
-                                  "role": "TENANT_ROLE_EDITOR"}]
-    members = must(await connect.call(f"{TENANTS}/ListTenantMembers", {"tenantId": world.tenant_id},
-                                      token=world.tokens["admin"]))["members"]
+    assert me["memberships"] == [
+        {"tenantId": world.tenant_id, "tenantName": me["memberships"][0]["tenantName"], "role": "TENANT_ROLE_EDITOR"}
+    ]
+    members = must(
+        await connect.call(f"{TENANTS}/ListTenantMembers", {"tenantId": world.tenant_id}, token=world.tokens["admin"])
+    )["members"]
     assert [m for m in members if m.get("pending")] == []
     assert any(m["userId"] == user_id and m["role"] == "TENANT_ROLE_EDITOR" for m in members)
 
@@ -39,17 +45,24 @@ async def test_an_invite_becomes_a_membership_at_first_sign_in(
 async def test_invites_can_name_a_role_and_be_withdrawn(connect: ConnectJsonCaller, world: World) -> None:
     email = f"viewer-{secrets.token_hex(3)}@example.com"
     body = {"tenantId": world.tenant_id, "email": email, "role": "TENANT_ROLE_MEMBER"}
-    assert must(await connect.call(f"{TENANTS}/InviteTenantMember", body, token=world.tokens["admin"]))["member"][
-        "role"] == "TENANT_ROLE_MEMBER"
+    assert (
+        must(await connect.call(f"{TENANTS}/InviteTenantMember", body, token=world.tokens["admin"]))["member"]["role"]
+        == "TENANT_ROLE_MEMBER"
+    )
     again = await connect.call(f"{TENANTS}/InviteTenantMember", body, token=world.tokens["admin"])
     assert again.code == "already_exists"
-    bad = await connect.call(f"{TENANTS}/InviteTenantMember", {**body, "email": "not-an-email"},
-                             token=world.tokens["admin"])
+    bad = await connect.call(
+        f"{TENANTS}/InviteTenantMember", {**body, "email": "not-an-email"}, token=world.tokens["admin"]
+    )
     assert bad.code == "invalid_argument" and "email" in bad.message
-    must(await connect.call(f"{TENANTS}/RemoveTenantMember", {"tenantId": world.tenant_id, "email": email},
-                            token=world.tokens["admin"]))
-    members = must(await connect.call(f"{TENANTS}/ListTenantMembers", {"tenantId": world.tenant_id},
-                                      token=world.tokens["admin"]))["members"]
+    must(
+        await connect.call(
+            f"{TENANTS}/RemoveTenantMember", {"tenantId": world.tenant_id, "email": email}, token=world.tokens["admin"]
+        )
+    )
+    members = must(
+        await connect.call(f"{TENANTS}/ListTenantMembers", {"tenantId": world.tenant_id}, token=world.tokens["admin"])
+    )["members"]
     assert email not in [m.get("email") for m in members]
 
 
@@ -63,26 +76,36 @@ async def test_listing_members_is_a_capability(connect: ConnectJsonCaller, world
 async def test_members_by_id_roles_and_the_last_admin(connect: ConnectJsonCaller, world: World) -> None:
     admin = world.tokens["admin"]
     user = f"joiner-{secrets.token_hex(3)}"
-    added = must(await connect.call(f"{TENANTS}/AddTenantMember", {"tenantId": world.tenant_id, "userId": user},
-                                    token=admin))["member"]
+    added = must(
+        await connect.call(f"{TENANTS}/AddTenantMember", {"tenantId": world.tenant_id, "userId": user}, token=admin)
+    )["member"]
     assert added["role"] == "TENANT_ROLE_EDITOR"
     dup = await connect.call(f"{TENANTS}/AddTenantMember", {"tenantId": world.tenant_id, "userId": user}, token=admin)
     assert dup.code == "already_exists"
-    promoted = must(await connect.call(f"{TENANTS}/UpdateTenantMemberRole",
-                                       {"tenantId": world.tenant_id, "userId": user, "role": "TENANT_ROLE_MEMBER"},
-                                       token=admin))["member"]
+    promoted = must(
+        await connect.call(
+            f"{TENANTS}/UpdateTenantMemberRole",
+            {"tenantId": world.tenant_id, "userId": user, "role": "TENANT_ROLE_MEMBER"},
+            token=admin,
+        )
+    )["member"]
     assert promoted["role"] == "TENANT_ROLE_MEMBER"
-    last = await connect.call(f"{TENANTS}/UpdateTenantMemberRole",
-                              {"tenantId": world.tenant_id, "userId": world.user_ids["admin"],
-                               "role": "TENANT_ROLE_EDITOR"}, token=admin)
+    last = await connect.call(
+        f"{TENANTS}/UpdateTenantMemberRole",
+        {"tenantId": world.tenant_id, "userId": world.user_ids["admin"], "role": "TENANT_ROLE_EDITOR"},
+        token=admin,
+    )
     assert last.code == "failed_precondition" and "admin" in last.message
-    leave = await connect.call(f"{TENANTS}/RemoveTenantMember",
-                               {"tenantId": world.tenant_id, "userId": world.user_ids["admin"]}, token=admin)
+    leave = await connect.call(
+        f"{TENANTS}/RemoveTenantMember", {"tenantId": world.tenant_id, "userId": world.user_ids["admin"]}, token=admin
+    )
     assert leave.code == "failed_precondition"
-    must(await connect.call(f"{TENANTS}/RemoveTenantMember", {"tenantId": world.tenant_id, "userId": user},
-                            token=admin))
-    gone = await connect.call(f"{TENANTS}/RemoveTenantMember", {"tenantId": world.tenant_id, "userId": user},
-                              token=admin)
+    must(
+        await connect.call(f"{TENANTS}/RemoveTenantMember", {"tenantId": world.tenant_id, "userId": user}, token=admin)
+    )
+    gone = await connect.call(
+        f"{TENANTS}/RemoveTenantMember", {"tenantId": world.tenant_id, "userId": user}, token=admin
+    )
     assert gone.code == "not_found"
 
 
@@ -91,8 +114,9 @@ async def test_tenants_are_created_by_platform_operators_with_valid_names(
 ) -> None:
     bad = await connect.call(f"{TENANTS}/CreateTenant", {"name": "Not Valid!"}, token=server.admin_token)
     assert bad.code == "invalid_argument" and "name" in bad.message
-    tenant = must(await connect.call(f"{TENANTS}/GetTenant", {"tenantId": world.tenant_id},
-                                     token=server.admin_token))["tenant"]
+    tenant = must(await connect.call(f"{TENANTS}/GetTenant", {"tenantId": world.tenant_id}, token=server.admin_token))[
+        "tenant"
+    ]
     dup = await connect.call(f"{TENANTS}/CreateTenant", {"name": tenant["name"]}, token=server.admin_token)
     assert dup.code == "already_exists"
     mine = must(await connect.call(f"{TENANTS}/ListTenants", {}, token=world.tokens["member"]))["tenants"]
