@@ -100,11 +100,13 @@ class Server:
 def server_env(database: Database, var_dir: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
-        SWITCHBOARD_DATABASE_URL=database.url,
-        SWITCHBOARD_VAR_DIR=str(var_dir),
-        SWITCHBOARD_LOG_LEVEL="WARNING",
-        SWITCHBOARD_API_KEY_CACHE_SECONDS="1",
-        **extra,
+        {
+            "SWITCHBOARD_DATABASE_URL": database.url,
+            "SWITCHBOARD_VAR_DIR": str(var_dir),
+            "SWITCHBOARD_LOG_LEVEL": "WARNING",
+            "SWITCHBOARD_API_KEY_CACHE_SECONDS": "1",
+            **extra,
+        }
     )
     return env
 

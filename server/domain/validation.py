@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from server.errors import InvalidArgument
 
-__all__ = ["require_name", "require_nonempty", "validate_public_model_id"]
+__all__ = ["require_http_url", "require_name", "require_nonempty", "validate_public_model_id", "validate_resource_name"]
 
+_RESOURCE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _PUBLIC_MODEL_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._/-]{0,126}[A-Za-z0-9])$")
 
 
@@ -37,3 +39,21 @@ def validate_public_model_id(value: str, field: str = "public_model_id") -> str:
             field=field,
         )
     return value
+
+
+def validate_resource_name(value: str, field: str = "name") -> str:
+    """Resource names are DNS labels: 1 to 63 lowercase letters, digits and '-', alphanumeric at both ends."""
+    require_nonempty(value, field)
+    if not _RESOURCE_NAME.fullmatch(value):
+        raise InvalidArgument(
+            f"{field} must be 1 to 63 lowercase letters, digits or '-', starting and ending with a letter or digit",
+            field=field,
+        )
+    return value
+
+
+def require_http_url(value: str, field: str) -> str:
+    parsed = urlsplit(value or "")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise InvalidArgument(f"{field} must be an http(s) URL", field=field)
+    return value.rstrip("/")

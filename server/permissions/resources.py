@@ -60,6 +60,8 @@ __all__ = [
     "forget_subject",
     "list_permissions",
     "ownership",
+    "ownerships",
+    "permission_of",
     "readable_names",
     "remove_permission",
     "require_admin",
@@ -324,6 +326,26 @@ async def ownership(session: AsyncSession, ref: ResourceRef) -> Ownership:
     return Ownership(row.tenant_id, row.created_by, Sharing(row.share_to_all, tuple(shared)))
 
 
+async def ownerships(session: AsyncSession, kind: ResourceKind, names: Iterable[str]) -> dict[str, Ownership]:
+    """Ownership of many resources of one kind in two queries (for list responses)."""
+    wanted = list(names)
+    if not wanted:
+        return {}
+    rows = await session.scalars(select(ResourceRow).where(ResourceRow.kind == int(kind), ResourceRow.name.in_(wanted)))
+    shares: dict[str, list[str]] = {}
+    found = await session.execute(
+        select(ResourceShareRow.name, ResourceShareRow.tenant_id)
+        .where(ResourceShareRow.kind == int(kind), ResourceShareRow.name.in_(wanted))
+        .order_by(ResourceShareRow.tenant_id)
+    )
+    for name, tenant in found:
+        shares.setdefault(name, []).append(tenant)
+    return {
+        r.name: Ownership(r.tenant_id, r.created_by, Sharing(r.share_to_all, tuple(shares.get(r.name, ()))))
+        for r in rows
+    }
+
+
 def _label(ref: ResourceRef) -> str:
     return ref.kind.name.lower().replace("_", " ")
 
@@ -452,18 +474,23 @@ async def list_permissions(
     return [Permission(SubjectType(r.subject_type), r.subject_id, Role(r.role)) for r in rows]
 
 
-def _validated(permission: Permission) -> Permission:
+def permission_of(subject_type: int, subject_id: str, role: int) -> Permission:
+    """A permission from wire numbers, refusing unset or unknown values by field."""
     try:
-        subject_type = SubjectType(permission.subject_type)
+        kind = SubjectType(subject_type)
     except ValueError:
         raise InvalidArgument("subject.type must be set", field="subject.type") from None
     try:
-        role = Role(permission.role)
+        granted = Role(role)
     except ValueError:
         raise InvalidArgument("role must be DEPLOYMENT_ROLE_READER or DEPLOYMENT_ROLE_ADMIN", field="role") from None
-    if not permission.subject_id.strip():
+    if not subject_id.strip():
         raise InvalidArgument("subject.id is required", field="subject.id")
-    return Permission(subject_type, permission.subject_id, role)
+    return Permission(kind, subject_id, granted)
+
+
+def _validated(permission: Permission) -> Permission:
+    return permission_of(int(permission.subject_type), permission.subject_id, int(permission.role))
 
 
 async def _subject_tenant(session: AsyncSession, permission: Permission) -> str | None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from server.auth import KeyVerifier
+from server.crypto import SecretBox
 from server.keyauth import ApiKeyVerifier
 from server.settings import Settings
 from server.store.db import Database
@@ -24,6 +25,12 @@ class Deps:
     settings: Settings
     db: Database
     _verifier: ApiKeyVerifier | None = field(default=None, init=False, repr=False)
+    _box: SecretBox | None = field(default=None, init=False, repr=False)
+
+    def secret_box(self) -> SecretBox:
+        if self._box is None:
+            self._box = SecretBox(self.settings)
+        return self._box
 
     def key_verifier(self) -> KeyVerifier:
         if self._verifier is None:
@@ -32,6 +39,9 @@ class Deps:
 
 
 def _handlers() -> dict[str, Callable[[Deps], object]]:
+    from server.services.modelmanager.external_model_service import ExternalModelServiceHandler
+    from server.services.modelmanager.model_alias_service import ModelAliasServiceHandler
+    from server.services.modelmanager.model_deployment_service import ModelDeploymentServiceHandler
     from server.services.tenants.api_key_service import ApiKeyServiceHandler
     from server.services.tenants.group_service import GroupServiceHandler
     from server.services.tenants.service_account_service import ServiceAccountServiceHandler
@@ -39,6 +49,9 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.tenants.user_service import UserServiceHandler
 
     return {
+        "platform.modelmanager.v1.ExternalModelService": ExternalModelServiceHandler,
+        "platform.modelmanager.v1.ModelAliasService": ModelAliasServiceHandler,
+        "platform.modelmanager.v1.ModelDeploymentService": ModelDeploymentServiceHandler,
         "platform.tenants.v1.ApiKeyService": ApiKeyServiceHandler,
         "platform.tenants.v1.GroupService": GroupServiceHandler,
         "platform.tenants.v1.ServiceAccountService": ServiceAccountServiceHandler,

@@ -1,0 +1,160 @@
+"""In-cluster model deployments: an OpenAI-compatible endpoint registered under a publicModelId.
+
+Platform-scoped: created and managed with can_manage_models from platform scope; tenants read (and invoke) them
+through Sharing and grants. Deleting a deployment keeps the aliases that point at it; they report it unresolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server import permissions
+from server.domain.model_registry import (
+    Capabilities,
+    claim_public_model_id,
+    immutable_public_model_id,
+    release_public_model_id,
+)
+from server.domain.principal import Principal
+from server.domain.validation import require_http_url, validate_resource_name
+from server.errors import InvalidArgument
+from server.permissions import ResourceKind, ResourceRef, Sharing
+from server.store.models import ModelDeploymentRow
+
+__all__ = ["Deployment", "DeploymentSpec", "create", "delete", "get", "list_readable", "update"]
+
+KIND = ResourceKind.MODEL_DEPLOYMENT
+
+
+@dataclass(frozen=True)
+class DeploymentSpec:
+    name: str
+    public_model_id: str
+    display_name: str
+    endpoint_url: str
+    served_model_id: str
+    capabilities: Capabilities
+    max_model_len: int | None
+    query_prefix: str | None  # None = not given (update keeps it); "" disables; a value sets it
+    sharing: Sharing
+
+
+@dataclass(frozen=True)
+class Deployment:
+    name: str
+    public_model_id: str
+    display_name: str
+    endpoint_url: str
+    served_model_id: str
+    capabilities: Capabilities
+    max_model_len: int | None
+    query_prefix: str | None
+    sharing: Sharing
+    created_at: datetime
+
+
+def _ref(name: str) -> ResourceRef:
+    return ResourceRef(KIND, name)
+
+
+async def _view(session: AsyncSession, row: ModelDeploymentRow) -> Deployment:
+    return _build(row, await permissions.ownership(session, _ref(row.name)))
+
+
+def _build(row: ModelDeploymentRow, owner: permissions.Ownership) -> Deployment:
+    return Deployment(
+        name=row.name,
+        public_model_id=row.public_model_id,
+        display_name=row.display_name,
+        endpoint_url=row.endpoint_url,
+        served_model_id=row.served_model_id or row.public_model_id,
+        capabilities=Capabilities(row.task_type, tuple(row.input_modalities or ())),
+        max_model_len=row.max_model_len,
+        query_prefix=row.query_prefix,
+        sharing=owner.sharing,
+        created_at=row.created_at,
+    )
+
+
+def _max_len(value: int | None) -> int | None:
+    if value is not None and value <= 0:
+        raise InvalidArgument("runtime_info.max_model_len must be positive", field="runtime_info.max_model_len")
+    return value
+
+
+async def create(session: AsyncSession, principal: Principal, spec: DeploymentSpec) -> Deployment:
+    permissions.require_platform_role(principal, "can_manage_models")
+    name = validate_resource_name(spec.name)
+    endpoint = require_http_url(spec.endpoint_url, "endpoint_url")
+    await permissions.create_resource(session, principal, _ref(name), tenant_id=None, sharing=spec.sharing)
+    await claim_public_model_id(session, spec.public_model_id, _ref(name))
+    row = ModelDeploymentRow(
+        name=name,
+        public_model_id=spec.public_model_id,
+        display_name=spec.display_name or spec.public_model_id,
+        endpoint_url=endpoint,
+        served_model_id=spec.served_model_id or spec.public_model_id,
+        task_type=spec.capabilities.task_type,
+        input_modalities=list(spec.capabilities.input_modalities),
+        max_model_len=_max_len(spec.max_model_len),
+        query_prefix=spec.query_prefix,
+    )
+    session.add(row)
+    await session.flush()
+    return await _view(session, row)
+
+
+async def _row(session: AsyncSession, name: str) -> ModelDeploymentRow:
+    row = await session.get(ModelDeploymentRow, name)
+    assert row is not None, "a resource row without its deployment"
+    return row
+
+
+async def get(session: AsyncSession, principal: Principal, name: str) -> Deployment:
+    await permissions.require_read(session, principal, _ref(name))
+    return await _view(session, await _row(session, name))
+
+
+async def update(session: AsyncSession, principal: Principal, spec: DeploymentSpec) -> Deployment:
+    """Update everything but publicModelId (immutable) and sharing (UpdateModelDeploymentSharing)."""
+    await permissions.require_admin(session, principal, _ref(spec.name))
+    row = await _row(session, spec.name)
+    immutable_public_model_id(spec.public_model_id, row.public_model_id)
+    if spec.endpoint_url:
+        row.endpoint_url = require_http_url(spec.endpoint_url, "endpoint_url")
+    if spec.display_name:
+        row.display_name = spec.display_name
+    if spec.served_model_id:
+        row.served_model_id = spec.served_model_id
+    row.task_type = spec.capabilities.task_type
+    row.input_modalities = list(spec.capabilities.input_modalities)
+    row.max_model_len = _max_len(spec.max_model_len)
+    if spec.query_prefix is not None:
+        row.query_prefix = spec.query_prefix
+    await session.flush()
+    return await _view(session, row)
+
+
+async def delete(session: AsyncSession, principal: Principal, name: str) -> None:
+    await permissions.require_admin(session, principal, _ref(name))
+    row = await _row(session, name)
+    await release_public_model_id(session, row.public_model_id)
+    await session.delete(row)
+    await permissions.delete_resource(session, _ref(name))
+
+
+async def list_readable(session: AsyncSession, principal: Principal) -> list[Deployment]:
+    names = await permissions.readable_names(session, principal, KIND)
+    if not names:
+        return []
+    rows = (
+        await session.scalars(
+            select(ModelDeploymentRow).where(ModelDeploymentRow.name.in_(names)).order_by(ModelDeploymentRow.name)
+        )
+    ).all()
+    owners = await permissions.ownerships(session, KIND, names)
+    return [_build(r, owners[r.name]) for r in rows]

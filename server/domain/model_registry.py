@@ -1,0 +1,72 @@
+"""What the three kinds of model target share: capabilities, and the one namespace of public model ids.
+
+publicModelId is unique across model deployments, external models and model aliases. The `public_model_ids` table's
+primary key enforces it, so two concurrent creates of one id cannot both succeed on PostgreSQL: the loser's insert
+fails and becomes AlreadyExists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import delete
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain.validation import validate_public_model_id
+from server.errors import AlreadyExists, InvalidArgument
+from server.permissions import ResourceRef
+from server.store.db import integrity_as
+from server.store.models import PublicModelIdRow
+
+__all__ = [
+    "TASK_TEXT_GENERATION",
+    "Capabilities",
+    "capabilities_of",
+    "claim_public_model_id",
+    "immutable_public_model_id",
+    "release_public_model_id",
+]
+
+TASK_TEXT_GENERATION = 1
+_TASK_TYPES = range(1, 6)
+_MODALITIES = range(1, 4)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Numbers match platform.modelmanager.v1.TaskType and Modality."""
+
+    task_type: int = TASK_TEXT_GENERATION
+    input_modalities: tuple[int, ...] = field(default_factory=tuple)
+
+
+def capabilities_of(task_type: int, input_modalities: list[int] | tuple[int, ...]) -> Capabilities:
+    """Validate capabilities; an unset task type means text generation."""
+    task = task_type or TASK_TEXT_GENERATION
+    if task not in _TASK_TYPES:
+        raise InvalidArgument("capabilities.task_type is not a known task type", field="capabilities.task_type")
+    modalities = tuple(dict.fromkeys(int(m) for m in input_modalities))
+    if any(m not in _MODALITIES for m in modalities):
+        raise InvalidArgument(
+            "capabilities.input_modalities has an unknown modality", field="capabilities.input_modalities"
+        )
+    return Capabilities(task, modalities)
+
+
+async def claim_public_model_id(session: AsyncSession, public_model_id: str, ref: ResourceRef) -> str:
+    validate_public_model_id(public_model_id)
+    if await session.get(PublicModelIdRow, public_model_id) is not None:
+        raise AlreadyExists(f"publicModelId {public_model_id!r} is already in use", field="public_model_id")
+    session.add(PublicModelIdRow(public_model_id=public_model_id, kind=int(ref.kind), name=ref.name))
+    with integrity_as(f"publicModelId {public_model_id!r} is already in use", field="public_model_id"):
+        await session.flush()
+    return public_model_id
+
+
+async def release_public_model_id(session: AsyncSession, public_model_id: str) -> None:
+    await session.execute(delete(PublicModelIdRow).where(PublicModelIdRow.public_model_id == public_model_id))
+
+
+def immutable_public_model_id(requested: str, current: str) -> None:
+    if requested and requested != current:
+        raise InvalidArgument("public_model_id is immutable", field="public_model_id")

@@ -1,0 +1,175 @@
+"""platform.modelmanager.v1 messages <-> domain values, nothing else."""
+
+from __future__ import annotations
+
+from gen.platform.modelmanager.v1 import (
+    capabilities_pb,
+    external_model_pb,
+    model_alias_pb,
+    model_deployment_pb,
+    permission_pb,
+    sharing_pb,
+)
+from server.domain.external_models import ExternalModel, ExternalModelSpec
+from server.domain.model_aliases import Alias, AliasSpec
+from server.domain.model_deployments import Deployment, DeploymentSpec
+from server.domain.model_registry import Capabilities, capabilities_of
+from server.permissions import Permission, Sharing, permission_of
+from server.services.tenants.convert import timestamp
+
+__all__ = [
+    "alias",
+    "alias_spec",
+    "capabilities",
+    "deployment",
+    "deployment_spec",
+    "external_model",
+    "external_model_spec",
+    "external_model_summary",
+    "permission",
+    "permission_in",
+    "sharing",
+    "sharing_in",
+]
+
+
+def sharing(value: Sharing) -> sharing_pb.Sharing:
+    return sharing_pb.Sharing(share_to_all=value.share_to_all, shared_with=list(value.shared_with))
+
+
+def sharing_in(value: sharing_pb.Sharing | None) -> Sharing:
+    if value is None:
+        return Sharing()
+    return Sharing(value.share_to_all, tuple(value.shared_with))
+
+
+def capabilities(value: Capabilities) -> capabilities_pb.ModelCapabilities:
+    return capabilities_pb.ModelCapabilities(
+        task_type=capabilities_pb.TaskType(value.task_type),
+        input_modalities=[capabilities_pb.Modality(m) for m in value.input_modalities],
+    )
+
+
+def capabilities_in(value: capabilities_pb.ModelCapabilities | None) -> Capabilities:
+    if value is None:
+        return Capabilities()
+    return capabilities_of(int(value.task_type), [int(m) for m in value.input_modalities])
+
+
+def _optional(message: object, field: str) -> str | None:
+    return getattr(message, field) if message is not None and message.has_field(field) else None  # type: ignore[attr-defined]
+
+
+def deployment_spec(value: model_deployment_pb.ModelDeployment | None) -> DeploymentSpec:
+    value = value or model_deployment_pb.ModelDeployment()
+    runtime = value.runtime_info
+    max_len = runtime.max_model_len if runtime is not None and runtime.has_field("max_model_len") else None
+    return DeploymentSpec(
+        name=value.name,
+        public_model_id=value.public_model_id,
+        display_name=value.display_name,
+        endpoint_url=value.endpoint_url,
+        served_model_id=value.served_model_id,
+        capabilities=capabilities_in(value.capabilities),
+        max_model_len=max_len,
+        query_prefix=_optional(value, "query_prefix"),
+        sharing=sharing_in(value.sharing),
+    )
+
+
+def deployment(value: Deployment) -> model_deployment_pb.ModelDeployment:
+    return model_deployment_pb.ModelDeployment(
+        name=value.name,
+        public_model_id=value.public_model_id,
+        display_name=value.display_name,
+        endpoint_url=value.endpoint_url,
+        served_model_id=value.served_model_id,
+        capabilities=capabilities(value.capabilities),
+        runtime_info=model_deployment_pb.ModelRuntimeInfo(max_model_len=value.max_model_len),
+        sharing=sharing(value.sharing),
+        create_time=timestamp(value.created_at),
+        query_prefix=value.query_prefix,
+    )
+
+
+def external_model_spec(value: external_model_pb.ExternalModel | None) -> ExternalModelSpec:
+    value = value or external_model_pb.ExternalModel()
+    return ExternalModelSpec(
+        name=value.name,
+        provider=int(value.provider),
+        provider_model_id=value.provider_model_id,
+        api_key=value.api_key,
+        base_url=value.base_url,
+        api_version=value.api_version,
+        public_model_id=value.public_model_id,
+        display_name=value.display_name,
+        capabilities=capabilities_in(value.capabilities),
+        query_prefix=_optional(value, "query_prefix"),
+    )
+
+
+def external_model(value: ExternalModel) -> external_model_pb.ExternalModel:
+    """The full shape for Get/Create/Update responses, without apiKey (stripped on every read)."""
+    return external_model_pb.ExternalModel(
+        name=value.name,
+        provider=external_model_pb.ExternalModelProvider(int(value.provider)),
+        provider_model_id=value.provider_model_id,
+        base_url=value.base_url,
+        api_version=value.api_version,
+        sharing=sharing(value.sharing),
+        public_model_id=value.public_model_id,
+        display_name=value.display_name,
+        capabilities=capabilities(value.capabilities),
+        query_prefix=value.query_prefix,
+    )
+
+
+def external_model_summary(value: ExternalModel) -> external_model_pb.ExternalModelSummary:
+    """The list shape: no baseUrl, apiVersion or shared-with list."""
+    return external_model_pb.ExternalModelSummary(
+        name=value.name,
+        display_name=value.display_name,
+        public_model_id=value.public_model_id,
+        provider_model_id=value.provider_model_id,
+        provider=external_model_pb.ExternalModelProvider(int(value.provider)),
+        share_to_all=value.sharing.share_to_all,
+        capabilities=capabilities(value.capabilities),
+        tenant_id=value.tenant_id or "",
+    )
+
+
+def alias_spec(value: model_alias_pb.ModelAlias | None) -> AliasSpec:
+    value = value or model_alias_pb.ModelAlias()
+    target = value.target_ref or model_alias_pb.ModelAliasTargetRef()
+    return AliasSpec(
+        public_model_id=value.public_model_id,
+        display_name=value.display_name,
+        target_kind=int(target.kind),
+        target_name=target.name,
+        unlisted=value.unlisted,
+        sharing=sharing_in(value.sharing) if value.has_field("sharing") else None,
+    )
+
+
+def alias(value: Alias) -> model_alias_pb.ModelAlias:
+    return model_alias_pb.ModelAlias(
+        public_model_id=value.public_model_id,
+        display_name=value.display_name,
+        target_ref=model_alias_pb.ModelAliasTargetRef(
+            kind=model_alias_pb.ModelAliasTargetKind(value.target_kind), name=value.target_name
+        ),
+        unlisted=value.unlisted,
+        sharing=sharing(value.sharing),
+    )
+
+
+def permission(value: Permission) -> permission_pb.DeploymentPermission:
+    return permission_pb.DeploymentPermission(
+        subject=permission_pb.Subject(type=permission_pb.SubjectType(int(value.subject_type)), id=value.subject_id),
+        role=permission_pb.DeploymentRole(int(value.role)),
+    )
+
+
+def permission_in(subject: permission_pb.Subject | None, role: int) -> Permission:
+    subject = subject or permission_pb.Subject()
+    return permission_of(int(subject.type), subject.id, role)

@@ -1,0 +1,99 @@
+"""/platform.modelmanager.v1.ExternalModelService/* — rules in server.domain.external_models.
+
+GetExternalModelMetrics is not defined here: it belongs to the metering work and answers unimplemented until then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectrpc.request import RequestContext
+
+from gen.platform.modelmanager.v1 import external_model_service_pb as pb
+from gen.platform.modelmanager.v1.external_model_service_connect import ExternalModelService
+from server.domain import external_models
+from server.domain.validation import require_nonempty
+from server.permissions import ResourceKind
+from server.services import Deps
+from server.services.context import current_principal
+from server.services.modelmanager import _resource_calls, convert
+
+__all__ = ["ExternalModelServiceHandler"]
+
+Ctx = RequestContext[Any, Any]
+KIND = ResourceKind.EXTERNAL_MODEL
+
+
+class ExternalModelServiceHandler(ExternalModelService):
+    def __init__(self, deps: Deps) -> None:
+        self._db = deps.db
+        self._box = deps.secret_box()
+
+    async def create_external_model(
+        self, request: pb.CreateExternalModelRequest, ctx: Ctx
+    ) -> pb.CreateExternalModelResponse:
+        spec = convert.external_model_spec(request.external_model)
+        async with self._db.transaction() as s:
+            created = await external_models.create(s, current_principal(), spec, self._box, tenant_id=None)
+        return pb.CreateExternalModelResponse(external_model=convert.external_model(created))
+
+    async def create_tenant_external_model(
+        self, request: pb.CreateTenantExternalModelRequest, ctx: Ctx
+    ) -> pb.CreateTenantExternalModelResponse:
+        spec = convert.external_model_spec(request.external_model)
+        async with self._db.transaction() as s:
+            created = await external_models.create(s, current_principal(), spec, self._box, tenant_id=request.tenant_id)
+        return pb.CreateTenantExternalModelResponse(external_model=convert.external_model(created))
+
+    async def get_external_model(self, request: pb.GetExternalModelRequest, ctx: Ctx) -> pb.GetExternalModelResponse:
+        async with self._db.transaction() as s:
+            found = await external_models.get(s, current_principal(), require_nonempty(request.name, "name"))
+        return pb.GetExternalModelResponse(external_model=convert.external_model(found))
+
+    async def update_external_model(
+        self, request: pb.UpdateExternalModelRequest, ctx: Ctx
+    ) -> pb.UpdateExternalModelResponse:
+        spec = convert.external_model_spec(request.external_model)
+        require_nonempty(spec.name, "external_model.name")
+        async with self._db.transaction() as s:
+            updated = await external_models.update(s, current_principal(), spec, self._box)
+        return pb.UpdateExternalModelResponse(external_model=convert.external_model(updated))
+
+    async def update_external_model_sharing(
+        self, request: pb.UpdateExternalModelSharingRequest, ctx: Ctx
+    ) -> pb.UpdateExternalModelSharingResponse:
+        return pb.UpdateExternalModelSharingResponse(
+            sharing=await _resource_calls.update_sharing(self._db, KIND, request)
+        )
+
+    async def delete_external_model(
+        self, request: pb.DeleteExternalModelRequest, ctx: Ctx
+    ) -> pb.DeleteExternalModelResponse:
+        async with self._db.transaction() as s:
+            await external_models.delete(s, current_principal(), require_nonempty(request.name, "name"))
+        return pb.DeleteExternalModelResponse()
+
+    async def list_external_models(
+        self, request: pb.ListExternalModelsRequest, ctx: Ctx
+    ) -> pb.ListExternalModelsResponse:
+        async with self._db.transaction() as s:
+            found = await external_models.list_readable(s, current_principal())
+        return pb.ListExternalModelsResponse(external_models=[convert.external_model_summary(m) for m in found])
+
+    async def list_external_model_permissions(
+        self, request: pb.ListExternalModelPermissionsRequest, ctx: Ctx
+    ) -> pb.ListExternalModelPermissionsResponse:
+        found = await _resource_calls.list_permissions(self._db, KIND, request)
+        return pb.ListExternalModelPermissionsResponse(permissions=found)
+
+    async def add_external_model_permission(
+        self, request: pb.AddExternalModelPermissionRequest, ctx: Ctx
+    ) -> pb.AddExternalModelPermissionResponse:
+        await _resource_calls.add_permission(self._db, KIND, request)
+        return pb.AddExternalModelPermissionResponse()
+
+    async def remove_external_model_permission(
+        self, request: pb.RemoveExternalModelPermissionRequest, ctx: Ctx
+    ) -> pb.RemoveExternalModelPermissionResponse:
+        await _resource_calls.remove_permission(self._db, KIND, request)
+        return pb.RemoveExternalModelPermissionResponse()
