@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
@@ -17,7 +16,8 @@ from server.domain.model_registry import (
     Capabilities,
     claim_public_model_id,
     immutable_public_model_id,
-    release_public_model_id,
+    readable_targets,
+    release_and_delete,
 )
 from server.domain.principal import Principal
 from server.domain.validation import require_http_url, validate_resource_name
@@ -141,20 +141,8 @@ async def update(session: AsyncSession, principal: Principal, spec: DeploymentSp
 
 async def delete(session: AsyncSession, principal: Principal, name: str) -> None:
     await permissions.require_admin(session, principal, _ref(name))
-    row = await _row(session, name)
-    await release_public_model_id(session, row.public_model_id)
-    await session.delete(row)
-    await permissions.delete_resource(session, _ref(name))
+    await release_and_delete(session, _ref(name), await _row(session, name))
 
 
 async def list_readable(session: AsyncSession, principal: Principal) -> list[Deployment]:
-    names = await permissions.readable_names(session, principal, KIND)
-    if not names:
-        return []
-    rows = (
-        await session.scalars(
-            select(ModelDeploymentRow).where(ModelDeploymentRow.name.in_(names)).order_by(ModelDeploymentRow.name)
-        )
-    ).all()
-    owners = await permissions.ownerships(session, KIND, names)
-    return [_build(r, owners[r.name]) for r in rows]
+    return [_build(row, owner) for row, owner in await readable_targets(session, principal, KIND, ModelDeploymentRow)]

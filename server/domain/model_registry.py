@@ -8,15 +8,18 @@ fails and becomes AlreadyExists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server import permissions
+from server.domain.principal import Principal
 from server.domain.validation import validate_public_model_id
 from server.errors import AlreadyExists, InvalidArgument
-from server.permissions import ResourceRef
+from server.permissions import Ownership, ResourceKind, ResourceRef
 from server.store.db import integrity_as
-from server.store.models import PublicModelIdRow
+from server.store.models import ExternalModelRow, ModelDeploymentRow, PublicModelIdRow
 
 __all__ = [
     "TASK_TEXT_GENERATION",
@@ -24,6 +27,8 @@ __all__ = [
     "capabilities_of",
     "claim_public_model_id",
     "immutable_public_model_id",
+    "readable_targets",
+    "release_and_delete",
     "release_public_model_id",
 ]
 
@@ -51,6 +56,30 @@ def capabilities_of(task_type: int, input_modalities: list[int] | tuple[int, ...
             "capabilities.input_modalities has an unknown modality", field="capabilities.input_modalities"
         )
     return Capabilities(task, modalities)
+
+
+Row = TypeVar("Row", ModelDeploymentRow, ExternalModelRow)
+
+
+async def readable_targets(
+    session: AsyncSession, principal: Principal, kind: ResourceKind, table: type[Row]
+) -> list[tuple[Row, Ownership]]:
+    """The rows of one model kind the caller may read, with their ownership, in three queries whatever the count."""
+    names = await permissions.readable_names(session, principal, kind)
+    if not names:
+        return []
+    rows = (await session.scalars(select(table).where(table.name.in_(names)).order_by(table.name))).all()
+    owners = await permissions.ownerships(session, kind, names)
+    return [(row, owners[row.name]) for row in rows]
+
+
+async def release_and_delete(
+    session: AsyncSession, ref: ResourceRef, row: ModelDeploymentRow | ExternalModelRow
+) -> None:
+    """Delete a direct model target: its public id, its row and its access record (aliases to it are kept)."""
+    await release_public_model_id(session, row.public_model_id)
+    await session.delete(row)
+    await permissions.delete_resource(session, ref)
 
 
 async def claim_public_model_id(session: AsyncSession, public_model_id: str, ref: ResourceRef) -> str:
