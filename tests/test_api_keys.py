@@ -261,6 +261,9 @@ async def test_grants_name_readable_resources(server: Any, connect: ConnectJsonC
     grant = {"kind": "RESOURCE_KIND_MODEL_ALIAS", "name": shared.name}
     key = (await _key(connect, world, "editor", grants=[grant]))["apiKey"]
     assert key["grants"] == [grant]
+    must(await _key_call(connect, world, "DisableApiKey", key["id"]))
+    enabled = must(await _key_call(connect, world, "EnableApiKey", key["id"]))["apiKey"]
+    assert enabled["grants"] == [grant] and enabled["prefix"] == key["prefix"]  # disable/enable keep grants, secret
     invisible = await _key_call(
         connect, world, "AddApiKeyGrant", key["id"], grant={"kind": "RESOURCE_KIND_MODEL_ALIAS", "name": hidden.name}
     )
