@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
 
@@ -123,3 +124,19 @@ async def test_tenants_are_created_by_platform_operators_with_valid_names(
     assert [t["id"] for t in mine] == [world.tenant_id]
     unknown = await connect.call(f"{TENANTS}/GetTenant", {"tenantId": "ten_missing"}, token=server.admin_token)
     assert unknown.code == "not_found"
+
+
+async def test_a_new_users_concurrent_first_requests_all_succeed(
+    server: Any, connect: ConnectJsonCaller, world: World
+) -> None:
+    email = f"rush-{secrets.token_hex(3)}@example.com"
+    must(
+        await connect.call(
+            f"{TENANTS}/InviteTenantMember", {"tenantId": world.tenant_id, "email": email}, token=world.tokens["admin"]
+        )
+    )
+    token = server.token(f"rush-{secrets.token_hex(3)}", email=email)
+    results = await asyncio.gather(*(connect.call(f"{USERS}/GetCurrentUser", {}, token=token) for _ in range(10)))
+    assert [r.code for r in results] == ["ok"] * 10
+    memberships = must(await connect.call(f"{USERS}/GetCurrentUser", {}, token=token))["memberships"]
+    assert [m["tenantId"] for m in memberships] == [world.tenant_id]

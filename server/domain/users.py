@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.errors import NotFound
+from server.store.db import insert_ignoring_duplicates
 from server.store.models import TenantInviteRow, TenantMemberRow, UserRow, utcnow
 from server.tokens import TokenClaims
 
@@ -23,21 +24,36 @@ class UserInfo:
 
 
 async def sign_in(session: AsyncSession, claims: TokenClaims) -> None:
-    """Record the user and accept every pending invite addressed to their email."""
+    """Record the user and accept every pending invite addressed to their email.
+
+    A new user's first requests may arrive together on several replicas, so every insert here tolerates having
+    been done already by a concurrent sign-in.
+    """
+    await insert_ignoring_duplicates(
+        session,
+        UserRow,
+        {
+            "id": claims.user_id,
+            "email": claims.email or None,
+            "display_name": claims.display_name,
+            "created_at": utcnow(),
+        },
+    )
     user = await session.get(UserRow, claims.user_id)
-    if user is None:
-        user = UserRow(id=claims.user_id, email=claims.email or None, display_name=claims.display_name)
-        session.add(user)
-    else:
-        user.email = claims.email or user.email
-        user.display_name = claims.display_name or user.display_name
-        user.deleted_at = None
+    assert user is not None
+    user.email = claims.email or user.email
+    user.display_name = claims.display_name or user.display_name
+    user.deleted_at = None
     if claims.email:
         invites = (await session.scalars(select(TenantInviteRow).where(TenantInviteRow.email == claims.email))).all()
         for invite in invites:
-            if await session.get(TenantMemberRow, (invite.tenant_id, claims.user_id)) is None:
-                session.add(TenantMemberRow(tenant_id=invite.tenant_id, user_id=claims.user_id, role=invite.role))
-            await session.delete(invite)
+            await insert_ignoring_duplicates(
+                session,
+                TenantMemberRow,
+                {"tenant_id": invite.tenant_id, "user_id": claims.user_id, "role": invite.role, "created_at": utcnow()},
+            )
+        # A Core delete: a concurrent sign-in may have removed the invites already.
+        await session.execute(delete(TenantInviteRow).where(TenantInviteRow.email == claims.email))
     await session.flush()
 
 

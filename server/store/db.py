@@ -14,12 +14,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from server.errors import AlreadyExists
 
-__all__ = ["Database", "as_utc", "integrity_as", "new_id"]
+__all__ = ["Database", "as_utc", "insert_ignoring_duplicates", "integrity_as", "new_id"]
 
 
 def as_utc(value: datetime | None) -> datetime | None:
@@ -27,6 +29,13 @@ def as_utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
+
+
+async def insert_ignoring_duplicates(session: AsyncSession, table: type[Any], values: dict[str, Any]) -> None:
+    """INSERT … ON CONFLICT DO NOTHING, for rows that concurrent requests may both try to create."""
+    dialect = session.get_bind().dialect.name
+    insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
+    await session.execute(insert(table).values(**values).on_conflict_do_nothing())
 
 
 def new_id(prefix: str) -> str:
