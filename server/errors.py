@@ -9,6 +9,7 @@
     ├── FailedPrecondition         failed_precondition  400
     ├── Conflict                   aborted              409
     ├── QuotaExceeded              resource_exhausted   429
+    ├── PayloadTooLarge            resource_exhausted   413 invalid_request_error
     └── UpstreamFailed             unavailable          502 server_error (friendly text only)
 
 Domain code raises these; the Connect interceptor (`server.interceptors`) and the gateway middleware both translate
@@ -29,6 +30,7 @@ __all__ = [
     "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
+    "PayloadTooLarge",
     "PermissionDenied",
     "QuotaExceeded",
     "SwitchboardError",
@@ -79,6 +81,10 @@ class QuotaExceeded(SwitchboardError):
     pass
 
 
+class PayloadTooLarge(SwitchboardError):
+    """A request body over a size limit, refused before it is buffered."""
+
+
 class UpstreamFailed(SwitchboardError):
     """A backend (model provider, MCP server) failed; `retryable` decides the gateway's x-should-retry."""
 
@@ -103,6 +109,7 @@ MAPPING: dict[type[SwitchboardError], WireError] = {
     FailedPrecondition: WireError(Code.FAILED_PRECONDITION, 400, "invalid_request_error"),
     Conflict: WireError(Code.ABORTED, 409, "invalid_request_error"),
     QuotaExceeded: WireError(Code.RESOURCE_EXHAUSTED, 429, "rate_limit_error"),
+    PayloadTooLarge: WireError(Code.RESOURCE_EXHAUSTED, 413, "invalid_request_error"),
     UpstreamFailed: WireError(Code.UNAVAILABLE, 502, "server_error"),
 }
 

@@ -1,0 +1,1 @@
+"""The OpenAI-compatible model gateway: an aiohttp sidecar serving /v1 (`python -m gateway`)."""

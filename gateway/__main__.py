@@ -1,0 +1,124 @@
+"""`python -m gateway`: serve the gateway on every core.
+
+The parent process reserves the address with SO_REUSEPORT (resolving port 0 to a real port), then forks
+`settings.gateway_workers` workers (0 = os.cpu_count()); each binds the same address with SO_REUSEPORT, so the kernel
+spreads connections across them. SIGTERM/SIGINT on the parent is passed to every worker, which stops accepting,
+finishes in-flight requests and flushes its usage meter before exiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.context
+import os
+import signal
+import socket
+import sys
+import time
+from multiprocessing.process import BaseProcess
+from types import FrameType
+
+from aiohttp import web
+
+from gateway.app import make_app
+from server.settings import Settings, load_settings
+
+log = logging.getLogger("switchboard.gateway")
+
+_SHUTDOWN_TIMEOUT = 30.0
+
+
+def _reserve(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    return sock  # bound, never listening: it holds the port without taking connections
+
+
+async def _serve(settings: Settings, port: int) -> None:
+    # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
+    runner = web.AppRunner(
+        make_app(settings),
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=_SHUTDOWN_TIMEOUT,
+        lingering_time=1.0,
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, settings.gateway_host, port, reuse_port=True, backlog=1024)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()  # stops accepting, waits for in-flight requests, runs cleanup_ctx (meter flush)
+
+
+def _worker(settings: Settings, port: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays Ctrl-C as SIGTERM
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # until the event loop installs its own handler
+    try:
+        import uvloop
+
+        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+    except ImportError:
+        runner = asyncio.Runner()
+    with runner:
+        runner.run(_serve(settings, port))
+
+
+def _spawn(context: multiprocessing.context.ForkContext, settings: Settings, port: int) -> BaseProcess:
+    worker = context.Process(target=_worker, args=(settings, port), daemon=False)
+    worker.start()
+    return worker
+
+
+def main() -> int:
+    settings = load_settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
+    workers = settings.gateway_workers or os.cpu_count() or 1
+    reserved = _reserve(settings.gateway_host, settings.gateway_port)
+    port = reserved.getsockname()[1]
+    context = multiprocessing.get_context("fork")
+    procs: list[BaseProcess] = []
+    stopping = False
+
+    def relay(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        for proc in procs:
+            if proc.pid is not None and proc.is_alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, relay)  # before forking, so no signal is missed; workers reset it
+    signal.signal(signal.SIGINT, relay)
+    procs.extend(_spawn(context, settings, port) for _ in range(workers))
+    print(f"gateway listening on http://{settings.gateway_host}:{port}/v1 ({workers} workers)", flush=True)
+    failed = False
+    while procs:
+        multiprocessing.connection.wait([p.sentinel for p in procs])
+        for proc in [p for p in procs if not p.is_alive()]:
+            procs.remove(proc)
+            proc.join()
+            if stopping:
+                failed = failed or proc.exitcode not in (0, -signal.SIGTERM)
+            else:  # a worker died on its own: replace it (the others kept serving)
+                log.error("gateway worker %s exited with %s; starting a new one", proc.pid, proc.exitcode)
+                time.sleep(1)  # no tight loop when workers cannot start at all
+                procs.append(_spawn(context, settings, port))
+    reserved.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

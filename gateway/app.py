@@ -1,0 +1,98 @@
+"""make_app(settings): the gateway's aiohttp application (one per worker process).
+
+cleanup_ctx opens, per process, the Database, one pooled `aiohttp.ClientSession` for every upstream, and the usage
+meter (whose flusher writes batches in the background and drains on shutdown).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+import orjson
+from aiohttp import web
+from sqlalchemy import text
+
+from gateway.access import Access
+from gateway.context import ACCESS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
+from gateway.metering import Meter
+from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares
+from gateway.providers import translators
+from gateway.surfaces.audio import transcriptions
+from gateway.surfaces.chat import chat_completions
+from gateway.surfaces.embeddings import embeddings
+from gateway.surfaces.models import get_model, list_models
+from gateway.surfaces.rerank import rerank
+from server.auth import KeyVerifier
+from server.crypto import SecretBox
+from server.keyauth import ApiKeyVerifier
+from server.settings import Settings
+from server.store.db import Database
+from server.telemetry import configure_tracing
+
+__all__ = ["make_app"]
+
+log = logging.getLogger("switchboard.gateway")
+
+# Upstreams may take long to answer (big generations); connecting must be quick.
+_UPSTREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10, sock_read=600)
+
+
+def default_key_verifier(settings: Settings, db: Database) -> KeyVerifier:
+    """The shared API-key verifier (also the management API's): it caches each lookup for at most
+    `settings.api_key_cache_seconds`, the bound on how long a disabled or revoked key keeps working here."""
+    return ApiKeyVerifier(db, settings.api_key_cache_seconds)
+
+
+async def _healthz(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=b'{"status":"ok"}', content_type="application/json")
+
+
+async def _readyz(request: web.Request) -> web.StreamResponse:
+    try:
+        async with request.app[DB].read() as session:
+            await session.execute(text("SELECT 1"))
+    except Exception:
+        log.exception("readiness check failed")
+        return web.Response(status=503, body=orjson.dumps({"status": "unavailable"}), content_type="application/json")
+    return web.Response(body=b'{"status":"ready"}', content_type="application/json")
+
+
+def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> web.Application:
+    # Bodies are capped per surface by the handlers (before buffering); this is only the outer bound.
+    app = web.Application(middlewares=middlewares(), client_max_size=TRANSCRIPTION_LIMIT + 1024 * 1024)
+    app[SETTINGS] = settings
+    configure_tracing(settings)
+    app[TRACING] = settings.otel_exporter != "none"
+    app[TRANSLATORS] = translators(settings)
+
+    async def resources(app: web.Application) -> AsyncIterator[None]:
+        db = Database(settings.database_url)
+        verifier = key_verifier if key_verifier is not None else default_key_verifier(settings, db)
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300, keepalive_timeout=60)
+        http = aiohttp.ClientSession(connector=connector, timeout=_UPSTREAM_TIMEOUT, skip_auto_headers=("User-Agent",))
+        meter = Meter(db)
+        app[DB] = db
+        app[HTTP] = http
+        app[METER] = meter
+        app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
+        meter.start()
+        try:
+            yield
+        finally:
+            await meter.close()
+            await http.close()
+            await db.close()
+
+    app.cleanup_ctx.append(resources)
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_get("/v1/models/{model:.+}", get_model)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/v1/embeddings", embeddings)
+    for path in ("/v1/rerank", "/rerank", "/v2/rerank"):
+        app.router.add_post(path, rerank)
+    app.router.add_post("/v1/audio/transcriptions", transcriptions)
+    return app

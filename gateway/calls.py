@@ -1,0 +1,114 @@
+"""One metered inference call: who, which model and target, how many tokens, status, latency and bytes.
+
+`async with metered(request, kind) as call:` wraps a surface handler; whatever happens inside (success, refusal,
+upstream failure, client gone mid-stream) exactly one usage event is queued when it exits.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from opentelemetry import trace
+
+from gateway.catalog import Route
+from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, TRACING
+from gateway.metering import CallKind, UsageEvent
+from server.domain.principal import Principal
+from server.errors import wire_error_for
+
+__all__ = ["Call", "metered"]
+
+CLIENT_CLOSED = 499
+
+
+@dataclass
+class Call:
+    request: web.Request
+    principal: Principal
+    kind: CallKind
+    model: str = ""
+    route: Route | None = None
+    status: int = 200
+    response_bytes: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+
+    async def resolve(self, model: str) -> Route:
+        self.model = model
+        self.route = await self.request.app[ACCESS].route(self.principal, model)
+        return self.route
+
+    def count(self, usage: Any) -> None:
+        """Record an OpenAI-style usage object (chat, embeddings, rerank or transcription token usage)."""
+        if not isinstance(usage, dict):
+            return
+        prompt = _int(usage.get("prompt_tokens", usage.get("input_tokens")))
+        completion = _int(usage.get("completion_tokens", usage.get("output_tokens")))
+        total = _int(usage.get("total_tokens")) or prompt + completion
+        if self.kind == CallKind.EMBEDDING:
+            self.tokens = {"embedding_tokens": prompt or total, "total_tokens": total}
+        elif self.kind == CallKind.RERANK:
+            self.tokens = {"rerank_tokens": total or prompt, "total_tokens": total or prompt}
+        else:
+            self.tokens = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _annotate(call: Call) -> None:
+    """Ids and counts on the request's span; never model input or output."""
+    span = trace.get_current_span()
+    span.set_attribute("gen_ai.request.model", call.model)
+    span.set_attribute("switchboard.call_kind", call.kind.name.lower())
+    for name, value in call.tokens.items():
+        span.set_attribute(f"switchboard.usage.{name}", value)
+
+
+class metered:
+    """Exactly one usage event per call, queued when the block exits, whatever happened inside."""
+
+    __slots__ = ("_call", "_start")
+
+    def __init__(self, request: web.Request, kind: CallKind) -> None:
+        self._call = Call(request, request[PRINCIPAL], kind)
+        self._start = time.perf_counter()
+
+    async def __aenter__(self) -> Call:
+        return self._call
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        call = self._call
+        if isinstance(exc, Exception):
+            call.status = wire_error_for(exc).http_status
+        elif exc is not None:
+            call.status = CLIENT_CLOSED  # cancelled: the client went away
+        request = call.request
+        if request.app[TRACING]:
+            _annotate(call)
+        key = call.principal.api_key
+        route = call.route
+        tokens = call.tokens
+        request.app[METER].usage(
+            UsageEvent(
+                tenant_id=key.tenant_id if key else (call.principal.scoped_tenant_id or ""),
+                api_key_id=key.key_id if key else "",
+                user_id=call.principal.user_id or "",
+                model_id=call.model,
+                call_kind=int(call.kind),
+                target_kind=int(route.ref.kind) if route else 0,
+                target_name=route.ref.name if route else "",
+                status=call.status,
+                latency_ms=(time.perf_counter() - self._start) * 1000,
+                request_bytes=request.get(REQUEST_BYTES, request.content_length or 0),
+                response_bytes=call.response_bytes,
+                prompt_tokens=tokens.get("prompt_tokens", 0),
+                completion_tokens=tokens.get("completion_tokens", 0),
+                embedding_tokens=tokens.get("embedding_tokens", 0),
+                rerank_tokens=tokens.get("rerank_tokens", 0),
+                total_tokens=tokens.get("total_tokens", 0),
+            )
+        )

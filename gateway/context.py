@@ -1,0 +1,27 @@
+"""Typed keys for what the app holds per process and what a request carries between middleware and handlers."""
+
+from __future__ import annotations
+
+import aiohttp
+from aiohttp import web
+
+from gateway.access import Access
+from gateway.catalog import Provider
+from gateway.metering import Meter
+from gateway.providers import Translator
+from server.domain.principal import Principal
+from server.settings import Settings
+from server.store.db import Database
+
+__all__ = ["ACCESS", "DB", "HTTP", "METER", "PRINCIPAL", "REQUEST_BYTES", "SETTINGS", "TRACING", "TRANSLATORS"]
+
+SETTINGS = web.AppKey("settings", Settings)
+DB = web.AppKey("db", Database)
+HTTP = web.AppKey("http", aiohttp.ClientSession)
+METER = web.AppKey("meter", Meter)
+ACCESS = web.AppKey("access", Access)
+TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])
+TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, model ids and counts; never content
+
+PRINCIPAL = web.RequestKey("principal", Principal)
+REQUEST_BYTES = web.RequestKey("request_bytes", int)

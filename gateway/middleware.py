@@ -1,0 +1,219 @@
+"""The gateway's middleware (auth → handler, errors → OpenAI bodies, traffic counting) and capped body readers.
+
+Errors: every `SwitchboardError` becomes an OpenAI error body through `server.errors.wire_error_for` (the one
+mapping table), with `x-should-retry` saying whether a retry can help. Anything unexpected is logged with a
+correlation id and the client sees only that id. Bodies are refused before they are buffered when Content-Length
+announces more than the surface's limit, and reads of chunked bodies stop at the limit.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+from opentelemetry import trace
+
+from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, TRACING
+from gateway.metering import TrafficEvent
+from server.auth import bearer_token
+from server.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PayloadTooLarge,
+    QuotaExceeded,
+    SwitchboardError,
+    Unauthenticated,
+    UpstreamFailed,
+    wire_error_for,
+)
+
+__all__ = [
+    "INFERENCE_LIMIT",
+    "TRANSCRIPTION_LIMIT",
+    "MiB",
+    "error_payload",
+    "middlewares",
+    "read_body",
+    "read_json",
+    "require_model",
+    "too_large",
+]
+
+log = logging.getLogger("switchboard.gateway")
+
+MiB = 1024 * 1024
+INFERENCE_LIMIT = 32 * MiB
+TRANSCRIPTION_LIMIT = 128 * MiB
+SERVICE = "gateway"
+_PUBLIC = frozenset({"/healthz", "/readyz"})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_tracer = trace.get_tracer("switchboard.gateway")
+
+
+def _code(exc: SwitchboardError) -> str | None:
+    if isinstance(exc, Unauthenticated):
+        return "invalid_api_key"
+    if isinstance(exc, NotFound) and exc.field == "model":
+        return "model_not_found"
+    if isinstance(exc, FailedPrecondition) and exc.field == "model":
+        return "model_unresolved"
+    if isinstance(exc, QuotaExceeded):
+        return "rate_limit_exceeded"
+    if isinstance(exc, PayloadTooLarge):
+        return "request_too_large"
+    return None
+
+
+def _retryable(exc: SwitchboardError) -> bool:
+    return isinstance(exc, QuotaExceeded) or (isinstance(exc, UpstreamFailed) and exc.retryable)
+
+
+def error_payload(exc: SwitchboardError) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": exc.message,
+            "type": wire_error_for(exc).openai_type,
+            "param": exc.field,
+            "code": _code(exc),
+        }
+    }
+
+
+def error_response(exc: SwitchboardError) -> web.Response:
+    return web.Response(
+        status=wire_error_for(exc).http_status,
+        body=orjson.dumps(error_payload(exc)),
+        content_type="application/json",
+        headers={"x-should-retry": "true" if _retryable(exc) else "false"},
+    )
+
+
+def _internal(request: web.Request) -> web.Response:
+    correlation_id = secrets.token_hex(8)
+    log.exception("unexpected error in %s %s (correlation id %s)", request.method, request.path, correlation_id)
+    body = {
+        "error": {
+            "message": f"internal error (correlation id {correlation_id})",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
+    }
+    return web.Response(
+        status=500, body=orjson.dumps(body), content_type="application/json", headers={"x-should-retry": "false"}
+    )
+
+
+def _http_error(exc: web.HTTPException) -> web.Response:
+    status = exc.status
+    message = "Unknown request URL." if status == 404 else exc.reason
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return web.Response(
+        status=status, body=orjson.dumps(body), content_type="application/json", headers={"x-should-retry": "false"}
+    )
+
+
+async def _authenticate(request: web.Request) -> None:
+    """Authenticate before any body is read: a bad key costs the gateway nothing but a cache lookup."""
+    try:
+        secret = bearer_token(request.headers)
+    except Unauthenticated:
+        raise Unauthenticated("You didn't provide an API key. Send it as 'Authorization: Bearer <API key>'.") from None
+    request[PRINCIPAL] = await request.app[ACCESS].principal(secret)
+
+
+def _sent_bytes(response: web.StreamResponse) -> int:
+    if response.prepared:
+        return response.body_length
+    if isinstance(response, web.Response) and isinstance(response.body, bytes):
+        return len(response.body)
+    return 0
+
+
+@web.middleware
+async def gateway_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Authentication, then the handler; errors become OpenAI error bodies; every request is counted (one layer,
+    because each middleware layer costs a call on the hot path). With tracing on, one span per request."""
+    if not request.app[TRACING]:
+        return await _serve(request, handler)
+    route = request.match_info.route.resource
+    template = route.canonical if route is not None else "unmatched"
+    with _tracer.start_as_current_span(f"{request.method} {template}", kind=trace.SpanKind.SERVER) as span:
+        response = await _serve(request, handler)
+        span.set_attribute("http.request.method", request.method)
+        span.set_attribute("http.route", template)
+        span.set_attribute("http.response.status_code", response.status)
+        return response
+
+
+async def _serve(request: web.Request, handler: Handler) -> web.StreamResponse:
+    response: web.StreamResponse | None = None
+    try:
+        if request.path not in _PUBLIC:
+            await _authenticate(request)
+        response = await handler(request)
+    except SwitchboardError as exc:
+        response = error_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        response = _http_error(exc)
+    except Exception:
+        response = _internal(request)
+    finally:
+        status = response.status if response is not None else 499  # None: cancelled, the client went away
+        sent = _sent_bytes(response) if response is not None else 0
+        received = request.get(REQUEST_BYTES, request.content_length or 0)
+        request.app[METER].traffic(TrafficEvent(SERVICE, status, received, sent))
+    return response
+
+
+def middlewares() -> list[Any]:
+    return [gateway_middleware]
+
+
+def too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"Request body too large: the limit is {limit // MiB} MiB.")
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The whole body, refused with 413 as soon as it is known to exceed `limit`."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await request.content.readany()
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+    request[REQUEST_BYTES] = size
+    return b"".join(chunks)
+
+
+async def read_json(request: web.Request, limit: int = INFERENCE_LIMIT) -> dict[str, Any]:
+    body = await read_body(request, limit)
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise InvalidArgument("We could not parse the JSON body of your request.") from None
+    if not isinstance(payload, dict):
+        raise InvalidArgument("The request body must be a JSON object.")
+    return payload
+
+
+def require_model(payload: dict[str, Any]) -> str:
+    model = payload.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidArgument("you must provide a model parameter", field="model")
+    return model

@@ -1,0 +1,81 @@
+"""What every provider translator does, and the one place upstream failures become domain errors.
+
+A translator maps (route, surface) to an upstream URL, headers and JSON body. `open_upstream` sends the request and
+turns every failure into a friendly `UpstreamFailed` / `QuotaExceeded`: the upstream's body, headers and our
+credentials never reach the client or the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import StrEnum
+from typing import Any, Protocol
+
+import aiohttp
+
+from gateway.catalog import Route
+from server.errors import QuotaExceeded, UpstreamFailed
+
+__all__ = ["Surface", "Translator", "open_upstream", "upstream_error"]
+
+log = logging.getLogger("switchboard.gateway.upstream")
+
+
+class Surface(StrEnum):
+    """The OpenAI path suffix of each surface."""
+
+    CHAT = "chat/completions"
+    EMBEDDINGS = "embeddings"
+    RERANK = "rerank"
+    TRANSCRIPTIONS = "audio/transcriptions"
+
+
+class Translator(Protocol):
+    def url(self, route: Route, surface: Surface) -> str:
+        """The upstream URL for this surface (raises InvalidArgument when the provider lacks it)."""
+        ...
+
+    def headers(self, route: Route) -> dict[str, str]:
+        """Authentication headers for the upstream."""
+        ...
+
+    def body(self, route: Route, payload: dict[str, Any]) -> dict[str, Any]:
+        """The JSON body to send: the client's payload with the provider's model id."""
+        ...
+
+    def form_model(self, route: Route) -> str | None:
+        """The `model` form field for multipart surfaces, or None to omit it."""
+        ...
+
+
+def upstream_error(status: int) -> UpstreamFailed | QuotaExceeded:
+    if status == 429:
+        return QuotaExceeded("The model provider is rate limiting requests right now. Please retry shortly.")
+    if status >= 500 or status == 408:
+        return UpstreamFailed("The model backend is temporarily unavailable. Please retry shortly.", retryable=True)
+    return UpstreamFailed("The model backend could not process this request.", retryable=False)
+
+
+_UNREACHABLE = UpstreamFailed("The model backend could not be reached. Please retry shortly.", retryable=True)
+
+
+async def open_upstream(
+    http: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str],
+    data: Any = None,
+    route: Route,
+) -> aiohttp.ClientResponse:
+    """Send the request; return the response when its status is 2xx, else raise the mapped error."""
+    try:
+        resp = await http.request(method, url, data=data, headers=headers)
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        log.warning("upstream of %s unreachable: %s", route.ref.name, type(exc).__name__)
+        raise UpstreamFailed(_UNREACHABLE.message, retryable=True) from None
+    if resp.status >= 400:
+        log.warning("upstream of %s answered HTTP %d", route.ref.name, resp.status)
+        resp.release()
+        raise upstream_error(resp.status)
+    return resp

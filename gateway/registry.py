@@ -1,0 +1,151 @@
+"""The gateway's reads of the model registry: public model id -> `Route`, and the catalogue for /v1/models.
+
+Reads the registry's tables (public_model_ids, model_deployments, external_models, model_aliases, resources) with
+the registry's own rules: an alias follows its one direct target, and an alias whose target is gone is unresolved.
+Provider keys are decrypted here (server.crypto) for the outbound call only. Should `server.domain.model_registry`
+grow `resolve_model` / `list_models`, these two functions become thin conversions of their answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.catalog import ModelInfo, Provider, Route, TaskType
+from server.crypto import SecretBox
+from server.permissions import ResourceKind, ResourceRef
+from server.settings import Secret
+from server.store.models import (
+    ExternalModelRow,
+    ModelAliasRow,
+    ModelDeploymentRow,
+    PublicModelIdRow,
+    ResourceRow,
+)
+
+__all__ = ["UnresolvedAlias", "list_models", "resolve"]
+
+
+@dataclass(frozen=True)
+class UnresolvedAlias:
+    """The client named an alias whose target no longer exists."""
+
+    alias_ref: ResourceRef
+
+
+_ALIAS_TARGET_KIND = {1: ResourceKind.MODEL_DEPLOYMENT, 2: ResourceKind.EXTERNAL_MODEL}
+
+
+def _task(value: int) -> TaskType:
+    try:
+        return TaskType(value)
+    except ValueError:
+        return TaskType.TEXT_GENERATION
+
+
+async def _direct(
+    session: AsyncSession, box: SecretBox, public_model_id: str, ref: ResourceRef, alias: ResourceRef | None
+) -> Route | None:
+    if ref.kind == ResourceKind.MODEL_DEPLOYMENT:
+        dep = await session.get(ModelDeploymentRow, ref.name)
+        if dep is None:
+            return None
+        return Route(
+            public_model_id=public_model_id,
+            ref=ref,
+            alias_ref=alias,
+            provider=Provider.IN_CLUSTER,
+            base_url=dep.endpoint_url,
+            upstream_model_id=dep.served_model_id or dep.public_model_id,
+            query_prefix=dep.query_prefix,
+            task_type=_task(dep.task_type),
+        )
+    if ref.kind == ResourceKind.EXTERNAL_MODEL:
+        ext = await session.get(ExternalModelRow, ref.name)
+        if ext is None:
+            return None
+        return Route(
+            public_model_id=public_model_id,
+            ref=ref,
+            alias_ref=alias,
+            provider=Provider(ext.provider),
+            base_url=ext.base_url,
+            upstream_model_id=ext.provider_model_id,
+            api_version=ext.api_version,
+            api_key=Secret(box.open(ext.api_key_encrypted) if ext.api_key_encrypted else ""),
+            query_prefix=ext.query_prefix,
+            task_type=_task(ext.task_type),
+        )
+    return None
+
+
+async def resolve(session: AsyncSession, box: SecretBox, public_model_id: str) -> Route | UnresolvedAlias | None:
+    entry = await session.get(PublicModelIdRow, public_model_id)
+    if entry is None:
+        return None
+    kind = ResourceKind(entry.kind)
+    if kind != ResourceKind.MODEL_ALIAS:
+        return await _direct(session, box, public_model_id, ResourceRef(kind, entry.name), None)
+    alias_ref = ResourceRef(ResourceKind.MODEL_ALIAS, entry.name)
+    alias = await session.get(ModelAliasRow, entry.name)
+    if alias is None:
+        return None
+    target_kind = _ALIAS_TARGET_KIND.get(alias.target_kind)
+    route = None
+    if target_kind is not None:
+        route = await _direct(session, box, public_model_id, ResourceRef(target_kind, alias.target_name), alias_ref)
+    return route if route is not None else UnresolvedAlias(alias_ref)
+
+
+async def list_models(session: AsyncSession) -> list[ModelInfo]:
+    created = {
+        (row.kind, row.name): (row.created_at, row.tenant_id) for row in await session.scalars(select(ResourceRow))
+    }
+
+    def meta(kind: ResourceKind, name: str) -> tuple[int, str]:
+        when, tenant = created.get((int(kind), name), (None, None))
+        return (int(when.timestamp()) if when else 0, tenant or "switchboard")
+
+    out: list[ModelInfo] = []
+    targets: dict[tuple[int, str], ModelInfo] = {}
+    for dep in await session.scalars(select(ModelDeploymentRow)):
+        ref = ResourceRef(ResourceKind.MODEL_DEPLOYMENT, dep.name)
+        ts, owner = meta(ref.kind, dep.name)
+        info = ModelInfo(
+            dep.public_model_id,
+            ref,
+            _task(dep.task_type),
+            tuple(dep.input_modalities or ()),
+            ts,
+            owner,
+            dep.max_model_len,
+        )
+        out.append(info)
+        targets[(1, dep.name)] = info
+    for ext in await session.scalars(select(ExternalModelRow)):
+        ref = ResourceRef(ResourceKind.EXTERNAL_MODEL, ext.name)
+        ts, owner = meta(ref.kind, ext.name)
+        info = ModelInfo(ext.public_model_id, ref, _task(ext.task_type), tuple(ext.input_modalities or ()), ts, owner)
+        out.append(info)
+        targets[(2, ext.name)] = info
+    for alias in await session.scalars(select(ModelAliasRow)):
+        target = targets.get((alias.target_kind, alias.target_name))
+        if target is None:
+            continue  # unresolved aliases cannot be used, so they are not offered
+        ref = ResourceRef(ResourceKind.MODEL_ALIAS, alias.name)
+        ts, owner = meta(ref.kind, alias.name)
+        out.append(
+            ModelInfo(
+                alias.public_model_id,
+                ref,
+                target.task_type,
+                target.input_modalities,
+                ts,
+                owner,
+                target.max_model_len,
+                unlisted=alias.unlisted,
+            )
+        )
+    return out

@@ -1,0 +1,154 @@
+"""Server-sent events passed through chunk by chunk, with usage taken out on the way.
+
+The gateway always asks the upstream for `stream_options.include_usage`, so every stream is metered. When the client
+did not ask for usage, the usage-only chunk is dropped and `usage` fields are removed from the others. A stream that
+fails mid-way ends with an OpenAI error event (`data: {"error": {...}}`), never a silent cut; an error event from
+the upstream is replaced by our own friendly one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from gateway.calls import CLIENT_CLOSED, Call
+from gateway.middleware import error_payload
+from server.errors import UpstreamFailed
+
+__all__ = ["relay_sse"]
+
+log = logging.getLogger("switchboard.gateway.stream")
+
+_DONE = b"data: [DONE]\n\n"
+_DRAIN_SECONDS = 1.0
+_BROKEN = UpstreamFailed("The model backend stopped responding in the middle of the stream.", retryable=True)
+_REFUSED = UpstreamFailed("The model backend failed while generating this response.", retryable=False)
+
+
+def _event(payload: bytes, call: Call, include_usage: bool) -> bytes | None:
+    """The event to forward for one upstream `data:` payload (None drops it); raises UpstreamFailed on errors."""
+    if b'"usage"' not in payload and b'"error"' not in payload:
+        return b"data: " + payload + b"\n\n"
+    try:
+        chunk: Any = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return b"data: " + payload + b"\n\n"
+    if not isinstance(chunk, dict):
+        return b"data: " + payload + b"\n\n"
+    if chunk.get("error"):
+        raise _REFUSED
+    usage = chunk.get("usage")
+    if usage:
+        call.count(usage)
+    if include_usage:
+        return b"data: " + payload + b"\n\n"
+    if usage and not chunk.get("choices"):
+        return None  # the usage-only chunk the client did not ask for
+    chunk.pop("usage", None)
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+def _plain(data: bytes) -> bool:
+    """Complete, standard `data: {...}` events that carry no usage, error or [DONE]: forwarded byte for byte."""
+    return (
+        data.startswith(b"data: {")
+        and data.endswith(b"\n\n")
+        and b'"usage"' not in data
+        and b'"error"' not in data
+        and b"[DONE]" not in data
+        and b"\r" not in data
+    )
+
+
+async def _error_event(out: web.StreamResponse, error: UpstreamFailed) -> None:
+    await out.write(b"data: " + orjson.dumps(error_payload(error)) + b"\n\n")
+
+
+def _payload(event: bytes) -> bytes:
+    """The data of one SSE event (its `data:` lines joined by newlines); other fields and comments are dropped."""
+    if event.startswith(b"data: ") and b"\n" not in event:
+        return event[6:]  # the usual single-line event
+    lines = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+    return b"\n".join(lines)
+
+
+async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool) -> bool:
+    """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
+    has then been written too."""
+    pending = b""
+    async for data in upstream.content.iter_any():
+        if not pending and _plain(data):
+            await out.write(data)  # the common case: whole `data:` events with nothing to take out
+            continue
+        text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+        *events, pending = (pending + text).split(b"\n\n")  # an incomplete last event waits for the next read
+        if await _forward(out, events, call, include_usage):
+            return True
+    return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage)
+
+
+async def _forward(out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool) -> bool:
+    """Write these events (translated) in one write; True when they ended with [DONE]."""
+    batch: list[bytes] = []
+    for event in events:
+        payload = _payload(event)
+        if not payload:
+            continue  # a comment or a keep-alive
+        if payload.startswith(b"[DONE]"):
+            await out.write(b"".join((*batch, _DONE)))  # the last events and [DONE] in one write
+            return True
+        try:
+            forwarded = _event(payload, call, include_usage)
+        except UpstreamFailed:
+            await out.write(b"".join(batch))  # what came before the failure still reaches the client
+            raise
+        if forwarded is not None:
+            batch.append(forwarded)
+    if batch:
+        await out.write(b"".join(batch))
+    return False
+
+
+async def relay_sse(
+    request: web.Request, upstream: aiohttp.ClientResponse, call: Call, *, include_usage: bool
+) -> web.StreamResponse:
+    out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await out.prepare(request)
+    try:
+        try:
+            done = await _relay(upstream, out, call, include_usage)
+        except UpstreamFailed as exc:
+            await _error_event(out, exc)
+            call.status = 502
+            return out
+        except (TimeoutError, aiohttp.ClientError):
+            log.warning("upstream stream of %s broke", call.route.ref.name if call.route else "?")
+            done = False
+        if not done:
+            await _error_event(out, _BROKEN)
+            call.status = 502
+            return out
+        await out.write_eof()
+        call.response_bytes = out.body_length
+        await _drain(upstream)
+    except ConnectionError:
+        call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
+    finally:
+        upstream.release()
+        call.response_bytes = out.body_length
+    return out
+
+
+async def _drain(upstream: aiohttp.ClientResponse) -> None:
+    """Read the little that follows [DONE] (the end of the chunked body), so the pooled upstream connection is
+    reused rather than closed; an upstream that keeps the stream open after [DONE] is given up on after a second."""
+    if upstream.content.at_eof():
+        return
+    with contextlib.suppress(TimeoutError, aiohttp.ClientError):
+        await asyncio.wait_for(upstream.content.read(), _DRAIN_SECONDS)

@@ -1,0 +1,48 @@
+"""Shared by the JSON surfaces: send a prepared payload to the route's upstream and read a JSON answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway.calls import Call
+from gateway.catalog import Route, TaskType
+from gateway.context import HTTP, TRANSLATORS
+from gateway.providers import Surface, open_upstream
+from server.errors import InvalidArgument, UpstreamFailed
+
+__all__ = ["post_json", "read_upstream_json", "require_task"]
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def require_task(route: Route, *tasks: TaskType) -> None:
+    if route.task_type not in tasks and not (
+        route.task_type == TaskType.UNSPECIFIED and TaskType.TEXT_GENERATION in tasks
+    ):
+        raise InvalidArgument(f"The model '{route.public_model_id}' does not support this endpoint.", field="model")
+
+
+async def post_json(request: web.Request, route: Route, surface: Surface, payload: dict[str, Any]) -> Any:
+    """POST the payload upstream (translated for the route's provider); returns the open aiohttp response."""
+    translator = request.app[TRANSLATORS][route.provider]
+    url = translator.url(route, surface)
+    headers = {**_JSON_HEADERS, **translator.headers(route)}
+    body = orjson.dumps(translator.body(route, payload))
+    return await open_upstream(request.app[HTTP], "POST", url, headers=headers, data=body, route=route)
+
+
+async def read_upstream_json(resp: Any, call: Call) -> tuple[bytes, Any]:
+    """The upstream's JSON body as bytes and parsed; a non-JSON answer is a backend failure."""
+    try:
+        raw: bytes = await resp.read()
+        parsed = orjson.loads(raw)
+    except Exception:
+        raise UpstreamFailed("The model backend returned an invalid response.", retryable=True) from None
+    finally:
+        resp.release()
+    if not isinstance(parsed, dict):
+        raise UpstreamFailed("The model backend returned an invalid response.", retryable=True)
+    return raw, parsed

@@ -1,0 +1,124 @@
+"""POST /v1/audio/transcriptions: multipart in, json / verbose_json / text / srt / vtt out, up to 128 MiB.
+
+The form is read part by part with a running size cap, the `model` field is swapped for the provider's id, and the
+upstream's answer is passed back with its content type (text formats are `text/plain`, which the SDK returns as str).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from gateway.calls import metered
+from gateway.catalog import TaskType
+from gateway.context import HTTP, REQUEST_BYTES, TRANSLATORS
+from gateway.metering import CallKind
+from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
+from gateway.providers import Surface, open_upstream
+from gateway.surfaces._upstream import require_task
+from server.errors import InvalidArgument, UpstreamFailed
+
+__all__ = ["transcriptions"]
+
+_FORMATS = frozenset({"json", "text", "srt", "verbose_json", "vtt", "diarized_json"})
+
+
+@dataclass
+class _Field:
+    name: str
+    value: bytes
+    filename: str | None
+    content_type: str | None
+
+
+async def _read_form(request: web.Request, limit: int) -> list[_Field]:
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large(limit)
+    if not request.content_type.startswith("multipart/"):
+        raise InvalidArgument("Transcription requests must be multipart/form-data.", field="file")
+    fields: list[_Field] = []
+    size = 0
+    try:
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, aiohttp.BodyPartReader):
+                raise InvalidArgument("Nested multipart bodies are not supported.", field="file")
+            chunks: list[bytes] = []
+            while chunk := await part.read_chunk(1024 * 1024):
+                size += len(chunk)
+                if size > limit:
+                    raise too_large(limit)
+                chunks.append(chunk)
+            fields.append(_Field(part.name or "", b"".join(chunks), part.filename, part.headers.get("Content-Type")))
+    except (ValueError, AssertionError):
+        raise InvalidArgument("We could not parse the multipart body of your request.", field="file") from None
+    request[REQUEST_BYTES] = size
+    return fields
+
+
+def _text(fields: list[_Field], name: str) -> str | None:
+    for f in fields:
+        if f.name == name and f.filename is None:
+            return f.value.decode(errors="replace")
+    return None
+
+
+def _validated_model(fields: list[_Field]) -> str:
+    model = _text(fields, "model")
+    if not model:
+        raise InvalidArgument("you must provide a model parameter", field="model")
+    if not any(f.name == "file" and f.filename is not None for f in fields):
+        raise InvalidArgument("you must provide an audio file", field="file")
+    if (_text(fields, "response_format") or "json") not in _FORMATS:
+        raise InvalidArgument("'response_format' is not a supported format.", field="response_format")
+    return model
+
+
+def _upstream_form(fields: list[_Field], upstream_model: str | None) -> aiohttp.FormData:
+    form = aiohttp.FormData()
+    for f in fields:
+        if f.name == "model":
+            if upstream_model is not None:
+                form.add_field("model", upstream_model)
+        elif f.filename is None:
+            form.add_field(f.name, f.value.decode(errors="replace"))
+        else:
+            form.add_field(f.name, f.value, filename=f.filename, content_type=f.content_type)
+    return form
+
+
+async def transcriptions(request: web.Request) -> web.StreamResponse:
+    async with metered(request, CallKind.TRANSCRIPTION) as call:
+        fields = await _read_form(request, TRANSCRIPTION_LIMIT)
+        route = await call.resolve(_validated_model(fields))
+        require_task(route, TaskType.SPEECH_TO_TEXT)
+        translator = request.app[TRANSLATORS][route.provider]
+        resp = await open_upstream(
+            request.app[HTTP],
+            "POST",
+            translator.url(route, Surface.TRANSCRIPTIONS),
+            headers=translator.headers(route),
+            data=_upstream_form(fields, translator.form_model(route)),
+            route=route,
+        )
+        try:
+            body = await resp.read()
+        except aiohttp.ClientError:
+            raise UpstreamFailed("The model backend stopped responding.", retryable=True) from None
+        finally:
+            resp.release()
+        content_type = resp.content_type or "application/json"
+        if content_type.endswith("json"):
+            try:
+                parsed = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                raise UpstreamFailed("The model backend returned an invalid response.", retryable=True) from None
+            if isinstance(parsed, dict):
+                call.count(parsed.get("usage"))
+            call.response_bytes = len(body)
+            return web.Response(body=body, content_type=content_type)
+        call.response_bytes = len(body)
+        return web.Response(body=body, content_type=content_type, charset=resp.charset)

@@ -1,0 +1,75 @@
+"""POST /v1/embeddings: float or base64 (the SDK asks for base64 by default), with the model's query prefix.
+
+The query prefix, when set and non-empty, is prepended to every text input (token-array inputs are passed as they
+are). When the client asked for base64 and the upstream answered with float lists, the gateway encodes them
+(little-endian float32, what the SDK decodes).
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from array import array
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway.calls import metered
+from gateway.catalog import TaskType
+from gateway.metering import CallKind
+from gateway.middleware import read_json, require_model
+from gateway.providers import Surface
+from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from server.errors import InvalidArgument
+
+__all__ = ["embeddings", "with_prefix"]
+
+
+def with_prefix(value: Any, prefix: str | None) -> Any:
+    if not prefix:
+        return value
+    if isinstance(value, str):
+        return prefix + value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [prefix + v for v in value]
+    return value  # token ids: nothing to prefix
+
+
+def _validate(payload: dict[str, Any]) -> str:
+    value = payload.get("input")
+    if isinstance(value, str) or (isinstance(value, list) and value):
+        pass
+    else:
+        raise InvalidArgument("'input' must be a string or a non-empty array.", field="input")
+    encoding = payload.get("encoding_format", "float")
+    if encoding not in ("float", "base64"):
+        raise InvalidArgument("'encoding_format' must be 'float' or 'base64'.", field="encoding_format")
+    return str(encoding)
+
+
+def _to_base64(vector: list[float]) -> str:
+    packed = array("f", vector)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return base64.b64encode(packed.tobytes()).decode()
+
+
+async def embeddings(request: web.Request) -> web.StreamResponse:
+    async with metered(request, CallKind.EMBEDDING) as call:
+        payload = await read_json(request)
+        model = require_model(payload)
+        encoding = _validate(payload)
+        route = await call.resolve(model)
+        require_task(route, TaskType.EMBEDDING)
+        payload["input"] = with_prefix(payload["input"], route.query_prefix)
+        raw, parsed = await read_upstream_json(await post_json(request, route, Surface.EMBEDDINGS, payload), call)
+        call.count(parsed.get("usage"))
+        data = parsed.get("data")
+        if encoding == "base64" and isinstance(data, list) and any(isinstance(d.get("embedding"), list) for d in data):
+            for item in data:
+                if isinstance(item.get("embedding"), list):
+                    item["embedding"] = _to_base64(item["embedding"])
+            raw = orjson.dumps(parsed)
+        call.response_bytes = len(raw)
+        return web.Response(body=raw, content_type="application/json")

@@ -1,0 +1,47 @@
+"""POST /v1/rerank (also /rerank, /v2/rerank): the vLLM/Jina/Cohere-compatible shape, passed through.
+
+Request `{model, query, documents: [str | {text}], top_n?, return_documents?}`; the model's query prefix, when set
+and non-empty, is prepended to the query.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from gateway.calls import metered
+from gateway.catalog import TaskType
+from gateway.metering import CallKind
+from gateway.middleware import read_json, require_model
+from gateway.providers import Surface
+from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from server.errors import InvalidArgument
+
+__all__ = ["rerank"]
+
+
+def _validate(payload: dict[str, Any]) -> None:
+    if not isinstance(payload.get("query"), str):
+        raise InvalidArgument("'query' must be a string.", field="query")
+    documents = payload.get("documents")
+    if not isinstance(documents, list) or not all(isinstance(d, str | dict) for d in documents):
+        raise InvalidArgument("'documents' must be an array of strings or {text} objects.", field="documents")
+    top_n = payload.get("top_n")
+    if top_n is not None and (not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 0):
+        raise InvalidArgument("'top_n' must be a non-negative integer.", field="top_n")
+
+
+async def rerank(request: web.Request) -> web.StreamResponse:
+    async with metered(request, CallKind.RERANK) as call:
+        payload = await read_json(request)
+        model = require_model(payload)
+        _validate(payload)
+        route = await call.resolve(model)
+        require_task(route, TaskType.RERANK)
+        if route.query_prefix:
+            payload["query"] = route.query_prefix + payload["query"]
+        raw, parsed = await read_upstream_json(await post_json(request, route, Surface.RERANK, payload), call)
+        call.count(parsed.get("usage"))
+        call.response_bytes = len(raw)
+        return web.Response(body=raw, content_type="application/json")

@@ -1,0 +1,164 @@
+"""Embeddings (float and base64), rerank and transcriptions through the gateway, with query prefixes."""
+
+from __future__ import annotations
+
+import base64
+import io
+from array import array
+
+import aiohttp
+import openai
+import pytest
+
+from tests.gateway_fixtures import Fakes, Gateway
+from tests.gateway_world import GatewayWorld
+
+
+def decode(b64: str) -> list[float]:
+    return array("f", base64.b64decode(b64)).tolist()
+
+
+def client(gateway: Gateway, key: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=gateway.base_url, api_key=key, max_retries=0)
+
+
+@pytest.mark.parametrize("encoding", ["float", "base64", None])
+def test_embeddings_with_query_prefix(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, encoding: str | None
+) -> None:
+    kwargs = {"encoding_format": encoding} if encoding else {}
+    result = client(gateway, gw_world.keys["all"]).embeddings.create(
+        model=gw_world.model("embed"),
+        input=["hello", "hi"],
+        **kwargs,  # type: ignore[arg-type]
+    )
+    sent = fakes.openai.last().json
+    assert sent is not None
+    assert sent["input"] == ["query: hello", "query: hi"]
+    assert sent["model"] == "served-embed"
+    assert sent["encoding_format"] == (encoding or "base64")  # the SDK asks for base64 by default
+    vectors = [decode(d.embedding) if isinstance(d.embedding, str) else d.embedding for d in result.data]
+    assert vectors == [[12.0, 0.5, -1.0, 0.0], [9.0, 0.5, -1.0, 1.0]]
+    assert result.usage.prompt_tokens == len("query: hello") + len("query: hi")
+
+
+def test_empty_query_prefix_disables_it(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:
+    client(gateway, gw_world.keys["all"]).embeddings.create(model=gw_world.model("embed-noprefix"), input="hello")
+    assert fakes.openai.last().json["input"] == "hello"  # type: ignore[index]
+
+
+def test_embeddings_on_vendor_b(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:
+    result = client(gateway, gw_world.keys["all"]).embeddings.create(model=gw_world.model("vb-embed"), input="abc")
+    assert result.data[0].embedding == [3.0, 0.5, -1.0, 0.0]
+    assert fakes.azure.last().path == "/openai/deployments/vb-embed-deploy/embeddings"
+
+
+async def test_base64_is_encoded_by_the_gateway_when_the_upstream_sends_floats(
+    gateway: Gateway, gw_world: GatewayWorld
+) -> None:
+    body = {"model": gw_world.model("embed-floats"), "input": "xy", "encoding_format": "base64"}
+    headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/embeddings", json=body, headers=headers) as resp,
+    ):
+        data = (await resp.json())["data"]
+    assert decode(data[0]["embedding"]) == [2.0, 0.5, -1.0, 0.0]
+
+
+def test_embedding_input_is_validated(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    with pytest.raises(openai.BadRequestError) as err:
+        client(gateway, gw_world.keys["all"]).embeddings.create(model=gw_world.model("embed"), input=[])
+    assert err.value.param == "input"
+
+
+def test_chat_model_refuses_embeddings(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    with pytest.raises(openai.BadRequestError) as err:
+        client(gateway, gw_world.keys["all"]).embeddings.create(model=gw_world.model("chat"), input="x")
+    assert err.value.param == "model"
+
+
+async def test_rerank_with_query_prefix(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:
+    body = {
+        "model": gw_world.model("rerank"),
+        "query": "capital of France",
+        "documents": ["Berlin is in Germany", "Paris is the capital of France"],
+        "top_n": 1,
+    }
+    headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/rerank", json=body, headers=headers) as resp,
+    ):
+        assert resp.status == 200
+        result = await resp.json()
+    assert [r["index"] for r in result["results"]] == [1]
+    sent = fakes.openai.last()
+    assert sent.path == "/v1/rerank"
+    assert sent.json == {**body, "model": "served-rerank", "query": "q: capital of France"}
+
+
+async def test_rerank_validation(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    body = {"model": gw_world.model("rerank"), "query": "q", "documents": "not a list"}
+    headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/rerank", json=body, headers=headers) as resp,
+    ):
+        assert resp.status == 400
+        assert (await resp.json())["error"]["param"] == "documents"
+
+
+def _audio() -> tuple[str, io.BytesIO, str]:
+    return ("speech.wav", io.BytesIO(b"RIFF" + b"\0" * 2048), "audio/wav")
+
+
+def test_transcription_json(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:
+    result = client(gateway, gw_world.keys["all"]).audio.transcriptions.create(
+        model=gw_world.model("whisper"), file=_audio(), language="en", temperature=0.2
+    )
+    assert result.text == "hello world"
+    sent = fakes.openai.last()
+    assert sent.path == "/v1/audio/transcriptions"
+    assert sent.form["model"] == "served-whisper"
+    assert sent.form["language"] == "en"
+    assert sent.form["file"] == {"filename": "speech.wav", "size": 2052}
+
+
+@pytest.mark.parametrize(("fmt", "start"), [("text", "hello world"), ("srt", "1\n00:00"), ("vtt", "WEBVTT")])
+def test_transcription_text_formats(gateway: Gateway, gw_world: GatewayWorld, fmt: str, start: str) -> None:
+    result = client(gateway, gw_world.keys["all"]).audio.transcriptions.create(
+        model=gw_world.model("whisper"),
+        file=_audio(),
+        response_format=fmt,  # type: ignore[call-overload]
+    )
+    assert isinstance(result, str) and result.startswith(start)
+
+
+def test_transcription_verbose_json(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:
+    result = client(gateway, gw_world.keys["all"]).audio.transcriptions.create(
+        model=gw_world.model("whisper"),
+        file=_audio(),
+        response_format="verbose_json",
+        timestamp_granularities=["word", "segment"],
+    )
+    assert result.segments is not None and result.segments[0].text == "hello world"
+    assert result.words is not None and result.words[0].word == "hello"
+
+
+async def test_transcription_over_128_mib_is_refused(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    headers = {
+        "Authorization": f"Bearer {gw_world.keys['all']}",
+        "Content-Type": "multipart/form-data; boundary=x",
+        "Content-Length": str(128 * 1024 * 1024 + 1),
+    }
+
+    async def body():  # type: ignore[no-untyped-def]
+        yield b"--x\r\n"
+
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/audio/transcriptions", data=body(), headers=headers) as resp,
+    ):
+        assert resp.status == 413
+        assert "128 MiB" in (await resp.json())["error"]["message"]
