@@ -35,8 +35,16 @@ class Measurement:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-async def measure(label: str, call: Callable[[], Awaitable[Any]], *, requests: int, concurrency: int) -> Measurement:
-    """Run `requests` calls with `concurrency` in flight (after a short warm-up) and time them."""
+async def measure(
+    label: str,
+    call: Callable[[], Awaitable[Any]],
+    *,
+    requests: int,
+    concurrency: int,
+    self_timed: bool = False,
+) -> Measurement:
+    """Run `requests` calls with `concurrency` in flight (after a short warm-up) and time them. With `self_timed`,
+    each call returns its own latency in seconds (e.g. time to first chunk) instead of being timed whole."""
     for _ in range(min(50, requests)):
         await call()
     latencies: list[float] = []
@@ -47,8 +55,8 @@ async def measure(label: str, call: Callable[[], Awaitable[Any]], *, requests: i
         while remaining > 0:
             remaining -= 1
             start = time.perf_counter()
-            await call()
-            latencies.append(time.perf_counter() - start)
+            latency = await call()
+            latencies.append(float(latency) if self_timed else time.perf_counter() - start)
 
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))

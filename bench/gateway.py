@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bench.common import Measurement, running_server
+from bench.common import Measurement, measure, running_server
 from server.settings import Settings, load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
 
@@ -212,22 +212,10 @@ class Case(Measurement):
 async def _measure(
     label: str, call: Callable[[], Awaitable[float]], requests: int, concurrency: int, served: Served
 ) -> Case:
-    for _ in range(50):
-        await call()
     cpu = served.cpu_seconds()
-    latencies: list[float] = []
-    remaining = requests
-
-    async def worker() -> None:
-        nonlocal remaining
-        while remaining > 0:
-            remaining -= 1
-            latencies.append(await call())
-
-    start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    elapsed = time.perf_counter() - start
-    return Case(label, requests, elapsed, latencies, (served.cpu_seconds() - cpu) / requests * 1e6)
+    m = await measure(label, call, requests=requests, concurrency=concurrency, self_timed=True)
+    served_calls = requests + min(50, requests)  # measure() warms up first; its CPU counts too
+    return Case(m.label, m.requests, m.seconds, m.latencies, (served.cpu_seconds() - cpu) / served_calls * 1e6)
 
 
 def _calls(

@@ -2,8 +2,9 @@
 
 Reads the registry's tables (public_model_ids, model_deployments, external_models, model_aliases, resources) with
 the registry's own rules: an alias follows its one direct target, and an alias whose target is gone is unresolved.
-Provider keys are decrypted here (server.crypto) for the outbound call only. Should `server.domain.model_registry`
-grow `resolve_model` / `list_models`, these two functions become thin conversions of their answers.
+Provider keys are decrypted here (server.crypto) for the outbound call only. It is a read adapter shaped for the hot
+path (one primary-key read per hop, answers the gateway caches); the rules it follows — what an alias may target,
+what "unresolved" means — are the registry's (`server.domain.model_aliases.TARGET_KINDS`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.catalog import ModelInfo, Provider, Route, TaskType
 from server.crypto import SecretBox
+from server.domain.model_aliases import TARGET_KINDS
 from server.permissions import ResourceKind, ResourceRef
 from server.settings import Secret
 from server.store.models import (
@@ -33,9 +35,6 @@ class UnresolvedAlias:
     """The client named an alias whose target no longer exists."""
 
     alias_ref: ResourceRef
-
-
-_ALIAS_TARGET_KIND = {1: ResourceKind.MODEL_DEPLOYMENT, 2: ResourceKind.EXTERNAL_MODEL}
 
 
 def _task(value: int) -> TaskType:
@@ -92,7 +91,7 @@ async def resolve(session: AsyncSession, box: SecretBox, public_model_id: str) -
     alias = await session.get(ModelAliasRow, entry.name)
     if alias is None:
         return None
-    target_kind = _ALIAS_TARGET_KIND.get(alias.target_kind)
+    target_kind = TARGET_KINDS.get(alias.target_kind)
     route = None
     if target_kind is not None:
         route = await _direct(session, box, public_model_id, ResourceRef(target_kind, alias.target_name), alias_ref)
@@ -123,15 +122,16 @@ async def list_models(session: AsyncSession) -> list[ModelInfo]:
             dep.max_model_len,
         )
         out.append(info)
-        targets[(1, dep.name)] = info
+        targets[(int(ResourceKind.MODEL_DEPLOYMENT), dep.name)] = info
     for ext in await session.scalars(select(ExternalModelRow)):
         ref = ResourceRef(ResourceKind.EXTERNAL_MODEL, ext.name)
         ts, owner = meta(ref.kind, ext.name)
         info = ModelInfo(ext.public_model_id, ref, _task(ext.task_type), tuple(ext.input_modalities or ()), ts, owner)
         out.append(info)
-        targets[(2, ext.name)] = info
+        targets[(int(ResourceKind.EXTERNAL_MODEL), ext.name)] = info
     for alias in await session.scalars(select(ModelAliasRow)):
-        target = targets.get((alias.target_kind, alias.target_name))
+        target_kind = TARGET_KINDS.get(alias.target_kind)
+        target = targets.get((int(target_kind), alias.target_name)) if target_kind else None
         if target is None:
             continue  # unresolved aliases cannot be used, so they are not offered
         ref = ResourceRef(ResourceKind.MODEL_ALIAS, alias.name)

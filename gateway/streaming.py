@@ -151,4 +151,5 @@ async def _drain(upstream: aiohttp.ClientResponse) -> None:
     if upstream.content.at_eof():
         return
     with contextlib.suppress(TimeoutError, aiohttp.ClientError):
-        await asyncio.wait_for(upstream.content.read(), _DRAIN_SECONDS)
+        async with asyncio.timeout(_DRAIN_SECONDS):  # a timer, not wait_for's extra task per stream
+            await upstream.content.read()

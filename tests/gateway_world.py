@@ -67,37 +67,26 @@ async def _create(connect: ConnectJsonCaller, token: str, world: GatewayWorld, s
     name = f"m-{spec.public_id}-{world.tag}"
     sharing = {"shareToAll": True} if spec.shared else {}
     prefix = {"queryPrefix": spec.query_prefix} if spec.query_prefix is not None else {}
-    if spec.kind == "deployment":
-        body = {
-            "name": name,
-            "publicModelId": public_id,
-            "endpointUrl": spec.upstream,
-            "servedModelId": spec.upstream_model,
-            "capabilities": _capabilities(spec),
-            **prefix,
-        }
-        must(await connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": body}, token=token))
+    if spec.kind in ("deployment", "external"):
+        if spec.kind == "deployment":
+            service, kind, message = DEPLOYMENTS, ResourceKind.MODEL_DEPLOYMENT, "modelDeployment"
+            body = {"endpointUrl": spec.upstream, "servedModelId": spec.upstream_model}
+        else:
+            service, kind, message = EXTERNALS, ResourceKind.EXTERNAL_MODEL, "externalModel"
+            body = {
+                "provider": PROVIDERS[spec.provider],
+                "providerModelId": spec.upstream_model,
+                "apiKey": PROVIDER_KEY,
+                "baseUrl": spec.upstream,
+                "apiVersion": spec.api_version,
+            }
+        body |= {"name": name, "publicModelId": public_id, "capabilities": _capabilities(spec), **prefix}
+        noun = message[0].upper() + message[1:]
+        must(await connect.call(f"{service}/Create{noun}", {message: body}, token=token))
         if spec.shared:
             body = {"name": name, "sharing": sharing}
-            must(await connect.call(f"{DEPLOYMENTS}/UpdateModelDeploymentSharing", body, token=token))
-        world.names[public_id] = (ResourceKind.MODEL_DEPLOYMENT, name)
-    elif spec.kind == "external":
-        body = {
-            "name": name,
-            "publicModelId": public_id,
-            "provider": PROVIDERS[spec.provider],
-            "providerModelId": spec.upstream_model,
-            "apiKey": PROVIDER_KEY,
-            "baseUrl": spec.upstream,
-            "apiVersion": spec.api_version,
-            "capabilities": _capabilities(spec),
-            **prefix,
-        }
-        must(await connect.call(f"{EXTERNALS}/CreateExternalModel", {"externalModel": body}, token=token))
-        if spec.shared:
-            body = {"name": name, "sharing": sharing}
-            must(await connect.call(f"{EXTERNALS}/UpdateExternalModelSharing", body, token=token))
-        world.names[public_id] = (ResourceKind.EXTERNAL_MODEL, name)
+            must(await connect.call(f"{service}/Update{noun}Sharing", body, token=token))
+        world.names[public_id] = (kind, name)
     else:
         kind, target = world.names[world.model(spec.target)]
         target_kind = "MODEL_ALIAS_TARGET_KIND_" + kind.name

@@ -30,11 +30,13 @@ def test_embeddings_with_query_prefix(
     result = client(gateway, gw_world.keys["all"]).embeddings.create(
         model=gw_world.model("embed"),
         input=["hello", "hi"],
+        extra_body={"input_type": "query"},
         **kwargs,  # type: ignore[arg-type]
     )
     sent = fakes.openai.last().json
     assert sent is not None
     assert sent["input"] == ["query: hello", "query: hi"]
+    assert "input_type" not in sent  # consumed by the gateway, never forwarded
     assert sent["model"] == "served-embed"
     assert sent["encoding_format"] == (encoding or "base64")  # the SDK asks for base64 by default
     vectors = [decode(d.embedding) if isinstance(d.embedding, str) else d.embedding for d in result.data]
@@ -42,8 +44,32 @@ def test_embeddings_with_query_prefix(
     assert result.usage.prompt_tokens == len("query: hello") + len("query: hi")
 
 
+@pytest.mark.parametrize("input_type", [None, "document", "passage"])
+def test_documents_are_never_prefixed(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, input_type: str | None
+) -> None:
+    extra = {"input_type": input_type} if input_type else {}
+    client(gateway, gw_world.keys["all"]).embeddings.create(
+        model=gw_world.model("embed"), input=["a doc"], extra_body=extra
+    )
+    sent = fakes.openai.last().json
+    assert sent is not None
+    assert sent["input"] == ["a doc"]
+    assert "input_type" not in sent
+
+
+def test_unknown_input_type_names_the_field(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    with pytest.raises(openai.BadRequestError) as err:
+        client(gateway, gw_world.keys["all"]).embeddings.create(
+            model=gw_world.model("embed"), input="x", extra_body={"input_type": "poem"}
+        )
+    assert err.value.param == "input_type"
+
+
 def test_empty_query_prefix_disables_it(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:
-    client(gateway, gw_world.keys["all"]).embeddings.create(model=gw_world.model("embed-noprefix"), input="hello")
+    client(gateway, gw_world.keys["all"]).embeddings.create(
+        model=gw_world.model("embed-noprefix"), input="hello", extra_body={"input_type": "query"}
+    )
     assert fakes.openai.last().json["input"] == "hello"  # type: ignore[index]
 
 

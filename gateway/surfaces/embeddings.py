@@ -1,8 +1,11 @@
 """POST /v1/embeddings: float or base64 (the SDK asks for base64 by default), with the model's query prefix.
 
-The query prefix, when set and non-empty, is prepended to every text input (token-array inputs are passed as they
-are). When the client asked for base64 and the upstream answered with float lists, the gateway encodes them
-(little-endian float32, what the SDK decodes).
+A query prefix is an instruction for embedding search queries, not documents: embedding a document with it would
+put documents and queries in different places of the vector space. So it is prepended only when the client says the
+inputs are queries, with `input_type` "query" (or Cohere's "search_query"); "document", "passage" and
+"search_document", or no `input_type`, leave inputs as they are. `input_type` is consumed here, never forwarded
+(hosted providers reject unknown fields). Token-array inputs are never prefixed. When the client asked for base64
+and the upstream answered with float lists, the gateway encodes them (little-endian float32, what the SDK decodes).
 """
 
 from __future__ import annotations
@@ -36,6 +39,20 @@ def with_prefix(value: Any, prefix: str | None) -> Any:
     return value  # token ids: nothing to prefix
 
 
+_QUERY_TYPES = frozenset({"query", "search_query"})
+_DOCUMENT_TYPES = frozenset({"document", "passage", "search_document"})
+
+
+def _is_query(payload: dict[str, Any]) -> bool:
+    """Pop `input_type`; True when the inputs are search queries."""
+    input_type = payload.pop("input_type", None)
+    if input_type is None or input_type in _DOCUMENT_TYPES:
+        return False
+    if input_type in _QUERY_TYPES:
+        return True
+    raise InvalidArgument("'input_type' must be 'query' or 'document'.", field="input_type")
+
+
 def _validate(payload: dict[str, Any]) -> str:
     value = payload.get("input")
     if isinstance(value, str) or (isinstance(value, list) and value):
@@ -60,9 +77,11 @@ async def embeddings(request: web.Request) -> web.StreamResponse:
         payload = await read_json(request)
         model = require_model(payload)
         encoding = _validate(payload)
+        is_query = _is_query(payload)
         route = await call.resolve(model)
         require_task(route, TaskType.EMBEDDING)
-        payload["input"] = with_prefix(payload["input"], route.query_prefix)
+        if is_query:
+            payload["input"] = with_prefix(payload["input"], route.query_prefix)
         raw, parsed = await read_upstream_json(await post_json(request, route, Surface.EMBEDDINGS, payload), call)
         call.count(parsed.get("usage"))
         data = parsed.get("data")
