@@ -8,70 +8,17 @@ list are trusted for the same bound, so a withdrawn grant or a repointed alias t
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
-
 from gateway import registry
 from gateway.catalog import ModelInfo, Route
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.domain.principal import Principal
-from server.errors import FailedPrecondition, NotFound, SwitchboardError, Unauthenticated
+from server.errors import FailedPrecondition, NotFound, Unauthenticated
 from server.permissions import ResourceKind, can_invoke, readable_names
 from server.store.db import Database
+from server.ttlcache import TtlCache
 
 __all__ = ["Access"]
-
-T = TypeVar("T")
-_MAX_ENTRIES = 50_000
-
-
-class _TtlCache(Generic[T]):
-    """(expiry, value-or-refusal) per key, with single-flight loading: when an entry is missing or stale, one
-    request loads it and concurrent requests for the same key await that load instead of stampeding the database.
-    Cleared wholesale when it grows too large (no per-entry bookkeeping on the hot path)."""
-
-    def __init__(self, ttl: float) -> None:
-        self._ttl = ttl
-        self._entries: dict[object, tuple[float, T | SwitchboardError]] = {}
-        self._loading: dict[object, asyncio.Future[tuple[float, T | SwitchboardError]]] = {}
-
-    async def get(self, key: object, load: Callable[[], Awaitable[T]]) -> T:
-        hit = self._entries.get(key)
-        if hit is None or hit[0] <= time.monotonic():
-            hit = await self._load(key, load)
-        if isinstance(hit[1], SwitchboardError):
-            raise hit[1]
-        return hit[1]
-
-    async def _load(self, key: object, load: Callable[[], Awaitable[T]]) -> tuple[float, T | SwitchboardError]:
-        pending = self._loading.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[tuple[float, T | SwitchboardError]] = asyncio.get_running_loop().create_future()
-        self._loading[key] = future
-        try:
-            try:
-                value: T | SwitchboardError = await load()
-            except SwitchboardError as exc:
-                value = exc
-            if len(self._entries) >= _MAX_ENTRIES:
-                self._entries.clear()
-            hit = (time.monotonic() + self._ttl, value)
-            self._entries[key] = hit
-            future.set_result(hit)
-            return hit
-        except asyncio.CancelledError:
-            future.cancel()  # waiters retry on their next request; nothing is cached
-            raise
-        except Exception as exc:  # an unexpected failure is not cached; the waiters see it too
-            future.set_exception(exc)
-            future.exception()  # mark it retrieved when nobody waits
-            raise
-        finally:
-            del self._loading[key]
 
 
 def model_not_found(model: str) -> NotFound:
@@ -84,8 +31,8 @@ class Access:
         self._db = db
         self._box = box
         self._verifier = verifier
-        self._routes: _TtlCache[Route] = _TtlCache(ttl)
-        self._listings: _TtlCache[list[ModelInfo]] = _TtlCache(ttl)
+        self._routes: TtlCache[Route] = TtlCache(ttl)
+        self._listings: TtlCache[list[ModelInfo]] = TtlCache(ttl)
 
     async def principal(self, secret: str) -> Principal:
         try:

@@ -2,13 +2,13 @@
 
 Every replica caches lookups (valid and invalid alike) for at most `settings.api_key_cache_seconds` (default 5 s).
 That is the bound on how long a disabled, revoked or expired key keeps working anywhere after the change: each
-replica re-reads the key from the database once its cached entry is that old. Unknown, disabled, revoked and
+replica re-reads the key from the database once its cached entry is that old (one read per key, however many
+requests arrive at that moment: `server.ttlcache`). Unknown, disabled, revoked and
 expired keys all get the same refusal, so the answer tells an attacker nothing.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -19,6 +19,7 @@ from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.errors import Unauthenticated
 from server.store.db import Database, as_utc
 from server.store.models import ApiKeyRow, UserRow, utcnow
+from server.ttlcache import TtlCache
 
 __all__ = ["REFUSAL", "ApiKeyVerifier"]
 
@@ -29,37 +30,31 @@ _LAST_USED_EVERY = timedelta(minutes=1)
 
 @dataclass(frozen=True)
 class _Entry:
-    fresh_until: float
     principal: Principal | None
     expire_at: datetime | None
+
+
+_UNKNOWN = _Entry(None, None)
 
 
 class ApiKeyVerifier:
     def __init__(self, db: Database, cache_seconds: float) -> None:
         self._db = db
-        self._ttl = cache_seconds
-        self._cache: dict[bytes, _Entry] = {}
+        self._cache: TtlCache[_Entry] = TtlCache(cache_seconds, _MAX_ENTRIES)
 
     async def __call__(self, secret: str) -> Principal:
         digest = hash_secret(secret)
-        now = time.monotonic()
-        entry = self._cache.get(digest)
-        if entry is None or entry.fresh_until <= now:
-            entry = await self._load(digest, now)
-            if len(self._cache) >= _MAX_ENTRIES:
-                self._cache.clear()  # crude but bounded; a refill costs one lookup per live key
-            self._cache[digest] = entry
+        entry = await self._cache.get(digest, lambda: self._load(digest))
         expired = entry.expire_at is not None and entry.expire_at <= datetime.now(UTC)
         if entry.principal is None or expired:
             raise Unauthenticated(REFUSAL)
         return entry.principal
 
-    async def _load(self, digest: bytes, now: float) -> _Entry:
-        fresh_until = now + self._ttl
+    async def _load(self, digest: bytes) -> _Entry:
         async with self._db.transaction() as session:
             row = await session.scalar(select(ApiKeyRow).where(ApiKeyRow.secret_hash == digest))
             if row is None or row.state != KeyState.ACTIVE:
-                return _Entry(fresh_until, None, None)
+                return _UNKNOWN
             expire_at = as_utc(row.expire_at)
             owner = await session.get(UserRow, row.owner_user_id) if row.owner_user_id else None
             last_used = as_utc(row.last_used_at)
@@ -79,4 +74,4 @@ class ApiKeyVerifier:
                 scoped_tenant_id=row.tenant_id,
                 api_key=identity,
             )
-            return _Entry(fresh_until, principal, expire_at)
+            return _Entry(principal, expire_at)
