@@ -17,7 +17,7 @@ from sqlalchemy import text
 from gateway.access import Access
 from gateway.context import ACCESS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
 from gateway.metering import Meter
-from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares
+from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, stamp_request_id
 from gateway.providers import translators
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -86,6 +86,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
             await db.close()
 
     app.cleanup_ctx.append(resources)
+    app.on_response_prepare.append(stamp_request_id)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/v1/models", list_models)

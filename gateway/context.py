@@ -13,7 +13,18 @@ from server.domain.principal import Principal
 from server.settings import Settings
 from server.store.db import Database
 
-__all__ = ["ACCESS", "DB", "HTTP", "METER", "PRINCIPAL", "REQUEST_BYTES", "SETTINGS", "TRACING", "TRANSLATORS"]
+__all__ = [
+    "ACCESS",
+    "DB",
+    "HTTP",
+    "METER",
+    "PRINCIPAL",
+    "REQUEST_BYTES",
+    "REQUEST_ID",
+    "SETTINGS",
+    "TRACING",
+    "TRANSLATORS",
+]
 
 SETTINGS = web.AppKey("settings", Settings)
 DB = web.AppKey("db", Database)
@@ -25,3 +36,4 @@ TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, 
 
 PRINCIPAL = web.RequestKey("principal", Principal)
 REQUEST_BYTES = web.RequestKey("request_bytes", int)
+REQUEST_ID = web.RequestKey("request_id", str)  # sent as x-request-id; names the request in our logs

@@ -17,7 +17,7 @@ import orjson
 from aiohttp import web
 from opentelemetry import trace
 
-from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, TRACING
+from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
 from gateway.metering import TrafficEvent
 from server.auth import bearer_token
 from server.errors import (
@@ -41,6 +41,7 @@ __all__ = [
     "read_body",
     "read_json",
     "require_model",
+    "stamp_request_id",
     "too_large",
 ]
 
@@ -94,7 +95,7 @@ def error_response(exc: SwitchboardError) -> web.Response:
 
 
 def _internal(request: web.Request) -> web.Response:
-    correlation_id = secrets.token_hex(8)
+    correlation_id = request[REQUEST_ID]
     log.exception("unexpected error in %s %s (correlation id %s)", request.method, request.path, correlation_id)
     body = {
         "error": {
@@ -152,8 +153,16 @@ async def gateway_middleware(request: web.Request, handler: Handler) -> web.Stre
         return response
 
 
+async def stamp_request_id(request: web.Request, response: web.StreamResponse) -> None:
+    """on_response_prepare: every response, streamed or not, names its request (the SDK's `err.request_id`)."""
+    request_id = request.get(REQUEST_ID)
+    if request_id is not None:
+        response.headers["x-request-id"] = request_id
+
+
 async def _serve(request: web.Request, handler: Handler) -> web.StreamResponse:
     response: web.StreamResponse | None = None
+    request[REQUEST_ID] = "req_" + secrets.token_hex(12)
     try:
         if request.path not in _PUBLIC:
             await _authenticate(request)

@@ -39,6 +39,20 @@ async def test_missing_key_is_401(gateway: Gateway) -> None:
     assert body["error"]["type"] == "authentication_error"
 
 
+def test_every_response_names_its_request(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    sdk = client(gateway, gw_world.keys["all"])
+    raw = sdk.chat.completions.with_raw_response.create(model=gw_world.model("chat"), messages=MESSAGES)
+    streamed = sdk.chat.completions.with_raw_response.create(
+        model=gw_world.model("chat"), messages=MESSAGES, stream=True
+    )
+    list(streamed.parse())
+    with pytest.raises(openai.NotFoundError) as err:
+        sdk.chat.completions.create(model=gw_world.model("no-such-model"), messages=MESSAGES)
+    ids = [raw.headers["x-request-id"], streamed.headers["x-request-id"], err.value.request_id]
+    assert all(isinstance(i, str) and i.startswith("req_") for i in ids)
+    assert len(set(ids)) == 3
+
+
 @pytest.mark.parametrize("model", ["no-such-model", "private"])
 def test_unknown_and_ungranted_models_are_the_same_404(gateway: Gateway, gw_world: GatewayWorld, model: str) -> None:
     name = gw_world.model(model)
