@@ -16,7 +16,6 @@ from sqlalchemy import text
 
 from gateway.access import Access
 from gateway.context import ACCESS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
-from gateway.metering import Meter
 from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, stamp_request_id
 from gateway.providers import translators
 from gateway.surfaces.audio import transcriptions
@@ -27,6 +26,7 @@ from gateway.surfaces.rerank import rerank
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.keyauth import ApiKeyVerifier
+from server.metering import Meter
 from server.settings import Settings
 from server.store.db import Database
 from server.telemetry import configure_tracing

@@ -15,9 +15,9 @@ from opentelemetry import trace
 
 from gateway.catalog import Route
 from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, TRACING
-from gateway.metering import CallKind, UsageEvent
 from server.domain.principal import Principal
 from server.errors import wire_error_for
+from server.metering import CallKind, UsageEvent
 
 __all__ = ["Call", "metered"]
 

@@ -7,9 +7,9 @@ from aiohttp import web
 
 from gateway.access import Access
 from gateway.catalog import Provider
-from gateway.metering import Meter
 from gateway.providers import Translator
 from server.domain.principal import Principal
+from server.metering import Meter
 from server.settings import Settings
 from server.store.db import Database
 

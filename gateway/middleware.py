@@ -18,7 +18,6 @@ from aiohttp import web
 from opentelemetry import trace
 
 from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
-from gateway.metering import TrafficEvent
 from server.auth import bearer_token
 from server.errors import (
     FailedPrecondition,
@@ -31,6 +30,7 @@ from server.errors import (
     UpstreamFailed,
     wire_error_for,
 )
+from server.metering import TrafficEvent
 
 __all__ = [
     "INFERENCE_LIMIT",

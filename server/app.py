@@ -35,6 +35,7 @@ from server.settings import Settings
 from server.store.db import Database
 from server.telemetry import configure_tracing
 from server.tokens import TokenVerifier
+from server.traffic import TrafficCounter
 
 __all__ = ["ServiceApp", "build_app", "generated_services"]
 
@@ -166,12 +167,13 @@ class Router:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                await self._deps.meter().close()  # flush the traffic counted so far
                 await self._deps.db.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
 
-def build_app(settings: Settings, *, deps: Deps | None = None) -> Router:
+def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     configure_tracing(settings)
     if deps is None:
@@ -202,4 +204,4 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> Router:
         for method in service.methods
         if str(method.method_kind) != "unary"
     }
-    return Router(deps, apps, streaming)
+    return TrafficCounter(Router(deps, apps, streaming), deps.meter())

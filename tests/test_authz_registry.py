@@ -99,6 +99,15 @@ ROWS = [
         },
         get=True,
     ),
+    Row(
+        f"{EXTERNAL}/GetExternalModelMetrics",
+        creators_external,
+        {
+            **allow("creator", "admin", "platform_admin"),
+            **allow("editor", "member", "group_member", "outsider", "key_personal", "key_sa", code="not_found"),
+        },
+        get=True,
+    ),
     Row(f"{EXTERNAL}/ListExternalModels", nothing, allow(*EVERYONE), get=True),
     Row(
         f"{EXTERNAL}/DeleteExternalModel",

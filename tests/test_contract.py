@@ -91,7 +91,7 @@ async def test_every_method_is_routed_over_connect_and_grpc(server: Any) -> None
 
 
 async def test_unbuilt_methods_answer_unimplemented_naming_the_method(server: Any) -> None:
-    path = "platform.metering.v1.PlatformUsageService/GetPlatformTokenUsageSeries"
+    path = "platform.ragmanager.v1.RagQuotaService/GetTenantQuota"
     status, body = await http_json(
         "POST", f"{server.base_url}/{path}", body={}, headers={"Authorization": f"Bearer {server.admin_token}"}
     )

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import io
 import signal
+from datetime import UTC, datetime, timedelta
 
 import aiohttp
 import openai
 from sqlalchemy import func, select
 
-from gateway.metering import CallKind
+from server.metering import CallKind
 from server.store.db import Database as Db
 from server.store.models import ApiTrafficRow, UsageEventRow
 from tests.clients import ConnectJsonCaller
@@ -19,6 +20,7 @@ from tests.conftest import Database, Server
 from tests.fakes.upstream import COMPLETION_TOKENS, PROMPT_TOKENS
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld, all_resources_key
+from tests.world import must
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -74,6 +76,21 @@ async def test_every_call_kind_is_metered_with_its_tokens(
     assert (rows["rerank"].call_kind, rows["rerank"].rerank_tokens) == (CallKind.RERANK, 11)
     assert (rows["whisper"].call_kind, rows["whisper"].prompt_tokens) == (CallKind.TRANSCRIPTION, 20)
     assert rows["f500"].status == 502 and rows["f500"].total_tokens == 0
+
+    # The platform operator's reads see what the gateway metered.
+    now = datetime.now(UTC)
+    start, end = now - timedelta(hours=1), now + timedelta(minutes=5)
+    window = {"startTime": f"{start:%Y-%m-%dT%H:%M:%SZ}", "endTime": f"{end:%Y-%m-%dT%H:%M:%SZ}"}
+    usage = "platform.metering.v1.PlatformUsageService"
+    body = {"window": window, "groupBy": "TOKEN_USAGE_GROUP_BY_MODEL", "tenantIds": [gw_world.tenant_id]}
+    body["modelIds"] = [f"whisper-{tag}"]
+    groups = must(await connect.call(f"{usage}/ListPlatformTokenUsage", body, token=server.admin_token))["groups"]
+    assert [g["modelId"] for g in groups] == [f"whisper-{tag}"]
+    assert int(groups[0]["promptTokens"]) >= 20
+    body = {"window": window, "step": "3600s", "service": "gateway"}
+    traffic = must(await connect.call(f"{usage}/GetPlatformApiTrafficSeries", body, token=server.admin_token))
+    assert "gateway" in traffic["services"]
+    assert sum(int(p.get("requestCount", 0)) for p in traffic["series"][0]["points"]) >= 5
 
 
 async def test_sigterm_flushes_every_event(

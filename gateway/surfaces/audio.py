@@ -15,11 +15,11 @@ from aiohttp import web
 from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.context import HTTP, REQUEST_BYTES, TRANSLATORS
-from gateway.metering import CallKind
 from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
 from gateway.providers import Surface, open_upstream
 from gateway.surfaces._upstream import require_task
 from server.errors import InvalidArgument, UpstreamFailed
+from server.metering import CallKind
 
 __all__ = ["transcriptions"]
 

@@ -12,11 +12,11 @@ from aiohttp import web
 
 from gateway.calls import metered
 from gateway.catalog import TaskType
-from gateway.metering import CallKind
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
 from server.errors import InvalidArgument
+from server.metering import CallKind
 
 __all__ = ["rerank"]
 

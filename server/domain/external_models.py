@@ -8,13 +8,14 @@ returned. Sharing changes only through `set_sharing`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import IntEnum
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
 from server.crypto import SecretBox
+from server.domain import usage
 from server.domain.model_registry import (
     Capabilities,
     claim_public_model_id,
@@ -28,7 +29,17 @@ from server.errors import InvalidArgument
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.models import ExternalModelRow
 
-__all__ = ["ExternalModel", "ExternalModelSpec", "Provider", "create", "delete", "get", "list_readable", "update"]
+__all__ = [
+    "ExternalModel",
+    "ExternalModelSpec",
+    "Provider",
+    "create",
+    "delete",
+    "get",
+    "list_readable",
+    "metrics",
+    "update",
+]
 
 KIND = ResourceKind.EXTERNAL_MODEL
 
@@ -156,6 +167,16 @@ async def _row(session: AsyncSession, name: str) -> ExternalModelRow:
 async def get(session: AsyncSession, principal: Principal, name: str) -> ExternalModel:
     owner = await permissions.require_admin(session, principal, _ref(name))
     return _build(await _row(session, name), owner)
+
+
+async def metrics(
+    session: AsyncSession, principal: Principal, name: str, window: usage.Window, step: timedelta | None
+) -> tuple[int, list[tuple[usage.Bucket, usage.TokenTotals]]]:
+    """Token usage of the model per step (every call that reached it, through an alias too). Like get, it needs
+    can_admin: a shared model's usage spans every tenant that calls it."""
+    await permissions.require_admin(session, principal, _ref(name))
+    await _row(session, name)
+    return await usage.target_token_series(session, _ref(name), window, step)
 
 
 async def update(session: AsyncSession, principal: Principal, spec: ExternalModelSpec, box: SecretBox) -> ExternalModel:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.keyauth import ApiKeyVerifier
+from server.metering import Meter
 from server.settings import Settings
 from server.store.db import Database
 
@@ -26,6 +27,12 @@ class Deps:
     db: Database
     _verifier: ApiKeyVerifier | None = field(default=None, init=False, repr=False)
     _box: SecretBox | None = field(default=None, init=False, repr=False)
+    _meter: Meter | None = field(default=None, init=False, repr=False)
+
+    def meter(self) -> Meter:
+        if self._meter is None:
+            self._meter = Meter(self.db)
+        return self._meter
 
     def secret_box(self) -> SecretBox:
         if self._box is None:
@@ -39,6 +46,7 @@ class Deps:
 
 
 def _handlers() -> dict[str, Callable[[Deps], object]]:
+    from server.services.metering.platform_usage_service import PlatformUsageServiceHandler
     from server.services.modelmanager.external_model_service import ExternalModelServiceHandler
     from server.services.modelmanager.model_alias_service import ModelAliasServiceHandler
     from server.services.modelmanager.model_deployment_service import ModelDeploymentServiceHandler
@@ -49,6 +57,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.tenants.user_service import UserServiceHandler
 
     return {
+        "platform.metering.v1.PlatformUsageService": PlatformUsageServiceHandler,
         "platform.modelmanager.v1.ExternalModelService": ExternalModelServiceHandler,
         "platform.modelmanager.v1.ModelAliasService": ModelAliasServiceHandler,
         "platform.modelmanager.v1.ModelDeploymentService": ModelDeploymentServiceHandler,

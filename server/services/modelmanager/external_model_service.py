@@ -1,7 +1,5 @@
-"""/platform.modelmanager.v1.ExternalModelService/* — rules in server.domain.external_models.
-
-GetExternalModelMetrics is not defined here: it belongs to the metering work and answers unimplemented until then.
-"""
+"""/platform.modelmanager.v1.ExternalModelService/* — rules in server.domain.external_models (metrics aggregate
+server.domain.usage)."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from server.domain.validation import require_nonempty
 from server.permissions import ResourceKind
 from server.services import Deps
 from server.services.context import current_principal
-from server.services.modelmanager import _resource_calls, convert
+from server.services.modelmanager import _resource_calls, convert, metrics
 
 __all__ = ["ExternalModelServiceHandler"]
 
@@ -49,6 +47,19 @@ class ExternalModelServiceHandler(ExternalModelService):
         async with self._db.transaction() as s:
             found = await external_models.get(s, current_principal(), require_nonempty(request.name, "name"))
         return pb.GetExternalModelResponse(external_model=convert.external_model(found))
+
+    async def get_external_model_metrics(
+        self, request: pb.GetExternalModelMetricsRequest, ctx: Ctx
+    ) -> pb.GetExternalModelMetricsResponse:
+        window = metrics.window_of(request.start_time, request.end_time)
+        name = require_nonempty(request.name, "name")
+        async with self._db.read() as s:
+            seconds, points = await external_models.metrics(
+                s, current_principal(), name, window, metrics.step_of(request.step)
+            )
+        return pb.GetExternalModelMetricsResponse(
+            time_range=metrics.time_range(window, seconds), metrics=metrics.token_metrics(points)
+        )
 
     async def update_external_model(
         self, request: pb.UpdateExternalModelRequest, ctx: Ctx

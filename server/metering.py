@@ -1,9 +1,11 @@
-"""Usage and traffic metering, written off the hot path.
+"""Usage and traffic metering, written off the hot path, by every process that serves requests.
 
-Handlers call `Meter.usage(...)` / `Meter.traffic(...)`, which only append to an asyncio queue. One background task
-per process drains the queue in batches (one multi-row INSERT per table per batch) and `close()` drains whatever is
-left, so a graceful shutdown (SIGTERM) loses nothing. Events carry counts, ids and sizes only — never model input or
-output.
+The gateway records a usage event per model call and a traffic event per HTTP request; the management server records
+a traffic event per request (so platform traffic reads count every request served, including ones that never reached
+a model). Handlers call `Meter.usage(...)` / `Meter.traffic(...)`, which only append to an asyncio queue. One
+background task per process drains the queue in batches (one multi-row INSERT per table per batch) and `close()`
+drains whatever is left, so a graceful shutdown (SIGTERM) loses nothing. Events carry counts, ids and sizes only,
+never model input or output.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from server.store.models import ApiTrafficRow, UsageEventRow, utcnow
 
 __all__ = ["CallKind", "Meter", "TrafficEvent", "UsageEvent"]
 
-log = logging.getLogger("switchboard.gateway.metering")
+log = logging.getLogger("switchboard.metering")
 
 _BATCH = 1000
 _LINGER_SECONDS = 0.5  # how long the flusher waits for more events before writing a batch
@@ -110,6 +112,8 @@ class Meter:
         self._closing = False
 
     def start(self) -> None:
+        if self._task is not None:
+            return
         self._task = asyncio.get_running_loop().create_task(self._run(), name="gateway-meter")
 
     def usage(self, event: UsageEvent) -> None:

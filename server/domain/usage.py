@@ -1,0 +1,357 @@
+"""Reads of metered usage: token and call series, token totals, and HTTP traffic, for platform operators.
+
+The gateway writes one `usage_events` row per call and one `api_traffic` row per HTTP request (`server.metering`);
+these functions aggregate them in the database (one GROUP BY query per read, whatever the number of rows), so a
+read costs the same for ten events or ten million within the time index.
+
+Buckets: the server picks the step it returns. A requested step is rounded up to the next of a fixed ladder
+(1 min … 1 day) and coarsened further until the window holds at most `MAX_BUCKETS` buckets; buckets are aligned to
+multiples of the step since the Unix epoch (so the same data gives the same points whatever the window), and each
+point carries its own window, clipped to the query's. Series are zero-filled: a bucket without calls had none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import IntEnum
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import BigInteger, ColumnElement, Integer, cast, extract, func, literal, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain.principal import Principal
+from server.errors import InvalidArgument
+from server.permissions import ResourceRef, require_platform_role
+from server.store.models import ApiTrafficRow, UsageEventRow
+
+__all__ = [
+    "MAX_BUCKETS",
+    "STEPS",
+    "Bucket",
+    "CallCounts",
+    "Filters",
+    "GroupBy",
+    "Series",
+    "TokenTotals",
+    "TrafficTotals",
+    "UsageQuery",
+    "Window",
+    "call_count_series",
+    "choose_step",
+    "target_token_series",
+    "token_series",
+    "token_totals",
+    "traffic_series",
+]
+
+MAX_BUCKETS = 500
+STEPS = (60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400)  # seconds: 1m 5m 15m 30m 1h 2h 6h 12h 1d
+_ROLE = "can_manage_tenants"
+
+
+class GroupBy(IntEnum):
+    """Numbers match TokenUsageGroupBy and CallGroupBy (UNSPECIFIED means NONE)."""
+
+    UNSPECIFIED = 0
+    NONE = 1
+    TENANT = 2
+    MODEL = 3
+    API_KEY = 4
+
+
+@dataclass(frozen=True)
+class Window:
+    start: datetime
+    end: datetime
+
+    @staticmethod
+    def of(start: datetime | None, end: datetime | None, field_name: str = "window") -> Window:
+        if start is None or end is None:
+            raise InvalidArgument(f"{field_name} needs a start_time and an end_time", field=field_name)
+        if start >= end:
+            raise InvalidArgument(f"{field_name}.start_time must be before its end_time", field=field_name)
+        return Window(start.astimezone(UTC), end.astimezone(UTC))
+
+
+@dataclass(frozen=True)
+class Filters:
+    tenant_ids: tuple[str, ...] = ()
+    model_ids: tuple[str, ...] = ()  # resource ids, for call counts
+    user_ids: tuple[str, ...] = ()
+
+
+@dataclass
+class TokenTotals:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_tokens: int = 0
+    rerank_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass
+class CallCounts:
+    count: int = 0
+
+
+@dataclass
+class TrafficTotals:
+    request_count: int = 0
+    error_count: int = 0
+    request_bytes: int = 0
+    response_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Bucket:
+    start: datetime
+    end: datetime
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Series(Generic[T]):
+    """One group's points, one per bucket, in time order."""
+
+    tenant_id: str = ""
+    model_id: str = ""
+    service: str = ""
+    points: list[tuple[Bucket, T]] = field(default_factory=list)
+
+
+def choose_step(window: Window, requested: timedelta | None) -> int:
+    """The step (seconds) actually returned: the requested one rounded up to the ladder, then coarsened until the
+    window holds at most MAX_BUCKETS buckets. No request means the finest step that keeps under the cap."""
+    if requested is not None and requested < timedelta(0):
+        raise InvalidArgument("step must not be negative", field="step")
+    wanted = requested.total_seconds() if requested else 0
+    span = (window.end - window.start).total_seconds()
+    for step in STEPS:
+        if step >= wanted and span / step <= MAX_BUCKETS:
+            return step
+    days = max(1, -(-int(span) // (86400 * MAX_BUCKETS)), -(-int(wanted) // 86400))
+    return 86400 * days
+
+
+def _group_of(group_by: int, field_name: str) -> GroupBy:
+    try:
+        group = GroupBy(group_by)
+    except ValueError:
+        raise InvalidArgument(f"{field_name} is not a known grouping", field=field_name) from None
+    if group == GroupBy.API_KEY:
+        raise InvalidArgument(
+            f"{field_name} by API key is not available on platform reads: keys belong to a tenant", field=field_name
+        )
+    return GroupBy.NONE if group == GroupBy.UNSPECIFIED else group
+
+
+def _epoch_seconds(session: AsyncSession, column: Any) -> ColumnElement[int]:
+    if session.get_bind().dialect.name == "sqlite":
+        return cast(func.strftime("%s", column), Integer)  # SQLite keeps UTC times as text
+    return cast(func.floor(extract("epoch", column)), BigInteger)
+
+
+def _buckets(window: Window, step: int) -> tuple[int, list[Bucket]]:
+    """(origin, buckets): epoch-aligned buckets covering the window, clipped to it."""
+    origin = int(window.start.timestamp()) // step * step
+    buckets = []
+    start = origin
+    end_ts = window.end.timestamp()
+    while start < end_ts:
+        b_start = max(datetime.fromtimestamp(start, UTC), window.start)
+        b_end = min(datetime.fromtimestamp(start + step, UTC), window.end)
+        buckets.append(Bucket(b_start, b_end))
+        start += step
+    return origin, buckets
+
+
+def _where(column: Any, window: Window, filters: Filters | None = None) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = [column >= window.start, column < window.end]
+    if filters is not None:
+        for values, target in (
+            (filters.tenant_ids, UsageEventRow.tenant_id),
+            (filters.model_ids, UsageEventRow.model_id),
+            (filters.user_ids, UsageEventRow.user_id),
+        ):
+            if values:
+                conditions.append(target.in_(values))
+    return conditions
+
+
+def _group_columns(group: GroupBy) -> tuple[ColumnElement[str], ColumnElement[str]]:
+    empty: ColumnElement[str] = literal("")
+    tenant = UsageEventRow.tenant_id if group == GroupBy.TENANT else empty
+    model = UsageEventRow.model_id if group == GroupBy.MODEL else empty
+    return tenant, model  # type: ignore[return-value]
+
+
+_TOKEN_SUMS = (
+    func.sum(UsageEventRow.prompt_tokens),
+    func.sum(UsageEventRow.completion_tokens),
+    func.sum(UsageEventRow.embedding_tokens),
+    func.sum(UsageEventRow.rerank_tokens),
+    func.sum(UsageEventRow.total_tokens),
+)
+
+
+def _totals(values: Sequence[Any]) -> TokenTotals:
+    return TokenTotals(*(int(v or 0) for v in values))
+
+
+def _zero_filled(
+    buckets: list[Bucket],
+    found: dict[tuple[str, str], dict[int, T]],
+    empty: type[T],
+    *,
+    grouped: bool,
+    service_key: bool = False,
+) -> list[Series[T]]:
+    if not grouped and not found:
+        found = {("", ""): {}}  # an ungrouped read always answers one series, zeros included
+    out = []
+    for (first, second), by_bucket in sorted(found.items()):
+        points = [(bucket, by_bucket.get(i) or empty()) for i, bucket in enumerate(buckets)]
+        if service_key:
+            out.append(Series[T](service=first, points=points))
+        else:
+            out.append(Series[T](tenant_id=first, model_id=second, points=points))
+    return out
+
+
+@dataclass(frozen=True)
+class UsageQuery:
+    """What a read asks for; each read uses the fields it needs."""
+
+    window: Window
+    step: timedelta | None = None
+    filters: Filters = Filters()
+    group_by: int = 0
+    kind: int = 0  # call counts: the one call kind
+    limit: int = 0  # totals: rows, highest first; 0 means all
+    service: str = ""  # traffic: one service, or all
+
+
+async def token_series(
+    session: AsyncSession, principal: Principal, query: UsageQuery
+) -> tuple[int, list[Series[TokenTotals]]]:
+    """(step returned, series): token totals per bucket, one series per tenant, per model, or one summed."""
+    require_platform_role(principal, _ROLE)
+    group = _group_of(query.group_by, "group_by")
+    seconds = choose_step(query.window, query.step)
+    origin, buckets = _buckets(query.window, seconds)
+    index = (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
+    tenant, model = _group_columns(group)
+    stmt = (
+        select(index, tenant, model, *_TOKEN_SUMS)
+        .where(*_where(UsageEventRow.occurred_at, query.window, query.filters))
+        .group_by(index, tenant, model)
+    )
+    found: dict[tuple[str, str], dict[int, TokenTotals]] = {}
+    for row in await session.execute(stmt):
+        found.setdefault((row[1], row[2]), {})[int(row[0])] = _totals(row[3:])
+    return seconds, _zero_filled(buckets, found, TokenTotals, grouped=group != GroupBy.NONE)
+
+
+async def call_count_series(
+    session: AsyncSession, principal: Principal, query: UsageQuery
+) -> tuple[int, list[Series[CallCounts]]]:
+    """(step returned, series): the number of metered calls of exactly one kind per bucket."""
+    require_platform_role(principal, _ROLE)
+    if query.kind <= 0:
+        raise InvalidArgument("kind must name one call kind", field="kind")
+    group = _group_of(query.group_by, "group_by")
+    seconds = choose_step(query.window, query.step)
+    origin, buckets = _buckets(query.window, seconds)
+    index = (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
+    tenant, model = _group_columns(group)
+    stmt = (
+        select(index, tenant, model, func.count())
+        .where(UsageEventRow.call_kind == query.kind, *_where(UsageEventRow.occurred_at, query.window, query.filters))
+        .group_by(index, tenant, model)
+    )
+    found: dict[tuple[str, str], dict[int, CallCounts]] = {}
+    for row in await session.execute(stmt):
+        found.setdefault((row[1], row[2]), {})[int(row[0])] = CallCounts(int(row[3]))
+    return seconds, _zero_filled(buckets, found, CallCounts, grouped=group != GroupBy.NONE)
+
+
+async def token_totals(
+    session: AsyncSession, principal: Principal, query: UsageQuery
+) -> list[tuple[str, str, TokenTotals]]:
+    """(tenant id, model id, totals) per group over the whole window, highest total first; limit 0 means all."""
+    require_platform_role(principal, _ROLE)
+    group = _group_of(query.group_by, "group_by")
+    tenant, model = _group_columns(group)
+    total = func.sum(UsageEventRow.total_tokens)
+    stmt = (
+        select(tenant, model, *_TOKEN_SUMS)
+        .where(*_where(UsageEventRow.occurred_at, query.window, query.filters))
+        .group_by(tenant, model)
+        .order_by(total.desc(), tenant, model)
+    )
+    if query.limit:
+        stmt = stmt.limit(query.limit)
+    rows: list[tuple[str, str, TokenTotals]] = [
+        (row[0], row[1], _totals(row[2:])) for row in await session.execute(stmt)
+    ]
+    if not rows and group == GroupBy.NONE:
+        rows = [("", "", TokenTotals())]
+    return rows
+
+
+async def traffic_series(
+    session: AsyncSession, principal: Principal, query: UsageQuery
+) -> tuple[int, list[Series[TrafficTotals]], list[str]]:
+    """(step returned, one series per service, every service seen in the window whatever the filter)."""
+    require_platform_role(principal, _ROLE)
+    seconds = choose_step(query.window, query.step)
+    origin, buckets = _buckets(query.window, seconds)
+    index = (_epoch_seconds(session, ApiTrafficRow.occurred_at) - origin) // seconds
+    errors = func.sum(cast(ApiTrafficRow.status >= 400, Integer))
+    stmt = (
+        select(
+            index,
+            ApiTrafficRow.service,
+            func.count(),
+            errors,
+            func.sum(ApiTrafficRow.request_bytes),
+            func.sum(ApiTrafficRow.response_bytes),
+        )
+        .where(*_where(ApiTrafficRow.occurred_at, query.window))
+        .group_by(index, ApiTrafficRow.service)
+    )
+    found: dict[tuple[str, str], dict[int, TrafficTotals]] = {}
+    for row in await session.execute(stmt):
+        found.setdefault((row[1], ""), {})[int(row[0])] = TrafficTotals(*(int(v or 0) for v in row[2:]))
+    services = sorted(name for name, _ in found)
+    if query.service:
+        found = {k: v for k, v in found.items() if k[0] == query.service}
+    return seconds, _zero_filled(buckets, found, TrafficTotals, grouped=True, service_key=True), services
+
+
+async def target_token_series(
+    session: AsyncSession, target: ResourceRef, window: Window, step: timedelta | None
+) -> tuple[int, list[tuple[Bucket, TokenTotals]]]:
+    """(step returned, points): token totals per bucket of the calls that reached one model target, directly or
+    through an alias. The caller's rights on the target are the target's own module's to check. Steps stop at one
+    day here (metrics steps name no coarser one), so a window longer than MAX_BUCKETS days is refused."""
+    if (window.end - window.start) > timedelta(days=MAX_BUCKETS):
+        raise InvalidArgument(f"start_time to end_time may span at most {MAX_BUCKETS} days", field="start_time")
+    seconds = choose_step(window, step)
+    origin, buckets = _buckets(window, seconds)
+    index = (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
+    stmt = (
+        select(index, *_TOKEN_SUMS)
+        .where(
+            UsageEventRow.target_kind == int(target.kind),
+            UsageEventRow.target_name == target.name,
+            *_where(UsageEventRow.occurred_at, window),
+        )
+        .group_by(index)
+    )
+    found = {int(row[0]): _totals(row[1:]) for row in await session.execute(stmt)}
+    return seconds, [(bucket, found.get(i) or TokenTotals()) for i, bucket in enumerate(buckets)]
