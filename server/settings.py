@@ -55,6 +55,8 @@ class Settings:
     encryption_key: Secret = field(default_factory=lambda: Secret(""))
     otel_exporter: str = "none"  # none | console | otlp
     vendor_a_base_url: str = "https://api.vendor-a.invalid/v1"
+    # The chat client's OAuth callback, registered with MCP servers' OAuth providers; handed to invokers.
+    mcp_oauth_redirect_uri: str = "http://127.0.0.1:3000/oauth/callback"
     log_level: str = "INFO"
 
     @property
@@ -100,5 +102,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         encryption_key=Secret(_get(env, "ENCRYPTION_KEY", "")),
         otel_exporter=_get(env, "OTEL_EXPORTER", "none"),
         vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
+        mcp_oauth_redirect_uri=_get(env, "MCP_OAUTH_REDIRECT_URI", "http://127.0.0.1:3000/oauth/callback"),
         log_level=_get(env, "LOG_LEVEL", "INFO"),
     )

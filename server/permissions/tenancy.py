@@ -37,6 +37,7 @@ __all__ = [
     "require_platform_role",
     "require_tenant_admin",
     "require_tenant_member",
+    "require_tenant_scope",
     "resolve_tenant",
     "tenant_role",
     "visible_groups",
@@ -156,6 +157,15 @@ async def require_capability(
     if not await has_capability(session, principal, tenant_id, capability):
         raise PermissionDenied(f"this operation needs the tenant capability {capability.value}")
     await _require_tenant(session, tenant_id)
+
+
+def require_tenant_scope(principal: Principal, what: str) -> str:
+    """The one tenant a request is scoped to (an API key's own, or a session's X-Platform-Tenant-Id). Reads that
+    only make sense within a tenant are refused without one, rather than answered empty."""
+    scoped = principal.api_key.tenant_id if principal.api_key is not None else principal.scoped_tenant_id
+    if not scoped:
+        raise PermissionDenied(f"{what} needs a tenant: send X-Platform-Tenant-Id or use one of the tenant's API keys")
+    return scoped
 
 
 def require_platform_role(principal: Principal, role: str) -> None:

@@ -46,6 +46,7 @@ class Deps:
 
 
 def _handlers() -> dict[str, Callable[[Deps], object]]:
+    from server.services.agents.external_mcp_server_service import ExternalMcpServerServiceHandler
     from server.services.metering.platform_usage_service import PlatformUsageServiceHandler
     from server.services.modelmanager.external_model_service import ExternalModelServiceHandler
     from server.services.modelmanager.model_alias_service import ModelAliasServiceHandler
@@ -57,6 +58,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.tenants.user_service import UserServiceHandler
 
     return {
+        "platform.agents.v1.ExternalMcpServerService": ExternalMcpServerServiceHandler,
         "platform.metering.v1.PlatformUsageService": PlatformUsageServiceHandler,
         "platform.modelmanager.v1.ExternalModelService": ExternalModelServiceHandler,
         "platform.modelmanager.v1.ModelAliasService": ModelAliasServiceHandler,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -262,6 +263,25 @@ class ExternalModelRow(Base):
     input_modalities: Mapped[list[int]] = mapped_column(JSON, default=list)
     query_prefix: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ExternalMcpServerRow(Base):
+    """A registered external MCP server. Every secret (bearer token, static header values, OAuth client secret) is
+    sealed with server.crypto and never returned; only whether each is set, and the header names, are readable."""
+
+    __tablename__ = "external_mcp_servers"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str | None] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    server_url: Mapped[str] = mapped_column(String(2048))
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    auth_type: Mapped[int] = mapped_column(Integer, default=1)
+    oauth: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # non-secret OAuth configuration
+    api_key_encrypted: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    client_secret_encrypted: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    static_header_names: Mapped[list[str]] = mapped_column(JSON, default=list)
+    static_headers_encrypted: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)  # sealed JSON object
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ModelAliasRow(Base):

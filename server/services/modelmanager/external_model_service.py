@@ -12,9 +12,9 @@ from gen.platform.modelmanager.v1.external_model_service_connect import External
 from server.domain import external_models
 from server.domain.validation import require_nonempty
 from server.permissions import ResourceKind
-from server.services import Deps
+from server.services import Deps, resource_calls
 from server.services.context import current_principal
-from server.services.modelmanager import _resource_calls, convert, metrics
+from server.services.modelmanager import convert, metrics
 
 __all__ = ["ExternalModelServiceHandler"]
 
@@ -74,7 +74,7 @@ class ExternalModelServiceHandler(ExternalModelService):
         self, request: pb.UpdateExternalModelSharingRequest, ctx: Ctx
     ) -> pb.UpdateExternalModelSharingResponse:
         return pb.UpdateExternalModelSharingResponse(
-            sharing=await _resource_calls.update_sharing(self._db, KIND, request)
+            sharing=await resource_calls.update_sharing(self._db, KIND, request)
         )
 
     async def delete_external_model(
@@ -94,17 +94,17 @@ class ExternalModelServiceHandler(ExternalModelService):
     async def list_external_model_permissions(
         self, request: pb.ListExternalModelPermissionsRequest, ctx: Ctx
     ) -> pb.ListExternalModelPermissionsResponse:
-        found = await _resource_calls.list_permissions(self._db, KIND, request)
+        found = await resource_calls.list_permissions(self._db, KIND, request)
         return pb.ListExternalModelPermissionsResponse(permissions=found)
 
     async def add_external_model_permission(
         self, request: pb.AddExternalModelPermissionRequest, ctx: Ctx
     ) -> pb.AddExternalModelPermissionResponse:
-        await _resource_calls.add_permission(self._db, KIND, request)
+        await resource_calls.add_permission(self._db, KIND, request)
         return pb.AddExternalModelPermissionResponse()
 
     async def remove_external_model_permission(
         self, request: pb.RemoveExternalModelPermissionRequest, ctx: Ctx
     ) -> pb.RemoveExternalModelPermissionResponse:
-        await _resource_calls.remove_permission(self._db, KIND, request)
+        await resource_calls.remove_permission(self._db, KIND, request)
         return pb.RemoveExternalModelPermissionResponse()

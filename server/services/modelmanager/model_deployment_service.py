@@ -11,9 +11,9 @@ from gen.platform.modelmanager.v1.model_deployment_service_connect import ModelD
 from server.domain import model_deployments
 from server.domain.validation import require_nonempty
 from server.permissions import ResourceKind
-from server.services import Deps
+from server.services import Deps, resource_calls
 from server.services.context import current_principal
-from server.services.modelmanager import _resource_calls, convert
+from server.services.modelmanager import convert
 
 __all__ = ["ModelDeploymentServiceHandler"]
 
@@ -66,24 +66,24 @@ class ModelDeploymentServiceHandler(ModelDeploymentService):
     async def list_model_deployment_permissions(
         self, request: pb.ListModelDeploymentPermissionsRequest, ctx: Ctx
     ) -> pb.ListModelDeploymentPermissionsResponse:
-        found = await _resource_calls.list_permissions(self._db, KIND, request)
+        found = await resource_calls.list_permissions(self._db, KIND, request)
         return pb.ListModelDeploymentPermissionsResponse(permissions=found)
 
     async def add_model_deployment_permission(
         self, request: pb.AddModelDeploymentPermissionRequest, ctx: Ctx
     ) -> pb.AddModelDeploymentPermissionResponse:
-        await _resource_calls.add_permission(self._db, KIND, request)
+        await resource_calls.add_permission(self._db, KIND, request)
         return pb.AddModelDeploymentPermissionResponse()
 
     async def remove_model_deployment_permission(
         self, request: pb.RemoveModelDeploymentPermissionRequest, ctx: Ctx
     ) -> pb.RemoveModelDeploymentPermissionResponse:
-        await _resource_calls.remove_permission(self._db, KIND, request)
+        await resource_calls.remove_permission(self._db, KIND, request)
         return pb.RemoveModelDeploymentPermissionResponse()
 
     async def update_model_deployment_sharing(
         self, request: pb.UpdateModelDeploymentSharingRequest, ctx: Ctx
     ) -> pb.UpdateModelDeploymentSharingResponse:
         return pb.UpdateModelDeploymentSharingResponse(
-            sharing=await _resource_calls.update_sharing(self._db, KIND, request)
+            sharing=await resource_calls.update_sharing(self._db, KIND, request)
         )

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-22 13:53:20.789795
+Create Date: 2026-11-23 01:17:04.092503
 """
 
 from __future__ import annotations
@@ -115,6 +115,25 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('users', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_users_email'), ['email'], unique=False)
+
+    op.create_table('external_mcp_servers',
+    sa.Column('name', sa.String(length=64), nullable=False),
+    sa.Column('tenant_id', sa.String(length=64), nullable=True),
+    sa.Column('server_url', sa.String(length=2048), nullable=False),
+    sa.Column('display_name', sa.String(length=256), nullable=False),
+    sa.Column('auth_type', sa.Integer(), nullable=False),
+    sa.Column('oauth', sa.JSON(), nullable=True),
+    sa.Column('api_key_encrypted', sa.LargeBinary(), nullable=True),
+    sa.Column('client_secret_encrypted', sa.LargeBinary(), nullable=True),
+    sa.Column('static_header_names', sa.JSON(), nullable=False),
+    sa.Column('static_headers_encrypted', sa.LargeBinary(), nullable=True),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('name')
+    )
+    with op.batch_alter_table('external_mcp_servers', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_external_mcp_servers_tenant_id'), ['tenant_id'], unique=False)
 
     op.create_table('external_models',
     sa.Column('name', sa.String(length=128), nullable=False),
@@ -309,6 +328,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_external_models_tenant_id'))
 
     op.drop_table('external_models')
+    with op.batch_alter_table('external_mcp_servers', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_external_mcp_servers_tenant_id'))
+
+    op.drop_table('external_mcp_servers')
     with op.batch_alter_table('users', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_users_email'))
 

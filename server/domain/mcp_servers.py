@@ -1,0 +1,474 @@
+"""The external MCP server registry: registrations, their outbound credentials and their OAuth configuration.
+
+Rules (spec: ExternalMcpServer and UpdateExternalMcpServer):
+- `name` is immutable and is the model-visible tool prefix (`{name}{tool}`), so it uses the tool-name alphabet.
+- Ownership scope is fixed by the create call (tenant or platform); sharing is changed only by update.
+- Secrets are write-only: the bearer token (`api_key`), static header values and the OAuth client secret are sealed
+  (server.crypto) and only `api_key_set`, `client_secret_set` and the header names reveal them.
+- On update: an empty api_key keeps the stored token; static headers given replace them and `clear_static_headers`
+  clears them; an omitted client secret keeps it and an empty one clears it; an omitted auth changes nothing.
+Outbound connections (discovery, token exchange, tool calls) live elsewhere and go through the egress guard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import IntEnum
+from typing import Any
+
+from sqlalchemy import or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server import permissions
+from server.crypto import SecretBox
+from server.domain.principal import Principal
+from server.domain.validation import require_http_url, require_nonempty
+from server.errors import FailedPrecondition, InvalidArgument, NotFound
+from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
+from server.store.models import ExternalMcpServerRow, utcnow
+
+__all__ = [
+    "McpAuth",
+    "McpAuthType",
+    "McpServer",
+    "McpServerSpec",
+    "OAuthConfig",
+    "OAuthMetadata",
+    "StaticHeader",
+    "create",
+    "delete",
+    "get",
+    "list_invokable",
+    "oauth_metadata",
+    "update",
+]
+
+KIND = ResourceKind.MCP_SERVER
+PLATFORM_ROLE = "can_manage_tenants"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
+_HEADER_VALUE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # control characters other than tab
+# Headers the transport or the protocol owns, or that the auth settings control.
+_RESERVED_HEADERS = frozenset(
+    {
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "keep-alive",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_MAX_HEADERS = 32
+_MAX_HEADER_VALUE = 8192
+# Parameters the OAuth authorization-code + PKCE flow itself sets; extra parameters may not override them.
+# (What the MCP SDK puts on the authorization URL and the token request, plus the OIDC/RFC parameters that would
+# let an extra parameter redirect or re-scope the flow.)
+_OAUTH_PROTOCOL_PARAMETERS = frozenset(
+    {
+        "authorization_details",
+        "client_assertion",
+        "client_assertion_type",
+        "client_id",
+        "client_secret",
+        "code",
+        "code_challenge",
+        "code_challenge_method",
+        "code_verifier",
+        "dpop_jkt",
+        "grant_type",
+        "iss",
+        "nonce",
+        "redirect_uri",
+        "refresh_token",
+        "request",
+        "request_uri",
+        "resource",
+        "response_mode",
+        "response_type",
+        "scope",
+        "state",
+    }
+)
+_TOKEN_AUTH_METHODS = frozenset({"", "client_secret_post", "client_secret_basic", "none"})
+
+
+class McpAuthType(IntEnum):
+    """Numbers match platform.agents.v1.ExternalMcpAuthType."""
+
+    UNSPECIFIED = 0
+    NONE = 1
+    BEARER = 2
+    OAUTH_AUTHORIZATION_CODE = 3
+
+
+@dataclass(frozen=True)
+class OAuthConfig:
+    """Non-user-specific OAuth settings; never tokens, never the client secret."""
+
+    authorization_url: str = ""
+    token_url: str = ""
+    issuer_url: str = ""
+    client_id: str = ""
+    scopes: tuple[str, ...] = ()
+    resource: str = ""
+    authorization_parameters: dict[str, str] = field(default_factory=dict)
+    token_endpoint_auth_method: str = ""
+
+
+@dataclass(frozen=True)
+class McpAuth:
+    type: int
+    oauth: OAuthConfig | None = None
+
+
+@dataclass(frozen=True)
+class StaticHeader:
+    name: str
+    value: str
+
+    def __repr__(self) -> str:  # values are secrets
+        return f"StaticHeader({self.name!r}, <hidden>)"
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    name: str
+    server_url: str = ""
+    display_name: str = ""
+    auth: McpAuth | None = None  # None: not given (update changes nothing)
+    sharing: Sharing | None = None  # None: not given
+    api_key: str = field(default="", repr=False)  # empty: none given (update keeps the stored one)
+    static_headers: tuple[StaticHeader, ...] = ()
+    clear_static_headers: bool = False
+    oauth_client_secret: str | None = field(default=None, repr=False)  # None keeps; "" clears
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """As returned to clients: secrets only as flags."""
+
+    name: str
+    tenant_id: str | None
+    server_url: str
+    display_name: str
+    auth_type: McpAuthType
+    oauth: OAuthConfig | None
+    api_key_set: bool
+    client_secret_set: bool
+    static_header_names: tuple[str, ...]
+    sharing: Sharing
+    created_at: datetime
+
+    @property
+    def user_auth_required(self) -> bool:
+        return self.auth_type == McpAuthType.OAUTH_AUTHORIZATION_CODE
+
+
+@dataclass(frozen=True)
+class OAuthMetadata:
+    oauth: OAuthConfig
+    client_secret_set: bool
+    redirect_uri: str
+    metadata_version: str
+    server_display_name: str
+
+
+def _ref(name: str) -> ResourceRef:
+    return ResourceRef(KIND, name)
+
+
+def validate_name(value: str) -> str:
+    require_nonempty(value, "external_mcp_server.name")
+    if not _NAME.fullmatch(value):
+        raise InvalidArgument(
+            "external_mcp_server.name must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or"
+            " digit (it prefixes the server's tool names)",
+            field="external_mcp_server.name",
+        )
+    return value
+
+
+def _oauth_config(value: OAuthConfig) -> OAuthConfig:
+    prefix = "external_mcp_server.auth.oauth"
+    manual = (value.authorization_url, value.token_url)
+    if any(manual) and not all(manual):
+        raise InvalidArgument(
+            f"{prefix}.authorization_url and token_url are set together (manual endpoints) or both omitted"
+            " (automatic discovery)",
+            field=f"{prefix}.token_url" if value.authorization_url else f"{prefix}.authorization_url",
+        )
+    for name in ("authorization_url", "token_url", "issuer_url", "resource"):
+        if getattr(value, name):
+            require_http_url(getattr(value, name), f"{prefix}.{name}")
+    for scope in value.scopes:
+        if not scope or any(c.isspace() for c in scope):
+            raise InvalidArgument(
+                f"{prefix}.scopes entries must be non-empty and without spaces", field=f"{prefix}.scopes"
+            )
+    owned = sorted(k for k in value.authorization_parameters if k.strip().lower() in _OAUTH_PROTOCOL_PARAMETERS)
+    if owned:
+        raise InvalidArgument(
+            f"{prefix}.authorization_parameters may not set OAuth protocol parameters: {', '.join(owned)}",
+            field=f"{prefix}.authorization_parameters",
+        )
+    if value.token_endpoint_auth_method not in _TOKEN_AUTH_METHODS:
+        raise InvalidArgument(
+            f"{prefix}.token_endpoint_auth_method must be client_secret_post, client_secret_basic or none",
+            field=f"{prefix}.token_endpoint_auth_method",
+        )
+    return value
+
+
+def _auth(value: McpAuth) -> McpAuth:
+    try:
+        kind = McpAuthType(value.type)
+    except ValueError:
+        raise InvalidArgument("external_mcp_server.auth.type is not a known auth type", field="auth.type") from None
+    if kind == McpAuthType.UNSPECIFIED:
+        raise InvalidArgument(
+            "external_mcp_server.auth.type must be set when auth is given (NONE, BEARER or OAUTH_AUTHORIZATION_CODE)",
+            field="external_mcp_server.auth.type",
+        )
+    if kind == McpAuthType.OAUTH_AUTHORIZATION_CODE:
+        if value.oauth is None:
+            raise InvalidArgument(
+                "external_mcp_server.auth.oauth is required for OAUTH_AUTHORIZATION_CODE",
+                field="external_mcp_server.auth.oauth",
+            )
+        return McpAuth(kind, _oauth_config(value.oauth))
+    if value.oauth is not None:
+        raise InvalidArgument(
+            "external_mcp_server.auth.oauth is only for OAUTH_AUTHORIZATION_CODE",
+            field="external_mcp_server.auth.oauth",
+        )
+    return McpAuth(kind)
+
+
+def _headers(values: tuple[StaticHeader, ...]) -> dict[str, str]:
+    if len(values) > _MAX_HEADERS:
+        raise InvalidArgument(f"static_headers may hold at most {_MAX_HEADERS} headers", field="static_headers")
+    headers: dict[str, str] = {}
+    for header in values:
+        if not _TOKEN.fullmatch(header.name):
+            raise InvalidArgument(
+                "static_headers.name must be an HTTP header name (an RFC 9110 token)", field="static_headers.name"
+            )
+        if header.name.lower() in _RESERVED_HEADERS:
+            raise InvalidArgument(
+                f"static_headers.name {header.name!r} is set by the platform and cannot be configured",
+                field="static_headers.name",
+            )
+        if any(existing.lower() == header.name.lower() for existing in headers):
+            raise InvalidArgument(f"static_headers.name {header.name!r} is given twice", field="static_headers.name")
+        if _HEADER_VALUE_FORBIDDEN.search(header.value) or len(header.value) > _MAX_HEADER_VALUE:
+            # The value itself is a secret: never echo it.
+            raise InvalidArgument(
+                f"static_headers.value of {header.name!r} must be at most {_MAX_HEADER_VALUE} characters without"
+                " control characters other than tab",
+                field="static_headers.value",
+            )
+        headers[header.name] = header.value
+    return headers
+
+
+def _oauth_json(value: OAuthConfig | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {
+        "authorization_url": value.authorization_url,
+        "token_url": value.token_url,
+        "issuer_url": value.issuer_url,
+        "client_id": value.client_id,
+        "scopes": list(value.scopes),
+        "resource": value.resource,
+        "authorization_parameters": dict(value.authorization_parameters),
+        "token_endpoint_auth_method": value.token_endpoint_auth_method,
+    }
+
+
+def _oauth_of(stored: dict[str, Any] | None) -> OAuthConfig | None:
+    if stored is None:
+        return None
+    return OAuthConfig(
+        authorization_url=stored.get("authorization_url", ""),
+        token_url=stored.get("token_url", ""),
+        issuer_url=stored.get("issuer_url", ""),
+        client_id=stored.get("client_id", ""),
+        scopes=tuple(stored.get("scopes", ())),
+        resource=stored.get("resource", ""),
+        authorization_parameters=dict(stored.get("authorization_parameters", {})),
+        token_endpoint_auth_method=stored.get("token_endpoint_auth_method", ""),
+    )
+
+
+def _build(row: ExternalMcpServerRow, owner: permissions.Ownership) -> McpServer:
+    return McpServer(
+        name=row.name,
+        tenant_id=row.tenant_id,
+        server_url=row.server_url,
+        display_name=row.display_name,
+        auth_type=McpAuthType(row.auth_type),
+        oauth=_oauth_of(row.oauth),
+        api_key_set=row.api_key_encrypted is not None,
+        client_secret_set=row.client_secret_encrypted is not None,
+        static_header_names=tuple(row.static_header_names or ()),
+        sharing=owner.sharing,
+        created_at=row.created_at,
+    )
+
+
+def _apply_auth(row: ExternalMcpServerRow, auth: McpAuth) -> None:
+    row.auth_type = int(auth.type)
+    row.oauth = _oauth_json(auth.oauth)
+    # Credentials of another auth type would only linger unused (and keep reporting "set"): drop them.
+    if auth.type != McpAuthType.BEARER:
+        row.api_key_encrypted = None
+    if auth.type != McpAuthType.OAUTH_AUTHORIZATION_CODE:
+        row.client_secret_encrypted = None
+
+
+def _apply_secrets(row: ExternalMcpServerRow, spec: McpServerSpec, box: SecretBox) -> None:
+    if spec.static_headers and spec.clear_static_headers:
+        raise InvalidArgument("give static_headers or clear_static_headers, not both", field="clear_static_headers")
+    if spec.static_headers:
+        headers = _headers(spec.static_headers)
+        row.static_header_names = sorted(headers, key=str.lower)
+        row.static_headers_encrypted = box.seal(json.dumps(headers))
+    elif spec.clear_static_headers:
+        row.static_header_names, row.static_headers_encrypted = [], None
+    kind = McpAuthType(row.auth_type)
+    if spec.api_key:
+        if kind != McpAuthType.BEARER:
+            raise InvalidArgument("api_key is the bearer token of auth type BEARER", field="api_key")
+        row.api_key_encrypted = box.seal(spec.api_key)
+    if kind == McpAuthType.BEARER and row.api_key_encrypted is None:
+        raise InvalidArgument("api_key is required for auth type BEARER", field="api_key")
+    if spec.oauth_client_secret is not None:
+        if spec.oauth_client_secret and kind != McpAuthType.OAUTH_AUTHORIZATION_CODE:
+            raise InvalidArgument(
+                "oauth_client_secret is only for auth type OAUTH_AUTHORIZATION_CODE", field="oauth_client_secret"
+            )
+        row.client_secret_encrypted = box.seal(spec.oauth_client_secret) if spec.oauth_client_secret else None
+    oauth = _oauth_of(row.oauth)
+    secret_methods = ("client_secret_post", "client_secret_basic")
+    if oauth is not None and oauth.token_endpoint_auth_method in secret_methods and row.client_secret_encrypted is None:
+        raise InvalidArgument(
+            f"oauth_client_secret is required for token_endpoint_auth_method {oauth.token_endpoint_auth_method}",
+            field="oauth_client_secret",
+        )
+
+
+async def create(
+    session: AsyncSession, principal: Principal, spec: McpServerSpec, box: SecretBox, *, tenant_id: str | None
+) -> McpServer:
+    if tenant_id is None:
+        permissions.require_platform_role(principal, PLATFORM_ROLE)
+    else:
+        tenant_id = permissions.resolve_tenant(principal, tenant_id)
+        await permissions.require_capability(session, principal, tenant_id, Capability.CREATE_MCP_SERVER)
+    name = validate_name(spec.name)
+    url = require_http_url(spec.server_url, "external_mcp_server.server_url")
+    auth = _auth(spec.auth) if spec.auth is not None else McpAuth(McpAuthType.NONE)
+    row = ExternalMcpServerRow(name=name, tenant_id=tenant_id, server_url=url, display_name=spec.display_name or name)
+    _apply_auth(row, auth)
+    _apply_secrets(row, spec, box)
+    # Creating is not changing: the registration starts with the sharing it was created with.
+    await permissions.create_resource(
+        session, principal, _ref(name), tenant_id=tenant_id, sharing=spec.sharing or Sharing()
+    )
+    session.add(row)
+    await session.flush()
+    return _build(row, await permissions.ownership(session, _ref(name)))
+
+
+async def _row(session: AsyncSession, name: str) -> ExternalMcpServerRow:
+    row = await session.get(ExternalMcpServerRow, name)
+    if row is None:  # the access record exists but not the server: a half-deleted state cannot be committed
+        raise NotFound(f"external MCP server {name!r} not found", field="name")
+    return row
+
+
+async def get(session: AsyncSession, principal: Principal, name: str) -> McpServer:
+    owner = await permissions.require_admin(session, principal, _ref(name))
+    return _build(await _row(session, name), owner)
+
+
+async def update(session: AsyncSession, principal: Principal, spec: McpServerSpec, box: SecretBox) -> McpServer:
+    """See the update rules in the module docstring. Name and ownership scope never change."""
+    require_nonempty(spec.name, "external_mcp_server.name")
+    await permissions.require_admin(session, principal, _ref(spec.name))
+    row = await _row(session, spec.name)
+    if spec.server_url:
+        row.server_url = require_http_url(spec.server_url, "external_mcp_server.server_url")
+    if spec.display_name:
+        row.display_name = spec.display_name
+    if spec.auth is not None:
+        _apply_auth(row, _auth(spec.auth))
+    _apply_secrets(row, spec, box)
+    row.updated_at = utcnow()
+    if spec.sharing is not None:
+        await permissions.set_sharing(session, principal, _ref(spec.name), spec.sharing)
+    await session.flush()
+    return _build(row, await permissions.ownership(session, _ref(spec.name)))
+
+
+async def delete(session: AsyncSession, principal: Principal, name: str) -> None:
+    await permissions.require_admin(session, principal, _ref(name))
+    await session.delete(await _row(session, name))
+    await permissions.delete_resource(session, _ref(name))
+
+
+async def list_invokable(session: AsyncSession, principal: Principal) -> list[McpServer]:
+    """Every server the caller can invoke in its tenant: that tenant's and the platform's. Without a tenant the
+    request is refused (an empty list would read as "none exist")."""
+    tenant_id = permissions.require_tenant_scope(principal, "listing external MCP servers")
+    names = await permissions.readable_names(session, principal, KIND)
+    if not names:
+        return []
+    rows = (
+        await session.scalars(
+            select(ExternalMcpServerRow)
+            .where(
+                ExternalMcpServerRow.name.in_(names),
+                or_(ExternalMcpServerRow.tenant_id.is_(None), ExternalMcpServerRow.tenant_id == tenant_id),
+            )
+            .order_by(ExternalMcpServerRow.name)
+        )
+    ).all()
+    owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
+    return [_build(row, owners[row.name]) for row in rows]
+
+
+def _metadata_version(row: ExternalMcpServerRow, oauth: OAuthConfig, secret_set: bool) -> str:
+    """Changes whenever what an invoker's OAuth flow depends on changes, so stale clients can notice."""
+    basis = json.dumps([row.server_url, _oauth_json(oauth), secret_set], sort_keys=True)
+    return hashlib.sha256(basis.encode()).hexdigest()[:16]
+
+
+async def oauth_metadata(session: AsyncSession, principal: Principal, name: str, redirect_uri: str) -> OAuthMetadata:
+    """Non-secret bootstrap data for invokers: can_read is enough, so a chat client can start the user's flow."""
+    await permissions.require_read(session, principal, _ref(name))
+    row = await _row(session, name)
+    oauth = _oauth_of(row.oauth)
+    if row.auth_type != McpAuthType.OAUTH_AUTHORIZATION_CODE or oauth is None:
+        raise FailedPrecondition(f"external MCP server {name!r} does not use OAuth", field="name")
+    secret_set = row.client_secret_encrypted is not None
+    return OAuthMetadata(
+        oauth=oauth,
+        client_secret_set=secret_set,
+        redirect_uri=redirect_uri,
+        metadata_version=_metadata_version(row, oauth, secret_set),
+        server_display_name=row.display_name or row.name,
+    )

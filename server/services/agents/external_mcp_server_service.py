@@ -1,0 +1,127 @@
+"""/platform.agents.v1.ExternalMcpServerService/* — rules in server.domain.mcp_servers.
+
+Discovery and the OAuth token exchange reach out to the registered server, so they come with the egress guard; until
+then they answer unimplemented (they are not defined here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectrpc.request import RequestContext
+
+from gen.platform.agents.v1 import external_mcp_server_service_pb as pb
+from gen.platform.agents.v1.external_mcp_server_service_connect import ExternalMcpServerService
+from server.domain import mcp_servers
+from server.domain.validation import require_nonempty
+from server.permissions import ResourceKind
+from server.services import Deps, resource_calls
+from server.services.agents import convert
+from server.services.context import current_principal
+
+__all__ = ["ExternalMcpServerServiceHandler"]
+
+Ctx = RequestContext[Any, Any]
+KIND = ResourceKind.MCP_SERVER
+
+
+class ExternalMcpServerServiceHandler(ExternalMcpServerService):
+    def __init__(self, deps: Deps) -> None:
+        self._db = deps.db
+        self._box = deps.secret_box()
+        self._redirect_uri = deps.settings.mcp_oauth_redirect_uri
+
+    async def create_external_mcp_server(
+        self, request: pb.CreateExternalMcpServerRequest, ctx: Ctx
+    ) -> pb.CreateExternalMcpServerResponse:
+        spec = convert.spec(
+            request.external_mcp_server,
+            api_key=request.api_key,
+            static_headers=request.static_headers,
+            oauth_client_secret=request.oauth_client_secret,
+        )
+        async with self._db.transaction() as s:
+            created = await mcp_servers.create(
+                s, current_principal(), spec, self._box, tenant_id=require_nonempty(request.tenant_id, "tenant_id")
+            )
+        return pb.CreateExternalMcpServerResponse(external_mcp_server=convert.server(created))
+
+    async def create_platform_external_mcp_server(
+        self, request: pb.CreatePlatformExternalMcpServerRequest, ctx: Ctx
+    ) -> pb.CreatePlatformExternalMcpServerResponse:
+        spec = convert.spec(
+            request.external_mcp_server,
+            api_key=request.api_key,
+            static_headers=request.static_headers,
+            oauth_client_secret=request.oauth_client_secret,
+        )
+        async with self._db.transaction() as s:
+            created = await mcp_servers.create(s, current_principal(), spec, self._box, tenant_id=None)
+        return pb.CreatePlatformExternalMcpServerResponse(external_mcp_server=convert.server(created))
+
+    async def get_external_mcp_server(
+        self, request: pb.GetExternalMcpServerRequest, ctx: Ctx
+    ) -> pb.GetExternalMcpServerResponse:
+        async with self._db.read() as s:
+            found = await mcp_servers.get(s, current_principal(), require_nonempty(request.name, "name"))
+        return pb.GetExternalMcpServerResponse(external_mcp_server=convert.server(found))
+
+    async def get_external_mcp_server_o_auth_metadata(
+        self, request: pb.GetExternalMcpServerOAuthMetadataRequest, ctx: Ctx
+    ) -> pb.GetExternalMcpServerOAuthMetadataResponse:
+        async with self._db.read() as s:
+            found = await mcp_servers.oauth_metadata(
+                s, current_principal(), require_nonempty(request.name, "name"), self._redirect_uri
+            )
+        return pb.GetExternalMcpServerOAuthMetadataResponse(
+            oauth=convert.oauth(found.oauth, client_secret_set=found.client_secret_set),
+            redirect_uri=found.redirect_uri,
+            metadata_version=found.metadata_version,
+            server_display_name=found.server_display_name,
+        )
+
+    async def update_external_mcp_server(
+        self, request: pb.UpdateExternalMcpServerRequest, ctx: Ctx
+    ) -> pb.UpdateExternalMcpServerResponse:
+        spec = convert.spec(
+            request.external_mcp_server,
+            api_key=request.api_key,
+            static_headers=request.static_headers,
+            oauth_client_secret=request.oauth_client_secret if request.has_field("oauth_client_secret") else None,
+            clear_static_headers=request.clear_static_headers,
+        )
+        async with self._db.transaction() as s:
+            updated = await mcp_servers.update(s, current_principal(), spec, self._box)
+        return pb.UpdateExternalMcpServerResponse(external_mcp_server=convert.server(updated))
+
+    async def delete_external_mcp_server(
+        self, request: pb.DeleteExternalMcpServerRequest, ctx: Ctx
+    ) -> pb.DeleteExternalMcpServerResponse:
+        async with self._db.transaction() as s:
+            await mcp_servers.delete(s, current_principal(), require_nonempty(request.name, "name"))
+        return pb.DeleteExternalMcpServerResponse()
+
+    async def list_external_mcp_servers(
+        self, request: pb.ListExternalMcpServersRequest, ctx: Ctx
+    ) -> pb.ListExternalMcpServersResponse:
+        async with self._db.read() as s:
+            found = await mcp_servers.list_invokable(s, current_principal())
+        return pb.ListExternalMcpServersResponse(external_mcp_servers=[convert.summary(m) for m in found])
+
+    async def list_external_mcp_server_permissions(
+        self, request: pb.ListExternalMcpServerPermissionsRequest, ctx: Ctx
+    ) -> pb.ListExternalMcpServerPermissionsResponse:
+        found = await resource_calls.list_permissions(self._db, KIND, request)
+        return pb.ListExternalMcpServerPermissionsResponse(permissions=found)
+
+    async def add_external_mcp_server_permission(
+        self, request: pb.AddExternalMcpServerPermissionRequest, ctx: Ctx
+    ) -> pb.AddExternalMcpServerPermissionResponse:
+        await resource_calls.add_permission(self._db, KIND, request)
+        return pb.AddExternalMcpServerPermissionResponse()
+
+    async def remove_external_mcp_server_permission(
+        self, request: pb.RemoveExternalMcpServerPermissionRequest, ctx: Ctx
+    ) -> pb.RemoveExternalMcpServerPermissionResponse:
+        await resource_calls.remove_permission(self._db, KIND, request)
+        return pb.RemoveExternalMcpServerPermissionResponse()
