@@ -1,0 +1,1 @@
+"""Outbound MCP: talking to registered MCP servers and their OAuth authorization servers (through the egress guard)."""
