@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -21,7 +22,7 @@ from gateway.calls import CLIENT_CLOSED, Call
 from gateway.middleware import error_payload
 from server.errors import UpstreamFailed
 
-__all__ = ["relay_sse"]
+__all__ = ["chat_chunks", "relay_sse"]
 
 log = logging.getLogger("switchboard.gateway.stream")
 
@@ -153,3 +154,30 @@ async def _drain(upstream: aiohttp.ClientResponse) -> None:
     with contextlib.suppress(TimeoutError, aiohttp.ClientError):
         async with asyncio.timeout(_DRAIN_SECONDS):  # a timer, not wait_for's extra task per stream
             await upstream.content.read()
+
+
+async def chat_chunks(upstream: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """The parsed `data:` payloads of an upstream chat stream, until [DONE]; an upstream error event or a stream
+    that ends without [DONE] raises UpstreamFailed (friendly text only)."""
+    pending = b""
+    try:
+        async for data in upstream.content.iter_any():
+            text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+            *events, pending = (pending + text).split(b"\n\n")
+            for event in events:
+                payload = _payload(event)
+                if not payload:
+                    continue
+                if payload.startswith(b"[DONE]"):
+                    return
+                try:
+                    chunk = orjson.loads(payload)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    raise _REFUSED
+                if isinstance(chunk, dict):
+                    yield chunk
+    except (TimeoutError, aiohttp.ClientError):
+        raise _BROKEN from None
+    raise _BROKEN

@@ -32,6 +32,7 @@ __all__ = [
     "ResourceRow",
     "ResourceShareRow",
     "ServiceAccountRow",
+    "StoredResponseRow",
     "TenantInviteRow",
     "TenantMemberRow",
     "TenantRow",
@@ -232,6 +233,21 @@ class ApiTrafficRow(Base):
     status: Mapped[int] = mapped_column(Integer, default=0)
     request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class StoredResponseRow(Base):
+    """A /v1/responses result kept for retrieval and `previous_response_id` (store: true). `context` is the whole
+    model-facing history up to and including this response, so a follow-up needs no walk up the chain."""
+
+    __tablename__ = "stored_responses"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    owner: Mapped[str] = mapped_column(String(160), index=True)  # the principal's subject id
+    model_id: Mapped[str] = mapped_column(String(128))
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)  # the response object as served
+    input_items: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    context: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ModelDeploymentRow(Base):

@@ -80,9 +80,15 @@ class FakeUpstream:
         if failure is not None:
             return failure
         tools = payload.get("tools") or []
+        messages = payload.get("messages") or [{}]
+        if messages[-1].get("role") == "tool":  # a tool answered: now the model answers in words
+            tools = []
         if payload.get("stream"):
             return await self._stream(request, payload, model, tools)
-        message: dict[str, Any] = {"role": "assistant", "content": f"Hello from {model}", "refusal": None}
+        text = (
+            f"Hello from {model}" if messages[-1].get("role") != "tool" else f"The tool said: {messages[-1]['content']}"
+        )
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
         finish = "stop"
         if tools:
             message = {"role": "assistant", "content": None, "tool_calls": [_tool_call(tools)]}

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-23 01:17:04.092503
+Create Date: 2026-11-23 01:34:57.360762
 """
 
 from __future__ import annotations
@@ -72,6 +72,21 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('resource_permissions', schema=None) as batch_op:
         batch_op.create_index('ix_resource_permissions_subject', ['subject_type', 'subject_id'], unique=False)
+
+    op.create_table('stored_responses',
+    sa.Column('id', sa.String(length=64), nullable=False),
+    sa.Column('tenant_id', sa.String(length=64), nullable=False),
+    sa.Column('owner', sa.String(length=160), nullable=False),
+    sa.Column('model_id', sa.String(length=128), nullable=False),
+    sa.Column('body', sa.JSON(), nullable=False),
+    sa.Column('input_items', sa.JSON(), nullable=False),
+    sa.Column('context', sa.JSON(), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('stored_responses', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_stored_responses_owner'), ['owner'], unique=False)
+        batch_op.create_index(batch_op.f('ix_stored_responses_tenant_id'), ['tenant_id'], unique=False)
 
     op.create_table('tenants',
     sa.Column('id', sa.String(length=64), nullable=False),
@@ -341,6 +356,11 @@ def downgrade() -> None:
 
     op.drop_table('usage_events')
     op.drop_table('tenants')
+    with op.batch_alter_table('stored_responses', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_stored_responses_tenant_id'))
+        batch_op.drop_index(batch_op.f('ix_stored_responses_owner'))
+
+    op.drop_table('stored_responses')
     with op.batch_alter_table('resource_permissions', schema=None) as batch_op:
         batch_op.drop_index('ix_resource_permissions_subject')
 

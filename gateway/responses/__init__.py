@@ -1,0 +1,1 @@
+"""The Responses API over Chat Completions: request translation and streaming events."""

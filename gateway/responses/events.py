@@ -1,0 +1,178 @@
+"""Responses streaming: chat-completion chunks in, Responses server-sent events out.
+
+The order is the one the official SDK's stream helper insists on: `response.created` first (sequence 0) and
+`response.in_progress`; for text, `output_item.added` (message) then `content_part.added` before any
+`output_text.delta`, closed by `output_text.done`, `content_part.done`, `output_item.done`; for each tool call,
+`output_item.added` (function_call), `function_call_arguments.delta`*, `.done`, `output_item.done`; then one terminal
+event (`response.completed`, `response.incomplete` or `response.failed`) carrying the whole response. Every event has
+`event:` and `data:` lines and a `sequence_number`; no `[DONE]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway.responses import translate
+
+__all__ = ["ResponseStream"]
+
+
+@dataclass
+class _Call:
+    output_index: int
+    item_id: str
+    call_id: str
+    name: str
+    arguments: str = ""
+
+
+@dataclass
+class ResponseStream:
+    out: web.StreamResponse
+    response_id: str
+    model: str
+    echo: dict[str, Any]
+    created_at: int
+    sequence: int = 0
+    output: list[dict[str, Any]] = field(default_factory=list)
+    _text: str | None = None  # None until a message item is open
+    _text_index: int = -1
+    _text_id: str = ""
+    _calls: dict[int, _Call] = field(default_factory=dict)  # chat tool-call index -> open call
+    finish_reason: str | None = None
+    usage: Any = None
+
+    async def _emit(self, kind: str, **fields: Any) -> None:
+        event = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        await self.out.write(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n")
+
+    def _snapshot(self, status: str, **extra: Any) -> dict[str, Any]:
+        return translate.response_object(
+            self.response_id,
+            self.model,
+            self.echo,
+            status=status,
+            output=[item for item in self.output if item is not None],
+            usage=extra.pop("usage", None),
+            created_at=self.created_at,
+            **extra,
+        )
+
+    async def start(self) -> None:
+        await self._emit("response.created", response=self._snapshot("in_progress"))
+        await self._emit("response.in_progress", response=self._snapshot("in_progress"))
+
+    async def _open_text(self) -> None:
+        self._text, self._text_index, self._text_id = "", len(self.output), translate.new_id("msg")
+        item = translate.message_item("", status="in_progress", item_id=self._text_id)
+        item["content"] = []
+        self.output.append(item)
+        await self._emit("response.output_item.added", output_index=self._text_index, item=item)
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        await self._emit(
+            "response.content_part.added",
+            item_id=self._text_id,
+            output_index=self._text_index,
+            content_index=0,
+            part=part,
+        )
+
+    async def _close_text(self) -> None:
+        if self._text is None:
+            return
+        text, index, item_id = self._text, self._text_index, self._text_id
+        common = {"item_id": item_id, "output_index": index, "content_index": 0}
+        await self._emit("response.output_text.done", **common, text=text, logprobs=[])
+        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        await self._emit("response.content_part.done", **common, part=part)
+        item = translate.message_item(text, item_id=item_id)
+        self.output[index] = item
+        await self._emit("response.output_item.done", output_index=index, item=item)
+        self._text = None
+
+    async def _tool_delta(self, delta: dict[str, Any]) -> None:
+        index = int(delta.get("index") or 0)
+        function = delta.get("function") or {}
+        call = self._calls.get(index)
+        if call is None:
+            call = _Call(
+                len(self.output), translate.new_id("fc"), str(delta.get("id") or ""), str(function.get("name") or "")
+            )
+            self._calls[index] = call
+            item = translate.function_call_item(call.call_id, call.name, "", item_id=call.item_id)
+            item["status"] = "in_progress"
+            self.output.append(item)
+            await self._emit("response.output_item.added", output_index=call.output_index, item=item)
+        piece = function.get("arguments") or ""
+        if piece:
+            call.arguments += piece
+            await self._emit(
+                "response.function_call_arguments.delta",
+                item_id=call.item_id,
+                output_index=call.output_index,
+                delta=piece,
+            )
+
+    async def _close_calls(self) -> None:
+        for call in self._calls.values():
+            await self._emit(
+                "response.function_call_arguments.done",
+                item_id=call.item_id,
+                output_index=call.output_index,
+                name=call.name,
+                arguments=call.arguments,
+            )
+            item = translate.function_call_item(call.call_id, call.name, call.arguments, item_id=call.item_id)
+            self.output[call.output_index] = item
+            await self._emit("response.output_item.done", output_index=call.output_index, item=item)
+        self._calls.clear()
+
+    async def chunk(self, chunk: dict[str, Any]) -> None:
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                if self._text is None:
+                    await self._open_text()
+                self._text = (self._text or "") + content
+                await self._emit(
+                    "response.output_text.delta",
+                    item_id=self._text_id,
+                    output_index=self._text_index,
+                    content_index=0,
+                    delta=content,
+                    logprobs=[],
+                )
+            for tool_delta in delta.get("tool_calls") or ():
+                if isinstance(tool_delta, dict):
+                    await self._tool_delta(tool_delta)
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+
+    async def finish(self) -> dict[str, Any]:
+        """Close what is open and send the terminal event; returns the final response body."""
+        await self._close_text()
+        await self._close_calls()
+        incomplete = self.finish_reason == "length"
+        status = "incomplete" if incomplete else "completed"
+        body = self._snapshot(
+            status,
+            usage=translate.usage_of(self.usage),
+            incomplete_reason="max_output_tokens" if incomplete else None,
+        )
+        await self._emit(f"response.{status}", response=body)
+        return body
+
+    async def fail(self, message: str) -> dict[str, Any]:
+        body = self._snapshot("failed", error={"code": "server_error", "message": message})
+        await self._emit("response.failed", response=body)
+        return body

@@ -1,0 +1,296 @@
+"""Responses API <-> Chat Completions: every provider behind the gateway speaks Chat Completions, so a Responses
+request becomes a chat request and the chat answer becomes Responses output items.
+
+Request: `instructions` becomes the first system message (not carried over to follow-ups); `input` (a string or
+items: messages with text/image parts, function_call, function_call_output) becomes messages after the context of
+`previous_response_id`; flat function tools become nested chat tools; sampling and output limits carry over.
+Answer: the assistant text becomes a `message` item with one `output_text` part, each tool call a `function_call`
+item; `finish_reason: length` makes the response `incomplete`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.errors import InvalidArgument
+
+__all__ = [
+    "ChatPlan",
+    "function_call_item",
+    "message_item",
+    "new_id",
+    "plan",
+    "response_object",
+    "usage_of",
+]
+
+_ROLES = frozenset({"user", "assistant", "system", "developer"})
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(16)}"
+
+
+@dataclass
+class ChatPlan:
+    """The chat request to send, and what the response object echoes back."""
+
+    payload: dict[str, Any]
+    input_items: list[Any]
+    context: list[dict[str, Any]]  # messages before this turn's input (from previous_response_id), no instructions
+    turn: list[dict[str, Any]]  # this turn's input as messages
+    echo: dict[str, Any] = field(default_factory=dict)
+
+
+def _text_of(parts: Any, field_name: str) -> str:
+    if isinstance(parts, str):
+        return parts
+    if isinstance(parts, list):
+        texts = [
+            p.get("text", "")
+            for p in parts
+            if isinstance(p, dict) and p.get("type") in ("input_text", "output_text", "text")
+        ]
+        return "".join(texts)
+    raise InvalidArgument(f"'{field_name}' must be a string or a list of content parts.", field=field_name)
+
+
+def _user_content(content: Any, field_name: str) -> Any:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise InvalidArgument(f"'{field_name}' must be a string or a list of content parts.", field=field_name)
+    parts: list[dict[str, Any]] = []
+    for i, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text", "text"):
+            parts.append({"type": "text", "text": str(part.get("text", ""))})
+        elif kind == "input_image":
+            url = part.get("image_url")
+            if not isinstance(url, str) or not url:
+                raise InvalidArgument("'image_url' is required on input_image parts.", field=f"{field_name}[{i}]")
+            parts.append({"type": "image_url", "image_url": {"url": url, "detail": part.get("detail", "auto")}})
+        else:
+            raise InvalidArgument(f"Content part type {kind!r} is not supported.", field=f"{field_name}[{i}].type")
+    return parts
+
+
+def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
+    role = item.get("role")
+    if role not in _ROLES:
+        raise InvalidArgument(
+            f"'{where}.role' must be one of user, assistant, system, developer.", field=f"{where}.role"
+        )
+    content = item.get("content", "")
+    if role == "user":
+        return {"role": "user", "content": _user_content(content, f"{where}.content")}
+    return {"role": "assistant" if role == "assistant" else "system", "content": _text_of(content, f"{where}.content")}
+
+
+def _function_call(item: dict[str, Any], where: str) -> dict[str, Any]:
+    call_id, name = item.get("call_id"), item.get("name")
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+        raise InvalidArgument("function_call items need call_id and name.", field=where)
+    arguments = item.get("arguments")
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": str(arguments or "")}}
+
+
+def _function_output(item: dict[str, Any], where: str) -> dict[str, Any]:
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidArgument("function_call_output items need call_id.", field=f"{where}.call_id")
+    return {"role": "tool", "tool_call_id": call_id, "content": _text_of(item.get("output", ""), f"{where}.output")}
+
+
+def _messages(items: list[Any]) -> list[dict[str, Any]]:
+    """Input items as chat messages; consecutive function calls share one assistant message, as chat requires."""
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise InvalidArgument("Each input item must be an object.", field=where)
+        kind = item.get("type", "message")
+        if kind == "message":
+            out.append(_message(item, where))
+        elif kind == "function_call":
+            call = _function_call(item, where)
+            last = out[-1] if out else None
+            if last is not None and last.get("tool_calls") and not last.get("content"):
+                last["tool_calls"].append(call)
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            out.append(_function_output(item, where))
+        else:
+            raise InvalidArgument(f"Input item type {kind!r} is not supported.", field=f"{where}.type")
+    return out
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise InvalidArgument("'tools' must be an array.", field="tools")
+    out = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            kind = tool.get("type") if isinstance(tool, dict) else None
+            raise InvalidArgument(f"Tool type {kind!r} is not supported here.", field=f"tools[{i}].type")
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidArgument("Function tools need a name.", field=f"tools[{i}].name")
+        function: dict[str, Any] = {"name": name, "parameters": tool.get("parameters") or {"type": "object"}}
+        if tool.get("description"):
+            function["description"] = tool["description"]
+        if tool.get("strict") is not None:
+            function["strict"] = bool(tool["strict"])
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def _tool_choice(choice: Any) -> Any:
+    if choice is None or choice in ("none", "auto", "required"):
+        return choice
+    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise InvalidArgument("'tool_choice' must be none, auto, required or a function.", field="tool_choice")
+
+
+def _response_format(text: Any) -> dict[str, Any] | None:
+    if not isinstance(text, dict) or not isinstance(text.get("format"), dict):
+        return None
+    fmt = text["format"]
+    if fmt.get("type") == "json_object":
+        return {"type": "json_object"}
+    if fmt.get("type") == "json_schema":
+        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
+        return {"type": "json_schema", "json_schema": schema}
+    return None
+
+
+def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
+    """The chat request for a Responses request, after `context` (the previous response's history)."""
+    raw = payload.get("input")
+    if isinstance(raw, str):
+        items: list[Any] = [{"type": "message", "role": "user", "content": raw}]
+    elif isinstance(raw, list) and raw:
+        items = raw
+    else:
+        raise InvalidArgument("'input' must be a string or a non-empty array of input items.", field="input")
+    turn = _messages(items)
+    messages = list(context) + turn
+    instructions = payload.get("instructions")
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            raise InvalidArgument("'instructions' must be a string.", field="instructions")
+        messages = [{"role": "system", "content": instructions}, *messages]
+    chat: dict[str, Any] = {"messages": messages}
+    tools = _tools(payload.get("tools"))
+    if tools:
+        chat["tools"] = tools
+    choice = _tool_choice(payload.get("tool_choice"))
+    if choice is not None and tools:
+        chat["tool_choice"] = choice
+    for name in ("temperature", "top_p", "parallel_tool_calls", "user"):
+        if payload.get(name) is not None:
+            chat[name] = payload[name]
+    limit = payload.get("max_output_tokens")
+    if limit is not None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidArgument("'max_output_tokens' must be a positive integer.", field="max_output_tokens")
+        chat["max_tokens"] = limit
+    fmt = _response_format(payload.get("text"))
+    if fmt is not None:
+        chat["response_format"] = fmt
+    echo = {
+        "instructions": instructions,
+        "max_output_tokens": limit,
+        "temperature": float(payload.get("temperature", 1.0)),
+        "top_p": float(payload.get("top_p", 1.0)),
+        "tools": payload.get("tools") or [],
+        "tool_choice": payload.get("tool_choice") or "auto",
+        "parallel_tool_calls": bool(payload.get("parallel_tool_calls", True)),
+        "text": payload.get("text") or {"format": {"type": "text"}},
+        "metadata": payload.get("metadata") or {},
+        "user": payload.get("user"),
+        "store": bool(payload.get("store", True)),
+        "previous_response_id": payload.get("previous_response_id"),
+    }
+    return ChatPlan(chat, items, list(context), turn, echo)
+
+
+def message_item(text: str, *, status: str = "completed", item_id: str | None = None) -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+    return {
+        "id": item_id or new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "status": status,
+        "content": content,
+    }
+
+
+def function_call_item(call_id: str, name: str, arguments: str, *, item_id: str | None = None) -> dict[str, Any]:
+    return {
+        "id": item_id or new_id("fc"),
+        "type": "function_call",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": "completed",
+    }
+
+
+def usage_of(chat_usage: Any) -> dict[str, Any]:
+    usage = chat_usage if isinstance(chat_usage, dict) else {}
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": int(usage.get("total_tokens") or prompt + completion),
+    }
+
+
+def response_object(
+    response_id: str,
+    model: str,
+    echo: dict[str, Any],
+    *,
+    status: str,
+    output: list[Any],
+    usage: dict[str, Any] | None,
+    created_at: int | None = None,
+    error: dict[str, Any] | None = None,
+    incomplete_reason: str | None = None,
+) -> dict[str, Any]:
+    """A full Response, with every field strict clients require (null where allowed, numbers as numbers)."""
+    now = int(time.time())
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at or now,
+        "completed_at": now if status in ("completed", "incomplete", "failed") else None,
+        "status": status,
+        "background": False,
+        "error": error,
+        "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
+        "model": model,
+        "output": output,
+        "usage": usage,
+        "reasoning": {"effort": None, "summary": None},
+        "service_tier": "default",
+        "truncation": "disabled",
+        "top_logprobs": 0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "max_tool_calls": None,
+        "safety_identifier": None,
+        "prompt_cache_key": None,
+        **echo,
+    }

@@ -1,0 +1,169 @@
+"""POST /v1/responses (streaming and not), GET and DELETE /v1/responses/{id}.
+
+Each Responses request becomes one chat completion at the resolved target (gateway.responses.translate); function
+tools come back as `function_call` items for the client to run, and the client continues with
+`previous_response_id` and `function_call_output` items. Stored responses (`store`, default true) keep the whole
+model-facing history, owned by the caller (server.domain.responses).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway.calls import metered
+from gateway.catalog import TaskType
+from gateway.context import DB, PRINCIPAL
+from gateway.middleware import read_json, require_model
+from gateway.providers import Surface
+from gateway.responses import translate
+from gateway.responses.events import ResponseStream
+from gateway.streaming import chat_chunks
+from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from server.domain import responses as stored
+from server.errors import InvalidArgument, UpstreamFailed
+from server.metering import CallKind
+
+__all__ = ["create_response", "delete_response", "get_response"]
+
+
+def _validate(payload: dict[str, Any]) -> bool:
+    stream = payload.get("stream", False)
+    if stream is not None and not isinstance(stream, bool):
+        raise InvalidArgument("'stream' must be a boolean.", field="stream")
+    if payload.get("conversation") is not None and payload.get("previous_response_id") is not None:
+        raise InvalidArgument("'conversation' cannot be combined with 'previous_response_id'.", field="conversation")
+    if payload.get("conversation") is not None:
+        raise InvalidArgument("'conversation' is not available on this gateway yet.", field="conversation")
+    if payload.get("background"):
+        raise InvalidArgument("'background' responses are not supported.", field="background")
+    return bool(stream)
+
+
+def _assistant_messages(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This turn's output as chat history, for follow-ups."""
+    messages: list[dict[str, Any]] = []
+    calls = [
+        {"id": i["call_id"], "type": "function", "function": {"name": i["name"], "arguments": i["arguments"]}}
+        for i in output
+        if i.get("type") == "function_call"
+    ]
+    text = "".join(part.get("text", "") for i in output if i.get("type") == "message" for part in i.get("content", ()))
+    if text or not calls:
+        messages.append({"role": "assistant", "content": text})
+    if calls:
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+    return messages
+
+
+def _output_of(parsed: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    choices = parsed.get("choices") or []
+    choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message") or {}
+    output: list[dict[str, Any]] = []
+    if message.get("content"):
+        output.append(translate.message_item(str(message["content"])))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        output.append(
+            translate.function_call_item(
+                str(call.get("id", "")), str(function.get("name", "")), str(function.get("arguments", ""))
+            )
+        )
+    return output, choice.get("finish_reason")
+
+
+async def _store(request: web.Request, body: dict[str, Any], items: list[Any], context: list[Any]) -> None:
+    if body.get("store"):
+        async with request.app[DB].transaction() as session:
+            await stored.save(session, request[PRINCIPAL], body, items, context)
+
+
+async def create_response(request: web.Request) -> web.StreamResponse:
+    async with metered(request, CallKind.RESPONSE) as call:
+        payload = await read_json(request)
+        model = require_model(payload)
+        stream = _validate(payload)
+        context: list[dict[str, Any]] = []
+        previous = payload.get("previous_response_id")
+        if previous is not None:
+            if not isinstance(previous, str) or not previous:
+                raise InvalidArgument("'previous_response_id' must be a response id.", field="previous_response_id")
+            async with request.app[DB].read() as session:
+                context = (
+                    await stored.load(session, request[PRINCIPAL], previous, field="previous_response_id")
+                ).context
+        plan = translate.plan(payload, context)
+        route = await call.resolve(model)
+        require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
+        chat = plan.payload
+        response_id, created_at = translate.new_id("resp"), int(time.time())
+        if stream:
+            chat["stream"], chat["stream_options"] = True, {"include_usage": True}
+        upstream = await post_json(request, route, Surface.CHAT, chat)
+        if stream:
+            events = ResponseStream(web.StreamResponse(), response_id, model, plan.echo, created_at)
+            return await _stream(request, upstream, call, plan, events)
+        _raw, parsed = await read_upstream_json(upstream, call)
+        call.count(parsed.get("usage"))
+        output, finish = _output_of(parsed)
+        incomplete = finish == "length"
+        body = translate.response_object(
+            response_id,
+            model,
+            plan.echo,
+            status="incomplete" if incomplete else "completed",
+            output=output,
+            usage=translate.usage_of(parsed.get("usage")),
+            created_at=created_at,
+            incomplete_reason="max_output_tokens" if incomplete else None,
+        )
+        await _store(request, body, plan.input_items, plan.context + plan.turn + _assistant_messages(output))
+        encoded = orjson.dumps(body)
+        call.response_bytes = len(encoded)
+        return web.Response(body=encoded, content_type="application/json")
+
+
+async def _stream(
+    request: web.Request, upstream: Any, call: Any, plan: translate.ChatPlan, events: ResponseStream
+) -> web.StreamResponse:
+    out = events.out
+    out.headers["Content-Type"] = "text/event-stream"
+    out.headers["Cache-Control"] = "no-cache"
+    await out.prepare(request)
+    try:
+        await events.start()
+        try:
+            async for chunk in chat_chunks(upstream):
+                await events.chunk(chunk)
+        except UpstreamFailed as exc:
+            call.status = 502
+            await events.fail(exc.message)
+            return out
+        finally:
+            upstream.release()
+        body = await events.finish()
+        call.count(events.usage)
+        await _store(request, body, plan.input_items, plan.context + plan.turn + _assistant_messages(body["output"]))
+        await out.write_eof()
+    except ConnectionError:
+        call.status = 499  # the client went away
+    call.response_bytes = out.body_length
+    return out
+
+
+async def get_response(request: web.Request) -> web.StreamResponse:
+    async with request.app[DB].read() as session:
+        found = await stored.load(session, request[PRINCIPAL], request.match_info["response_id"])
+    return web.Response(body=orjson.dumps(found.body), content_type="application/json")
+
+
+async def delete_response(request: web.Request) -> web.StreamResponse:
+    response_id = request.match_info["response_id"]
+    async with request.app[DB].transaction() as session:
+        await stored.delete(session, request[PRINCIPAL], response_id)
+    body = {"id": response_id, "object": "response.deleted", "deleted": True}
+    return web.Response(body=orjson.dumps(body), content_type="application/json")
