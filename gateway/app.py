@@ -23,7 +23,7 @@ from gateway.surfaces.chat import chat_completions
 from gateway.surfaces.embeddings import embeddings
 from gateway.surfaces.models import get_model, list_models
 from gateway.surfaces.rerank import rerank
-from gateway.surfaces.responses import create_response, delete_response, get_response
+from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.keyauth import ApiKeyVerifier
@@ -96,6 +96,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app.router.add_post("/v1/responses", create_response)
     app.router.add_get("/v1/responses/{response_id}", get_response)
     app.router.add_delete("/v1/responses/{response_id}", delete_response)
+    app.router.add_get("/v1/responses/{response_id}/input_items", list_input_items)
     app.router.add_post("/v1/embeddings", embeddings)
     for path in ("/v1/rerank", "/rerank", "/v2/rerank"):
         app.router.add_post(path, rerank)

@@ -148,3 +148,17 @@ def test_a_backend_failure_mid_stream_ends_with_response_failed(gateway: Gateway
     assert events[0].type == "response.created"
     assert events[-1].type == "response.failed"
     assert events[-1].response.error is not None  # type: ignore[union-attr]
+
+
+def test_input_items_are_listed_with_ids_and_pages(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    sdk = client(gateway, gw_world.keys["all"])
+    items: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range(5)]
+    created = sdk.responses.create(model=gw_world.model("chat"), input=items)
+    listed = list(sdk.responses.input_items.list(created.id, order="asc", limit=2))  # the SDK pages by `after`
+    assert [item.content[0].text for item in listed] == [f"message {i}" for i in range(5)]  # type: ignore[union-attr]
+    assert all(item.id for item in listed) and len({item.id for item in listed}) == 5
+    newest = sdk.responses.input_items.list(created.id, limit=1)
+    assert newest.data[0].content[0].text == "message 4" and newest.has_more  # type: ignore[union-attr]
+    with pytest.raises(openai.BadRequestError) as err:
+        sdk.responses.input_items.list(created.id, limit=101)
+    assert err.value.param == "limit"

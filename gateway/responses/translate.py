@@ -219,7 +219,21 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
         "store": bool(payload.get("store", True)),
         "previous_response_id": payload.get("previous_response_id"),
     }
-    return ChatPlan(chat, items, list(context), turn, echo)
+    return ChatPlan(chat, [_listed(item) for item in items], list(context), turn, echo)
+
+
+_ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco"}
+
+
+def _listed(item: dict[str, Any]) -> dict[str, Any]:
+    """An input item as `input_items` lists it: typed, with an id and a status."""
+    kind = item.get("type", "message")
+    listed = {**item, "id": item.get("id") or new_id(_ID_PREFIX.get(kind, "item")), "type": kind}
+    listed.setdefault("status", "completed")
+    if kind == "message" and isinstance(listed.get("content"), str):
+        part = "output_text" if listed.get("role") == "assistant" else "input_text"
+        listed["content"] = [{"type": part, "text": listed["content"]}]
+    return listed
 
 
 def message_item(text: str, *, status: str = "completed", item_id: str | None = None) -> dict[str, Any]:

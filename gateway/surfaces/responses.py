@@ -27,7 +27,7 @@ from server.domain import responses as stored
 from server.errors import InvalidArgument, UpstreamFailed
 from server.metering import CallKind
 
-__all__ = ["create_response", "delete_response", "get_response"]
+__all__ = ["create_response", "delete_response", "get_response", "list_input_items"]
 
 
 def _validate(payload: dict[str, Any]) -> bool:
@@ -166,4 +166,39 @@ async def delete_response(request: web.Request) -> web.StreamResponse:
     async with request.app[DB].transaction() as session:
         await stored.delete(session, request[PRINCIPAL], response_id)
     body = {"id": response_id, "object": "response.deleted", "deleted": True}
+    return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+
+def _page_params(request: web.Request) -> tuple[int, str, str | None]:
+    try:
+        limit = int(request.query.get("limit", "20"))
+    except ValueError:
+        raise InvalidArgument("'limit' must be an integer between 1 and 100.", field="limit") from None
+    if not 1 <= limit <= 100:
+        raise InvalidArgument("'limit' must be an integer between 1 and 100.", field="limit")
+    order = request.query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise InvalidArgument("'order' must be 'asc' or 'desc'.", field="order")
+    return limit, order, request.query.get("after")
+
+
+async def list_input_items(request: web.Request) -> web.StreamResponse:
+    """GET /v1/responses/{id}/input_items: the stored response's input items, newest first by default."""
+    limit, order, after = _page_params(request)
+    async with request.app[DB].read() as session:
+        found = await stored.load(session, request[PRINCIPAL], request.match_info["response_id"])
+    items = found.input_items if order == "asc" else list(reversed(found.input_items))
+    if after is not None:
+        ids = [item.get("id") for item in items]
+        if after not in ids:
+            raise InvalidArgument(f"No input item with id '{after}' in this response.", field="after")
+        items = items[ids.index(after) + 1 :]
+    page = items[:limit]
+    body = {
+        "object": "list",
+        "data": page,
+        "first_id": page[0]["id"] if page else None,
+        "last_id": page[-1]["id"] if page else None,
+        "has_more": len(items) > limit,
+    }
     return web.Response(body=orjson.dumps(body), content_type="application/json")
