@@ -56,6 +56,10 @@ class Settings:
     otel_exporter: str = "none"  # none | console | otlp
     vendor_a_base_url: str = "https://api.vendor-a.invalid/v1"
     log_level: str = "INFO"
+    # Egress guard (server.egress): DEVELOPMENT/TEST ONLY switch that lets MCP egress reach loopback, and how long a
+    # process may keep using cached MCP network policies (the bound on how late a created/deleted policy applies).
+    egress_allow_loopback: bool = False
+    mcp_network_policy_cache_seconds: float = 5.0
 
     @property
     def signing_key_path(self) -> Path:
@@ -76,6 +80,15 @@ class Settings:
 
 def _get(env: dict[str, str], name: str, default: str) -> str:
     return env.get(_PREFIX + name, default)
+
+
+def _flag(value: str, name: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{_PREFIX}{name} must be true or false")
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
@@ -101,4 +114,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         otel_exporter=_get(env, "OTEL_EXPORTER", "none"),
         vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
         log_level=_get(env, "LOG_LEVEL", "INFO"),
+        egress_allow_loopback=_flag(_get(env, "EGRESS_ALLOW_LOOPBACK", "false"), "EGRESS_ALLOW_LOOPBACK"),
+        mcp_network_policy_cache_seconds=float(_get(env, "MCP_NETWORK_POLICY_CACHE_SECONDS", "5")),
     )
