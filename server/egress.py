@@ -23,6 +23,10 @@ followed by aiohttp itself: each hop asks the connector for a connection, so eve
 first request (tests/test_egress.py proves a redirect to a protected address is refused). The session never reads
 proxy settings from the environment.
 
+httpx2 (the `mcp` SDK's client): `EgressGuard.httpx_client()` / `httpx_transport()` plug a guarded network backend
+into httpcore's connection pool: every new connection, redirect hops and IP literals included, is resolved, checked
+and connected to the checked address.
+
 Other clients: `check_url(url)` validates the scheme and returns the host's checked addresses; connect to one of
 those addresses (never re-resolve the name), and call it again for every redirect hop.
 
@@ -56,6 +60,8 @@ from server.store.db import Database
 from server.ttlcache import TtlCache
 
 if TYPE_CHECKING:
+    import httpcore2
+    import httpx2
     from aiohttp.client_reqrep import ClientRequest
     from aiohttp.connector import Connection
     from aiohttp.tracing import Trace
@@ -226,6 +232,35 @@ class EgressGuard:
         options = kwargs.pop("connector_options", {})
         return aiohttp.ClientSession(connector=self.connector(**options), trust_env=False, **kwargs)
 
+    def httpx_client(self, **kwargs: Any) -> httpx2.AsyncClient:
+        """An httpx2 AsyncClient (the `mcp` SDK's HTTP client) whose every connection goes through this guard.
+
+        Keyword arguments go to AsyncClient; `transport`, `mounts`, `proxy` and `trust_env` are refused (each would
+        route requests around the guard); transport options go through `transport_options`."""
+        import httpx2
+
+        if any(name in kwargs for name in ("transport", "mounts", "proxy", "trust_env")):
+            raise TypeError("a guarded client owns its transport and never uses proxies")
+        transport = self.httpx_transport(**kwargs.pop("transport_options", {}))
+        return httpx2.AsyncClient(transport=transport, trust_env=False, **kwargs)
+
+    def httpx_transport(self, **kwargs: Any) -> httpx2.AsyncHTTPTransport:
+        """An httpx2 transport whose connection pool connects through this guard: httpcore asks its network backend
+        for every new connection (IP literals and redirect hops included), and the guarded backend resolves, checks
+        and connects to the checked address. Pooled connections are not re-checked (unlike the aiohttp connector):
+        a deleted policy reaches them when they close (keep-alive expiry, 5 s by default)."""
+        import httpcore2
+        import httpx2
+
+        if "proxy" in kwargs or "uds" in kwargs:
+            raise TypeError("a guarded transport connects over TCP, never through a proxy or a socket file")
+        transport = httpx2.AsyncHTTPTransport(trust_env=False, **kwargs)
+        pool = transport._pool  # no public hook; pinned by tests/test_egress.py
+        if not isinstance(pool, httpcore2.AsyncConnectionPool) or not hasattr(pool, "_network_backend"):
+            raise RuntimeError("this httpx2 version cannot be guarded")
+        pool._network_backend = _httpcore_backend(self)
+        return transport
+
 
 class GuardedResolver(AbstractResolver):
     """An aiohttp resolver that returns only addresses the guard has checked (and raises when any is refused)."""
@@ -251,6 +286,52 @@ class GuardedResolver(AbstractResolver):
 
     async def close(self) -> None:
         return None
+
+
+def _httpcore_backend(guard: EgressGuard) -> httpcore2.AsyncNetworkBackend:
+    import httpcore2
+
+    class GuardedNetworkBackend(httpcore2.AsyncNetworkBackend):
+        """Resolves and checks through the guard, then connects to a checked address (TLS still uses the name)."""
+
+        def __init__(self) -> None:
+            self._inner = httpcore2.AnyIOBackend()
+
+        async def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,  # noqa: ASYNC109 (httpcore's signature)
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> httpcore2.AsyncNetworkStream:
+            try:
+                addresses = await guard.resolve(host, port)
+            except OSError:
+                raise httpcore2.ConnectError(f"could not resolve {host!r}") from None
+            failure: Exception | None = None
+            for address in addresses:
+                try:
+                    return await self._inner.connect_tcp(
+                        str(address), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                    )
+                except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                    failure = exc
+            assert failure is not None
+            raise failure
+
+        async def connect_unix_socket(
+            self,
+            path: str,
+            timeout: float | None = None,  # noqa: ASYNC109 (httpcore's signature)
+            socket_options: Any = None,
+        ) -> httpcore2.AsyncNetworkStream:
+            raise FailedPrecondition("outbound connections through socket files are not allowed")
+
+        async def sleep(self, seconds: float) -> None:
+            await self._inner.sleep(seconds)
+
+    return GuardedNetworkBackend()
 
 
 def _peer_address(connection: Connection) -> IPAddress | None:
