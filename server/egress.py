@@ -25,7 +25,8 @@ proxy settings from the environment.
 
 httpx2 (the `mcp` SDK's client): `EgressGuard.httpx_client()` / `httpx_transport()` plug a guarded network backend
 into httpcore's connection pool: every new connection, redirect hops and IP literals included, is resolved, checked
-and connected to the checked address.
+and connected to the checked address. Unlike aiohttp's, pooled httpx connections are not re-checked on reuse: a
+deleted policy reaches them when they close (httpx's keep-alive expiry, 5 s by default).
 
 Other clients: `check_url(url)` validates the scheme and returns the host's checked addresses; connect to one of
 those addresses (never re-resolve the name), and call it again for every redirect hop.

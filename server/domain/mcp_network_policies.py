@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from ipaddress import ip_network
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Any, cast
 
 from sqlalchemy import delete as sql_delete
@@ -98,6 +98,12 @@ def _parse(index: int, raw: str) -> IPNetwork:
     raise InvalidArgument(f"{where} ({value!r}) has host bits set; did you mean {widened}?", field=FIELD)
 
 
+def _is_private(network: IPNetwork) -> bool:
+    if isinstance(network, IPv4Network):
+        return any(isinstance(p, IPv4Network) and network.subnet_of(p) for p in PRIVATE_NETWORKS)
+    return any(isinstance(p, IPv6Network) and network.subnet_of(p) for p in PRIVATE_NETWORKS)
+
+
 def _check_approvable(index: int, network: IPNetwork) -> None:
     where = f"{FIELD}[{index}] ({network})"
     hit = protected_overlap(network)
@@ -106,9 +112,9 @@ def _check_approvable(index: int, network: IPNetwork) -> None:
         raise InvalidArgument(
             f"{where} overlaps the protected destination {protected} ({reason}), which cannot be approved", field=FIELD
         )
-    if not any(network.version == p.version and network.subnet_of(p) for p in PRIVATE_NETWORKS):  # type: ignore[arg-type]
+    if not _is_private(network):
         hint = ""
-        if network.version == 6 and network.network_address.ipv4_mapped is not None:  # type: ignore[union-attr]
+        if network.version == 6 and network.network_address.ipv4_mapped is not None:
             hint = "; write IPv4 networks in IPv4 form"
         raise InvalidArgument(
             f"{where} is not a private network: only 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 and "
