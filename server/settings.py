@@ -58,6 +58,10 @@ class Settings:
     # The chat client's OAuth callback, registered with MCP servers' OAuth providers; handed to invokers.
     mcp_oauth_redirect_uri: str = "http://127.0.0.1:3000/oauth/callback"
     log_level: str = "INFO"
+    # Egress guard (server.egress): DEVELOPMENT/TEST ONLY switch that lets MCP egress reach loopback, and how long a
+    # process may keep using cached MCP network policies (the bound on how late a created/deleted policy applies).
+    egress_allow_loopback: bool = False
+    mcp_network_policy_cache_seconds: float = 5.0
 
     @property
     def signing_key_path(self) -> Path:
@@ -78,6 +82,15 @@ class Settings:
 
 def _get(env: dict[str, str], name: str, default: str) -> str:
     return env.get(_PREFIX + name, default)
+
+
+def _flag(value: str, name: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{_PREFIX}{name} must be true or false")
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
@@ -104,4 +117,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
         mcp_oauth_redirect_uri=_get(env, "MCP_OAUTH_REDIRECT_URI", "http://127.0.0.1:3000/oauth/callback"),
         log_level=_get(env, "LOG_LEVEL", "INFO"),
+        egress_allow_loopback=_flag(_get(env, "EGRESS_ALLOW_LOOPBACK", "false"), "EGRESS_ALLOW_LOOPBACK"),
+        mcp_network_policy_cache_seconds=float(_get(env, "MCP_NETWORK_POLICY_CACHE_SECONDS", "5")),
     )

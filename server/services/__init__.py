@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
+from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
 from server.settings import Settings
@@ -28,6 +29,13 @@ class Deps:
     _verifier: ApiKeyVerifier | None = field(default=None, init=False, repr=False)
     _box: SecretBox | None = field(default=None, init=False, repr=False)
     _meter: Meter | None = field(default=None, init=False, repr=False)
+    _egress: EgressGuard | None = field(default=None, init=False, repr=False)
+
+    def egress_guard(self) -> EgressGuard:
+        """The process's one egress guard: every outbound MCP/OAuth connection goes through it."""
+        if self._egress is None:
+            self._egress = EgressGuard.from_settings(self.settings, self.db)
+        return self._egress
 
     def meter(self) -> Meter:
         if self._meter is None:
@@ -51,6 +59,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.modelmanager.external_model_service import ExternalModelServiceHandler
     from server.services.modelmanager.model_alias_service import ModelAliasServiceHandler
     from server.services.modelmanager.model_deployment_service import ModelDeploymentServiceHandler
+    from server.services.platform.mcp_network_policy_service import McpNetworkPolicyServiceHandler
     from server.services.tenants.api_key_service import ApiKeyServiceHandler
     from server.services.tenants.group_service import GroupServiceHandler
     from server.services.tenants.service_account_service import ServiceAccountServiceHandler
@@ -63,6 +72,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.modelmanager.v1.ExternalModelService": ExternalModelServiceHandler,
         "platform.modelmanager.v1.ModelAliasService": ModelAliasServiceHandler,
         "platform.modelmanager.v1.ModelDeploymentService": ModelDeploymentServiceHandler,
+        "platform.platform.v1.McpNetworkPolicyService": McpNetworkPolicyServiceHandler,
         "platform.tenants.v1.ApiKeyService": ApiKeyServiceHandler,
         "platform.tenants.v1.GroupService": GroupServiceHandler,
         "platform.tenants.v1.ServiceAccountService": ServiceAccountServiceHandler,

@@ -311,3 +311,17 @@ class ModelAliasRow(Base):
     target_name: Mapped[str] = mapped_column(String(128))
     unlisted: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class McpNetworkPolicyRow(Base):
+    """A private-network exception for MCP egress. `allowed_networks` holds canonical CIDRs, sorted and
+    deduplicated; `uid` is new for every creation and `resource_version` changes whenever the row does."""
+
+    __tablename__ = "mcp_network_policies"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    uid: Mapped[str] = mapped_column(String(64), unique=True)
+    resource_version: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(Text, default="")
+    allowed_networks: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_by: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

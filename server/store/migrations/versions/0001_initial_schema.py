@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-23 01:34:57.360762
+Create Date: 2026-11-23 01:52:24.823037
 """
 
 from __future__ import annotations
@@ -31,6 +31,17 @@ def upgrade() -> None:
     with op.batch_alter_table('api_traffic', schema=None) as batch_op:
         batch_op.create_index('ix_api_traffic_time', ['occurred_at'], unique=False)
 
+    op.create_table('mcp_network_policies',
+    sa.Column('name', sa.String(length=64), nullable=False),
+    sa.Column('uid', sa.String(length=64), nullable=False),
+    sa.Column('resource_version', sa.String(length=64), nullable=False),
+    sa.Column('description', sa.Text(), nullable=False),
+    sa.Column('allowed_networks', sa.JSON(), nullable=False),
+    sa.Column('created_by', sa.String(length=128), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.PrimaryKeyConstraint('name'),
+    sa.UniqueConstraint('uid')
+    )
     op.create_table('model_aliases',
     sa.Column('name', sa.String(length=64), nullable=False),
     sa.Column('public_model_id', sa.String(length=128), nullable=False),
@@ -368,6 +379,7 @@ def downgrade() -> None:
     op.drop_table('public_model_ids')
     op.drop_table('model_deployments')
     op.drop_table('model_aliases')
+    op.drop_table('mcp_network_policies')
     with op.batch_alter_table('api_traffic', schema=None) as batch_op:
         batch_op.drop_index('ix_api_traffic_time')
 

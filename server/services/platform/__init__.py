@@ -1,0 +1,1 @@
+"""Handlers for platform.platform.v1."""
