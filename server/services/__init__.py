@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import aiohttp
+
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.keyauth import ApiKeyVerifier
@@ -28,6 +30,12 @@ class Deps:
     _verifier: ApiKeyVerifier | None = field(default=None, init=False, repr=False)
     _box: SecretBox | None = field(default=None, init=False, repr=False)
     _meter: Meter | None = field(default=None, init=False, repr=False)
+    _http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
+
+    def outbound_http(self) -> aiohttp.ClientSession:  # TEMP: replaced by the egress-guarded session
+        if self._http is None:
+            self._http = aiohttp.ClientSession()
+        return self._http
 
     def meter(self) -> Meter:
         if self._meter is None:
