@@ -167,8 +167,7 @@ class Router:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self._deps.meter().close()  # flush the traffic counted so far
-                await self._deps.db.close()
+                await self._deps.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

@@ -107,6 +107,8 @@ def server_env(database: Database, var_dir: Path, **extra: str) -> dict[str, str
             "SWITCHBOARD_VAR_DIR": str(var_dir),
             "SWITCHBOARD_LOG_LEVEL": "WARNING",
             "SWITCHBOARD_API_KEY_CACHE_SECONDS": "1",
+            # Stand-in MCP servers and OAuth endpoints only ever listen on loopback (development/test setting).
+            "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
             **extra,
         }
     )

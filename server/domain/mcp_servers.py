@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -28,6 +29,7 @@ from server.crypto import SecretBox
 from server.domain.principal import Principal
 from server.domain.validation import require_http_url, require_nonempty
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
+from server.mcp.oauth_client import TokenRequest
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.models import ExternalMcpServerRow, utcnow
 
@@ -39,11 +41,14 @@ __all__ = [
     "OAuthConfig",
     "OAuthMetadata",
     "StaticHeader",
+    "TokenGrant",
     "create",
     "delete",
     "get",
     "list_invokable",
     "oauth_metadata",
+    "require_create",
+    "token_request",
     "update",
 ]
 
@@ -174,6 +179,18 @@ class McpServer:
     @property
     def user_auth_required(self) -> bool:
         return self.auth_type == McpAuthType.OAUTH_AUTHORIZATION_CODE
+
+
+@dataclass(frozen=True)
+class TokenGrant:
+    """What an invoker's chat client brings to the token exchange: one authorization code (with its PKCE verifier and
+    redirect URI) or one refresh token, and the metadata version its flow started from."""
+
+    code: str = field(default="", repr=False)
+    code_verifier: str = field(default="", repr=False)
+    redirect_uri: str = ""
+    refresh_token: str = field(default="", repr=False)
+    metadata_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -370,14 +387,21 @@ def _apply_secrets(row: ExternalMcpServerRow, spec: McpServerSpec, box: SecretBo
         )
 
 
+async def require_create(session: AsyncSession, principal: Principal, tenant_id: str | None) -> str | None:
+    """The gate of creating (and of probing, its first step): platform scope needs can_manage_tenants, a tenant
+    needs the create-MCP-server capability there. Returns the tenant acted on."""
+    if tenant_id is None:
+        permissions.require_platform_role(principal, PLATFORM_ROLE)
+        return None
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    await permissions.require_capability(session, principal, tenant_id, Capability.CREATE_MCP_SERVER)
+    return tenant_id
+
+
 async def create(
     session: AsyncSession, principal: Principal, spec: McpServerSpec, box: SecretBox, *, tenant_id: str | None
 ) -> McpServer:
-    if tenant_id is None:
-        permissions.require_platform_role(principal, PLATFORM_ROLE)
-    else:
-        tenant_id = permissions.resolve_tenant(principal, tenant_id)
-        await permissions.require_capability(session, principal, tenant_id, Capability.CREATE_MCP_SERVER)
+    tenant_id = await require_create(session, principal, tenant_id)
     name = validate_name(spec.name)
     url = require_http_url(spec.server_url, "external_mcp_server.server_url")
     auth = _auth(spec.auth) if spec.auth is not None else McpAuth(McpAuthType.NONE)
@@ -471,4 +495,67 @@ async def oauth_metadata(session: AsyncSession, principal: Principal, name: str,
         redirect_uri=redirect_uri,
         metadata_version=_metadata_version(row, oauth, secret_set),
         server_display_name=row.display_name or row.name,
+    )
+
+
+def _canonical_resource(url: str) -> str:
+    """RFC 8707 resource value for an MCP server: lowercase scheme and host, no fragment, no trailing slash."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+
+
+def _grant_form(grant: TokenGrant, redirect_uri: str) -> dict[str, str]:
+    code_grant = bool(grant.code or grant.code_verifier)
+    if code_grant == bool(grant.refresh_token):
+        raise InvalidArgument(
+            "give exactly one grant: code with code_verifier and redirect_uri, or refresh_token", field="code"
+        )
+    if not code_grant:
+        return {"grant_type": "refresh_token", "refresh_token": grant.refresh_token}
+    require_nonempty(grant.code, "code")
+    require_nonempty(grant.code_verifier, "code_verifier")
+    if grant.redirect_uri != redirect_uri:
+        raise InvalidArgument(
+            "redirect_uri must be the platform's registered redirect URI (see GetExternalMcpServerOAuthMetadata)",
+            field="redirect_uri",
+        )
+    return {
+        "grant_type": "authorization_code",
+        "code": grant.code,
+        "code_verifier": grant.code_verifier,
+        "redirect_uri": grant.redirect_uri,
+    }
+
+
+async def token_request(
+    session: AsyncSession, principal: Principal, name: str, grant: TokenGrant, *, box: SecretBox, redirect_uri: str
+) -> TokenRequest:
+    """The token request to send for an invoker (can_read). The token endpoint comes from the registered config or
+    discovery, never from the request; the client secret is read here and goes only to that endpoint."""
+    metadata = await oauth_metadata(session, principal, name, redirect_uri)
+    if grant.metadata_version and grant.metadata_version != metadata.metadata_version:
+        raise FailedPrecondition(
+            "metadata_version is stale: the server's OAuth settings changed; fetch the metadata and sign in again",
+            field="metadata_version",
+        )
+    form = _grant_form(grant, redirect_uri)
+    row = await _row(session, name)
+    oauth = metadata.oauth
+    if not oauth.client_id:
+        raise FailedPrecondition(
+            f"external MCP server {name!r} has no OAuth client_id registered", field="auth.oauth.client_id"
+        )
+    secret = box.open(row.client_secret_encrypted) if row.client_secret_encrypted else ""
+    method = oauth.token_endpoint_auth_method or ("client_secret_post" if secret else "none")
+    form["resource"] = oauth.resource or _canonical_resource(row.server_url)
+    if oauth.scopes and form["grant_type"] == "refresh_token":
+        form["scope"] = " ".join(oauth.scopes)
+    return TokenRequest(
+        server_url=row.server_url,
+        token_url=oauth.token_url,
+        issuer_url=oauth.issuer_url,
+        client_id=oauth.client_id,
+        client_secret=secret,
+        auth_method=method,
+        grant=form,
     )

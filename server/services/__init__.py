@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import aiohttp
+
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.egress import EgressGuard
@@ -30,12 +32,27 @@ class Deps:
     _box: SecretBox | None = field(default=None, init=False, repr=False)
     _meter: Meter | None = field(default=None, init=False, repr=False)
     _egress: EgressGuard | None = field(default=None, init=False, repr=False)
+    _http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
 
     def egress_guard(self) -> EgressGuard:
         """The process's one egress guard: every outbound MCP/OAuth connection goes through it."""
         if self._egress is None:
             self._egress = EgressGuard.from_settings(self.settings, self.db)
         return self._egress
+
+    def outbound_http(self) -> aiohttp.ClientSession:
+        """The process's one pooled session for MCP servers and their OAuth endpoints, guarded by the egress guard
+        (created on first use, inside the running event loop)."""
+        if self._http is None or self._http.closed:
+            self._http = self.egress_guard().session()
+        return self._http
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+        if self._meter is not None:
+            await self._meter.close()  # flush the traffic counted so far
+        await self.db.close()
 
     def meter(self) -> Meter:
         if self._meter is None:

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from gen.platform.agents.v1 import external_mcp_server_pb as pb
 from server.domain.mcp_servers import McpAuth, McpServer, McpServerSpec, OAuthConfig, StaticHeader
+from server.mcp.oauth_client import Probe
 from server.services.modelmanager.convert import sharing, sharing_in
 
-__all__ = ["oauth", "server", "spec", "summary"]
+__all__ = ["discovery", "oauth", "server", "spec", "summary"]
+
+
+def discovery(value: Probe) -> pb.ExternalMcpServerDiscovery:
+    return pb.ExternalMcpServerDiscovery(
+        auth_type=pb.ExternalMcpAuthType(value.auth_type),
+        server_name=value.server_name,
+        dynamic_client_registration_supported=value.dynamic_client_registration_supported,
+    )
 
 
 def oauth(value: OAuthConfig, *, client_secret_set: bool) -> pb.ExternalMcpOAuthConfig:

@@ -1,8 +1,5 @@
-"""/platform.agents.v1.ExternalMcpServerService/* — rules in server.domain.mcp_servers.
-
-Discovery and the OAuth token exchange reach out to the registered server, so they come with the egress guard; until
-then they answer unimplemented (they are not defined here).
-"""
+"""/platform.agents.v1.ExternalMcpServerService/* — rules in server.domain.mcp_servers; discovery and the token
+exchange talk to the MCP server through server.mcp.oauth_client over the egress-guarded HTTP session."""
 
 from __future__ import annotations
 
@@ -10,10 +7,12 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
+from gen.platform.agents.v1 import external_mcp_server_pb
 from gen.platform.agents.v1 import external_mcp_server_service_pb as pb
 from gen.platform.agents.v1.external_mcp_server_service_connect import ExternalMcpServerService
 from server.domain import mcp_servers
-from server.domain.validation import require_nonempty
+from server.domain.validation import require_http_url, require_nonempty
+from server.mcp import oauth_client
 from server.permissions import ResourceKind
 from server.services import Deps, resource_calls
 from server.services.agents import convert
@@ -27,9 +26,54 @@ KIND = ResourceKind.MCP_SERVER
 
 class ExternalMcpServerServiceHandler(ExternalMcpServerService):
     def __init__(self, deps: Deps) -> None:
+        self._deps = deps
         self._db = deps.db
         self._box = deps.secret_box()
         self._redirect_uri = deps.settings.mcp_oauth_redirect_uri
+
+    async def _discover(
+        self, server_url: str, tenant_id: str | None
+    ) -> external_mcp_server_pb.ExternalMcpServerDiscovery:
+        async with self._db.read() as s:
+            await mcp_servers.require_create(s, current_principal(), tenant_id)
+        url = require_http_url(server_url, "server_url")
+        found = await oauth_client.probe(self._deps.outbound_http(), url)
+        return convert.discovery(found)
+
+    async def discover_external_mcp_server(
+        self, request: pb.DiscoverExternalMcpServerRequest, ctx: Ctx
+    ) -> pb.DiscoverExternalMcpServerResponse:
+        tenant_id = require_nonempty(request.tenant_id, "tenant_id")
+        return pb.DiscoverExternalMcpServerResponse(discovery=await self._discover(request.server_url, tenant_id))
+
+    async def discover_platform_external_mcp_server(
+        self, request: pb.DiscoverPlatformExternalMcpServerRequest, ctx: Ctx
+    ) -> pb.DiscoverPlatformExternalMcpServerResponse:
+        return pb.DiscoverPlatformExternalMcpServerResponse(discovery=await self._discover(request.server_url, None))
+
+    async def exchange_external_mcp_o_auth_token(
+        self, request: pb.ExchangeExternalMcpOAuthTokenRequest, ctx: Ctx
+    ) -> pb.ExchangeExternalMcpOAuthTokenResponse:
+        grant = mcp_servers.TokenGrant(
+            code=request.code,
+            code_verifier=request.code_verifier,
+            redirect_uri=request.redirect_uri,
+            refresh_token=request.refresh_token,
+            metadata_version=request.metadata_version,
+        )
+        name = require_nonempty(request.name, "name")
+        async with self._db.read() as s:  # read, then talk to the token endpoint with no transaction open
+            token_request = await mcp_servers.token_request(
+                s, current_principal(), name, grant, box=self._box, redirect_uri=self._redirect_uri
+            )
+        tokens = await oauth_client.exchange(self._deps.outbound_http(), token_request)
+        return pb.ExchangeExternalMcpOAuthTokenResponse(
+            access_token=tokens.access_token,
+            token_type=tokens.token_type,
+            expires_in=tokens.expires_in,
+            refresh_token=tokens.refresh_token,
+            scope=tokens.scope,
+        )
 
     async def create_external_mcp_server(
         self, request: pb.CreateExternalMcpServerRequest, ctx: Ctx
