@@ -224,7 +224,7 @@ async def _management_traffic(server: Server, since: datetime) -> tuple[int, int
     """(requests, errors) the management server has counted since `since`."""
     body = {"window": _window(since, datetime.now(UTC) + timedelta(minutes=1)), "service": "management"}
     answer = await _call(server, "GetPlatformApiTrafficSeries", body)
-    points = [p for s in answer["series"] for p in s["points"]]
+    points = [p for s in answer.get("series", []) for p in s.get("points", [])]  # empty lists are omitted
     return sum(int(p.get("requestCount", 0)) for p in points), sum(int(p.get("errorCount", 0)) for p in points)
 
 
