@@ -56,6 +56,12 @@ class Settings:
     otel_exporter: str = "none"  # none | console | otlp
     vendor_a_base_url: str = "https://api.vendor-a.invalid/v1"
     log_level: str = "INFO"
+    # Observability sources (server.observability). A YAML/JSON file listing GPU nodes, their GPUs and model caches;
+    # empty means no nodes. A Prometheus base URL for live DCGM / node-exporter figures; empty means no monitoring.
+    node_inventory: str = ""
+    prometheus_url: str = ""
+    prometheus_timeout_seconds: float = 2.0
+    prometheus_cache_seconds: float = 5.0
 
     @property
     def signing_key_path(self) -> Path:
@@ -101,4 +107,8 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         otel_exporter=_get(env, "OTEL_EXPORTER", "none"),
         vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
         log_level=_get(env, "LOG_LEVEL", "INFO"),
+        node_inventory=_get(env, "NODE_INVENTORY", ""),
+        prometheus_url=_get(env, "PROMETHEUS_URL", "").rstrip("/"),
+        prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
+        prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
     )

@@ -13,6 +13,7 @@ from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
+from server.observability import Sources, sources_from
 from server.settings import Settings
 from server.store.db import Database
 
@@ -28,11 +29,17 @@ class Deps:
     _verifier: ApiKeyVerifier | None = field(default=None, init=False, repr=False)
     _box: SecretBox | None = field(default=None, init=False, repr=False)
     _meter: Meter | None = field(default=None, init=False, repr=False)
+    _sources: Sources | None = field(default=None, init=False, repr=False)
 
     def meter(self) -> Meter:
         if self._meter is None:
             self._meter = Meter(self.db)
         return self._meter
+
+    def observability_sources(self) -> Sources:
+        if self._sources is None:
+            self._sources = sources_from(self.settings)
+        return self._sources
 
     def secret_box(self) -> SecretBox:
         if self._box is None:
@@ -49,6 +56,9 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.metering.platform_usage_service import PlatformUsageServiceHandler
     from server.services.modelmanager.external_model_service import ExternalModelServiceHandler
     from server.services.modelmanager.model_alias_service import ModelAliasServiceHandler
+    from server.services.modelmanager.model_deployment_observability_service import (
+        ModelDeploymentObservabilityServiceHandler,
+    )
     from server.services.modelmanager.model_deployment_service import ModelDeploymentServiceHandler
     from server.services.tenants.api_key_service import ApiKeyServiceHandler
     from server.services.tenants.group_service import GroupServiceHandler
@@ -60,6 +70,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.metering.v1.PlatformUsageService": PlatformUsageServiceHandler,
         "platform.modelmanager.v1.ExternalModelService": ExternalModelServiceHandler,
         "platform.modelmanager.v1.ModelAliasService": ModelAliasServiceHandler,
+        "platform.modelmanager.v1.ModelDeploymentObservabilityService": ModelDeploymentObservabilityServiceHandler,
         "platform.modelmanager.v1.ModelDeploymentService": ModelDeploymentServiceHandler,
         "platform.tenants.v1.ApiKeyService": ApiKeyServiceHandler,
         "platform.tenants.v1.GroupService": GroupServiceHandler,

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-22 13:53:20.789795
+Create Date: 2026-11-23 01:40:18.403882
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ def upgrade() -> None:
     sa.Column('max_model_len', sa.Integer(), nullable=True),
     sa.Column('query_prefix', sa.Text(), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('uid', sa.String(length=64), nullable=False),
+    sa.Column('model_url', sa.String(length=2048), nullable=False),
     sa.PrimaryKeyConstraint('name'),
     sa.UniqueConstraint('public_model_id')
     )
@@ -103,6 +105,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id')
     )
     with op.batch_alter_table('usage_events', schema=None) as batch_op:
+        batch_op.create_index('ix_usage_events_target', ['target_kind', 'target_name', 'occurred_at'], unique=False)
         batch_op.create_index('ix_usage_events_time', ['occurred_at'], unique=False)
 
     op.create_table('users',
@@ -315,6 +318,7 @@ def downgrade() -> None:
     op.drop_table('users')
     with op.batch_alter_table('usage_events', schema=None) as batch_op:
         batch_op.drop_index('ix_usage_events_time')
+        batch_op.drop_index('ix_usage_events_target')
 
     op.drop_table('usage_events')
     op.drop_table('tenants')
