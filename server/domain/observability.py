@@ -36,8 +36,7 @@ from server import permissions
 from server.domain import usage
 from server.domain.principal import Principal
 from server.errors import NotFound
-from server.observability import Sources
-from server.observability.sources import FilesystemReading, GpuReading, InventoryNode, MetricsUnavailable
+from server.observability.sources import FilesystemReading, GpuReading, InventoryNode, MetricsUnavailable, Sources
 from server.permissions import ResourceKind, ResourceRef
 from server.store.models import ModelDeploymentRow
 
@@ -124,18 +123,21 @@ class NodeCacheUsage:
 
 
 async def gpu_overview(session: AsyncSession, principal: Principal, sources: Sources) -> GpuOverview:
+    """Live figures are fetched before the database is touched, so no connection is held while Prometheus is asked."""
     permissions.require_platform_role(principal, _ROLE)
     inventory = await sources.inventory.nodes()
+    readings: list[GpuReading] | None = None
+    source = MetricsSource.NODE_LABELS
+    if sources.live is not None:
+        try:
+            readings, source = await sources.live.gpus(), MetricsSource.LIVE
+        except MetricsUnavailable:
+            source = MetricsSource.LIVE_UNAVAILABLE
     found = await session.execute(select(ModelDeploymentRow.uid, ModelDeploymentRow.name).order_by("name"))
     deployments = [(str(uid), str(name)) for uid, name in found]
-    unknown = [DeploymentGpus(uid, name) for uid, name in deployments]
-    if sources.live is None:
-        return GpuOverview(_inventory_nodes(inventory), unknown, MetricsSource.NODE_LABELS)
-    try:
-        readings = await sources.live.gpus()
-    except MetricsUnavailable:
-        return GpuOverview(_inventory_nodes(inventory), unknown, MetricsSource.LIVE_UNAVAILABLE)
-    return GpuOverview(_live_nodes(inventory, readings), _deployment_usage(deployments, readings), MetricsSource.LIVE)
+    if readings is None:
+        return GpuOverview(_inventory_nodes(inventory), [DeploymentGpus(u, n) for u, n in deployments], source)
+    return GpuOverview(_live_nodes(inventory, readings), _deployment_usage(deployments, readings), source)
 
 
 def _inventory_nodes(inventory: list[InventoryNode]) -> list[GpuNode]:
@@ -221,6 +223,12 @@ def _usage_order(value: GpuUsage) -> tuple[str, tuple[int, str], str]:
 async def cache_usage(session: AsyncSession, principal: Principal, sources: Sources) -> list[NodeCacheUsage]:
     permissions.require_platform_role(principal, _ROLE)
     nodes = [node for node in await sources.inventory.nodes() if node.cache_path]
+    readings: list[FilesystemReading] = []
+    if sources.live is not None and nodes:
+        try:
+            readings = await sources.live.filesystems(sorted({node.cache_path for node in nodes}))
+        except MetricsUnavailable:
+            readings = []  # best effort: the totals stay absent
     urls = {model.url for node in nodes for model in node.cached_models}
     referencing: dict[str, list[str]] = {}
     if urls:
@@ -229,12 +237,6 @@ async def cache_usage(session: AsyncSession, principal: Principal, sources: Sour
         )
         for url, name in found:
             referencing.setdefault(url, []).append(name)
-    readings: list[FilesystemReading] = []
-    if sources.live is not None and nodes:
-        try:
-            readings = await sources.live.filesystems(sorted({node.cache_path for node in nodes}))
-        except MetricsUnavailable:
-            readings = []  # best effort: the totals stay absent
     return [_node_cache(node, readings, referencing) for node in nodes]
 
 

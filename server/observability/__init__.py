@@ -12,23 +12,17 @@ decides the GpuMetricsSource they report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from server.observability.inventory import EmptyInventory, FileInventory
-from server.observability.prometheus import PrometheusMetrics
-from server.observability.sources import LiveMetrics, NodeInventory
+from server.observability.sources import NodeInventory, Sources
 from server.settings import Settings
 
 __all__ = ["Sources", "sources_from"]
 
 
-@dataclass(frozen=True)
-class Sources:
-    inventory: NodeInventory
-    live: LiveMetrics | None  # None: no monitoring stack configured
-
-
 def sources_from(settings: Settings) -> Sources:
+    """The configured sources (imported here, so importing the interfaces pulls in neither aiohttp nor YAML)."""
+    from server.observability.inventory import EmptyInventory, FileInventory
+    from server.observability.prometheus import PrometheusMetrics
+
     inventory: NodeInventory = FileInventory(settings.node_inventory) if settings.node_inventory else EmptyInventory()
     live = (
         PrometheusMetrics(

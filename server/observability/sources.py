@@ -20,6 +20,7 @@ __all__ = [
     "LiveMetrics",
     "MetricsUnavailable",
     "NodeInventory",
+    "Sources",
 ]
 
 
@@ -87,3 +88,9 @@ class LiveMetrics(Protocol):
     async def filesystems(self, paths: list[str]) -> list[FilesystemReading]:
         """Readings of every filesystem that may hold one of `paths` (their mountpoint is one of its ancestors)."""
         ...
+
+
+@dataclass(frozen=True)
+class Sources:
+    inventory: NodeInventory
+    live: LiveMetrics | None  # None: no monitoring stack configured
