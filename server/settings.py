@@ -62,6 +62,12 @@ class Settings:
     # process may keep using cached MCP network policies (the bound on how late a created/deleted policy applies).
     egress_allow_loopback: bool = False
     mcp_network_policy_cache_seconds: float = 5.0
+    # Observability sources (server.observability). A YAML/JSON file listing GPU nodes, their GPUs and model caches;
+    # empty means no nodes. A Prometheus base URL for live DCGM / node-exporter figures; empty means no monitoring.
+    node_inventory: str = ""
+    prometheus_url: str = ""
+    prometheus_timeout_seconds: float = 2.0
+    prometheus_cache_seconds: float = 5.0
 
     @property
     def signing_key_path(self) -> Path:
@@ -119,4 +125,8 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         log_level=_get(env, "LOG_LEVEL", "INFO"),
         egress_allow_loopback=_flag(_get(env, "EGRESS_ALLOW_LOOPBACK", "false"), "EGRESS_ALLOW_LOOPBACK"),
         mcp_network_policy_cache_seconds=float(_get(env, "MCP_NETWORK_POLICY_CACHE_SECONDS", "5")),
+        node_inventory=_get(env, "NODE_INVENTORY", ""),
+        prometheus_url=_get(env, "PROMETHEUS_URL", "").rstrip("/"),
+        prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
+        prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
     )

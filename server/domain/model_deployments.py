@@ -23,11 +23,13 @@ from server.domain.principal import Principal
 from server.domain.validation import require_http_url, validate_resource_name
 from server.errors import InvalidArgument
 from server.permissions import ResourceKind, ResourceRef, Sharing
+from server.store.db import new_id
 from server.store.models import ModelDeploymentRow
 
 __all__ = ["Deployment", "DeploymentSpec", "create", "delete", "get", "list_readable", "update"]
 
 KIND = ResourceKind.MODEL_DEPLOYMENT
+_MODEL_URL_MAX = 2048
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class DeploymentSpec:
     max_model_len: int | None
     query_prefix: str | None  # None = not given (update keeps it); "" disables; a value sets it
     sharing: Sharing
+    model_url: str | None = None  # None = not given (update keeps it); "" clears; a value sets it
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Deployment:
     query_prefix: str | None
     sharing: Sharing
     created_at: datetime
+    model_url: str = ""
 
 
 def _ref(name: str) -> ResourceRef:
@@ -77,7 +81,16 @@ def _build(row: ModelDeploymentRow, owner: permissions.Ownership) -> Deployment:
         query_prefix=row.query_prefix,
         sharing=owner.sharing,
         created_at=row.created_at,
+        model_url=row.model_url,
     )
+
+
+def _model_url(value: str | None) -> str | None:
+    if value is not None and (len(value) > _MODEL_URL_MAX or any(ord(c) < 32 or ord(c) == 127 for c in value)):
+        raise InvalidArgument(
+            f"model_url must be at most {_MODEL_URL_MAX} characters without control characters", field="model_url"
+        )
+    return value
 
 
 def _max_len(value: int | None) -> int | None:
@@ -102,6 +115,8 @@ async def create(session: AsyncSession, principal: Principal, spec: DeploymentSp
         input_modalities=list(spec.capabilities.input_modalities),
         max_model_len=_max_len(spec.max_model_len),
         query_prefix=spec.query_prefix,
+        model_url=_model_url(spec.model_url) or "",
+        uid=new_id("md"),
     )
     session.add(row)
     await session.flush()
@@ -135,6 +150,8 @@ async def update(session: AsyncSession, principal: Principal, spec: DeploymentSp
     row.max_model_len = _max_len(spec.max_model_len)
     if spec.query_prefix is not None:
         row.query_prefix = spec.query_prefix
+    if spec.model_url is not None:
+        row.model_url = _model_url(spec.model_url) or ""
     await session.flush()
     return await _view(session, row)
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from enum import IntEnum
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import BigInteger, ColumnElement, Integer, cast, extract, func, literal, select
+from sqlalchemy import BigInteger, ColumnElement, Integer, and_, case, cast, extract, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import Principal
@@ -28,9 +28,11 @@ from server.store.models import ApiTrafficRow, UsageEventRow
 
 __all__ = [
     "MAX_BUCKETS",
+    "PERCENTILES",
     "STEPS",
     "Bucket",
     "CallCounts",
+    "CallStats",
     "Filters",
     "GroupBy",
     "Series",
@@ -40,6 +42,7 @@ __all__ = [
     "Window",
     "call_count_series",
     "choose_step",
+    "target_call_series",
     "target_token_series",
     "token_series",
     "token_totals",
@@ -333,25 +336,125 @@ async def traffic_series(
     return seconds, _zero_filled(buckets, found, TrafficTotals, grouped=True, service_key=True), services
 
 
-async def target_token_series(
-    session: AsyncSession, target: ResourceRef, window: Window, step: timedelta | None
-) -> tuple[int, list[tuple[Bucket, TokenTotals]]]:
-    """(step returned, points): token totals per bucket of the calls that reached one model target, directly or
-    through an alias. The caller's rights on the target are the target's own module's to check. Steps stop at one
-    day here (metrics steps name no coarser one), so a window longer than MAX_BUCKETS days is refused."""
+def _target_buckets(session: AsyncSession, window: Window, step: timedelta | None) -> tuple[int, list[Bucket], Any]:
+    """(step, buckets, bucket-index expression) for a per-target read. Steps stop at one day here (metrics steps
+    name no coarser one), so a window longer than MAX_BUCKETS days is refused."""
     if (window.end - window.start) > timedelta(days=MAX_BUCKETS):
         raise InvalidArgument(f"start_time to end_time may span at most {MAX_BUCKETS} days", field="start_time")
     seconds = choose_step(window, step)
     origin, buckets = _buckets(window, seconds)
-    index = (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
-    stmt = (
-        select(index, *_TOKEN_SUMS)
-        .where(
-            UsageEventRow.target_kind == int(target.kind),
-            UsageEventRow.target_name == target.name,
-            *_where(UsageEventRow.occurred_at, window),
-        )
-        .group_by(index)
-    )
+    return seconds, buckets, (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
+
+
+def _of_target(target: ResourceRef, window: Window) -> list[ColumnElement[bool]]:
+    return [
+        UsageEventRow.target_kind == int(target.kind),
+        UsageEventRow.target_name == target.name,
+        *_where(UsageEventRow.occurred_at, window),
+    ]
+
+
+async def target_token_series(
+    session: AsyncSession, target: ResourceRef, window: Window, step: timedelta | None
+) -> tuple[int, list[tuple[Bucket, TokenTotals]]]:
+    """(step returned, points): token totals per bucket of the calls that reached one model target, directly or
+    through an alias. The caller's rights on the target are the target's own module's to check."""
+    seconds, buckets, index = _target_buckets(session, window, step)
+    stmt = select(index, *_TOKEN_SUMS).where(*_of_target(target, window)).group_by(index)
     found = {int(row[0]): _totals(row[1:]) for row in await session.execute(stmt)}
     return seconds, [(bucket, found.get(i) or TokenTotals()) for i, bucket in enumerate(buckets)]
+
+
+PERCENTILES = (0.5, 0.9, 0.99)
+
+
+@dataclass
+class CallStats:
+    """One bucket of a target's calls. `latency_ms` maps each of PERCENTILES to a latency in milliseconds and is
+    empty when the bucket had no calls (no latency is known; it is not zero)."""
+
+    requests: int = 0
+    errors_4xx: int = 0
+    errors_5xx: int = 0
+    latency_ms: dict[float, float] = field(default_factory=dict)
+    tokens: TokenTotals = field(default_factory=TokenTotals)
+
+
+def _count_where(condition: ColumnElement[bool]) -> ColumnElement[int]:
+    return func.sum(case((condition, 1), else_=0))
+
+
+async def target_call_series(
+    session: AsyncSession, target: ResourceRef, window: Window, step: timedelta | None
+) -> tuple[int, list[tuple[Bucket, CallStats]]]:
+    """(step returned, points): requests, 4xx and 5xx responses, latency percentiles and tokens per bucket of the
+    calls that reached one target. Two queries whatever the number of calls: counts and sums in one GROUP BY, and
+    the percentiles (see `_latency_percentiles`). Every metered call counts, whatever its status: latency is what
+    callers experienced."""
+    seconds, buckets, index = _target_buckets(session, window, step)
+    status = UsageEventRow.status
+    stmt = (
+        select(
+            index,
+            func.count(),
+            _count_where(and_(status >= 400, status < 500)),
+            _count_where(status >= 500),
+            *_TOKEN_SUMS,
+        )
+        .where(*_of_target(target, window))
+        .group_by(index)
+    )
+    found: dict[int, CallStats] = {}
+    for row in await session.execute(stmt):
+        found[int(row[0])] = CallStats(int(row[1]), int(row[2] or 0), int(row[3] or 0), tokens=_totals(row[4:]))
+    for i, latencies in (await _latency_percentiles(session, index, _of_target(target, window))).items():
+        if i in found:
+            found[i].latency_ms = latencies
+    return seconds, [(bucket, found.get(i) or CallStats()) for i, bucket in enumerate(buckets)]
+
+
+async def _latency_percentiles(
+    session: AsyncSession, index: Any, where: list[ColumnElement[bool]]
+) -> dict[int, dict[float, float]]:
+    """Per bucket, PERCENTILES of latency_ms with linear interpolation between the closest ranks (PostgreSQL's
+    percentile_cont: rank p*(n-1) of the n latencies in ascending order).
+
+    PostgreSQL computes them with percentile_cont in one GROUP BY. SQLite has no percentile aggregate: a window
+    query ranks each bucket's latencies inside the database and returns only the two rows around each wanted rank
+    (at most six rows per bucket), which are interpolated here the same way. Either way the database sorts the
+    target's calls in the window once (O(n log n), n = calls of this target in the window, found through the
+    (target_kind, target_name, occurred_at) index) and no per-call data crosses to Python."""
+    latency = UsageEventRow.latency_ms
+    if session.get_bind().dialect.name != "sqlite":
+        cont = [func.percentile_cont(p).within_group(latency) for p in PERCENTILES]
+        stmt = select(index, *cont).where(*where).group_by(index)
+        return {
+            int(row[0]): dict(zip(PERCENTILES, map(float, row[1:]), strict=True)) for row in await session.execute(stmt)
+        }
+    ranked = (
+        select(
+            index.label("bucket"),
+            latency.label("latency"),
+            (func.row_number().over(partition_by=index, order_by=latency) - 1).label("rank"),
+            func.count().over(partition_by=index).label("n"),
+        )
+        .where(*where)
+        .subquery()
+    )
+    near = [cast(p * (ranked.c.n - 1), Integer) + k for p in PERCENTILES for k in (0, 1)]
+    stmt = select(ranked.c.bucket, ranked.c.n, ranked.c.rank, ranked.c.latency).where(ranked.c.rank.in_(near))
+    by_bucket: dict[int, tuple[int, dict[int, float]]] = {}
+    for bucket, n, rank, value in await session.execute(stmt):
+        by_bucket.setdefault(int(bucket), (int(n), {}))[1][int(rank)] = float(value)
+    return {bucket: _interpolated(n, ranks) for bucket, (n, ranks) in by_bucket.items()}
+
+
+def _interpolated(n: int, ranks: dict[int, float]) -> dict[float, float]:
+    out = {}
+    for p in PERCENTILES:
+        position = p * (n - 1)
+        low = int(position)
+        below = ranks[low]
+        above = ranks.get(low + 1, below)
+        out[p] = below + (above - below) * (position - low)
+    return out

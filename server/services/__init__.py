@@ -16,6 +16,7 @@ from server.crypto import SecretBox
 from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
+from server.observability import Sources, sources_from
 from server.settings import Settings
 from server.store.db import Database
 
@@ -33,6 +34,7 @@ class Deps:
     _meter: Meter | None = field(default=None, init=False, repr=False)
     _egress: EgressGuard | None = field(default=None, init=False, repr=False)
     _http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
+    _sources: Sources | None = field(default=None, init=False, repr=False)
 
     def egress_guard(self) -> EgressGuard:
         """The process's one egress guard: every outbound MCP/OAuth connection goes through it."""
@@ -59,6 +61,11 @@ class Deps:
             self._meter = Meter(self.db)
         return self._meter
 
+    def observability_sources(self) -> Sources:
+        if self._sources is None:
+            self._sources = sources_from(self.settings)
+        return self._sources
+
     def secret_box(self) -> SecretBox:
         if self._box is None:
             self._box = SecretBox(self.settings)
@@ -75,6 +82,9 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.metering.platform_usage_service import PlatformUsageServiceHandler
     from server.services.modelmanager.external_model_service import ExternalModelServiceHandler
     from server.services.modelmanager.model_alias_service import ModelAliasServiceHandler
+    from server.services.modelmanager.model_deployment_observability_service import (
+        ModelDeploymentObservabilityServiceHandler,
+    )
     from server.services.modelmanager.model_deployment_service import ModelDeploymentServiceHandler
     from server.services.platform.mcp_network_policy_service import McpNetworkPolicyServiceHandler
     from server.services.tenants.api_key_service import ApiKeyServiceHandler
@@ -88,6 +98,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.metering.v1.PlatformUsageService": PlatformUsageServiceHandler,
         "platform.modelmanager.v1.ExternalModelService": ExternalModelServiceHandler,
         "platform.modelmanager.v1.ModelAliasService": ModelAliasServiceHandler,
+        "platform.modelmanager.v1.ModelDeploymentObservabilityService": ModelDeploymentObservabilityServiceHandler,
         "platform.modelmanager.v1.ModelDeploymentService": ModelDeploymentServiceHandler,
         "platform.platform.v1.McpNetworkPolicyService": McpNetworkPolicyServiceHandler,
         "platform.tenants.v1.ApiKeyService": ApiKeyServiceHandler,

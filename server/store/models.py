@@ -20,6 +20,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from server.store.db import new_id
+
 __all__ = [
     "ApiKeyGrantRow",
     "ApiKeyGroupRow",
@@ -201,7 +203,11 @@ class UsageEventRow(Base):
     """One metered gateway call (written in batches off the hot path)."""
 
     __tablename__ = "usage_events"
-    __table_args__ = (Index("ix_usage_events_time", "occurred_at"),)
+    __table_args__ = (
+        Index("ix_usage_events_time", "occurred_at"),
+        # Per-target reads (deployment and external-model metrics) touch only their own target's rows.
+        Index("ix_usage_events_target", "target_kind", "target_name", "occurred_at"),
+    )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
     occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
     tenant_id: Mapped[str] = mapped_column(String(64), default="")
@@ -262,6 +268,10 @@ class ModelDeploymentRow(Base):
     max_model_len: Mapped[int | None] = mapped_column(Integer, default=None)
     query_prefix: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Observability: a per-incarnation id (a deployment deleted and created again under its name gets a new one), and
+    # where its weights come from, matched to the models cached on GPU nodes.
+    uid: Mapped[str] = mapped_column(String(64), default=lambda: new_id("md"))
+    model_url: Mapped[str] = mapped_column(String(2048), default="")
 
 
 class ExternalModelRow(Base):

@@ -74,6 +74,7 @@ def deployment_spec(value: model_deployment_pb.ModelDeployment | None) -> Deploy
         max_model_len=max_len,
         query_prefix=_optional(value, "query_prefix"),
         sharing=sharing_in(value.sharing),
+        model_url=_optional(value, "model_url"),
     )
 
 
@@ -89,6 +90,7 @@ def deployment(value: Deployment) -> model_deployment_pb.ModelDeployment:
         sharing=sharing(value.sharing),
         create_time=timestamp(value.created_at),
         query_prefix=value.query_prefix,
+        model_url=value.model_url or None,
     )
 
 

@@ -6,12 +6,13 @@ so a bare request answers "the last hour".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from gen.platform.modelmanager.v1 import external_model_pb, metrics_pb
+from gen.platform.modelmanager.v1 import external_model_pb, metrics_pb, model_deployment_observability_pb
 from server.domain import usage
 
-__all__ = ["step_of", "time_range", "token_metrics", "window_of"]
+__all__ = ["deployment_metrics", "step_of", "time_range", "token_metrics", "window_of"]
 
 _STEP_SECONDS = dict(zip(range(1, 10), usage.STEPS, strict=True))  # METRICS_STEP_1M = 1 … METRICS_STEP_1D = 9
 _STEP_ENUM = {seconds: number for number, seconds in _STEP_SECONDS.items()}
@@ -50,4 +51,34 @@ def token_metrics(points: list[tuple[usage.Bucket, usage.TokenTotals]]) -> exter
         total_embedding_tokens=series("embedding_tokens"),
         total_rerank_tokens=series("rerank_tokens"),
         total_tokens=series("total_tokens"),
+    )
+
+
+def deployment_metrics(
+    points: list[tuple[usage.Bucket, usage.CallStats]],
+) -> model_deployment_observability_pb.ModelDeploymentMetrics:
+    """Counts and tokens have a point per step (0 without calls); latency percentiles only for steps with calls."""
+
+    def series(value: Callable[[usage.CallStats], float | None]) -> list[metrics_pb.MetricPoint]:
+        return [
+            metrics_pb.MetricPoint(timestamp=int(bucket.start.timestamp()), value=float(v))
+            for bucket, stats in points
+            if (v := value(stats)) is not None
+        ]
+
+    def latency(p: float) -> Callable[[usage.CallStats], float | None]:
+        return lambda stats: stats.latency_ms.get(p)
+
+    return model_deployment_observability_pb.ModelDeploymentMetrics(
+        total_requests=series(lambda s: s.requests),
+        total_4xx_errors=series(lambda s: s.errors_4xx),
+        total_5xx_errors=series(lambda s: s.errors_5xx),
+        p50_latency=series(latency(0.5)),
+        p90_latency=series(latency(0.9)),
+        p99_latency=series(latency(0.99)),
+        total_prompt_tokens=series(lambda s: s.tokens.prompt_tokens),
+        total_completion_tokens=series(lambda s: s.tokens.completion_tokens),
+        total_embedding_tokens=series(lambda s: s.tokens.embedding_tokens),
+        total_tokens=series(lambda s: s.tokens.total_tokens),
+        total_rerank_tokens=series(lambda s: s.tokens.rerank_tokens),
     )

@@ -268,19 +268,19 @@ class ModelDeploymentMetrics(Message[_ModelDeploymentMetricsFields]):
             repeated platform.modelmanager.v1.MetricPoint total_5xx_errors = 3;
             ```
         p50_latency:
-            Median latency per step, in seconds.
+            Median latency per step, in milliseconds; no point for a step without requests.
 
             ```proto
             repeated platform.modelmanager.v1.MetricPoint p50_latency = 4;
             ```
         p90_latency:
-            90th percentile latency per step, in seconds.
+            90th percentile latency per step, in milliseconds; no point for a step without requests.
 
             ```proto
             repeated platform.modelmanager.v1.MetricPoint p90_latency = 5;
             ```
         p99_latency:
-            99th percentile latency per step, in seconds.
+            99th percentile latency per step, in milliseconds; no point for a step without requests.
 
             ```proto
             repeated platform.modelmanager.v1.MetricPoint p99_latency = 6;

@@ -61,7 +61,8 @@ class GetModelDeploymentGpuOverviewResponse(Message[_GetModelDeploymentGpuOvervi
             repeated platform.modelmanager.v1.GpuNode nodes = 1;
             ```
         deployments:
-            Per-deployment GPU usage; empty unless metrics_source is GPU_METRICS_SOURCE_LIVE.
+            Every model deployment; each carries GPU usage only when metrics_source is GPU_METRICS_SOURCE_LIVE (otherwise its
+            gpus are empty: unknown, not unused).
 
             ```proto
             repeated platform.modelmanager.v1.ModelDeploymentGpuSummary deployments = 2;

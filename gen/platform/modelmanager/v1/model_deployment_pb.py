@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .sharing_pb import Sharing
 
 
-_ModelDeploymentFields: TypeAlias = Literal["name", "public_model_id", "display_name", "endpoint_url", "served_model_id", "capabilities", "runtime_info", "sharing", "create_time", "query_prefix"]
+_ModelDeploymentFields: TypeAlias = Literal["name", "public_model_id", "display_name", "endpoint_url", "served_model_id", "capabilities", "runtime_info", "sharing", "create_time", "query_prefix", "model_url"]
 
 class ModelDeployment(Message[_ModelDeploymentFields]):
     """
@@ -98,9 +98,17 @@ class ModelDeployment(Message[_ModelDeploymentFields]):
             ```proto
             optional string query_prefix = 10;
             ```
+        model_url:
+            Where the model weights come from (for example hf://org/model or s3://bucket/path). Matches the deployment to the
+            models cached on GPU nodes (ModelDeploymentObservabilityService.ListNodeModelCacheUsage, by exact string). Omitted
+            on update preserves the existing value; empty clears it.
+
+            ```proto
+            optional string model_url = 11;
+            ```
     """
 
-    __slots__ = ("name", "public_model_id", "display_name", "endpoint_url", "served_model_id", "capabilities", "runtime_info", "sharing", "create_time", "query_prefix")
+    __slots__ = ("name", "public_model_id", "display_name", "endpoint_url", "served_model_id", "capabilities", "runtime_info", "sharing", "create_time", "query_prefix", "model_url")
 
     if TYPE_CHECKING:
 
@@ -117,6 +125,7 @@ class ModelDeployment(Message[_ModelDeploymentFields]):
             sharing: Sharing | None = None,
             create_time: Timestamp | None = None,
             query_prefix: str | None = None,
+            model_url: str | None = None,
         ) -> None:
             pass
 
@@ -130,6 +139,7 @@ class ModelDeployment(Message[_ModelDeploymentFields]):
         sharing: Sharing | None
         create_time: Timestamp | None
         query_prefix: str
+        model_url: str
 
 _ModelRuntimeInfoFields: TypeAlias = Literal["max_model_len"]
 
@@ -165,7 +175,7 @@ class ModelRuntimeInfo(Message[_ModelRuntimeInfoFields]):
 
 
 _DESC = file_desc(
-    b'\n/platform/modelmanager/v1/model_deployment.proto\x12\x18platform.modelmanager.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a+platform/modelmanager/v1/capabilities.proto\x1a&platform/modelmanager/v1/sharing.proto"\x8e\x04\n\x0fModelDeployment\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12&\n\x0fpublic_model_id\x18\x02 \x01(\tR\rpublicModelId\x12!\n\x0cdisplay_name\x18\x03 \x01(\tR\x0bdisplayName\x12!\n\x0cendpoint_url\x18\x04 \x01(\tR\x0bendpointUrl\x12&\n\x0fserved_model_id\x18\x05 \x01(\tR\rservedModelId\x12O\n\x0ccapabilities\x18\x06 \x01(\x0b2+.platform.modelmanager.v1.ModelCapabilitiesR\x0ccapabilities\x12M\n\x0cruntime_info\x18\x07 \x01(\x0b2*.platform.modelmanager.v1.ModelRuntimeInfoR\x0bruntimeInfo\x12;\n\x07sharing\x18\x08 \x01(\x0b2!.platform.modelmanager.v1.SharingR\x07sharing\x12;\n\x0bcreate_time\x18\t \x01(\x0b2\x1a.google.protobuf.TimestampR\ncreateTime\x12&\n\x0cquery_prefix\x18\n \x01(\tH\x00R\x0bqueryPrefix\x88\x01\x01B\x0f\n\r_query_prefix"M\n\x10ModelRuntimeInfo\x12\'\n\rmax_model_len\x18\x01 \x01(\rH\x00R\x0bmaxModelLen\x88\x01\x01B\x10\n\x0e_max_model_lenb\x06proto3',
+    b'\n/platform/modelmanager/v1/model_deployment.proto\x12\x18platform.modelmanager.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a+platform/modelmanager/v1/capabilities.proto\x1a&platform/modelmanager/v1/sharing.proto"\xbe\x04\n\x0fModelDeployment\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12&\n\x0fpublic_model_id\x18\x02 \x01(\tR\rpublicModelId\x12!\n\x0cdisplay_name\x18\x03 \x01(\tR\x0bdisplayName\x12!\n\x0cendpoint_url\x18\x04 \x01(\tR\x0bendpointUrl\x12&\n\x0fserved_model_id\x18\x05 \x01(\tR\rservedModelId\x12O\n\x0ccapabilities\x18\x06 \x01(\x0b2+.platform.modelmanager.v1.ModelCapabilitiesR\x0ccapabilities\x12M\n\x0cruntime_info\x18\x07 \x01(\x0b2*.platform.modelmanager.v1.ModelRuntimeInfoR\x0bruntimeInfo\x12;\n\x07sharing\x18\x08 \x01(\x0b2!.platform.modelmanager.v1.SharingR\x07sharing\x12;\n\x0bcreate_time\x18\t \x01(\x0b2\x1a.google.protobuf.TimestampR\ncreateTime\x12&\n\x0cquery_prefix\x18\n \x01(\tH\x00R\x0bqueryPrefix\x88\x01\x01\x12 \n\tmodel_url\x18\x0b \x01(\tH\x01R\x08modelUrl\x88\x01\x01B\x0f\n\r_query_prefixB\x0c\n\n_model_url"M\n\x10ModelRuntimeInfo\x12\'\n\rmax_model_len\x18\x01 \x01(\rH\x00R\x0bmaxModelLen\x88\x01\x01B\x10\n\x0e_max_model_lenb\x06proto3',
     [
         timestamp_pb.desc(),
         capabilities_pb.desc(),

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-23 01:52:24.823037
+Create Date: 2026-11-23 02:05:16.559907
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def upgrade() -> None:
     sa.Column('max_model_len', sa.Integer(), nullable=True),
     sa.Column('query_prefix', sa.Text(), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('uid', sa.String(length=64), nullable=False),
+    sa.Column('model_url', sa.String(length=2048), nullable=False),
     sa.PrimaryKeyConstraint('name'),
     sa.UniqueConstraint('public_model_id')
     )
@@ -129,6 +131,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id')
     )
     with op.batch_alter_table('usage_events', schema=None) as batch_op:
+        batch_op.create_index('ix_usage_events_target', ['target_kind', 'target_name', 'occurred_at'], unique=False)
         batch_op.create_index('ix_usage_events_time', ['occurred_at'], unique=False)
 
     op.create_table('users',
@@ -364,6 +367,7 @@ def downgrade() -> None:
     op.drop_table('users')
     with op.batch_alter_table('usage_events', schema=None) as batch_op:
         batch_op.drop_index('ix_usage_events_time')
+        batch_op.drop_index('ix_usage_events_target')
 
     op.drop_table('usage_events')
     op.drop_table('tenants')
