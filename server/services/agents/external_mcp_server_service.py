@@ -24,6 +24,17 @@ Ctx = RequestContext[Any, Any]
 KIND = ResourceKind.MCP_SERVER
 
 
+def _create_spec(
+    request: pb.CreateExternalMcpServerRequest | pb.CreatePlatformExternalMcpServerRequest,
+) -> mcp_servers.McpServerSpec:
+    return convert.spec(
+        request.external_mcp_server,
+        api_key=request.api_key,
+        static_headers=request.static_headers,
+        oauth_client_secret=request.oauth_client_secret,
+    )
+
+
 class ExternalMcpServerServiceHandler(ExternalMcpServerService):
     def __init__(self, deps: Deps) -> None:
         self._deps = deps
@@ -78,29 +89,18 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
     async def create_external_mcp_server(
         self, request: pb.CreateExternalMcpServerRequest, ctx: Ctx
     ) -> pb.CreateExternalMcpServerResponse:
-        spec = convert.spec(
-            request.external_mcp_server,
-            api_key=request.api_key,
-            static_headers=request.static_headers,
-            oauth_client_secret=request.oauth_client_secret,
-        )
+        tenant_id = require_nonempty(request.tenant_id, "tenant_id")
         async with self._db.transaction() as s:
             created = await mcp_servers.create(
-                s, current_principal(), spec, self._box, tenant_id=require_nonempty(request.tenant_id, "tenant_id")
+                s, current_principal(), _create_spec(request), self._box, tenant_id=tenant_id
             )
         return pb.CreateExternalMcpServerResponse(external_mcp_server=convert.server(created))
 
     async def create_platform_external_mcp_server(
         self, request: pb.CreatePlatformExternalMcpServerRequest, ctx: Ctx
     ) -> pb.CreatePlatformExternalMcpServerResponse:
-        spec = convert.spec(
-            request.external_mcp_server,
-            api_key=request.api_key,
-            static_headers=request.static_headers,
-            oauth_client_secret=request.oauth_client_secret,
-        )
         async with self._db.transaction() as s:
-            created = await mcp_servers.create(s, current_principal(), spec, self._box, tenant_id=None)
+            created = await mcp_servers.create(s, current_principal(), _create_spec(request), self._box, tenant_id=None)
         return pb.CreatePlatformExternalMcpServerResponse(external_mcp_server=convert.server(created))
 
     async def get_external_mcp_server(
