@@ -55,7 +55,8 @@ async def test_conversation_lifecycle_through_every_client(caller: Caller, world
     assert updated.ok and updated.body["conversation"]["metadata"] == {"topic": "other", "k": "v"}
 
     listed = await caller.call(f"{CONVERSATIONS}/ListConversations", {"tenantId": world.tenant_id}, token=token)
-    assert listed.ok and [c["id"] for c in listed.body["conversations"]] == [conv["id"]]
+    assert listed.ok and listed.body["conversations"] == [updated.body["conversation"]]
+    assert listed.body["conversations"][0]["itemCount"] == 2
 
     items = await caller.call(
         f"{ITEMS}/ListItems", {**_conv(world, conv["id"]), "order": "SORT_ORDER_ASC"}, token=token

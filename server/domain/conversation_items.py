@@ -11,6 +11,7 @@ Limits (spec): at most 20 items per CreateItems (and per CreateConversation); Li
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -99,7 +100,7 @@ _MESSAGE_STATUSES = ("in_progress", "completed", "incomplete")
 _DEFAULT_COMPLETED = frozenset({"message", "function_call", "function_call_output", "mcp_call", "custom_tool_call"})
 TEXT_PART_TYPES = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _OTHER_PARTS = frozenset({"refusal", "input_image", "input_file", "input_audio", "computer_screenshot"})
-_MAX_STATUS = 32
+_STATUS = re.compile(r"[a-z_]{1,32}")
 # Identifiers may not be empty (an empty arguments or output string is a legitimate value).
 _NONEMPTY = frozenset({"call_id", "name", "server_label", "approval_request_id"})
 
@@ -139,7 +140,7 @@ def _part(part: Any, where: str) -> dict[str, Any]:
     if not isinstance(part, Mapping):
         raise InvalidArgument(f"{where} must be an object", field=where)
     kind = part.get("type")
-    if kind not in TEXT_PART_TYPES and kind not in _OTHER_PARTS:
+    if not isinstance(kind, str) or (kind not in TEXT_PART_TYPES and kind not in _OTHER_PARTS):
         known = ", ".join(sorted(TEXT_PART_TYPES | _OTHER_PARTS))
         raise InvalidArgument(f"{where}.type must be one of: {known}", field=f"{where}.type")
     if kind in TEXT_PART_TYPES and not isinstance(part.get("text"), str):
@@ -195,8 +196,8 @@ def _normalize(raw: Any, where: str) -> NewItem:
     if role and (not isinstance(role, str) or role not in _ROLES):
         raise InvalidArgument(f"{where}.role {role!r} is not a role", field=f"{where}.role")
     status = item.pop("status", None) or ("completed" if kind in _DEFAULT_COMPLETED else "")
-    if not isinstance(status, str) or len(status) > _MAX_STATUS:
-        raise InvalidArgument(f"{where}.status must be a short string", field=f"{where}.status")
+    if not isinstance(status, str) or (status and not _STATUS.fullmatch(status)):
+        raise InvalidArgument(f"{where}.status must be a status such as 'completed'", field=f"{where}.status")
     return NewItem(type=kind, role=role, status=status, data=item)
 
 

@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_MAX_ID = 64  # the id columns' length
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
@@ -142,6 +143,12 @@ def _limit(limit: int | None) -> int:
     return limit
 
 
+def _plausible(value: str) -> bool:
+    """Whether `value` could be one of our ids at all; anything else is unknown without asking the database (which
+    might refuse it, such as PostgreSQL a NUL character)."""
+    return len(value) <= _MAX_ID and "\x00" not in value
+
+
 async def _count(session: AsyncSession, conversation_id: str) -> int:
     query = select(func.count()).where(ConversationItemRow.conversation_id == conversation_id)
     return int(await session.scalar(query) or 0)
@@ -153,7 +160,7 @@ async def require_conversation(
     """The caller's own conversation, or not_found (whether it does not exist or belongs to someone else)."""
     owner = await permissions.conversation_owner(session, principal, tenant_id)
     require_nonempty(conversation_id, "conversation_id")
-    row = await session.get(ConversationRow, conversation_id)
+    row = await session.get(ConversationRow, conversation_id) if _plausible(conversation_id) else None
     if row is None or not permissions.owns_conversation(owner, row):
         raise NotFound(f"conversation_id {conversation_id!r} not found", field="conversation_id")
     return row
@@ -263,21 +270,17 @@ async def list_conversations(
     size = _limit(limit)
     mine = permissions.owned_conversations(owner)
     key = tuple_(ConversationRow.created_at, ConversationRow.id)
-    counts = (
-        select(ConversationItemRow.conversation_id, func.count().label("n"))
-        .group_by(ConversationItemRow.conversation_id)
-        .subquery()
+    # One query: each row's item count is an index range count on (conversation_id, sequence).
+    count = (
+        select(func.count())
+        .where(ConversationItemRow.conversation_id == ConversationRow.id)
+        .correlate(ConversationRow)
+        .scalar_subquery()
     )
-    query = select(ConversationRow, func.coalesce(counts.c.n, 0)).outerjoin(
-        counts, counts.c.conversation_id == ConversationRow.id
-    )
-    query = query.where(mine)
+    query = select(ConversationRow, count).where(mine)
     if after:
-        cursor = (
-            await session.execute(
-                select(ConversationRow.created_at, ConversationRow.id).where(mine, ConversationRow.id == after)
-            )
-        ).first()
+        at = select(ConversationRow.created_at, ConversationRow.id).where(mine, ConversationRow.id == after)
+        cursor = (await session.execute(at)).first() if _plausible(after) else None
         if cursor is None:
             raise InvalidArgument(f"after {after!r} is not one of your conversations", field="after")
         query = query.where(key > tuple_(*cursor) if order == SortOrder.ASC else key < tuple_(*cursor))
@@ -303,6 +306,8 @@ async def create_items(
 
 
 async def _sequence_of(session: AsyncSession, conversation_id: str, item_id: str) -> int | None:
+    if not _plausible(item_id):
+        return None
     query = select(ConversationItemRow.sequence).where(
         ConversationItemRow.conversation_id == conversation_id, ConversationItemRow.id == item_id
     )
@@ -345,7 +350,7 @@ async def get_item(
 ) -> Item:
     row = await require_conversation(session, principal, tenant_id, conversation_id)
     require_nonempty(item_id, "item_id")
-    item = await session.get(ConversationItemRow, item_id)
+    item = await session.get(ConversationItemRow, item_id) if _plausible(item_id) else None
     if item is None or item.conversation_id != row.id:
         raise NotFound(f"item_id {item_id!r} not found in this conversation", field="item_id")
     return _item(item)
@@ -357,6 +362,8 @@ async def delete_item(
     """Deletes one item; returns the conversation as it is afterwards."""
     row = await require_conversation(session, principal, tenant_id, conversation_id)
     require_nonempty(item_id, "item_id")
+    if not _plausible(item_id):
+        raise NotFound(f"item_id {item_id!r} not found in this conversation", field="item_id")
     result = await session.execute(
         delete(ConversationItemRow).where(
             ConversationItemRow.conversation_id == row.id, ConversationItemRow.id == item_id
