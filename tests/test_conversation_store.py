@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from server.domain import conversations
-from server.domain.conversation_items import HISTORY_LIMIT
+from server.domain.conversation_items import HISTORY_LIMIT, normalize_items
 from server.store.db import Database
 from server.store.models import ConversationItemRow, ConversationRow
 from tests.clients import ConnectJsonCaller
@@ -101,3 +102,26 @@ async def test_deleting_a_service_account_deletes_its_conversations(
         count = select(func.count()).where(ConversationItemRow.conversation_id == conv["id"])
         assert await session.scalar(count) == 0
         assert await session.get(ConversationRow, users["id"]) is not None
+
+
+async def test_server_code_may_store_items_under_ids_it_already_gave_out(
+    connect: ConnectJsonCaller, world: World, db: Database
+) -> None:
+    """What a Responses turn does with its output: the items keep the ids the client saw in the response."""
+    token = world.tokens["member"]
+    conv = await create_conversation(connect, token, world.tenant_id, [message("question")])
+    answer = normalize_items([{"role": "assistant", "content": "answer"}])[0]
+    chosen = f"msg_{secrets.token_hex(24)}"
+    async with db.transaction() as session:
+        [stored] = await conversations.append_items(session, conv["id"], [replace(answer, id=chosen)])
+    assert stored.id == chosen
+    got = must(
+        await connect.call(
+            f"{ITEMS}/GetItem",
+            {"tenantId": world.tenant_id, "conversationId": conv["id"], "itemId": chosen},
+            token=token,
+        )
+    )
+    assert got["item"]["content"][0]["text"] == "answer" and got["item"]["status"] == "completed"
+    async with db.read() as session:
+        assert [i.id for i in await conversations.history(session, conv["id"])][-1] == chosen

@@ -107,12 +107,17 @@ _NONEMPTY = frozenset({"call_id", "name", "server_label", "approval_request_id"}
 
 @dataclass(frozen=True)
 class NewItem:
-    """A validated item ready to store: `data` holds every field but id, type, role and status."""
+    """A validated item ready to store: `data` holds every field but id, type, role and status.
+
+    `id` is None for items from clients (the store assigns one); server code that already showed an item to a
+    client under an id of its own making (a Responses turn's output) passes that id.
+    """
 
     type: str
     role: str
     status: str
     data: dict[str, Any]
+    id: str | None = None
 
 
 def required_fields(item_type: str) -> frozenset[str]:

@@ -185,7 +185,7 @@ async def append_items(session: AsyncSession, conversation_id: str, items: Seque
     now = utcnow()
     rows = [
         ConversationItemRow(
-            id=new_item_id(item.type),
+            id=item.id or new_item_id(item.type),
             conversation_id=conversation_id,
             sequence=last - len(items) + 1 + i,
             type=item.type,

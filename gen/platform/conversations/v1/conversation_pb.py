@@ -134,7 +134,8 @@ class ConversationItem(Message[_ConversationItemFields]):
             string role = 3;
             ```
         status:
-            Status: "in_progress", "completed" or "incomplete".
+            Status: "in_progress", "completed" or "incomplete" for messages, or the item type's own status such as
+            "failed"; messages and calls are stored as "completed" when none is given.
 
             ```proto
             string status = 4;
@@ -170,7 +171,8 @@ class ConversationItem(Message[_ConversationItemFields]):
             string output = 9;
             ```
         extra:
-            The remaining fields of other item types, verbatim.
+            The remaining fields of the OpenAI item, verbatim (e.g. server_label, error, summary, or an output that is
+            not a string), so an item written through /v1/conversations reads back here field for field.
 
             ```proto
             optional google.protobuf.Struct extra = 10;
