@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,12 +48,25 @@ async def keys(server: Server, gw_world: GatewayWorld) -> Keys:
     )
 
 
-def sdk(gateway: Gateway, key: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url, api_key=key, max_retries=0)
+Sdk = Callable[[str], openai.OpenAI]
 
 
-def test_conversation_lifecycle(gateway: Gateway, keys: Keys) -> None:
-    client = sdk(gateway, keys.member)
+@pytest.fixture
+def sdk(gateway: Gateway) -> Iterator[Sdk]:
+    """Sync openai clients for keys, closed after the test (an unclosed client warns from its finalizer)."""
+    made: list[openai.OpenAI] = []
+
+    def make(key: str) -> openai.OpenAI:
+        made.append(openai.OpenAI(base_url=gateway.base_url, api_key=key, max_retries=0))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
+
+
+def test_conversation_lifecycle(sdk: Sdk, keys: Keys) -> None:
+    client = sdk(keys.member)
     conv = client.conversations.create(
         metadata={"topic": "demo"},
         items=[{"type": "message", "role": "user", "content": "hello"}, {"role": "assistant", "content": "hi!"}],
@@ -79,8 +93,8 @@ def test_conversation_lifecycle(gateway: Gateway, keys: Keys) -> None:
         client.conversations.retrieve(conv.id)
 
 
-def test_items_create_list_retrieve_delete(gateway: Gateway, keys: Keys) -> None:
-    client = sdk(gateway, keys.member)
+def test_items_create_list_retrieve_delete(sdk: Sdk, keys: Keys) -> None:
+    client = sdk(keys.member)
     conv = client.conversations.create()
     created = client.conversations.items.create(
         conv.id,
@@ -114,8 +128,8 @@ def test_items_create_list_retrieve_delete(gateway: Gateway, keys: Keys) -> None
 
 
 @pytest.mark.parametrize("order", ["asc", "desc"])
-def test_sdk_auto_pagination_in_both_orders(gateway: Gateway, keys: Keys, order: str) -> None:
-    client = sdk(gateway, keys.member)
+def test_sdk_auto_pagination_in_both_orders(sdk: Sdk, keys: Keys, order: str) -> None:
+    client = sdk(keys.member)
     conv = client.conversations.create(items=[{"role": "user", "content": str(i)} for i in range(7)])
     page = client.conversations.items.list(conv.id, limit=3, order=order)
     assert len(page.data) == 3 and page.has_more is True and page.last_id == page.data[-1].id
@@ -176,8 +190,8 @@ async def test_async_client_and_auto_pagination(gateway: Gateway, keys: Keys) ->
         (lambda c, conv: c.conversations.update(conv, metadata={"k": 1}), "metadata"),
     ],
 )
-def test_refusals_are_openai_400s_naming_the_param(gateway: Gateway, keys: Keys, call: Any, param: str) -> None:
-    client = sdk(gateway, keys.member)
+def test_refusals_are_openai_400s_naming_the_param(sdk: Sdk, keys: Keys, call: Any, param: str) -> None:
+    client = sdk(keys.member)
     conv = client.conversations.create(items=[{"role": "user", "content": "keep me"}])
     with pytest.raises(openai.BadRequestError) as err:
         call(client, conv.id)
@@ -199,12 +213,12 @@ async def test_refused_create_writes_no_conversation(gateway: Gateway, keys: Key
     await client.close()
 
 
-def test_ownership_isolation(gateway: Gateway, keys: Keys) -> None:
-    mine = sdk(gateway, keys.member).conversations.create(items=[{"role": "user", "content": "private"}])
+def test_ownership_isolation(sdk: Sdk, keys: Keys) -> None:
+    mine = sdk(keys.member).conversations.create(items=[{"role": "user", "content": "private"}])
     # the member's Personal (all resources) key acts as the member too
-    assert sdk(gateway, keys.member_all).conversations.retrieve(mine.id).id == mine.id
+    assert sdk(keys.member_all).conversations.retrieve(mine.id).id == mine.id
     for key in (keys.editor, keys.service_account):
-        other = sdk(gateway, key)
+        other = sdk(key)
         with pytest.raises(openai.NotFoundError):
             other.conversations.retrieve(mine.id)
         with pytest.raises(openai.NotFoundError):
@@ -215,11 +229,11 @@ def test_ownership_isolation(gateway: Gateway, keys: Keys) -> None:
             other.conversations.update(mine.id, metadata={"x": "y"})
         with pytest.raises(openai.NotFoundError):
             other.conversations.delete(mine.id)
-    bots = sdk(gateway, keys.service_account).conversations.create(metadata={"owner": "bot"})
+    bots = sdk(keys.service_account).conversations.create(metadata={"owner": "bot"})
     for key in (keys.member, keys.member_all, keys.editor):
         with pytest.raises(openai.NotFoundError):
-            sdk(gateway, key).conversations.retrieve(bots.id)
-    assert [i.type for i in sdk(gateway, keys.member).conversations.items.list(mine.id)] == ["message"]
+            sdk(key).conversations.retrieve(bots.id)
+    assert [i.type for i in sdk(keys.member).conversations.items.list(mine.id)] == ["message"]
 
 
 async def test_missing_or_bad_key_is_401(gateway: Gateway) -> None:
