@@ -67,7 +67,8 @@ def generated_services() -> list[ServiceApp]:
     """Every service of the contract, found in the generated code (so a new .proto needs no router edit)."""
     found = []
     for module in _connect_modules():
-        for attr, value in vars(module).items():
+        # A snapshot: a finalizer that warns while desc() runs adds __warningregistry__ to the module's dict.
+        for attr, value in list(vars(module).items()):
             if not attr.endswith("ASGIApplication") or getattr(value, "__module__", None) != module.__name__:
                 continue
             protocol = getattr(module, attr.removesuffix("ASGIApplication"))

@@ -4,8 +4,15 @@
 - `resources` one model for every resource kind: ownership (platform or tenant), creator rights, Sharing, grants
               to subjects (user, group, service account, tenant, API key) with roles, and API-key grants; answers
               can_read / can_admin / can_invoke and lists what a principal can read in one query.
+- `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
+from server.permissions.conversations import (
+    ConversationOwner,
+    conversation_owner,
+    owned_conversations,
+    owns_conversation,
+)
 from server.permissions.resources import (
     Ownership,
     Permission,
@@ -53,6 +60,7 @@ from server.permissions.tenancy import (
 
 __all__ = [
     "Capability",
+    "ConversationOwner",
     "Ownership",
     "Permission",
     "ResourceKind",
@@ -68,14 +76,17 @@ __all__ = [
     "can_invoke",
     "can_read",
     "can_read_group",
+    "conversation_owner",
     "create_resource",
     "delete_resource",
     "forget_subject",
     "has_capability",
     "list_permissions",
     "member_user_ids",
+    "owned_conversations",
     "ownership",
     "ownerships",
+    "owns_conversation",
     "permission_of",
     "readable_names",
     "remove_permission",

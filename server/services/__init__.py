@@ -79,6 +79,8 @@ class Deps:
 
 def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.agents.external_mcp_server_service import ExternalMcpServerServiceHandler
+    from server.services.conversations.conversation_item_service import ConversationItemServiceHandler
+    from server.services.conversations.conversation_service import ConversationServiceHandler
     from server.services.metering.platform_usage_service import PlatformUsageServiceHandler
     from server.services.modelmanager.external_model_service import ExternalModelServiceHandler
     from server.services.modelmanager.model_alias_service import ModelAliasServiceHandler
@@ -95,6 +97,8 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
 
     return {
         "platform.agents.v1.ExternalMcpServerService": ExternalMcpServerServiceHandler,
+        "platform.conversations.v1.ConversationItemService": ConversationItemServiceHandler,
+        "platform.conversations.v1.ConversationService": ConversationServiceHandler,
         "platform.metering.v1.PlatformUsageService": PlatformUsageServiceHandler,
         "platform.modelmanager.v1.ExternalModelService": ExternalModelServiceHandler,
         "platform.modelmanager.v1.ModelAliasService": ModelAliasServiceHandler,

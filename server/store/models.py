@@ -335,3 +335,42 @@ class McpNetworkPolicyRow(Base):
     allowed_networks: Mapped[list[str]] = mapped_column(JSON, default=list)
     created_by: Mapped[str] = mapped_column(String(128), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConversationRow(Base):
+    """A conversation, owned by exactly one user or one service account of its tenant.
+
+    `last_sequence` is the highest item sequence ever assigned: appends bump it with one UPDATE … RETURNING, which
+    serialises concurrent appends to one conversation (the row lock) and never reuses a number after deletions.
+    """
+
+    __tablename__ = "conversations"
+    __table_args__ = (
+        Index("ix_conversations_owner_user", "tenant_id", "owner_user_id", "created_at"),
+        Index("ix_conversations_owner_sa", "owner_service_account_id", "created_at"),
+    )
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    owner_user_id: Mapped[str | None] = mapped_column(String(128), default=None)
+    owner_service_account_id: Mapped[str | None] = mapped_column(
+        ForeignKey("service_accounts.id", ondelete="CASCADE"), default=None
+    )
+    metadata_: Mapped[dict[str, str]] = mapped_column("metadata", JSON, default=dict)
+    last_sequence: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConversationItemRow(Base):
+    """One Responses item of a conversation. `sequence` orders a conversation's items; `data` holds the item's
+    remaining fields (content parts, call_id, arguments, output, …) as JSON."""
+
+    __tablename__ = "conversation_items"
+    __table_args__ = (UniqueConstraint("conversation_id", "sequence", name="uq_conversation_items_sequence"),)
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    sequence: Mapped[int] = mapped_column(BigInteger)
+    type: Mapped[str] = mapped_column(String(64))
+    role: Mapped[str] = mapped_column(String(32), default="")
+    status: Mapped[str] = mapped_column(String(32), default="")
+    data: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from protobuf.wkt.google.protobuf.timestamp_pb import Timestamp
 
 
-_ConversationFields: TypeAlias = Literal["id", "tenant_id", "create_time", "metadata", "item_count"]
+_ConversationFields: TypeAlias = Literal["id", "tenant_id", "create_time", "metadata", "item_count", "owner_user_id", "owner_service_account_id"]
 
 class Conversation(Message[_ConversationFields]):
     """
@@ -62,9 +62,23 @@ class Conversation(Message[_ConversationFields]):
             ```proto
             uint32 item_count = 5;
             ```
+        owner_user_id:
+            The user who owns the conversation; empty when a service account owns it. Output only. The owner is the
+            caller that created it: a user (directly, or through a personal or Personal (all resources) key), or the
+            service account behind a service-account key. Only the owner can see a conversation.
+
+            ```proto
+            string owner_user_id = 6;
+            ```
+        owner_service_account_id:
+            The service account that owns the conversation; empty when a user owns it. Output only.
+
+            ```proto
+            string owner_service_account_id = 7;
+            ```
     """
 
-    __slots__ = ("id", "tenant_id", "create_time", "metadata", "item_count")
+    __slots__ = ("id", "tenant_id", "create_time", "metadata", "item_count", "owner_user_id", "owner_service_account_id")
 
     if TYPE_CHECKING:
 
@@ -76,6 +90,8 @@ class Conversation(Message[_ConversationFields]):
             create_time: Timestamp | None = None,
             metadata: dict[str, str] | None = None,
             item_count: int = 0,
+            owner_user_id: str = "",
+            owner_service_account_id: str = "",
         ) -> None:
             pass
 
@@ -84,6 +100,8 @@ class Conversation(Message[_ConversationFields]):
         create_time: Timestamp | None
         metadata: dict[str, str]
         item_count: int
+        owner_user_id: str
+        owner_service_account_id: str
 
 _ConversationItemFields: TypeAlias = Literal["id", "type", "role", "status", "content", "call_id", "name", "arguments", "output", "extra", "create_time", "sequence"]
 
@@ -116,7 +134,8 @@ class ConversationItem(Message[_ConversationItemFields]):
             string role = 3;
             ```
         status:
-            Status: "in_progress", "completed" or "incomplete".
+            Status: "in_progress", "completed" or "incomplete" for messages, or the item type's own status such as
+            "failed"; messages and calls are stored as "completed" when none is given.
 
             ```proto
             string status = 4;
@@ -152,7 +171,8 @@ class ConversationItem(Message[_ConversationItemFields]):
             string output = 9;
             ```
         extra:
-            The remaining fields of other item types, verbatim.
+            The remaining fields of the OpenAI item, verbatim (e.g. server_label, error, summary, or an output that is
+            not a string), so an item written through /v1/conversations reads back here field for field.
 
             ```proto
             optional google.protobuf.Struct extra = 10;
@@ -289,7 +309,7 @@ class SortOrder(Enum):
 
 
 _DESC = file_desc(
-    b'\n,platform/conversations/v1/conversation.proto\x12\x19platform.conversations.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto"\xa7\x02\n\x0cConversation\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12;\n\x0bcreate_time\x18\x03 \x01(\x0b2\x1a.google.protobuf.TimestampR\ncreateTime\x12Q\n\x08metadata\x18\x04 \x03(\x0b25.platform.conversations.v1.Conversation.MetadataEntryR\x08metadata\x12\x1d\n\nitem_count\x18\x05 \x01(\rR\titemCount\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x028\x01"\x9b\x03\n\x10ConversationItem\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n\x04role\x18\x03 \x01(\tR\x04role\x12\x16\n\x06status\x18\x04 \x01(\tR\x06status\x12L\n\x07content\x18\x05 \x03(\x0b22.platform.conversations.v1.ConversationContentPartR\x07content\x12\x17\n\x07call_id\x18\x06 \x01(\tR\x06callId\x12\x12\n\x04name\x18\x07 \x01(\tR\x04name\x12\x1c\n\targuments\x18\x08 \x01(\tR\targuments\x12\x16\n\x06output\x18\t \x01(\tR\x06output\x12-\n\x05extra\x18\n \x01(\x0b2\x17.google.protobuf.StructR\x05extra\x12;\n\x0bcreate_time\x18\x0b \x01(\x0b2\x1a.google.protobuf.TimestampR\ncreateTime\x12\x1a\n\x08sequence\x18\x0c \x01(\x04R\x08sequence"p\n\x17ConversationContentPart\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12-\n\x05extra\x18\x03 \x01(\x0b2\x17.google.protobuf.StructR\x05extra*P\n\tSortOrder\x12\x1a\n\x16SORT_ORDER_UNSPECIFIED\x10\x00\x12\x12\n\x0eSORT_ORDER_ASC\x10\x01\x12\x13\n\x0fSORT_ORDER_DESC\x10\x02b\x06proto3',
+    b'\n,platform/conversations/v1/conversation.proto\x12\x19platform.conversations.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto"\x84\x03\n\x0cConversation\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12;\n\x0bcreate_time\x18\x03 \x01(\x0b2\x1a.google.protobuf.TimestampR\ncreateTime\x12Q\n\x08metadata\x18\x04 \x03(\x0b25.platform.conversations.v1.Conversation.MetadataEntryR\x08metadata\x12\x1d\n\nitem_count\x18\x05 \x01(\rR\titemCount\x12"\n\rowner_user_id\x18\x06 \x01(\tR\x0bownerUserId\x127\n\x18owner_service_account_id\x18\x07 \x01(\tR\x15ownerServiceAccountId\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x028\x01"\x9b\x03\n\x10ConversationItem\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n\x04role\x18\x03 \x01(\tR\x04role\x12\x16\n\x06status\x18\x04 \x01(\tR\x06status\x12L\n\x07content\x18\x05 \x03(\x0b22.platform.conversations.v1.ConversationContentPartR\x07content\x12\x17\n\x07call_id\x18\x06 \x01(\tR\x06callId\x12\x12\n\x04name\x18\x07 \x01(\tR\x04name\x12\x1c\n\targuments\x18\x08 \x01(\tR\targuments\x12\x16\n\x06output\x18\t \x01(\tR\x06output\x12-\n\x05extra\x18\n \x01(\x0b2\x17.google.protobuf.StructR\x05extra\x12;\n\x0bcreate_time\x18\x0b \x01(\x0b2\x1a.google.protobuf.TimestampR\ncreateTime\x12\x1a\n\x08sequence\x18\x0c \x01(\x04R\x08sequence"p\n\x17ConversationContentPart\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12-\n\x05extra\x18\x03 \x01(\x0b2\x17.google.protobuf.StructR\x05extra*P\n\tSortOrder\x12\x1a\n\x16SORT_ORDER_UNSPECIFIED\x10\x00\x12\x12\n\x0eSORT_ORDER_ASC\x10\x01\x12\x13\n\x0fSORT_ORDER_DESC\x10\x02b\x06proto3',
     [
         struct_pb.desc(),
         timestamp_pb.desc(),

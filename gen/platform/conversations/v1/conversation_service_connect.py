@@ -19,7 +19,7 @@ from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DE
 from protobuf import DescService
 
 from . import conversation_service_pb
-from .conversation_service_pb import CreateConversationRequest, CreateConversationResponse, DeleteConversationRequest, DeleteConversationResponse, GetConversationRequest, GetConversationResponse, UpdateConversationRequest, UpdateConversationResponse
+from .conversation_service_pb import CreateConversationRequest, CreateConversationResponse, DeleteConversationRequest, DeleteConversationResponse, GetConversationRequest, GetConversationResponse, ListConversationsRequest, ListConversationsResponse, UpdateConversationRequest, UpdateConversationResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -55,6 +55,12 @@ class ConversationService(Protocol):
     async def delete_conversation(self, request: DeleteConversationRequest, ctx: RequestContext[DeleteConversationRequest, DeleteConversationResponse], /) -> DeleteConversationResponse:
         """
         DeleteConversation deletes a conversation and its items.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_conversations(self, request: ListConversationsRequest, ctx: RequestContext[ListConversationsRequest, ListConversationsResponse], /) -> ListConversationsResponse:
+        """
+        ListConversations pages through the caller's own conversations in a tenant.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -119,6 +125,17 @@ class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationServ
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.delete_conversation,
+                ),
+                "/platform.conversations.v1.ConversationService/ListConversations": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListConversations",
+                        service_name="platform.conversations.v1.ConversationService",
+                        input=ListConversationsRequest,
+                        output=ListConversationsResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_conversations,
                 ),
             },
             interceptors=interceptors,
@@ -231,6 +248,31 @@ class ConversationServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def list_conversations(
+        self,
+        request: ListConversationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListConversationsResponse:
+        """
+        ListConversations pages through the caller's own conversations in a tenant.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListConversations",
+                service_name="platform.conversations.v1.ConversationService",
+                input=ListConversationsRequest,
+                output=ListConversationsResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
+        )
 
 class ConversationServiceSync(Protocol):
     """
@@ -257,6 +299,12 @@ class ConversationServiceSync(Protocol):
     def delete_conversation(self, request: DeleteConversationRequest, ctx: RequestContext[DeleteConversationRequest, DeleteConversationResponse], /) -> DeleteConversationResponse:
         """
         DeleteConversation deletes a conversation and its items.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_conversations(self, request: ListConversationsRequest, ctx: RequestContext[ListConversationsRequest, ListConversationsResponse], /) -> ListConversationsResponse:
+        """
+        ListConversations pages through the caller's own conversations in a tenant.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -319,6 +367,17 @@ class ConversationServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.delete_conversation,
+                ),
+                "/platform.conversations.v1.ConversationService/ListConversations": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListConversations",
+                        service_name="platform.conversations.v1.ConversationService",
+                        input=ListConversationsRequest,
+                        output=ListConversationsResponse,
+                        idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_conversations,
                 ),
             },
             interceptors=interceptors,
@@ -430,4 +489,29 @@ class ConversationServiceClientSync(ConnectClientSync):
             ),
             headers=headers,
             timeout_ms=timeout_ms,
+        )
+    def list_conversations(
+        self,
+        request: ListConversationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+        use_get: bool = False,
+    ) -> ListConversationsResponse:
+        """
+        ListConversations pages through the caller's own conversations in a tenant.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListConversations",
+                service_name="platform.conversations.v1.ConversationService",
+                input=ListConversationsRequest,
+                output=ListConversationsResponse,
+                idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+            use_get=use_get,
         )

@@ -19,7 +19,7 @@ from . import conversation_pb
 if TYPE_CHECKING:
     from protobuf import DescFile
 
-    from .conversation_pb import Conversation, ConversationItem
+    from .conversation_pb import Conversation, ConversationItem, SortOrder
 
 
 _CreateConversationRequestFields: TypeAlias = Literal["tenant_id", "metadata", "items"]
@@ -314,9 +314,121 @@ class DeleteConversationResponse(Message[_DeleteConversationResponseFields]):
         ) -> None:
             pass
 
+_ListConversationsRequestFields: TypeAlias = Literal["tenant_id", "after", "limit", "order"]
+
+class ListConversationsRequest(Message[_ListConversationsRequestFields]):
+    """
+    ListConversationsRequest selects a page of the caller's conversations.
+
+    ```proto
+    message platform.conversations.v1.ListConversationsRequest
+    ```
+
+    Attributes:
+        tenant_id:
+            Owning tenant.
+
+            ```proto
+            string tenant_id = 1;
+            ```
+        after:
+            Cursor: the conversation id to start after; empty starts at the beginning.
+
+            ```proto
+            string after = 2;
+            ```
+        limit:
+            Page size, 1 to 100; 0 means the default of 20.
+
+            ```proto
+            int32 limit = 3;
+            ```
+        order:
+            Sort order by creation time; unspecified means descending (newest first).
+
+            ```proto
+            platform.conversations.v1.SortOrder order = 4;
+            ```
+    """
+
+    __slots__ = ("tenant_id", "after", "limit", "order")
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            tenant_id: str = "",
+            after: str = "",
+            limit: int = 0,
+            order: SortOrder | None = None,
+        ) -> None:
+            pass
+
+        tenant_id: str
+        after: str
+        limit: int
+        order: SortOrder
+
+_ListConversationsResponseFields: TypeAlias = Literal["conversations", "first_id", "last_id", "has_more"]
+
+class ListConversationsResponse(Message[_ListConversationsResponseFields]):
+    """
+    ListConversationsResponse is one page of conversations.
+
+    ```proto
+    message platform.conversations.v1.ListConversationsResponse
+    ```
+
+    Attributes:
+        conversations:
+            The conversations of the page.
+
+            ```proto
+            repeated platform.conversations.v1.Conversation conversations = 1;
+            ```
+        first_id:
+            Id of the first returned conversation.
+
+            ```proto
+            string first_id = 2;
+            ```
+        last_id:
+            Id of the last returned conversation; the cursor for the next page.
+
+            ```proto
+            string last_id = 3;
+            ```
+        has_more:
+            True when more conversations follow.
+
+            ```proto
+            bool has_more = 4;
+            ```
+    """
+
+    __slots__ = ("conversations", "first_id", "last_id", "has_more")
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            conversations: list[Conversation] | None = None,
+            first_id: str = "",
+            last_id: str = "",
+            has_more: bool = False,
+        ) -> None:
+            pass
+
+        conversations: list[Conversation]
+        first_id: str
+        last_id: str
+        has_more: bool
+
 
 _DESC = file_desc(
-    b'\n4platform/conversations/v1/conversation_service.proto\x12\x19platform.conversations.v1\x1a,platform/conversations/v1/conversation.proto"\x98\x02\n\x19CreateConversationRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12^\n\x08metadata\x18\x02 \x03(\x0b2B.platform.conversations.v1.CreateConversationRequest.MetadataEntryR\x08metadata\x12A\n\x05items\x18\x03 \x03(\x0b2+.platform.conversations.v1.ConversationItemR\x05items\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x028\x01"i\n\x1aCreateConversationResponse\x12K\n\x0cconversation\x18\x01 \x01(\x0b2\'.platform.conversations.v1.ConversationR\x0cconversation"^\n\x16GetConversationRequest\x12\'\n\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId"f\n\x17GetConversationResponse\x12K\n\x0cconversation\x18\x01 \x01(\x0b2\'.platform.conversations.v1.ConversationR\x0cconversation"\xfe\x01\n\x19UpdateConversationRequest\x12\'\n\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12^\n\x08metadata\x18\x03 \x03(\x0b2B.platform.conversations.v1.UpdateConversationRequest.MetadataEntryR\x08metadata\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x028\x01"i\n\x1aUpdateConversationResponse\x12K\n\x0cconversation\x18\x01 \x01(\x0b2\'.platform.conversations.v1.ConversationR\x0cconversation"a\n\x19DeleteConversationRequest\x12\'\n\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId"\x1c\n\x1aDeleteConversationResponse2\xa0\x04\n\x13ConversationService\x12\x81\x01\n\x12CreateConversation\x124.platform.conversations.v1.CreateConversationRequest\x1a5.platform.conversations.v1.CreateConversationResponse\x12}\n\x0fGetConversation\x121.platform.conversations.v1.GetConversationRequest\x1a2.platform.conversations.v1.GetConversationResponse"\x03\x90\x02\x01\x12\x81\x01\n\x12UpdateConversation\x124.platform.conversations.v1.UpdateConversationRequest\x1a5.platform.conversations.v1.UpdateConversationResponse\x12\x81\x01\n\x12DeleteConversation\x124.platform.conversations.v1.DeleteConversationRequest\x1a5.platform.conversations.v1.DeleteConversationResponseb\x06proto3',
+    b'\n4platform/conversations/v1/conversation_service.proto\x12\x19platform.conversations.v1\x1a,platform/conversations/v1/conversation.proto"\x98\x02\n\x19CreateConversationRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12^\n\x08metadata\x18\x02 \x03(\x0b2B.platform.conversations.v1.CreateConversationRequest.MetadataEntryR\x08metadata\x12A\n\x05items\x18\x03 \x03(\x0b2+.platform.conversations.v1.ConversationItemR\x05items\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x028\x01"i\n\x1aCreateConversationResponse\x12K\n\x0cconversation\x18\x01 \x01(\x0b2\'.platform.conversations.v1.ConversationR\x0cconversation"^\n\x16GetConversationRequest\x12\'\n\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId"f\n\x17GetConversationResponse\x12K\n\x0cconversation\x18\x01 \x01(\x0b2\'.platform.conversations.v1.ConversationR\x0cconversation"\xfe\x01\n\x19UpdateConversationRequest\x12\'\n\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12^\n\x08metadata\x18\x03 \x03(\x0b2B.platform.conversations.v1.UpdateConversationRequest.MetadataEntryR\x08metadata\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x028\x01"i\n\x1aUpdateConversationResponse\x12K\n\x0cconversation\x18\x01 \x01(\x0b2\'.platform.conversations.v1.ConversationR\x0cconversation"a\n\x19DeleteConversationRequest\x12\'\n\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId"\x1c\n\x1aDeleteConversationResponse"\x9f\x01\n\x18ListConversationsRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x14\n\x05after\x18\x02 \x01(\tR\x05after\x12\x14\n\x05limit\x18\x03 \x01(\x05R\x05limit\x12:\n\x05order\x18\x04 \x01(\x0e2$.platform.conversations.v1.SortOrderR\x05order"\xb9\x01\n\x19ListConversationsResponse\x12M\n\rconversations\x18\x01 \x03(\x0b2\'.platform.conversations.v1.ConversationR\rconversations\x12\x19\n\x08first_id\x18\x02 \x01(\tR\x07firstId\x12\x17\n\x07last_id\x18\x03 \x01(\tR\x06lastId\x12\x19\n\x08has_more\x18\x04 \x01(\x08R\x07hasMore2\xa6\x05\n\x13ConversationService\x12\x81\x01\n\x12CreateConversation\x124.platform.conversations.v1.CreateConversationRequest\x1a5.platform.conversations.v1.CreateConversationResponse\x12}\n\x0fGetConversation\x121.platform.conversations.v1.GetConversationRequest\x1a2.platform.conversations.v1.GetConversationResponse"\x03\x90\x02\x01\x12\x81\x01\n\x12UpdateConversation\x124.platform.conversations.v1.UpdateConversationRequest\x1a5.platform.conversations.v1.UpdateConversationResponse\x12\x81\x01\n\x12DeleteConversation\x124.platform.conversations.v1.DeleteConversationRequest\x1a5.platform.conversations.v1.DeleteConversationResponse\x12\x83\x01\n\x11ListConversations\x123.platform.conversations.v1.ListConversationsRequest\x1a4.platform.conversations.v1.ListConversationsResponse"\x03\x90\x02\x01b\x06proto3',
     [
         conversation_pb.desc(),
     ],
@@ -329,6 +441,8 @@ _DESC = file_desc(
         "UpdateConversationResponse": UpdateConversationResponse,
         "DeleteConversationRequest": DeleteConversationRequest,
         "DeleteConversationResponse": DeleteConversationResponse,
+        "ListConversationsRequest": ListConversationsRequest,
+        "ListConversationsResponse": ListConversationsResponse,
     },
 )
 

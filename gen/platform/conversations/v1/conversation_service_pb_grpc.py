@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from grpc import StatusCode, method_handlers_generic_handler, unary_unary_rpc_method_handler
 
-from .conversation_service_pb import CreateConversationRequest, CreateConversationResponse, DeleteConversationRequest, DeleteConversationResponse, GetConversationRequest, GetConversationResponse, UpdateConversationRequest, UpdateConversationResponse
+from .conversation_service_pb import CreateConversationRequest, CreateConversationResponse, DeleteConversationRequest, DeleteConversationResponse, GetConversationRequest, GetConversationResponse, ListConversationsRequest, ListConversationsResponse, UpdateConversationRequest, UpdateConversationResponse
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -57,6 +57,14 @@ class ConversationServiceService:
         context.set_details("Method not implemented!")
         raise NotImplementedError("Method not implemented!")
 
+    async def list_conversations(self, request: ListConversationsRequest, context: aio.ServicerContext) -> ListConversationsResponse:
+        """
+        ListConversations pages through the caller's own conversations in a tenant.
+        """
+        context.set_code(StatusCode.UNIMPLEMENTED)
+        context.set_details("Method not implemented!")
+        raise NotImplementedError("Method not implemented!")
+
     def add_to_server(self, server: aio.Server) -> None:
         """Register this service's RPC handlers with a grpc server."""
         rpc_method_handlers = {
@@ -79,6 +87,11 @@ class ConversationServiceService:
                 self.delete_conversation,
                 request_deserializer=DeleteConversationRequest.from_binary,
                 response_serializer=DeleteConversationResponse.to_binary,
+            ),
+            "ListConversations": unary_unary_rpc_method_handler(
+                self.list_conversations,
+                request_deserializer=ListConversationsRequest.from_binary,
+                response_serializer=ListConversationsResponse.to_binary,
             ),
         }
         generic_handler = method_handlers_generic_handler(
@@ -112,6 +125,11 @@ class ConversationServiceClient:
             "/platform.conversations.v1.ConversationService/DeleteConversation",
             request_serializer=DeleteConversationRequest.to_binary,
             response_deserializer=DeleteConversationResponse.from_binary,
+        )
+        self._list_conversations = channel.unary_unary(
+            "/platform.conversations.v1.ConversationService/ListConversations",
+            request_serializer=ListConversationsRequest.to_binary,
+            response_deserializer=ListConversationsResponse.from_binary,
         )
 
     def create_conversation(
@@ -174,6 +192,21 @@ class ConversationServiceClient:
         """
         return self._delete_conversation(request, timeout=timeout, metadata=metadata, credentials=credentials, wait_for_ready=wait_for_ready, compression=compression)
 
+    def list_conversations(
+        self,
+        request: ListConversationsRequest,
+        *,
+        timeout: float | None = None,
+        metadata: aio.Metadata | Sequence[tuple[str, str | bytes]] | None = None,
+        credentials: CallCredentials | None = None,
+        wait_for_ready: bool | None = None,
+        compression: Compression | None = None,
+    ) -> aio.UnaryUnaryCall[ListConversationsRequest, ListConversationsResponse]:
+        """
+        ListConversations pages through the caller's own conversations in a tenant.
+        """
+        return self._list_conversations(request, timeout=timeout, metadata=metadata, credentials=credentials, wait_for_ready=wait_for_ready, compression=compression)
+
 
 class ConversationServiceServiceSync:
     """
@@ -211,6 +244,14 @@ class ConversationServiceServiceSync:
         context.set_details("Method not implemented!")
         raise NotImplementedError("Method not implemented!")
 
+    def list_conversations(self, request: ListConversationsRequest, context: ServicerContext) -> ListConversationsResponse:
+        """
+        ListConversations pages through the caller's own conversations in a tenant.
+        """
+        context.set_code(StatusCode.UNIMPLEMENTED)
+        context.set_details("Method not implemented!")
+        raise NotImplementedError("Method not implemented!")
+
     def add_to_server(self, server: Server) -> None:
         """Register this service's RPC handlers with a grpc server."""
         rpc_method_handlers = {
@@ -233,6 +274,11 @@ class ConversationServiceServiceSync:
                 self.delete_conversation,
                 request_deserializer=DeleteConversationRequest.from_binary,
                 response_serializer=DeleteConversationResponse.to_binary,
+            ),
+            "ListConversations": unary_unary_rpc_method_handler(
+                self.list_conversations,
+                request_deserializer=ListConversationsRequest.from_binary,
+                response_serializer=ListConversationsResponse.to_binary,
             ),
         }
         generic_handler = method_handlers_generic_handler(
@@ -266,6 +312,11 @@ class ConversationServiceClientSync:
             "/platform.conversations.v1.ConversationService/DeleteConversation",
             request_serializer=DeleteConversationRequest.to_binary,
             response_deserializer=DeleteConversationResponse.from_binary,
+        )
+        self._list_conversations = channel.unary_unary(
+            "/platform.conversations.v1.ConversationService/ListConversations",
+            request_serializer=ListConversationsRequest.to_binary,
+            response_deserializer=ListConversationsResponse.from_binary,
         )
 
     def create_conversation(
@@ -327,3 +378,18 @@ class ConversationServiceClientSync:
         DeleteConversation deletes a conversation and its items.
         """
         return self._delete_conversation(request, timeout=timeout, metadata=metadata, credentials=credentials, wait_for_ready=wait_for_ready, compression=compression)
+
+    def list_conversations(
+        self,
+        request: ListConversationsRequest,
+        *,
+        timeout: float | None = None,
+        metadata: tuple[tuple[str, str | bytes], ...] | None = None,
+        credentials: CallCredentials | None = None,
+        wait_for_ready: bool | None = None,
+        compression: Compression | None = None,
+    ) -> ListConversationsResponse:
+        """
+        ListConversations pages through the caller's own conversations in a tenant.
+        """
+        return self._list_conversations(request, timeout=timeout, metadata=metadata, credentials=credentials, wait_for_ready=wait_for_ready, compression=compression)

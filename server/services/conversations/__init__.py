@@ -1,0 +1,1 @@
+"""Handlers of platform.conversations.v1."""

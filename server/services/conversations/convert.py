@@ -1,0 +1,122 @@
+"""platform.conversations.v1 messages <-> domain values, nothing else.
+
+A ConversationItem message carries the common item fields typed (type, role, status, content parts, call_id, name,
+arguments, output) and every other field of the OpenAI item shape in `extra`, so an item written through /v1 reads
+back here field for field, and the other way round. (google.protobuf.Struct holds numbers as doubles; whole numbers
+are turned back into integers on the way in.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protobuf.wkt import Struct
+
+from gen.platform.conversations.v1 import conversation_pb as pb
+from server.domain.conversation_items import TEXT_PART_TYPES, required_fields
+from server.domain.conversations import Conversation, Item, SortOrder
+from server.services.tenants.convert import timestamp
+
+__all__ = ["conversation", "item", "item_in", "order_in"]
+
+_TYPED_STRINGS = ("call_id", "name", "arguments", "output")
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    return value
+
+
+def _struct_in(value: Struct | None) -> dict[str, Any]:
+    return _whole(value.to_python()) if value is not None else {}
+
+
+def _struct(value: dict[str, Any]) -> Struct | None:
+    return Struct.from_python(value) if value else None
+
+
+def conversation(value: Conversation) -> pb.Conversation:
+    return pb.Conversation(
+        id=value.id,
+        tenant_id=value.tenant_id,
+        create_time=timestamp(value.created_at),
+        metadata=dict(value.metadata),
+        item_count=value.item_count,
+        owner_user_id=value.owner_user_id or "",
+        owner_service_account_id=value.owner_service_account_id or "",
+    )
+
+
+def _part(value: dict[str, Any]) -> pb.ConversationContentPart:
+    rest = dict(value)
+    kind = str(rest.pop("type"))
+    text = rest.pop("text") if isinstance(rest.get("text"), str) else ""
+    return pb.ConversationContentPart(type=kind, text=text, extra=_struct(rest))
+
+
+def _parts(kind: str, content: Any) -> list[dict[str, Any]] | None:
+    """The content as typed parts, when it is a list of parts (never empty unless the item is a message)."""
+    if not isinstance(content, list) or not (content or kind == "message"):
+        return None
+    if all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in content):
+        return content
+    return None
+
+
+def item(value: Item) -> pb.ConversationItem:
+    body = dict(value.body)
+    kind = str(body.pop("type"))
+    body.pop("id", None)
+    parts = _parts(kind, body.get("content"))
+    if parts is not None:
+        body.pop("content")
+    typed = {name: body.pop(name) for name in _TYPED_STRINGS if isinstance(body.get(name), str)}
+    return pb.ConversationItem(
+        id=value.id,
+        type=kind,
+        role=str(body.pop("role", "")),
+        status=str(body.pop("status", "")),
+        content=[_part(p) for p in parts or []],
+        extra=_struct(body),
+        create_time=timestamp(value.created_at),
+        sequence=value.sequence,
+        **typed,
+    )
+
+
+def _part_in(value: pb.ConversationContentPart) -> dict[str, Any]:
+    out = _struct_in(value.extra)
+    out["type"] = value.type
+    if value.text or value.type in TEXT_PART_TYPES:
+        out["text"] = value.text
+    return out
+
+
+def item_in(value: pb.ConversationItem) -> dict[str, Any]:
+    """The item as the OpenAI-shaped object the domain validates (the id, output only, is not read)."""
+    out = _struct_in(value.extra)
+    out.pop("id", None)
+    if value.type:
+        out["type"] = value.type
+    for name in ("role", "status"):
+        if getattr(value, name):
+            out[name] = getattr(value, name)
+    if value.content:
+        out["content"] = [_part_in(p) for p in value.content]
+    elif value.type == "message":
+        out.setdefault("content", [])
+    required = required_fields(value.type)
+    for name in _TYPED_STRINGS:
+        typed = getattr(value, name)
+        if typed or (name in required and name not in out):
+            out[name] = typed
+    return out
+
+
+def order_in(value: pb.SortOrder) -> SortOrder:
+    return SortOrder.ASC if value == pb.SortOrder.ASC else SortOrder.DESC
