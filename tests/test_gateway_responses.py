@@ -162,3 +162,31 @@ def test_input_items_are_listed_with_ids_and_pages(gateway: Gateway, gw_world: G
     with pytest.raises(openai.BadRequestError) as err:
         sdk.responses.input_items.list(created.id, limit=101)
     assert err.value.param == "limit"
+
+
+def test_responses_continue_a_conversation_and_add_to_it(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes
+) -> None:
+    sdk = client(gateway, gw_world.keys["all"])
+    conversation = sdk.conversations.create(items=[{"role": "user", "content": "My name is Ada."}])
+    first = sdk.responses.create(model=gw_world.model("chat"), input="What is my name?", conversation=conversation.id)
+    assert first.conversation is not None and first.conversation.id == conversation.id
+    sent = fakes.openai.last().json
+    assert sent is not None
+    assert sent["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "My name is Ada."}]},
+        {"role": "user", "content": "What is my name?"},
+    ]
+    items = list(sdk.conversations.items.list(conversation.id, order="asc"))
+    assert [i.type for i in items] == ["message", "message", "message"]
+    assert items[-1].id == first.output[0].id  # the output item keeps the id the client saw
+    streamed = list(
+        sdk.responses.create(
+            model=gw_world.model("chat"), input="And again?", conversation=conversation.id, stream=True
+        )
+    )
+    assert streamed[-1].type == "response.completed"
+    assert len(list(sdk.conversations.items.list(conversation.id))) == 5
+    other = client(gateway, gw_world.keys["chat-only"])
+    with pytest.raises(openai.NotFoundError):
+        other.responses.create(model=gw_world.model("chat"), input="x", conversation=conversation.id)

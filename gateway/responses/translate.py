@@ -21,6 +21,7 @@ __all__ = [
     "ChatPlan",
     "function_call_item",
     "message_item",
+    "messages",
     "new_id",
     "plan",
     "response_object",
@@ -105,7 +106,7 @@ def _function_output(item: dict[str, Any], where: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": _text_of(item.get("output", ""), f"{where}.output")}
 
 
-def _messages(items: list[Any]) -> list[dict[str, Any]]:
+def messages(items: list[Any]) -> list[dict[str, Any]]:
     """Input items as chat messages; consecutive function calls share one assistant message, as chat requires."""
     out: list[dict[str, Any]] = []
     for i, item in enumerate(items):
@@ -180,14 +181,14 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
         items = raw
     else:
         raise InvalidArgument("'input' must be a string or a non-empty array of input items.", field="input")
-    turn = _messages(items)
-    messages = list(context) + turn
+    turn = messages(items)
+    history = list(context) + turn
     instructions = payload.get("instructions")
     if instructions is not None:
         if not isinstance(instructions, str):
             raise InvalidArgument("'instructions' must be a string.", field="instructions")
-        messages = [{"role": "system", "content": instructions}, *messages]
-    chat: dict[str, Any] = {"messages": messages}
+        history = [{"role": "system", "content": instructions}, *history]
+    chat: dict[str, Any] = {"messages": history}
     tools = _tools(payload.get("tools"))
     if tools:
         chat["tools"] = tools

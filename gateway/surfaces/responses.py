@@ -8,6 +8,7 @@ model-facing history, owned by the caller (server.domain.responses).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -23,6 +24,7 @@ from gateway.responses import translate
 from gateway.responses.events import ResponseStream
 from gateway.streaming import chat_chunks
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from server.domain import conversation_items, conversations
 from server.domain import responses as stored
 from server.errors import InvalidArgument, UpstreamFailed
 from server.metering import CallKind
@@ -36,8 +38,6 @@ def _validate(payload: dict[str, Any]) -> bool:
         raise InvalidArgument("'stream' must be a boolean.", field="stream")
     if payload.get("conversation") is not None and payload.get("previous_response_id") is not None:
         raise InvalidArgument("'conversation' cannot be combined with 'previous_response_id'.", field="conversation")
-    if payload.get("conversation") is not None:
-        raise InvalidArgument("'conversation' is not available on this gateway yet.", field="conversation")
     if payload.get("background"):
         raise InvalidArgument("'background' responses are not supported.", field="background")
     return bool(stream)
@@ -76,10 +76,53 @@ def _output_of(parsed: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     return output, choice.get("finish_reason")
 
 
-async def _store(request: web.Request, body: dict[str, Any], items: list[Any], context: list[Any]) -> None:
-    if body.get("store"):
-        async with request.app[DB].transaction() as session:
-            await stored.save(session, request[PRINCIPAL], body, items, context)
+_CHAT_ITEMS = frozenset({"message", "function_call", "function_call_output"})
+
+
+def _conversation_id(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        value = value.get("id")
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(
+            "'conversation' must be a conversation id or an object with its id.", field="conversation"
+        )
+    return value
+
+
+async def _conversation_history(request: web.Request, conversation_id: str) -> list[dict[str, Any]]:
+    """The conversation's latest items (the gateway keeps 128) as chat history; items a chat model cannot take
+    (reasoning, MCP listings) are left out."""
+    async with request.app[DB].read() as session:
+        await conversations.require_conversation(session, request[PRINCIPAL], "", conversation_id)
+        items = await conversations.history(session, conversation_id)
+    return translate.messages([i.body for i in items if i.body.get("type") in _CHAT_ITEMS])
+
+
+def _new_items(items: list[dict[str, Any]]) -> list[conversation_items.NewItem]:
+    """This turn's input and output as conversation items, keeping the ids the client has already seen."""
+    out: list[conversation_items.NewItem] = []
+    for start in range(0, len(items), conversation_items.MAX_ITEMS_PER_CALL):
+        chunk = items[start : start + conversation_items.MAX_ITEMS_PER_CALL]
+        normalized = conversation_items.normalize_items(chunk, field="input")
+        out += [dataclasses.replace(n, id=raw.get("id")) for n, raw in zip(normalized, chunk, strict=True)]
+    return out
+
+
+async def _remember(
+    request: web.Request, body: dict[str, Any], plan: translate.ChatPlan, conversation_id: str | None
+) -> None:
+    """Keep the turn: as a stored response (store: true) and at the end of its conversation, in one transaction."""
+    if not body.get("store") and conversation_id is None:
+        return
+    context = plan.context + plan.turn + _assistant_messages(body["output"])
+    async with request.app[DB].transaction() as session:
+        if body.get("store"):
+            await stored.save(session, request[PRINCIPAL], body, plan.input_items, context)
+        if conversation_id is not None:
+            await conversations.require_conversation(session, request[PRINCIPAL], "", conversation_id)
+            await conversations.append_items(session, conversation_id, _new_items(plan.input_items + body["output"]))
 
 
 async def create_response(request: web.Request) -> web.StreamResponse:
@@ -88,6 +131,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         model = require_model(payload)
         stream = _validate(payload)
         context: list[dict[str, Any]] = []
+        conversation_id = _conversation_id(payload.get("conversation"))
+        if conversation_id is not None:
+            context = await _conversation_history(request, conversation_id)
         previous = payload.get("previous_response_id")
         if previous is not None:
             if not isinstance(previous, str) or not previous:
@@ -97,6 +143,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                     await stored.load(session, request[PRINCIPAL], previous, field="previous_response_id")
                 ).context
         plan = translate.plan(payload, context)
+        if conversation_id is not None:
+            plan.echo["conversation"] = {"id": conversation_id}
         route = await call.resolve(model)
         require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
         chat = plan.payload
@@ -106,7 +154,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         upstream = await post_json(request, route, Surface.CHAT, chat)
         if stream:
             events = ResponseStream(web.StreamResponse(), response_id, model, plan.echo, created_at)
-            return await _stream(request, upstream, call, plan, events)
+            return await _stream(request, upstream, call, plan, events, conversation_id=conversation_id)
         _raw, parsed = await read_upstream_json(upstream, call)
         call.count(parsed.get("usage"))
         output, finish = _output_of(parsed)
@@ -121,14 +169,20 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             created_at=created_at,
             incomplete_reason="max_output_tokens" if incomplete else None,
         )
-        await _store(request, body, plan.input_items, plan.context + plan.turn + _assistant_messages(output))
+        await _remember(request, body, plan, conversation_id)
         encoded = orjson.dumps(body)
         call.response_bytes = len(encoded)
         return web.Response(body=encoded, content_type="application/json")
 
 
 async def _stream(
-    request: web.Request, upstream: Any, call: Any, plan: translate.ChatPlan, events: ResponseStream
+    request: web.Request,
+    upstream: Any,
+    call: Any,
+    plan: translate.ChatPlan,
+    events: ResponseStream,
+    *,
+    conversation_id: str | None,
 ) -> web.StreamResponse:
     out = events.out
     out.headers["Content-Type"] = "text/event-stream"
@@ -147,7 +201,7 @@ async def _stream(
             upstream.release()
         body = await events.finish()
         call.count(events.usage)
-        await _store(request, body, plan.input_items, plan.context + plan.turn + _assistant_messages(body["output"]))
+        await _remember(request, body, plan, conversation_id)
         await out.write_eof()
     except ConnectionError:
         call.status = 499  # the client went away
