@@ -99,6 +99,18 @@ class Server:
         return self.token("platform-admin", roles=PLATFORM_ROLES)
 
 
+async def insert_rows(database: Database, *rows: Any) -> None:
+    """Write rows straight into the test database (for data only other processes write, such as metering)."""
+    from server.store.db import Database as Db
+
+    db = Db(database.url)
+    try:
+        async with db.transaction() as session:
+            session.add_all(rows)
+    finally:
+        await db.close()
+
+
 def server_env(database: Database, var_dir: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(

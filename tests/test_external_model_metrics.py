@@ -6,10 +6,9 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from server.store.db import Database as Db
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server
+from tests.conftest import Database, Server, insert_rows
 from tests.world import make_world, must
 
 EXTERNAL = "platform.modelmanager.v1.ExternalModelService"
@@ -30,22 +29,17 @@ async def _model(connect: ConnectJsonCaller, token: str) -> str:
 
 
 async def _seed(database: Database, name: str, at: datetime, **tokens: int) -> None:
-    db = Db(database.url)
-    try:
-        async with db.transaction() as s:
-            s.add(
-                UsageEventRow(
-                    occurred_at=at,
-                    target_kind=EXTERNAL_KIND,
-                    target_name=name,
-                    call_kind=1,
-                    prompt_tokens=tokens.get("prompt", 0),
-                    completion_tokens=tokens.get("completion", 0),
-                    total_tokens=tokens.get("prompt", 0) + tokens.get("completion", 0),
-                )
-            )
-    finally:
-        await db.close()
+    prompt, completion = tokens.get("prompt", 0), tokens.get("completion", 0)
+    row = UsageEventRow(
+        occurred_at=at,
+        target_kind=EXTERNAL_KIND,
+        target_name=name,
+        call_kind=1,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+    )
+    await insert_rows(database, row)
 
 
 def _values(points: list[dict[str, Any]]) -> list[float]:

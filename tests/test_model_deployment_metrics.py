@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from server.store.db import Database as Db
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server
+from tests.conftest import Database, Server, insert_rows
 from tests.world import must
 
 OBS = "platform.modelmanager.v1.ModelDeploymentObservabilityService"
@@ -54,15 +53,6 @@ def _event(name: str, at: datetime, status: int, latency: float, kind: int = DEP
     )
 
 
-async def _seed(database: Database, *rows: UsageEventRow) -> None:
-    db = Db(database.url)
-    try:
-        async with db.transaction() as s:
-            s.add_all(rows)
-    finally:
-        await db.close()
-
-
 def _points(series: list[dict[str, Any]]) -> dict[int, float]:
     return {p["timestamp"]: p.get("value", 0.0) for p in series}
 
@@ -73,7 +63,7 @@ async def test_counts_errors_percentiles_and_tokens_per_step(
     name = await _deployment(connect, server.admin_token)
     t0 = _hour()
     first = [(200, 10.0), (200, 50.0), (404, 30.0), (500, 20.0), (429, 40.0)]  # latencies 10..50 in any order
-    await _seed(
+    await insert_rows(
         database,
         *(
             _event(name, t0 + timedelta(seconds=10 * i), s, ms, prompt=3, completion=2)
@@ -112,7 +102,9 @@ async def test_percentiles_over_many_calls(server: Server, database: Database, c
     t0 = _hour()
     latencies = list(range(1, 102))  # 1..101 ms
     random.shuffle(latencies)
-    await _seed(database, *(_event(name, t0 + timedelta(seconds=i), 200, float(ms)) for i, ms in enumerate(latencies)))
+    await insert_rows(
+        database, *(_event(name, t0 + timedelta(seconds=i), 200, float(ms)) for i, ms in enumerate(latencies))
+    )
     body = {
         "deploymentName": name,
         "startTime": int(t0.timestamp()),

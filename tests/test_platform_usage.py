@@ -15,10 +15,9 @@ from typing import Any
 import grpc
 import pytest
 
-from server.store.db import Database as Db
 from server.store.models import ApiTrafficRow, UsageEventRow
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server
+from tests.conftest import Database, Server, insert_rows
 
 SERVICE = "platform.metering.v1.PlatformUsageService"
 
@@ -30,15 +29,6 @@ def _hour() -> datetime:
 
 def _window(start: datetime, end: datetime) -> dict[str, str]:
     return {"startTime": start.isoformat().replace("+00:00", "Z"), "endTime": end.isoformat().replace("+00:00", "Z")}
-
-
-async def _seed(database: Database, *rows: UsageEventRow | ApiTrafficRow) -> None:
-    db = Db(database.url)
-    try:
-        async with db.transaction() as s:
-            s.add_all(rows)
-    finally:
-        await db.close()
 
 
 def _event(at: datetime, tenant: str, model: str, **tokens: int) -> UsageEventRow:
@@ -65,7 +55,7 @@ async def _call(server: Server, method: str, body: dict[str, Any], token: str | 
 
 async def test_token_series_per_tenant_in_five_minute_buckets(server: Server, database: Database) -> None:
     t0 = _hour()
-    await _seed(
+    await insert_rows(
         database,
         _event(t0 + timedelta(minutes=1), "ten-a", "m1", prompt=10, completion=5),
         _event(t0 + timedelta(minutes=3), "ten-a", "m2", prompt=1, completion=1),
@@ -85,7 +75,7 @@ async def test_token_series_per_tenant_in_five_minute_buckets(server: Server, da
 
 async def test_tenant_filter_is_independent_of_grouping(server: Server, database: Database) -> None:
     t0 = _hour()
-    await _seed(
+    await insert_rows(
         database,
         _event(t0, "f-a", "m1", prompt=1),
         _event(t0, "f-b", "m2", prompt=10),
@@ -121,7 +111,7 @@ async def test_the_server_coarsens_a_step_that_would_give_too_many_buckets(serve
 
 async def test_call_counts_count_one_kind(server: Server, database: Database) -> None:
     t0 = _hour()
-    await _seed(
+    await insert_rows(
         database,
         _event(t0, "c-a", "chat-m", kind=1),
         _event(t0 + timedelta(seconds=5), "c-a", "chat-m", kind=1),
@@ -137,7 +127,7 @@ async def test_call_counts_count_one_kind(server: Server, database: Database) ->
 
 async def test_token_totals_highest_first_with_a_limit(server: Server, database: Database) -> None:
     t0 = _hour()
-    await _seed(
+    await insert_rows(
         database,
         _event(t0, "l-a", "m", prompt=5),
         _event(t0, "l-b", "m", prompt=50),
@@ -154,7 +144,7 @@ async def test_token_totals_highest_first_with_a_limit(server: Server, database:
 
 async def test_api_traffic_per_service_and_the_unfiltered_service_list(server: Server, database: Database) -> None:
     t0 = _hour()
-    await _seed(
+    await insert_rows(
         database,
         ApiTrafficRow(occurred_at=t0, service="gateway", status=200, request_bytes=10, response_bytes=100),
         ApiTrafficRow(occurred_at=t0, service="gateway", status=401, request_bytes=5, response_bytes=50),
