@@ -1,13 +1,15 @@
 """Authentication of management and gateway requests: headers in, `Principal` out.
 
 `Authorization: Bearer <token>` carries either a user session (JWT) or an API key (recognised by its prefix).
-`X-Platform-Tenant-Id` scopes a user session to one tenant; keys are always scoped to their own tenant.
+`X-Platform-Tenant-Id` scopes a user session to one tenant the user belongs to (refused otherwise, here, so that no
+method answers a non-member's scoped request); keys are always scoped to their own tenant.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
+from server import permissions
 from server.domain import users
 from server.domain.principal import Principal
 from server.errors import Unauthenticated
@@ -51,7 +53,7 @@ class Authenticator:
                 await users.sign_in(session, claims)
             self._known_users.add(claims.user_id)
         scoped = headers.get(TENANT_HEADER, "").strip() or None
-        return Principal(
+        principal = Principal(
             user_id=claims.user_id,
             email=claims.email,
             display_name=claims.display_name,
@@ -59,3 +61,7 @@ class Authenticator:
             can_manage_models=claims.can_manage_models,
             scoped_tenant_id=scoped,
         )
+        if scoped is not None and not principal.can_manage_tenants:
+            async with self._db.read() as session:
+                await permissions.require_scope_membership(session, principal)
+        return principal

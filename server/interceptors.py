@@ -14,11 +14,13 @@ from typing import Any
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from connectrpc.interceptor import Interceptor
+from connectrpc.method import IdempotencyLevel
 from connectrpc.request import RequestContext
 from connectrpc_otel import OpenTelemetryInterceptor
 
+from server import permissions
 from server.auth import Authenticator
-from server.errors import SwitchboardError, Unauthenticated, wire_error_for
+from server.errors import SwitchboardError, wire_error_for
 from server.services.context import set_principal
 
 __all__ = ["AuthInterceptor", "ErrorInterceptor", "build_interceptors"]
@@ -27,7 +29,12 @@ log = logging.getLogger("switchboard.rpc")
 
 
 class AuthInterceptor:
-    """A metadata interceptor at the front of the chain, so a bad credential is refused before parsing the body."""
+    """A metadata interceptor at the front of the chain, so a bad credential is refused before parsing the body.
+
+    It is also where what a credential may call at all is decided (`server.permissions.credentials`: API keys are
+    refused every method but reads, their conversations and MCP OAuth), so every method, present and future, is
+    covered without any handler opting in.
+    """
 
     def __init__(self, authenticator: Authenticator) -> None:
         self._authenticator = authenticator
@@ -35,8 +42,14 @@ class AuthInterceptor:
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         try:
             principal = await self._authenticator.authenticate(ctx.request_headers)
-        except Unauthenticated as exc:
-            raise ConnectError(Code.UNAUTHENTICATED, exc.message) from None
+            permissions.require_callable(
+                principal,
+                ctx.method.service_name,
+                ctx.method.name,
+                side_effect_free=ctx.method.idempotency_level == IdempotencyLevel.NO_SIDE_EFFECTS,
+            )
+        except SwitchboardError as exc:
+            raise ConnectError(wire_error_for(exc).connect_code, exc.message) from None
         except Exception:
             raise _internal(ctx) from None
         set_principal(principal)

@@ -125,11 +125,6 @@ def _future_expiry(expire_at: datetime | None) -> datetime | None:
     return expire_at
 
 
-def _refuse_key_creation_by_all_resources_key(principal: Principal) -> None:
-    if principal.api_key is not None and principal.api_key.type == ApiKeyType.PERSONAL_ALL_RESOURCES:
-        raise PermissionDenied("Personal (all resources) keys cannot create or manage API keys")
-
-
 async def _check_grant(session: AsyncSession, principal: Principal, row: ApiKeyRow, ref: ResourceRef) -> None:
     """A key may be granted what its owner (or, for service-account keys, its creator) can read."""
     if ref.kind not in ResourceKind.__members__.values() or not ref.name:
@@ -160,7 +155,7 @@ async def create_key(
     group_ids: tuple[str, ...] = (),
 ) -> CreatedKey:
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
-    _refuse_key_creation_by_all_resources_key(principal)
+    permissions.require_session(principal, "create or manage API keys")
     kind = _key_type(key_type)
     name = require_name(name, "name")
     owner: str | None = None
@@ -212,6 +207,7 @@ async def create_key(
 
 async def _manageable(session: AsyncSession, principal: Principal, tenant_id: str, key_id: str) -> ApiKeyRow:
     """The key, if the caller owns it or administers its tenant; not_found otherwise (ids cannot be probed)."""
+    permissions.require_session(principal, "read or manage API keys")
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     require_nonempty(key_id, "api_key_id")
     row = await session.get(ApiKeyRow, key_id)
@@ -239,6 +235,7 @@ async def list_keys(
     service_account_id: str | None = None,
     include_revoked: bool = False,
 ) -> list[ApiKey]:
+    permissions.require_session(principal, "read or manage API keys")
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_member(session, principal, tenant_id)
     query = select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id).order_by(ApiKeyRow.created_at, ApiKeyRow.id)
@@ -261,7 +258,7 @@ async def update_key(
     description: str | None = None,
     expire_at: datetime | None = None,
 ) -> ApiKey:
-    _refuse_key_creation_by_all_resources_key(principal)
+    permissions.require_session(principal, "create or manage API keys")
     row = await _manageable(session, principal, tenant_id, key_id)
     _not_revoked(row)
     if name is not None:
@@ -286,7 +283,7 @@ async def set_state(
     session: AsyncSession, principal: Principal, tenant_id: str, key_id: str, state: KeyState
 ) -> ApiKey:
     """Disable, enable or revoke. The secret and the grants are kept; revocation is final."""
-    _refuse_key_creation_by_all_resources_key(principal)
+    permissions.require_session(principal, "create or manage API keys")
     row = await _manageable(session, principal, tenant_id, key_id)
     current = KeyState(row.state)
     if current not in _TRANSITIONS[state]:
@@ -300,7 +297,7 @@ async def set_state(
 
 
 async def _grantable(session: AsyncSession, principal: Principal, tenant_id: str, key_id: str) -> ApiKeyRow:
-    _refuse_key_creation_by_all_resources_key(principal)
+    permissions.require_session(principal, "create or manage API keys")
     row = await _manageable(session, principal, tenant_id, key_id)
     _not_revoked(row)
     if row.type == ApiKeyType.PERSONAL_ALL_RESOURCES:

@@ -4,6 +4,7 @@
 - `resources` one model for every resource kind: ownership (platform or tenant), creator rights, Sharing, grants
               to subjects (user, group, service account, tenant, API key) with roles, and API-key grants; answers
               can_read / can_admin / can_invoke and lists what a principal can read in one query.
+- `credentials` what an API key may call on the management API at all (deny by default), checked once per RPC.
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
@@ -13,6 +14,7 @@ from server.permissions.conversations import (
     owned_conversations,
     owns_conversation,
 )
+from server.permissions.credentials import key_may_call, require_callable
 from server.permissions.resources import (
     Ownership,
     Permission,
@@ -50,6 +52,8 @@ from server.permissions.tenancy import (
     require_group_read,
     require_logged_in_user,
     require_platform_role,
+    require_scope_membership,
+    require_session,
     require_tenant_admin,
     require_tenant_member,
     require_tenant_scope,
@@ -81,6 +85,7 @@ __all__ = [
     "delete_resource",
     "forget_subject",
     "has_capability",
+    "key_may_call",
     "list_permissions",
     "member_user_ids",
     "owned_conversations",
@@ -91,11 +96,14 @@ __all__ = [
     "readable_names",
     "remove_permission",
     "require_admin",
+    "require_callable",
     "require_capability",
     "require_group_read",
     "require_logged_in_user",
     "require_platform_role",
     "require_read",
+    "require_scope_membership",
+    "require_session",
     "require_tenant_admin",
     "require_tenant_member",
     "require_tenant_scope",

@@ -435,17 +435,31 @@ async def forget_subject(session: AsyncSession, subject_type: SubjectType, subje
     )
 
 
-async def _require_sharer(session: AsyncSession, principal: Principal, ref: ResourceRef) -> Ownership:
-    """Sharing needs admin rights on the resource and, for tenant resources, the tenant's share capability."""
+async def _require_sharer(session: AsyncSession, principal: Principal, ref: ResourceRef, *, widens: bool) -> Ownership:
+    """Who may change who reaches a resource (spec Authentication 8 reconciled).
+
+    Always: admin rights on the resource. "Any tenant member can share resources they administer with other tenant
+    members": granting an individual member, and narrowing access (removing a grant, turning share-to-all off), need
+    nothing more. "Sharing is a tenant capability": widening a tenant resource beyond individual members (to the
+    whole tenant, a group, a service account or an API key) also needs the tenant's share capability (Editors and
+    Admins). Platform resources are administered from platform scope only, where the capability does not apply.
+    """
     owner = await require_admin(session, principal, ref)
-    if owner.tenant_id is not None and not await has_capability(session, principal, owner.tenant_id, Capability.SHARE):
-        raise PermissionDenied("sharing needs the tenant capability share")
+    if (
+        widens
+        and owner.tenant_id is not None
+        and not await has_capability(session, principal, owner.tenant_id, Capability.SHARE)
+    ):
+        raise PermissionDenied(
+            "sharing with the whole tenant, a group, a service account or an API key needs the tenant capability "
+            "share; administrators of a resource may share it with individual tenant members"
+        )
     return owner
 
 
 async def set_sharing(session: AsyncSession, principal: Principal, ref: ResourceRef, sharing: Sharing) -> Sharing:
     """Replace the whole Sharing (PUT semantics): what is omitted is cleared."""
-    owner = await _require_sharer(session, principal, ref)
+    owner = await _require_sharer(session, principal, ref, widens=sharing.share_to_all or bool(sharing.shared_with))
     shared_with = await _validate_sharing(session, owner.tenant_id, sharing)
     row = await session.get(ResourceRow, (int(ref.kind), ref.name))
     assert row is not None
@@ -529,7 +543,7 @@ async def _check_subject(session: AsyncSession, owner: Ownership, permission: Pe
 
 async def add_permission(session: AsyncSession, principal: Principal, ref: ResourceRef, permission: Permission) -> None:
     permission = _validated(permission)
-    owner = await _require_sharer(session, principal, ref)
+    owner = await _require_sharer(session, principal, ref, widens=permission.subject_type != SubjectType.USER)
     await _check_subject(session, owner, permission)
     key = (int(ref.kind), ref.name, int(permission.subject_type), permission.subject_id, int(permission.role))
     if await session.get(ResourcePermissionRow, key) is not None:
@@ -542,7 +556,7 @@ async def remove_permission(
     session: AsyncSession, principal: Principal, ref: ResourceRef, permission: Permission
 ) -> None:
     permission = _validated(permission)
-    await _require_sharer(session, principal, ref)
+    await _require_sharer(session, principal, ref, widens=False)
     key = (int(ref.kind), ref.name, int(permission.subject_type), permission.subject_id, int(permission.role))
     row = await session.get(ResourcePermissionRow, key)
     if row is None:

@@ -5,9 +5,11 @@ Tenant level
     external model, MCP server; list members; share); Member holds none. Tenant admin (`can_admin` on the tenant) is
     held by the tenant's Admins and by platform operators with can_manage_tenants.
 API keys
-    A key acts only inside its own tenant. Personal keys act as their owner; Personal (all resources) keys follow the
-    owner's read access but never administer, hold no creation capability and cannot create keys; service-account
-    keys act as their service account, which holds no tenant role.
+    A key acts only inside its own tenant and never administers it (see `credentials` for the whole rule): no key is
+    a tenant admin, whoever owns it, and a key holds no capability but reading the member list, and that only when
+    its owner's role does. Personal keys act as their owner (never with admin-only views); Personal (all resources)
+    keys follow the owner's read access; service-account keys act as their service account, which holds no tenant
+    role.
 Groups
     Group reads (`can_read_group`) admit the group's members and the tenant's admins.
 """
@@ -35,6 +37,8 @@ __all__ = [
     "require_group_read",
     "require_logged_in_user",
     "require_platform_role",
+    "require_scope_membership",
+    "require_session",
     "require_tenant_admin",
     "require_tenant_member",
     "require_tenant_scope",
@@ -66,7 +70,7 @@ _ROLE_CAPABILITIES: dict[TenantRole, frozenset[Capability]] = {
     TenantRole.EDITOR: frozenset(Capability),
     TenantRole.ADMIN: frozenset(Capability),
 }
-# What a Personal (all resources) key may still do with its owner's capabilities: read, never create or administer.
+# What a key may still do with its owner's capabilities: read, never create, share or administer.
 _READ_ONLY_CAPABILITIES = frozenset({Capability.LIST_MEMBERS})
 
 
@@ -110,10 +114,10 @@ async def tenant_role(session: AsyncSession, principal: Principal, tenant_id: st
 
 
 async def can_admin_tenant(session: AsyncSession, principal: Principal, tenant_id: str) -> bool:
+    """Tenant admin rights belong to sessions only: a key of a tenant admin is not a tenant admin."""
     if principal.api_key is not None:
-        if principal.api_key.type == ApiKeyType.PERSONAL_ALL_RESOURCES:
-            return False
-    elif principal.can_manage_tenants:
+        return False
+    if principal.can_manage_tenants:
         return True
     return await tenant_role(session, principal, tenant_id) == TenantRole.ADMIN
 
@@ -125,7 +129,7 @@ async def has_capability(session: AsyncSession, principal: Principal, tenant_id:
     if role is None:
         return False
     allowed = _ROLE_CAPABILITIES[role]
-    if principal.api_key is not None and principal.api_key.type == ApiKeyType.PERSONAL_ALL_RESOURCES:
+    if principal.api_key is not None:
         allowed = allowed & _READ_ONLY_CAPABILITIES
     return capability in allowed
 
@@ -168,6 +172,25 @@ def require_tenant_scope(principal: Principal, what: str) -> str:
     return scoped
 
 
+async def require_scope_membership(session: AsyncSession, principal: Principal) -> None:
+    """X-Platform-Tenant-Id may only name a tenant the signed-in user belongs to (a platform tenant manager: any).
+
+    Checked once when the principal is built, so no method answers a non-member's scoped request, e.g. with an empty
+    list that would read as "this tenant has none". Keys are scoped to their own tenant by construction.
+    """
+    tenant_id = principal.scoped_tenant_id
+    if principal.api_key is not None or tenant_id is None or principal.can_manage_tenants:
+        return
+    if await tenant_role(session, principal, tenant_id) is None:
+        raise PermissionDenied("X-Platform-Tenant-Id names a tenant the caller is not a member of")
+
+
+def require_session(principal: Principal, what: str) -> None:
+    """Operations only a signed-in user may perform, never an API key (see `credentials`)."""
+    if principal.api_key is not None:
+        raise PermissionDenied(f"API keys cannot {what}; use a signed-in session")
+
+
 def require_platform_role(principal: Principal, role: str) -> None:
     """Platform roles belong to user sessions; API keys never carry them."""
     held = principal.api_key is None and bool(getattr(principal, role))
@@ -207,9 +230,9 @@ async def can_read_group(session: AsyncSession, principal: Principal, group: Gro
 async def can_attach_key_to_group(session: AsyncSession, principal: Principal, group: GroupRow) -> bool:
     """A key may be attached to the caller's own groups, or to any group of the tenant by a tenant admin.
 
-    Personal (all resources) keys cannot create or manage keys, so nothing is attachable for them.
+    Only sessions manage keys, so nothing is attachable for a key principal (a key cannot attach itself).
     """
-    if principal.api_key is not None and principal.api_key.type == ApiKeyType.PERSONAL_ALL_RESOURCES:
+    if principal.api_key is not None:
         return False
     return await can_read_group(session, principal, group)
 
@@ -218,7 +241,7 @@ async def visible_groups(
     session: AsyncSession, principal: Principal, tenant_id: str, *, for_key_attach: bool = False
 ) -> ColumnElement[bool]:
     """SQL condition selecting the tenant's groups the caller may read (or attach keys to), in one query."""
-    if for_key_attach and principal.api_key is not None and principal.api_key.type == ApiKeyType.PERSONAL_ALL_RESOURCES:
+    if for_key_attach and principal.api_key is not None:
         return false()
     if await _reads_as_tenant_admin(session, principal, tenant_id):
         return true()
