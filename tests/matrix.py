@@ -10,9 +10,14 @@ the public API only:
     group_member         a Member who belongs to `cast.group_id`
     creator              an Editor who created the resources later rows are about
     platform_admin       a session with can_manage_tenants and can_manage_models
-    key_personal         an admin's personal key;  key_disabled / key_revoked / key_expired: the same, unusable
+    key_personal         an admin's personal key granted one model (`cast.granted_model`);
+                         key_disabled / key_revoked / key_expired: an admin's personal key, unusable
+    key_granted          an Editor's personal key granted the same one model
     key_all              an admin's Personal (all resources) key
     key_sa               a service-account key
+
+API keys use resources and never manage anything (server.permissions.credentials): every key kind is refused every
+method but reads, its conversations and MCP OAuth, whoever owns it.
 """
 
 from __future__ import annotations
@@ -42,10 +47,13 @@ KINDS = (
     "key_disabled",
     "key_revoked",
     "key_expired",
+    "key_granted",
     "key_all",
     "key_sa",
 )
 UNUSABLE = ("anonymous", "key_disabled", "key_revoked", "key_expired")
+USABLE_KEYS = ("key_personal", "key_granted", "key_all", "key_sa")
+DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
 
 
 @dataclass
@@ -53,6 +61,8 @@ class Cast:
     world: World
     group_id: str
     tokens: dict[str, str | None] = field(default_factory=dict)
+    granted_model: str = ""  # a platform deployment shared with the tenant, granted to key_personal and key_granted
+    other_model: str = ""  # another one shared with the tenant, granted to no key
 
     @property
     def tenant_id(self) -> str:
@@ -86,9 +96,26 @@ def allow(*kinds: str, code: str = "ok") -> dict[str, str]:
     return dict.fromkeys(kinds, code)
 
 
-async def _key(connect: ConnectJsonCaller, cast: Cast, key_type: str, **extra: Any) -> dict[str, Any]:
+async def _key(
+    connect: ConnectJsonCaller, cast: Cast, key_type: str, *, owner: str = "admin", **extra: Any
+) -> dict[str, Any]:
     body = {"tenantId": cast.tenant_id, "type": key_type, "name": f"k-{secrets.token_hex(3)}", **extra}
-    return must(await connect.call(f"{KEYS}/CreateApiKey", body, token=cast.world.tokens["admin"]))
+    return must(await connect.call(f"{KEYS}/CreateApiKey", body, token=cast.world.tokens[owner]))
+
+
+async def shared_model(server: Any, connect: ConnectJsonCaller, tenant_id: str) -> str:
+    """A platform deployment shared read-only with the tenant; returns its name (also its publicModelId)."""
+    name = f"mx-{secrets.token_hex(4)}"
+    body = {
+        "modelDeployment": {
+            "name": name,
+            "publicModelId": name,
+            "endpointUrl": "http://127.0.0.1:9/v1",
+            "sharing": {"sharedWith": [tenant_id]},
+        }
+    }
+    must(await connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", body, token=server.admin_token))
+    return name
 
 
 async def build_cast(server: Any, connect: ConnectJsonCaller) -> Cast:
@@ -119,7 +146,13 @@ async def build_cast(server: Any, connect: ConnectJsonCaller) -> Cast:
     cast.tokens = {kind: world.tokens.get(kind) for kind in KINDS}
     cast.tokens["anonymous"] = None
     cast.tokens["platform_admin"] = server.admin_token
-    cast.tokens["key_personal"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL"))["secret"]
+    cast.granted_model = await shared_model(server, connect, world.tenant_id)
+    cast.other_model = await shared_model(server, connect, world.tenant_id)
+    grant = [{"kind": "RESOURCE_KIND_MODEL_DEPLOYMENT", "name": cast.granted_model}]
+    cast.tokens["key_personal"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL", grants=grant))["secret"]
+    cast.tokens["key_granted"] = (
+        await _key(connect, cast, "API_KEY_TYPE_PERSONAL", owner="editor", grants=grant)
+    )["secret"]
     cast.tokens["key_all"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL_ALL_RESOURCES"))["secret"]
     account = must(
         await connect.call(

@@ -17,7 +17,7 @@ from tests.conversation_helpers import CONVERSATIONS, ITEMS, create_conversation
 from tests.matrix import Body, Cast, Row, allow, build_cast, check_rows
 
 TENANT_MEMBERS = ("admin", "editor", "member", "group_member", "creator")
-ALL_IN_TENANT = (*TENANT_MEMBERS, "key_personal", "key_all", "key_sa")
+ALL_IN_TENANT = (*TENANT_MEMBERS, "key_personal", "key_granted", "key_all", "key_sa")
 NOT_IN_TENANT = allow("outsider", "platform_admin", code="permission_denied")
 # key_personal and key_all are the admin's keys: they act as the admin.
 ADMINS = ("admin", "key_personal", "key_all")
@@ -74,6 +74,7 @@ async def tenant_only(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
 ROWS = [
     *rows_for("admin", ADMINS),
     *rows_for("key_sa", ("key_sa",)),
+    *rows_for("key_granted", ("editor", "key_granted")),  # an Editor's key acts as the Editor
     Row(f"{CONVERSATIONS}/CreateConversation", tenant_only, {**allow(*ALL_IN_TENANT), **NOT_IN_TENANT}),
     Row(f"{CONVERSATIONS}/ListConversations", tenant_only, {**allow(*ALL_IN_TENANT), **NOT_IN_TENANT}, get=True),
 ]

@@ -11,9 +11,10 @@ from tests.clients import ConnectJsonCaller
 from tests.matrix import ACCOUNTS, KEYS, Cast, Row, allow, build_cast, check_rows, fixed
 from tests.world import GROUPS, TENANTS, USERS, must
 
-ADMINS = ("admin", "platform_admin", "key_personal")  # the personal key belongs to a tenant admin
+# Only sessions administer: a tenant admin's own keys (key_personal, key_all) are refused every write.
+ADMINS = ("admin", "platform_admin")
 TENANT_USERS = ("admin", "editor", "member", "group_member", "creator")
-READERS = (*TENANT_USERS, "platform_admin", "key_personal", "key_all")
+READERS = (*TENANT_USERS, "platform_admin", "key_personal", "key_granted", "key_all")
 
 
 def _name() -> str:
@@ -85,7 +86,7 @@ ROWS = [
     Row(
         f"{GROUPS}/ListGroupMembers",
         matrix_group,
-        allow("admin", "group_member", "platform_admin", "key_personal", "key_all"),
+        allow("admin", "group_member", "platform_admin", "key_all"),  # key_all reads as its (admin) owner
         get=True,
     ),
     # TenantService.
@@ -98,19 +99,19 @@ ROWS = [
     Row(
         f"{TENANTS}/ListTenantMembers",
         fixed(),
-        allow("admin", "editor", "creator", "platform_admin", "key_personal", "key_all"),
+        allow("admin", "editor", "creator", "platform_admin", "key_personal", "key_granted", "key_all"),
         get=True,
     ),
     Row(f"{USERS}/GetCurrentUser", fixed(), allow(*READERS, "outsider", "key_sa"), get=True),
-    # ApiKeyService: personal keys for any member; never from a Personal (all resources) key.
-    Row(f"{KEYS}/CreateApiKey", personal_key, allow(*TENANT_USERS, "key_personal")),
-    Row(f"{KEYS}/ListApiKeys", fixed(), allow(*READERS), get=True),
+    # ApiKeyService: personal keys for any member; never from any key (keys never manage keys, nor read them).
+    Row(f"{KEYS}/CreateApiKey", personal_key, allow(*TENANT_USERS)),
+    Row(f"{KEYS}/ListApiKeys", fixed(), allow(*TENANT_USERS, "platform_admin"), get=True),
     Row(
         f"{KEYS}/GetApiKey",
         editors_key,
         {
-            **allow("editor", "admin", "platform_admin", "key_personal"),
-            **allow("member", "group_member", "creator", "outsider", "key_sa", "key_all", code="not_found"),
+            **allow("editor", "admin", "platform_admin"),
+            **allow("member", "group_member", "creator", "outsider", code="not_found"),
         },
         get=True,
     ),
@@ -118,8 +119,8 @@ ROWS = [
         f"{KEYS}/DisableApiKey",
         editors_key,
         {
-            **allow("editor", "admin", "platform_admin", "key_personal"),
-            **allow("member", "group_member", "creator", "outsider", "key_sa", code="not_found"),
+            **allow("editor", "admin", "platform_admin"),
+            **allow("member", "group_member", "creator", "outsider", code="not_found"),
         },
     ),
     # ServiceAccountService: tenant admins only.

@@ -12,7 +12,7 @@ from tests.matrix import Cast, Row, allow, build_cast, check_rows
 from tests.world import must
 
 MCP = "platform.agents.v1.ExternalMcpServerService"
-OTHERS = ("editor", "member", "group_member", "outsider", "key_personal", "key_sa")  # key_all reads, may not admin
+OTHERS = ("editor", "member", "group_member", "outsider", "key_personal", "key_granted", "key_sa")  # key_all reads
 
 
 def _server() -> dict[str, Any]:
@@ -53,7 +53,7 @@ ROWS = [
     Row(
         f"{MCP}/CreateExternalMcpServer",
         new_tenant_server,
-        allow("admin", "editor", "creator", "platform_admin", "key_personal"),
+        allow("admin", "editor", "creator", "platform_admin"),  # never a key, whoever owns it
     ),
     Row(
         f"{MCP}/GetExternalMcpServer",
@@ -64,14 +64,14 @@ ROWS = [
     Row(
         f"{MCP}/DeleteExternalMcpServer",
         creators_server,
-        {**allow("creator", "admin", "platform_admin"), **allow(*OTHERS, code="not_found")},
+        {**allow("creator", "admin", "platform_admin"), **allow(*OTHERS[:4], code="not_found")},  # keys: refused
     ),
     Row(
         f"{MCP}/GetExternalMcpServerOAuthMetadata",
         shared_oauth_server,
         {
             **allow("admin", "editor", "member", "group_member", "creator", "platform_admin", "key_all"),
-            **allow("outsider", "key_personal", "key_sa", code="not_found"),
+            **allow("outsider", "key_personal", "key_granted", "key_sa", code="not_found"),
         },
     ),
 ]

@@ -52,7 +52,7 @@ ROWS = [
         {
             **allow("platform_admin"),
             **allow(*TENANT_USERS, "key_all", code="permission_denied"),
-            **allow("outsider", "key_personal", "key_sa", code="not_found"),
+            **allow("outsider", "key_personal", "key_granted", "key_sa", code="not_found"),
         },
         get=True,
     ),

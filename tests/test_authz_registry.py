@@ -16,6 +16,8 @@ EXTERNAL = "platform.modelmanager.v1.ExternalModelService"
 ALIASES = "platform.modelmanager.v1.ModelAliasService"
 EVERYONE = tuple(k for k in KINDS if k not in UNUSABLE)
 TENANT_USERS = ("admin", "editor", "member", "group_member", "creator")
+# Who cannot even read the creator's external model (key_all reads as its admin owner, so it is refused instead).
+NOT_READERS = ("editor", "member", "group_member", "outsider", "key_personal", "key_granted", "key_sa")
 
 
 def _name(prefix: str) -> str:
@@ -75,19 +77,19 @@ ROWS = [
         shared_deployment,
         {
             **allow(*TENANT_USERS, "platform_admin", "key_all"),
-            **allow("outsider", "key_personal", "key_sa", code="not_found"),
+            **allow("outsider", "key_personal", "key_granted", "key_sa", code="not_found"),  # not their grant
         },
         get=True,
     ),
     Row(
         f"{DEPLOYMENTS}/DeleteModelDeployment",
         shared_deployment,
-        {**allow("platform_admin"), **allow("outsider", "key_personal", "key_sa", code="not_found")},
+        {**allow("platform_admin"), **allow("outsider", code="not_found")},  # keys: refused before the body
     ),
     Row(
         f"{EXTERNAL}/CreateTenantExternalModel",
         new_tenant_external,
-        allow("admin", "editor", "creator", "platform_admin", "key_personal"),
+        allow("admin", "editor", "creator", "platform_admin"),  # never a key, whoever owns it
     ),
     Row(f"{EXTERNAL}/CreateExternalModel", lambda c, k: _wrap({"externalModel": _external()}), allow("platform_admin")),
     Row(
@@ -95,7 +97,7 @@ ROWS = [
         creators_external,
         {
             **allow("creator", "admin", "platform_admin"),
-            **allow("editor", "member", "group_member", "outsider", "key_personal", "key_sa", code="not_found"),
+            **allow(*NOT_READERS, code="not_found"),
         },
         get=True,
     ),
@@ -104,7 +106,7 @@ ROWS = [
         creators_external,
         {
             **allow("creator", "admin", "platform_admin"),
-            **allow("editor", "member", "group_member", "outsider", "key_personal", "key_sa", code="not_found"),
+            **allow(*NOT_READERS, code="not_found"),
         },
         get=True,
     ),
@@ -114,7 +116,7 @@ ROWS = [
         creators_external,
         {
             **allow("creator", "admin", "platform_admin"),
-            **allow("editor", "member", "group_member", "outsider", "key_personal", "key_sa", code="not_found"),
+            **allow("editor", "member", "group_member", "outsider", code="not_found"),  # keys: refused
         },
     ),
     Row(f"{ALIASES}/ListModelAliases", nothing, allow("platform_admin"), get=True),
