@@ -63,6 +63,8 @@ class Cast:
     tokens: dict[str, str | None] = field(default_factory=dict)
     granted_model: str = ""  # a platform deployment shared with the tenant, granted to key_personal and key_granted
     other_model: str = ""  # another one shared with the tenant, granted to no key
+    key_ids: dict[str, str] = field(default_factory=dict)  # principal kind -> API key id
+    service_account_id: str = ""  # the account behind key_sa
 
     @property
     def tenant_id(self) -> str:
@@ -149,19 +151,23 @@ async def build_cast(server: Any, connect: ConnectJsonCaller) -> Cast:
     cast.granted_model = await shared_model(server, connect, world.tenant_id)
     cast.other_model = await shared_model(server, connect, world.tenant_id)
     grant = [{"kind": "RESOURCE_KIND_MODEL_DEPLOYMENT", "name": cast.granted_model}]
-    cast.tokens["key_personal"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL", grants=grant))["secret"]
-    cast.tokens["key_granted"] = (
-        await _key(connect, cast, "API_KEY_TYPE_PERSONAL", owner="editor", grants=grant)
-    )["secret"]
-    cast.tokens["key_all"] = (await _key(connect, cast, "API_KEY_TYPE_PERSONAL_ALL_RESOURCES"))["secret"]
+    made = {
+        "key_personal": await _key(connect, cast, "API_KEY_TYPE_PERSONAL", grants=grant),
+        "key_granted": await _key(connect, cast, "API_KEY_TYPE_PERSONAL", owner="editor", grants=grant),
+        "key_all": await _key(connect, cast, "API_KEY_TYPE_PERSONAL_ALL_RESOURCES"),
+    }
     account = must(
         await connect.call(
             f"{ACCOUNTS}/CreateServiceAccount", {"tenantId": world.tenant_id, "name": "matrix-bot"}, token=admin
         )
     )
-    cast.tokens["key_sa"] = (
-        await _key(connect, cast, "API_KEY_TYPE_SERVICE_ACCOUNT", serviceAccountId=account["serviceAccount"]["id"])
-    )["secret"]
+    cast.service_account_id = account["serviceAccount"]["id"]
+    made["key_sa"] = await _key(
+        connect, cast, "API_KEY_TYPE_SERVICE_ACCOUNT", serviceAccountId=cast.service_account_id, grants=grant
+    )
+    for kind, created in made.items():
+        cast.tokens[kind] = created["secret"]
+        cast.key_ids[kind] = created["apiKey"]["id"]
     for kind, method in (("key_disabled", "DisableApiKey"), ("key_revoked", "RevokeApiKey")):
         created = await _key(connect, cast, "API_KEY_TYPE_PERSONAL")
         must(
