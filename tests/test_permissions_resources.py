@@ -214,6 +214,53 @@ async def test_sharing_needs_admin_and_the_share_capability(db: Database) -> Non
         await s.rollback()
 
 
+async def test_administrators_share_with_individual_members_the_capability_governs_the_rest(db: Database) -> None:
+    """Spec Authentication 8, both sentences: "any tenant member can share resources they administer with other
+    tenant members", and sharing (with the whole tenant, a group, a service account or a key) is a capability."""
+    async with db.transaction() as s:
+        scene = await _seed(s)
+        r = await _create(s, scene, "recon", tenant=scene.t1)
+        group, grouped = f"g-{scene.tag}", scene.user("grouped")  # a Member, ADMIN on r through the group
+        await p.add_permission(s, scene.user("creator"), r, p.Permission(p.SubjectType.GROUP, group, p.Role.ADMIN))
+        s.info.pop("switchboard_reach", None)
+        assert await p.can_admin(s, grouped, r)
+        member = p.Permission(p.SubjectType.USER, f"member-{scene.tag}", p.Role.READER)
+        await p.add_permission(s, grouped, r, member)  # an individual member: admin rights are enough
+        assert await p.can_read(s, scene.user("member"), r)
+        for wider in (
+            p.Permission(p.SubjectType.GROUP, group, p.Role.READER),
+            p.Permission(p.SubjectType.TENANT, scene.t1, p.Role.READER),
+            p.Permission(p.SubjectType.SERVICE_ACCOUNT, f"sa-{scene.tag}", p.Role.READER),
+        ):
+            with pytest.raises(PermissionDenied, match="capability share"):
+                await p.add_permission(s, grouped, r, wider)
+        with pytest.raises(PermissionDenied, match="capability share"):
+            await p.set_sharing(s, grouped, r, p.Sharing(True))
+        assert await p.set_sharing(s, grouped, r, p.Sharing()) == p.Sharing()  # narrowing needs no capability
+        await p.remove_permission(s, grouped, r, member)
+        with pytest.raises(NotFound):  # a member who administers nothing still cannot touch it
+            await p.add_permission(s, scene.user("member"), r, member)
+        # Keys never share, not even a tenant admin's Personal (all resources) key, which reads r.
+        with pytest.raises(PermissionDenied):
+            await p.add_permission(s, scene.user("ka"), r, member)
+        await s.rollback()
+
+
+async def test_no_key_is_a_tenant_admin_or_holds_a_creating_capability(db: Database) -> None:
+    async with db.transaction() as s:
+        scene = await _seed(s)
+        admins_key = _key(scene, f"kadm-{scene.tag}", ApiKeyType.PERSONAL, f"admin-{scene.tag}")
+        for key in (admins_key, scene.user("kp"), scene.user("ka"), scene.user("ks")):
+            assert not await p.can_admin_tenant(s, key, scene.t1)
+            for capability in p.Capability:
+                allowed = await p.has_capability(s, key, scene.t1, capability)
+                assert allowed == (capability == p.Capability.LIST_MEMBERS and key.api_key.owner_user_id is not None)
+            with pytest.raises(PermissionDenied):
+                await p.require_tenant_admin(s, key, scene.t1)
+        assert await p.can_admin_tenant(s, scene.user("admin"), scene.t1)
+        await s.rollback()
+
+
 async def test_sharing_is_replaced_whole(db: Database) -> None:
     async with db.transaction() as s:
         scene = await _seed(s)
