@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from server.app import generated_services
-from tests.clients import ConnectJsonCaller
+from tests.clients import ConnectJsonCaller, GrpcioCaller
 from tests.gateway_fixtures import Gateway
 from tests.matrix import ACCOUNTS, KEYS, USABLE_KEYS, Cast, build_cast
 from tests.world import GROUPS, TENANTS, must
@@ -229,3 +229,16 @@ async def test_keys_read_within_their_reach(connect: ConnectJsonCaller, cast: Ca
         assert (granted.code, other.code) == ("ok", "not_found"), kind
     owned = await connect.call(f"{CONVERSATIONS}/CreateConversation", {}, token=cast.tokens["key_sa"])
     assert owned.ok  # a service account's key owns its conversations
+
+
+async def test_the_rule_holds_over_grpc(server: Any, cast: Cast) -> None:
+    """The rule lives in the interceptor chain every protocol shares, not in the Connect JSON path."""
+    grpc = GrpcioCaller(server.base_url)
+    for attempt in (create_sibling_key, add_outsider_as_admin):
+        path, body = await attempt(cast, grpc, "key_personal")  # type: ignore[arg-type]
+        refused = await grpc.call(path, body, token=cast.tokens["key_personal"])
+        assert refused.code == "permission_denied" and REFUSAL in refused.message, refused
+    read = await grpc.call(
+        f"{DEPLOYMENTS}/GetModelDeployment", {"name": cast.granted_model}, token=cast.tokens["key_sa"]
+    )
+    assert read.ok, read
