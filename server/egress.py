@@ -259,7 +259,14 @@ class EgressGuard:
     async def check_endpoint(self, url: str, *, field: str, reach: Reach) -> None:
         """Registration-time check of a stored outbound URL (a model's base URL, an MCP server's URL): refuse, as
         InvalidArgument naming `field`, a URL the guard would refuse at every connect. A name that does not resolve
-        (yet) is accepted: the connect-time check still decides."""
+        (yet) is accepted: the connect-time check still decides. A shorthand IPv4 host (127.1) is refused too: HTTP
+        clients reject it at connect time, so it could only ever fail."""
+        host = self._parse(url, field).raw_host or ""
+        literal = _literal(host)
+        if literal is not None and isinstance(literal, IPv4Address) and host != str(literal):
+            raise InvalidArgument(
+                f"{field} is refused: write the IPv4 address {host!r} in dotted-quad form ({literal})", field=field
+            )
         try:
             await self.check_url(url, field=field, reach=reach)
         except FailedPrecondition:
