@@ -270,7 +270,6 @@ class EgressGuard:
         try:
             await self.check_url(url, field=field, reach=reach)
         except FailedPrecondition:
-            host = URL(url).raw_host
             raise InvalidArgument(
                 f"{field} is refused: its host {host!r} is (or resolves to) a protected address, or a private one no "
                 "network policy allows",
