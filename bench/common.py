@@ -83,6 +83,7 @@ async def running_server() -> AsyncIterator[tuple[str, int, Settings]]:
             "SWITCHBOARD_BENCH_DATABASE_URL", f"sqlite+aiosqlite:///{var_dir / 'bench.db'}"
         ),
         SWITCHBOARD_LOG_LEVEL="WARNING",
+        SWITCHBOARD_EGRESS_ALLOW_LOOPBACK="true",  # benchmark upstreams listen on loopback
     )
     upgrade(env["SWITCHBOARD_DATABASE_URL"])
     server = await start_management(env)

@@ -270,6 +270,7 @@ async def _run_cases(base_url: str, settings: Settings) -> None:
         "SWITCHBOARD_DATABASE_URL": db_url,
         "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
         "SWITCHBOARD_LOG_LEVEL": "WARNING",
+        "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",  # the upstream listens on loopback
     }
     with _process("upstream") as upstream:
         key = await _api_key(base_url, settings, upstream.url)

@@ -1,7 +1,7 @@
 """make_app(settings): the gateway's aiohttp application (one per worker process).
 
-cleanup_ctx opens, per process, the Database, one pooled `aiohttp.ClientSession` for every upstream, and the usage
-meter (whose flusher writes batches in the background and drains on shutdown).
+cleanup_ctx opens, per process, the Database, the pooled upstream sessions (one per egress Reach, both through the
+egress guard), and the usage meter (whose flusher writes batches in the background and drains on shutdown).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sqlalchemy import text
 from gateway.access import Access
 from gateway.context import ACCESS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, stamp_request_id
-from gateway.providers import translators
+from gateway.providers import UpstreamSessions, translators
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -27,6 +27,7 @@ from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
+from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
 from server.settings import Settings
@@ -39,6 +40,8 @@ log = logging.getLogger("switchboard.gateway")
 
 # Upstreams may take long to answer (big generations); connecting must be quick.
 _UPSTREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10, sock_read=600)
+# How long a checked upstream name lookup is reused for new connections (what aiohttp's DNS cache did before).
+_LOOKUP_CACHE_SECONDS = 30.0
 
 
 def default_key_verifier(settings: Settings, db: Database) -> KeyVerifier:
@@ -72,8 +75,13 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)
         verifier = key_verifier if key_verifier is not None else default_key_verifier(settings, db)
-        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300, keepalive_timeout=60)
-        http = aiohttp.ClientSession(connector=connector, timeout=_UPSTREAM_TIMEOUT, skip_auto_headers=("User-Agent",))
+        guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS)
+        http = UpstreamSessions.open(
+            guard,
+            connector_options={"limit": 0, "limit_per_host": 0, "keepalive_timeout": 60},
+            timeout=_UPSTREAM_TIMEOUT,
+            skip_auto_headers=("User-Agent",),
+        )
         meter = Meter(db)
         app[DB] = db
         app[HTTP] = http

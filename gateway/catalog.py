@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from server.domain.networks import Reach
 from server.permissions import ResourceKind, ResourceRef
 from server.settings import Secret
 
@@ -60,6 +61,7 @@ class Route:
     api_version: str = ""
     query_prefix: str | None = None
     task_type: TaskType = TaskType.TEXT_GENERATION
+    reach: Reach = Reach.TENANT  # who registered the upstream: decides where the egress guard lets it connect
 
     @property
     def invoked_ref(self) -> ResourceRef:

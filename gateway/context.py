@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import aiohttp
 from aiohttp import web
 
 from gateway.access import Access
 from gateway.catalog import Provider
-from gateway.providers import Translator
+from gateway.providers import Translator, UpstreamSessions
 from server.domain.principal import Principal
 from server.metering import Meter
 from server.settings import Settings
@@ -28,7 +27,7 @@ __all__ = [
 
 SETTINGS = web.AppKey("settings", Settings)
 DB = web.AppKey("db", Database)
-HTTP = web.AppKey("http", aiohttp.ClientSession)
+HTTP = web.AppKey("http", UpstreamSessions)
 METER = web.AppKey("meter", Meter)
 ACCESS = web.AppKey("access", Access)
 TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])

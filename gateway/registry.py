@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from gateway.catalog import ModelInfo, Provider, Route, TaskType
 from server.crypto import SecretBox
 from server.domain.model_aliases import TARGET_KINDS
+from server.domain.networks import Reach
 from server.permissions import ResourceKind, ResourceRef
 from server.settings import Secret
 from server.store.models import (
@@ -60,22 +61,27 @@ async def _direct(
             upstream_model_id=dep.served_model_id or dep.public_model_id,
             query_prefix=dep.query_prefix,
             task_type=_task(dep.task_type),
+            reach=Reach.PLATFORM,  # in-cluster deployments are registered by platform operators only
         )
     if ref.kind == ResourceKind.EXTERNAL_MODEL:
         ext = await session.get(ExternalModelRow, ref.name)
         if ext is None:
             return None
+        provider = Provider(ext.provider)
+        # A tenant's model goes where the tenant said, except VENDOR_A's, whose base URL is platform configuration.
+        tenant_chosen = ext.tenant_id is not None and provider != Provider.VENDOR_A
         return Route(
             public_model_id=public_model_id,
             ref=ref,
             alias_ref=alias,
-            provider=Provider(ext.provider),
+            provider=provider,
             base_url=ext.base_url,
             upstream_model_id=ext.provider_model_id,
             api_version=ext.api_version,
             api_key=Secret(box.open(ext.api_key_encrypted) if ext.api_key_encrypted else ""),
             query_prefix=ext.query_prefix,
             task_type=_task(ext.task_type),
+            reach=Reach.TENANT if tenant_chosen else Reach.PLATFORM,
         )
     return None
 

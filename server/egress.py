@@ -1,5 +1,6 @@
-"""The egress guard: THE one place every outbound connection to a registered MCP server or its OAuth endpoints
-(discovery, metadata, token exchange, tool calls) goes through.
+"""The egress guard: THE one place every outbound connection goes through: model upstreams (the gateway's calls to
+in-cluster deployments, external models, VENDOR_A/B), registered MCP servers and their OAuth endpoints (discovery,
+metadata, token exchange, tool calls), and whatever reaches models through the gateway (RAG embeddings, guardrails).
 
 For every connection it
 1. resolves the host off the event loop (`loop.getaddrinfo`); an IP-literal host is taken as is;
@@ -8,25 +9,34 @@ For every connection it
    - protected destinations (cloud metadata, link-local, multicast, unspecified, broadcast, reserved, and their
      IPv4-mapped / NAT64 / 6to4 / Teredo embeddings) are never reachable;
    - loopback is protected too; only the development/test setting SWITCHBOARD_EGRESS_ALLOW_LOOPBACK opens it;
-   - private ranges only where an McpNetworkPolicy allows (policies are read from the database and cached per process
-     for `SWITCHBOARD_MCP_NETWORK_POLICY_CACHE_SECONDS`, so a created or deleted policy applies everywhere within
-     that bound);
+   - private ranges: for tenant-registered destinations (`Reach.TENANT`: tenant-owned external models, MCP servers)
+     only where an McpNetworkPolicy allows (policies are read from the database and cached per process for
+     `SWITCHBOARD_MCP_NETWORK_POLICY_CACHE_SECONDS`, so a created or deleted policy applies everywhere within that
+     bound); operator-registered model upstreams (`Reach.PLATFORM`) may use them;
    - public addresses are allowed;
+   Hosts are taken as IP literals in every numeric form the system resolver accepts (`127.1`, `2130706433`,
+   `0x7f.1`), so they are recognised and refused as what they are, never looked up as names;
 3. connects only to the addresses it checked (no second DNS lookup, so DNS rebinding cannot swap the address between
    check and use); TLS still verifies and sends SNI for the original host name.
 
 aiohttp: `EgressGuard.session()` builds a `ClientSession` whose `GuardedConnector` resolves through
 `GuardedResolver` (which returns only checked addresses, with aiohttp's DNS cache off), refuses IP-literal hosts that
 fail the check before connecting (aiohttp never asks a resolver for those), refuses proxies and non-HTTP schemes,
-and checks the connected peer address of every connection it hands out, pooled ones included. Redirects are
-followed by aiohttp itself: each hop asks the connector for a connection, so every hop is checked exactly like the
-first request (tests/test_egress.py proves a redirect to a protected address is refused). The session never reads
-proxy settings from the environment.
+and checks the connected peer address of every connection it hands out, pooled ones included (address verdicts are
+cached, so a pooled request costs a dictionary lookup). Redirects are followed by aiohttp itself, only to the same
+host (a redirect elsewhere is refused before it is followed), and each hop asks the connector for a connection, so
+every hop is checked exactly like the first request. The session never reads proxy settings from the environment.
+The gateway does not follow upstream redirects at all.
 
 httpx2 (the `mcp` SDK's client): `EgressGuard.httpx_client()` / `httpx_transport()` plug a guarded network backend
 into httpcore's connection pool: every new connection, redirect hops and IP literals included, is resolved, checked
-and connected to the checked address. Unlike aiohttp's, pooled httpx connections are not re-checked on reuse: a
-deleted policy reaches them when they close (httpx's keep-alive expiry, 5 s by default).
+and connected to the checked address; a redirect to another host is refused. Unlike aiohttp's, pooled httpx
+connections are not re-checked on reuse: a deleted policy reaches them when they close (httpx's keep-alive expiry,
+5 s by default).
+
+Registration: `check_endpoint(url, field=..., reach=...)` refuses, as `InvalidArgument` naming the field, a URL whose
+host is (or resolves to) an address the guard would refuse, so nothing is stored that every connect would refuse; a
+name that does not resolve yet is accepted (the connect-time check still applies).
 
 Other clients: `check_url(url)` validates the scheme and returns the host's checked addresses; connect to one of
 those addresses (never re-resolve the name), and call it again for every redirect hop.
@@ -43,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -54,7 +65,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from server.domain import mcp_network_policies
-from server.domain.networks import IPAddress, IPNetwork, Verdict, classify
+from server.domain.networks import IPAddress, IPNetwork, Reach, Verdict, classify
 from server.errors import FailedPrecondition, InvalidArgument, UpstreamFailed
 from server.settings import Settings
 from server.store.db import Database
@@ -67,7 +78,7 @@ if TYPE_CHECKING:
     from aiohttp.connector import Connection
     from aiohttp.tracing import Trace
 
-__all__ = ["Destination", "EgressGuard", "GuardedConnector", "GuardedResolver", "Lookup", "system_lookup"]
+__all__ = ["Destination", "EgressGuard", "GuardedConnector", "GuardedResolver", "Lookup", "Reach", "system_lookup"]
 
 log = logging.getLogger("switchboard.egress")
 
@@ -98,17 +109,40 @@ class Destination:
     addresses: tuple[IPAddress, ...]
 
 
+# Shorthand IPv4 forms inet_aton accepts (127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1): a name never looks like this.
+_NUMERIC_V4 = re.compile(r"[0-9][0-9a-fA-FxX.]*")
+
+
 def _literal(host: str) -> IPAddress | None:
+    """The address an IP-literal host names, in any form a resolver would accept; None for a host name."""
     try:
         return ip_address(host)
     except ValueError:
-        return None
+        pass
+    if _NUMERIC_V4.fullmatch(host):
+        try:
+            return IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+def _same_host(current: URL, location: str) -> bool:
+    try:
+        target = current.join(URL(location))
+    except (ValueError, TypeError):
+        return False
+    return (target.raw_host or "").lower() == (current.raw_host or "").lower()
+
+
+def _cross_host_redirect(host: str) -> FailedPrecondition:
+    return FailedPrecondition(f"outbound connection to {host!r} refused: redirects to another host are not followed")
 
 
 def _refused(host: str) -> FailedPrecondition:
     return FailedPrecondition(
         f"outbound connection to {host!r} refused: it resolves to an address that is protected or not approved "
-        "by an MCP network policy"
+        "by a network policy"
     )
 
 
@@ -122,19 +156,28 @@ class EgressGuard:
         allow_loopback: bool = False,
         policy_cache_seconds: float = 5.0,
         lookup: Lookup | None = None,
+        lookup_cache_seconds: float = 0.0,
     ) -> None:
         self._db = db
         self._allow_loopback = allow_loopback
         self._policies: TtlCache[tuple[IPNetwork, ...]] = TtlCache(policy_cache_seconds, max_entries=1)
         self._lookup: Lookup = lookup or system_lookup
+        # Name lookups may be reused for a while (the gateway's new upstream connections then skip the resolver);
+        # safe against rebinding, since a cached answer is still checked on every use and connected to as checked.
+        self._lookups: TtlCache[Sequence[str]] | None = (
+            TtlCache(lookup_cache_seconds, max_entries=10_000) if lookup_cache_seconds > 0 else None
+        )
 
     @classmethod
-    def from_settings(cls, settings: Settings, db: Database, *, lookup: Lookup | None = None) -> EgressGuard:
+    def from_settings(
+        cls, settings: Settings, db: Database, *, lookup: Lookup | None = None, lookup_cache_seconds: float = 0.0
+    ) -> EgressGuard:
         return cls(
             db,
             allow_loopback=settings.egress_allow_loopback,
             policy_cache_seconds=settings.mcp_network_policy_cache_seconds,
             lookup=lookup,
+            lookup_cache_seconds=lookup_cache_seconds,
         )
 
     async def _load_policies(self) -> tuple[IPNetwork, ...]:
@@ -147,7 +190,7 @@ class EgressGuard:
         """Every network an McpNetworkPolicy allows, at most `policy_cache_seconds` old."""
         return await self._policies.get(_POLICIES, self._load_policies)
 
-    def _why_refused(self, address: IPAddress, networks: Sequence[IPNetwork]) -> str | None:
+    def _why_refused(self, address: IPAddress, networks: Sequence[IPNetwork], reach: Reach) -> str | None:
         """None when `address` may be reached, else the (internal, logged-only) reason."""
         verdict = classify(address)
         if verdict.verdict == Verdict.PUBLIC:
@@ -156,6 +199,8 @@ class EgressGuard:
             return None if self._allow_loopback else "loopback"
         if verdict.verdict == Verdict.PROTECTED:
             return verdict.reason
+        if reach == Reach.PLATFORM:
+            return None  # operator-registered model upstreams may use private ranges
         for reached in verdict.reached:
             if reached.verdict == Verdict.PRIVATE and not any(
                 reached.address.version == n.version and reached.address in n for n in networks
@@ -163,37 +208,42 @@ class EgressGuard:
                 return "private, and no MCP network policy allows it"
         return None
 
-    async def check_addresses(self, host: str, addresses: Sequence[IPAddress]) -> None:
+    async def check_addresses(self, host: str, addresses: Sequence[IPAddress], reach: Reach = Reach.TENANT) -> None:
         """Refuse (FailedPrecondition) unless every address may be reached."""
         if not addresses:
             raise _refused(host)
         networks: tuple[IPNetwork, ...] = ()
-        if any(classify(a).verdict == Verdict.PRIVATE for a in addresses):
+        if reach == Reach.TENANT and any(classify(a).verdict == Verdict.PRIVATE for a in addresses):
             networks = await self.allowed_networks()
         for address in addresses:
-            reason = self._why_refused(address, networks)
+            reason = self._why_refused(address, networks, reach)
             if reason is not None:
                 log.warning("egress refused: host %r address %s (%s)", host, address, reason)
                 raise _refused(host)
 
-    async def resolve(self, host: str, port: int, family: int = socket.AF_UNSPEC) -> tuple[IPAddress, ...]:
+    async def resolve(
+        self, host: str, port: int, family: int = socket.AF_UNSPEC, reach: Reach = Reach.TENANT
+    ) -> tuple[IPAddress, ...]:
         """The checked addresses of `host` (an IP literal is its own address). OSError when the name does not
         resolve; FailedPrecondition when any address is refused."""
         literal = _literal(host)
         if literal is not None:
             addresses: tuple[IPAddress, ...] = (literal,)
         else:
-            found = await self._lookup(host, port, family)
+            if self._lookups is None:
+                found = await self._lookup(host, port, family)
+            else:
+                found = await self._lookups.get((host, port, family), lambda: self._lookup(host, port, family))
             if not found:
                 raise OSError(f"{host!r} did not resolve")
             try:
                 addresses = tuple(dict.fromkeys(ip_address(a) for a in found))
             except ValueError:  # a lookup answer that is not an address: never connect on a guess
                 raise _refused(host) from None
-        await self.check_addresses(host, addresses)
+        await self.check_addresses(host, addresses, reach)
         return addresses
 
-    async def check_url(self, url: str, *, field: str | None = None) -> Destination:
+    async def check_url(self, url: str, *, field: str | None = None, reach: Reach = Reach.TENANT) -> Destination:
         """Check an http(s) URL for a client that is not built by `session()`: resolve and check its host, and
         return the addresses to connect to. Call it for every redirect hop as well."""
         target = self._parse(url, field)
@@ -201,10 +251,32 @@ class EgressGuard:
         port = target.port or _DEFAULT_PORTS[target.scheme]
         try:
             async with asyncio.timeout(_LOOKUP_TIMEOUT):
-                addresses = await self.resolve(target.raw_host, port)
+                addresses = await self.resolve(target.raw_host, port, reach=reach)
         except (OSError, TimeoutError):
             raise UpstreamFailed(f"could not resolve {target.raw_host!r}", retryable=True, field=field) from None
         return Destination(target.scheme, target.raw_host, port, addresses)
+
+    async def check_endpoint(self, url: str, *, field: str, reach: Reach) -> None:
+        """Registration-time check of a stored outbound URL (a model's base URL, an MCP server's URL): refuse, as
+        InvalidArgument naming `field`, a URL the guard would refuse at every connect. A name that does not resolve
+        (yet) is accepted: the connect-time check still decides. A shorthand IPv4 host (127.1) is refused too: HTTP
+        clients reject it at connect time, so it could only ever fail."""
+        host = self._parse(url, field).raw_host or ""
+        literal = _literal(host)
+        if literal is not None and isinstance(literal, IPv4Address) and host != str(literal):
+            raise InvalidArgument(
+                f"{field} is refused: write the IPv4 address {host!r} in dotted-quad form ({literal})", field=field
+            )
+        try:
+            await self.check_url(url, field=field, reach=reach)
+        except FailedPrecondition:
+            raise InvalidArgument(
+                f"{field} is refused: its host {host!r} is (or resolves to) a protected address, or a private one no "
+                "network policy allows",
+                field=field,
+            ) from None
+        except UpstreamFailed:
+            return
 
     @staticmethod
     def _parse(url: str, field: str | None) -> URL:
@@ -217,21 +289,27 @@ class EgressGuard:
             raise InvalidArgument(f"{name} must be an http or https URL with a host", field=field)
         return target
 
-    def resolver(self) -> GuardedResolver:
-        return GuardedResolver(self)
+    def resolver(self, reach: Reach = Reach.TENANT) -> GuardedResolver:
+        return GuardedResolver(self, reach)
 
-    def connector(self, **kwargs: Any) -> GuardedConnector:
-        return GuardedConnector(self, **kwargs)
+    def connector(self, reach: Reach = Reach.TENANT, **kwargs: Any) -> GuardedConnector:
+        return GuardedConnector(self, reach=reach, **kwargs)
 
-    def session(self, **kwargs: Any) -> aiohttp.ClientSession:
-        """A ClientSession whose every connection (redirect hops included) goes through this guard.
+    def session(self, reach: Reach = Reach.TENANT, **kwargs: Any) -> aiohttp.ClientSession:
+        """A ClientSession whose every connection (redirect hops included) goes through this guard, for
+        destinations registered with this `reach`; redirects to another host are refused.
 
         Keyword arguments go to ClientSession; `connector` and `trust_env` are refused (a proxy from the environment
         or another connector would bypass the guard). Connector options go through `connector_options`."""
         if "connector" in kwargs or "trust_env" in kwargs:
             raise TypeError("a guarded session owns its connector and never trusts proxy settings from the environment")
         options = kwargs.pop("connector_options", {})
-        return aiohttp.ClientSession(connector=self.connector(**options), trust_env=False, **kwargs)
+        redirects = aiohttp.TraceConfig()
+        redirects.on_request_redirect.append(_refuse_cross_host_redirect)
+        traces = [*(kwargs.pop("trace_configs", None) or ()), redirects]
+        return aiohttp.ClientSession(
+            connector=self.connector(reach, **options), trust_env=False, trace_configs=traces, **kwargs
+        )
 
     def httpx_client(self, **kwargs: Any) -> httpx2.AsyncClient:
         """An httpx2 AsyncClient (the `mcp` SDK's HTTP client) whose every connection goes through this guard.
@@ -243,7 +321,9 @@ class EgressGuard:
         if any(name in kwargs for name in ("transport", "mounts", "proxy", "trust_env")):
             raise TypeError("a guarded client owns its transport and never uses proxies")
         transport = self.httpx_transport(**kwargs.pop("transport_options", {}))
-        return httpx2.AsyncClient(transport=transport, trust_env=False, **kwargs)
+        hooks = dict(kwargs.pop("event_hooks", None) or {})
+        hooks["response"] = [*hooks.get("response", ()), _refuse_cross_host_redirect_httpx]
+        return httpx2.AsyncClient(transport=transport, trust_env=False, event_hooks=hooks, **kwargs)
 
     def httpx_transport(self, **kwargs: Any) -> httpx2.AsyncHTTPTransport:
         """An httpx2 transport whose connection pool connects through this guard: httpcore asks its network backend
@@ -263,16 +343,36 @@ class EgressGuard:
         return transport
 
 
+async def _refuse_cross_host_redirect(
+    session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestRedirectParams
+) -> None:
+    """aiohttp asks its trace configs before it follows a redirect: refuse one that leaves the host."""
+    location = params.response.headers.get("Location") or params.response.headers.get("URI") or ""
+    if not _same_host(params.url, location):
+        params.response.release()
+        raise _cross_host_redirect(params.url.raw_host or "")
+
+
+async def _refuse_cross_host_redirect_httpx(response: httpx2.Response) -> None:
+    """httpx runs response hooks before it follows a redirect: refuse one that leaves the host."""
+    if response.has_redirect_location:
+        current = URL(str(response.request.url))
+        if not _same_host(current, response.headers["Location"]):
+            await response.aclose()
+            raise _cross_host_redirect(current.raw_host or "")
+
+
 class GuardedResolver(AbstractResolver):
     """An aiohttp resolver that returns only addresses the guard has checked (and raises when any is refused)."""
 
-    def __init__(self, guard: EgressGuard) -> None:
+    def __init__(self, guard: EgressGuard, reach: Reach = Reach.TENANT) -> None:
         self._guard = guard
+        self._reach = reach
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
-        addresses = await self._guard.resolve(host, port, family)
+        addresses = await self._guard.resolve(host, port, family, self._reach)
         return [
             ResolveResult(
                 hostname=host,
@@ -349,12 +449,13 @@ def _peer_address(connection: Connection) -> IPAddress | None:
 class GuardedConnector(aiohttp.TCPConnector):
     """A TCPConnector that only ever connects to addresses the guard allows (see the module docstring)."""
 
-    def __init__(self, guard: EgressGuard, **kwargs: Any) -> None:
+    def __init__(self, guard: EgressGuard, *, reach: Reach = Reach.TENANT, **kwargs: Any) -> None:
         if "resolver" in kwargs or kwargs.get("use_dns_cache"):
             raise TypeError("a guarded connector resolves through its guard, without a DNS cache")
         kwargs["use_dns_cache"] = False
-        super().__init__(resolver=guard.resolver(), **kwargs)
+        super().__init__(resolver=guard.resolver(reach), **kwargs)
         self._guard = guard
+        self._reach = reach
 
     async def connect(
         self,
@@ -369,11 +470,11 @@ class GuardedConnector(aiohttp.TCPConnector):
             raise FailedPrecondition(f"outbound connection to {host!r} refused: proxies are not allowed")
         literal = _literal(host)
         if literal is not None:  # aiohttp does not ask the resolver for IP-literal hosts
-            await self._guard.check_addresses(host, (literal,))
+            await self._guard.check_addresses(host, (literal,), self._reach)
         connection = await super().connect(req, traces, timeout)
         peer = _peer_address(connection)
         try:  # the ground truth, also for a connection reused from the keep-alive pool
-            await self._guard.check_addresses(host, (peer,) if peer is not None else ())
+            await self._guard.check_addresses(host, (peer,) if peer is not None else (), self._reach)
         except BaseException:
             connection.close()
             raise

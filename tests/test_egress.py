@@ -21,7 +21,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from server.domain.networks import Verdict, classify
-from server.egress import EgressGuard, system_lookup
+from server.egress import EgressGuard, Reach, system_lookup
 from server.errors import FailedPrecondition, InvalidArgument, UpstreamFailed
 from server.settings import load_settings
 from server.store.db import Database
@@ -135,28 +135,84 @@ async def test_loopback_is_reached_only_with_the_test_setting(upstream: Upstream
     assert len(upstream.hits) == 2  # nothing reached the server
 
 
-async def test_every_hop_of_a_redirect_is_checked(upstream: Upstream, client: Client) -> None:
+async def test_redirects_are_followed_only_on_the_same_host(upstream: Upstream, client: Client) -> None:
+    """A redirect to another host is refused before it is followed (protected, private or even allowed hosts), so
+    nothing is looked up or sent there; a redirect on the same host is followed."""
     names = Names({"metadata.test": [["169.254.169.254"]], "corp.test": [["10.1.2.3"]]})
     guard = EgressGuard(None, allow_loopback=True, lookup=names)
-    protected = [
+    elsewhere = [
         "http://169.254.169.254/latest/meta-data/",
         "http://[fd00:ec2::254]/latest/meta-data/",
         "http://[::ffff:169.254.169.254]/",
         "http://[64:ff9b::a9fe:a9fe]/",
         "http://metadata.test/computeMetadata/v1/",
-        "http://corp.test/",  # private, and no policy (no database) allows it
+        "http://corp.test/",
         "http://10.1.2.3/",
         "http://0.0.0.0:1/",
+        f"http://localhost:{upstream.port}/ok",  # allowed here, but another host
     ]
-    for target in protected:
-        with pytest.raises(FailedPrecondition):
+    for target in elsewhere:
+        with pytest.raises(FailedPrecondition, match="redirects to another host"):
             await _get(guard, f"{upstream.url}/redirect?to={target}", client)
-    assert upstream.hits == ["/redirect"] * len(protected)
+    assert upstream.hits == ["/redirect"] * len(elsewhere)
+    assert names.lookups == []
 
-    # A redirect to an allowed destination is followed, through the guard (a new host: a new checked lookup).
-    status, text = await _get(guard, f"{upstream.url}/redirect?to=http://localhost:{upstream.port}/ok", client)
-    assert (status, text) == (200, f"ok from localhost:{upstream.port}")
-    assert names.lookups[-1] == "localhost"
+    status, text = await _get(guard, f"{upstream.url}/redirect?to=/ok", client)
+    assert (status, text) == (200, f"ok from 127.0.0.1:{upstream.port}")
+    assert upstream.hits[-2:] == ["/redirect", "/ok"]
+
+
+async def test_shorthand_ipv4_hosts_are_addresses_not_names(upstream: Upstream, client: Client) -> None:
+    """127.1, 2130706433, 0x7f.1 and 0177.0.0.1 are loopback: recognised as addresses, never handed to a resolver as
+    names, and refused as what they are (the HTTP clients refuse most of these forms themselves, so nothing is sent
+    either way). At registration they are refused with the field named."""
+    import httpx2
+
+    names = Names({})
+    refused = (FailedPrecondition, aiohttp.InvalidUrlClientError, httpx2.InvalidURL)
+    for allow_loopback in (False, True):
+        guard = EgressGuard(None, allow_loopback=allow_loopback, lookup=names)
+        for host in ("127.1", "2130706433", "0x7f.1", "0177.0.0.1", "0x7f000001"):
+            if not allow_loopback:
+                with pytest.raises(refused):
+                    await _get(guard, f"http://{host}:{upstream.port}/ok", client)
+                with pytest.raises(FailedPrecondition, match=repr(host)):
+                    await guard.check_url(f"http://{host}:{upstream.port}/ok")
+            with pytest.raises(InvalidArgument, match="base_url") as err:
+                await guard.check_endpoint(f"http://{host}:{upstream.port}/v1", field="base_url", reach=Reach.TENANT)
+            assert err.value.field == "base_url"
+    assert names.lookups == []
+    assert upstream.hits == []
+
+
+async def test_platform_reach_may_use_private_addresses_without_a_policy() -> None:
+    names = Names({"vllm.cluster.test": [["10.20.0.7"]], "meta.cluster.test": [["10.20.0.7", "169.254.169.254"]]})
+    guard = EgressGuard(None, allow_loopback=False, lookup=names)
+    for url in ("http://vllm.cluster.test:8000/v1", "http://10.20.0.7/v1", "http://[fd12::7]/v1"):
+        assert (await guard.check_url(url, reach=Reach.PLATFORM)).addresses
+        await guard.check_endpoint(url, field="endpoint_url", reach=Reach.PLATFORM)
+        with pytest.raises(FailedPrecondition):
+            await guard.check_url(url, reach=Reach.TENANT)
+        with pytest.raises(InvalidArgument, match="base_url"):
+            await guard.check_endpoint(url, field="base_url", reach=Reach.TENANT)
+    for url in ("http://meta.cluster.test/", "http://169.254.169.254/", "http://127.0.0.1/", "http://[fd00:ec2::254]/"):
+        with pytest.raises(FailedPrecondition):
+            await guard.check_url(url, reach=Reach.PLATFORM)
+    # A name that does not resolve (yet) is left to the connect-time check.
+    await guard.check_endpoint("http://not-yet.invalid/v1", field="base_url", reach=Reach.TENANT)
+
+
+async def test_cached_lookups_are_still_checked_on_every_use() -> None:
+    """The gateway reuses a name's lookup for a while; a cached answer is checked each time it is used."""
+    names = Names({"cached.test": [["93.184.215.14"], ["169.254.169.254"]], "private.test": [["10.9.9.9"]]})
+    guard = EgressGuard(None, allow_loopback=False, lookup=names, lookup_cache_seconds=3600)
+    for _ in range(3):
+        assert (await guard.check_url("http://cached.test/")).addresses
+    assert names.lookups == ["cached.test"]
+    assert (await guard.check_url("http://private.test/", reach=Reach.PLATFORM)).addresses
+    with pytest.raises(FailedPrecondition):
+        await guard.check_url("http://private.test/", reach=Reach.TENANT)  # same cached answer, other reach
+    assert names.lookups == ["cached.test", "private.test"]
 
 
 async def test_a_connection_goes_to_the_address_that_was_checked(upstream: Upstream, client: Client) -> None:

@@ -3,20 +3,27 @@
 A translator maps (route, surface) to an upstream URL, headers and JSON body. `open_upstream` sends the request and
 turns every failure into a friendly `UpstreamFailed` / `QuotaExceeded`: the upstream's body, headers and our
 credentials never reach the client or the log.
+
+Every upstream connection goes through the egress guard (`server.egress`): `UpstreamSessions` holds one guarded,
+pooled session per `Reach`, and a route is sent through the one matching who registered its upstream. Redirects are
+never followed (a 3xx is a backend failure), so a provider key never travels to a second address.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
 import aiohttp
 
 from gateway.catalog import Route
+from server.domain.networks import Reach
+from server.egress import EgressGuard
 from server.errors import QuotaExceeded, UpstreamFailed
 
-__all__ = ["Surface", "Translator", "open_upstream", "upstream_error"]
+__all__ = ["Surface", "Translator", "UpstreamSessions", "open_upstream", "upstream_error"]
 
 log = logging.getLogger("switchboard.gateway.upstream")
 
@@ -48,6 +55,25 @@ class Translator(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class UpstreamSessions:
+    """The process's pooled upstream sessions, one per Reach, both guarded by the one egress guard."""
+
+    platform: aiohttp.ClientSession
+    tenant: aiohttp.ClientSession
+
+    @classmethod
+    def open(cls, guard: EgressGuard, **kwargs: Any) -> UpstreamSessions:
+        return cls(guard.session(Reach.PLATFORM, **kwargs), guard.session(Reach.TENANT, **kwargs))
+
+    def for_route(self, route: Route) -> aiohttp.ClientSession:
+        return self.platform if route.reach == Reach.PLATFORM else self.tenant
+
+    async def close(self) -> None:
+        await self.platform.close()
+        await self.tenant.close()
+
+
 def upstream_error(status: int) -> UpstreamFailed | QuotaExceeded:
     if status == 429:
         return QuotaExceeded("The model provider is rate limiting requests right now. Please retry shortly.")
@@ -60,7 +86,7 @@ _UNREACHABLE = UpstreamFailed("The model backend could not be reached. Please re
 
 
 async def open_upstream(
-    http: aiohttp.ClientSession,
+    http: UpstreamSessions,
     method: str,
     url: str,
     *,
@@ -68,13 +94,14 @@ async def open_upstream(
     data: Any = None,
     route: Route,
 ) -> aiohttp.ClientResponse:
-    """Send the request; return the response when its status is 2xx, else raise the mapped error."""
+    """Send the request; return the response when its status is 2xx, else raise the mapped error. A destination the
+    egress guard refuses raises its FailedPrecondition (naming the host only)."""
     try:
-        resp = await http.request(method, url, data=data, headers=headers)
+        resp = await http.for_route(route).request(method, url, data=data, headers=headers, allow_redirects=False)
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         log.warning("upstream of %s unreachable: %s", route.ref.name, type(exc).__name__)
         raise UpstreamFailed(_UNREACHABLE.message, retryable=True) from None
-    if resp.status >= 400:
+    if resp.status >= 300:  # 3xx included: redirects are never followed
         log.warning("upstream of %s answered HTTP %d", route.ref.name, resp.status)
         resp.release()
         raise upstream_error(resp.status)

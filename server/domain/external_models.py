@@ -3,6 +3,11 @@
 Platform-owned (CreateExternalModel, can_manage_models) or tenant-owned (CreateTenantExternalModel, the tenant's
 create-external-model capability; the creator manages it). The provider API key is encrypted at rest and never
 returned. Sharing changes only through `set_sharing`.
+
+Outbound: a base URL is checked by the egress guard when it is stored (a tenant's model may never point at protected
+addresses, nor at private ones no network policy allows; a platform model may use private ones). A stored key is
+bound to its destination: an update that moves the model to another base URL or provider without giving the key
+again is refused (`api_key`), so a key is never sent to an address its owner did not give it for.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from server.domain.model_registry import (
     readable_targets,
     release_and_delete,
 )
+from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
 from server.domain.validation import require_http_url, require_nonempty, validate_resource_name
 from server.errors import InvalidArgument
@@ -124,8 +130,18 @@ def _endpoint(provider: Provider, base_url: str, api_version: str) -> tuple[str,
     return url, api_version
 
 
+def _reach(tenant_id: str | None) -> Reach:
+    return Reach.PLATFORM if tenant_id is None else Reach.TENANT
+
+
 async def create(
-    session: AsyncSession, principal: Principal, spec: ExternalModelSpec, box: SecretBox, *, tenant_id: str | None
+    session: AsyncSession,
+    principal: Principal,
+    spec: ExternalModelSpec,
+    box: SecretBox,
+    *,
+    tenant_id: str | None,
+    check: EndpointCheck,
 ) -> ExternalModel:
     if tenant_id is None:
         permissions.require_platform_role(principal, "can_manage_models")
@@ -136,6 +152,8 @@ async def create(
     provider = _provider(spec.provider)
     base_url, api_version = _endpoint(provider, spec.base_url, spec.api_version)
     require_nonempty(spec.provider_model_id, "provider_model_id")
+    if base_url:
+        await check(base_url, field="base_url", reach=_reach(tenant_id))
     # Sharing is read-only here (UpdateExternalModelSharing is its only write path): a new model starts private.
     await permissions.create_resource(session, principal, _ref(name), tenant_id=tenant_id)
     await claim_public_model_id(session, spec.public_model_id, _ref(name))
@@ -179,8 +197,11 @@ async def metrics(
     return await usage.target_token_series(session, _ref(name), window, step)
 
 
-async def update(session: AsyncSession, principal: Principal, spec: ExternalModelSpec, box: SecretBox) -> ExternalModel:
-    """Everything but name, publicModelId (immutable) and sharing. An empty apiKey keeps the stored one."""
+async def update(
+    session: AsyncSession, principal: Principal, spec: ExternalModelSpec, box: SecretBox, *, check: EndpointCheck
+) -> ExternalModel:
+    """Everything but name, publicModelId (immutable) and sharing. An empty apiKey keeps the stored one, unless the
+    destination (base URL or provider) changes: then the key must be given again."""
     owner = await permissions.require_admin(session, principal, _ref(spec.name))
     row = await _row(session, spec.name)
     immutable_public_model_id(spec.public_model_id, row.public_model_id)
@@ -188,6 +209,15 @@ async def update(session: AsyncSession, principal: Principal, spec: ExternalMode
     # An omitted base URL keeps the stored one, except for VENDOR_A, whose base URL is the platform's.
     requested_base = spec.base_url if spec.base_url or provider == Provider.VENDOR_A else row.base_url
     base_url, api_version = _endpoint(provider, requested_base, spec.api_version or row.api_version)
+    moved = base_url != row.base_url or int(provider) != row.provider
+    if moved and row.api_key_encrypted is not None and not spec.api_key:
+        raise InvalidArgument(
+            "api_key must be given again when base_url or provider changes: the stored key is only ever sent to the "
+            "destination it was given for",
+            field="api_key",
+        )
+    if base_url and spec.base_url:
+        await check(base_url, field="base_url", reach=_reach(row.tenant_id))
     row.provider, row.base_url, row.api_version = int(provider), base_url, api_version
     if spec.provider_model_id:
         row.provider_model_id = spec.provider_model_id

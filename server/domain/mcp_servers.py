@@ -7,6 +7,11 @@ Rules (spec: ExternalMcpServer and UpdateExternalMcpServer):
   (server.crypto) and only `api_key_set`, `client_secret_set` and the header names reveal them.
 - On update: an empty api_key keeps the stored token; static headers given replace them and `clear_static_headers`
   clears them; an omitted client secret keeps it and an empty one clears it; an omitted auth changes nothing.
+- Secrets are bound to the server's URL: an update that changes `server_url` while a stored secret would stay (a
+  bearer token, static headers or a client secret not given again, cleared or dropped by an auth change) is refused
+  naming that secret's field, so no stored secret is ever sent to an address its owner did not give it for.
+- `server_url` is checked by the egress guard when stored (`EndpointCheck`, the rules of every MCP connection): a
+  URL every connect would refuse is refused at registration.
 Outbound connections (discovery, token exchange, tool calls) live elsewhere and go through the egress guard.
 """
 
@@ -26,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
 from server.crypto import SecretBox
+from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
 from server.domain.validation import require_http_url, require_nonempty
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -398,12 +404,38 @@ async def require_create(session: AsyncSession, principal: Principal, tenant_id:
     return tenant_id
 
 
+_SERVER_URL = "external_mcp_server.server_url"
+
+
+def _require_secrets_given_again(row: ExternalMcpServerRow, spec: McpServerSpec) -> None:
+    """On a server_url change, every stored secret that would stay must be given again (or cleared)."""
+    kept = (
+        ("api_key", row.api_key_encrypted is not None and not spec.api_key),
+        ("static_headers", row.static_headers_encrypted is not None and not spec.static_headers),
+        ("oauth_client_secret", row.client_secret_encrypted is not None and spec.oauth_client_secret is None),
+    )
+    for name, stays in kept:
+        if stays and not (name == "static_headers" and spec.clear_static_headers):
+            raise InvalidArgument(
+                f"{name} must be given again (or cleared) when server_url changes: stored secrets are only ever sent "
+                "to the URL they were given for",
+                field=name,
+            )
+
+
 async def create(
-    session: AsyncSession, principal: Principal, spec: McpServerSpec, box: SecretBox, *, tenant_id: str | None
+    session: AsyncSession,
+    principal: Principal,
+    spec: McpServerSpec,
+    box: SecretBox,
+    *,
+    tenant_id: str | None,
+    check: EndpointCheck,
 ) -> McpServer:
     tenant_id = await require_create(session, principal, tenant_id)
     name = validate_name(spec.name)
-    url = require_http_url(spec.server_url, "external_mcp_server.server_url")
+    url = require_http_url(spec.server_url, _SERVER_URL)
+    await check(url, field=_SERVER_URL, reach=Reach.TENANT)
     auth = _auth(spec.auth) if spec.auth is not None else McpAuth(McpAuthType.NONE)
     row = ExternalMcpServerRow(name=name, tenant_id=tenant_id, server_url=url, display_name=spec.display_name or name)
     _apply_auth(row, auth)
@@ -429,17 +461,25 @@ async def get(session: AsyncSession, principal: Principal, name: str) -> McpServ
     return _build(await _row(session, name), owner)
 
 
-async def update(session: AsyncSession, principal: Principal, spec: McpServerSpec, box: SecretBox) -> McpServer:
+async def update(
+    session: AsyncSession, principal: Principal, spec: McpServerSpec, box: SecretBox, *, check: EndpointCheck
+) -> McpServer:
     """See the update rules in the module docstring. Name and ownership scope never change."""
     require_nonempty(spec.name, "external_mcp_server.name")
     await permissions.require_admin(session, principal, _ref(spec.name))
     row = await _row(session, spec.name)
+    moved = False
     if spec.server_url:
-        row.server_url = require_http_url(spec.server_url, "external_mcp_server.server_url")
+        url = require_http_url(spec.server_url, _SERVER_URL)
+        await check(url, field=_SERVER_URL, reach=Reach.TENANT)
+        moved = url != row.server_url
+        row.server_url = url
     if spec.display_name:
         row.display_name = spec.display_name
     if spec.auth is not None:
         _apply_auth(row, _auth(spec.auth))
+    if moved:
+        _require_secrets_given_again(row, spec)
     _apply_secrets(row, spec, box)
     row.updated_at = utcnow()
     if spec.sharing is not None:

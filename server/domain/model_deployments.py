@@ -19,6 +19,7 @@ from server.domain.model_registry import (
     readable_targets,
     release_and_delete,
 )
+from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
 from server.domain.validation import require_http_url, validate_resource_name
 from server.errors import InvalidArgument
@@ -99,10 +100,14 @@ def _max_len(value: int | None) -> int | None:
     return value
 
 
-async def create(session: AsyncSession, principal: Principal, spec: DeploymentSpec) -> Deployment:
+async def create(
+    session: AsyncSession, principal: Principal, spec: DeploymentSpec, *, check: EndpointCheck
+) -> Deployment:
     permissions.require_platform_role(principal, "can_manage_models")
     name = validate_resource_name(spec.name)
     endpoint = require_http_url(spec.endpoint_url, "endpoint_url")
+    # Deployments are registered by platform operators only: private (in-cluster) addresses are theirs to use.
+    await check(endpoint, field="endpoint_url", reach=Reach.PLATFORM)
     await permissions.create_resource(session, principal, _ref(name), tenant_id=None, sharing=spec.sharing)
     await claim_public_model_id(session, spec.public_model_id, _ref(name))
     row = ModelDeploymentRow(
@@ -134,13 +139,17 @@ async def get(session: AsyncSession, principal: Principal, name: str) -> Deploym
     return await _view(session, await _row(session, name))
 
 
-async def update(session: AsyncSession, principal: Principal, spec: DeploymentSpec) -> Deployment:
+async def update(
+    session: AsyncSession, principal: Principal, spec: DeploymentSpec, *, check: EndpointCheck
+) -> Deployment:
     """Update everything but publicModelId (immutable) and sharing (UpdateModelDeploymentSharing)."""
     await permissions.require_admin(session, principal, _ref(spec.name))
     row = await _row(session, spec.name)
     immutable_public_model_id(spec.public_model_id, row.public_model_id)
     if spec.endpoint_url:
-        row.endpoint_url = require_http_url(spec.endpoint_url, "endpoint_url")
+        endpoint = require_http_url(spec.endpoint_url, "endpoint_url")
+        await check(endpoint, field="endpoint_url", reach=Reach.PLATFORM)
+        row.endpoint_url = endpoint
     if spec.display_name:
         row.display_name = spec.display_name
     if spec.served_model_id:

@@ -27,16 +27,20 @@ protected. Addresses carrying an IPv6 zone (fe80::1%eth0) are protected.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_network
+from typing import Protocol
 
 __all__ = [
     "PRIVATE_NETWORKS",
     "PROTECTED_NETWORKS",
     "Classification",
     "Effective",
+    "EndpointCheck",
     "IPAddress",
     "IPNetwork",
+    "Reach",
     "Verdict",
     "classify",
     "protected_overlap",
@@ -53,6 +57,26 @@ class Verdict(enum.IntEnum):
     PRIVATE = 1
     LOOPBACK = 2
     PROTECTED = 3
+
+
+class Reach(enum.Enum):
+    """Who registered an outbound destination, which decides whether its private addresses need a network policy.
+
+    TENANT    anything a tenant registers (tenant-owned external models, every MCP server and its OAuth endpoints):
+              private ranges only where an McpNetworkPolicy allows them.
+    PLATFORM  model upstreams only platform operators register (in-cluster deployments, platform-owned external
+              models, the configured VENDOR_A base URL): private ranges are reachable (in-cluster services live there).
+    Protected destinations are refused for both."""
+
+    TENANT = "tenant"
+    PLATFORM = "platform"
+
+
+class EndpointCheck(Protocol):
+    """Registration-time check of an outbound URL before it is stored (the egress guard's `check_endpoint`):
+    raises InvalidArgument naming `field` when every connection to it would be refused."""
+
+    async def __call__(self, url: str, *, field: str, reach: Reach) -> None: ...
 
 
 def _nets(*rows: tuple[str, str]) -> tuple[tuple[IPNetwork, str], ...]:
@@ -151,6 +175,7 @@ def _through(address: IPv6Address, inner: IPv4Address, ceiling: Verdict) -> Effe
     return Effective(address, Verdict.PROTECTED, f"{plain.reason} address embedded in IPv6")
 
 
+@functools.lru_cache(maxsize=4096)  # pure; the egress guard asks for every pooled connection it hands out
 def classify(address: IPAddress) -> Classification:
     """Classify one address (see the module docstring). Never raises."""
     if isinstance(address, IPv6Address) and address.scope_id:

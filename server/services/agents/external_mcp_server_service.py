@@ -40,6 +40,7 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
         self._deps = deps
         self._db = deps.db
         self._box = deps.secret_box()
+        self._check = deps.egress_guard().check_endpoint
         self._redirect_uri = deps.settings.mcp_oauth_redirect_uri
 
     async def _discover(
@@ -92,7 +93,7 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
         tenant_id = require_nonempty(request.tenant_id, "tenant_id")
         async with self._db.transaction() as s:
             created = await mcp_servers.create(
-                s, current_principal(), _create_spec(request), self._box, tenant_id=tenant_id
+                s, current_principal(), _create_spec(request), self._box, tenant_id=tenant_id, check=self._check
             )
         return pb.CreateExternalMcpServerResponse(external_mcp_server=convert.server(created))
 
@@ -100,7 +101,9 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
         self, request: pb.CreatePlatformExternalMcpServerRequest, ctx: Ctx
     ) -> pb.CreatePlatformExternalMcpServerResponse:
         async with self._db.transaction() as s:
-            created = await mcp_servers.create(s, current_principal(), _create_spec(request), self._box, tenant_id=None)
+            created = await mcp_servers.create(
+                s, current_principal(), _create_spec(request), self._box, tenant_id=None, check=self._check
+            )
         return pb.CreatePlatformExternalMcpServerResponse(external_mcp_server=convert.server(created))
 
     async def get_external_mcp_server(
@@ -135,7 +138,7 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
             clear_static_headers=request.clear_static_headers,
         )
         async with self._db.transaction() as s:
-            updated = await mcp_servers.update(s, current_principal(), spec, self._box)
+            updated = await mcp_servers.update(s, current_principal(), spec, self._box, check=self._check)
         return pb.UpdateExternalMcpServerResponse(external_mcp_server=convert.server(updated))
 
     async def delete_external_mcp_server(

@@ -26,13 +26,16 @@ class ExternalModelServiceHandler(ExternalModelService):
     def __init__(self, deps: Deps) -> None:
         self._db = deps.db
         self._box = deps.secret_box()
+        self._check = deps.egress_guard().check_endpoint
 
     async def create_external_model(
         self, request: pb.CreateExternalModelRequest, ctx: Ctx
     ) -> pb.CreateExternalModelResponse:
         spec = convert.external_model_spec(request.external_model)
         async with self._db.transaction() as s:
-            created = await external_models.create(s, current_principal(), spec, self._box, tenant_id=None)
+            created = await external_models.create(
+                s, current_principal(), spec, self._box, tenant_id=None, check=self._check
+            )
         return pb.CreateExternalModelResponse(external_model=convert.external_model(created))
 
     async def create_tenant_external_model(
@@ -40,7 +43,9 @@ class ExternalModelServiceHandler(ExternalModelService):
     ) -> pb.CreateTenantExternalModelResponse:
         spec = convert.external_model_spec(request.external_model)
         async with self._db.transaction() as s:
-            created = await external_models.create(s, current_principal(), spec, self._box, tenant_id=request.tenant_id)
+            created = await external_models.create(
+                s, current_principal(), spec, self._box, tenant_id=request.tenant_id, check=self._check
+            )
         return pb.CreateTenantExternalModelResponse(external_model=convert.external_model(created))
 
     async def get_external_model(self, request: pb.GetExternalModelRequest, ctx: Ctx) -> pb.GetExternalModelResponse:
@@ -67,7 +72,7 @@ class ExternalModelServiceHandler(ExternalModelService):
         spec = convert.external_model_spec(request.external_model)
         require_nonempty(spec.name, "external_model.name")
         async with self._db.transaction() as s:
-            updated = await external_models.update(s, current_principal(), spec, self._box)
+            updated = await external_models.update(s, current_principal(), spec, self._box, check=self._check)
         return pb.UpdateExternalModelResponse(external_model=convert.external_model(updated))
 
     async def update_external_model_sharing(

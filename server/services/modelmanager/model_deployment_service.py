@@ -24,13 +24,14 @@ KIND = ResourceKind.MODEL_DEPLOYMENT
 class ModelDeploymentServiceHandler(ModelDeploymentService):
     def __init__(self, deps: Deps) -> None:
         self._db = deps.db
+        self._check = deps.egress_guard().check_endpoint
 
     async def create_model_deployment(
         self, request: pb.CreateModelDeploymentRequest, ctx: Ctx
     ) -> pb.CreateModelDeploymentResponse:
         spec = convert.deployment_spec(request.model_deployment)
         async with self._db.transaction() as s:
-            created = await model_deployments.create(s, current_principal(), spec)
+            created = await model_deployments.create(s, current_principal(), spec, check=self._check)
         return pb.CreateModelDeploymentResponse(model_deployment=convert.deployment(created))
 
     async def get_model_deployment(
@@ -46,7 +47,7 @@ class ModelDeploymentServiceHandler(ModelDeploymentService):
         spec = convert.deployment_spec(request.model_deployment)
         require_nonempty(spec.name, "model_deployment.name")
         async with self._db.transaction() as s:
-            updated = await model_deployments.update(s, current_principal(), spec)
+            updated = await model_deployments.update(s, current_principal(), spec, check=self._check)
         return pb.UpdateModelDeploymentResponse(model_deployment=convert.deployment(updated))
 
     async def delete_model_deployment(
