@@ -30,7 +30,7 @@ from server.domain.model_aliases import TARGET_KINDS
 from server.domain.model_registry import claim_public_model_id, immutable_public_model_id, release_public_model_id
 from server.domain.principal import Principal
 from server.domain.validation import validate_resource_name
-from server.errors import FailedPrecondition, InvalidArgument
+from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.models import (
     ExternalMcpServerRow,
@@ -368,7 +368,9 @@ async def invocation(session: AsyncSession, name: str) -> Invocation:
     """The agent's call plan. The caller's right to invoke the agent is the surface's check (it caches it); this
     refuses an agent whose base model or a guardrail no longer exists, or whose guardrail changed task type, as
     failed_precondition (the agent fails closed rather than answering unguarded)."""
-    row = await _row(session, name)
+    row = await session.get(PresetAgentRow, name)
+    if row is None:
+        raise NotFound(f"preset agent {name!r} not found", field="model")
     if not await _still_names(session, row.base_public_model_id, row.base_kind, row.base_name):
         raise FailedPrecondition(
             f"The preset agent '{row.public_model_id}' is unresolved: its base model no longer exists.", field="model"
