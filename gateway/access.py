@@ -8,12 +8,16 @@ list are trusted for the same bound, so a withdrawn grant or a repointed alias t
 
 from __future__ import annotations
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from gateway import registry
+from gateway.agents import AgentRoute
 from gateway.catalog import ModelInfo, Route
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
+from server.domain import preset_agents
 from server.domain.principal import Principal
-from server.errors import FailedPrecondition, NotFound, Unauthenticated
+from server.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
 from server.permissions import ResourceKind, can_invoke, readable_names
 from server.store.db import Database
 from server.ttlcache import TtlCache
@@ -31,7 +35,7 @@ class Access:
         self._db = db
         self._box = box
         self._verifier = verifier
-        self._routes: TtlCache[Route] = TtlCache(ttl)
+        self._routes: TtlCache[Route | AgentRoute] = TtlCache(ttl)
         self._listings: TtlCache[list[ModelInfo]] = TtlCache(ttl)
 
     async def principal(self, secret: str) -> Principal:
@@ -40,14 +44,28 @@ class Access:
         except Unauthenticated:
             raise Unauthenticated("Incorrect API key provided.") from None
 
-    async def route(self, principal: Principal, model: str) -> Route:
+    async def target(self, principal: Principal, model: str) -> Route | AgentRoute:
+        """A model's route, or a preset agent's (its base model and guardrails routed on the agent's authority)."""
         return await self._routes.get((principal, model), lambda: self._load_route(principal, model))
 
-    async def _load_route(self, principal: Principal, model: str) -> Route:
+    async def route(self, principal: Principal, model: str) -> Route:
+        """A model's route, for surfaces that do not serve preset agents."""
+        found = await self.target(principal, model)
+        if isinstance(found, AgentRoute):
+            raise InvalidArgument(
+                f"The model '{model}' is a preset agent; this endpoint does not serve preset agents.", field="model"
+            )
+        return found
+
+    async def _load_route(self, principal: Principal, model: str) -> Route | AgentRoute:
         async with self._db.read() as session:
             found = await registry.resolve(session, self._box, model)
             if found is None:
                 raise model_not_found(model)
+            if isinstance(found, registry.AgentEntry):
+                if not await can_invoke(session, principal, found.ref):
+                    raise model_not_found(model)
+                return await self._load_agent(session, found.ref.name)
             alias_ref = found.alias_ref if isinstance(found, registry.UnresolvedAlias) else found.invoked_ref
             if not await can_invoke(session, principal, alias_ref):
                 raise model_not_found(model)
@@ -57,6 +75,23 @@ class Access:
             )
         return found
 
+    async def _load_agent(self, session: AsyncSession, name: str) -> AgentRoute:
+        plan = await preset_agents.invocation(session, name)
+
+        async def delegated(public_model_id: str) -> Route:
+            # The agent's creator was checked when the agent was saved; callers need only the agent's invoke right.
+            found = await registry.resolve(session, self._box, public_model_id)
+            if not isinstance(found, Route):
+                raise FailedPrecondition(
+                    f"The preset agent '{plan.public_model_id}' is unresolved: the model '{public_model_id}' "
+                    "it uses no longer exists.",
+                    field="model",
+                )
+            return found
+
+        base = await delegated(plan.base_model)
+        return AgentRoute(plan, base, tuple([await delegated(g) for g in plan.output_guardrails]))
+
     async def models(self, principal: Principal) -> list[ModelInfo]:
         return await self._listings.get(principal, lambda: self._load_models(principal))
 
@@ -65,6 +100,11 @@ class Access:
             catalogue = await registry.list_models(session)
             allowed = {
                 kind: await readable_names(session, principal, kind)
-                for kind in (ResourceKind.MODEL_DEPLOYMENT, ResourceKind.EXTERNAL_MODEL, ResourceKind.MODEL_ALIAS)
+                for kind in (
+                    ResourceKind.MODEL_DEPLOYMENT,
+                    ResourceKind.EXTERNAL_MODEL,
+                    ResourceKind.MODEL_ALIAS,
+                    ResourceKind.PRESET_AGENT,
+                )
             }
         return [m for m in catalogue if m.ref.name in allowed[m.kind]]

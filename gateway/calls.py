@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 from opentelemetry import trace
 
+from gateway.agents import AgentRoute
 from gateway.catalog import Route
 from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, TRACING
 from server.domain.principal import Principal
@@ -39,6 +40,14 @@ class Call:
         self.model = model
         self.route = await self.request.app[ACCESS].route(self.principal, model)
         return self.route
+
+    async def resolve_target(self, model: str) -> Route | AgentRoute:
+        """Like `resolve`, but a preset agent is returned as such; the call is then metered under the agent's id
+        (the model the client named) against its base model's target."""
+        self.model = model
+        found = await self.request.app[ACCESS].target(self.principal, model)
+        self.route = found.base if isinstance(found, AgentRoute) else found
+        return found
 
     def count(self, usage: Any) -> None:
         """Record an OpenAI-style usage object (chat, embeddings, rerank or transcription token usage)."""

@@ -24,11 +24,12 @@ from server.store.models import (
     ExternalModelRow,
     ModelAliasRow,
     ModelDeploymentRow,
+    PresetAgentRow,
     PublicModelIdRow,
     ResourceRow,
 )
 
-__all__ = ["UnresolvedAlias", "list_models", "resolve"]
+__all__ = ["AgentEntry", "UnresolvedAlias", "list_models", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,13 @@ class UnresolvedAlias:
     """The client named an alias whose target no longer exists."""
 
     alias_ref: ResourceRef
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """The client named a preset agent; `gateway.access` resolves its plan (server.domain.preset_agents)."""
+
+    ref: ResourceRef
 
 
 def _task(value: int) -> TaskType:
@@ -86,11 +94,15 @@ async def _direct(
     return None
 
 
-async def resolve(session: AsyncSession, box: SecretBox, public_model_id: str) -> Route | UnresolvedAlias | None:
+async def resolve(
+    session: AsyncSession, box: SecretBox, public_model_id: str
+) -> Route | UnresolvedAlias | AgentEntry | None:
     entry = await session.get(PublicModelIdRow, public_model_id)
     if entry is None:
         return None
     kind = ResourceKind(entry.kind)
+    if kind == ResourceKind.PRESET_AGENT:
+        return AgentEntry(ResourceRef(kind, entry.name))
     if kind != ResourceKind.MODEL_ALIAS:
         return await _direct(session, box, public_model_id, ResourceRef(kind, entry.name), None)
     alias_ref = ResourceRef(ResourceKind.MODEL_ALIAS, entry.name)
@@ -142,16 +154,34 @@ async def list_models(session: AsyncSession) -> list[ModelInfo]:
             continue  # unresolved aliases cannot be used, so they are not offered
         ref = ResourceRef(ResourceKind.MODEL_ALIAS, alias.name)
         ts, owner = meta(ref.kind, alias.name)
+        info = ModelInfo(
+            alias.public_model_id,
+            ref,
+            target.task_type,
+            target.input_modalities,
+            ts,
+            owner,
+            target.max_model_len,
+            unlisted=alias.unlisted,
+        )
+        out.append(info)
+        targets[(int(ResourceKind.MODEL_ALIAS), alias.name)] = info
+    for agent in await session.scalars(select(PresetAgentRow)):
+        base = targets.get((agent.base_kind, agent.base_name))
+        if base is None:
+            continue  # an unresolved agent cannot be used, so it is not offered
+        ref = ResourceRef(ResourceKind.PRESET_AGENT, agent.name)
+        ts, owner = meta(ref.kind, agent.name)
+        # An agent generates text whatever it wraps, and accepts what its base model accepts (spec: /v1/models).
         out.append(
             ModelInfo(
-                alias.public_model_id,
+                agent.public_model_id,
                 ref,
-                target.task_type,
-                target.input_modalities,
+                TaskType.TEXT_GENERATION,
+                base.input_modalities,
                 ts,
                 owner,
-                target.max_model_len,
-                unlisted=alias.unlisted,
+                base.max_model_len,
             )
         )
     return out

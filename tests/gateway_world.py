@@ -48,7 +48,13 @@ class GatewayWorld:
 DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
 EXTERNALS = "platform.modelmanager.v1.ExternalModelService"
 ALIASES = "platform.modelmanager.v1.ModelAliasService"
-TASKS = {1: "TASK_TYPE_TEXT_GENERATION", 2: "TASK_TYPE_EMBEDDING", 3: "TASK_TYPE_RERANK", 4: "TASK_TYPE_SPEECH_TO_TEXT"}
+TASKS = {
+    1: "TASK_TYPE_TEXT_GENERATION",
+    2: "TASK_TYPE_EMBEDDING",
+    3: "TASK_TYPE_RERANK",
+    4: "TASK_TYPE_SPEECH_TO_TEXT",
+    5: "TASK_TYPE_GUARDRAIL",
+}
 MODALITIES = {1: "MODALITY_TEXT", 2: "MODALITY_IMAGE", 3: "MODALITY_AUDIO"}
 PROVIDERS = {
     1: "EXTERNAL_MODEL_PROVIDER_VENDOR_A",
@@ -106,7 +112,7 @@ async def create_models(connect: ConnectJsonCaller, token: str, world: GatewayWo
     for spec in specs:
         await _create(connect, token, world, spec)
     doomed = world.names.get(world.model("doomed"))
-    if doomed is not None:
+    if doomed is not None and any(spec.public_id == "doomed" for spec in specs):
         must(await connect.call(f"{DEPLOYMENTS}/DeleteModelDeployment", {"name": doomed[1]}, token=token))
 
 

@@ -1,7 +1,9 @@
 """POST /v1/chat/completions, streaming and not.
 
 The request goes to the resolved target with the provider's model id. Streams always ask the upstream for usage
-(so they are metered) and hand the client only what it asked for.
+(so they are metered) and hand the client only what it asked for. A preset agent shapes the request (its
+instructions first, its sampling defaults) and sends it to its base model; a guarded agent answers through
+`gateway.surfaces.agent_chat`.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.agents import AgentRoute, shape_chat_request
 from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
 from gateway.streaming import relay_sse
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from gateway.surfaces.agent_chat import guarded_chat
 from server.errors import InvalidArgument
 from server.metering import CallKind
 
@@ -42,7 +46,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         payload = await read_json(request)
         model = require_model(payload)
         stream, include_usage = _validate(payload)
-        route = await call.resolve(model)
+        target = await call.resolve_target(model)
+        if isinstance(target, AgentRoute):
+            payload = shape_chat_request(target, payload)
+            if target.guardrails:
+                return await guarded_chat(request, call, target, payload, stream=stream, include_usage=include_usage)
+        route = target.base if isinstance(target, AgentRoute) else target
         require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
         if stream:
             payload["stream_options"] = {**(payload.get("stream_options") or {}), "include_usage": True}

@@ -79,6 +79,7 @@ class Deps:
 
 def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.agents.external_mcp_server_service import ExternalMcpServerServiceHandler
+    from server.services.agents.preset_agent_service import PresetAgentServiceHandler
     from server.services.conversations.conversation_item_service import ConversationItemServiceHandler
     from server.services.conversations.conversation_service import ConversationServiceHandler
     from server.services.metering.platform_usage_service import PlatformUsageServiceHandler
@@ -97,6 +98,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
 
     return {
         "platform.agents.v1.ExternalMcpServerService": ExternalMcpServerServiceHandler,
+        "platform.agents.v1.PresetAgentService": PresetAgentServiceHandler,
         "platform.conversations.v1.ConversationItemService": ConversationItemServiceHandler,
         "platform.conversations.v1.ConversationService": ConversationServiceHandler,
         "platform.metering.v1.PlatformUsageService": PlatformUsageServiceHandler,

@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -29,6 +30,7 @@ __all__ = [
     "Base",
     "GroupMemberRow",
     "GroupRow",
+    "PresetAgentRow",
     "PublicModelIdRow",
     "ResourcePermissionRow",
     "ResourceRow",
@@ -373,4 +375,30 @@ class ConversationItemRow(Base):
     role: Mapped[str] = mapped_column(String(32), default="")
     status: Mapped[str] = mapped_column(String(32), default="")
     data: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# --- preset agents (issue 12) ---
+
+
+class PresetAgentRow(Base):
+    """A preset agent. The base model and the guardrails are stored as the public id the creator named plus the
+    resource it resolved to then, so a deleted model leaves the agent unresolved instead of silently following a
+    new model that later claims the same id. `output_guardrails` is an ordered list of [public id, kind, name]."""
+
+    __tablename__ = "preset_agents"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str | None] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    public_model_id: Mapped[str] = mapped_column(String(128), unique=True)
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    base_public_model_id: Mapped[str] = mapped_column(String(128))
+    base_kind: Mapped[int] = mapped_column(Integer)
+    base_name: Mapped[str] = mapped_column(String(128))
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    default_mcp_servers: Mapped[list[str]] = mapped_column(JSON, default=list)
+    default_rags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    temperature: Mapped[float | None] = mapped_column(Float, default=None)
+    top_p: Mapped[float | None] = mapped_column(Float, default=None)
+    max_output_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
+    output_guardrails: Mapped[list[list[Any]]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

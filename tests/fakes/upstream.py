@@ -7,6 +7,10 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
 - `error-stream`: stream one chunk, then an upstream error event;
 - `crlf-stream`: a stream framed with CRLF line endings;
 - `floats-only`: embeddings always as float lists, whatever encoding was asked;
+- `echo`: answers with the text of the last user message;
+- `guard-llama` / `guard-json` / `guard-garbage`: output guardrails judging the last message — Llama-Guard style
+  (`unsafe\nS1` when it contains FORBIDDEN-A, else `safe`), JSON (`{"allowed": false, ...}` when it contains
+  FORBIDDEN-B) and an unrecognised verdict;
 - anything else: a deterministic answer ("Hello from <model>"; tools → a get_weather tool call).
 """
 
@@ -88,6 +92,7 @@ class FakeUpstream:
         text = (
             f"Hello from {model}" if messages[-1].get("role") != "tool" else f"The tool said: {messages[-1]['content']}"
         )
+        text = _scripted(model, messages) or text
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
         finish = "stop"
         if tools:
@@ -136,7 +141,8 @@ class FakeUpstream:
                 await send([{"index": 0, "delta": delta, "finish_reason": None}])
             await send([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}])
         else:
-            for piece in ("Hello", " from ", model):
+            scripted = _scripted(model, payload.get("messages") or [{}])
+            for piece in (scripted,) if scripted else ("Hello", " from ", model):
                 await send([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
                 if model == "break-stream" and piece == " from ":
                     await asyncio.sleep(0.05)
@@ -246,6 +252,24 @@ class FakeUpstream:
             )
         usage = {"type": "tokens", "input_tokens": 20, "output_tokens": 2, "total_tokens": 22}
         return web.json_response({"text": text, "usage": usage})
+
+
+def _scripted(model: str, messages: list[Any]) -> str | None:
+    """The answer of the echo model and of the fake guardrails (see the module docstring)."""
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    content = str(last.get("content") or "")
+    if model == "echo":
+        users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        return str(users[-1].get("content") or "") if users else ""
+    if model == "guard-llama":
+        return "unsafe\nS1,S10" if "FORBIDDEN-A" in content else "safe"
+    if model == "guard-json":
+        if "FORBIDDEN-B" in content:
+            return orjson.dumps({"allowed": False, "reason": "mentions B"}).decode()
+        return '{"allowed": true}'
+    if model == "guard-garbage":
+        return "perhaps"
+    return None
 
 
 def _usage() -> dict[str, int]:
