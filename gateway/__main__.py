@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -44,7 +45,7 @@ def _reserve(host: str, port: int) -> socket.socket:
 async def _serve(settings: Settings, port: int) -> None:
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
     runner = web.AppRunner(
-        make_app(settings),
+        make_app(dataclasses.replace(settings, gateway_port=port)),  # the real port: the egress guard refuses it
         access_log=None,
         handle_signals=False,
         shutdown_timeout=_SHUTDOWN_TIMEOUT,

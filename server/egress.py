@@ -14,6 +14,9 @@ For every connection it
      `SWITCHBOARD_MCP_NETWORK_POLICY_CACHE_SECONDS`, so a created or deleted policy applies everywhere within that
      bound); operator-registered model upstreams (`Reach.PLATFORM`) may use them;
    - public addresses are allowed;
+   - whatever the class, the platform's own ports (`own_ports`: the management and gateway ports) on an address of
+     this machine are refused, so no registration can make the platform call itself (a gateway model pointed at the
+     gateway would loop);
    Hosts are taken as IP literals in every numeric form the system resolver accepts (`127.1`, `2130706433`,
    `0x7f.1`), so they are recognised and refused as what they are, never looked up as names;
 3. connects only to the addresses it checked (no second DNS lookup, so DNS rebinding cannot swap the address between
@@ -52,6 +55,7 @@ so a deleted policy also stops pooled connections within the cache bound.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import socket
@@ -113,6 +117,7 @@ class Destination:
 _NUMERIC_V4 = re.compile(r"[0-9][0-9a-fA-FxX.]*")
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every request the gateway sends: parse each host once
 def _literal(host: str) -> IPAddress | None:
     """The address an IP-literal host names, in any form a resolver would accept; None for a host name."""
     try:
@@ -125,6 +130,20 @@ def _literal(host: str) -> IPAddress | None:
         except OSError:
             return None
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_local(address: IPAddress) -> bool:
+    """Whether `address` is one of this machine's own (it can be bound to); asked only for the platform's ports."""
+    if address.is_loopback or address.is_unspecified:
+        return True
+    family = socket.AF_INET if isinstance(address, IPv4Address) else socket.AF_INET6
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((str(address), 0))
+    except OSError:
+        return False
+    return True
 
 
 def _same_host(current: URL, location: str) -> bool:
@@ -157,9 +176,11 @@ class EgressGuard:
         policy_cache_seconds: float = 5.0,
         lookup: Lookup | None = None,
         lookup_cache_seconds: float = 0.0,
+        own_ports: frozenset[int] = frozenset(),
     ) -> None:
         self._db = db
         self._allow_loopback = allow_loopback
+        self._own_ports = own_ports
         self._policies: TtlCache[tuple[IPNetwork, ...]] = TtlCache(policy_cache_seconds, max_entries=1)
         self._lookup: Lookup = lookup or system_lookup
         # Name lookups may be reused for a while (the gateway's new upstream connections then skip the resolver);
@@ -178,6 +199,7 @@ class EgressGuard:
             policy_cache_seconds=settings.mcp_network_policy_cache_seconds,
             lookup=lookup,
             lookup_cache_seconds=lookup_cache_seconds,
+            own_ports=frozenset(p for p in (settings.port, settings.gateway_port) if p),
         )
 
     async def _load_policies(self) -> tuple[IPNetwork, ...]:
@@ -208,10 +230,21 @@ class EgressGuard:
                 return "private, and no MCP network policy allows it"
         return None
 
+    def _plainly_allowed(self, address: IPAddress, reach: Reach) -> bool:
+        """Allowed whatever the policies say (the common case, decided from the cached classification alone)."""
+        verdict = classify(address).verdict
+        return (
+            verdict == Verdict.PUBLIC
+            or (verdict == Verdict.LOOPBACK and self._allow_loopback)
+            or (verdict == Verdict.PRIVATE and reach == Reach.PLATFORM)
+        )
+
     async def check_addresses(self, host: str, addresses: Sequence[IPAddress], reach: Reach = Reach.TENANT) -> None:
         """Refuse (FailedPrecondition) unless every address may be reached."""
         if not addresses:
             raise _refused(host)
+        if all(self._plainly_allowed(a, reach) for a in addresses):
+            return
         networks: tuple[IPNetwork, ...] = ()
         if reach == Reach.TENANT and any(classify(a).verdict == Verdict.PRIVATE for a in addresses):
             networks = await self.allowed_networks()
@@ -220,6 +253,12 @@ class EgressGuard:
             if reason is not None:
                 log.warning("egress refused: host %r address %s (%s)", host, address, reason)
                 raise _refused(host)
+
+    def check_own_port(self, host: str, addresses: Sequence[IPAddress], port: int) -> None:
+        """Refuse (FailedPrecondition) a platform port on an address of this machine."""
+        if port in self._own_ports and any(_is_local(a) for a in addresses):
+            log.warning("egress refused: host %r port %d is one of the platform's own", host, port)
+            raise _refused(host)
 
     async def resolve(
         self, host: str, port: int, family: int = socket.AF_UNSPEC, reach: Reach = Reach.TENANT
@@ -241,6 +280,7 @@ class EgressGuard:
             except ValueError:  # a lookup answer that is not an address: never connect on a guess
                 raise _refused(host) from None
         await self.check_addresses(host, addresses, reach)
+        self.check_own_port(host, addresses, port)
         return addresses
 
     async def check_url(self, url: str, *, field: str | None = None, reach: Reach = Reach.TENANT) -> Destination:
@@ -295,20 +335,24 @@ class EgressGuard:
     def connector(self, reach: Reach = Reach.TENANT, **kwargs: Any) -> GuardedConnector:
         return GuardedConnector(self, reach=reach, **kwargs)
 
-    def session(self, reach: Reach = Reach.TENANT, **kwargs: Any) -> aiohttp.ClientSession:
+    def session(self, reach: Reach = Reach.TENANT, *, redirects: bool = True, **kwargs: Any) -> aiohttp.ClientSession:
         """A ClientSession whose every connection (redirect hops included) goes through this guard, for
-        destinations registered with this `reach`; redirects to another host are refused.
+        destinations registered with this `reach`; redirects to another host are refused. `redirects=False` is for
+        callers that never follow any (every request passes `allow_redirects=False`, as the gateway does): it
+        leaves out the redirect hook, which costs aiohttp's tracing on every request.
 
         Keyword arguments go to ClientSession; `connector` and `trust_env` are refused (a proxy from the environment
         or another connector would bypass the guard). Connector options go through `connector_options`."""
         if "connector" in kwargs or "trust_env" in kwargs:
             raise TypeError("a guarded session owns its connector and never trusts proxy settings from the environment")
         options = kwargs.pop("connector_options", {})
-        redirects = aiohttp.TraceConfig()
-        redirects.on_request_redirect.append(_refuse_cross_host_redirect)
-        traces = [*(kwargs.pop("trace_configs", None) or ()), redirects]
+        traces = list(kwargs.pop("trace_configs", None) or ())
+        if redirects:
+            same_host = aiohttp.TraceConfig()
+            same_host.on_request_redirect.append(_refuse_cross_host_redirect)
+            traces.append(same_host)
         return aiohttp.ClientSession(
-            connector=self.connector(reach, **options), trust_env=False, trace_configs=traces, **kwargs
+            connector=self.connector(reach, **options), trust_env=False, trace_configs=traces or None, **kwargs
         )
 
     def httpx_client(self, **kwargs: Any) -> httpx2.AsyncClient:
@@ -440,8 +484,13 @@ def _peer_address(connection: Connection) -> IPAddress | None:
     peer = transport.get_extra_info("peername") if transport is not None else None
     if not isinstance(peer, tuple) or not peer or not isinstance(peer[0], str):
         return None
+    return _peer(peer[0])
+
+
+@functools.lru_cache(maxsize=4096)
+def _peer(text: str) -> IPAddress | None:
     try:
-        return ip_address(peer[0])
+        return ip_address(text)
     except ValueError:
         return None
 
@@ -457,6 +506,11 @@ class GuardedConnector(aiohttp.TCPConnector):
         self._guard = guard
         self._reach = reach
 
+    async def _check(self, host: str, address: IPAddress, port: int) -> None:
+        if not self._guard._plainly_allowed(address, self._reach):  # the pooled hot path: no coroutine, no policy
+            await self._guard.check_addresses(host, (address,), self._reach)
+        self._guard.check_own_port(host, (address,), port)
+
     async def connect(
         self,
         req: ClientRequest,
@@ -468,13 +522,18 @@ class GuardedConnector(aiohttp.TCPConnector):
             raise FailedPrecondition(f"outbound connection to {host!r} refused: only http and https are allowed")
         if req.proxy is not None:
             raise FailedPrecondition(f"outbound connection to {host!r} refused: proxies are not allowed")
+        port = req.url.port or 0
         literal = _literal(host)
         if literal is not None:  # aiohttp does not ask the resolver for IP-literal hosts
-            await self._guard.check_addresses(host, (literal,), self._reach)
+            await self._check(host, literal, port)
         connection = await super().connect(req, traces, timeout)
         peer = _peer_address(connection)
+        if peer is not None and peer == literal:
+            return connection  # the address just checked
         try:  # the ground truth, also for a connection reused from the keep-alive pool
-            await self._guard.check_addresses(host, (peer,) if peer is not None else (), self._reach)
+            if peer is None:
+                raise _refused(host)
+            await self._check(host, peer, port)
         except BaseException:
             connection.close()
             raise

@@ -443,3 +443,17 @@ async def test_a_private_destination_is_reached_only_while_a_policy_allows_it(se
     finally:
         await runner.cleanup()
         await db.close()
+
+
+async def test_the_platforms_own_ports_are_refused(upstream: Upstream, client: Client) -> None:
+    """No registration can make the platform call itself: its own ports on this machine's addresses are refused,
+    even where the address class is allowed (loopback opened here)."""
+    guard = EgressGuard(None, allow_loopback=True, own_ports=frozenset({upstream.port}))
+    for url in (f"{upstream.url}/ok", f"http://localhost:{upstream.port}/ok"):
+        with pytest.raises(FailedPrecondition):
+            await _get(guard, url, client)
+    with pytest.raises(InvalidArgument, match="endpoint_url"):
+        await guard.check_endpoint(f"{upstream.url}/v1", field="endpoint_url", reach=Reach.PLATFORM)
+    assert upstream.hits == []
+    elsewhere = EgressGuard(None, allow_loopback=True, own_ports=frozenset({upstream.port + 1}))
+    assert (await _get(elsewhere, f"{upstream.url}/ok", client))[0] == 200

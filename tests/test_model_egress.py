@@ -3,7 +3,8 @@
 The refusals are proven with SWITCHBOARD_EGRESS_ALLOW_LOOPBACK off: a second management server and a second gateway
 (`guarded`) share this run's database and var dir but keep loopback protected, as in production. A loopback canary
 (a fake provider recording every request) must see nothing they refuse; the session's own server and gateway (loopback
-open for the test fakes) show the canary does answer when reached.
+open for the test fakes) show the canary does answer when reached. The private ranges refused here (172.31.0.0/16,
+192.168.77.0/24, fd55::/16) are approved by no test's network policy (see tests/test_network_policies.py).
 """
 
 from __future__ import annotations
@@ -132,8 +133,9 @@ def _ssrf_targets(port: int) -> list[str]:
         "http://169.254.169.254/latest/meta-data",
         "http://[fd00:ec2::254]/latest",
         "http://[::ffff:169.254.169.254]/",
-        "http://10.0.0.1/v1",
-        "http://192.168.1.1/v1",
+        "http://172.31.0.1/v1",
+        "http://192.168.77.1/v1",
+        "http://[fd55::1]/v1",
         "http://0.0.0.0:80/v1",
     ]
 
@@ -176,7 +178,7 @@ async def test_tenant_models_cannot_be_registered_at_protected_or_private_addres
 
 async def test_operators_may_register_private_but_never_protected_upstreams(guarded: Guarded, canary: Canary) -> None:
     admin = guarded.admin
-    for target in [t for t in _ssrf_targets(canary.port) if "10.0.0.1" not in t and "192.168" not in t]:
+    for target in [t for t in _ssrf_targets(canary.port) if not any(p in t for p in ("172.31.", "192.168.", "fd55:"))]:
         deployment = _deployment(target)
         result = await guarded.connect.call(
             f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": deployment}, token=admin

@@ -64,7 +64,9 @@ class UpstreamSessions:
 
     @classmethod
     def open(cls, guard: EgressGuard, **kwargs: Any) -> UpstreamSessions:
-        return cls(guard.session(Reach.PLATFORM, **kwargs), guard.session(Reach.TENANT, **kwargs))
+        # open_upstream never follows redirects (allow_redirects=False), so the sessions need no redirect hook.
+        platform = guard.session(Reach.PLATFORM, redirects=False, **kwargs)
+        return cls(platform, guard.session(Reach.TENANT, redirects=False, **kwargs))
 
     def for_route(self, route: Route) -> aiohttp.ClientSession:
         return self.platform if route.reach == Reach.PLATFORM else self.tenant
