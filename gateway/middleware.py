@@ -30,6 +30,7 @@ from server.errors import (
     UpstreamFailed,
     wire_error_for,
 )
+from server.input_bounds import check_json_bounds
 from server.metering import TrafficEvent
 
 __all__ = [
@@ -212,6 +213,7 @@ async def read_body(request: web.Request, limit: int) -> bytes:
 
 async def read_json(request: web.Request, limit: int = INFERENCE_LIMIT) -> dict[str, Any]:
     body = await read_body(request, limit)
+    check_json_bounds(body)  # before orjson, which would parse it but could not re-encode it past 255 levels
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError:

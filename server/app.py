@@ -28,6 +28,8 @@ from sqlalchemy import text
 
 import gen.platform
 from server.auth import Authenticator
+from server.codecs import management_codecs
+from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
 from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
@@ -183,19 +185,21 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
     interceptors = build_interceptors(authenticator)
     apps: dict[str, ASGIApp] = {}
     descriptors = []
+    # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).
+    bounds: dict[str, Any] = {"codecs": management_codecs(), "read_max_bytes": MANAGEMENT_MESSAGE_LIMIT}
     for service in generated_services():
         factory = HANDLERS.get(service.full_name)
         handler = factory(deps) if factory is not None else _unimplemented(service.protocol)
-        app = service.asgi_app(handler, interceptors=interceptors)
+        app = service.asgi_app(handler, interceptors=interceptors, **bounds)
         apps[app.path] = app
         descriptors.append(service.protocol.desc())
     health = HealthHandler(deps.db)
-    for app in health.apps():
+    for app in health.apps(**bounds):
         apps[app.path] = app
     reflected = (*descriptors, *health.descriptors())
     for app in (
-        ServerReflectionASGIApplication(ServerReflectionService(*reflected)),
-        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*reflected)),
+        ServerReflectionASGIApplication(ServerReflectionService(*reflected), **bounds),
+        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*reflected), **bounds),
     ):
         apps[app.path] = app
     streaming = {
