@@ -27,6 +27,7 @@ from types import FrameType
 from aiohttp import web
 
 from gateway.app import make_app
+from gateway.parse_errors import OpenAIErrorRunner
 from server.settings import Settings, load_settings
 from server.supervision import RestartBudget, describe_exit
 
@@ -47,7 +48,7 @@ def _reserve(host: str, port: int) -> socket.socket:
 
 async def _serve(settings: Settings, port: int) -> None:
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
-    runner = web.AppRunner(
+    runner = OpenAIErrorRunner(
         make_app(settings),
         access_log=None,
         handle_signals=False,

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 from opentelemetry import trace
 
 from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
@@ -200,7 +202,10 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
-        chunk = await request.content.readany()
+        try:
+            chunk = await request.content.readany()
+        except (HttpProcessingError, RequestPayloadError):  # e.g. Content-Encoding: gzip on a body that is not gzip
+            raise InvalidArgument("We could not decode the request body as its Content-Encoding says.") from None
         if not chunk:
             break
         size += len(chunk)

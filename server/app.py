@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote
 
 from connectrpc_grpcreflect import (
     ServerReflectionAlphaASGIApplication,
@@ -127,6 +128,32 @@ async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+def _undecodable_header(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The name of the first header that is not UTF-8 (connectrpc would fail decoding it with a 500)."""
+    for name, value in headers:
+        try:
+            name.decode()
+            value.decode()
+        except UnicodeDecodeError:
+            return name.decode("latin-1")
+    return None
+
+
+async def _refuse(scope: Scope, send: Send, message: str) -> None:
+    """An invalid_argument answer before connectrpc sees the request, in the request's protocol."""
+    content_type = dict(scope["headers"]).get(b"content-type", b"")
+    if content_type.startswith(b"application/grpc"):  # gRPC and gRPC-Web: a trailers-only response
+        headers = [
+            (b"content-type", content_type.split(b";")[0]),
+            (b"grpc-status", b"3"),
+            (b"grpc-message", quote(message).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    await _json(send, 400, {"code": "invalid_argument", "message": message})
+
+
 class Router:
     def __init__(self, deps: Deps, apps: dict[str, ASGIApp], streaming: set[str]) -> None:
         self._deps = deps
@@ -142,6 +169,10 @@ class Router:
         path: str = scope["path"]
         app = self._apps.get(path.rsplit("/", 1)[0])
         if app is not None:
+            undecodable = _undecodable_header(scope["headers"])
+            if undecodable is not None:
+                await _refuse(scope, send, f"the {undecodable} header is not valid UTF-8")
+                return
             if scope["method"] == "GET" or (b"content-length", b"0") in scope["headers"]:
                 receive = _bodyless_receive()
             elif path not in self._streaming:
