@@ -28,6 +28,7 @@ from aiohttp import web
 
 from gateway.app import make_app
 from gateway.parse_errors import OpenAIErrorRunner
+from server.logs import configure_logging
 from server.settings import Settings, load_settings
 from server.supervision import RestartBudget, describe_exit
 
@@ -101,7 +102,7 @@ def _spawn(context: multiprocessing.context.ForkContext, settings: Settings, por
 
 def main() -> int:
     settings = load_settings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
+    configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
     workers = settings.gateway_workers or os.cpu_count() or 1
     reserved = _reserve(settings.gateway_host, settings.gateway_port)
     port = reserved.getsockname()[1]

@@ -32,6 +32,7 @@ from server.auth import Authenticator
 from server.codecs import management_codecs
 from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
+from server.logs import configure_logging
 from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
 from server.settings import Settings
@@ -207,7 +208,7 @@ class Router:
 
 
 def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(name)s %(message)s")
     configure_tracing(settings)
     if deps is None:
         db = Database(settings.database_url)

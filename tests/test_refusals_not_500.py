@@ -22,7 +22,9 @@ def _no_leak(text: bytes | str) -> None:
         assert marker not in shown, shown[:300]
 
 
-async def _connect(server: Server, method: str, body: dict[str, Any], extra: list[tuple[bytes, bytes]] = ()) -> RawResponse:  # type: ignore[assignment]
+async def _connect(
+    server: Server, method: str, body: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...] = ()
+) -> RawResponse:
     headers = [
         (b"Content-Type", b"application/json"),
         (b"Authorization", f"Bearer {server.admin_token}".encode()),
@@ -56,7 +58,9 @@ async def _connect(server: Server, method: str, body: dict[str, Any], extra: lis
         ),
     ],
 )
-async def test_management_refusals_name_the_field(server: Server, method: str, body: dict[str, Any], field: str) -> None:
+async def test_management_refusals_name_the_field(
+    server: Server, method: str, body: dict[str, Any], field: str
+) -> None:
     answer = await _connect(server, method, body)
     assert answer.status == 400, answer.body[:300]
     payload = orjson.loads(answer.body)
@@ -67,7 +71,7 @@ async def test_management_refusals_name_the_field(server: Server, method: str, b
 
 @pytest.mark.parametrize("header", [b"X-Platform-Tenant-Id", b"X-Anything"])
 async def test_management_non_utf8_header_values_are_400(server: Server, header: bytes) -> None:
-    answer = await _connect(server, "platform.tenants.v1.TenantService/ListTenants", {}, [(header, NOT_UTF8)])
+    answer = await _connect(server, "platform.tenants.v1.TenantService/ListTenants", {}, ((header, NOT_UTF8),))
     assert answer.status == 400, answer.body[:300]
     assert b"invalid_argument" in answer.body
     _no_leak(answer.body)
@@ -95,7 +99,7 @@ def _openai_error(answer: RawResponse, status: int) -> dict[str, Any]:
 
 
 async def _gw(
-    gateway: Gateway, key: str, path: str, body: bytes, extra: list[tuple[bytes, bytes]] = ()  # type: ignore[assignment]
+    gateway: Gateway, key: str, path: str, body: bytes, extra: tuple[tuple[bytes, bytes], ...] = ()
 ) -> RawResponse:
     base = gateway.base_url.removesuffix("/v1")
     headers = [(b"Content-Type", b"application/json"), (b"Authorization", f"Bearer {key}".encode()), *extra]
@@ -136,7 +140,7 @@ async def test_gateway_deep_chat_body_is_400(gateway: Gateway, gw_world: Gateway
 
 async def test_gateway_lying_content_encoding_is_400(gateway: Gateway, gw_world: GatewayWorld) -> None:
     body = orjson.dumps({"model": gw_world.model("chat"), "messages": [{"role": "user", "content": "hi"}]})
-    answer = await _gw(gateway, gw_world.keys["all"], "/v1/chat/completions", body, [(b"Content-Encoding", b"gzip")])
+    answer = await _gw(gateway, gw_world.keys["all"], "/v1/chat/completions", body, ((b"Content-Encoding", b"gzip"),))
     _openai_error(answer, 400)
 
 
