@@ -24,7 +24,15 @@ from server.domain.model_registry import (
     release_and_delete,
 )
 from server.domain.principal import Principal
-from server.domain.validation import require_http_url, require_nonempty, validate_resource_name
+from server.domain.validation import (
+    MAX_DISPLAY_NAME,
+    MAX_PROVIDER_MODEL_ID,
+    MAX_QUERY_PREFIX,
+    limit_text,
+    require_http_url,
+    require_nonempty,
+    validate_resource_name,
+)
 from server.errors import InvalidArgument
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.models import ExternalModelRow
@@ -124,6 +132,12 @@ def _endpoint(provider: Provider, base_url: str, api_version: str) -> tuple[str,
     return url, api_version
 
 
+def _check_text(spec: ExternalModelSpec) -> None:
+    limit_text(spec.provider_model_id, "provider_model_id", MAX_PROVIDER_MODEL_ID)
+    limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
+    limit_text(spec.query_prefix or "", "query_prefix", MAX_QUERY_PREFIX)
+
+
 async def create(
     session: AsyncSession, principal: Principal, spec: ExternalModelSpec, box: SecretBox, *, tenant_id: str | None
 ) -> ExternalModel:
@@ -136,6 +150,7 @@ async def create(
     provider = _provider(spec.provider)
     base_url, api_version = _endpoint(provider, spec.base_url, spec.api_version)
     require_nonempty(spec.provider_model_id, "provider_model_id")
+    _check_text(spec)
     # Sharing is read-only here (UpdateExternalModelSharing is its only write path): a new model starts private.
     await permissions.create_resource(session, principal, _ref(name), tenant_id=tenant_id)
     await claim_public_model_id(session, spec.public_model_id, _ref(name))
@@ -189,6 +204,7 @@ async def update(session: AsyncSession, principal: Principal, spec: ExternalMode
     requested_base = spec.base_url if spec.base_url or provider == Provider.VENDOR_A else row.base_url
     base_url, api_version = _endpoint(provider, requested_base, spec.api_version or row.api_version)
     row.provider, row.base_url, row.api_version = int(provider), base_url, api_version
+    _check_text(spec)
     if spec.provider_model_id:
         row.provider_model_id = spec.provider_model_id
     if spec.api_key:

@@ -20,7 +20,7 @@ from server.domain.model_registry import (
     release_and_delete,
 )
 from server.domain.principal import Principal
-from server.domain.validation import require_http_url, validate_resource_name
+from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_http_url, validate_resource_name
 from server.errors import InvalidArgument
 from server.permissions import ResourceKind, ResourceRef, Sharing
 from server.store.db import new_id
@@ -108,7 +108,7 @@ async def create(session: AsyncSession, principal: Principal, spec: DeploymentSp
     row = ModelDeploymentRow(
         name=name,
         public_model_id=spec.public_model_id,
-        display_name=spec.display_name or spec.public_model_id,
+        display_name=limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME) or spec.public_model_id,
         endpoint_url=endpoint,
         served_model_id=spec.served_model_id or spec.public_model_id,
         task_type=spec.capabilities.task_type,
@@ -142,7 +142,7 @@ async def update(session: AsyncSession, principal: Principal, spec: DeploymentSp
     if spec.endpoint_url:
         row.endpoint_url = require_http_url(spec.endpoint_url, "endpoint_url")
     if spec.display_name:
-        row.display_name = spec.display_name
+        row.display_name = limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
     if spec.served_model_id:
         row.served_model_id = spec.served_model_id
     row.task_type = spec.capabilities.task_type
