@@ -102,10 +102,11 @@ async def world(server: Server) -> World:
     return await make_world(server, ConnectJsonCaller(server.base_url))
 
 
-@pytest.mark.parametrize(("method", "who", "body", "field"), CASES, ids=[f"{c[0]}-{c[3]}" for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[3]}" for c in CASES])
 async def test_over_long_text_is_invalid_argument(
-    server: Server, world: World, connect: ConnectJsonCaller, method: str, who: str, body: Body, field: str
+    server: Server, world: World, connect: ConnectJsonCaller, case: tuple[str, str, Body, str]
 ) -> None:
+    method, who, body, field = case
     token = server.admin_token if who == "platform" else world.tokens[who]
     result = await connect.call(method, body(world), token=token)
     assert result.code == "invalid_argument", result.body
