@@ -19,7 +19,7 @@ from itertools import accumulate
 
 from server.errors import InvalidArgument
 
-__all__ = ["MANAGEMENT_MESSAGE_LIMIT", "MAX_JSON_DEPTH", "check_json_bounds", "json_depth"]
+__all__ = ["MANAGEMENT_MESSAGE_LIMIT", "MAX_JSON_DEPTH", "check_json_bounds", "json_depth", "value_depth"]
 
 # Deeper than any real request (protobuf itself stops at 100 nested messages; OpenAI structured outputs allow 10
 # levels of schema), far below what any decoder in the stack can survive.
@@ -54,3 +54,20 @@ def check_json_bounds(data: bytes | bytearray | memoryview, *, max_depth: int = 
         return  # cannot be deeper than the number of brackets it opens
     if json_depth(raw) > max_depth:
         raise InvalidArgument(f"the JSON body nests deeper than {max_depth} levels")
+
+
+def value_depth(value: object) -> int:
+    """The nesting of dicts and lists in an already-parsed value (iterative: no recursion to overflow)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: list[object] = list(current.values())
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest

@@ -20,7 +20,7 @@ import grpc
 import pytest
 import pytest_asyncio
 
-from server.input_bounds import MAX_JSON_DEPTH, check_json_bounds, json_depth
+from server.input_bounds import MAX_JSON_DEPTH, check_json_bounds, json_depth, value_depth
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
 from tests.conftest import Database, server_env, start_server
@@ -180,3 +180,12 @@ async def test_ordinary_json_still_works(victim: tuple[str, str]) -> None:
     body = b'{"service": ""}'
     status, _, answer = await _post(base_url, HEALTH, body, {"Content-Type": "application/json"})
     assert status == 200 and b"SERVING" in answer
+
+
+def test_value_depth_counts_parsed_values_without_recursion() -> None:
+    deep: object = 1
+    for _ in range(100_000):  # far beyond the interpreter's recursion limit
+        deep = [deep]
+    assert value_depth(deep) == 100_000
+    assert value_depth({"a": [1, {"b": []}], "c": 2}) == 3
+    assert value_depth("text") == 0

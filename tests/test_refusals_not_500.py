@@ -164,3 +164,15 @@ async def test_gateway_oversized_headers_answer_an_openai_error(gateway: Gateway
     answer = await raw_request(base, "GET", "/v1/models", headers)
     assert answer.status in (400, 431)
     _openai_error(answer, answer.status)
+
+
+async def test_gateway_conversation_item_too_deep_for_the_management_api_is_400(
+    gateway: Gateway, gw_world: GatewayWorld
+) -> None:
+    """An item deeper than 32 levels could be stored but never read back as a protobuf Struct: refused up front."""
+    deep: Any = "leaf"
+    for _ in range(40):
+        deep = {"a": deep}
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi", "extra": deep}]}
+    answer = await _gw(gateway, gw_world.keys["all"], "/v1/conversations", orjson.dumps({"items": [item]}))
+    assert _openai_error(answer, 400)["param"] == "items[0]"
