@@ -187,5 +187,5 @@ def test_value_depth_counts_parsed_values_without_recursion() -> None:
     for _ in range(100_000):  # far beyond the interpreter's recursion limit
         deep = [deep]
     assert value_depth(deep) == 100_000
-    assert value_depth({"a": [1, {"b": []}], "c": 2}) == 3
+    assert value_depth({"a": [1, {"b": []}], "c": 2}) == 4
     assert value_depth("text") == 0
