@@ -3,13 +3,15 @@
 The parent process reserves the address with SO_REUSEPORT (resolving port 0 to a real port), then forks
 `settings.gateway_workers` workers (0 = os.cpu_count()); each binds the same address with SO_REUSEPORT, so the kernel
 spreads connections across them. SIGTERM/SIGINT on the parent is passed to every worker, which stops accepting,
-finishes in-flight requests and flushes its usage meter before exiting.
+finishes in-flight requests and flushes its usage meter before exiting. A worker that dies is replaced after a
+growing delay; when workers keep dying (`server.supervision.RestartBudget`) the gateway stops and exits 1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import dataclasses
 import logging
 import multiprocessing
@@ -26,11 +28,15 @@ from types import FrameType
 from aiohttp import web
 
 from gateway.app import make_app
+from gateway.parse_errors import OpenAIErrorRunner
+from server.logs import configure_logging
 from server.settings import Settings, load_settings
+from server.supervision import RestartBudget, describe_exit
 
 log = logging.getLogger("switchboard.gateway")
 
 _SHUTDOWN_TIMEOUT = 30.0
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _reserve(host: str, port: int) -> socket.socket:
@@ -44,7 +50,7 @@ def _reserve(host: str, port: int) -> socket.socket:
 
 async def _serve(settings: Settings, port: int) -> None:
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
-    runner = web.AppRunner(
+    runner = OpenAIErrorRunner(
         make_app(dataclasses.replace(settings, gateway_port=port)),  # the real port: the egress guard refuses it
         access_log=None,
         handle_signals=False,
@@ -64,7 +70,19 @@ async def _serve(settings: Settings, port: int) -> None:
         await runner.cleanup()  # stops accepting, waits for in-flight requests, runs cleanup_ctx (meter flush)
 
 
-def _worker(settings: Settings, port: int) -> None:
+def _die_with_parent(parent: int) -> None:
+    """A worker whose parent crashed would keep serving the port unsupervised (SO_REUSEPORT lets the restarted
+    gateway bind beside it): ask Linux to send it SIGTERM when the parent dies."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(0)
+
+
+def _worker(settings: Settings, port: int, parent: int) -> None:
+    _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays Ctrl-C as SIGTERM
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # until the event loop installs its own handler
     try:
@@ -78,14 +96,14 @@ def _worker(settings: Settings, port: int) -> None:
 
 
 def _spawn(context: multiprocessing.context.ForkContext, settings: Settings, port: int) -> BaseProcess:
-    worker = context.Process(target=_worker, args=(settings, port), daemon=False)
+    worker = context.Process(target=_worker, args=(settings, port, os.getpid()), daemon=False)
     worker.start()
     return worker
 
 
 def main() -> int:
     settings = load_settings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
+    configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
     workers = settings.gateway_workers or os.cpu_count() or 1
     reserved = _reserve(settings.gateway_host, settings.gateway_port)
     port = reserved.getsockname()[1]
@@ -105,6 +123,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, relay)
     procs.extend(_spawn(context, settings, port) for _ in range(workers))
     print(f"gateway listening on http://{settings.gateway_host}:{port}/v1 ({workers} workers)", flush=True)
+    budget = RestartBudget(settings.restart_limit, settings.restart_window_seconds)
     failed = False
     while procs:
         multiprocessing.connection.wait([p.sentinel for p in procs])
@@ -113,9 +132,17 @@ def main() -> int:
             proc.join()
             if stopping:
                 failed = failed or proc.exitcode not in (0, -signal.SIGTERM)
-            else:  # a worker died on its own: replace it (the others kept serving)
-                log.error("gateway worker %s exited with %s; starting a new one", proc.pid, proc.exitcode)
-                time.sleep(1)  # no tight loop when workers cannot start at all
+                continue
+            # A worker died on its own: replace it (the others kept serving), unless workers keep dying.
+            delay = budget.next_delay()
+            if delay is None:
+                log.error("worker %s %s; workers keep failing: stopping", proc.pid, describe_exit(proc.exitcode))
+                failed = True
+                relay(signal.SIGTERM, None)
+                continue
+            log.error("gateway worker %s %s; starting a new one in %g s", proc.pid, describe_exit(proc.exitcode), delay)
+            time.sleep(delay)
+            if not stopping:
                 procs.append(_spawn(context, settings, port))
     reserved.close()
     return 1 if failed else 0

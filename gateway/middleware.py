@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 from opentelemetry import trace
 
 from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
@@ -30,6 +32,7 @@ from server.errors import (
     UpstreamFailed,
     wire_error_for,
 )
+from server.input_bounds import check_json_bounds
 from server.metering import TrafficEvent
 
 __all__ = [
@@ -199,7 +202,10 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
-        chunk = await request.content.readany()
+        try:
+            chunk = await request.content.readany()
+        except (HttpProcessingError, RequestPayloadError):  # e.g. Content-Encoding: gzip on a body that is not gzip
+            raise InvalidArgument("We could not decode the request body as its Content-Encoding says.") from None
         if not chunk:
             break
         size += len(chunk)
@@ -212,6 +218,7 @@ async def read_body(request: web.Request, limit: int) -> bytes:
 
 async def read_json(request: web.Request, limit: int = INFERENCE_LIMIT) -> dict[str, Any]:
     body = await read_body(request, limit)
+    check_json_bounds(body)  # before orjson, which would parse it but could not re-encode it past 255 levels
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError:

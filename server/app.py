@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote
 
 from connectrpc_grpcreflect import (
     ServerReflectionAlphaASGIApplication,
@@ -28,7 +29,10 @@ from sqlalchemy import text
 
 import gen.platform
 from server.auth import Authenticator
+from server.codecs import management_codecs
+from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
+from server.logs import configure_logging
 from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
 from server.settings import Settings
@@ -125,6 +129,32 @@ async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+def _undecodable_header(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The name of the first header that is not UTF-8 (connectrpc would fail decoding it with a 500)."""
+    for name, value in headers:
+        try:
+            name.decode()
+            value.decode()
+        except UnicodeDecodeError:
+            return name.decode("latin-1")
+    return None
+
+
+async def _refuse(scope: Scope, send: Send, message: str) -> None:
+    """An invalid_argument answer before connectrpc sees the request, in the request's protocol."""
+    content_type = dict(scope["headers"]).get(b"content-type", b"")
+    if content_type.startswith(b"application/grpc"):  # gRPC and gRPC-Web: a trailers-only response
+        headers = [
+            (b"content-type", content_type.split(b";")[0]),
+            (b"grpc-status", b"3"),
+            (b"grpc-message", quote(message).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    await _json(send, 400, {"code": "invalid_argument", "message": message})
+
+
 class Router:
     def __init__(self, deps: Deps, apps: dict[str, ASGIApp], streaming: set[str]) -> None:
         self._deps = deps
@@ -140,6 +170,10 @@ class Router:
         path: str = scope["path"]
         app = self._apps.get(path.rsplit("/", 1)[0])
         if app is not None:
+            undecodable = _undecodable_header(scope["headers"])
+            if undecodable is not None:
+                await _refuse(scope, send, f"the {undecodable} header is not valid UTF-8")
+                return
             if scope["method"] == "GET" or (b"content-length", b"0") in scope["headers"]:
                 receive = _bodyless_receive()
             elif path not in self._streaming:
@@ -174,7 +208,7 @@ class Router:
 
 
 def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(name)s %(message)s")
     configure_tracing(settings)
     if deps is None:
         db = Database(settings.database_url)
@@ -183,19 +217,21 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
     interceptors = build_interceptors(authenticator)
     apps: dict[str, ASGIApp] = {}
     descriptors = []
+    # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).
+    bounds: dict[str, Any] = {"codecs": management_codecs(), "read_max_bytes": MANAGEMENT_MESSAGE_LIMIT}
     for service in generated_services():
         factory = HANDLERS.get(service.full_name)
         handler = factory(deps) if factory is not None else _unimplemented(service.protocol)
-        app = service.asgi_app(handler, interceptors=interceptors)
+        app = service.asgi_app(handler, interceptors=interceptors, **bounds)
         apps[app.path] = app
         descriptors.append(service.protocol.desc())
     health = HealthHandler(deps.db)
-    for app in health.apps():
+    for app in health.apps(**bounds):
         apps[app.path] = app
     reflected = (*descriptors, *health.descriptors())
     for app in (
-        ServerReflectionASGIApplication(ServerReflectionService(*reflected)),
-        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*reflected)),
+        ServerReflectionASGIApplication(ServerReflectionService(*reflected), **bounds),
+        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*reflected), **bounds),
     ):
         apps[app.path] = app
     streaming = {

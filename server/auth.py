@@ -30,7 +30,12 @@ def bearer_token(headers: Mapping[str, str]) -> str:
     scheme, _, token = value.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("missing bearer token in the Authorization header")
-    return token.strip()
+    token = token.strip()
+    # Keys and JWTs are printable ASCII; anything else (such as undecodable bytes the HTTP server kept as
+    # surrogates) can name no credential and must not reach hashing or JWT parsing.
+    if not (token.isascii() and token.isprintable()):
+        raise Unauthenticated("the bearer token is malformed")
+    return token
 
 
 class Authenticator:

@@ -1,6 +1,7 @@
 """The `switchboard` command: serve, migrate, token.
 
-switchboard serve                  migrate, then serve management (:8080) and the gateway (:8081)
+switchboard serve                  migrate, then serve management (:8080) and the gateway (:8081), restarting
+                                   either when it crashes; exits non-zero when one cannot be kept running
 switchboard migrate                bring the database schema up to date
 switchboard token --user alice     mint a session token (embedded signing key) with chosen platform roles
 """
@@ -19,6 +20,7 @@ from typing import Any
 from server.launch import start_management
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
+from server.supervision import RestartBudget, describe_exit
 from server.tokens import PLATFORM_ROLES, mint_token
 
 __all__ = ["main"]
@@ -46,35 +48,140 @@ def _bootstrap_admin(settings: Settings) -> str | None:
     return str(path)
 
 
+class _Child:
+    """A supervised process: started, awaited, stopped; `start` may be called again after it died."""
+
+    name = ""
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def wait(self) -> int | None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+
+class _Management(_Child):
+    name = "management API"
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._server: Any = None
+
+    async def start(self) -> None:
+        self._server = await start_management(host=self._settings.host, port=self._settings.port, log_level="warning")
+
+    @property
+    def port(self) -> int:
+        return int(self._server.listener_port)
+
+    async def wait(self) -> int | None:
+        return await self._server.wait()  # type: ignore[no-any-return]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop()
+
+
+class _Gateway(_Child):
+    name = "model gateway"
+
+    def __init__(self) -> None:
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self._proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway")
+
+    async def wait(self) -> int | None:
+        assert self._proc is not None
+        return await self._proc.wait()
+
+    async def stop(self) -> None:
+        if self._proc is None or self._proc.returncode is not None:
+            return
+        self._proc.terminate()
+        try:
+            await asyncio.wait_for(self._proc.wait(), 30)
+        except TimeoutError:
+            self._proc.kill()
+            await self._proc.wait()
+
+
+def _say(message: str) -> None:
+    print(f"switchboard serve: {message}", file=sys.stderr, flush=True)
+
+
+async def _restart(child: _Child, budget: RestartBudget, stop: asyncio.Event) -> bool:
+    """Restart a dead child after the budget's delay; False when the budget is spent (the caller gives up)."""
+    while True:
+        delay = budget.next_delay()
+        if delay is None:
+            _say(f"the {child.name} keeps failing; giving up")
+            return False
+        _say(f"restarting the {child.name} in {delay:g} s")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        if stop.is_set():
+            return True
+        try:
+            await child.start()
+        except Exception as exc:
+            _say(f"the {child.name} failed to start ({type(exc).__name__})")
+            continue
+        _say(f"the {child.name} is running again")
+        return True
+
+
+async def _supervise(children: list[_Child], settings: Settings, stop: asyncio.Event) -> int:
+    """Wait for a stop signal (exit 0) while restarting crashed children; exit 1 when one cannot be kept up."""
+    budgets = {child.name: RestartBudget(settings.restart_limit, settings.restart_window_seconds) for child in children}
+    exits = {asyncio.ensure_future(child.wait()): child for child in children}
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        while True:
+            done, _ = await asyncio.wait({stopper, *exits}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set():
+                return 0
+            for finished in done:
+                child = exits.pop(finished)
+                _say(f"the {child.name} {describe_exit(finished.result())}")
+                if not await _restart(child, budgets[child.name], stop):
+                    return 1
+                if stop.is_set():
+                    return 0
+                exits[asyncio.ensure_future(child.wait())] = child
+    finally:
+        for waiter in (stopper, *exits):
+            waiter.cancel()
+        for child in reversed(children):
+            await child.stop()
+
+
 async def _serve(settings: Settings) -> int:
-    gateway = None
+    children: list[_Child] = []
     if importlib.util.find_spec("gateway.__main__") is not None:
-        gateway = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway")
-    server = await start_management(host=settings.host, port=settings.port, log_level="warning")
+        gateway = _Gateway()
+        await gateway.start()
+        children.append(gateway)
+    management = _Management(settings)
+    await management.start()
+    children.insert(0, management)
     admin = _bootstrap_admin(settings)
-    print(f"Switchboard management API  http://{settings.host}:{server.listener_port}  (Connect, gRPC, gRPC-Web)")
-    if gateway is not None:
+    print(f"Switchboard management API  http://{settings.host}:{management.port}  (Connect, gRPC, gRPC-Web)")
+    if len(children) > 1:
         print(f"Switchboard model gateway   http://{settings.gateway_host}:{settings.gateway_port}/v1")
     print(f"Database                    {settings.database_url}")
     if admin:
         print(f"Platform admin token        {admin}   (export TOKEN=$(cat {admin}))")
         print("Mint more with              .venv/bin/switchboard token --user alice --email alice@example.com")
+    sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(server.wait())}
-    if gateway is not None:
-        waiters.add(asyncio.ensure_future(gateway.wait()))
-    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    for waiter in waiters:
-        waiter.cancel()
-    if gateway is not None and gateway.returncode is None:
-        gateway.terminate()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(gateway.wait(), 30)
-    await server.stop()
-    return 0
+    return await _supervise(children, settings, stop)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,6 +68,10 @@ class Settings:
     prometheus_url: str = ""
     prometheus_timeout_seconds: float = 2.0
     prometheus_cache_seconds: float = 5.0
+    # Supervision (server.supervision): how many restarts of a crashed process (management, gateway, or a gateway
+    # worker) are allowed within the window before `switchboard serve` / the gateway gives up and exits non-zero.
+    restart_limit: int = 5
+    restart_window_seconds: float = 60.0
 
     @property
     def signing_key_path(self) -> Path:
@@ -129,4 +133,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         prometheus_url=_get(env, "PROMETHEUS_URL", "").rstrip("/"),
         prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
         prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
+        restart_limit=int(_get(env, "RESTART_LIMIT", "5")),
+        restart_window_seconds=float(_get(env, "RESTART_WINDOW_SECONDS", "60")),
     )

@@ -17,6 +17,7 @@ from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
+from gateway.sampling import CHAT_FIELDS, check_fields
 from gateway.streaming import relay_sse
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
 from gateway.surfaces.agent_chat import guarded_chat
@@ -37,6 +38,7 @@ def _validate(payload: dict[str, Any]) -> tuple[bool, bool]:
     options = payload.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise InvalidArgument("'stream_options' must be an object.", field="stream_options")
+    check_fields(payload, CHAT_FIELDS)
     include_usage = bool(stream) and bool((options or {}).get("include_usage"))
     return bool(stream), include_usage
 

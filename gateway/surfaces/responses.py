@@ -22,6 +22,7 @@ from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
 from gateway.responses import translate
 from gateway.responses.events import ResponseStream
+from gateway.sampling import RESPONSES_FIELDS, check_fields
 from gateway.streaming import chat_chunks
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
 from server.domain import conversation_items, conversations
@@ -40,6 +41,7 @@ def _validate(payload: dict[str, Any]) -> bool:
         raise InvalidArgument("'conversation' cannot be combined with 'previous_response_id'.", field="conversation")
     if payload.get("background"):
         raise InvalidArgument("'background' responses are not supported.", field="background")
+    check_fields(payload, RESPONSES_FIELDS)
     return bool(stream)
 
 

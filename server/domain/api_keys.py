@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server import permissions
 from server.auth import API_KEY_PREFIX
 from server.domain.principal import ApiKeyType, Principal
-from server.domain.validation import require_name, require_nonempty
+from server.domain.validation import MAX_DESCRIPTION, limit_text, require_name, require_nonempty
 from server.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from server.permissions import ResourceKind, ResourceRef
 from server.store.db import new_id
@@ -186,7 +186,7 @@ async def create_key(
         type=int(kind),
         state=int(KeyState.ACTIVE),
         name=name,
-        description=description or "",
+        description=limit_text(description or "", "description", MAX_DESCRIPTION),
         owner_user_id=owner,
         service_account_id=account,
         prefix=secret[:10],
@@ -264,7 +264,7 @@ async def update_key(
     if name is not None:
         row.name = require_name(name, "name")
     if description is not None:
-        row.description = description
+        row.description = limit_text(description, "description", MAX_DESCRIPTION)
     if expire_at is not None:
         row.expire_at = _future_expiry(expire_at)
     row.updated_at = utcnow()

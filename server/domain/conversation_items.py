@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.errors import InvalidArgument
+from server.input_bounds import value_depth
 
 __all__ = [
     "DEFAULT_LIST_LIMIT",
@@ -120,6 +121,11 @@ class NewItem:
     id: str | None = None
 
 
+# Items read back over the management API carry their extra fields in a google.protobuf.Struct, where each JSON
+# level costs two message levels and the runtime stops at 100: a deeper item would be stored but never readable.
+MAX_ITEM_DEPTH = 32
+
+
 def required_fields(item_type: str) -> frozenset[str]:
     return frozenset(_REQUIRED.get(item_type, {}))
 
@@ -189,6 +195,8 @@ def _item_type(raw: Mapping[str, Any], where: str) -> str:
 def _normalize(raw: Any, where: str) -> NewItem:
     if not isinstance(raw, Mapping):
         raise InvalidArgument(f"{where} must be an object", field=where)
+    if value_depth(dict(raw)) > MAX_ITEM_DEPTH:
+        raise InvalidArgument(f"{where} nests deeper than {MAX_ITEM_DEPTH} levels", field=where)
     kind = _item_type(raw, where)
     item = {k: v for k, v in raw.items() if k not in ("id", "type")}
     for name, expected in _REQUIRED[kind].items():

@@ -30,7 +30,15 @@ from server.domain.model_registry import (
 )
 from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
-from server.domain.validation import require_http_url, require_nonempty, validate_resource_name
+from server.domain.validation import (
+    MAX_DISPLAY_NAME,
+    MAX_PROVIDER_MODEL_ID,
+    MAX_QUERY_PREFIX,
+    limit_text,
+    require_http_url,
+    require_nonempty,
+    validate_resource_name,
+)
 from server.errors import InvalidArgument
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.models import ExternalModelRow
@@ -134,6 +142,12 @@ def _reach(tenant_id: str | None) -> Reach:
     return Reach.PLATFORM if tenant_id is None else Reach.TENANT
 
 
+def _check_text(spec: ExternalModelSpec) -> None:
+    limit_text(spec.provider_model_id, "provider_model_id", MAX_PROVIDER_MODEL_ID)
+    limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
+    limit_text(spec.query_prefix or "", "query_prefix", MAX_QUERY_PREFIX)
+
+
 async def create(
     session: AsyncSession,
     principal: Principal,
@@ -152,6 +166,7 @@ async def create(
     provider = _provider(spec.provider)
     base_url, api_version = _endpoint(provider, spec.base_url, spec.api_version)
     require_nonempty(spec.provider_model_id, "provider_model_id")
+    _check_text(spec)
     if base_url:
         await check(base_url, field="base_url", reach=_reach(tenant_id))
     # Sharing is read-only here (UpdateExternalModelSharing is its only write path): a new model starts private.
@@ -219,6 +234,7 @@ async def update(
     if base_url and spec.base_url:
         await check(base_url, field="base_url", reach=_reach(row.tenant_id))
     row.provider, row.base_url, row.api_version = int(provider), base_url, api_version
+    _check_text(spec)
     if spec.provider_model_id:
         row.provider_model_id = spec.provider_model_id
     if spec.api_key:

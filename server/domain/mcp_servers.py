@@ -33,7 +33,7 @@ from server import permissions
 from server.crypto import SecretBox
 from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
-from server.domain.validation import require_http_url, require_nonempty
+from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_http_url, require_nonempty
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.mcp.oauth_client import TokenRequest
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
@@ -393,6 +393,10 @@ def _apply_secrets(row: ExternalMcpServerRow, spec: McpServerSpec, box: SecretBo
         )
 
 
+def _display_name(value: str) -> str:
+    return limit_text(value, "external_mcp_server.display_name", MAX_DISPLAY_NAME)
+
+
 async def require_create(session: AsyncSession, principal: Principal, tenant_id: str | None) -> str | None:
     """The gate of creating (and of probing, its first step): platform scope needs can_manage_tenants, a tenant
     needs the create-MCP-server capability there. Returns the tenant acted on."""
@@ -437,7 +441,8 @@ async def create(
     url = require_http_url(spec.server_url, _SERVER_URL)
     await check(url, field=_SERVER_URL, reach=Reach.TENANT)
     auth = _auth(spec.auth) if spec.auth is not None else McpAuth(McpAuthType.NONE)
-    row = ExternalMcpServerRow(name=name, tenant_id=tenant_id, server_url=url, display_name=spec.display_name or name)
+    display_name = _display_name(spec.display_name) or name
+    row = ExternalMcpServerRow(name=name, tenant_id=tenant_id, server_url=url, display_name=display_name)
     _apply_auth(row, auth)
     _apply_secrets(row, spec, box)
     # Creating is not changing: the registration starts with the sharing it was created with.
@@ -475,7 +480,7 @@ async def update(
         moved = url != row.server_url
         row.server_url = url
     if spec.display_name:
-        row.display_name = spec.display_name
+        row.display_name = _display_name(spec.display_name)
     if spec.auth is not None:
         _apply_auth(row, _auth(spec.auth))
     if moved:

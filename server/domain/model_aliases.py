@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server import permissions
 from server.domain.model_registry import claim_public_model_id, immutable_public_model_id, release_public_model_id
 from server.domain.principal import Principal
+from server.domain.validation import MAX_DISPLAY_NAME, limit_text
 from server.errors import InvalidArgument, NotFound, PermissionDenied
 from server.permissions import ResourceKind, ResourceRef, Sharing
 from server.store.db import new_id
@@ -117,7 +118,7 @@ async def create(session: AsyncSession, principal: Principal, spec: AliasSpec) -
     row = ModelAliasRow(
         name=name,
         public_model_id=spec.public_model_id,
-        display_name=spec.display_name or spec.public_model_id,
+        display_name=limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME) or spec.public_model_id,
         target_kind=spec.target_kind,
         target_name=target.name,
         unlisted=spec.unlisted,
@@ -150,7 +151,7 @@ async def update(session: AsyncSession, principal: Principal, name: str, spec: A
     row.target_kind, row.target_name = spec.target_kind, target.name
     row.unlisted = spec.unlisted
     if spec.display_name:
-        row.display_name = spec.display_name
+        row.display_name = limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
     if spec.sharing is not None:
         await permissions.set_sharing(session, principal, _ref(name), spec.sharing)
     await session.flush()

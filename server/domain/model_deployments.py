@@ -21,7 +21,7 @@ from server.domain.model_registry import (
 )
 from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
-from server.domain.validation import require_http_url, validate_resource_name
+from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_http_url, validate_resource_name
 from server.errors import InvalidArgument
 from server.permissions import ResourceKind, ResourceRef, Sharing
 from server.store.db import new_id
@@ -113,7 +113,7 @@ async def create(
     row = ModelDeploymentRow(
         name=name,
         public_model_id=spec.public_model_id,
-        display_name=spec.display_name or spec.public_model_id,
+        display_name=limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME) or spec.public_model_id,
         endpoint_url=endpoint,
         served_model_id=spec.served_model_id or spec.public_model_id,
         task_type=spec.capabilities.task_type,
@@ -151,7 +151,7 @@ async def update(
         await check(endpoint, field="endpoint_url", reach=Reach.PLATFORM)
         row.endpoint_url = endpoint
     if spec.display_name:
-        row.display_name = spec.display_name
+        row.display_name = limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
     if spec.served_model_id:
         row.served_model_id = spec.served_model_id
     row.task_type = spec.capabilities.task_type

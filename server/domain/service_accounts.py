@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
 from server.domain.principal import Principal
-from server.domain.validation import require_name, require_nonempty
+from server.domain.validation import MAX_DESCRIPTION, limit_text, require_name, require_nonempty
 from server.errors import NotFound
 from server.store.db import integrity_as, new_id
 from server.store.models import ApiKeyRow, ServiceAccountRow
@@ -35,6 +35,10 @@ def _view(row: ServiceAccountRow) -> ServiceAccount:
     return ServiceAccount(row.id, row.tenant_id, row.name, row.description, row.created_at, row.created_by)
 
 
+def _description(value: str) -> str:
+    return limit_text(value, "description", MAX_DESCRIPTION)
+
+
 async def _admin_row(session: AsyncSession, principal: Principal, tenant_id: str, account_id: str) -> ServiceAccountRow:
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_admin(session, principal, tenant_id)
@@ -52,7 +56,11 @@ async def create(
     await permissions.require_tenant_admin(session, principal, tenant_id)
     name = require_name(name, "name")
     row = ServiceAccountRow(
-        id=new_id("sa"), tenant_id=tenant_id, name=name, description=description or "", created_by=principal.subject_id
+        id=new_id("sa"),
+        tenant_id=tenant_id,
+        name=name,
+        description=_description(description or ""),
+        created_by=principal.subject_id,
     )
     session.add(row)
     with integrity_as(f"a service account named {name!r} already exists in this tenant", field="name"):
@@ -78,7 +86,7 @@ async def update(
 ) -> ServiceAccount:
     row = await _admin_row(session, principal, tenant_id, account_id)
     if description is not None:
-        row.description = description
+        row.description = _description(description)
     await session.flush()
     return _view(row)
 

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server import permissions
 from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
-from server.domain.validation import require_name, require_nonempty
+from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_name, require_nonempty
 from server.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, TenantRole
 from server.store.db import integrity_as, new_id
@@ -96,7 +96,8 @@ async def create_tenant(session: AsyncSession, principal: Principal, name: str, 
             "name must be 1 to 63 lowercase letters, digits or '-', starting and ending with a letter or digit",
             field="name",
         )
-    row = TenantRow(id=new_id("ten"), name=name, display_name=(display_name or name).strip())
+    shown = limit_text((display_name or name).strip(), "display_name", MAX_DISPLAY_NAME)
+    row = TenantRow(id=new_id("ten"), name=name, display_name=shown)
     session.add(row)
     with integrity_as(f"a tenant named {name!r} already exists", field="name"):
         await session.flush()
@@ -123,7 +124,7 @@ async def update_tenant(session: AsyncSession, principal: Principal, tenant_id: 
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_admin(session, principal, tenant_id)
     row = await _get_tenant_row(session, tenant_id)
-    row.display_name = require_name(display_name, "display_name", max_len=256)
+    row.display_name = require_name(display_name, "display_name", max_len=MAX_DISPLAY_NAME)
     await session.flush()
     return _tenant(row)
 

@@ -64,6 +64,10 @@ class GroupBy(IntEnum):
     API_KEY = 4
 
 
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+
+
 @dataclass(frozen=True)
 class Window:
     start: datetime
@@ -73,6 +77,11 @@ class Window:
     def of(start: datetime | None, end: datetime | None, field_name: str = "window") -> Window:
         if start is None or end is None:
             raise InvalidArgument(f"{field_name} needs a start_time and an end_time", field=field_name)
+        if not (start >= _EARLIEST and end <= _LATEST):
+            # Buckets are epoch-aligned and may reach one step past the end: keep far from datetime's range.
+            raise InvalidArgument(
+                f"{field_name} must lie between {_EARLIEST:%Y-%m-%d} and {_LATEST:%Y-%m-%d}", field=field_name
+            )
         if start >= end:
             raise InvalidArgument(f"{field_name}.start_time must be before its end_time", field=field_name)
         return Window(start.astimezone(UTC), end.astimezone(UTC))

@@ -7,7 +7,29 @@ from urllib.parse import urlsplit
 
 from server.errors import InvalidArgument
 
-__all__ = ["require_http_url", "require_name", "require_nonempty", "validate_public_model_id", "validate_resource_name"]
+__all__ = [
+    "MAX_DESCRIPTION",
+    "MAX_DISPLAY_NAME",
+    "MAX_NAME",
+    "MAX_PROVIDER_MODEL_ID",
+    "MAX_QUERY_PREFIX",
+    "MAX_URL",
+    "limit_text",
+    "require_http_url",
+    "require_name",
+    "require_nonempty",
+    "validate_public_model_id",
+    "validate_resource_name",
+]
+
+# Length limits of free-text fields, in characters (documented in the README). Every create and update path
+# checks its fields against these, so no field stores a megabyte of text.
+MAX_NAME = 128  # human-chosen names: API keys, service accounts, groups
+MAX_DISPLAY_NAME = 256
+MAX_DESCRIPTION = 1024
+MAX_PROVIDER_MODEL_ID = 256
+MAX_URL = 2048
+MAX_QUERY_PREFIX = 1024
 
 _RESOURCE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _PUBLIC_MODEL_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._/-]{0,126}[A-Za-z0-9])$")
@@ -19,7 +41,14 @@ def require_nonempty(value: str, field: str) -> str:
     return value
 
 
-def require_name(value: str, field: str, *, max_len: int = 128) -> str:
+def limit_text(value: str, field: str, max_len: int) -> str:
+    """An optional free-text field: may be empty, never longer than `max_len`."""
+    if len(value) > max_len:
+        raise InvalidArgument(f"{field} must be at most {max_len} characters", field=field)
+    return value
+
+
+def require_name(value: str, field: str, *, max_len: int = MAX_NAME) -> str:
     """A human-chosen name: non-blank, at most `max_len` characters, no control characters."""
     require_nonempty(value, field)
     if len(value) > max_len:
@@ -53,6 +82,7 @@ def validate_resource_name(value: str, field: str = "name") -> str:
 
 
 def require_http_url(value: str, field: str) -> str:
+    limit_text(value or "", field, MAX_URL)
     parsed = urlsplit(value or "")
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise InvalidArgument(f"{field} must be an http(s) URL", field=field)

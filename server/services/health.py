@@ -62,8 +62,8 @@ class HealthHandler(Health):
                 yield HealthCheckResponse(status=status)
             await asyncio.sleep(_WATCH_INTERVAL_SECONDS)
 
-    def apps(self) -> list[HealthASGIApplication]:
-        return [HealthASGIApplication(self)]
+    def apps(self, **options: Any) -> list[HealthASGIApplication]:
+        return [HealthASGIApplication(self, **options)]
 
     def descriptors(self) -> list[DescService]:
         return [Health.desc()]

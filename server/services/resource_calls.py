@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from gen.platform.modelmanager.v1 import permission_pb, sharing_pb
 from server import permissions
 from server.domain.validation import require_nonempty
+from server.errors import InvalidArgument
 from server.permissions import ResourceKind, ResourceRef, Role, SubjectType
 from server.services.context import current_principal
 from server.services.modelmanager import convert
@@ -14,14 +15,27 @@ from server.store.db import Database
 
 __all__ = ["add_permission", "list_permissions", "remove_permission", "update_sharing"]
 
+_E = TypeVar("_E", SubjectType, Role)
+
 
 def _ref(kind: ResourceKind, name: str) -> ResourceRef:
     return ResourceRef(kind, require_nonempty(name, "name"))
 
 
+def _filter(enum: type[_E], request: Any, field: str, wire_field: str) -> _E | None:
+    """An optional enum filter: unset means no filter; UNSPECIFIED or unknown numbers are refused by field."""
+    if not request.has_field(wire_field):
+        return None
+    try:
+        return enum(int(getattr(request, wire_field)))
+    except ValueError:
+        allowed = ", ".join(member.name for member in enum)
+        raise InvalidArgument(f"{field} must be one of {allowed} (or omitted)", field=field) from None
+
+
 async def list_permissions(db: Database, kind: ResourceKind, request: Any) -> list[permission_pb.DeploymentPermission]:
-    subject_type = SubjectType(int(request.subject_type)) if request.has_field("subject_type") else None
-    role = Role(int(request.role)) if request.has_field("role") else None
+    subject_type = _filter(SubjectType, request, "subjectType", "subject_type")
+    role = _filter(Role, request, "role", "role")
     async with db.transaction() as s:
         found = await permissions.list_permissions(
             s, current_principal(), _ref(kind, request.name), subject_type=subject_type, role=role

@@ -54,10 +54,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def make_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 10})
+        engine = create_async_engine(url, connect_args={"timeout": 10}, hide_parameters=True)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    # hide_parameters: a logged database error must not carry the statement's values (model input, items).
+    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True, hide_parameters=True)
 
 
 class Database:

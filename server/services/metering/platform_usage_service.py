@@ -12,6 +12,7 @@ from gen.platform.metering.v1 import platform_usage_service_pb as pb
 from gen.platform.metering.v1 import usage_pb
 from gen.platform.metering.v1.platform_usage_service_connect import PlatformUsageService
 from server.domain import usage
+from server.errors import InvalidArgument
 from server.services import Deps
 from server.services.context import current_principal
 
@@ -23,9 +24,12 @@ Ctx = RequestContext[Any, Any]
 def _window(value: usage_pb.TimeWindow | None) -> usage.Window:
     start = value.start_time if value is not None else None
     end = value.end_time if value is not None else None
-    return usage.Window.of(
-        start.to_datetime() if start is not None else None, end.to_datetime() if end is not None else None
-    )
+    try:
+        return usage.Window.of(
+            start.to_datetime() if start is not None else None, end.to_datetime() if end is not None else None
+        )
+    except (OverflowError, OSError, ValueError):  # binary Timestamps are not range-checked on decode
+        raise InvalidArgument("window is out of range", field="window") from None
 
 
 def _time_window(start: Any, end: Any) -> usage_pb.TimeWindow:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from gen.platform.modelmanager.v1 import external_model_pb, metrics_pb, model_deployment_observability_pb
 from server.domain import usage
+from server.errors import InvalidArgument
 
 __all__ = ["deployment_metrics", "step_of", "time_range", "token_metrics", "window_of"]
 
@@ -19,9 +20,16 @@ _STEP_ENUM = {seconds: number for number, seconds in _STEP_SECONDS.items()}
 _DEFAULT_SPAN = timedelta(hours=1)
 
 
+def _time(seconds: int, field: str) -> datetime:
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise InvalidArgument(f"{field} is out of range", field=field) from None
+
+
 def window_of(start_time: int, end_time: int) -> usage.Window:
-    end = datetime.fromtimestamp(end_time, UTC) if end_time else datetime.now(UTC)
-    start = datetime.fromtimestamp(start_time, UTC) if start_time else end - _DEFAULT_SPAN
+    end = _time(end_time, "end_time") if end_time else datetime.now(UTC)
+    start = _time(start_time, "start_time") if start_time else end - _DEFAULT_SPAN
     return usage.Window.of(start, end, "start_time")
 
 

@@ -110,5 +110,10 @@ def service_account(value: ServiceAccount) -> service_account_pb.ServiceAccount:
     )
 
 
-def datetime_of(value: Timestamp | None) -> datetime | None:
-    return value.to_datetime() if value is not None else None
+def datetime_of(value: Timestamp | None, field: str = "expire_time") -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return value.to_datetime()
+    except (OverflowError, OSError, ValueError):  # binary Timestamps are not range-checked on decode
+        raise InvalidArgument(f"{field} is out of range", field=field) from None

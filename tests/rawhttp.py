@@ -1,0 +1,57 @@
+"""A raw HTTP/1.1 exchange over a socket, for requests no client library will send (non-UTF-8 header values,
+oversized headers, lying Content-Encoding)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+__all__ = ["RawResponse", "raw_request"]
+
+
+@dataclass
+class RawResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+async def raw_request(
+    base_url: str, method: str, path: str, headers: list[tuple[bytes, bytes]], body: bytes = b""
+) -> RawResponse:
+    url = urlsplit(base_url)
+    reader, writer = await asyncio.open_connection(url.hostname, url.port)
+    try:
+        lines = [f"{method} {path} HTTP/1.1".encode(), f"Host: {url.hostname}:{url.port}".encode()]
+        lines += [name + b": " + value for name, value in headers]
+        lines += [f"Content-Length: {len(body)}".encode(), b"Connection: close"]
+        writer.write(b"\r\n".join(lines) + b"\r\n\r\n" + body)
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), 30)
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        parsed[name.strip().lower()] = value.strip()
+    if parsed.get("transfer-encoding") == "chunked":
+        rest = _dechunk(rest)
+    return RawResponse(int(status_line.split()[1]), parsed, rest)
+
+
+def _dechunk(data: bytes) -> bytes:
+    out = b""
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out += data[:size]
+        data = data[size + 2 :]
+    return out
