@@ -72,6 +72,9 @@ class Settings:
     # worker) are allowed within the window before `switchboard serve` / the gateway gives up and exits non-zero.
     restart_limit: int = 5
     restart_window_seconds: float = 60.0
+    # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
+    # base + /rag/{id}.
+    gateway_public_url: str = "http://127.0.0.1:8081"
 
     @property
     def signing_key_path(self) -> Path:
@@ -135,4 +138,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
         restart_limit=int(_get(env, "RESTART_LIMIT", "5")),
         restart_window_seconds=float(_get(env, "RESTART_WINDOW_SECONDS", "60")),
+        gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
     )

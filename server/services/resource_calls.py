@@ -18,8 +18,8 @@ __all__ = ["add_permission", "list_permissions", "remove_permission", "update_sh
 _E = TypeVar("_E", SubjectType, Role)
 
 
-def _ref(kind: ResourceKind, name: str) -> ResourceRef:
-    return ResourceRef(kind, require_nonempty(name, "name"))
+def _ref(kind: ResourceKind, name: str, field: str = "name") -> ResourceRef:
+    return ResourceRef(kind, require_nonempty(name, field))
 
 
 def _filter(enum: type[_E], request: Any, field: str, wire_field: str) -> _E | None:
@@ -33,26 +33,34 @@ def _filter(enum: type[_E], request: Any, field: str, wire_field: str) -> _E | N
         raise InvalidArgument(f"{field} must be one of {allowed} (or omitted)", field=field) from None
 
 
-async def list_permissions(db: Database, kind: ResourceKind, request: Any) -> list[permission_pb.DeploymentPermission]:
+async def list_permissions(
+    db: Database, kind: ResourceKind, request: Any, *, name_field: str = "name"
+) -> list[permission_pb.DeploymentPermission]:
     subject_type = _filter(SubjectType, request, "subjectType", "subject_type")
     role = _filter(Role, request, "role", "role")
     async with db.transaction() as s:
         found = await permissions.list_permissions(
-            s, current_principal(), _ref(kind, request.name), subject_type=subject_type, role=role
+            s,
+            current_principal(),
+            _ref(kind, getattr(request, name_field), name_field),
+            subject_type=subject_type,
+            role=role,
         )
     return [convert.permission(p) for p in found]
 
 
-async def add_permission(db: Database, kind: ResourceKind, request: Any) -> None:
+async def add_permission(db: Database, kind: ResourceKind, request: Any, *, name_field: str = "name") -> None:
     permission = convert.permission_in(request.subject, int(request.role))
+    ref = _ref(kind, getattr(request, name_field), name_field)
     async with db.transaction() as s:
-        await permissions.add_permission(s, current_principal(), _ref(kind, request.name), permission)
+        await permissions.add_permission(s, current_principal(), ref, permission)
 
 
-async def remove_permission(db: Database, kind: ResourceKind, request: Any) -> None:
+async def remove_permission(db: Database, kind: ResourceKind, request: Any, *, name_field: str = "name") -> None:
     permission = convert.permission_in(request.subject, int(request.role))
+    ref = _ref(kind, getattr(request, name_field), name_field)
     async with db.transaction() as s:
-        await permissions.remove_permission(s, current_principal(), _ref(kind, request.name), permission)
+        await permissions.remove_permission(s, current_principal(), ref, permission)
 
 
 async def update_sharing(db: Database, kind: ResourceKind, request: Any) -> sharing_pb.Sharing:
