@@ -19,6 +19,8 @@ from server.input_bounds import check_json_bounds
 
 __all__ = ["BoundedJsonCodec", "management_codecs"]
 
+_MAX_DETAIL = 200
+
 
 class BoundedJsonCodec:
     """The protobuf JSON codec, refusing over-deep JSON as invalid_argument before the runtime parses it."""
@@ -37,7 +39,16 @@ class BoundedJsonCodec:
             check_json_bounds(data)
         except InvalidArgument as exc:
             raise ConnectError(Code.INVALID_ARGUMENT, exc.message) from None
-        return self._inner.decode(data, message_class)
+        try:
+            return self._inner.decode(data, message_class)
+        except ConnectError:
+            raise
+        except Exception as exc:
+            # The runtime's message names the field but may quote the offending value in full: keep it short.
+            detail = str(exc)
+            if len(detail) > _MAX_DETAIL:
+                detail = detail[:_MAX_DETAIL] + "…"
+            raise ConnectError(Code.INVALID_ARGUMENT, f"invalid JSON request: {detail}") from None
 
 
 def management_codecs() -> list[Codec]:
