@@ -17,7 +17,10 @@ AGENTS = "platform.agents.v1.PresetAgentService"
 DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
 EVERYONE = tuple(k for k in KINDS if k not in UNUSABLE)
 ADMINS = ("creator", "admin", "platform_admin")
-NOT_READERS = ("editor", "member", "group_member", "outsider", "key_personal", "key_sa")
+# Keys never manage (server/permissions/credentials.py): every write is permission_denied for them; a read of an
+# agent the key does not reach is not_found, as for sessions.
+NOT_READERS = ("editor", "member", "group_member", "outsider")
+NOT_READER_KEYS = ("key_personal", "key_granted", "key_sa")
 
 
 async def _base_model(cast: Cast, connect: ConnectJsonCaller, endpoint: str = "http://127.0.0.1:9/v1") -> str:
@@ -90,18 +93,14 @@ async def nothing(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
 
 
 ADMIN_ONLY = {**allow(*ADMINS), "key_all": "permission_denied", **allow(*NOT_READERS, code="not_found")}
+ADMIN_ONLY_READ = {**ADMIN_ONLY, **allow(*NOT_READER_KEYS, code="not_found")}
 ROWS = [
-    Row(
-        f"{AGENTS}/CreatePresetAgent",
-        new_tenant_agent,
-        # A personal key reaches only what it is granted, so it may not build on an ungranted base model.
-        {**allow("admin", "editor", "creator", "platform_admin"), "key_personal": "invalid_argument"},
-    ),
+    Row(f"{AGENTS}/CreatePresetAgent", new_tenant_agent, allow("admin", "editor", "creator", "platform_admin")),
     Row(f"{AGENTS}/CreatePlatformPresetAgent", new_platform_agent, allow("platform_admin")),
     Row(
         f"{AGENTS}/GetPresetAgent",
         creators_agent,
-        {**allow(*ADMINS, "key_all"), **allow(*NOT_READERS, code="not_found")},
+        {**allow(*ADMINS, "key_all"), **allow(*NOT_READERS, *NOT_READER_KEYS, code="not_found")},
         get=True,
     ),
     Row(
@@ -109,14 +108,14 @@ ROWS = [
         group_agent,
         {
             **allow(*ADMINS, "key_all", "group_member"),
-            **allow("editor", "member", "outsider", "key_personal", "key_sa", code="not_found"),
+            **allow("editor", "member", "outsider", *NOT_READER_KEYS, code="not_found"),
         },
         get=True,
     ),
     Row(f"{AGENTS}/ListPresetAgents", nothing, allow(*EVERYONE), get=True),
     Row(f"{AGENTS}/UpdatePresetAgent", creators_agent_update, ADMIN_ONLY),
     Row(f"{AGENTS}/DeletePresetAgent", creators_agent, ADMIN_ONLY),
-    Row(f"{AGENTS}/ListPresetAgentPermissions", creators_agent, ADMIN_ONLY, get=True),
+    Row(f"{AGENTS}/ListPresetAgentPermissions", creators_agent, ADMIN_ONLY_READ, get=True),
     Row(f"{AGENTS}/AddPresetAgentPermission", creators_agent_grant, ADMIN_ONLY),
 ]
 

@@ -13,7 +13,10 @@ from tests.rag_helpers import QUOTAS, RAGS, model
 from tests.world import must
 
 _MODELS: dict[int, str] = {}
-NOT_ADMINS = ("editor", "member", "group_member", "outsider", "key_personal", "key_sa")
+# Keys never manage (server/permissions/credentials.py): every write is permission_denied for them; a read of a RAG
+# the key does not reach is not_found, as for sessions.
+NOT_ADMINS = ("editor", "member", "group_member", "outsider")
+NOT_READER_KEYS = ("key_personal", "key_granted", "key_sa")
 MANAGERS = ("creator", "admin", "platform_admin")
 
 
@@ -61,22 +64,13 @@ async def nothing(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
     return {}
 
 
-# Personal keys reach only what they are granted: the admin's key passes the create gate, but cannot invoke the
-# embedding model it names (no grant on it), which is a refusal of the request, not of the caller.
 ROWS = [
-    Row(
-        f"{RAGS}/CreateRag",
-        new_tenant_rag,
-        {
-            **allow("admin", "editor", "creator", "platform_admin"),
-            **allow("key_personal", code="invalid_argument"),
-        },
-    ),
+    Row(f"{RAGS}/CreateRag", new_tenant_rag, allow("admin", "editor", "creator", "platform_admin")),
     Row(f"{RAGS}/CreatePlatformRag", new_platform_rag, allow("platform_admin")),
     Row(
         f"{RAGS}/GetRag",
         creators_rag,
-        {**allow(*MANAGERS, "key_all"), **allow(*NOT_ADMINS, code="not_found")},
+        {**allow(*MANAGERS, "key_all"), **allow(*NOT_ADMINS, *NOT_READER_KEYS, code="not_found")},
         get=True,
     ),
     Row(
@@ -93,7 +87,11 @@ ROWS = [
     Row(
         f"{RAGS}/ListRagPermissions",
         creators_rag,
-        {**allow(*MANAGERS), **allow("key_all", code="permission_denied"), **allow(*NOT_ADMINS, code="not_found")},
+        {
+            **allow(*MANAGERS),
+            **allow("key_all", code="permission_denied"),
+            **allow(*NOT_ADMINS, *NOT_READER_KEYS, code="not_found"),
+        },
         get=True,
     ),
     Row(
@@ -108,7 +106,7 @@ ROWS = [
             **allow(*MANAGERS),
             **allow("key_all", code="permission_denied"),
             **allow("member", code="permission_denied"),  # the grant lets the member read it, not manage it
-            **allow("editor", "group_member", "outsider", "key_personal", "key_sa", code="not_found"),
+            **allow("editor", "group_member", "outsider", code="not_found"),
         },
     ),
 ]
@@ -139,10 +137,10 @@ def tenant(**values: Any) -> Any:
     return build
 
 
-# Quota writes: platform operators (can_manage_tenants); tenant reads: tenant admins (the admin's personal key acts
-# as the admin) and platform operators; the cross-tenant list: platform operators.
+# Quota writes: platform operators (can_manage_tenants); tenant reads: tenant admins and platform operators (no key
+# is a tenant admin, not even an admin's); the cross-tenant list: platform operators.
 OPERATORS = allow("platform_admin")
-TENANT_ADMINS = allow("admin", "key_personal", "platform_admin")
+TENANT_ADMINS = allow("admin", "platform_admin")
 QUOTA_ROWS = [
     Row(f"{QUOTAS}/SetQuota", tenant_rag_quota, OPERATORS),
     Row(f"{QUOTAS}/GetQuota", tenant_rag, TENANT_ADMINS, get=True),
