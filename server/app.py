@@ -37,7 +37,7 @@ from server.telemetry import configure_tracing
 from server.tokens import TokenVerifier
 from server.traffic import TrafficCounter
 
-__all__ = ["ServiceApp", "build_app", "generated_services"]
+__all__ = ["ServiceApp", "build_app", "generated_services", "quiet_client_gone"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -125,6 +125,17 @@ async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+def quiet_client_gone(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's exception handler: a client that gave up early (a cancelled gRPC call, a passed deadline)
+    makes pyvoy complete a receive future that connectrpc already cancelled, and asyncio would log that
+    InvalidStateError with a traceback that looks like a crash. It is routine: DEBUG, no traceback. Anything else
+    goes to asyncio's default handler."""
+    if isinstance(context.get("exception"), asyncio.InvalidStateError) and "handle" in context:
+        log.debug("a client went away before its request finished (its stream was reset)")
+        return
+    loop.default_exception_handler(context)
+
+
 class Router:
     def __init__(self, deps: Deps, apps: dict[str, ASGIApp], streaming: set[str]) -> None:
         self._deps = deps
@@ -166,6 +177,7 @@ class Router:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                asyncio.get_running_loop().set_exception_handler(quiet_client_gone)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._deps.close()
