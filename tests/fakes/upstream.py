@@ -245,7 +245,8 @@ class FakeUpstream:
                 }
             )
         usage = {"type": "tokens", "input_tokens": 20, "output_tokens": 2, "total_tokens": 22}
-        return web.json_response({"text": text, "usage": usage})
+        # Some servers (vLLM) name their model in the answer; the gateway must show the id the client asked for.
+        return web.json_response({"text": text, "usage": usage, "model": rec.form.get("model")})
 
 
 def _usage() -> dict[str, int]:
