@@ -28,6 +28,7 @@ from sqlalchemy import text
 
 import gen.platform
 from server.auth import Authenticator
+from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
 from server.interceptors import build_interceptors
 from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
@@ -216,4 +217,5 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         for method in service.methods
         if str(method.method_kind) != "unary"
     }
-    return TrafficCounter(Router(deps, apps, streaming), deps.meter())
+    router = CorsASGI(Router(deps, apps, streaming), CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
+    return TrafficCounter(router, deps.meter())

