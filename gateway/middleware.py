@@ -200,7 +200,10 @@ async def cors_preflight(request: web.Request, handler: Handler) -> web.StreamRe
 
 
 async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: an allowed origin may read every response, streamed, failed or not."""
+    """on_response_prepare: an allowed origin may read every response, streamed, failed or not (a preflight's
+    answer already has its own CORS headers)."""
+    if "Access-Control-Allow-Origin" in response.headers:
+        return
     for name, value in request.app[CORS].response(request.headers.get("Origin")):
         response.headers.add(name, value)
 
