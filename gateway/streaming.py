@@ -43,6 +43,18 @@ def _named_as_asked(data: bytes, needle: bytes) -> bool:
     return data.count(b'"model"') == data.count(needle)
 
 
+def _renamed(data: bytes, needle: bytes, upstream_needle: bytes) -> bytes | None:
+    """These bytes with every `"model"` naming the id the client asked for, when that is a plain byte swap of the
+    id the upstream was sent (inside JSON strings quotes are escaped, so a raw `"model"` is never content); None
+    when the chunks must be parsed."""
+    models = data.count(b'"model"')
+    if models == data.count(needle):
+        return data
+    if models == data.count(upstream_needle):
+        return data.replace(upstream_needle, needle)
+    return None
+
+
 def _event(payload: bytes, call: Call, include_usage: bool, needle: bytes) -> bytes | None:
     """The event to forward for one upstream `data:` payload (None drops it); raises UpstreamFailed on errors."""
     if b'"usage"' not in payload and b'"error"' not in payload and _named_as_asked(payload, needle):
@@ -98,9 +110,11 @@ async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call
     has then been written too."""
     pending = b""
     needle = _needle(call.model)
+    upstream_needle = _needle(call.route.upstream_model_id) if call.route else needle
     async for data in upstream.content.iter_any():
-        if not pending and _plain(data) and _named_as_asked(data, needle):
-            await out.write(data)  # the common case: whole `data:` events with nothing to take out or rename
+        renamed = _renamed(data, needle, upstream_needle) if not pending and _plain(data) else None
+        if renamed is not None:
+            await out.write(renamed)  # the common case: whole `data:` events with nothing to take out
             continue
         text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
         *events, pending = (pending + text).split(b"\n\n")  # an incomplete last event waits for the next read
