@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,19 +59,7 @@ def test_the_readme_quickstart_reaches_a_completion_and_an_embedding(tmp_path: P
     for name in ("Makefile", "pyproject.toml", ".venv"):
         (tmp_path / name).symlink_to(ROOT / name)
     env = _fresh_env()
-    log = tmp_path / "make-run.log"
-    with log.open("wb") as out:
-        serving = subprocess.Popen(
-            ["bash", "-c", blocks[0][1]],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        _wait_for_demo(serving, log, tmp_path / "var" / "demo.env")
-        printed = log.read_text()
+    with _serving(blocks[0][1], tmp_path, env, tmp_path / "make-run.log") as printed:
         assert "ten_" in printed and "sb_" in printed and "…" not in printed.split("Demo (development only)")[1]
         script = ["set -euo pipefail"]
         for number, (role, code) in enumerate(blocks[1:]):
@@ -79,21 +68,39 @@ def test_the_readme_quickstart_reaches_a_completion_and_an_embedding(tmp_path: P
                 script.append(f".venv/bin/python quickstart_{number}.py")
             else:
                 script.append(code)
-        done = subprocess.run(
-            ["bash", "-c", "\n".join(script)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        output = done.stdout + done.stderr
-        assert done.returncode == 0, output
+        output = _bash(script, tmp_path, env)
         assert '"code"' not in output, output  # no Connect or OpenAI error body anywhere
         assert f"dev/stand-in-chat {STAND_IN_NOTICE}" in output  # the SDK's completion, model = the id asked for
         assert "intfloat/multilingual-e5-small 384" in output  # the SDK's embedding, 384 dimensions
         assert '"model":"chat-default"' in output and STAND_IN_NOTICE in output  # the key granted by publicModelId
+    first = (tmp_path / "var" / "demo.env").read_text()
+    # A second `make run` in the same directory keeps the demo (same tenant and key) and still answers.
+    with _serving(blocks[0][1], tmp_path, env, tmp_path / "make-run-again.log"):
+        assert (tmp_path / "var" / "demo.env").read_text() == first
+        python = next(number for number, (role, _) in enumerate(blocks[1:]) if role == "python")
+        output = _bash([f". var/demo.env && .venv/bin/python quickstart_{python}.py"], tmp_path, env)
+        assert f"dev/stand-in-chat {STAND_IN_NOTICE}" in output and "intfloat/multilingual-e5-small 384" in output
+
+
+def _bash(lines: list[str], cwd: Path, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        ["bash", "-c", "\n".join(lines)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    return output
+
+
+@contextlib.contextmanager
+def _serving(command: str, cwd: Path, env: dict[str, str], log: Path) -> Iterator[str]:
+    """`make run` (the README's serve block) until the demo is printed; yields what it printed; stops it after."""
+    with log.open("wb") as out:
+        serving = subprocess.Popen(
+            ["bash", "-c", command], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        _wait_for_demo(serving, log, cwd / "var" / "demo.env")
+        yield log.read_text()
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(serving.pid, signal.SIGTERM)

@@ -72,8 +72,10 @@ async def ensure_demo(settings: Settings, *, api_url: str, gateway_url: str, dev
         known = _read_env(settings)
         if known.get("TENANT"):
             status, _ = await api.call("platform.tenants.v1.TenantService/GetTenant", {"tenantId": known["TENANT"]})
-            if status == 200:
-                return Demo({**known, "API": api_url, "OPENAI_BASE_URL": gateway_url, "DEV_MODELS": dev_models_url})
+            if status == 200:  # the same demo; the addresses are this start's
+                demo = Demo({**known, "API": api_url, "OPENAI_BASE_URL": gateway_url, "DEV_MODELS": dev_models_url})
+                replace(settings.demo_env_path, demo.env_text().encode())
+                return demo
         tenant = (
             await api.ok("platform.tenants.v1.TenantService/CreateTenant", {"name": "demo", "displayName": "Demo"})
         )["tenant"]["id"]
