@@ -51,7 +51,12 @@ async def read_upstream_json(resp: Any, call: Call) -> tuple[bytes, Any]:
 def as_requested(raw: bytes, parsed: dict[str, Any], model: str, *, always: bool = True) -> bytes:
     """The answer with `model` = the id the client asked for, not the upstream's internal id (which clients never
     asked for and may not log or route by). `always=False` only replaces a `model` the upstream sent."""
-    if parsed.get("model") == model or (not always and "model" not in parsed):
+    sent = parsed.get("model")
+    if sent == model or (not always and "model" not in parsed):
         return raw
     parsed["model"] = model
+    if isinstance(sent, str):  # usually one compact `"model":"<id>"`: swap the bytes rather than re-encode
+        found = b'"model":' + orjson.dumps(sent)
+        if raw.count(b'"model"') == 1 and raw.count(found) == 1:
+            return raw.replace(found, b'"model":' + orjson.dumps(model))
     return orjson.dumps(parsed)
