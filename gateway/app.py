@@ -15,8 +15,8 @@ from aiohttp import web
 from sqlalchemy import text
 
 from gateway.access import Access
-from gateway.context import ACCESS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
-from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, stamp_request_id
+from gateway.context import ACCESS, CORS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
+from gateway.middleware import TRANSCRIPTION_LIMIT, add_cors_headers, middlewares, stamp_request_id
 from gateway.providers import UpstreamSessions, translators
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
@@ -26,6 +26,7 @@ from gateway.surfaces.models import get_model, list_models
 from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
 from server.auth import KeyVerifier
+from server.cors import GATEWAY, CorsPolicy
 from server.crypto import SecretBox
 from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
@@ -70,6 +71,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app[SETTINGS] = settings
     configure_tracing(settings)
     app[TRACING] = settings.otel_exporter != "none"
+    app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
     app[TRANSLATORS] = translators(settings)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
@@ -97,6 +99,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
 
     app.cleanup_ctx.append(resources)
     app.on_response_prepare.append(stamp_request_id)
+    app.on_response_prepare.append(add_cors_headers)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/v1/models", list_models)

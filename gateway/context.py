@@ -7,6 +7,7 @@ from aiohttp import web
 from gateway.access import Access
 from gateway.catalog import Provider
 from gateway.providers import Translator, UpstreamSessions
+from server.cors import CorsPolicy
 from server.domain.principal import Principal
 from server.metering import Meter
 from server.settings import Settings
@@ -14,6 +15,7 @@ from server.store.db import Database
 
 __all__ = [
     "ACCESS",
+    "CORS",
     "DB",
     "HTTP",
     "METER",
@@ -31,6 +33,7 @@ HTTP = web.AppKey("http", UpstreamSessions)
 METER = web.AppKey("meter", Meter)
 ACCESS = web.AppKey("access", Access)
 TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])
+CORS = web.AppKey("cors", CorsPolicy)
 TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, model ids and counts; never content
 
 PRINCIPAL = web.RequestKey("principal", Principal)

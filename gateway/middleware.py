@@ -19,7 +19,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 from opentelemetry import trace
 
-from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
+from gateway.context import ACCESS, CORS, METER, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
 from server.auth import bearer_token
 from server.errors import (
     FailedPrecondition,
@@ -39,6 +39,7 @@ __all__ = [
     "INFERENCE_LIMIT",
     "TRANSCRIPTION_LIMIT",
     "MiB",
+    "add_cors_headers",
     "error_payload",
     "middlewares",
     "read_body",
@@ -186,8 +187,32 @@ async def _serve(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
+@web.middleware
+async def cors_preflight(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answers an allowed origin's CORS preflight before authentication (browsers send preflights without
+    credentials); everything else goes on (server.cors is the policy)."""
+    if request.method == "OPTIONS":
+        answer = request.app[CORS].preflight(
+            request.headers.get("Origin"),
+            request.headers.get("Access-Control-Request-Method", ""),
+            request.headers.get("Access-Control-Request-Headers"),
+        )
+        if answer is not None:
+            return web.Response(status=204, headers=answer)
+    return await handler(request)
+
+
+async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """on_response_prepare: an allowed origin may read every response, streamed, failed or not (a preflight's
+    answer already has its own CORS headers)."""
+    if "Access-Control-Allow-Origin" in response.headers:
+        return
+    for name, value in request.app[CORS].response(request.headers.get("Origin")):
+        response.headers.add(name, value)
+
+
 def middlewares() -> list[Any]:
-    return [gateway_middleware]
+    return [cors_preflight, gateway_middleware]
 
 
 def too_large(limit: int) -> PayloadTooLarge:

@@ -3,7 +3,8 @@
 The gateway always asks the upstream for `stream_options.include_usage`, so every stream is metered. When the client
 did not ask for usage, the usage-only chunk is dropped and `usage` fields are removed from the others. A stream that
 fails mid-way ends with an OpenAI error event (`data: {"error": {...}}`), never a silent cut; an error event from
-the upstream is replaced by our own friendly one.
+the upstream is replaced by our own friendly one. Every chunk's `model` is the id the client asked for, not the
+upstream's internal one.
 """
 
 from __future__ import annotations
@@ -32,9 +33,31 @@ _BROKEN = UpstreamFailed("The model backend stopped responding in the middle of 
 _REFUSED = UpstreamFailed("The model backend failed while generating this response.", retryable=False)
 
 
-def _event(payload: bytes, call: Call, include_usage: bool) -> bytes | None:
+def _needle(model: str) -> bytes:
+    """`"model":"<id>"` as compact JSON, the form OpenAI and vLLM stream."""
+    return b'"model":' + orjson.dumps(model)
+
+
+def _named_as_asked(data: bytes, needle: bytes) -> bool:
+    """Every `"model"` in these bytes already names the id the client asked for."""
+    return data.count(b'"model"') == data.count(needle)
+
+
+def _renamed(data: bytes, needle: bytes, upstream_needle: bytes) -> bytes | None:
+    """These bytes with every `"model"` naming the id the client asked for, when that is a plain byte swap of the
+    id the upstream was sent (inside JSON strings quotes are escaped, so a raw `"model"` is never content); None
+    when the chunks must be parsed."""
+    models = data.count(b'"model"')
+    if models == data.count(needle):
+        return data
+    if models == data.count(upstream_needle):
+        return data.replace(upstream_needle, needle)
+    return None
+
+
+def _event(payload: bytes, call: Call, include_usage: bool, needle: bytes) -> bytes | None:
     """The event to forward for one upstream `data:` payload (None drops it); raises UpstreamFailed on errors."""
-    if b'"usage"' not in payload and b'"error"' not in payload:
+    if b'"usage"' not in payload and b'"error"' not in payload and _named_as_asked(payload, needle):
         return b"data: " + payload + b"\n\n"
     try:
         chunk: Any = orjson.loads(payload)
@@ -44,6 +67,9 @@ def _event(payload: bytes, call: Call, include_usage: bool) -> bytes | None:
         return b"data: " + payload + b"\n\n"
     if chunk.get("error"):
         raise _REFUSED
+    if "model" in chunk and chunk["model"] != call.model:
+        chunk["model"] = call.model
+        payload = orjson.dumps(chunk)
     usage = chunk.get("usage")
     if usage:
         call.count(usage)
@@ -83,18 +109,23 @@ async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
     has then been written too."""
     pending = b""
+    needle = _needle(call.model)
+    upstream_needle = _needle(call.route.upstream_model_id) if call.route else needle
     async for data in upstream.content.iter_any():
-        if not pending and _plain(data):
-            await out.write(data)  # the common case: whole `data:` events with nothing to take out
+        renamed = _renamed(data, needle, upstream_needle) if not pending and _plain(data) else None
+        if renamed is not None:
+            await out.write(renamed)  # the common case: whole `data:` events with nothing to take out
             continue
         text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
         *events, pending = (pending + text).split(b"\n\n")  # an incomplete last event waits for the next read
-        if await _forward(out, events, call, include_usage):
+        if await _forward(out, events, call, include_usage, needle):
             return True
-    return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage)
+    return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage, needle)
 
 
-async def _forward(out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool) -> bool:
+async def _forward(
+    out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool, needle: bytes
+) -> bool:
     """Write these events (translated) in one write; True when they ended with [DONE]."""
     batch: list[bytes] = []
     for event in events:
@@ -105,7 +136,7 @@ async def _forward(out: web.StreamResponse, events: list[bytes], call: Call, inc
             await out.write(b"".join((*batch, _DONE)))  # the last events and [DONE] in one write
             return True
         try:
-            forwarded = _event(payload, call, include_usage)
+            forwarded = _event(payload, call, include_usage, needle)
         except UpstreamFailed:
             await out.write(b"".join(batch))  # what came before the failure still reaches the client
             raise

@@ -31,6 +31,7 @@ import gen.platform
 from server.auth import Authenticator
 from server.codecs import management_codecs
 from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
+from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
 from server.interceptors import build_interceptors
 from server.logs import configure_logging
 from server.services import HANDLERS, Deps
@@ -41,7 +42,7 @@ from server.telemetry import configure_tracing
 from server.tokens import TokenVerifier
 from server.traffic import TrafficCounter
 
-__all__ = ["ServiceApp", "build_app", "generated_services"]
+__all__ = ["ServiceApp", "build_app", "generated_services", "quiet_client_gone"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -153,6 +154,15 @@ async def _refuse(scope: Scope, send: Send, message: str) -> None:
         await send({"type": "http.response.body", "body": b""})
         return
     await _json(send, 400, {"code": "invalid_argument", "message": message})
+def quiet_client_gone(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's exception handler: a client that gave up early (a cancelled gRPC call, a passed deadline)
+    makes pyvoy complete a receive future that connectrpc already cancelled, and asyncio would log that
+    InvalidStateError with a traceback that looks like a crash. It is routine: DEBUG, no traceback. Anything else
+    goes to asyncio's default handler."""
+    if isinstance(context.get("exception"), asyncio.InvalidStateError) and "handle" in context:
+        log.debug("a client went away before its request finished (its stream was reset)")
+        return
+    loop.default_exception_handler(context)
 
 
 class Router:
@@ -200,6 +210,7 @@ class Router:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                asyncio.get_running_loop().set_exception_handler(quiet_client_gone)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._deps.close()
@@ -240,4 +251,5 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         for method in service.methods
         if str(method.method_kind) != "unary"
     }
-    return TrafficCounter(Router(deps, apps, streaming), deps.meter())
+    router = CorsASGI(Router(deps, apps, streaming), CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
+    return TrafficCounter(router, deps.meter())

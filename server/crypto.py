@@ -1,17 +1,16 @@
 """Secrets at rest: provider API keys and other outbound credentials are encrypted with Fernet.
 
-The key comes from SWITCHBOARD_ENCRYPTION_KEY, or is generated once into var/encryption.key (0600) for the embedded
-default. Every replica must share it. Decrypted values are for outbound calls only, never for responses or logs.
+The key comes from SWITCHBOARD_ENCRYPTION_KEY, or is generated once into var/encryption.key (0600, written
+atomically: see server.varfiles) for the embedded default. Every replica must share it. Decrypted values are for
+outbound calls only, never for responses or logs.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 from cryptography.fernet import Fernet
 
 from server.settings import Settings
+from server.varfiles import create_once
 
 __all__ = ["SecretBox"]
 
@@ -19,14 +18,7 @@ __all__ = ["SecretBox"]
 def _key(settings: Settings) -> bytes:
     if settings.encryption_key:
         return settings.encryption_key.reveal().encode()
-    path = settings.encryption_key_path
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):  # another process won the race; use theirs
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(Fernet.generate_key())
-    return path.read_bytes().strip()
+    return create_once(settings.encryption_key_path, Fernet.generate_key).strip()
 
 
 class SecretBox:

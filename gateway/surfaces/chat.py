@@ -19,7 +19,7 @@ from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
 from gateway.sampling import CHAT_FIELDS, check_fields
 from gateway.streaming import relay_sse
-from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
 from gateway.surfaces.agent_chat import guarded_chat
 from server.errors import InvalidArgument
 from server.metering import CallKind
@@ -62,5 +62,6 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             return await relay_sse(request, upstream, call, include_usage=include_usage)
         raw, parsed = await read_upstream_json(upstream, call)
         call.count(parsed.get("usage"))
+        raw = as_requested(raw, parsed, model)
         call.response_bytes = len(raw)
         return web.Response(body=raw, content_type="application/json")

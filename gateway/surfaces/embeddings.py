@@ -22,7 +22,7 @@ from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
-from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
 from server.errors import InvalidArgument
 from server.metering import CallKind
 
@@ -90,5 +90,6 @@ async def embeddings(request: web.Request) -> web.StreamResponse:
                 if isinstance(item.get("embedding"), list):
                     item["embedding"] = _to_base64(item["embedding"])
             raw = orjson.dumps(parsed)
+        raw = as_requested(raw, parsed, model)
         call.response_bytes = len(raw)
         return web.Response(body=raw, content_type="application/json")

@@ -14,7 +14,7 @@ from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
-from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
 from server.errors import InvalidArgument
 from server.metering import CallKind
 
@@ -43,5 +43,6 @@ async def rerank(request: web.Request) -> web.StreamResponse:
             payload["query"] = route.query_prefix + payload["query"]
         raw, parsed = await read_upstream_json(await post_json(request, route, Surface.RERANK, payload), call)
         call.count(parsed.get("usage"))
+        raw = as_requested(raw, parsed, model, always=False)  # Cohere's shape has no model
         call.response_bytes = len(raw)
         return web.Response(body=raw, content_type="application/json")

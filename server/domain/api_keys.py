@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
 from server.auth import API_KEY_PREFIX
+from server.domain.model_registry import referenced_alias
 from server.domain.principal import ApiKeyType, Principal
 from server.domain.validation import MAX_DESCRIPTION, limit_text, require_name, require_nonempty
 from server.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
@@ -195,7 +196,7 @@ async def create_key(
     )
     session.add(row)
     await session.flush()
-    for ref in dict.fromkeys(grants):
+    for ref in dict.fromkeys([await referenced_alias(session, g) for g in grants]):
         await _check_grant(session, principal, row, ref)
         session.add(ApiKeyGrantRow(api_key_id=row.id, resource_kind=int(ref.kind), resource_name=ref.name))
     for group_id in dict.fromkeys(group_ids):
@@ -311,6 +312,7 @@ async def add_grant(
     session: AsyncSession, principal: Principal, tenant_id: str, key_id: str, ref: ResourceRef
 ) -> ApiKey:
     row = await _grantable(session, principal, tenant_id, key_id)
+    ref = await referenced_alias(session, ref)
     await _check_grant(session, principal, row, ref)
     if await session.get(ApiKeyGrantRow, (row.id, int(ref.kind), ref.name)) is not None:
         raise AlreadyExists("the key already has this grant", field="grant")
@@ -323,6 +325,7 @@ async def remove_grant(
     session: AsyncSession, principal: Principal, tenant_id: str, key_id: str, ref: ResourceRef
 ) -> ApiKey:
     row = await _grantable(session, principal, tenant_id, key_id)
+    ref = await referenced_alias(session, ref)
     grant = await session.get(ApiKeyGrantRow, (row.id, int(ref.kind), ref.name))
     if grant is None:
         raise NotFound("the key has no such grant", field="grant")

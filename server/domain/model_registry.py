@@ -19,7 +19,7 @@ from server.domain.validation import validate_public_model_id
 from server.errors import AlreadyExists, InvalidArgument
 from server.permissions import Ownership, ResourceKind, ResourceRef
 from server.store.db import integrity_as
-from server.store.models import ExternalModelRow, ModelDeploymentRow, PublicModelIdRow
+from server.store.models import ExternalModelRow, ModelAliasRow, ModelDeploymentRow, PublicModelIdRow
 
 __all__ = [
     "TASK_TEXT_GENERATION",
@@ -28,6 +28,7 @@ __all__ = [
     "claim_public_model_id",
     "immutable_public_model_id",
     "readable_targets",
+    "referenced_alias",
     "release_and_delete",
     "release_public_model_id",
 ]
@@ -94,6 +95,20 @@ async def claim_public_model_id(session: AsyncSession, public_model_id: str, ref
 
 async def release_public_model_id(session: AsyncSession, public_model_id: str) -> None:
     await session.execute(delete(PublicModelIdRow).where(PublicModelIdRow.public_model_id == public_model_id))
+
+
+async def referenced_alias(session: AsyncSession, ref: ResourceRef) -> ResourceRef:
+    """An alias named by its handle or by its publicModelId, as its handle (what grants store).
+
+    People know an alias by the publicModelId they chose; the `alias_…` handle is the server's. A handle wins, so an
+    existing grant keeps meaning what it meant. Other kinds, and names that are neither, are returned unchanged.
+    """
+    if ref.kind != ResourceKind.MODEL_ALIAS or await session.get(ModelAliasRow, ref.name) is not None:
+        return ref
+    claimed = await session.get(PublicModelIdRow, ref.name)
+    if claimed is not None and claimed.kind == int(ResourceKind.MODEL_ALIAS):
+        return ResourceRef(ResourceKind.MODEL_ALIAS, claimed.name)
+    return ref
 
 
 def immutable_public_model_id(requested: str, current: str) -> None:

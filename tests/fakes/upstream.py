@@ -251,7 +251,8 @@ class FakeUpstream:
                 }
             )
         usage = {"type": "tokens", "input_tokens": 20, "output_tokens": 2, "total_tokens": 22}
-        return web.json_response({"text": text, "usage": usage})
+        # Some servers (vLLM) name their model in the answer; the gateway must show the id the client asked for.
+        return web.json_response({"text": text, "usage": usage, "model": rec.form.get("model")})
 
 
 def _scripted(model: str, messages: list[Any]) -> str | None:
