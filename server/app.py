@@ -30,8 +30,8 @@ from sqlalchemy import text
 import gen.platform
 from server.auth import Authenticator
 from server.codecs import management_codecs
-from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
+from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
 from server.logs import configure_logging
 from server.services import HANDLERS, Deps
@@ -154,6 +154,8 @@ async def _refuse(scope: Scope, send: Send, message: str) -> None:
         await send({"type": "http.response.body", "body": b""})
         return
     await _json(send, 400, {"code": "invalid_argument", "message": message})
+
+
 def quiet_client_gone(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The event loop's exception handler: a client that gave up early (a cancelled gRPC call, a passed deadline)
     makes pyvoy complete a receive future that connectrpc already cancelled, and asyncio would log that
