@@ -4,7 +4,7 @@ The refusals are proven with SWITCHBOARD_EGRESS_ALLOW_LOOPBACK off: a second man
 (`guarded`) share this run's database and var dir but keep loopback protected, as in production. A loopback canary
 (a fake provider recording every request) must see nothing they refuse; the session's own server and gateway (loopback
 open for the test fakes) show the canary does answer when reached. The private ranges refused here (172.31.0.0/16,
-192.168.77.0/24, fd55::/16) are approved by no test's network policy (see tests/test_network_policies.py).
+192.168.213.0/24, fd55::/16) are approved by no test's network policy (see tests/test_network_policies.py).
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def _ssrf_targets(port: int) -> list[str]:
         "http://[fd00:ec2::254]/latest",
         "http://[::ffff:169.254.169.254]/",
         "http://172.31.0.1/v1",
-        "http://192.168.77.1/v1",
+        "http://192.168.213.1/v1",
         "http://[fd55::1]/v1",
         "http://0.0.0.0:80/v1",
     ]
