@@ -18,6 +18,7 @@ from gateway.access import Access
 from gateway.context import ACCESS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, stamp_request_id
 from gateway.providers import translators
+from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -27,6 +28,7 @@ from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
+from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
 from server.settings import Settings
@@ -79,6 +81,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[HTTP] = http
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
+        app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
         meter.start()
         try:
             yield

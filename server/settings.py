@@ -68,6 +68,12 @@ class Settings:
     prometheus_url: str = ""
     prometheus_timeout_seconds: float = 2.0
     prometheus_cache_seconds: float = 5.0
+    # The Responses tool loop over MCP (gateway.responses.loop): bounds that end a turn `incomplete`, the
+    # response.in_progress heartbeat interval while tools run, and the largest tool result handed to a model.
+    responses_max_tool_iterations: int = 16
+    mcp_tool_call_timeout_seconds: float = 60.0
+    responses_heartbeat_seconds: float = 5.0
+    mcp_max_tool_result_bytes: int = 1024 * 1024
 
     @property
     def signing_key_path(self) -> Path:
@@ -129,4 +135,8 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         prometheus_url=_get(env, "PROMETHEUS_URL", "").rstrip("/"),
         prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
         prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
+        responses_max_tool_iterations=int(_get(env, "RESPONSES_MAX_TOOL_ITERATIONS", "16")),
+        mcp_tool_call_timeout_seconds=float(_get(env, "MCP_TOOL_CALL_TIMEOUT_SECONDS", "60")),
+        responses_heartbeat_seconds=float(_get(env, "RESPONSES_HEARTBEAT_SECONDS", "5")),
+        mcp_max_tool_result_bytes=int(_get(env, "MCP_MAX_TOOL_RESULT_BYTES", str(1024 * 1024))),
     )
