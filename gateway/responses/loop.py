@@ -283,17 +283,20 @@ async def _mcp_call(turn: _Turn, tool: _Tool, raw_arguments: str, approval_reque
     await turn.event("response.mcp_call.in_progress", **common)
     await turn.event("response.mcp_call_arguments.delta", **common, delta=raw_arguments)
     await turn.event("response.mcp_call_arguments.done", **common, arguments=raw_arguments)
-    arguments, error = _argument_errors(tool, raw_arguments)
+    arguments, invalid = _argument_errors(tool, raw_arguments)
     timed_out = False
     output: str | None = None
+    error: dict[str, Any] | None = _execution_error(invalid) if invalid is not None else None
     if arguments is not None:
         turn.tool_calls += 1
         result, failure, status = await _run_tool(turn, tool, arguments)
         timed_out = status == 504
-        if result is not None and not result.is_error:
-            output = result.text
+        if result is None:
+            error = {"type": "http_error", "code": status, "message": failure or ""}
+        elif result.is_error:
+            error = _execution_error(result.text)
         else:
-            error = result.text if result is not None else failure
+            output = result.text
     done = {
         **item,
         "arguments": raw_arguments,
@@ -303,7 +306,12 @@ async def _mcp_call(turn: _Turn, tool: _Tool, raw_arguments: str, approval_reque
     }
     await turn.event("response.mcp_call.failed" if error is not None else "response.mcp_call.completed", **common)
     await turn.done(index, done)
-    return (output if error is None else error) or "", timed_out
+    return ((output or "") if error is None else translate.error_text(error)), timed_out
+
+
+def _execution_error(text: str) -> dict[str, Any]:
+    """OpenAI's shape for a tool that ran (or was refused its arguments) and failed: the model may correct it."""
+    return {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": text}]}
 
 
 async def _model(turn: _Turn, chat: dict[str, Any]) -> dict[str, Any]:

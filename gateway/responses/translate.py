@@ -25,6 +25,7 @@ __all__ = [
     "ChatPlan",
     "answered",
     "chat_tool_call",
+    "error_text",
     "function_call_item",
     "message_item",
     "messages",
@@ -129,8 +130,8 @@ def _mcp_messages(item: dict[str, Any], kind: str, where: str) -> list[dict[str,
     a tool call that its approval response (or a later mcp_call) answers; listings are not chat."""
     label, name = str(item.get("server_label") or ""), str(item.get("name") or "")
     if kind == "mcp_call":
-        answer = item.get("output") if item.get("error") in (None, "") else item.get("error")
-        text = answer if isinstance(answer, str) else orjson.dumps(answer).decode()
+        error = item.get("error")
+        text = str(item.get("output") or "") if error in (None, "") else error_text(error)
         approval = item.get("approval_request_id")
         call_id = str(approval or item.get("id") or new_id("mcp"))
         tool = {"role": "tool", "tool_call_id": call_id, "content": text}
@@ -156,6 +157,19 @@ def _mcp_messages(item: dict[str, Any], kind: str, where: str) -> list[dict[str,
 
 
 DECLINED = "The user declined to run this tool call."
+
+
+def error_text(error: Any) -> str:
+    """The text of an mcp_call error, in any of OpenAI's shapes (a string, or a typed object)."""
+    if isinstance(error, str):
+        return error
+    if isinstance(error, dict):
+        if isinstance(error.get("message"), str):
+            return str(error["message"])
+        content = error.get("content")
+        if isinstance(content, list):
+            return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return orjson.dumps(error).decode()
 
 
 def answered(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
