@@ -4,6 +4,7 @@ loopback behind a bearer token and static headers, or OAuth; a scripted fake mod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 from collections.abc import Iterator
@@ -12,13 +13,16 @@ from typing import Any
 
 import openai
 import pytest
+from mcp.server import MCPServer
 from sqlalchemy import select
 
 from server.metering import CallKind
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
+from tests.fakes.legacy_mcp import LegacyMcp
 from tests.fakes.mcp_servers import CLIENT_ID, AutoApprove, loop_tools_server, oauth_server, serve_asgi
+from tests.fakes.serve import serve_in_thread
 from tests.fakes.upstream import tool_calls
 from tests.gateway_fixtures import Fakes, Gateway
 from tests.gateway_world import GatewayWorld
@@ -348,3 +352,62 @@ def test_conversations_keep_the_loop_items(
     history = (fakes.openai.received[-2].json or {})["messages"]
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant", "user"]
     assert json.dumps(history).count("tool_call_id") == 1
+
+
+def _sse_app(port: int) -> Any:
+    mcp = MCPServer("sse-srv", version="1.0.0")
+
+    @mcp.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    return mcp.sse_app(host="127.0.0.1")
+
+
+@pytest.fixture(scope="session")
+def legacy_urls() -> Iterator[dict[str, tuple[str, LegacyMcp | None]]]:
+    """Servers of each protocol era: handshake-era versions over streamable HTTP, and the 2024-11-05 HTTP+SSE
+    transport (the SDK's own server); the 2026-07-28 era is every other test's server."""
+    fakes = {version: LegacyMcp(version) for version in ("2025-03-26", "2025-06-18", "2025-11-25")}
+    with contextlib.ExitStack() as stack:
+        urls: dict[str, tuple[str, LegacyMcp | None]] = {}
+        for version, fake in fakes.items():
+            port = stack.enter_context(serve_in_thread(fake.app))
+            urls[version] = (f"http://127.0.0.1:{port}/mcp", fake)
+        sse_port = stack.enter_context(serve_asgi(_sse_app))
+        urls["http+sse"] = (f"http://127.0.0.1:{sse_port}/sse", None)
+        yield urls
+
+
+@pytest.fixture(scope="session")
+async def legacy_servers(
+    server: Server, legacy_urls: dict[str, tuple[str, LegacyMcp | None]]
+) -> dict[str, tuple[str, LegacyMcp | None]]:
+    """Each era's server registered (shared with every tenant): era -> (registered name, fake)."""
+    connect = ConnectJsonCaller(server.base_url)
+    shared = {"sharing": {"shareToAll": True}}
+    none = {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"}
+    return {
+        era: (await _register(connect, server, url, none, spec=shared), fake)
+        for era, (url, fake) in legacy_urls.items()
+    }
+
+
+@pytest.mark.parametrize("era", ["2025-03-26", "2025-06-18", "2025-11-25", "http+sse"])
+async def test_older_protocol_versions_are_negotiated(
+    gateway: Gateway,
+    gw_world: GatewayWorld,
+    fakes: Fakes,
+    legacy_servers: dict[str, tuple[str, LegacyMcp | None]],
+    era: str,
+) -> None:
+    name, fake = legacy_servers[era]
+    fakes.openai.script.clear()
+    fakes.openai.script.append(tool_calls((f"{name}add", '{"a": 30, "b": 12}')))
+    async with openai.AsyncOpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as sdk:
+        result = await sdk.responses.create(model=gw_world.model("chat"), input="30+12", tools=[_mcp(name)])
+    fakes.openai.script.clear()
+    assert [i.type for i in result.output] == ["mcp_list_tools", "mcp_call", "message"], result.output
+    assert result.output_text == "The tool said: 42"
+    if fake is not None:  # every request after the handshake named the version the server chose
+        assert fake.seen_versions and set(fake.seen_versions) == {era}

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from server.egress import EgressGuard
@@ -96,18 +97,48 @@ class ToolConnection:
     async def _open(self) -> Client:
         if self._client is not None:
             return self._client
+        try:
+            self._stack, self._client = await self._connect(self._streamable)
+        except (TimeoutError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # Not a streamable HTTP endpoint (or not reachable): the 2024-11-05 HTTP+SSE transport is the fallback
+            # the specification gives for servers that refuse the POST.
+            log.info(
+                "MCP server %r: streamable HTTP failed (%s), trying HTTP+SSE", self.source.label, type(exc).__name__
+            )
+            self._stack, self._client = await self._connect(self._sse)
+        return self._client
+
+    async def _connect(self, transport: Any) -> tuple[AsyncExitStack, Client]:
         stack = AsyncExitStack()
         try:
-            http = await stack.enter_async_context(
-                self._guard.httpx_client(headers=dict(self.source.headers), timeout=self._timeout)
-            )
-            client = Client(streamable_http_client(self.source.url, http_client=http), cache=None)
+            client = Client(await transport(stack), cache=None)  # mode "auto": the version is negotiated
             await stack.enter_async_context(client)
         except BaseException:
             await self._close_stack(stack)
             raise
-        self._stack, self._client = stack, client
-        return client
+        return stack, client
+
+    async def _streamable(self, stack: AsyncExitStack) -> Any:
+        http = await stack.enter_async_context(
+            self._guard.httpx_client(headers=dict(self.source.headers), timeout=self._timeout)
+        )
+        return streamable_http_client(self.source.url, http_client=http)
+
+    async def _sse(self, stack: AsyncExitStack) -> Any:
+        guard = self._guard
+
+        def guarded(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
+            return guard.httpx_client(headers=headers, timeout=timeout, auth=auth)
+
+        return sse_client(
+            self.source.url,
+            headers=dict(self.source.headers),
+            timeout=self._timeout,
+            sse_read_timeout=self._timeout,
+            httpx_client_factory=guarded,
+        )
 
     async def _guarded(self, what: str, work: Any) -> Any:
         try:
