@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import openai
 import pytest
 from mcp.server import MCPServer
@@ -411,3 +412,43 @@ async def test_older_protocol_versions_are_negotiated(
     assert result.output_text == "The tool said: 42"
     if fake is not None:  # every request after the handshake named the version the server chose
         assert fake.seen_versions and set(fake.seen_versions) == {era}
+
+
+async def _closed_responses(gateway: Gateway, key_id: str) -> int:
+    async with gateway.db.read() as s:
+        rows = await s.scalars(
+            select(UsageEventRow).where(
+                UsageEventRow.call_kind == int(CallKind.RESPONSE),
+                UsageEventRow.api_key_id == key_id,
+                UsageEventRow.status == 499,
+            )
+        )
+        return len(list(rows))
+
+
+async def test_a_client_gone_mid_loop_stops_the_loop(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, servers: Servers
+) -> None:
+    fakes.openai.script.clear()
+    fakes.openai.script.append(tool_calls((f"{servers.tools}slow", '{"seconds": 2}')))
+    key_id = gw_world.key_ids["all"]
+    closed_before = await _closed_responses(gateway, key_id)
+    before = len(fakes.openai.received)
+    body = {"model": gw_world.model("chat"), "input": "wait", "stream": True, "tools": [_mcp(servers.tools)]}
+    headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/responses", json=body, headers=headers) as resp,
+    ):
+        async for line in resp.content:
+            if b"response.mcp_call.in_progress" in line:
+                break  # hang up while the tool runs
+    closed = closed_before
+    for _ in range(400):  # the gateway meters the abandoned call once its loop has stopped (bounded wait)
+        closed = await _closed_responses(gateway, key_id)
+        if closed > closed_before:
+            break
+        await asyncio.sleep(0.05)
+    assert closed == closed_before + 1, "the abandoned response was never metered as client-closed"
+    assert len(fakes.openai.received) == before + 1  # the model was not asked again after the tool
+    fakes.openai.script.clear()
