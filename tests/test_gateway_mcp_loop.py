@@ -9,6 +9,7 @@ import json
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -30,6 +31,7 @@ from tests.gateway_world import GatewayWorld
 from tests.world import must
 
 MCP = "platform.agents.v1.ExternalMcpServerService"
+USAGE = "platform.metering.v1.PlatformUsageService"
 BEARER = "sk-loop-SECRET-bearer-9"
 HEADER_SECRET = "hdr-loop-SECRET-8"
 
@@ -310,7 +312,9 @@ def test_per_user_oauth_token_reaches_the_server(
     assert all("authorization" not in t.model_dump(exclude_none=True) for t in result.tools)
 
 
-async def test_tool_calls_are_metered(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, servers: Servers) -> None:
+async def test_tool_calls_are_metered(
+    server: Server, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, servers: Servers
+) -> None:
     fakes.openai.script.clear()
     fakes.openai.script.append(tool_calls((f"{servers.tools}add", '{"a": 3, "b": 4}')))
     async with openai.AsyncOpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as sdk:
@@ -332,6 +336,20 @@ async def test_tool_calls_are_metered(gateway: Gateway, gw_world: GatewayWorld, 
             break
         await asyncio.sleep(0.05)
     assert rows and {r.model_id for r in rows} >= {"add"} and all(r.status in (200, 422, 502, 504) for r in rows)
+    # The platform's call-count series reports the kind (per tool, as the series' model).
+    now = datetime.now(UTC)
+    window = {
+        "startTime": (now - timedelta(minutes=30)).isoformat().replace("+00:00", "Z"),
+        "endTime": (now + timedelta(minutes=30)).isoformat().replace("+00:00", "Z"),
+    }
+    body = {"window": window, "step": "3600s", "kind": "CALL_KIND_MCP_TOOL_CALL", "groupBy": "CALL_GROUP_BY_MODEL"}
+    answer = must(
+        await ConnectJsonCaller(server.base_url).call(
+            f"{USAGE}/GetPlatformCallCountSeries", body, token=server.admin_token, get=True
+        )
+    )
+    counted = {s["resourceId"]: sum(int(p.get("count", 0)) for p in s["points"]) for s in answer["series"]}
+    assert counted.get("add", 0) >= 1
 
 
 def test_conversations_keep_the_loop_items(
