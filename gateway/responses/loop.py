@@ -43,7 +43,7 @@ from gateway.responses import translate
 from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
 from gateway.surfaces._upstream import post_json, read_upstream_json
-from server.mcp.tool_client import McpTool, ToolConnection, ToolFailure, ToolResult
+from server.mcp.tool_client import McpTool, ToolConnection, ToolFailure, ToolResult, tls_context
 from server.mcp.toolnames import ToolNames
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
@@ -197,6 +197,7 @@ def _connection(turn: _Turn, spec: McpToolSpec) -> ToolConnection:
             spec.source,
             timeout=runtime.settings.mcp_tool_call_timeout_seconds,
             max_result_bytes=runtime.settings.mcp_max_tool_result_bytes,
+            tls=tls_context(runtime.settings.mcp_trusted_ca_file),
         )
         turn.connections[spec.source.label] = conn
     return conn

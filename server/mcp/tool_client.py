@@ -13,7 +13,9 @@ tool's output); what went wrong is logged without arguments or results.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import ssl
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from server.egress import EgressGuard
 
-__all__ = ["McpTool", "ToolConnection", "ToolFailure", "ToolResult", "ToolSource"]
+__all__ = ["McpTool", "ToolConnection", "ToolFailure", "ToolResult", "ToolSource", "tls_context"]
 
 log = logging.getLogger("switchboard.mcp.tools")
 
@@ -63,6 +65,16 @@ class ToolResult:
     is_error: bool
 
 
+@functools.cache
+def tls_context(trusted_ca_file: str = "") -> ssl.SSLContext:
+    """The TLS trust of MCP connections: the system's CAs, plus the installer's trusted CA bundle when one is named
+    (Settings.mcp_trusted_ca_file). Built once per process per bundle."""
+    context = ssl.create_default_context()
+    if trusted_ca_file:
+        context.load_verify_locations(cafile=trusted_ca_file)
+    return context
+
+
 class ToolFailure(Exception):
     """The call could not be made or answered; `message` is safe to show to the model and the client."""
 
@@ -86,9 +98,19 @@ def _result_text(content: list[Any]) -> str:
 class ToolConnection:
     """One source's connection for one turn (use from one task; `close()` at the end of the turn)."""
 
-    def __init__(self, guard: EgressGuard, source: ToolSource, *, timeout: float, max_result_bytes: int) -> None:
+    def __init__(
+        self,
+        guard: EgressGuard,
+        source: ToolSource,
+        *,
+        timeout: float,
+        max_result_bytes: int,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.source = source
         self._guard = guard
+        # One context per process (see tls_context): building one per connection costs ~50 ms of CPU.
+        self._tls = tls or tls_context()
         self._timeout = timeout
         self._max_result_bytes = max_result_bytes
         self._stack: AsyncExitStack | None = None
@@ -122,15 +144,19 @@ class ToolConnection:
 
     async def _streamable(self, stack: AsyncExitStack) -> Any:
         http = await stack.enter_async_context(
-            self._guard.httpx_client(headers=dict(self.source.headers), timeout=self._timeout)
+            self._guard.httpx_client(
+                headers=dict(self.source.headers), timeout=self._timeout, transport_options={"verify": self._tls}
+            )
         )
         return streamable_http_client(self.source.url, http_client=http)
 
     async def _sse(self, stack: AsyncExitStack) -> Any:
         guard = self._guard
 
+        tls = self._tls
+
         def guarded(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
-            return guard.httpx_client(headers=headers, timeout=timeout, auth=auth)
+            return guard.httpx_client(headers=headers, timeout=timeout, auth=auth, transport_options={"verify": tls})
 
         return sse_client(
             self.source.url,
