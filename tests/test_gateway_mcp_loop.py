@@ -470,3 +470,27 @@ async def test_a_client_gone_mid_loop_stops_the_loop(
     assert closed == closed_before + 1, "the abandoned response was never metered as client-closed"
     assert len(fakes.openai.received) == before + 1  # the model was not asked again after the tool
     fakes.openai.script.clear()
+
+
+async def test_openai_agents_hosted_mcp_tool(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, servers: Servers
+) -> None:
+    from agents import Agent, HostedMCPTool, OpenAIResponsesModel, Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)  # the agents SDK would export its traces to OpenAI; nothing leaves loopback
+    fakes.openai.script.clear()
+    fakes.openai.script.append(tool_calls((f"{servers.tools}add", '{"a": 6, "b": 7}')))
+    async with openai.AsyncOpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as client:
+        agent = Agent(
+            name="adder",
+            instructions="Use the tools.",
+            model=OpenAIResponsesModel(model=gw_world.model("chat"), openai_client=client),
+            tools=[
+                HostedMCPTool(tool_config={"type": "mcp", "server_label": servers.tools, "require_approval": "never"})
+            ],
+        )
+        result = await Runner.run(agent, "6+7?")
+    fakes.openai.script.clear()
+    assert result.final_output == "The tool said: 13"
+    kinds = [item.type for item in result.new_items]
+    assert "mcp_list_tools_item" in kinds and "tool_call_item" in kinds
