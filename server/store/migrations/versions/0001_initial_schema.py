@@ -405,6 +405,9 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('tenant_id')
     )
     # ### end Alembic commands ###
+    # The Responses tool loop over MCP: the chain's tool listings on stored responses.
+    with op.batch_alter_table('stored_responses', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('mcp_listings', sa.JSON(), nullable=False))
 
 
 def downgrade() -> None:

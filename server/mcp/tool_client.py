@@ -1,0 +1,233 @@
+"""Calling an MCP server's tools: the official `mcp` SDK client over an egress-guarded HTTP client.
+
+A `ToolSource` is anything the tool loop reaches as an MCP server by URL with headers: a registered ExternalMcpServer
+today (its stored credentials and static headers already folded into `headers`), other platform-served MCP servers
+later. `ToolConnection` is one source's connection for one turn: opened on first use, the protocol version picked by
+the SDK's negotiation (`server/discover` for 2026-07-28 servers, the `initialize` handshake for older ones), reused
+for the listing and every call of the turn, closed at its end.
+
+Failures never carry exception text to callers: `ToolFailure` holds a friendly message (the model sees it as the
+tool's output); what went wrong is logged without arguments or results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import ssl
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from server.egress import EgressGuard
+
+__all__ = ["McpTool", "ToolConnection", "ToolFailure", "ToolResult", "ToolSource", "tls_context"]
+
+log = logging.getLogger("switchboard.mcp.tools")
+
+_CLOSE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class ToolSource:
+    label: str  # the model-visible prefix of its tools and the `server_label` of its items
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class McpTool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any] | None = None
+
+    def listed(self) -> dict[str, Any]:
+        """As an `mcp_list_tools` item lists it."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "annotations": self.annotations,
+        }
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    is_error: bool
+
+
+@functools.cache
+def tls_context(trusted_ca_file: str = "") -> ssl.SSLContext:
+    """The TLS trust of MCP connections: the system's CAs, plus the installer's trusted CA bundle when one is named
+    (Settings.mcp_trusted_ca_file). Built once per process per bundle."""
+    context = ssl.create_default_context()
+    if trusted_ca_file:
+        context.load_verify_locations(cafile=trusted_ca_file)
+    return context
+
+
+class ToolFailure(Exception):
+    """The call could not be made or answered; `message` is safe to show to the model and the client."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.timed_out = timed_out
+
+
+def _result_text(content: list[Any]) -> str:
+    parts: list[str] = []
+    for block in content:
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+        else:  # images, audio, resources: the model gets their JSON form
+            parts.append(orjson.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True)).decode())
+    return "\n".join(parts)
+
+
+class ToolConnection:
+    """One source's connection for one turn (use from one task; `close()` at the end of the turn)."""
+
+    def __init__(
+        self,
+        guard: EgressGuard,
+        source: ToolSource,
+        *,
+        timeout: float,
+        max_result_bytes: int,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.source = source
+        self._guard = guard
+        # One context per process (see tls_context): building one per connection costs ~50 ms of CPU.
+        self._tls = tls or tls_context()
+        self._timeout = timeout
+        self._max_result_bytes = max_result_bytes
+        self._stack: AsyncExitStack | None = None
+        self._client: Client | None = None
+
+    async def _open(self) -> Client:
+        if self._client is not None:
+            return self._client
+        try:
+            self._stack, self._client = await self._connect(self._streamable)
+        except (TimeoutError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # Not a streamable HTTP endpoint (or not reachable): the 2024-11-05 HTTP+SSE transport is the fallback
+            # the specification gives for servers that refuse the POST.
+            log.info(
+                "MCP server %r: streamable HTTP failed (%s), trying HTTP+SSE", self.source.label, type(exc).__name__
+            )
+            self._stack, self._client = await self._connect(self._sse)
+        return self._client
+
+    async def _connect(self, transport: Any) -> tuple[AsyncExitStack, Client]:
+        stack = AsyncExitStack()
+        try:
+            client = Client(await transport(stack), cache=None)  # mode "auto": the version is negotiated
+            await stack.enter_async_context(client)
+        except BaseException:
+            await self._close_stack(stack)
+            raise
+        return stack, client
+
+    async def _streamable(self, stack: AsyncExitStack) -> Any:
+        http = await stack.enter_async_context(
+            self._guard.httpx_client(
+                headers=dict(self.source.headers), timeout=self._timeout, transport_options={"verify": self._tls}
+            )
+        )
+        return streamable_http_client(self.source.url, http_client=http)
+
+    async def _sse(self, stack: AsyncExitStack) -> Any:
+        guard = self._guard
+
+        tls = self._tls
+
+        def guarded(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
+            return guard.httpx_client(headers=headers, timeout=timeout, auth=auth, transport_options={"verify": tls})
+
+        return sse_client(
+            self.source.url,
+            headers=dict(self.source.headers),
+            timeout=self._timeout,
+            sse_read_timeout=self._timeout,
+            httpx_client_factory=guarded,
+        )
+
+    async def _guarded(self, what: str, work: Any) -> Any:
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await work(await self._open())
+        except TimeoutError:
+            await self.close()  # a half-answered session is not reused
+            raise ToolFailure(f"The MCP server {self.source.label!r} did not answer in time.", timed_out=True) from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("MCP %s on server %r failed: %s", what, self.source.label, type(exc).__name__)
+            await self.close()
+            raise ToolFailure(f"The MCP server {self.source.label!r} could not be reached or failed.") from None
+
+    async def list_tools(self) -> list[McpTool]:
+        async def work(client: Client) -> list[McpTool]:
+            tools: list[McpTool] = []
+            cursor: str | None = None
+            for _ in range(100):  # pages; a server that never stops paging is cut off
+                page = await client.list_tools(cursor=cursor)
+                for tool in page.tools:
+                    tools.append(
+                        McpTool(
+                            name=tool.name,
+                            description=tool.description or "",
+                            input_schema=dict(tool.input_schema or {"type": "object"}),
+                            annotations=(
+                                tool.annotations.model_dump(mode="json", exclude_none=True)
+                                if tool.annotations is not None
+                                else None
+                            ),
+                        )
+                    )
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            return tools
+
+        result: list[McpTool] = await self._guarded("tools/list", work)
+        return result
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        async def work(client: Client) -> ToolResult:
+            result = await client.call_tool(name, arguments)
+            return ToolResult(_result_text(list(result.content)), bool(result.is_error))
+
+        answer: ToolResult = await self._guarded("tools/call", work)
+        if len(answer.text.encode()) > self._max_result_bytes:
+            raise ToolFailure(f"The tool {name!r} returned a result larger than the platform accepts.")
+        return answer
+
+    async def close(self) -> None:
+        stack, self._stack, self._client = self._stack, None, None
+        if stack is not None:
+            await self._close_stack(stack)
+
+    @staticmethod
+    async def _close_stack(stack: AsyncExitStack) -> None:
+        try:
+            async with asyncio.timeout(_CLOSE_SECONDS):
+                await stack.aclose()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # closing a broken session: nothing more to do
+            log.debug("closing an MCP session failed", exc_info=False)
