@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from server.domain.rag_chunking import chunk_parsed, e5_token_counter
 from server.domain.rag_parsing import ParsedFile
 
@@ -37,7 +39,7 @@ def test_overlap_repeats_text_across_neighbouring_chunks() -> None:
     overlapped = chunk_parsed(ParsedFile("text", [PROSE]), size_tokens=64, overlap_tokens=16, count_tokens=count)
     assert sum(c.token_count for c in overlapped) > sum(c.token_count for c in plain)
     assert all(c.token_count <= 64 for c in overlapped)
-    shared = [" ".join(a.text.split()[-4:]) in b.text for a, b in zip(overlapped, overlapped[1:], strict=False)]
+    shared = [" ".join(a.text.split()[-4:]) in b.text for a, b in itertools.pairwise(overlapped)]
     assert sum(shared) > len(shared) // 2
 
 

