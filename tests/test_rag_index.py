@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from server.store.db import Database as Store
 from server.store.db import new_id
-from server.store.models import RagFileRow
+from server.store.models import RagDeploymentRow, RagFileRow
 from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, search
 from tests.conftest import Database
 
@@ -68,6 +68,20 @@ class Rag:
         self.id = new_id("rag")
         self.files: dict[str, str] = {}
 
+    async def create(self) -> Rag:
+        async with self.store.transaction() as session:
+            session.add(
+                RagDeploymentRow(
+                    id=self.id,
+                    name=self.id.replace("_", "-"),
+                    embedding_model="e5",
+                    chunk_size_tokens=256,
+                    chunk_overlap_tokens=0,
+                    top_k=10,
+                )
+            )
+        return self
+
     async def add(self, name: str, metadata: dict[str, Any] | None = None) -> str:
         file_id = new_id("rf")
         chunks = [
@@ -108,7 +122,7 @@ async def rag(rag_database: Database) -> AsyncIterator[Rag]:
         index = await chunk_index_for(store.engine)
         if rag_database.backend == "pgvector":
             assert getattr(index, "pgvector", False), "the embedded PostgreSQL must offer pgvector"
-        created = Rag(store, index)
+        created = await Rag(store, index).create()
         for name in FILES:
             await created.add(
                 name, {"topic": name, "source_group_ids": [f"g-{name}", "g-all"], "year": 2020 + len(name)}
@@ -174,7 +188,7 @@ async def test_deleting_a_file_removes_it_from_both_searches(rag: Rag) -> None:
 
 
 async def test_rags_never_see_each_others_chunks(rag: Rag) -> None:
-    other = Rag(rag.store, rag.index)
+    other = await Rag(rag.store, rag.index).create()
     await other.add("travel")
     hits = await other.query("sourdough bread and espresso", top_k=10)
     assert sorted(texts(hits)) == sorted(FILES["travel"])

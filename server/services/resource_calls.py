@@ -15,30 +15,38 @@ from server.store.db import Database
 __all__ = ["add_permission", "list_permissions", "remove_permission", "update_sharing"]
 
 
-def _ref(kind: ResourceKind, name: str) -> ResourceRef:
-    return ResourceRef(kind, require_nonempty(name, "name"))
+def _ref(kind: ResourceKind, name: str, field: str = "name") -> ResourceRef:
+    return ResourceRef(kind, require_nonempty(name, field))
 
 
-async def list_permissions(db: Database, kind: ResourceKind, request: Any) -> list[permission_pb.DeploymentPermission]:
+async def list_permissions(
+    db: Database, kind: ResourceKind, request: Any, *, name_field: str = "name"
+) -> list[permission_pb.DeploymentPermission]:
     subject_type = SubjectType(int(request.subject_type)) if request.has_field("subject_type") else None
     role = Role(int(request.role)) if request.has_field("role") else None
     async with db.transaction() as s:
         found = await permissions.list_permissions(
-            s, current_principal(), _ref(kind, request.name), subject_type=subject_type, role=role
+            s,
+            current_principal(),
+            _ref(kind, getattr(request, name_field), name_field),
+            subject_type=subject_type,
+            role=role,
         )
     return [convert.permission(p) for p in found]
 
 
-async def add_permission(db: Database, kind: ResourceKind, request: Any) -> None:
+async def add_permission(db: Database, kind: ResourceKind, request: Any, *, name_field: str = "name") -> None:
     permission = convert.permission_in(request.subject, int(request.role))
+    ref = _ref(kind, getattr(request, name_field), name_field)
     async with db.transaction() as s:
-        await permissions.add_permission(s, current_principal(), _ref(kind, request.name), permission)
+        await permissions.add_permission(s, current_principal(), ref, permission)
 
 
-async def remove_permission(db: Database, kind: ResourceKind, request: Any) -> None:
+async def remove_permission(db: Database, kind: ResourceKind, request: Any, *, name_field: str = "name") -> None:
     permission = convert.permission_in(request.subject, int(request.role))
+    ref = _ref(kind, getattr(request, name_field), name_field)
     async with db.transaction() as s:
-        await permissions.remove_permission(s, current_principal(), _ref(kind, request.name), permission)
+        await permissions.remove_permission(s, current_principal(), ref, permission)
 
 
 async def update_sharing(db: Database, kind: ResourceKind, request: Any) -> sharing_pb.Sharing:

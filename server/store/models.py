@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -17,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -30,6 +32,8 @@ __all__ = [
     "GroupMemberRow",
     "GroupRow",
     "PublicModelIdRow",
+    "RagDeploymentRow",
+    "RagTenantQuotaRow",
     "ResourcePermissionRow",
     "ResourceRow",
     "ResourceShareRow",
@@ -376,7 +380,70 @@ class ConversationItemRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-# --- RAG files and chunks (issue 11). `rag_id` names a rag_deployments row (RagService); the chunk index's
+# --- RAG deployments and their storage quotas (issue 11) ---
+
+
+class RagDeploymentRow(Base):
+    """A RAG deployment: its settings, its pinned vector size and its storage accounting.
+
+    Its access record is the `resources` row (kind RAG, name = id). `name` is a handle unique per owner: two partial
+    unique indexes, because NULL tenant ids (platform-owned RAGs) never collide in a plain unique constraint.
+    `used_bytes` is the stored file content, changed only through server.domain.rag_storage (conditional updates,
+    safe under concurrent uploads); `quota_bytes`/`quota` are the RAG's own quota (None: the tenant default applies).
+    """
+
+    __tablename__ = "rag_deployments"
+    __table_args__ = (
+        Index(
+            "uq_rag_deployments_tenant_name",
+            "tenant_id",
+            "name",
+            unique=True,
+            sqlite_where=text("tenant_id IS NOT NULL"),
+            postgresql_where=text("tenant_id IS NOT NULL"),
+        ),
+        Index(
+            "uq_rag_deployments_platform_name",
+            "name",
+            unique=True,
+            sqlite_where=text("tenant_id IS NULL"),
+            postgresql_where=text("tenant_id IS NULL"),
+        ),
+    )
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str | None] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    display_name: Mapped[str] = mapped_column(String(256), default="")
+    embedding_model: Mapped[str] = mapped_column(String(128))
+    embedding_dimensions: Mapped[int | None] = mapped_column(Integer, default=None)
+    chunk_size_tokens: Mapped[int] = mapped_column(Integer)
+    chunk_overlap_tokens: Mapped[int] = mapped_column(Integer)
+    rerank_model: Mapped[str | None] = mapped_column(String(128), default=None)
+    top_k: Mapped[int] = mapped_column(Integer)
+    score_threshold: Mapped[float | None] = mapped_column(Float, default=None)
+    weights: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)  # {"dense": w, "lexical": w}
+    creator: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    used_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    quota_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    quota: Mapped[str | None] = mapped_column(String(64), default=None)  # as set, echoed back
+
+
+class RagTenantQuotaRow(Base):
+    """A tenant's RAG storage quotas: the aggregate quota and the default for RAGs without their own, each kept as
+    bytes and as the quantity string that was set. The row is also the lock that serialises a tenant's uploads."""
+
+    __tablename__ = "rag_tenant_quotas"
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    quota_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    quota: Mapped[str | None] = mapped_column(String(64), default=None)
+    default_quota_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    default_quota: Mapped[str | None] = mapped_column(String(64), default=None)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# --- RAG files and chunks (issue 11). Deleting a RAG deployment cascades to all of them; the chunk index's
 # engine-specific parts (the SQLite FTS5 table, the pgvector table and its per-RAG HNSW indexes) are created by
 # server/store/rag_index at run time, because a vector index's dimension is pinned by a RAG's first embedding.
 
@@ -391,7 +458,7 @@ class RagFileRow(Base):
         Index("ix_rag_files_rag_created", "rag_id", "created_at", "id"),
     )
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    rag_id: Mapped[str] = mapped_column(String(64))
+    rag_id: Mapped[str] = mapped_column(ForeignKey("rag_deployments.id", ondelete="CASCADE"))
     filename: Mapped[str] = mapped_column(String(512))
     content_type: Mapped[str] = mapped_column(String(128), default="")
     kind: Mapped[str] = mapped_column(String(32), default="")
@@ -425,5 +492,5 @@ class RagIndexGenerationRow(Base):
     matrix knows, with one primary-key read per query, when it is stale."""
 
     __tablename__ = "rag_index_generations"
-    rag_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    rag_id: Mapped[str] = mapped_column(ForeignKey("rag_deployments.id", ondelete="CASCADE"), primary_key=True)
     generation: Mapped[int] = mapped_column(BigInteger, default=0)

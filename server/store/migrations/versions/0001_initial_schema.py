@@ -338,6 +338,49 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('conversation_id', 'sequence', name='uq_conversation_items_sequence')
     )
+    # --- RAG deployments and their storage quotas (issue 11) ---
+    op.create_table('rag_deployments',
+    sa.Column('id', sa.String(length=64), nullable=False),
+    sa.Column('tenant_id', sa.String(length=64), nullable=True),
+    sa.Column('name', sa.String(length=64), nullable=False),
+    sa.Column('display_name', sa.String(length=256), nullable=False),
+    sa.Column('embedding_model', sa.String(length=128), nullable=False),
+    sa.Column('embedding_dimensions', sa.Integer(), nullable=True),
+    sa.Column('chunk_size_tokens', sa.Integer(), nullable=False),
+    sa.Column('chunk_overlap_tokens', sa.Integer(), nullable=False),
+    sa.Column('rerank_model', sa.String(length=128), nullable=True),
+    sa.Column('top_k', sa.Integer(), nullable=False),
+    sa.Column('score_threshold', sa.Float(), nullable=True),
+    sa.Column('weights', sa.JSON(), nullable=False),
+    sa.Column('creator', sa.String(length=128), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('used_bytes', sa.BigInteger(), nullable=False),
+    sa.Column('quota_bytes', sa.BigInteger(), nullable=True),
+    sa.Column('quota', sa.String(length=64), nullable=True),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('rag_deployments', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_rag_deployments_tenant_id'), ['tenant_id'], unique=False)
+        batch_op.create_index('uq_rag_deployments_tenant_name', ['tenant_id', 'name'], unique=True,
+                              sqlite_where=sa.text('tenant_id IS NOT NULL'),
+                              postgresql_where=sa.text('tenant_id IS NOT NULL'))
+        batch_op.create_index('uq_rag_deployments_platform_name', ['name'], unique=True,
+                              sqlite_where=sa.text('tenant_id IS NULL'),
+                              postgresql_where=sa.text('tenant_id IS NULL'))
+
+    op.create_table('rag_tenant_quotas',
+    sa.Column('tenant_id', sa.String(length=64), nullable=False),
+    sa.Column('quota_bytes', sa.BigInteger(), nullable=True),
+    sa.Column('quota', sa.String(length=64), nullable=True),
+    sa.Column('default_quota_bytes', sa.BigInteger(), nullable=True),
+    sa.Column('default_quota', sa.String(length=64), nullable=True),
+    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('tenant_id')
+    )
+
     # --- RAG files and chunks (issue 11)
     op.create_table('rag_files',
     sa.Column('id', sa.String(length=64), nullable=False),
@@ -353,6 +396,7 @@ def upgrade() -> None:
     sa.Column('chunk_count', sa.Integer(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['rag_id'], ['rag_deployments.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('rag_id', 'external_id', name='uq_rag_files_external_id')
     )
@@ -377,6 +421,7 @@ def upgrade() -> None:
     op.create_table('rag_index_generations',
     sa.Column('rag_id', sa.String(length=64), nullable=False),
     sa.Column('generation', sa.BigInteger(), nullable=False),
+    sa.ForeignKeyConstraint(['rag_id'], ['rag_deployments.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('rag_id')
     )
     # ### end Alembic commands ###
@@ -387,6 +432,14 @@ def downgrade() -> None:
     op.drop_table('rag_index_generations')
     op.drop_table('rag_chunks')
     op.drop_table('rag_files')
+    # --- RAG deployments and their storage quotas (issue 11) ---
+    op.drop_table('rag_tenant_quotas')
+    with op.batch_alter_table('rag_deployments', schema=None) as batch_op:
+        batch_op.drop_index('uq_rag_deployments_platform_name')
+        batch_op.drop_index('uq_rag_deployments_tenant_name')
+        batch_op.drop_index(batch_op.f('ix_rag_deployments_tenant_id'))
+
+    op.drop_table('rag_deployments')
     op.drop_table('conversation_items')
     with op.batch_alter_table('api_key_groups', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_api_key_groups_group_id'))

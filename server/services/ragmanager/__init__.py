@@ -1,0 +1,1 @@
+"""platform.ragmanager.v1 handlers."""

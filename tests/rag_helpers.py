@@ -1,0 +1,52 @@
+"""RAG test helpers: models a RAG can point at, and RAGs created through the public API."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from tests.clients import ConnectJsonCaller, Result
+from tests.world import must
+
+RAGS = "platform.ragmanager.v1.RagService"
+QUOTAS = "platform.ragmanager.v1.RagQuotaService"
+DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
+ALIASES = "platform.modelmanager.v1.ModelAliasService"
+
+
+async def model(
+    connect: ConnectJsonCaller, admin_token: str, task: str = "TASK_TYPE_EMBEDDING", *, shared: bool = True
+) -> dict[str, Any]:
+    """A platform model deployment of this task type (never called: RagService only checks it), shared with every
+    tenant unless `shared` is false. Returns the deployment (publicModelId, name)."""
+    tag = secrets.token_hex(4)
+    body = {
+        "modelDeployment": {
+            "name": f"m-{tag}",
+            "publicModelId": f"test/{task.removeprefix('TASK_TYPE_').lower()}-{tag}",
+            "endpointUrl": "http://127.0.0.1:9/v1",
+            "capabilities": {"taskType": task},
+        }
+    }
+    created = must(await connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", body, token=admin_token))
+    deployment: dict[str, Any] = created["modelDeployment"]
+    if shared:
+        must(
+            await connect.call(
+                f"{DEPLOYMENTS}/UpdateModelDeploymentSharing",
+                {"name": deployment["name"], "sharing": {"shareToAll": True}},
+                token=admin_token,
+            )
+        )
+    return deployment
+
+
+async def create_rag(
+    connect: ConnectJsonCaller, token: str, tenant_id: str, embedding_model: str, **fields: Any
+) -> Result:
+    rag = {"name": f"rag-{secrets.token_hex(4)}", "embeddingModel": embedding_model, **fields}
+    return await connect.call(f"{RAGS}/CreateRag", {"tenantId": tenant_id, "rag": rag}, token=token)
+
+
+async def new_rag(connect: ConnectJsonCaller, token: str, tenant_id: str, embedding_model: str, **fields: Any) -> dict:
+    return must(await create_rag(connect, token, tenant_id, embedding_model, **fields))["rag"]
