@@ -39,6 +39,7 @@ class CallKind(IntEnum):
     EMBEDDING = 3
     RERANK = 4
     TRANSCRIPTION = 5
+    RAG_CONTEXT = 7
 
 
 @dataclass

@@ -71,6 +71,10 @@ class Settings:
     # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
     # base + /rag/{id}.
     gateway_public_url: str = "http://127.0.0.1:8081"
+    # RAG uploads: the largest file accepted, and the size up to which a file is embedded within its upload
+    # request (larger ones are processed in the background and report status "processing" until done).
+    rag_max_file_bytes: int = 64 * 1024 * 1024
+    rag_inline_bytes: int = 256 * 1024
 
     @property
     def signing_key_path(self) -> Path:
@@ -133,4 +137,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
         prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
+        rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),
+        rag_inline_bytes=int(_get(env, "RAG_INLINE_BYTES", str(256 * 1024))),
     )

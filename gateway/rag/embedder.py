@@ -1,0 +1,105 @@
+"""RAG embeddings go through the gateway (the spec's only route for RAG model calls): the RAG's pinned embedding
+model is resolved, translated and sent exactly like a /v1/embeddings call, and each upstream call is metered as an
+embedding call of the RAG's owner (its tenant; "" for platform-owned RAGs) by the key that caused it.
+
+Passages are sent as they are; queries get the deployment's query prefix, as /v1/embeddings does for
+`input_type: "query"`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import orjson
+from aiohttp import web
+
+from gateway.catalog import Route, TaskType
+from gateway.context import ACCESS, HTTP, METER, TRANSLATORS
+from gateway.providers import Surface, open_upstream
+from gateway.surfaces._upstream import require_task
+from gateway.surfaces.embeddings import with_prefix
+from server.domain.principal import Principal
+from server.domain.rags import Rag
+from server.errors import UpstreamFailed
+from server.metering import CallKind, UsageEvent
+
+__all__ = ["GatewayEmbedder"]
+
+_BATCH = 32
+
+
+class GatewayEmbedder:
+    def __init__(self, app: web.Application, rag: Rag, principal: Principal) -> None:
+        self._app, self._rag, self._principal = app, rag, principal
+
+    async def passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self._embed(texts, query=False)
+
+    async def query(self, text: str) -> list[float]:
+        return (await self._embed([text], query=True))[0]
+
+    async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
+        route = await self._app[ACCESS].system_route(self._rag.embedding_model)
+        require_task(route, TaskType.EMBEDDING)
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), _BATCH):
+            batch = list(texts[start : start + _BATCH])
+            vectors.extend(await self._call(route, with_prefix(batch, route.query_prefix) if query else batch))
+        return vectors
+
+    async def _call(self, route: Route, batch: list[str]) -> list[list[float]]:
+        app = self._app
+        translator = app[TRANSLATORS][route.provider]
+        body = orjson.dumps(translator.body(route, {"model": route.public_model_id, "input": batch}))
+        headers = {"Content-Type": "application/json", **translator.headers(route)}
+        started, status, tokens, received = time.perf_counter(), 200, 0, 0
+        try:
+            url = translator.url(route, Surface.EMBEDDINGS)
+            resp = await open_upstream(app[HTTP], "POST", url, headers=headers, data=body, route=route)
+            try:
+                raw = await resp.read()
+            finally:
+                resp.release()
+            received = len(raw)
+            vectors, tokens = _parse(raw, len(batch))
+            return vectors
+        except Exception:
+            status = 502
+            raise
+        finally:
+            self._meter(route, status, tokens, sent=len(body), received=received, started=started)
+
+    def _meter(self, route: Route, status: int, tokens: int, *, sent: int, received: int, started: float) -> None:
+        key = self._principal.api_key
+        self._app[METER].usage(
+            UsageEvent(
+                tenant_id=self._rag.tenant_id or "",
+                api_key_id=key.key_id if key else "",
+                user_id=self._principal.user_id or "",
+                model_id=route.public_model_id,
+                call_kind=int(CallKind.EMBEDDING),
+                target_kind=int(route.ref.kind),
+                target_name=route.ref.name,
+                status=status,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                request_bytes=sent,
+                response_bytes=received,
+                embedding_tokens=tokens,
+                total_tokens=tokens,
+            )
+        )
+
+
+def _parse(raw: bytes, expected: int) -> tuple[list[list[float]], int]:
+    try:
+        parsed = orjson.loads(raw)
+        items = sorted(parsed["data"], key=lambda d: d["index"])
+        vectors = [[float(x) for x in item["embedding"]] for item in items]
+        usage = parsed.get("usage") or {}
+        tokens = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise UpstreamFailed("The embedding model returned an invalid response.", retryable=True) from None
+    if len(vectors) != expected or not vectors or any(len(v) != len(vectors[0]) or not v for v in vectors):
+        raise UpstreamFailed("The embedding model returned an invalid response.", retryable=True)
+    return vectors, tokens
