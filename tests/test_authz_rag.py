@@ -1,4 +1,4 @@
-"""Authorization matrix rows for RagService (every method)."""
+"""Authorization matrix rows for RagService and RagQuotaService (every method of both)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from tests.clients import ConnectJsonCaller
 from tests.matrix import KINDS, UNUSABLE, Cast, Row, allow, build_cast, check_rows
-from tests.rag_helpers import RAGS, model
+from tests.rag_helpers import QUOTAS, RAGS, model
 from tests.world import must
 
 _MODELS: dict[int, str] = {}
@@ -114,6 +114,52 @@ ROWS = [
 ]
 
 
+async def tenant_rag(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
+    return {"tenantId": cast.tenant_id, **(await creators_rag(cast, connect))}
+
+
+async def tenant_rag_quota(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
+    return {**(await tenant_rag(cast, connect)), "quota": "10Mi"}
+
+
+async def tenant_rags_quota(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
+    found = await tenant_rag(cast, connect)
+    return {"tenantId": cast.tenant_id, "ids": [found["id"]], "quota": "1Gi"}
+
+
+async def tenant_rags(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
+    found = await tenant_rag(cast, connect)
+    return {"tenantId": cast.tenant_id, "ids": [found["id"]]}
+
+
+def tenant(**values: Any) -> Any:
+    async def build(cast: Cast, connect: ConnectJsonCaller) -> dict[str, Any]:
+        return {"tenantId": cast.tenant_id, **values}
+
+    return build
+
+
+# Quota writes: platform operators (can_manage_tenants); tenant reads: tenant admins (the admin's personal key acts
+# as the admin) and platform operators; the cross-tenant list: platform operators.
+OPERATORS = allow("platform_admin")
+TENANT_ADMINS = allow("admin", "key_personal", "platform_admin")
+QUOTA_ROWS = [
+    Row(f"{QUOTAS}/SetQuota", tenant_rag_quota, OPERATORS),
+    Row(f"{QUOTAS}/GetQuota", tenant_rag, TENANT_ADMINS, get=True),
+    Row(f"{QUOTAS}/UnsetQuota", tenant_rag, OPERATORS),
+    Row(f"{QUOTAS}/SetTenantQuota", tenant(quota="10G"), OPERATORS),
+    Row(f"{QUOTAS}/GetTenantQuota", tenant(), TENANT_ADMINS, get=True),
+    Row(f"{QUOTAS}/UnsetTenantQuota", tenant(), OPERATORS),
+    Row(f"{QUOTAS}/BatchSetQuota", tenant_rags_quota, OPERATORS),
+    Row(f"{QUOTAS}/BatchUnsetQuota", tenant_rags, OPERATORS),
+    Row(f"{QUOTAS}/SetDefaultQuota", tenant(defaultQuota="512Mi"), OPERATORS),
+    Row(f"{QUOTAS}/GetDefaultQuota", tenant(), TENANT_ADMINS, get=True),
+    Row(f"{QUOTAS}/UnsetDefaultQuota", tenant(), OPERATORS),
+    Row(f"{QUOTAS}/GetTenantUsage", tenant(), TENANT_ADMINS, get=True),
+    Row(f"{QUOTAS}/ListTenantsUsage", nothing, OPERATORS, get=True),
+]
+
+
 @pytest.fixture
 async def cast(server: Any, connect: ConnectJsonCaller) -> Cast:
     return await build_cast(server, connect)
@@ -121,4 +167,9 @@ async def cast(server: Any, connect: ConnectJsonCaller) -> Cast:
 
 async def test_rag_authorization_matrix(connect: ConnectJsonCaller, cast: Cast) -> None:
     failures = await check_rows(connect, cast, ROWS)
+    assert failures == [], "\n".join(failures)
+
+
+async def test_rag_quota_authorization_matrix(connect: ConnectJsonCaller, cast: Cast) -> None:
+    failures = await check_rows(connect, cast, QUOTA_ROWS)
     assert failures == [], "\n".join(failures)

@@ -14,9 +14,9 @@ from server.domain import rags
 from server.errors import FailedPrecondition
 from server.store.db import Database as Db
 from server.store.models import ResourceRow
-from tests.clients import ConnectJsonCaller
+from tests.clients import Caller, ConnectJsonCaller
 from tests.conftest import Server
-from tests.rag_helpers import ALIASES, RAGS, create_rag, model, new_rag
+from tests.rag_helpers import ALIASES, QUOTAS, RAGS, create_rag, model, new_rag
 from tests.world import World, make_world, must
 
 
@@ -339,3 +339,22 @@ async def test_vector_size_is_pinned_by_the_first_embedding(
     async with db.read() as session:
         loaded = await rags.load(session, rag["id"])
     assert loaded.embedding_dimensions == 384 and not math.isnan(loaded.dense_weight)
+
+
+async def test_every_client_creates_reads_and_budgets_a_rag(
+    caller: Caller, server: Server, world: World, embedder: str
+) -> None:
+    editor = world.tokens["editor"]
+    body = {"rag": {"name": f"c-{secrets.token_hex(4)}", "embeddingModel": embedder}}
+    created = await caller.call(f"{RAGS}/CreateRag", body, token=editor, tenant=world.tenant_id)  # tenant from scope
+    assert created.ok, created
+    rag = created.body["rag"]
+    assert rag["tenantId"] == world.tenant_id and rag["id"].startswith("rag_")
+    got = await caller.call(f"{RAGS}/GetRag", {"id": rag["id"]}, token=editor, get=True)
+    assert got.ok and got.body["rag"]["ragUrl"] == f"http://127.0.0.1:8081/rag/{rag['id']}"
+    quota = {"tenantId": world.tenant_id, "id": rag["id"], "quota": "1.5Gi"}
+    assert (await caller.call(f"{QUOTAS}/SetQuota", quota, token=server.admin_token)).ok
+    read = await caller.call(
+        f"{QUOTAS}/GetQuota", {"tenantId": world.tenant_id, "id": rag["id"]}, token=server.admin_token, get=True
+    )
+    assert read.ok and read.body["quota"] == "1.5Gi" and int(read.body["quotaBytes"]) == 3 * 2**29

@@ -302,9 +302,9 @@ async def update(session: AsyncSession, principal: Principal, spec: RagSpec) -> 
 async def delete(session: AsyncSession, principal: Principal, rag_id: str) -> None:
     """Delete the RAG, its content (ON DELETE CASCADE from the content tables) and its access record."""
     await permissions.require_admin(session, principal, _ref(rag_id))
-    await _row(session, rag_id)
+    row = await _row(session, rag_id)
     await session.execute(sql_delete(RagDeploymentRow).where(RagDeploymentRow.id == rag_id))
-    session.expunge_all()  # the identity map may still hold the deleted row and cascaded content rows
+    session.expunge(row)  # deleted by the statement above, not by the unit of work
     await permissions.delete_resource(session, _ref(rag_id))
 
 

@@ -89,6 +89,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     )
     from server.services.modelmanager.model_deployment_service import ModelDeploymentServiceHandler
     from server.services.platform.mcp_network_policy_service import McpNetworkPolicyServiceHandler
+    from server.services.ragmanager.rag_quota_service import RagQuotaServiceHandler
     from server.services.ragmanager.rag_service import RagServiceHandler
     from server.services.tenants.api_key_service import ApiKeyServiceHandler
     from server.services.tenants.group_service import GroupServiceHandler
@@ -106,6 +107,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.modelmanager.v1.ModelDeploymentObservabilityService": ModelDeploymentObservabilityServiceHandler,
         "platform.modelmanager.v1.ModelDeploymentService": ModelDeploymentServiceHandler,
         "platform.platform.v1.McpNetworkPolicyService": McpNetworkPolicyServiceHandler,
+        "platform.ragmanager.v1.RagQuotaService": RagQuotaServiceHandler,
         "platform.ragmanager.v1.RagService": RagServiceHandler,
         "platform.tenants.v1.ApiKeyService": ApiKeyServiceHandler,
         "platform.tenants.v1.GroupService": GroupServiceHandler,
