@@ -16,7 +16,7 @@ from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
 from tests.gateway_fixtures import Gateway
 from tests.rag_documents import docx, pdf
-from tests.rag_helpers import RAGS
+from tests.rag_helpers import QUOTAS, RAGS
 from tests.rag_http import RagWorld, call, multipart, personal_all_key, register_e5
 from tests.world import make_world, must
 
@@ -351,3 +351,56 @@ async def test_permission_matrix_for_every_rag_surface(rw: RagWorld) -> None:
     update = {"rag": {"id": rag["id"], "sharing": {"shareToAll": True}}}
     must(await rw.connect.call(f"{RAGS}/UpdateRag", update, token=rw.world.tokens["editor"]))
     assert (await call("GET", url(rw, rag, "/files"), rw.keys["member"])).status == 200
+
+
+async def _set_quota(rw: RagWorld, server: Server, rag: dict[str, Any], quota: str) -> None:
+    body = {"id": rag["id"], "tenantId": rw.world.tenant_id, "quota": quota}
+    must(await rw.connect.call(f"{QUOTAS}/SetQuota", body, token=server.admin_token))
+
+
+async def _used(rw: RagWorld, server: Server, rag: dict[str, Any]) -> int:
+    body = {"id": rag["id"], "tenantId": rw.world.tenant_id}
+    got = must(await rw.connect.call(f"{QUOTAS}/GetQuota", body, token=server.admin_token, get=True))
+    return int(got.get("usedBytes", 0))
+
+
+async def test_quota_refuses_before_storing_and_deletes_free_it(rw: RagWorld, server: Server) -> None:
+    rag = await rw.rag()
+    key = rw.keys["editor"]
+    await _set_quota(rw, server, rag, "100")
+    text = "Sixty bytes of text about lighthouses and their keepers....."  # 60 bytes
+    first = await _upload_text(rw, rag, "a.txt", text, {})
+    assert first["bytes"] == 60 and await _used(rw, server, rag) == 60
+    refused = await call(
+        "POST", url(rw, rag, "/files/content"), key, json={"files": [{"filename": "b.txt", "content": text}]}
+    )
+    assert refused.status == 429, refused
+    assert "would exceed its storage quota of 100" in refused.body["error"]["message"]
+    listed = await call("GET", url(rw, rag, "/files"), key, params={"include_total": "true"})
+    assert listed.body["total"] == 1 and await _used(rw, server, rag) == 60
+    assert (await call("DELETE", url(rw, rag, f"/files/{first['id']}"), key)).status == 200
+    assert await _used(rw, server, rag) == 0
+    await _upload_text(rw, rag, "c.txt", text, {})
+    assert await _used(rw, server, rag) == 60
+
+
+async def test_concurrent_uploads_never_exceed_the_quota(rw: RagWorld, server: Server) -> None:
+    rag = await rw.rag()
+    await _set_quota(rw, server, rag, "500")
+    texts = [f"Upload number {i:02d} describes a different kind of sailing boat: ".ljust(100, "~") for i in range(10)]
+    assert all(len(t.encode()) == 100 for t in texts)
+    answers = await asyncio.gather(
+        *(
+            call(
+                "POST",
+                url(rw, rag, "/files/content"),
+                rw.keys["editor"],
+                json={"files": [{"filename": f"{i}.txt", "content": t}]},
+            )
+            for i, t in enumerate(texts)
+        )
+    )
+    assert sorted(a.status for a in answers) == [201] * 5 + [429] * 5
+    listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
+    assert listed.body["total"] == 5
+    assert await _used(rw, server, rag) == 500

@@ -84,7 +84,7 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
         )
     index = await index_of(app)
     async with app[DB].transaction() as session:
-        files = [await rag_files.register(session, index, rag.id, p) for p in prepared]
+        files = await rag_files.register_all(session, index, rag.id, prepared)
     embedder = GatewayEmbedder(app, rag, request[PRINCIPAL])
     if sum(len(u.data) for u in uploads) <= settings.rag_inline_bytes:
         try:

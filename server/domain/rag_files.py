@@ -5,6 +5,10 @@ Rules
   too large) leaves nothing behind. The file row is then written as `processing`; its chunks are stored in the same
   transaction that marks it `ready`, and an embedding failure marks it `failed` with a reason (chunks never stored).
 - A file with an `external_id` (the scraper path) replaces the RAG's earlier file with that id, in one transaction.
+- Quota: the bytes of every file of an upload are reserved (server.domain.rag_storage) first in the transaction
+  that records them, so an upload over the RAG's or the tenant's quota is refused before anything is stored, under
+  concurrent uploads too. A replaced, deleted or failed file gives its bytes back (a failed file then reports 0
+  bytes). A replacement reserves its new bytes before the old ones are released, so near the quota it is refused.
 - The vector size is pinned by the RAG's first embedding (server.domain.rags.pin_embedding_dimensions); a different
   size later fails the file with that reason.
 - Metadata: a JSON object of at most 64 keys; values are strings, numbers, booleans or lists of those
@@ -27,7 +31,7 @@ import orjson
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.domain import rags
+from server.domain import rag_storage, rags
 from server.domain.rag_chunking import Chunk, TokenCounter, chunk_parsed
 from server.domain.rag_filters import MetadataCondition, matches
 from server.domain.rag_parsing import ParsedFile, parse_file
@@ -48,6 +52,7 @@ __all__ = [
     "list_files",
     "prepare",
     "register",
+    "register_all",
     "update_metadata",
     "validate_metadata",
 ]
@@ -157,8 +162,17 @@ def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: Toke
     return PreparedFile(upload=upload, kind=parsed.kind, chunks=chunks)
 
 
+async def register_all(
+    session: AsyncSession, index: ChunkIndex, rag_id: str, prepared: Sequence[PreparedFile]
+) -> list[RagFile]:
+    """Reserve the quota for all of them, then write each file row as `processing`."""
+    await rag_storage.reserve_storage(session, rag_id=rag_id, nbytes=sum(len(p.upload.data) for p in prepared))
+    return [await register(session, index, rag_id, p) for p in prepared]
+
+
 async def register(session: AsyncSession, index: ChunkIndex, rag_id: str, prepared: PreparedFile) -> RagFile:
-    """Write the file row as `processing`; an earlier file with the same external id is deleted first."""
+    """Write the file row as `processing` (its bytes already reserved: see register_all); an earlier file with the
+    same external id is deleted first."""
     upload = prepared.upload
     if upload.external_id:
         earlier = await session.scalar(
@@ -208,10 +222,13 @@ async def complete(
 
 
 async def fail(session: AsyncSession, *, file_id: str, reason: str) -> None:
+    """Mark a file failed; it keeps no content, so its bytes go back to the quota."""
     row = await session.get(RagFileRow, file_id)
     if row is not None and row.status == PROCESSING:
+        await rag_storage.release_storage(session, rag_id=row.rag_id, nbytes=row.size_bytes)
         row.status = FAILED
         row.failure_reason = reason
+        row.size_bytes = 0
         row.updated_at = utcnow()
 
 
@@ -223,8 +240,10 @@ async def get_file(session: AsyncSession, *, rag_id: str, file_id: str) -> RagFi
 
 
 async def _delete(session: AsyncSession, index: ChunkIndex, rag_id: str, file_id: str) -> None:
+    size = await session.scalar(select(RagFileRow.size_bytes).where(RagFileRow.id == file_id))
     await index.remove_file(session, rag_id=rag_id, file_id=file_id)
     await session.execute(delete(RagFileRow).where(RagFileRow.id == file_id, RagFileRow.rag_id == rag_id))
+    await rag_storage.release_storage(session, rag_id=rag_id, nbytes=int(size or 0))
 
 
 async def delete_file(session: AsyncSession, index: ChunkIndex, *, rag_id: str, file_id: str) -> RagFile:
