@@ -404,3 +404,44 @@ async def test_concurrent_uploads_never_exceed_the_quota(rw: RagWorld, server: S
     listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
     assert listed.body["total"] == 5
     assert await _used(rw, server, rag) == 500
+
+
+async def _mcp_search(endpoint: str, key: str, mode: str, arguments: dict[str, Any]) -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=httpx2.Timeout(60.0)) as http,
+        Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as client,  # type: ignore[arg-type]
+    ):
+        tools = (await client.list_tools()).tools
+        assert [t.name for t in tools] == ["search"]
+        assert set(tools[0].input_schema["properties"]) == {"query", "top_k", "filters"}
+        return await client.call_tool("search", arguments)
+
+
+async def test_each_rag_is_an_mcp_server_with_a_search_tool(rw: RagWorld) -> None:
+    rag = await rw.rag()
+    owls = await _upload_text(
+        rw, rag, "owls.txt", "Owls hunt mice at night in the forest.", {"source_group_ids": ["g1"]}
+    )
+    bats = await _upload_text(
+        rw, rag, "bats.txt", "Bats hunt insects using echolocation.", {"source_group_ids": ["g2"]}
+    )
+    endpoint = url(rw, rag, "/mcp")
+    for mode in ("auto", "legacy"):
+        result = await _mcp_search(endpoint, rw.keys["editor"], mode, {"query": "owls hunting mice", "top_k": 1})
+        assert not result.is_error, result
+        found = result.structured_content["results"]
+        assert [r["file_id"] for r in found] == [owls["id"]] and found[0]["filename"] == "owls.txt"
+    filtered = await _mcp_search(
+        endpoint, rw.keys["editor"], "auto", {"query": "owls", "filters": {"source_group_ids": ["g2"]}}
+    )
+    assert [r["file_id"] for r in filtered.structured_content["results"]] == [bats["id"]]
+    bad = await _mcp_search(endpoint, rw.keys["editor"], "auto", {"query": "owls", "top_k": 0})
+    assert bad.is_error and "top_k" in bad.content[0].text
+    # The same gate as every RAG surface: a key that cannot use the RAG never reaches the MCP server.
+    denied = await call("POST", endpoint, rw.keys["member"], json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert denied.status == 404
+    assert (await call("POST", endpoint, None, json={})).status == 401

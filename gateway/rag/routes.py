@@ -29,14 +29,13 @@ from typing import Any
 import orjson
 from aiohttp import BodyPartReader, web
 
-from gateway.context import DB, METER, PRINCIPAL, SETTINGS
+from gateway.context import DB, SETTINGS
 from gateway.middleware import read_json
 from gateway.rag import service
+from gateway.rag.mcp import mcp_endpoint, mcp_lifespan
 from server.domain import rag_files
 from server.domain.rag_filters import MetadataCondition, parse_filters
 from server.errors import InvalidArgument, PayloadTooLarge, wire_error_for
-from server.metering import CallKind, UsageEvent
-from server.permissions import ResourceKind
 from server.store.rag_index import SearchWeights
 
 __all__ = ["routes"]
@@ -306,27 +305,7 @@ async def context(request: web.Request) -> web.StreamResponse:
         status = 499  # cancelled: the client went away
         raise
     finally:
-        _meter_context(request, rag.id if rag else request.match_info["rag_id"], status, started)
-
-
-def _meter_context(request: web.Request, rag_id: str, status: int, started: float) -> None:
-    """Each /context call is one CALL_KIND_RAG_CONTEXT usage event of the caller, targeting the RAG."""
-    principal = request[PRINCIPAL]
-    key = principal.api_key
-    request.app[METER].usage(
-        UsageEvent(
-            tenant_id=key.tenant_id if key else (principal.scoped_tenant_id or ""),
-            api_key_id=key.key_id if key else "",
-            user_id=principal.user_id or "",
-            model_id="",
-            call_kind=int(CallKind.RAG_CONTEXT),
-            target_kind=int(ResourceKind.RAG),
-            target_name=rag_id,
-            status=status,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            request_bytes=request.content_length or 0,
-        )
-    )
+        service.meter_context(request, rag.id if rag else request.match_info["rag_id"], status, started)
 
 
 def _deprecated(handler: Handler, successor: str) -> Handler:
@@ -341,6 +320,7 @@ def _deprecated(handler: Handler, successor: str) -> Handler:
 
 def routes(app: web.Application) -> None:
     app.cleanup_ctx.append(service.background_tasks)
+    app.cleanup_ctx.append(mcp_lifespan)
     base = "/rag/{rag_id}"
     router = app.router
     router.add_post(f"{base}/files/content", upload_content)
@@ -351,6 +331,7 @@ def routes(app: web.Application) -> None:
     router.add_patch(f"{base}/files/{{file_id}}", update_file)
     router.add_post(f"{base}/internal/files", upload_internal)
     router.add_post(f"{base}/context", context)
+    router.add_route("*", f"{base}/mcp", mcp_endpoint)
     router.add_post(f"{base}/content", _deprecated(upload_content, "files/content"))
     router.add_get(f"{base}/content", _deprecated(list_files, "files"))
     router.add_get(f"{base}/content/{{file_id}}", _deprecated(get_file, "files/{file_id}"))

@@ -15,21 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from aiohttp import web
 
-from gateway.context import DB, PRINCIPAL, SETTINGS
+from gateway.context import DB, METER, PRINCIPAL, SETTINGS
 from gateway.rag.embedder import GatewayEmbedder
 from server.domain import rag_files, rags
 from server.domain.rag_chunking import Chunk, e5_token_counter
 from server.domain.rag_filters import MetadataCondition
 from server.errors import NotFound, SwitchboardError
+from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind, ResourceRef, can_invoke
 from server.store.rag_index import ChunkHit, ChunkIndex, SearchWeights, chunk_index_for, search
 
-__all__ = ["TASKS", "authorize", "background_tasks", "context", "index_of", "ingest"]
+__all__ = ["TASKS", "authorize", "background_tasks", "context", "index_of", "ingest", "meter_context"]
 
 log = logging.getLogger("switchboard.gateway.rag")
 
@@ -210,3 +212,23 @@ def file_json(file: rag_files.RagFile) -> dict[str, Any]:
         "updated_at": int(file.updated_at.timestamp()),
     }
     return body
+
+
+def meter_context(request: web.Request, rag_id: str, status: int, started: float) -> None:
+    """Each /context call is one CALL_KIND_RAG_CONTEXT usage event of the caller, targeting the RAG."""
+    principal = request[PRINCIPAL]
+    key = principal.api_key
+    request.app[METER].usage(
+        UsageEvent(
+            tenant_id=key.tenant_id if key else (principal.scoped_tenant_id or ""),
+            api_key_id=key.key_id if key else "",
+            user_id=principal.user_id or "",
+            model_id="",
+            call_kind=int(CallKind.RAG_CONTEXT),
+            target_kind=int(ResourceKind.RAG),
+            target_name=rag_id,
+            status=status,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            request_bytes=request.content_length or 0,
+        )
+    )
