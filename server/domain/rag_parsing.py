@@ -23,7 +23,7 @@ from typing import Any
 
 from server.errors import InvalidArgument, PayloadTooLarge
 
-__all__ = ["SUPPORTED_KINDS", "ParsedFile", "detect_kind", "parse_file"]
+__all__ = ["SUPPORTED_EXTENSIONS", "SUPPORTED_KINDS", "ParsedFile", "detect_kind", "parse_file"]
 
 _EXTENSIONS = {
     ".pdf": "pdf",
@@ -49,6 +49,7 @@ _MEDIA_TYPES = {
     "text/csv": "csv",
 }
 SUPPORTED_KINDS = frozenset(_EXTENSIONS.values())
+SUPPORTED_EXTENSIONS = frozenset(_EXTENSIONS)
 # Elements whose text is never document content.
 _HTML_NOISE = ["script", "style", "noscript", "template", "svg", "nav", "header", "footer", "iframe", "head"]
 _BLANK_RUNS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
