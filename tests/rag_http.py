@@ -44,12 +44,13 @@ class RagWorld:
         return str(must(await self.connect.call(f"{KEYS}/CreateApiKey", body, token=admin))["secret"])
 
 
-async def register_e5(connect: ConnectJsonCaller, admin_token: str, url: str) -> str:
+async def register_e5(connect: ConnectJsonCaller, admin_token: str, url: str, prefix: str = "e5") -> str:
+    """An embedding model deployment at `url` (the real e5, or an unreachable one), shared with every tenant."""
     tag = secrets.token_hex(3)
     body = {
         "modelDeployment": {
-            "name": f"e5-{tag}",
-            "publicModelId": f"intfloat/multilingual-e5-small-{tag}",
+            "name": f"{prefix}-{tag}",
+            "publicModelId": f"intfloat/multilingual-{prefix}-small-{tag}",
             "endpointUrl": url,
             "servedModelId": "multilingual-e5-small-q4",
             "capabilities": {"taskType": "TASK_TYPE_EMBEDDING"},

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest_asyncio
@@ -13,8 +15,8 @@ from sqlalchemy import select
 
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Server
-from tests.gateway_fixtures import Gateway
+from tests.conftest import Database, Server
+from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.rag_documents import docx, pdf
 from tests.rag_helpers import QUOTAS, RAGS
 from tests.rag_http import RagWorld, call, multipart, personal_all_key, register_e5
@@ -445,3 +447,61 @@ async def test_each_rag_is_an_mcp_server_with_a_search_tool(rw: RagWorld) -> Non
     denied = await call("POST", endpoint, rw.keys["member"], json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert denied.status == 404
     assert (await call("POST", endpoint, None, json={})).status == 401
+
+
+async def test_inline_embedding_failure_stores_nothing(rw: RagWorld, server: Server, fakes: Fakes) -> None:
+    down = await register_e5(rw.connect, server.admin_token, fakes.closed_url, prefix="down")
+    rag = await rw.rag(embeddingModel=down)
+    answer = await call(
+        "POST",
+        url(rw, rag, "/files/content"),
+        rw.keys["editor"],
+        json={"files": [{"filename": "a.txt", "content": "Some text."}]},
+    )
+    assert answer.status == 502, answer
+    assert "sk-" not in str(answer.body) and "127.0.0.1" not in str(answer.body)
+    listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
+    assert listed.body["total"] == 0 and await _used(rw, server, rag) == 0
+
+
+@pytest_asyncio.fixture
+async def background_gateway(database: Database, server: Server, fakes: Fakes) -> AsyncIterator[str]:
+    """A second gateway on the same database that embeds every upload in the background."""
+    env = {**gateway_env(database, server.settings.var_dir, fakes), "SWITCHBOARD_RAG_INLINE_BYTES": "0"}
+    proc = await start_gateway_process(env, workers=1)
+    try:
+        yield proc.base_url.removesuffix("/v1")
+    finally:
+        proc.proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.proc.wait(), 60)
+
+
+async def _until_settled(base: str, rag: dict[str, Any], key: str, file_id: str) -> dict[str, Any]:
+    for _ in range(600):
+        got = await call("GET", f"{base}/rag/{rag['id']}/files/{file_id}", key)
+        if got.body["status"] != "processing":
+            return dict(got.body)
+        await asyncio.sleep(0.1)
+    raise AssertionError("the file stayed processing")
+
+
+async def test_large_uploads_are_processed_in_the_background(
+    rw: RagWorld, server: Server, fakes: Fakes, background_gateway: str
+) -> None:
+    key = rw.keys["editor"]
+    rag = await rw.rag()
+    body = {"files": [{"filename": "late.txt", "content": "Background embedding of the quarterly ferry schedule."}]}
+    accepted = await call("POST", f"{background_gateway}/rag/{rag['id']}/files/content", key, json=body)
+    assert accepted.status == 201 and accepted.body["data"][0]["status"] == "processing"
+    settled = await _until_settled(background_gateway, rag, key, accepted.body["data"][0]["id"])
+    assert settled["status"] == "ready" and settled["failure_reason"] is None
+    assert (await context(rw, rag, "ferry schedule"))[0]["file_id"] == settled["id"]
+    # A background failure is reported on the file, with a reason and its bytes given back.
+    down = await register_e5(rw.connect, server.admin_token, fakes.closed_url, prefix="down")
+    broken = await rw.rag(embeddingModel=down)
+    accepted = await call("POST", f"{background_gateway}/rag/{broken['id']}/files/content", key, json=body)
+    assert accepted.status == 201
+    failed = await _until_settled(background_gateway, broken, key, accepted.body["data"][0]["id"])
+    assert failed["status"] == "failed" and failed["bytes"] == 0
+    assert failed["failure_reason"] and "127.0.0.1" not in failed["failure_reason"]
+    assert await _used(rw, server, broken) == 0

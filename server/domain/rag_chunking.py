@@ -39,13 +39,18 @@ def chunk_parsed(
         raise ValueError("chunk size must be positive and the overlap smaller than it")
     chunker: Any = chunkerify(count_tokens, size_tokens)
     overlap = overlap_tokens or None
+
+    def split(text: str) -> list[Chunk]:
+        """One count for text that fits (the common case: short documents, CSV rows); semchunk otherwise."""
+        tokens = count_tokens(text)
+        if tokens <= size_tokens:
+            return [Chunk(text=text, token_count=tokens)] if text else []
+        pieces = (p.strip() for p in chunker(text, overlap=overlap))
+        return [Chunk(text=p, token_count=count_tokens(p)) for p in pieces if p]
+
     if parsed.records:
-        texts: list[str] = []
-        for block in parsed.blocks:
-            texts.extend([block] if count_tokens(block) <= size_tokens else chunker(block, overlap=overlap))
-    else:
-        texts = list(chunker("\n\n".join(parsed.blocks), overlap=overlap))
-    return [Chunk(text=text, token_count=count_tokens(text)) for text in (t.strip() for t in texts) if text]
+        return [chunk for block in parsed.blocks for chunk in split(block.strip())]
+    return split("\n\n".join(parsed.blocks).strip())
 
 
 _lock = threading.Lock()
