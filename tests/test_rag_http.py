@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import signal
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,7 +19,7 @@ from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.rag_documents import docx, pdf
-from tests.rag_helpers import QUOTAS, RAGS
+from tests.rag_helpers import DEPLOYMENTS, QUOTAS, RAGS
 from tests.rag_http import RagWorld, call, multipart, personal_all_key, register_e5
 from tests.world import make_world, must
 
@@ -505,3 +506,44 @@ async def test_large_uploads_are_processed_in_the_background(
     assert failed["status"] == "failed" and failed["bytes"] == 0
     assert failed["failure_reason"] and "127.0.0.1" not in failed["failure_reason"]
     assert await _used(rw, server, broken) == 0
+
+
+async def test_rerank_model_reorders_context_through_the_gateway(
+    rw: RagWorld, server: Server, fakes: Fakes, gateway: Gateway
+) -> None:
+    tag = secrets.token_hex(3)
+    body = {
+        "modelDeployment": {
+            "name": f"rr-{tag}",
+            "publicModelId": f"test/rerank-{tag}",
+            "endpointUrl": fakes.openai_url,
+            "servedModelId": "served-rerank",
+            "capabilities": {"taskType": "TASK_TYPE_RERANK"},
+        }
+    }
+    created = must(await rw.connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", body, token=server.admin_token))
+    sharing = {"name": created["modelDeployment"]["name"], "sharing": {"shareToAll": True}}
+    must(await rw.connect.call(f"{DEPLOYMENTS}/UpdateModelDeploymentSharing", sharing, token=server.admin_token))
+    rag = await rw.rag(rerankModel=f"test/rerank-{tag}")
+    await _upload_text(rw, rag, "one.txt", "red boats sail", {})
+    await _upload_text(rw, rag, "two.txt", "red boats sail at dawn quietly", {})
+    await _upload_text(rw, rag, "three.txt", "green trains", {})
+    # The fake reranker scores by shared words / 10: "red boats sail at dawn" shares 5 with two.txt, 3 with one.txt.
+    hits = await context(rw, rag, "red boats sail at dawn", top_k=2)
+    assert [(h["filename"], h["score"]) for h in hits] == [("two.txt", 0.5), ("one.txt", 0.3)]
+    plain = await context(rw, rag, "red boats sail at dawn", top_k=2, rerank=False)
+    assert plain[0]["score"] > 0.5 and {h["filename"] for h in plain} == {"one.txt", "two.txt"}
+    async with gateway.db.read() as session:
+        for _ in range(100):
+            reranks = (
+                (await session.execute(select(UsageEventRow).where(UsageEventRow.model_id == f"test/rerank-{tag}")))
+                .scalars()
+                .all()
+            )
+            if reranks:
+                break
+            await asyncio.sleep(0.2)
+            await session.rollback()
+    assert [(r.call_kind, r.tenant_id, r.rerank_tokens, r.status) for r in reranks] == [
+        (4, rw.world.tenant_id, 11, 200)
+    ]

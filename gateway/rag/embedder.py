@@ -1,6 +1,7 @@
-"""RAG embeddings go through the gateway (the spec's only route for RAG model calls): the RAG's pinned embedding
-model is resolved, translated and sent exactly like a /v1/embeddings call, and each upstream call is metered as an
-embedding call of the RAG's owner (its tenant; "" for platform-owned RAGs) by the key that caused it.
+"""RAG model calls go through the gateway (the spec's only route for RAG model calls): the RAG's pinned embedding
+model (and its rerank model, when it has one) is resolved, translated and sent exactly like a /v1/embeddings or
+/v1/rerank call, and each upstream call is metered as an embedding or rerank call of the RAG's owner (its tenant; ""
+for platform-owned RAGs) by the key that caused it.
 
 Passages are sent as they are; queries get the deployment's query prefix, as /v1/embeddings does for
 `input_type: "query"`.
@@ -9,7 +10,8 @@ Passages are sent as they are; queries get the deployment's query prefix, as /v1
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
@@ -24,7 +26,9 @@ from server.domain.rags import Rag
 from server.errors import UpstreamFailed
 from server.metering import CallKind, UsageEvent
 
-__all__ = ["GatewayEmbedder"]
+__all__ = ["GatewayEmbedder", "post_metered"]
+
+T = TypeVar("T")
 
 _BATCH = 32
 
@@ -49,46 +53,102 @@ class GatewayEmbedder:
         return vectors
 
     async def _call(self, route: Route, batch: list[str]) -> list[list[float]]:
-        app = self._app
-        translator = app[TRANSLATORS][route.provider]
-        body = orjson.dumps(translator.body(route, {"model": route.public_model_id, "input": batch}))
-        headers = {"Content-Type": "application/json", **translator.headers(route)}
-        started, status, tokens, received = time.perf_counter(), 200, 0, 0
-        try:
-            url = translator.url(route, Surface.EMBEDDINGS)
-            resp = await open_upstream(app[HTTP], "POST", url, headers=headers, data=body, route=route)
-            try:
-                raw = await resp.read()
-            finally:
-                resp.release()
-            received = len(raw)
-            vectors, tokens = _parse(raw, len(batch))
-            return vectors
-        except Exception:
-            status = 502
-            raise
-        finally:
-            self._meter(route, status, tokens, sent=len(body), received=received, started=started)
+        payload = {"model": route.public_model_id, "input": batch}
 
-    def _meter(self, route: Route, status: int, tokens: int, *, sent: int, received: int, started: float) -> None:
-        key = self._principal.api_key
-        self._app[METER].usage(
+        def parse(raw: bytes, kind: CallKind) -> tuple[list[list[float]], int]:
+            return _parse(raw, len(batch))
+
+        return await post_metered(
+            self._app, self._rag, self._principal, route, surface=Surface.EMBEDDINGS, payload=payload, parse=parse
+        )
+
+    async def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        """Relevance of each document to the query by the RAG's rerank model (through the gateway, metered as a
+        rerank call of the RAG's owner), in the documents' order."""
+        assert self._rag.rerank_model is not None
+        route = await self._app[ACCESS].system_route(self._rag.rerank_model)
+        require_task(route, TaskType.RERANK)
+        payload = {
+            "model": route.public_model_id,
+            "query": with_prefix(query, route.query_prefix),
+            "documents": list(documents),
+        }
+
+        def parse(raw: bytes, kind: CallKind) -> tuple[list[float], int]:
+            return _parse_rerank(raw, len(documents))
+
+        return await post_metered(
+            self._app, self._rag, self._principal, route, surface=Surface.RERANK, payload=payload, parse=parse
+        )
+
+
+async def post_metered(
+    app: web.Application,
+    rag: Rag,
+    principal: Principal,
+    route: Route,
+    *,
+    surface: Surface,
+    payload: dict[str, Any],
+    parse: Callable[[bytes, CallKind], tuple[T, int]],
+) -> T:
+    """POST one request to the route's upstream, translated for its provider, and queue one usage event for it."""
+    kind = CallKind.EMBEDDING if surface == Surface.EMBEDDINGS else CallKind.RERANK
+    translator = app[TRANSLATORS][route.provider]
+    body = orjson.dumps(translator.body(route, payload))
+    headers = {"Content-Type": "application/json", **translator.headers(route)}
+    started, status, tokens, received = time.perf_counter(), 200, 0, 0
+    try:
+        resp = await open_upstream(
+            app[HTTP], "POST", translator.url(route, surface), headers=headers, data=body, route=route
+        )
+        try:
+            raw = await resp.read()
+        finally:
+            resp.release()
+        received = len(raw)
+        result, tokens = parse(raw, kind)
+        return result
+    except Exception:
+        status = 502
+        raise
+    finally:
+        key = principal.api_key
+        app[METER].usage(
             UsageEvent(
-                tenant_id=self._rag.tenant_id or "",
+                tenant_id=rag.tenant_id or "",
                 api_key_id=key.key_id if key else "",
-                user_id=self._principal.user_id or "",
+                user_id=principal.user_id or "",
                 model_id=route.public_model_id,
-                call_kind=int(CallKind.EMBEDDING),
+                call_kind=int(kind),
                 target_kind=int(route.ref.kind),
                 target_name=route.ref.name,
                 status=status,
                 latency_ms=(time.perf_counter() - started) * 1000,
-                request_bytes=sent,
+                request_bytes=len(body),
                 response_bytes=received,
-                embedding_tokens=tokens,
+                embedding_tokens=tokens if kind == CallKind.EMBEDDING else 0,
+                rerank_tokens=tokens if kind == CallKind.RERANK else 0,
                 total_tokens=tokens,
             )
         )
+
+
+def _parse_rerank(raw: bytes, expected: int) -> tuple[list[float], int]:
+    try:
+        parsed = orjson.loads(raw)
+        scores = [0.0] * expected
+        seen = 0
+        for item in parsed["results"]:
+            scores[int(item["index"])] = float(item["relevance_score"])
+            seen += 1
+        usage = parsed.get("usage") or {}
+        tokens = int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
+        raise UpstreamFailed("The rerank model returned an invalid response.", retryable=True) from None
+    if seen != expected:
+        raise UpstreamFailed("The rerank model returned an invalid response.", retryable=True)
+    return scores, tokens
 
 
 def _parse(raw: bytes, expected: int) -> tuple[list[list[float]], int]:

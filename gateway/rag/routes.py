@@ -258,6 +258,13 @@ def _weights(payload: dict[str, Any], rag_dense: float, rag_lexical: float) -> S
     return SearchWeights(dense=float(dense), lexical=float(lexical))
 
 
+def _rerank_flag(payload: dict[str, Any]) -> bool:
+    value = payload.get("rerank", True)
+    if not isinstance(value, bool):
+        raise InvalidArgument("rerank must be true or false", field="rerank")
+    return value
+
+
 async def context(request: web.Request) -> web.StreamResponse:
     started = time.perf_counter()
     status = 200
@@ -284,6 +291,7 @@ async def context(request: web.Request) -> web.StreamResponse:
             conditions=parse_filters(payload.get("filters")),
             score_threshold=None if threshold is None else float(threshold),
             weights=_weights(payload, rag.dense_weight, rag.lexical_weight),
+            rerank=_rerank_flag(payload),
         )
         data = [
             {

@@ -14,6 +14,7 @@ again. Small files complete within the request, and if their embedding fails not
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -164,7 +165,10 @@ async def context(
     conditions: list[MetadataCondition],
     score_threshold: float | None,
     weights: SearchWeights,
+    rerank: bool = True,
 ) -> tuple[list[ChunkHit], dict[str, rag_files.RagFile]]:
+    """Hybrid search; with a rerank model (and `rerank`), the best max(3·top_k, 20) fused candidates are reordered by
+    the reranker and each hit's `score` becomes its relevance score (the threshold applies to the fused score)."""
     app = request.app
     index = await index_of(app)
     file_ids: list[str] | None = None
@@ -174,9 +178,9 @@ async def context(
             found = await rag_files.matching_files(session, rag_id=rag.id, conditions=conditions, status="ready")
         files = {f.id: f for f in found}
         file_ids = list(files)
-    vector = None
-    if weights.dense > 0:
-        vector = await GatewayEmbedder(app, rag, request[PRINCIPAL]).query(query)
+    models = GatewayEmbedder(app, rag, request[PRINCIPAL])
+    vector = await models.query(query) if weights.dense > 0 else None
+    reranking = rerank and rag.rerank_model is not None
     async with app[DB].read() as session:
         hits = await search(
             index,
@@ -184,11 +188,15 @@ async def context(
             rag_id=rag.id,
             query=query,
             vector=vector,
-            top_k=top_k,
+            top_k=max(top_k * 3, 20) if reranking else top_k,
             file_ids=file_ids,
             weights=weights,
             score_threshold=score_threshold,
         )
+        if reranking and hits:
+            relevance = await models.rerank(query, [h.text for h in hits])
+            ranked = sorted(zip(relevance, hits, strict=True), key=lambda pair: -pair[0])[:top_k]
+            hits = [dataclasses.replace(hit, score=score) for score, hit in ranked]
         missing = {h.file_id for h in hits} - set(files)
         for file_id in missing:
             files[file_id] = await rag_files.get_file(session, rag_id=rag.id, file_id=file_id)
