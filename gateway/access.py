@@ -92,6 +92,22 @@ class Access:
         base = await delegated(plan.base_model)
         return AgentRoute(plan, base, tuple([await delegated(g) for g in plan.output_guardrails]))
 
+    async def system_route(self, model: str) -> Route:
+        """The route of a model the platform calls on a resource's behalf (a RAG's pinned embedding model): the
+        resource's own authorisation covers it, so no key's grants are consulted. Cached for the same bound."""
+        return await self._routes.get(("system", model), lambda: self._load_system_route(model))
+
+    async def _load_system_route(self, model: str) -> Route:
+        async with self._db.read() as session:
+            found = await registry.resolve(session, self._box, model)
+        if found is None:
+            raise model_not_found(model)
+        if isinstance(found, registry.UnresolvedAlias):
+            raise FailedPrecondition(
+                f"The model alias '{model}' is unresolved: its target no longer exists.", field="model"
+            )
+        return found
+
     async def models(self, principal: Principal) -> list[ModelInfo]:
         return await self._listings.get(principal, lambda: self._load_models(principal))
 

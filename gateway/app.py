@@ -18,6 +18,7 @@ from gateway.access import Access
 from gateway.context import ACCESS, CORS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, add_cors_headers, middlewares, stamp_request_id
 from gateway.providers import UpstreamSessions, translators
+from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
@@ -116,4 +117,5 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app.router.add_post(path, rerank)
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
     conversations.routes(app)
+    rag_routes(app)
     return app

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from server import rag_cli
 from server.launch import start_management
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
@@ -290,8 +291,11 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--name", default="", help="display name")
     token.add_argument("--role", action="append", choices=PLATFORM_ROLES, default=[], help="platform role (repeat)")
     token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds")
+    rag_cli.add_parser(sub)
     args = parser.parse_args(argv)
     settings = load_settings()
+    if args.command == "rag":
+        return rag_cli.run(args, settings.gateway_public_url)
     if args.command == "migrate":
         _prepare(settings)
         print(f"database schema is up to date ({settings.database_url})")

@@ -40,6 +40,7 @@ class CallKind(IntEnum):
     RERANK = 4
     TRANSCRIPTION = 5
     MCP_TOOL_CALL = 6
+    RAG_CONTEXT = 7
 
 
 @dataclass

@@ -94,6 +94,11 @@ class Settings:
     def mcp_trusted_ca_file(self) -> str:
         return str(self.var_dir / "trusted-ca" / f"{self.mcp_trusted_ca}.pem") if self.mcp_trusted_ca else ""
 
+    # RAG uploads: the largest file accepted, and the size up to which a file is embedded within its upload
+    # request (larger ones are processed in the background and report status "processing" until done).
+    rag_max_file_bytes: int = 64 * 1024 * 1024
+    rag_inline_bytes: int = 256 * 1024
+
     @property
     def signing_key_path(self) -> Path:
         return self.var_dir / "signing-key.pem"
@@ -184,4 +189,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         responses_heartbeat_seconds=float(_get(env, "RESPONSES_HEARTBEAT_SECONDS", "5")),
         mcp_max_tool_result_bytes=int(_get(env, "MCP_MAX_TOOL_RESULT_BYTES", str(1024 * 1024))),
         mcp_trusted_ca=_ca_name(_get(env, "MCP_TRUSTED_CA", "")),
+        rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),
+        rag_inline_bytes=int(_get(env, "RAG_INLINE_BYTES", str(256 * 1024))),
     )

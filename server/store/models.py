@@ -470,3 +470,56 @@ class RagTenantQuotaRow(Base):
     default_quota_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
     default_quota: Mapped[str | None] = mapped_column(String(64), default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# --- RAG files and chunks (issue 11). Deleting a RAG deployment cascades to all of them; the chunk index's
+# engine-specific parts (the SQLite FTS5 table, the pgvector table and its per-RAG HNSW indexes) are created by
+# server/store/rag_index at run time, because a vector index's dimension is pinned by a RAG's first embedding.
+
+
+class RagFileRow(Base):
+    """One file of a RAG. `status` is processing / ready / failed (`failure_reason` says why); its chunks are
+    written in the same transaction that marks it ready, so a search never sees a half-ingested file."""
+
+    __tablename__ = "rag_files"
+    __table_args__ = (
+        UniqueConstraint("rag_id", "external_id", name="uq_rag_files_external_id"),
+        Index("ix_rag_files_rag_created", "rag_id", "created_at", "id"),
+    )
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    rag_id: Mapped[str] = mapped_column(ForeignKey("rag_deployments.id", ondelete="CASCADE"))
+    filename: Mapped[str] = mapped_column(String(512))
+    content_type: Mapped[str] = mapped_column(String(128), default="")
+    kind: Mapped[str] = mapped_column(String(32), default="")
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    status: Mapped[str] = mapped_column(String(16))
+    failure_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    external_id: Mapped[str | None] = mapped_column(String(512), default=None)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RagChunkRow(Base):
+    """A chunk of a file. `embedding` holds little-endian float32 bytes where vectors are searched in process
+    (SQLite, or PostgreSQL without pgvector); with pgvector the vector lives in rag_chunk_vectors instead."""
+
+    __tablename__ = "rag_chunks"
+    __table_args__ = (Index("ix_rag_chunks_rag", "rag_id", "id"),)
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    rag_id: Mapped[str] = mapped_column(String(64))
+    file_id: Mapped[str] = mapped_column(ForeignKey("rag_files.id", ondelete="CASCADE"), index=True)
+    ordinal: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    token_count: Mapped[int] = mapped_column(Integer, default=0)
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+
+
+class RagIndexGenerationRow(Base):
+    """Bumped in every transaction that adds or removes a RAG's chunks, so each replica's in-process vector
+    matrix knows, with one primary-key read per query, when it is stale."""
+
+    __tablename__ = "rag_index_generations"
+    rag_id: Mapped[str] = mapped_column(ForeignKey("rag_deployments.id", ondelete="CASCADE"), primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger, default=0)

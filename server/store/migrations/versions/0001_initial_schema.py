@@ -404,6 +404,50 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('tenant_id')
     )
+
+    # --- RAG files and chunks (issue 11)
+    op.create_table('rag_files',
+    sa.Column('id', sa.String(length=64), nullable=False),
+    sa.Column('rag_id', sa.String(length=64), nullable=False),
+    sa.Column('filename', sa.String(length=512), nullable=False),
+    sa.Column('content_type', sa.String(length=128), nullable=False),
+    sa.Column('kind', sa.String(length=32), nullable=False),
+    sa.Column('size_bytes', sa.BigInteger(), nullable=False),
+    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('failure_reason', sa.Text(), nullable=True),
+    sa.Column('external_id', sa.String(length=512), nullable=True),
+    sa.Column('metadata', sa.JSON(), nullable=False),
+    sa.Column('chunk_count', sa.Integer(), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['rag_id'], ['rag_deployments.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('rag_id', 'external_id', name='uq_rag_files_external_id')
+    )
+    with op.batch_alter_table('rag_files', schema=None) as batch_op:
+        batch_op.create_index('ix_rag_files_rag_created', ['rag_id', 'created_at', 'id'], unique=False)
+
+    op.create_table('rag_chunks',
+    sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
+    sa.Column('rag_id', sa.String(length=64), nullable=False),
+    sa.Column('file_id', sa.String(length=64), nullable=False),
+    sa.Column('ordinal', sa.Integer(), nullable=False),
+    sa.Column('text', sa.Text(), nullable=False),
+    sa.Column('token_count', sa.Integer(), nullable=False),
+    sa.Column('embedding', sa.LargeBinary(), nullable=True),
+    sa.ForeignKeyConstraint(['file_id'], ['rag_files.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('rag_chunks', schema=None) as batch_op:
+        batch_op.create_index('ix_rag_chunks_rag', ['rag_id', 'id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_rag_chunks_file_id'), ['file_id'], unique=False)
+
+    op.create_table('rag_index_generations',
+    sa.Column('rag_id', sa.String(length=64), nullable=False),
+    sa.Column('generation', sa.BigInteger(), nullable=False),
+    sa.ForeignKeyConstraint(['rag_id'], ['rag_deployments.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('rag_id')
+    )
     # ### end Alembic commands ###
     # The Responses tool loop over MCP: the chain's tool listings on stored responses.
     with op.batch_alter_table('stored_responses', schema=None) as batch_op:
@@ -417,6 +461,9 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_preset_agents_tenant_id'))
 
     op.drop_table('preset_agents')
+    op.drop_table('rag_index_generations')
+    op.drop_table('rag_chunks')
+    op.drop_table('rag_files')
     # --- RAG deployments and their storage quotas (issue 11) ---
     op.drop_table('rag_tenant_quotas')
     with op.batch_alter_table('rag_deployments', schema=None) as batch_op:

@@ -1,0 +1,165 @@
+"""RAG model calls go through the gateway (the spec's only route for RAG model calls): the RAG's pinned embedding
+model (and its rerank model, when it has one) is resolved, translated and sent exactly like a /v1/embeddings or
+/v1/rerank call, and each upstream call is metered as an embedding or rerank call of the RAG's owner (its tenant; ""
+for platform-owned RAGs) by the key that caused it.
+
+Passages are sent as they are; queries get the deployment's query prefix, as /v1/embeddings does for
+`input_type: "query"`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import orjson
+from aiohttp import web
+
+from gateway.catalog import Route, TaskType
+from gateway.context import ACCESS, HTTP, METER, TRANSLATORS
+from gateway.providers import Surface, open_upstream
+from gateway.surfaces._upstream import require_task
+from gateway.surfaces.embeddings import with_prefix
+from server.domain.principal import Principal
+from server.domain.rags import Rag
+from server.errors import UpstreamFailed
+from server.metering import CallKind, UsageEvent
+
+__all__ = ["GatewayEmbedder", "post_metered"]
+
+T = TypeVar("T")
+
+_BATCH = 32
+
+
+class GatewayEmbedder:
+    def __init__(self, app: web.Application, rag: Rag, principal: Principal) -> None:
+        self._app, self._rag, self._principal = app, rag, principal
+
+    async def passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self._embed(texts, query=False)
+
+    async def query(self, text: str) -> list[float]:
+        return (await self._embed([text], query=True))[0]
+
+    async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
+        route = await self._app[ACCESS].system_route(self._rag.embedding_model)
+        require_task(route, TaskType.EMBEDDING)
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), _BATCH):
+            batch = list(texts[start : start + _BATCH])
+            vectors.extend(await self._call(route, with_prefix(batch, route.query_prefix) if query else batch))
+        return vectors
+
+    async def _call(self, route: Route, batch: list[str]) -> list[list[float]]:
+        payload = {"model": route.public_model_id, "input": batch}
+
+        def parse(raw: bytes, kind: CallKind) -> tuple[list[list[float]], int]:
+            return _parse(raw, len(batch))
+
+        return await post_metered(
+            self._app, self._rag, self._principal, route, surface=Surface.EMBEDDINGS, payload=payload, parse=parse
+        )
+
+    async def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        """Relevance of each document to the query by the RAG's rerank model (through the gateway, metered as a
+        rerank call of the RAG's owner), in the documents' order."""
+        assert self._rag.rerank_model is not None
+        route = await self._app[ACCESS].system_route(self._rag.rerank_model)
+        require_task(route, TaskType.RERANK)
+        payload = {
+            "model": route.public_model_id,
+            "query": with_prefix(query, route.query_prefix),
+            "documents": list(documents),
+        }
+
+        def parse(raw: bytes, kind: CallKind) -> tuple[list[float], int]:
+            return _parse_rerank(raw, len(documents))
+
+        return await post_metered(
+            self._app, self._rag, self._principal, route, surface=Surface.RERANK, payload=payload, parse=parse
+        )
+
+
+async def post_metered(
+    app: web.Application,
+    rag: Rag,
+    principal: Principal,
+    route: Route,
+    *,
+    surface: Surface,
+    payload: dict[str, Any],
+    parse: Callable[[bytes, CallKind], tuple[T, int]],
+) -> T:
+    """POST one request to the route's upstream, translated for its provider, and queue one usage event for it."""
+    kind = CallKind.EMBEDDING if surface == Surface.EMBEDDINGS else CallKind.RERANK
+    translator = app[TRANSLATORS][route.provider]
+    body = orjson.dumps(translator.body(route, payload))
+    headers = {"Content-Type": "application/json", **translator.headers(route)}
+    started, status, tokens, received = time.perf_counter(), 200, 0, 0
+    try:
+        resp = await open_upstream(
+            app[HTTP], "POST", translator.url(route, surface), headers=headers, data=body, route=route
+        )
+        try:
+            raw = await resp.read()
+        finally:
+            resp.release()
+        received = len(raw)
+        result, tokens = parse(raw, kind)
+        return result
+    except Exception:
+        status = 502
+        raise
+    finally:
+        key = principal.api_key
+        app[METER].usage(
+            UsageEvent(
+                tenant_id=rag.tenant_id or "",
+                api_key_id=key.key_id if key else "",
+                user_id=principal.user_id or "",
+                model_id=route.public_model_id,
+                call_kind=int(kind),
+                target_kind=int(route.ref.kind),
+                target_name=route.ref.name,
+                status=status,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                request_bytes=len(body),
+                response_bytes=received,
+                embedding_tokens=tokens if kind == CallKind.EMBEDDING else 0,
+                rerank_tokens=tokens if kind == CallKind.RERANK else 0,
+                total_tokens=tokens,
+            )
+        )
+
+
+def _parse_rerank(raw: bytes, expected: int) -> tuple[list[float], int]:
+    try:
+        parsed = orjson.loads(raw)
+        scores = [0.0] * expected
+        seen = 0
+        for item in parsed["results"]:
+            scores[int(item["index"])] = float(item["relevance_score"])
+            seen += 1
+        usage = parsed.get("usage") or {}
+        tokens = int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
+        raise UpstreamFailed("The rerank model returned an invalid response.", retryable=True) from None
+    if seen != expected:
+        raise UpstreamFailed("The rerank model returned an invalid response.", retryable=True)
+    return scores, tokens
+
+
+def _parse(raw: bytes, expected: int) -> tuple[list[list[float]], int]:
+    try:
+        parsed = orjson.loads(raw)
+        items = sorted(parsed["data"], key=lambda d: d["index"])
+        vectors = [[float(x) for x in item["embedding"]] for item in items]
+        usage = parsed.get("usage") or {}
+        tokens = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise UpstreamFailed("The embedding model returned an invalid response.", retryable=True) from None
+    if len(vectors) != expected or not vectors or any(len(v) != len(vectors[0]) or not v for v in vectors):
+        raise UpstreamFailed("The embedding model returned an invalid response.", retryable=True)
+    return vectors, tokens

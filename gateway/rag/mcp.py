@@ -1,0 +1,176 @@
+"""Each RAG as an MCP server at {rag_url}/mcp with one tool, `search` (the mcp SDK's server, streamable HTTP).
+
+One `MCPServer` serves every RAG: the gateway authenticates the bearer key (middleware) and authorises it on the RAG
+(`can_invoke`, 404 otherwise) before the request reaches the SDK, which runs as an ASGI app bridged into aiohttp
+here. The tool finds its RAG and caller through the aiohttp request placed in the ASGI scope, never through headers
+(those are client input). The server is stateless with JSON responses, so any replica answers any request and
+nothing lives in memory between calls; both the 2026-07-28 protocol and legacy `initialize` clients work.
+Each `search` is metered like a /context call (CALL_KIND_RAG_CONTEXT).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import web
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+
+from gateway.rag import service
+from server.domain.rag_filters import parse_filters
+from server.errors import SwitchboardError, wire_error_for
+from server.store.rag_index import SearchWeights
+
+__all__ = ["mcp_endpoint", "mcp_lifespan"]
+
+_SCOPE_KEY = "switchboard.request"
+_ASGI = web.AppKey("rag_mcp_asgi", object)
+_MAX_TOP_K = 50
+
+
+def _build() -> Any:
+    mcp = MCPServer(
+        "switchboard-rag",
+        version="1.0.0",
+        instructions="Search this RAG's documents: ranked passages with their file and metadata.",
+    )
+
+    @mcp.tool()
+    async def search(query: str, ctx: Context, top_k: int = 5, filters: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Search the RAG's documents (hybrid: meaning and keywords). `filters` matches file metadata, e.g.
+        {"source_group_ids": ["g1"]}. Returns the best passages, best first, with score, file and metadata."""
+        request: web.Request = ctx.request_context.request.scope[_SCOPE_KEY]  # type: ignore[union-attr]
+        return await _search(request, query, top_k, filters)
+
+    return mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        # Callers authenticate with a bearer key (checked before this app runs); browser-origin checks do not apply.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+
+async def _search(request: web.Request, query: str, top_k: int, filters: dict[str, Any] | None) -> dict[str, Any]:
+    started, status, rag_id = time.perf_counter(), 200, request.match_info["rag_id"]
+    try:
+        if not query.strip():
+            raise ToolError("query must not be empty")
+        if not 1 <= top_k <= _MAX_TOP_K:
+            raise ToolError(f"top_k must be between 1 and {_MAX_TOP_K}")
+        rag = await service.authorize(request)
+        hits, files = await service.context(
+            request,
+            rag,
+            query=query,
+            top_k=top_k,
+            conditions=parse_filters(filters),
+            score_threshold=rag.score_threshold,
+            weights=SearchWeights(dense=rag.dense_weight, lexical=rag.lexical_weight),
+        )
+    except SwitchboardError as exc:
+        status = wire_error_for(exc).http_status
+        raise ToolError(exc.message) from None  # returned to the model so it can correct its arguments
+    except ToolError:
+        status = 400
+        raise
+    finally:
+        service.meter_context(request, rag_id, status, started)
+    results = [
+        {
+            "text": h.text,
+            "score": round(h.score, 6),
+            "file_id": h.file_id,
+            "filename": files[h.file_id].filename,
+            "metadata": files[h.file_id].metadata,
+        }
+        for h in hits
+    ]
+    return {"results": results}
+
+
+async def mcp_lifespan(app: web.Application) -> AsyncIterator[None]:
+    """cleanup_ctx: build the SDK app and run its ASGI lifespan (its session manager) for the process's life."""
+    asgi = _build()
+    app[_ASGI] = asgi
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    stopped = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        return await inbox.get()
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "lifespan.startup.complete" and not started.done():
+            started.set_result(None)
+        elif message["type"] == "lifespan.startup.failed" and not started.done():
+            started.set_exception(RuntimeError("the MCP app did not start"))
+        elif message["type"].startswith("lifespan.shutdown"):
+            stopped.set()
+
+    task = asyncio.create_task(asgi({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send))
+    await inbox.put({"type": "lifespan.startup"})
+    await started
+    try:
+        yield
+    finally:
+        await inbox.put({"type": "lifespan.shutdown"})
+        await asyncio.wait_for(stopped.wait(), 10)
+        await task
+
+
+async def mcp_endpoint(request: web.Request) -> web.StreamResponse:
+    """{rag_url}/mcp: authorise, then hand the request to the SDK's ASGI app and stream its answer back."""
+    await service.authorize(request)
+    body = await request.read()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "root_path": "",
+        "query_string": request.query_string.encode(),
+        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.items()],
+        "client": request.transport.get_extra_info("peername") if request.transport else None,
+        "server": None,
+        "state": {},
+        _SCOPE_KEY: request,
+    }
+    sent_body = False
+    response: web.StreamResponse | None = None
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent_body
+        if not sent_body:
+            sent_body = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # the client stays connected until the response is done
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal response
+        if message["type"] == "http.response.start":
+            response = web.StreamResponse(status=message["status"])
+            for key, value in message.get("headers", []):
+                name = key.decode("latin-1")
+                if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                    response.headers.add(name, value.decode("latin-1"))
+            await response.prepare(request)
+        elif message["type"] == "http.response.body" and response is not None:
+            await response.write(message.get("body", b""))
+            if not message.get("more_body", False):
+                await response.write_eof()
+
+    asgi: Any = request.app[_ASGI]
+    await asgi(scope, receive, send)
+    if response is None:
+        raise web.HTTPInternalServerError()
+    return response

@@ -1,0 +1,242 @@
+"""What the RAG surfaces do, between HTTP (routes.py) and the domain (server.domain.rag_files): authorise the
+key on the RAG, ingest inline or in the background, search.
+
+Access: every {rag_url} surface needs `can_invoke` on the RAG (reading and invoking are one right; API keys never
+administer, so a key that may use a RAG may also fill it — its settings and sharing stay with RagService). A RAG the
+key cannot reach answers 404 whether or not it exists.
+
+Background work: files over `rag_inline_bytes` are embedded by an in-process task after the upload returned
+(status `processing`). The queue lives in this process only: a gateway stopped mid-way leaves such a file in
+`processing` for good (it says so in its failure reason if the task was cancelled in an orderly shutdown); upload it
+again. Small files complete within the request, and if their embedding fails nothing of them is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from aiohttp import web
+
+from gateway.context import DB, METER, PRINCIPAL, SETTINGS
+from gateway.rag.embedder import GatewayEmbedder
+from server.domain import rag_files, rags
+from server.domain.rag_chunking import Chunk, e5_token_counter
+from server.domain.rag_filters import MetadataCondition
+from server.errors import NotFound, SwitchboardError
+from server.metering import CallKind, UsageEvent
+from server.permissions import ResourceKind, ResourceRef, can_invoke
+from server.store.rag_index import ChunkHit, ChunkIndex, SearchWeights, chunk_index_for, search
+
+__all__ = ["TASKS", "authorize", "background_tasks", "context", "index_of", "ingest", "meter_context"]
+
+log = logging.getLogger("switchboard.gateway.rag")
+
+
+class _Tasks:
+    def __init__(self) -> None:
+        self.running: set[asyncio.Task[None]] = set()
+
+
+TASKS = web.AppKey("rag_tasks", _Tasks)
+_INTERRUPTED = "processing was interrupted by a gateway shutdown; upload the file again"
+
+
+async def background_tasks(app: web.Application) -> AsyncIterator[None]:
+    """cleanup_ctx: the in-process queue; on shutdown running tasks are cancelled and their files marked failed."""
+    app[TASKS] = _Tasks()
+    yield
+    tasks = list(app[TASKS].running)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def index_of(app: web.Application) -> ChunkIndex:
+    return await chunk_index_for(app[DB].engine)
+
+
+async def authorize(request: web.Request) -> rags.Rag:
+    rag_id = request.match_info["rag_id"]
+    async with request.app[DB].read() as session:
+        if not await can_invoke(session, request[PRINCIPAL], ResourceRef(ResourceKind.RAG, rag_id)):
+            raise NotFound(f"RAG {rag_id!r} does not exist or you do not have access to it", field="rag_id")
+        return await rags.load(session, rag_id)
+
+
+async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_files.Upload]) -> list[rag_files.RagFile]:
+    """Parse and chunk every upload first (any refusal stores nothing), then register them all in one
+    transaction, then embed: inline when small, else in the background."""
+    app = request.app
+    settings = app[SETTINGS]
+    loop = asyncio.get_running_loop()
+    counter = await loop.run_in_executor(None, e5_token_counter)
+    prepared = []
+    for upload in uploads:
+        prepared.append(
+            await loop.run_in_executor(
+                None,
+                lambda u=upload: rag_files.prepare(  # type: ignore[misc]
+                    u, rag, max_bytes=settings.rag_max_file_bytes, count_tokens=counter
+                ),
+            )
+        )
+    index = await index_of(app)
+    async with app[DB].transaction() as session:
+        files = await rag_files.register_all(session, index, rag.id, prepared)
+    embedder = GatewayEmbedder(app, rag, request[PRINCIPAL])
+    if sum(len(u.data) for u in uploads) <= settings.rag_inline_bytes:
+        try:
+            for file, ready in zip(files, prepared, strict=True):
+                await _embed_and_store(app, index, embedder, rag_id=rag.id, file_id=file.id, chunks=ready.chunks)
+        except BaseException:
+            await _forget(app, index, rag.id, [f.id for f in files])
+            raise
+        async with app[DB].read() as session:
+            return [await rag_files.get_file(session, rag_id=rag.id, file_id=f.id) for f in files]
+    for file, ready in zip(files, prepared, strict=True):
+        task = asyncio.create_task(
+            _background(app, index, embedder, rag_id=rag.id, file_id=file.id, chunks=ready.chunks)
+        )
+        app[TASKS].running.add(task)
+        task.add_done_callback(app[TASKS].running.discard)
+    return files
+
+
+async def _embed_and_store(
+    app: web.Application,
+    index: ChunkIndex,
+    embedder: GatewayEmbedder,
+    *,
+    rag_id: str,
+    file_id: str,
+    chunks: list[Chunk],
+) -> None:
+    vectors = await embedder.passages([c.text for c in chunks])
+    async with app[DB].transaction() as session:
+        await rag_files.complete(session, index, rag_id=rag_id, file_id=file_id, chunks=chunks, vectors=vectors)
+
+
+async def _background(
+    app: web.Application,
+    index: ChunkIndex,
+    embedder: GatewayEmbedder,
+    *,
+    rag_id: str,
+    file_id: str,
+    chunks: list[Chunk],
+) -> None:
+    try:
+        await _embed_and_store(app, index, embedder, rag_id=rag_id, file_id=file_id, chunks=chunks)
+    except asyncio.CancelledError:
+        await _fail(app, file_id, _INTERRUPTED)
+        raise
+    except SwitchboardError as exc:
+        await _fail(app, file_id, exc.message)
+    except Exception:
+        log.exception("processing a RAG file failed")
+        await _fail(app, file_id, "internal error while processing the file")
+
+
+async def _fail(app: web.Application, file_id: str, reason: str) -> None:
+    async with app[DB].transaction() as session:
+        await rag_files.fail(session, file_id=file_id, reason=reason)
+
+
+async def _forget(app: web.Application, index: ChunkIndex, rag_id: str, file_ids: list[str]) -> None:
+    async with app[DB].transaction() as session:
+        for file_id in file_ids:
+            try:
+                await rag_files.delete_file(session, index, rag_id=rag_id, file_id=file_id)
+            except NotFound:
+                continue
+
+
+async def context(
+    request: web.Request,
+    rag: rags.Rag,
+    *,
+    query: str,
+    top_k: int,
+    conditions: list[MetadataCondition],
+    score_threshold: float | None,
+    weights: SearchWeights,
+    rerank: bool = True,
+) -> tuple[list[ChunkHit], dict[str, rag_files.RagFile]]:
+    """Hybrid search; with a rerank model (and `rerank`), the best max(3·top_k, 20) fused candidates are reordered by
+    the reranker and each hit's `score` becomes its relevance score (the threshold applies to the fused score)."""
+    app = request.app
+    index = await index_of(app)
+    file_ids: list[str] | None = None
+    files: dict[str, rag_files.RagFile] = {}
+    if conditions:
+        async with app[DB].read() as session:
+            found = await rag_files.matching_files(session, rag_id=rag.id, conditions=conditions, status="ready")
+        files = {f.id: f for f in found}
+        file_ids = list(files)
+    models = GatewayEmbedder(app, rag, request[PRINCIPAL])
+    vector = await models.query(query) if weights.dense > 0 else None
+    reranking = rerank and rag.rerank_model is not None
+    async with app[DB].read() as session:
+        hits = await search(
+            index,
+            session,
+            rag_id=rag.id,
+            query=query,
+            vector=vector,
+            top_k=max(top_k * 3, 20) if reranking else top_k,
+            file_ids=file_ids,
+            weights=weights,
+            score_threshold=score_threshold,
+        )
+        if reranking and hits:
+            relevance = await models.rerank(query, [h.text for h in hits])
+            ranked = sorted(zip(relevance, hits, strict=True), key=lambda pair: -pair[0])[:top_k]
+            hits = [dataclasses.replace(hit, score=score) for score, hit in ranked]
+        missing = {h.file_id for h in hits} - set(files)
+        for file_id in missing:
+            files[file_id] = await rag_files.get_file(session, rag_id=rag.id, file_id=file_id)
+    return hits, files
+
+
+def file_json(file: rag_files.RagFile) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": file.id,
+        "object": "rag.file",
+        "filename": file.filename,
+        "content_type": file.content_type,
+        "kind": file.kind,
+        "bytes": file.size_bytes,
+        "status": file.status,
+        "failure_reason": file.failure_reason,
+        "external_id": file.external_id,
+        "metadata": file.metadata,
+        "chunk_count": file.chunk_count,
+        "created_at": int(file.created_at.timestamp()),
+        "updated_at": int(file.updated_at.timestamp()),
+    }
+    return body
+
+
+def meter_context(request: web.Request, rag_id: str, status: int, started: float) -> None:
+    """Each /context call is one CALL_KIND_RAG_CONTEXT usage event of the caller, targeting the RAG."""
+    principal = request[PRINCIPAL]
+    key = principal.api_key
+    request.app[METER].usage(
+        UsageEvent(
+            tenant_id=key.tenant_id if key else (principal.scoped_tenant_id or ""),
+            api_key_id=key.key_id if key else "",
+            user_id=principal.user_id or "",
+            model_id="",
+            call_kind=int(CallKind.RAG_CONTEXT),
+            target_kind=int(ResourceKind.RAG),
+            target_name=rag_id,
+            status=status,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            request_bytes=request.content_length or 0,
+        )
+    )

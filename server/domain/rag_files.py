@@ -1,0 +1,309 @@
+"""RAG files: ingest (parse → chunk → embed → store), list, get, delete, metadata updates.
+
+Rules
+- Parsing and chunking happen before anything is stored, so a refused upload (empty content, corrupt, wrong type,
+  too large) leaves nothing behind. The file row is then written as `processing`; its chunks are stored in the same
+  transaction that marks it `ready`, and an embedding failure marks it `failed` with a reason (chunks never stored).
+- A file with an `external_id` (the scraper path) replaces the RAG's earlier file with that id, in one transaction.
+- Quota: the bytes of every file of an upload are reserved (server.domain.rag_storage) first in the transaction
+  that records them, so an upload over the RAG's or the tenant's quota is refused before anything is stored, under
+  concurrent uploads too. A replaced, deleted or failed file gives its bytes back (a failed file then reports 0
+  bytes). A replacement reserves its new bytes before the old ones are released, so near the quota it is refused.
+- The vector size is pinned by the RAG's first embedding (server.domain.rags.pin_embedding_dimensions); a different
+  size later fails the file with that reason.
+- Metadata: a JSON object of at most 64 keys; values are strings, numbers, booleans or lists of those
+  (`source_group_ids` is the usual list). Filters (server.domain.rag_filters) match it the same way everywhere.
+- Listing orders by creation (oldest first) with an opaque cursor; `include_total` counts the files that match the
+  active filters exactly. Filtering runs over the RAG's file rows in process: exact, and cheap for the thousands of
+  files a RAG holds (its chunks never leave the database for it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain import rag_storage, rags
+from server.domain.rag_chunking import Chunk, TokenCounter, chunk_parsed
+from server.domain.rag_filters import MetadataCondition, matches
+from server.domain.rag_parsing import ParsedFile, parse_file
+from server.errors import InvalidArgument, NotFound
+from server.store.db import as_utc, new_id
+from server.store.models import RagFileRow, utcnow
+from server.store.rag_index import ChunkIndex, ChunkInput
+
+__all__ = [
+    "Embedder",
+    "FilePage",
+    "PreparedFile",
+    "RagFile",
+    "Upload",
+    "complete",
+    "delete_file",
+    "get_file",
+    "list_files",
+    "prepare",
+    "register",
+    "register_all",
+    "update_metadata",
+    "validate_metadata",
+]
+
+Embedder = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+PROCESSING, READY, FAILED = "processing", "ready", "failed"
+_MAX_METADATA_KEYS = 64
+_MAX_METADATA_BYTES = 16 * 1024
+_MAX_LIST = 100
+
+
+@dataclass(frozen=True)
+class Upload:
+    filename: str
+    content_type: str | None
+    data: bytes
+    metadata: dict[str, Any] = field(default_factory=dict)
+    external_id: str | None = None
+    # Text a scraper extracted itself: indexed as plain text, `data` is only what the quota counts.
+    pre_extracted: bool = False
+
+
+@dataclass(frozen=True)
+class PreparedFile:
+    upload: Upload
+    kind: str
+    chunks: list[Chunk]
+
+
+@dataclass(frozen=True)
+class RagFile:
+    id: str
+    rag_id: str
+    filename: str
+    content_type: str
+    kind: str
+    size_bytes: int
+    status: str
+    failure_reason: str | None
+    external_id: str | None
+    metadata: dict[str, Any]
+    chunk_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class FilePage:
+    files: list[RagFile]
+    next_cursor: str | None
+    total: int | None
+
+
+def _build(row: RagFileRow) -> RagFile:
+    return RagFile(
+        id=row.id,
+        rag_id=row.rag_id,
+        filename=row.filename,
+        content_type=row.content_type,
+        kind=row.kind,
+        size_bytes=row.size_bytes,
+        status=row.status,
+        failure_reason=row.failure_reason,
+        external_id=row.external_id,
+        metadata=dict(row.metadata_ or {}),
+        chunk_count=row.chunk_count,
+        created_at=as_utc(row.created_at) or row.created_at,
+        updated_at=as_utc(row.updated_at) or row.updated_at,
+    )
+
+
+def validate_metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"{field} must be a JSON object", field=field)
+    if len(value) > _MAX_METADATA_KEYS:
+        raise InvalidArgument(f"{field} has more than {_MAX_METADATA_KEYS} keys", field=field)
+    for key, item in value.items():
+        if not key or len(key) > 128:
+            raise InvalidArgument(f"{field} keys must be 1 to 128 characters", field=field)
+        values = item if isinstance(item, list) else [item]
+        if not all(isinstance(v, str | int | float | bool) for v in values):
+            raise InvalidArgument(
+                f"{field}.{key} must be a string, number, boolean or a list of those", field=f"{field}.{key}"
+            )
+    if len(orjson.dumps(value)) > _MAX_METADATA_BYTES:
+        raise InvalidArgument(f"{field} is larger than {_MAX_METADATA_BYTES} bytes", field=field)
+    return dict(value)
+
+
+def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: TokenCounter) -> PreparedFile:
+    """Parse and chunk; every refusal names the file. Pure CPU work: callers run it off the event loop."""
+    if upload.pre_extracted:
+        parsed = parse_file(upload.filename or "text.txt", "text/plain", upload.data, max_bytes=max_bytes)
+        parsed = ParsedFile(kind="text", blocks=parsed.blocks)
+    else:
+        parsed = parse_file(upload.filename, upload.content_type, upload.data, max_bytes=max_bytes)
+    chunks = chunk_parsed(
+        parsed,
+        size_tokens=rag.chunk_size_tokens,
+        overlap_tokens=rag.chunk_overlap_tokens,
+        count_tokens=count_tokens,
+    )
+    if not chunks:
+        raise InvalidArgument(f"{upload.filename}: the file parses to empty content", field="file")
+    return PreparedFile(upload=upload, kind=parsed.kind, chunks=chunks)
+
+
+async def register_all(
+    session: AsyncSession, index: ChunkIndex, rag_id: str, prepared: Sequence[PreparedFile]
+) -> list[RagFile]:
+    """Reserve the quota for all of them, then write each file row as `processing`."""
+    await rag_storage.reserve_storage(session, rag_id=rag_id, nbytes=sum(len(p.upload.data) for p in prepared))
+    return [await register(session, index, rag_id, p) for p in prepared]
+
+
+async def register(session: AsyncSession, index: ChunkIndex, rag_id: str, prepared: PreparedFile) -> RagFile:
+    """Write the file row as `processing` (its bytes already reserved: see register_all); an earlier file with the
+    same external id is deleted first."""
+    upload = prepared.upload
+    if upload.external_id:
+        earlier = await session.scalar(
+            select(RagFileRow.id).where(RagFileRow.rag_id == rag_id, RagFileRow.external_id == upload.external_id)
+        )
+        if earlier is not None:
+            await _delete(session, index, rag_id, earlier)
+    row = RagFileRow(
+        id=new_id("file"),
+        rag_id=rag_id,
+        filename=upload.filename,
+        content_type=upload.content_type or "",
+        kind=prepared.kind,
+        size_bytes=len(upload.data),
+        status=PROCESSING,
+        external_id=upload.external_id,
+        metadata_=upload.metadata,
+        chunk_count=len(prepared.chunks),
+    )
+    session.add(row)
+    await session.flush()
+    return _build(row)
+
+
+async def complete(
+    session: AsyncSession,
+    index: ChunkIndex,
+    *,
+    rag_id: str,
+    file_id: str,
+    chunks: Sequence[Chunk],
+    vectors: Sequence[Sequence[float]],
+) -> None:
+    """Store the chunks with their vectors and mark the file ready (one transaction: the caller's)."""
+    if len(vectors) != len(chunks) or not vectors:
+        raise ValueError("one vector per chunk")
+    await rags.pin_embedding_dimensions(session, rag_id=rag_id, dimensions=len(vectors[0]))
+    row = await session.get(RagFileRow, file_id, with_for_update=True)
+    if row is None or row.status != PROCESSING:
+        return  # deleted or replaced while it was being embedded
+    inputs = [
+        ChunkInput(text=c.text, token_count=c.token_count, vector=v) for c, v in zip(chunks, vectors, strict=True)
+    ]
+    await index.add(session, rag_id=rag_id, file_id=file_id, chunks=inputs)
+    row.status = READY
+    row.updated_at = utcnow()
+
+
+async def fail(session: AsyncSession, *, file_id: str, reason: str) -> None:
+    """Mark a file failed; it keeps no content, so its bytes go back to the quota."""
+    row = await session.get(RagFileRow, file_id)
+    if row is not None and row.status == PROCESSING:
+        await rag_storage.release_storage(session, rag_id=row.rag_id, nbytes=row.size_bytes)
+        row.status = FAILED
+        row.failure_reason = reason
+        row.size_bytes = 0
+        row.updated_at = utcnow()
+
+
+async def get_file(session: AsyncSession, *, rag_id: str, file_id: str) -> RagFile:
+    row = await session.get(RagFileRow, file_id)
+    if row is None or row.rag_id != rag_id:
+        raise NotFound(f"file {file_id!r} not found in this RAG", field="file_id")
+    return _build(row)
+
+
+async def _delete(session: AsyncSession, index: ChunkIndex, rag_id: str, file_id: str) -> None:
+    size = await session.scalar(select(RagFileRow.size_bytes).where(RagFileRow.id == file_id))
+    await index.remove_file(session, rag_id=rag_id, file_id=file_id)
+    await session.execute(delete(RagFileRow).where(RagFileRow.id == file_id, RagFileRow.rag_id == rag_id))
+    await rag_storage.release_storage(session, rag_id=rag_id, nbytes=int(size or 0))
+
+
+async def delete_file(session: AsyncSession, index: ChunkIndex, *, rag_id: str, file_id: str) -> RagFile:
+    """Delete a file and its chunks; returns what was deleted (its size is what the quota frees)."""
+    deleted = await get_file(session, rag_id=rag_id, file_id=file_id)
+    await _delete(session, index, rag_id, file_id)
+    return deleted
+
+
+async def update_metadata(session: AsyncSession, *, rag_id: str, file_id: str, metadata: dict[str, Any]) -> RagFile:
+    row = await session.get(RagFileRow, file_id)
+    if row is None or row.rag_id != rag_id:
+        raise NotFound(f"file {file_id!r} not found in this RAG", field="file_id")
+    row.metadata_ = metadata
+    row.updated_at = utcnow()
+    await session.flush()
+    return _build(row)
+
+
+def _encode_cursor(item: RagFile) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([item.created_at.isoformat(), item.id])).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        created, file_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return str(datetime.fromisoformat(created).isoformat()), str(file_id)
+    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        raise InvalidArgument("after is not a cursor this API returned", field="after") from None
+
+
+async def matching_files(
+    session: AsyncSession, *, rag_id: str, conditions: list[MetadataCondition], status: str | None = None
+) -> list[RagFile]:
+    rows = (await session.scalars(select(RagFileRow).where(RagFileRow.rag_id == rag_id))).all()
+    found = [
+        _build(r) for r in rows if (status is None or r.status == status) and matches(r.metadata_ or {}, conditions)
+    ]
+    return sorted(found, key=lambda f: (f.created_at, f.id))
+
+
+async def list_files(
+    session: AsyncSession,
+    *,
+    rag_id: str,
+    conditions: list[MetadataCondition],
+    status: str | None = None,
+    after: str | None = None,
+    limit: int = 20,
+    include_total: bool = False,
+) -> FilePage:
+    if not 1 <= limit <= _MAX_LIST:
+        raise InvalidArgument(f"limit must be between 1 and {_MAX_LIST}", field="limit")
+    if status is not None and status not in (PROCESSING, READY, FAILED):
+        raise InvalidArgument("status must be processing, ready or failed", field="status")
+    found = await matching_files(session, rag_id=rag_id, conditions=conditions, status=status)
+    rest = found
+    if after:
+        position = _decode_cursor(after)
+        rest = [f for f in found if (f.created_at.isoformat(), f.id) > position]
+    page = rest[:limit]
+    next_cursor = _encode_cursor(page[-1]) if len(rest) > limit else None
+    return FilePage(files=page, next_cursor=next_cursor, total=len(found) if include_total else None)

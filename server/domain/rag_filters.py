@@ -1,0 +1,102 @@
+"""Metadata filters of RAG files, one rule for /files listing and /context search alike.
+
+Two forms are accepted:
+- shorthand: `{"metadata.source_group_ids": ["g1", "g2"], "lang": "de"}` — a list means "any of", a scalar "equals";
+- typed: `[{"key": "year", "op": "gte", "value": 2020}, ...]` with op in eq, ne, in, nin, gt, gte, lt, lte.
+Conditions are ANDed. A key may carry the `metadata.` prefix. When the stored value is a list (such as
+`source_group_ids`), eq/in match if any element matches and ne/nin if none does; ordering ops compare numbers with
+numbers and strings with strings, and never match across types.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from server.errors import InvalidArgument
+
+__all__ = ["OPERATORS", "MetadataCondition", "matches", "parse_filters"]
+
+OPERATORS = frozenset({"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte"})
+_ORDERING: dict[str, Callable[[Any, Any], bool]] = {
+    "gt": operator.gt,
+    "gte": operator.ge,
+    "lt": operator.lt,
+    "lte": operator.le,
+}
+_MAX_CONDITIONS = 32
+_Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class MetadataCondition:
+    key: str
+    op: str
+    value: Any
+
+
+def parse_filters(raw: Any, field: str = "filters") -> list[MetadataCondition]:
+    if raw is None:
+        return []
+    if isinstance(raw, Mapping):
+        items = [{"key": key, "op": "in" if isinstance(v, list) else "eq", "value": v} for key, v in raw.items()]
+    elif isinstance(raw, list):
+        items = raw
+    else:
+        raise InvalidArgument(f"{field} must be an object or a list of conditions", field=field)
+    if len(items) > _MAX_CONDITIONS:
+        raise InvalidArgument(f"{field} accepts at most {_MAX_CONDITIONS} conditions", field=field)
+    return [_condition(item, f"{field}[{i}]") for i, item in enumerate(items)]
+
+
+def _condition(item: Any, field: str) -> MetadataCondition:
+    if not isinstance(item, Mapping):
+        raise InvalidArgument(f"{field} must be an object with key, op and value", field=field)
+    key, op, value = item.get("key"), item.get("op", "eq"), item.get("value")
+    if not isinstance(key, str) or not key.removeprefix("metadata.").strip():
+        raise InvalidArgument(f"{field}.key must be a non-empty string", field=f"{field}.key")
+    if op not in OPERATORS:
+        raise InvalidArgument(f"{field}.op must be one of " + ", ".join(sorted(OPERATORS)), field=f"{field}.op")
+    if op in ("in", "nin"):
+        if not isinstance(value, list) or not value or not all(_is_scalar(v) for v in value):
+            raise InvalidArgument(f"{field}.value must be a non-empty list of scalars", field=f"{field}.value")
+    elif not _is_scalar(value):
+        raise InvalidArgument(f"{field}.value must be a string, number or boolean", field=f"{field}.value")
+    return MetadataCondition(key=key.removeprefix("metadata."), op=op, value=value)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, _Scalar)
+
+
+def matches(metadata: Mapping[str, Any], conditions: list[MetadataCondition]) -> bool:
+    return all(_holds(metadata.get(c.key), c) for c in conditions)
+
+
+def _holds(stored: Any, condition: MetadataCondition) -> bool:
+    values = stored if isinstance(stored, list) else ([] if stored is None else [stored])
+    op, wanted = condition.op, condition.value
+    if op == "eq":
+        return any(_same(v, wanted) for v in values)
+    if op == "ne":
+        return not any(_same(v, wanted) for v in values)
+    if op == "in":
+        return any(_same(v, w) for v in values for w in wanted)
+    if op == "nin":
+        return not any(_same(v, w) for v in values for w in wanted)
+    compare = _ORDERING[op]
+    return any(_comparable(v, wanted) and compare(v, wanted) for v in values)
+
+
+def _same(a: Any, b: Any) -> bool:
+    # True == 1 in Python; metadata types must match too.
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def _comparable(a: Any, b: Any) -> bool:
+    numbers = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return False
+    return (isinstance(a, numbers) and isinstance(b, numbers)) or (isinstance(a, str) and isinstance(b, str))

@@ -1,0 +1,217 @@
+"""Turn an uploaded file into text blocks for a RAG: PDF, HTML, Markdown, plain text, DOCX, JSON and CSV.
+
+A parse yields `blocks`. For prose formats a block is a page or a paragraph run and the chunker may join and split
+them freely; for CSV (spec 3.3.0) and for JSON arrays every record is one labelled block (`column: value` lines) that
+the chunker never merges with its neighbours, so a retrieved chunk always carries its own row's labels.
+
+Every refusal is a 4xx naming the file: an unsupported or mislabelled type and a corrupt file are `InvalidArgument`
+(400), an oversized one `PayloadTooLarge` (413), and a file with no extractable text (an image-only PDF, an empty
+sheet) `InvalidArgument` too, as the spec's Errors table demands ("RAG upload that parses to empty content").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from server.errors import InvalidArgument, PayloadTooLarge
+
+__all__ = ["SUPPORTED_EXTENSIONS", "SUPPORTED_KINDS", "ParsedFile", "detect_kind", "parse_file"]
+
+_EXTENSIONS = {
+    ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".docx": "docx",
+    ".json": "json",
+    ".csv": "csv",
+}
+_MEDIA_TYPES = {
+    "application/pdf": "pdf",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "text/markdown": "markdown",
+    "text/x-markdown": "markdown",
+    "text/plain": "text",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/json": "json",
+    "text/csv": "csv",
+}
+SUPPORTED_KINDS = frozenset(_EXTENSIONS.values())
+SUPPORTED_EXTENSIONS = frozenset(_EXTENSIONS)
+# Elements whose text is never document content.
+_HTML_NOISE = ["script", "style", "noscript", "template", "svg", "nav", "header", "footer", "iframe", "head"]
+_BLANK_RUNS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    kind: str
+    blocks: list[str]
+    # True when each block is a record (CSV row, JSON array element) that must stay a chunk of its own.
+    records: bool = False
+
+
+def detect_kind(filename: str, content_type: str | None) -> str:
+    """The parser to use: the file extension decides; the declared media type is the fallback."""
+    suffix = PurePosixPath(filename).suffix.lower()
+    if suffix in _EXTENSIONS:
+        return _EXTENSIONS[suffix]
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media in _MEDIA_TYPES:
+        return _MEDIA_TYPES[media]
+    raise InvalidArgument(
+        f"{filename}: unsupported file type; supported are " + ", ".join(sorted(_EXTENSIONS)), field="file"
+    )
+
+
+def parse_file(filename: str, content_type: str | None, data: bytes, *, max_bytes: int) -> ParsedFile:
+    if len(data) > max_bytes:
+        raise PayloadTooLarge(f"{filename}: file is {len(data)} bytes, over the limit of {max_bytes}", field="file")
+    kind = detect_kind(filename, content_type)
+    parsed = _PARSERS[kind](filename, data)
+    blocks = [block for block in (_tidy(b) for b in parsed.blocks) if block]
+    if not blocks:
+        raise InvalidArgument(f"{filename}: the file parses to empty content (no extractable text)", field="file")
+    return ParsedFile(kind=kind, blocks=blocks, records=parsed.records)
+
+
+def _tidy(text: str) -> str:
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+
+
+def _corrupt(filename: str, kind: str) -> InvalidArgument:
+    return InvalidArgument(f"{filename}: not a readable {kind} file (corrupt or of another type)", field="file")
+
+
+def _decode(filename: str, data: bytes) -> str:
+    """Text files must be UTF-8 (a BOM is accepted, as is UTF-16 with its BOM); NUL bytes mean a binary file."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise _corrupt(filename, "UTF-16 text") from None
+    if b"\x00" in data:
+        raise InvalidArgument(f"{filename}: binary content where text was expected", field="file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"{filename}: text is not valid UTF-8", field="file") from None
+
+
+def _parse_text(filename: str, data: bytes) -> ParsedFile:
+    # Markdown is indexed as written: its markup is short, and headings help lexical matching.
+    return ParsedFile(kind="text", blocks=[_decode(filename, data)])
+
+
+def _parse_pdf(filename: str, data: bytes) -> ParsedFile:
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    if not data.lstrip()[:5].startswith(b"%PDF"):
+        raise _corrupt(filename, "PDF")
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise InvalidArgument(f"{filename}: the PDF is password-protected", field="file")
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except InvalidArgument:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError):
+        raise _corrupt(filename, "PDF") from None
+    return ParsedFile(kind="pdf", blocks=pages)
+
+
+def _parse_html(filename: str, data: bytes) -> ParsedFile:
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(_decode(filename, data))
+    tree.strip_tags(_HTML_NOISE)
+    root = tree.body or tree.root
+    text = root.text(separator="\n", strip=True) if root is not None else ""
+    return ParsedFile(kind="html", blocks=[text])
+
+
+def _parse_docx(filename: str, data: bytes) -> ParsedFile:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError):
+        raise _corrupt(filename, "DOCX") from None
+    blocks = [paragraph.text for paragraph in document.paragraphs]
+    for table in document.tables:
+        for row in table.rows:
+            blocks.append(" | ".join(cell.text.strip() for cell in row.cells))
+    return ParsedFile(kind="docx", blocks=["\n".join(blocks)])
+
+
+def _parse_csv(filename: str, data: bytes) -> ParsedFile:
+    """One labelled block per row (spec 3.3.0): `header: value` lines, empty cells left out."""
+    text = _decode(filename, data)
+    # The header line decides the delimiter (csv.Sniffer guesses wrong when rows are ragged).
+    header_line = text.split("\n", 1)[0]
+    delimiter = max(",;\t|", key=header_line.count)
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    except csv.Error:
+        raise _corrupt(filename, "CSV") from None
+    if not rows:
+        return ParsedFile(kind="csv", blocks=[], records=True)
+    header = [name.strip() or f"column {i + 1}" for i, name in enumerate(rows[0])]
+    blocks = []
+    for row in rows[1:]:
+        lines = [f"{_label(header, i)}: {value.strip()}" for i, value in enumerate(row) if value.strip()]
+        blocks.append("\n".join(lines))
+    return ParsedFile(kind="csv", blocks=blocks, records=True)
+
+
+def _label(header: list[str], index: int) -> str:
+    return header[index] if index < len(header) else f"column {index + 1}"
+
+
+def _parse_json(filename: str, data: bytes) -> ParsedFile:
+    """`path: value` lines; a top-level array gives one labelled block per element, like CSV rows."""
+    try:
+        value = json.loads(_decode(filename, data))
+    except json.JSONDecodeError:
+        raise _corrupt(filename, "JSON") from None
+    if isinstance(value, list):
+        return ParsedFile(kind="json", blocks=["\n".join(_json_lines(item, "")) for item in value], records=True)
+    return ParsedFile(kind="json", blocks=["\n".join(_json_lines(value, ""))])
+
+
+def _json_lines(value: Any, path: str) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _json_lines(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _json_lines(item, f"{path}[{index}]")
+    elif value is not None and str(value).strip():
+        text = value if isinstance(value, str) else json.dumps(value)
+        yield f"{path}: {text}" if path else text
+
+
+_PARSERS: dict[str, Callable[[str, bytes], ParsedFile]] = {
+    "pdf": _parse_pdf,
+    "html": _parse_html,
+    "markdown": _parse_text,
+    "text": _parse_text,
+    "docx": _parse_docx,
+    "json": _parse_json,
+    "csv": _parse_csv,
+}

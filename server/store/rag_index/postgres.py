@@ -1,0 +1,148 @@
+"""PostgreSQL engine: full-text search (GIN over to_tsvector, OR tsquery, ts_rank_cd) and pgvector dense search.
+
+Vectors live in `rag_chunk_vectors` (column type `vector` without a fixed dimension, so RAGs may differ); each RAG
+gets a partial HNSW index on `embedding::vector(d)` restricted to its own rows, built when its first chunks arrive,
+which keeps every RAG's search on its own graph. Filtered queries turn on `hnsw.iterative_scan` so a filter that
+matches few rows still yields `limit` results (rag.md §3: plain HNSW returned 2 of 10). Without the extension the
+numpy engine serves dense search from the `embedding` column instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from server.store.rag_index._rows import delete_chunk_rows, insert_chunk_rows
+from server.store.rag_index.base import Candidate, ChunkIndex, ChunkInput, Vector, normalized, terms
+from server.store.rag_index.numpy_dense import NumpyDense
+
+__all__ = ["PostgresChunkIndex"]
+
+log = logging.getLogger(__name__)
+_TSV = "to_tsvector('english', text)"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_]{1,60}$")
+_VECTOR_DDL = [
+    "CREATE TABLE IF NOT EXISTS rag_chunk_vectors ("
+    "chunk_id bigint PRIMARY KEY REFERENCES rag_chunks(id) ON DELETE CASCADE, "
+    "rag_id varchar(64) NOT NULL, file_id varchar(64) NOT NULL, embedding vector NOT NULL)",
+]
+
+
+def _literal(vector: Sequence[float] | Vector) -> str:
+    return "[" + ",".join(f"{float(x):.7g}" for x in normalized(vector)) + "]"
+
+
+class PostgresChunkIndex(ChunkIndex):
+    name = "postgresql"
+
+    def __init__(self) -> None:
+        self.pgvector = False
+        self._numpy = NumpyDense()
+        self._indexed: set[tuple[str, int]] = set()
+        self._engine: AsyncEngine | None = None
+
+    async def prepare(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        async with engine.begin() as connection:
+            await connection.execute(
+                text(f"CREATE INDEX IF NOT EXISTS ix_rag_chunks_tsv ON rag_chunks USING gin ({_TSV})")
+            )
+        try:
+            async with engine.begin() as connection:
+                await connection.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+                for statement in _VECTOR_DDL:
+                    await connection.execute(text(statement))
+            self.pgvector = True
+        except DBAPIError:
+            log.warning("pgvector is not available in this PostgreSQL; RAG dense search runs exactly in process")
+
+    async def add(self, session: AsyncSession, *, rag_id: str, file_id: str, chunks: Sequence[ChunkInput]) -> None:
+        if not self.pgvector:
+            blobs = [NumpyDense.encode(c.vector) for c in chunks]
+            await insert_chunk_rows(session, rag_id=rag_id, file_id=file_id, chunks=chunks, blobs=blobs)
+            return
+        rows = await insert_chunk_rows(
+            session, rag_id=rag_id, file_id=file_id, chunks=chunks, blobs=[None] * len(chunks)
+        )
+        if not rows:
+            return
+        await self._ensure_hnsw(rag_id, len(chunks[0].vector))
+        await session.execute(
+            text(
+                "INSERT INTO rag_chunk_vectors (chunk_id, rag_id, file_id, embedding) "
+                "VALUES (:chunk_id, :rag_id, :file_id, CAST(:embedding AS vector))"
+            ),
+            [
+                {"chunk_id": row.id, "rag_id": rag_id, "file_id": file_id, "embedding": _literal(c.vector)}
+                for row, c in zip(rows, chunks, strict=True)
+            ],
+        )
+
+    async def _ensure_hnsw(self, rag_id: str, dimensions: int) -> None:
+        """The RAG's own HNSW graph, built in its own transaction so concurrent first uploads cannot deadlock on it."""
+        if (rag_id, dimensions) in self._indexed:
+            return
+        if not _SAFE_ID.fullmatch(rag_id) or self._engine is None:
+            raise ValueError("rag id unusable in an index name")
+        statement = (
+            f"CREATE INDEX IF NOT EXISTS ix_rag_vec_{rag_id.lower()}_{dimensions} ON rag_chunk_vectors "
+            f"USING hnsw ((embedding::vector({dimensions})) vector_cosine_ops) WHERE rag_id = '{rag_id}'"
+        )
+        try:
+            async with self._engine.begin() as connection:
+                await connection.execute(text(statement))
+        except DBAPIError:
+            # A concurrent first upload created it (duplicate name in pg_class); anything else shows in searches.
+            log.info("HNSW index for a RAG already being created")
+        self._indexed.add((rag_id, dimensions))
+
+    async def remove_file(self, session: AsyncSession, *, rag_id: str, file_id: str) -> None:
+        await delete_chunk_rows(session, rag_id=rag_id, file_id=file_id)  # vectors go by ON DELETE CASCADE
+
+    async def dense(
+        self, session: AsyncSession, *, rag_id: str, vector: Vector, limit: int, file_ids: Sequence[str] | None
+    ) -> list[Candidate]:
+        if not self.pgvector:
+            return await self._numpy.search(session, rag_id=rag_id, vector=vector, limit=limit, file_ids=file_ids)
+        if limit <= 0 or (file_ids is not None and not file_ids) or not _SAFE_ID.fullmatch(rag_id):
+            return []
+        dims = int(vector.shape[0])
+        # rag_id is inlined (checked above) so the planner can match the RAG's partial index predicate.
+        distance = f"embedding::vector({dims}) <=> CAST(:q AS vector({dims}))"
+        where = f"rag_id = '{rag_id}'" + (" AND file_id IN :file_ids" if file_ids is not None else "")
+        statement = text(
+            f"SELECT chunk_id, 1 - ({distance}) FROM rag_chunk_vectors WHERE {where} ORDER BY {distance} LIMIT :limit"  # noqa: S608
+        )
+        params: dict[str, object] = {"q": _literal(vector), "limit": limit}
+        if file_ids is not None:
+            statement = statement.bindparams(bindparam("file_ids", expanding=True))
+            params["file_ids"] = list(file_ids)
+            await session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+        await session.execute(text(f"SET LOCAL hnsw.ef_search = {max(40, min(limit, 1000))}"))
+        result = await session.execute(statement, params)
+        candidates = [Candidate(chunk_id=int(row[0]), score=float(row[1])) for row in result]
+        # relaxed_order may return near-ties out of order; rank strictly by similarity.
+        return sorted(candidates, key=lambda c: -c.score)
+
+    async def lexical(
+        self, session: AsyncSession, *, rag_id: str, query: str, limit: int, file_ids: Sequence[str] | None
+    ) -> list[Candidate]:
+        words = terms(query)
+        if not words or limit <= 0 or (file_ids is not None and not file_ids):
+            return []
+        statement = text(
+            f"SELECT id, ts_rank_cd({_TSV}, q) AS rank FROM rag_chunks, to_tsquery('english', :match) AS q "  # noqa: S608
+            f"WHERE rag_id = :rag_id AND {_TSV} @@ q{' AND file_id IN :file_ids' if file_ids is not None else ''} "
+            "ORDER BY rank DESC, id LIMIT :limit"
+        )
+        params: dict[str, object] = {"match": " | ".join(words), "rag_id": rag_id, "limit": limit}
+        if file_ids is not None:
+            statement = statement.bindparams(bindparam("file_ids", expanding=True))
+            params["file_ids"] = list(file_ids)
+        result = await session.execute(statement, params)
+        return [Candidate(chunk_id=int(row[0]), score=float(row[1])) for row in result]

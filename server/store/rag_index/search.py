@@ -1,0 +1,111 @@
+"""Hybrid retrieval: dense and lexical candidates fused by weighted reciprocal rank fusion (RRF).
+
+fused(chunk) = Σ weight_i / (rrf_k + rank_i) over the lists the chunk appears in (rank from 1). The reported `score`
+is `fused` divided by its maximum (first in every active list), so it lies in (0, 1] and a `score_threshold` means
+the same thing whatever the weights. A weight of 0 switches that list off (dense-only or lexical-only retrieval).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.store.models import RagChunkRow
+from server.store.rag_index.base import Candidate, ChunkIndex
+
+__all__ = ["ChunkHit", "SearchWeights", "fuse", "search"]
+
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class SearchWeights:
+    dense: float = 1.0
+    lexical: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.dense < 0 or self.lexical < 0 or self.dense + self.lexical <= 0:
+            raise ValueError("weights must be non-negative and not both zero")
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_id: int
+    file_id: str
+    ordinal: int
+    text: str
+    score: float
+    dense_similarity: float | None
+    lexical_score: float | None
+
+
+def fuse(
+    dense: Sequence[Candidate], lexical: Sequence[Candidate], weights: SearchWeights, rrf_k: int = RRF_K
+) -> list[tuple[int, float]]:
+    """(chunk id, normalised fused score), best first; ties keep dense order, then lexical order."""
+    fused: dict[int, float] = {}
+    for candidates, weight in ((dense, weights.dense), (lexical, weights.lexical)):
+        if weight <= 0:
+            continue
+        for rank, candidate in enumerate(candidates, start=1):
+            fused[candidate.chunk_id] = fused.get(candidate.chunk_id, 0.0) + weight / (rrf_k + rank)
+    best = (weights.dense + weights.lexical) / (rrf_k + 1)
+    return sorted(((chunk_id, score / best) for chunk_id, score in fused.items()), key=lambda item: -item[1])
+
+
+async def search(
+    index: ChunkIndex,
+    session: AsyncSession,
+    *,
+    rag_id: str,
+    query: str,
+    vector: Sequence[float] | None,
+    top_k: int,
+    file_ids: Sequence[str] | None = None,
+    weights: SearchWeights = SearchWeights(),
+    score_threshold: float | None = None,
+    candidates: int | None = None,
+) -> list[ChunkHit]:
+    """`file_ids` (from the metadata filter) restricts both searches; None means the whole RAG."""
+    pool = candidates or max(50, top_k * 4)
+    dense: list[Candidate] = []
+    if weights.dense > 0 and vector is not None:
+        query_vector = np.asarray(vector, dtype=np.float32)
+        dense = await index.dense(session, rag_id=rag_id, vector=query_vector, limit=pool, file_ids=file_ids)
+    lexical: list[Candidate] = []
+    if weights.lexical > 0:
+        lexical = await index.lexical(session, rag_id=rag_id, query=query, limit=pool, file_ids=file_ids)
+    ranked = [(c, s) for c, s in fuse(dense, lexical, weights) if score_threshold is None or s >= score_threshold]
+    ranked = ranked[:top_k]
+    if not ranked:
+        return []
+    rows = await _chunk_rows(session, [chunk_id for chunk_id, _ in ranked])
+    similarity = {c.chunk_id: c.score for c in dense}
+    lexical_scores = {c.chunk_id: c.score for c in lexical}
+    return [
+        ChunkHit(
+            chunk_id=chunk_id,
+            file_id=rows[chunk_id]["file_id"],
+            ordinal=rows[chunk_id]["ordinal"],
+            text=rows[chunk_id]["text"],
+            score=score,
+            dense_similarity=similarity.get(chunk_id),
+            lexical_score=lexical_scores.get(chunk_id),
+        )
+        for chunk_id, score in ranked
+        if chunk_id in rows  # a chunk deleted between the searches and this read is simply gone
+    ]
+
+
+async def _chunk_rows(session: AsyncSession, ids: list[int]) -> dict[int, dict[str, Any]]:
+    result = await session.execute(
+        select(RagChunkRow.id, RagChunkRow.file_id, RagChunkRow.ordinal, RagChunkRow.text).where(
+            RagChunkRow.id.in_(ids)
+        )
+    )
+    return {row.id: {"file_id": row.file_id, "ordinal": row.ordinal, "text": row.text} for row in result}

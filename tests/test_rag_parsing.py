@@ -1,0 +1,128 @@
+"""Parsing every accepted file type into blocks, the CSV rule (spec 3.3.0), and each refusal naming the file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from server.domain.rag_parsing import parse_file
+from server.errors import InvalidArgument, PayloadTooLarge
+from tests.rag_documents import docx, pdf
+
+LIMIT = 1 << 20
+
+
+def test_pdf_pages_become_blocks() -> None:
+    parsed = parse_file(
+        "report.pdf", "application/pdf", pdf("Quarterly revenue (EUR)\nrose 4%", "Outlook: stable"), max_bytes=LIMIT
+    )
+    assert parsed.kind == "pdf"
+    assert parsed.blocks == ["Quarterly revenue (EUR)\nrose 4%", "Outlook: stable"]
+    assert not parsed.records
+
+
+def test_html_keeps_content_and_drops_scripts_navigation_and_styles() -> None:
+    page = b"""<html><head><title>t</title><style>p{color:red}</style></head><body>
+    <nav>Home | About</nav><header>Site header</header>
+    <main><h1>Heat pumps</h1><p>A heat pump moves heat &amp; saves energy.</p></main>
+    <script>var secret = 1;</script><footer>Copyright</footer></body></html>"""
+    parsed = parse_file("page.html", None, page, max_bytes=LIMIT)
+    assert parsed.blocks == ["Heat pumps\nA heat pump moves heat & saves energy."]
+
+
+@pytest.mark.parametrize(("name", "kind"), [("notes.md", "markdown"), ("notes.txt", "text")])
+def test_markdown_and_text_are_indexed_as_written(name: str, kind: str) -> None:
+    body = "# Title\r\n\r\n\r\n\r\nSome *text* here.\n"
+    parsed = parse_file(name, None, body.encode(), max_bytes=LIMIT)
+    assert parsed.kind == kind
+    assert parsed.blocks == ["# Title\n\nSome *text* here."]
+
+
+def test_text_with_a_byte_order_mark_and_utf16() -> None:
+    assert parse_file("a.txt", None, "\ufeffHallo Welt".encode(), max_bytes=LIMIT).blocks == ["Hallo Welt"]
+    assert parse_file("a.txt", None, "Grüße".encode("utf-16"), max_bytes=LIMIT).blocks == ["Grüße"]
+
+
+def test_docx_paragraphs_and_tables() -> None:
+    data = docx(["Travel policy", "Economy class for flights under 6 hours."], [["Grade", "Class"], ["E5", "Business"]])
+    parsed = parse_file("policy.docx", None, data, max_bytes=LIMIT)
+    assert parsed.blocks == ["Travel policy\nEconomy class for flights under 6 hours.\nGrade | Class\nE5 | Business"]
+
+
+def test_json_object_becomes_path_value_lines() -> None:
+    body = json.dumps({"title": "Pump", "specs": {"power_kw": 7.5, "tags": ["a", "b"]}, "empty": None})
+    parsed = parse_file("item.json", None, body.encode(), max_bytes=LIMIT)
+    assert parsed.blocks == ["title: Pump\nspecs.power_kw: 7.5\nspecs.tags[0]: a\nspecs.tags[1]: b"]
+    assert not parsed.records
+
+
+def test_json_array_gives_one_labelled_block_per_element() -> None:
+    body = json.dumps([{"name": "Ada", "role": "engineer"}, {"name": "Linus"}])
+    parsed = parse_file("people.json", None, body.encode(), max_bytes=LIMIT)
+    assert parsed.blocks == ["name: Ada\nrole: engineer", "name: Linus"]
+    assert parsed.records
+
+
+def test_csv_is_one_labelled_block_per_row() -> None:
+    body = 'city,country,population\nBerlin,Germany,"3,600,000"\nLyon,,522000\n,,\n'
+    parsed = parse_file("cities.csv", "text/csv", body.encode(), max_bytes=LIMIT)
+    assert parsed.records
+    assert parsed.blocks == [
+        "city: Berlin\ncountry: Germany\npopulation: 3,600,000",
+        "city: Lyon\npopulation: 522000",  # empty cells are left out; an all-empty row is no block at all
+    ]
+
+
+def test_csv_with_semicolons_and_extra_cells() -> None:
+    body = "sku;price\nA-1;9.99;clearance\n"
+    parsed = parse_file("prices.csv", None, body.encode(), max_bytes=LIMIT)
+    assert parsed.blocks == ["sku: A-1\nprice: 9.99\ncolumn 3: clearance"]
+
+
+def test_media_type_is_the_fallback_when_the_name_has_no_known_extension() -> None:
+    assert parse_file("upload", "text/csv; charset=utf-8", b"a,b\n1,2\n", max_bytes=LIMIT).kind == "csv"
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("scan.pdf", pdf("")),  # image-only: no extractable text
+        ("blank.txt", b"  \n\n \t"),
+        ("header-only.csv", b"a,b,c\n"),
+        ("empty.json", b"{}"),
+        ("nothing.html", b"<html><body><script>x()</script></body></html>"),
+        ("blank.docx", docx([""])),
+    ],
+)
+def test_content_that_parses_to_nothing_is_refused_naming_the_file(name: str, data: bytes) -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file(name, None, data, max_bytes=LIMIT)
+    assert refused.value.message.startswith(f"{name}: ")
+    assert "empty content" in refused.value.message
+    assert refused.value.field == "file"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "says"),
+    [
+        ("broken.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog", "not a readable PDF"),
+        ("fake.pdf", b"hello, I am text", "not a readable PDF"),
+        ("broken.docx", b"PK\x03\x04garbage", "not a readable DOCX"),
+        ("broken.json", b'{"a": ', "not a readable JSON"),
+        ("image.png", b"\x89PNG\r\n\x1a\n", "unsupported file type"),
+        ("binary.txt", b"ab\x00cd", "binary content"),
+        ("latin1.txt", "café".encode("latin-1"), "not valid UTF-8"),
+    ],
+)
+def test_corrupt_or_wrong_files_are_refused_naming_the_file(name: str, data: bytes, says: str) -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file(name, None, data, max_bytes=LIMIT)
+    assert refused.value.message.startswith(f"{name}: ")
+    assert says in refused.value.message
+
+
+def test_a_file_over_the_size_limit_is_refused_before_parsing() -> None:
+    with pytest.raises(PayloadTooLarge) as refused:
+        parse_file("big.txt", None, b"x" * 101, max_bytes=100)
+    assert refused.value.message == "big.txt: file is 101 bytes, over the limit of 100"
