@@ -95,7 +95,10 @@ class Access:
     async def system_route(self, model: str) -> Route:
         """The route of a model the platform calls on a resource's behalf (a RAG's pinned embedding model): the
         resource's own authorisation covers it, so no key's grants are consulted. Cached for the same bound."""
-        return await self._routes.get(("system", model), lambda: self._load_system_route(model))
+        route = await self._routes.get(("system", model), lambda: self._load_system_route(model))
+        if not isinstance(route, Route):  # the cache is shared with agent routes; the key keeps them apart
+            raise model_not_found(model)
+        return route
 
     async def _load_system_route(self, model: str) -> Route:
         async with self._db.read() as session:
@@ -106,6 +109,8 @@ class Access:
             raise FailedPrecondition(
                 f"The model alias '{model}' is unresolved: its target no longer exists.", field="model"
             )
+        if isinstance(found, registry.AgentEntry):  # an agent is not a model a resource can embed or rerank with
+            raise FailedPrecondition(f"'{model}' is a preset agent, not a model.", field="model")
         return found
 
     async def models(self, principal: Principal) -> list[ModelInfo]:
