@@ -173,7 +173,8 @@ async def test_creating_is_a_tenant_capability(connect: ConnectJsonCaller, world
         )
     )["secret"]
     result = await create_rag(connect, all_resources, world.tenant_id, embedder)
-    assert result.code == "permission_denied" and "create_rag" in result.message
+    # Keys never create resources (server/permissions/credentials.py), whatever their owner may do.
+    assert result.code == "permission_denied" and "API keys may not call" in result.message
 
 
 async def test_names_are_unique_per_owner(
