@@ -22,7 +22,7 @@ from gateway.catalog import TaskType
 from gateway.context import DB, PRINCIPAL
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
-from gateway.responses import loop, mcp_tools, translate
+from gateway.responses import loop, mcp_tools, rag_tools, translate
 from gateway.responses.events import ResponseStream
 from gateway.sampling import RESPONSES_FIELDS, check_fields
 from gateway.streaming import chat_chunks
@@ -176,6 +176,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         max_tool_calls = _max_tool_calls(payload)
         plan.echo["max_tool_calls"] = max_tool_calls
         specs = await mcp_tools.resolve(request, payload.get("tools"))
+        specs += await rag_tools.resolve(request, payload.get("tools"))
         route = await call.resolve(model)
         require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
         if specs or any(i.get("type") == "mcp_approval_response" for i in plan.input_items):
