@@ -31,6 +31,7 @@ __all__ = [
     "messages",
     "new_id",
     "plan",
+    "refusal_item",
     "response_object",
     "usage_of",
 ]
@@ -359,6 +360,17 @@ def message_item(text: str, *, status: str = "completed", item_id: str | None = 
         "role": "assistant",
         "status": status,
         "content": content,
+    }
+
+
+def refusal_item(text: str, *, item_id: str | None = None) -> dict[str, Any]:
+    """An assistant message refusing to answer: OpenAI's `refusal` content part."""
+    return {
+        "id": item_id or new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": text}],
     }
 
 
