@@ -25,7 +25,7 @@ import orjson
 from aiohttp import web
 from mcp.server.mcpserver.exceptions import ToolError
 
-from gateway.context import DB, PRINCIPAL, SETTINGS
+from gateway.context import ACCESS, DB, PRINCIPAL, SETTINGS
 from gateway.rag.mcp import SEARCH_TOOL, search_rag, search_tool_schema
 from gateway.responses.mcp_tools import McpToolSpec, RagSource
 from server.domain import rags
@@ -88,11 +88,11 @@ async def resolve(request: web.Request, tools: Any, *, offer_default: bool = Tru
                     )
                 if rag_id not in chosen:
                     chosen[rag_id] = (await rags.load(session, rag_id), limit)
-        if not explicit and offer_default:
-            cap = request.app[SETTINGS].responses_default_rag_tools
-            if cap > 0:
-                for rag in (await rags.list_readable(session, principal))[:cap]:
-                    chosen[rag.id] = (rag, None)
+    if not explicit and offer_default:
+        cap = request.app[SETTINGS].responses_default_rag_tools
+        if cap > 0:  # from the short-lived per-process cache: no database read on every request
+            for rag in (await request.app[ACCESS].readable_rags(principal))[:cap]:
+                chosen[rag.id] = (rag, None)
     return [spec(rag, limit) for rag, limit in chosen.values()]
 
 
