@@ -4,6 +4,7 @@ streams the SDK's stream helper parses."""
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import AsyncIterator, Iterator
 
@@ -35,7 +36,9 @@ async def aw(
     server: Server, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, tools_port: int
 ) -> AsyncIterator[AgentWorld]:
     connect = ConnectJsonCaller(server.base_url)
-    world = await build_agent_world(connect, server.admin_token, gw_world, fakes.openai_url)
+    # The same tenant and keys as the session's gateway world, models and agents of its own (another tag).
+    gw = dataclasses.replace(gw_world, tag=secrets.token_hex(3), names=dict(gw_world.names))
+    world = await build_agent_world(connect, server.admin_token, gw, fakes.openai_url)
     label = f"a{secrets.token_hex(3)}_"
     body = {
         "externalMcpServer": {
@@ -49,7 +52,7 @@ async def aw(
     tooled = agent_body(
         world,
         "tooled",
-        "chat",
+        "echo",
         ["g-llama"],
         instructions=TOOLED_INSTRUCTIONS,
         defaultMcpServers=[label],
@@ -75,15 +78,17 @@ def _models(fakes: Fakes, since: int) -> list[str]:
 def test_agent_instructions_come_first_and_its_mcp_server_joins_the_loop(
     sdk: openai.OpenAI, aw: AgentWorld, fakes: Fakes
 ) -> None:
-    fakes.openai.script.append(tool_calls((f"{aw.names['mcp']}add", '{"a": 2, "b": 3}')))
+    fakes.openai.script += [tool_calls((f"{aw.names['mcp']}add", '{"a": 2, "b": 3}')), {"content": "It is 5."}]
     since = len(fakes.openai.received)
     result = sdk.responses.create(model=aw.agents["tooled"], input="2+3?", instructions="Answer briefly.")
     assert result.status == "completed" and result.model == aw.agents["tooled"]
     assert [i.type for i in result.output] == ["mcp_list_tools", "mcp_call", "message"]
     assert result.output[1].output == "5"  # type: ignore[union-attr]
-    assert result.output_text == "The tool said: 5"
+    assert result.output_text == "It is 5."
     # Base model twice (the tool call, then the answer), then the guardrail on the final answer.
-    assert _models(fakes, since) == ["served-chat", "served-chat", "guard-llama"]
+    assert _models(fakes, since) == ["echo", "echo", "guard-llama"]
+    second = fakes.openai.received[since + 1].json or {}
+    assert second["messages"][-1]["role"] == "tool" and second["messages"][-1]["content"] == "5"
     first = fakes.openai.received[since].json or {}
     assert first["messages"][:3] == [
         {"role": "system", "content": TOOLED_INSTRUCTIONS},
@@ -94,7 +99,7 @@ def test_agent_instructions_come_first_and_its_mcp_server_joins_the_loop(
         f"{aw.names['mcp']}{t}" for t in ("add", "slow", "big", "fails")
     ]
     judged = fakes.openai.received[-1].json or {}
-    assert judged["messages"][-1] == {"role": "assistant", "content": "The tool said: 5"}
+    assert judged["messages"][-1] == {"role": "assistant", "content": "It is 5."}
 
 
 def test_a_guardrail_refusal_is_an_openai_refusal_item(sdk: openai.OpenAI, aw: AgentWorld, fakes: Fakes) -> None:
