@@ -4,6 +4,7 @@ streams the SDK's stream helper parses."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -11,14 +12,18 @@ from collections.abc import AsyncIterator, Iterator
 import openai
 import pytest
 import pytest_asyncio
+from sqlalchemy import select
 
+from gateway.surfaces.agent_chat import GUARDRAIL_REFUSED
+from server.metering import CallKind
+from server.store.models import UsageEventRow
 from tests.agent_world import AgentWorld, agent_body, build_agent_world, create_agent
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
 from tests.fakes.upstream import tool_calls
 from tests.gateway_fixtures import Fakes, Gateway
-from tests.gateway_world import GatewayWorld
+from tests.gateway_world import GatewayWorld, all_resources_key
 from tests.world import must
 
 MCP = "platform.agents.v1.ExternalMcpServerService"
@@ -143,3 +148,30 @@ def test_an_unguarded_agent_streams_as_usual(sdk: openai.OpenAI, aw: AgentWorld,
         final = stream.get_final_response()
     assert final.output_text == "token by token" and final.model == aw.agents["plain"]
     assert (fakes.openai.last().json or {}).get("stream") is True  # relayed, not buffered
+
+
+async def test_responses_of_an_agent_are_metered_against_it_and_need_its_invoke_right(
+    server: Server, gateway: Gateway, aw: AgentWorld
+) -> None:
+    gw = aw.gw
+    secret = await all_resources_key(ConnectJsonCaller(server.base_url), gw, gw.tokens["member"], "resp-metering")
+    async with openai.AsyncOpenAI(base_url=gateway.base_url, api_key=secret, max_retries=0) as client:
+        await client.responses.create(model=aw.agents["guarded"], input="fine words")
+        await client.responses.create(model=aw.agents["guarded"], input="FORBIDDEN-A words")
+        with pytest.raises(openai.NotFoundError):  # the editor's unshared agent: not this member's
+            await client.responses.create(model=aw.agents["unshared"], input="hi")
+    rows: list[UsageEventRow] = []
+    for _ in range(200):  # bounded wait for the background flushers; not a timing assertion
+        async with gateway.db.read() as s:
+            query = select(UsageEventRow).where(UsageEventRow.api_key_id == gw.key_ids["resp-metering"])
+            rows = list(await s.scalars(query))
+        if len([r for r in rows if r.call_kind == int(CallKind.RESPONSE)]) >= 3:
+            break
+        await asyncio.sleep(0.05)
+    agent_rows = sorted((r for r in rows if r.model_id == aw.agents["guarded"]), key=lambda r: r.id)
+    base_name = gw.names[gw.model("echo-text")][1]
+    assert [(r.call_kind, r.target_name, r.status) for r in agent_rows] == [
+        (int(CallKind.RESPONSE), base_name, 200),
+        (int(CallKind.RESPONSE), base_name, GUARDRAIL_REFUSED),
+    ]
+    assert all(r.total_tokens > 0 for r in agent_rows)
