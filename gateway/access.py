@@ -2,8 +2,9 @@
 
 The hot path must not touch the database on every request. Keys: the shared verifier (`server.keyauth`) caches each
 lookup for at most `settings.api_key_cache_seconds`; the gateway adds no cache of its own on top, so that stays the
-bound on how long a disabled or revoked key works here. Models: a (principal, model) decision and a principal's model
-list are trusted for the same bound, so a withdrawn grant or a repointed alias takes effect within it.
+bound on how long a disabled or revoked key works here. Models: a (principal, model) decision, a principal's model
+list and its readable RAGs are trusted for the same bound, so a withdrawn grant or a repointed alias takes effect
+within it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from gateway.agents import AgentRoute
 from gateway.catalog import ModelInfo, Route
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
-from server.domain import preset_agents
+from server.domain import preset_agents, rags
 from server.domain.principal import Principal
 from server.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
 from server.permissions import ResourceKind, can_invoke, readable_names
@@ -37,6 +38,7 @@ class Access:
         self._verifier = verifier
         self._routes: TtlCache[Route | AgentRoute] = TtlCache(ttl)
         self._listings: TtlCache[list[ModelInfo]] = TtlCache(ttl)
+        self._rags: TtlCache[list[rags.Rag]] = TtlCache(ttl)
 
     async def principal(self, secret: str) -> Principal:
         try:
@@ -112,6 +114,14 @@ class Access:
         if isinstance(found, registry.AgentEntry):  # an agent is not a model a resource can embed or rerank with
             raise FailedPrecondition(f"'{model}' is a preset agent, not a model.", field="model")
         return found
+
+    async def readable_rags(self, principal: Principal) -> list[rags.Rag]:
+        """The RAGs the principal can read (by owner, then name): /v1/responses offers them as tools by default."""
+        return await self._rags.get(principal, lambda: self._load_rags(principal))
+
+    async def _load_rags(self, principal: Principal) -> list[rags.Rag]:
+        async with self._db.read() as session:
+            return await rags.list_readable(session, principal)
 
     async def models(self, principal: Principal) -> list[ModelInfo]:
         return await self._listings.get(principal, lambda: self._load_models(principal))

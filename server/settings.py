@@ -86,6 +86,9 @@ class Settings:
     mcp_tool_call_timeout_seconds: float = 60.0
     responses_heartbeat_seconds: float = 5.0
     mcp_max_tool_result_bytes: int = 1024 * 1024
+    # /v1/responses offers the RAGs a key can read as search tools when the request names no file_search tool: at
+    # most this many (the first by owner, then name); 0 turns the default off.
+    responses_default_rag_tools: int = 4
     # The installer's trusted CA for MCP servers behind a private CA: a name (up to 30 characters) whose PEM bundle
     # is var/trusted-ca/<name>.pem, trusted in addition to the system's CAs. Empty: the system's only.
     mcp_trusted_ca: str = ""
@@ -188,6 +191,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         mcp_tool_call_timeout_seconds=float(_get(env, "MCP_TOOL_CALL_TIMEOUT_SECONDS", "60")),
         responses_heartbeat_seconds=float(_get(env, "RESPONSES_HEARTBEAT_SECONDS", "5")),
         mcp_max_tool_result_bytes=int(_get(env, "MCP_MAX_TOOL_RESULT_BYTES", str(1024 * 1024))),
+        responses_default_rag_tools=int(_get(env, "RESPONSES_DEFAULT_RAG_TOOLS", "4")),
         mcp_trusted_ca=_ca_name(_get(env, "MCP_TRUSTED_CA", "")),
         rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),
         rag_inline_bytes=int(_get(env, "RAG_INLINE_BYTES", str(256 * 1024))),

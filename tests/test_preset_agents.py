@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.clients import ConnectJsonCaller, Result
+from tests.rag_helpers import new_rag
 from tests.world import World, make_world, must
 
 AGENTS = "platform.agents.v1.PresetAgentService"
@@ -80,12 +81,16 @@ async def _create(connect: ConnectJsonCaller, world: World, agent: dict[str, Any
 
 async def test_create_get_list_update_delete(connect: ConnectJsonCaller, world: World, models: dict[str, Any]) -> None:
     g = models["guards"]
+    # An agent searches its RAGs on its own authority, so its saver must be able to use each one.
+    unknown = await _create(connect, world, _body(models, defaultRags=["rag-support_1"]))
+    assert unknown.code == "invalid_argument" and "default_rags" in unknown.message
+    rag = (await new_rag(connect, world.tokens["editor"], world.tenant_id, models["embed"]))["id"]
     agent = _body(
         models,
         displayName="Support bot",
         instructions="Answer briefly.",
         defaultMcpServers=[models["mcp"]],
-        defaultRags=["rag-support_1"],
+        defaultRags=[rag],
         sampling={"temperature": 0.2, "topP": 0.9, "maxOutputTokens": 256},
         outputGuardrails=[g[1], g[0]],
     )
@@ -93,7 +98,7 @@ async def test_create_get_list_update_delete(connect: ConnectJsonCaller, world: 
     assert created["tenantId"] == world.tenant_id and created["baseModelResolved"] is True
     assert created["outputGuardrails"] == [g[1], g[0]]  # order is kept
     assert created["sampling"] == {"temperature": 0.2, "topP": 0.9, "maxOutputTokens": 256}
-    assert created["defaultMcpServers"] == [models["mcp"]] and created["defaultRags"] == ["rag-support_1"]
+    assert created["defaultMcpServers"] == [models["mcp"]] and created["defaultRags"] == [rag]
     editor = world.tokens["editor"]
     got = must(await connect.call(f"{AGENTS}/GetPresetAgent", {"name": agent["name"]}, token=editor, get=True))
     assert got["presetAgent"] == created

@@ -26,11 +26,14 @@ from server.domain.rag_filters import parse_filters
 from server.errors import SwitchboardError, wire_error_for
 from server.store.rag_index import SearchWeights
 
-__all__ = ["mcp_endpoint", "mcp_lifespan"]
+__all__ = ["SEARCH_TOOL", "mcp_endpoint", "mcp_lifespan", "search_rag"]
 
 _SCOPE_KEY = "switchboard.request"
 _ASGI = web.AppKey("rag_mcp_asgi", object)
 _MAX_TOP_K = 50
+
+
+SEARCH_TOOL = "search"
 
 
 def _build() -> Any:
@@ -39,14 +42,7 @@ def _build() -> Any:
         version="1.0.0",
         instructions="Search this RAG's documents: ranked passages with their file and metadata.",
     )
-
-    @mcp.tool()
-    async def search(query: str, ctx: Context, top_k: int = 5, filters: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Search the RAG's documents (hybrid: meaning and keywords). `filters` matches file metadata, e.g.
-        {"source_group_ids": ["g1"]}. Returns the best passages, best first, with score, file and metadata."""
-        request: web.Request = ctx.request_context.request.scope[_SCOPE_KEY]  # type: ignore[union-attr]
-        return await _search(request, query, top_k, filters)
-
+    _register(mcp)
     return mcp.streamable_http_app(
         streamable_http_path="/mcp",
         stateless_http=True,
@@ -56,14 +52,34 @@ def _build() -> Any:
     )
 
 
-async def _search(request: web.Request, query: str, top_k: int, filters: dict[str, Any] | None) -> dict[str, Any]:
-    started, status, rag_id = time.perf_counter(), 200, request.match_info["rag_id"]
+def _register(mcp: MCPServer) -> None:
+    @mcp.tool()
+    async def search(query: str, ctx: Context, top_k: int = 5, filters: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Search the RAG's documents (hybrid: meaning and keywords). `filters` matches file metadata, e.g.
+        {"source_group_ids": ["g1"]}. Returns the best passages, best first, with score, file and metadata."""
+        request: web.Request = ctx.request_context.request.scope[_SCOPE_KEY]  # type: ignore[union-attr]
+        return await search_rag(request, request.match_info["rag_id"], query, top_k, filters)
+
+
+async def search_rag(
+    request: web.Request,
+    rag_id: str,
+    query: str,
+    top_k: int,
+    filters: dict[str, Any] | None,
+    *,
+    delegated: bool = False,
+) -> dict[str, Any]:
+    """The `search` tool: of this MCP server, and of the Responses tool loop's in-process RAG sources (which call it
+    directly rather than through HTTP to this same gateway). `delegated`: the RAG is a preset agent's default tool,
+    searched on the agent's authority (its creator's access was checked when the agent was saved)."""
+    started, status = time.perf_counter(), 200
     try:
         if not query.strip():
             raise ToolError("query must not be empty")
         if not 1 <= top_k <= _MAX_TOP_K:
             raise ToolError(f"top_k must be between 1 and {_MAX_TOP_K}")
-        rag = await service.authorize(request)
+        rag = await service.authorize(request, rag_id, delegated=delegated)
         hits, files = await service.context(
             request,
             rag,
@@ -92,6 +108,19 @@ async def _search(request: web.Request, query: str, top_k: int, filters: dict[st
         for h in hits
     ]
     return {"results": results}
+
+
+_SCHEMA: list[tuple[str, dict[str, Any]]] = []  # built once per process
+
+
+async def search_tool_schema() -> tuple[str, dict[str, Any]]:
+    """(description, input schema) of the `search` tool, exactly as the MCP server lists it."""
+    if not _SCHEMA:
+        mcp = MCPServer("switchboard-rag")
+        _register(mcp)
+        tool = next(t for t in await mcp.list_tools() if t.name == SEARCH_TOOL)
+        _SCHEMA.append((tool.description or "", dict(tool.input_schema)))
+    return _SCHEMA[0]
 
 
 async def mcp_lifespan(app: web.Application) -> AsyncIterator[None]:

@@ -60,10 +60,12 @@ async def index_of(app: web.Application) -> ChunkIndex:
     return await chunk_index_for(app[DB].engine)
 
 
-async def authorize(request: web.Request) -> rags.Rag:
-    rag_id = request.match_info["rag_id"]
+async def authorize(request: web.Request, rag_id: str | None = None, *, delegated: bool = False) -> rags.Rag:
+    """The RAG (by default the one in the URL) if the caller may invoke it; `delegated` skips the caller's check for
+    a RAG used on a preset agent's authority (see gateway.responses.rag_tools)."""
+    rag_id = rag_id or request.match_info["rag_id"]
     async with request.app[DB].read() as session:
-        if not await can_invoke(session, request[PRINCIPAL], ResourceRef(ResourceKind.RAG, rag_id)):
+        if not delegated and not await can_invoke(session, request[PRINCIPAL], ResourceRef(ResourceKind.RAG, rag_id)):
             raise NotFound(f"RAG {rag_id!r} does not exist or you do not have access to it", field="rag_id")
         return await rags.load(session, rag_id)
 

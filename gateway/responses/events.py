@@ -217,6 +217,38 @@ class ResponseStream:
         )
         await self.done_item(index, item)
 
+    async def refusal(self, text: str) -> dict[str, Any]:
+        """A message whose one content part is a refusal (an output guardrail's), as its event sequence."""
+        index, item_id = len(self.output), translate.new_id("msg")
+        item = translate.refusal_item(text, item_id=item_id)
+        self.output.append(item)
+        opened = {**item, "status": "in_progress", "content": []}
+        await self._emit("response.output_item.added", output_index=index, item=opened)
+        common = {"item_id": item_id, "output_index": index, "content_index": 0}
+        await self._emit("response.content_part.added", **common, part={"type": "refusal", "refusal": ""})
+        await self._emit("response.refusal.delta", **common, delta=text)
+        await self._emit("response.refusal.done", **common, refusal=text)
+        await self._emit("response.content_part.done", **common, part={"type": "refusal", "refusal": text})
+        await self._emit("response.output_item.done", output_index=index, item=item)
+        return item
+
+    async def replay(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Finished output items (a buffered turn's) as a valid event sequence; returns them as streamed."""
+        for item in items:
+            kind = item.get("type")
+            if kind == "message":
+                parts = item.get("content") or []
+                refused = next((p["refusal"] for p in parts if p.get("type") == "refusal"), None)
+                if refused is not None:
+                    await self.refusal(str(refused))
+                else:
+                    await self.text("".join(str(p.get("text", "")) for p in parts))
+            elif kind == "function_call":
+                await self.function_call(item)
+            else:
+                await self.done_item(await self.add_item(item), item)
+        return [item for item in self.output if item is not None]
+
     async def heartbeat(self) -> None:
         """Re-sent while tools run, so clients and proxies see the response is alive."""
         await self._emit("response.in_progress", response=self._snapshot("in_progress"))

@@ -27,7 +27,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -42,6 +42,7 @@ from gateway.providers import Surface
 from gateway.responses import translate
 from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
+from gateway.responses.rag_tools import INCLUDE_RESULTS, RagConnection, results_of
 from gateway.surfaces._upstream import post_json, read_upstream_json
 from server.mcp.tool_client import McpTool, ToolConnection, ToolFailure, ToolResult, tls_context
 from server.mcp.toolnames import ToolNames
@@ -70,13 +71,22 @@ class _Tool:
     validator: Any  # a jsonschema validator, or None when the server's schema is not valid JSON Schema
 
 
+class _Link(Protocol):
+    """A tool source's connection for one turn: a remote MCP server's, or an in-process RAG's."""
+
+    async def list_tools(self) -> list[McpTool]: ...
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
+    async def close(self) -> None: ...
+
+
 @dataclass
 class _Turn:
     request: web.Request
     call: Call
     route: Route
     events: ResponseStream | None
-    connections: dict[str, ToolConnection] = field(default_factory=dict)
+    include_results: bool = False  # file_search_call items carry their results
+    connections: dict[str, _Link] = field(default_factory=dict)
     output: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
     tool_calls: int = 0
@@ -188,8 +198,10 @@ def _tools_of(item: dict[str, Any]) -> list[McpTool]:
     return tools
 
 
-def _connection(turn: _Turn, spec: McpToolSpec) -> ToolConnection:
+def _connection(turn: _Turn, spec: McpToolSpec) -> _Link:
     conn = turn.connections.get(spec.source.label)
+    if conn is None and spec.rag is not None:
+        conn = turn.connections[spec.source.label] = RagConnection(turn.request, spec.rag)
     if conn is None:
         runtime = turn.request.app[MCP_RUNTIME]
         conn = ToolConnection(
@@ -256,7 +268,8 @@ async def _run_tool(turn: _Turn, tool: _Tool, arguments: dict[str, Any]) -> tupl
     except ToolFailure as exc:
         status, failure = (504 if exc.timed_out else 502), exc.message
     finally:
-        _meter(turn, label, name, status, started)
+        if tool.spec.rag is None:  # a RAG search meters itself (CALL_KIND_RAG_CONTEXT)
+            _meter(turn, label, name, status, started)
         if span is not None:
             span.set_attribute("switchboard.mcp.server", label)
             span.set_attribute("switchboard.mcp.tool", name)
@@ -310,6 +323,35 @@ async def _mcp_call(turn: _Turn, tool: _Tool, raw_arguments: str, approval_reque
     return ((output or "") if error is None else translate.error_text(error)), timed_out
 
 
+async def _file_search_call(turn: _Turn, tool: _Tool, raw_arguments: str) -> tuple[str, bool]:
+    """A RAG source's search as OpenAI's `file_search_call` item and events; returns what the model sees."""
+    arguments, invalid = _argument_errors(tool, raw_arguments)
+    query = str((arguments or {}).get("query") or "")
+    item: dict[str, Any] = {
+        "id": translate.new_id("fs"),
+        "type": "file_search_call",
+        "status": "in_progress",
+        "queries": [query] if query else [],
+        "results": None,
+    }
+    index = await turn.add(item)
+    common = {"item_id": item["id"], "output_index": index}
+    await turn.event("response.file_search_call.in_progress", **common)
+    if arguments is None:
+        await turn.done(index, {**item, "status": "failed"})
+        return invalid or "", False
+    turn.tool_calls += 1
+    await turn.event("response.file_search_call.searching", **common)
+    result, failure, status = await _run_tool(turn, tool, arguments)
+    if result is None or result.is_error:
+        await turn.done(index, {**item, "status": "failed"})
+        return (failure or "") if result is None else result.text, status == 504
+    await turn.event("response.file_search_call.completed", **common)
+    found = results_of(result.text) if turn.include_results else None
+    await turn.done(index, {**item, "status": "completed", "results": found})
+    return result.text, False
+
+
 def _execution_error(text: str) -> dict[str, Any]:
     """OpenAI's shape for a tool that ran (or was refused its arguments) and failed: the model may correct it."""
     return {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": text}]}
@@ -354,7 +396,7 @@ async def run(
 ) -> LoopResult:
     """One turn of the loop (see the module docstring). `prior_items` are the chain's earlier output items (where
     approval requests are found); `listings` its earlier mcp_list_tools items."""
-    turn = _Turn(request, call, route, events)
+    turn = _Turn(request, call, route, events, INCLUDE_RESULTS in plan.include)
     try:
         table = await _tool_table(turn, specs, listings)
         added, reason = await _answer_approvals(turn, table, plan.input_items, prior_items)
@@ -382,7 +424,10 @@ async def _tool_table(turn: _Turn, specs: list[McpToolSpec], listings: list[dict
     names = ToolNames()
     for spec in specs:
         listing = known.get(spec.source.label)
-        if listing is None:
+        if spec.rag is not None:  # in process: its tool is known without a listing (file_search shows none)
+            rag_tools = await _connection(turn, spec).list_tools()
+            listing = _listing_item(spec.source.label, rag_tools, None)
+        elif listing is None:
             listing = await _list(turn, spec)
             table.listings.append(listing)
         for tool in _tools_of(listing):
@@ -461,7 +506,10 @@ async def _round(
             done.reason = "max_tool_calls"
         else:
             done.assistant["tool_calls"].append(translate.chat_tool_call(call_id, name, arguments))
-            output, timed_out = await _mcp_call(turn, target, arguments, None)
+            if target.spec.rag is not None:
+                output, timed_out = await _file_search_call(turn, target, arguments)
+            else:
+                output, timed_out = await _mcp_call(turn, target, arguments, None)
             done.answers.append({"role": "tool", "tool_call_id": call_id, "content": output})
             if timed_out:
                 done.reason = "tool_call_timeout"

@@ -22,7 +22,7 @@ from server.errors import InvalidArgument
 from server.mcp.tool_client import ToolSource
 from server.settings import Settings
 
-__all__ = ["McpRuntime", "McpToolSpec", "resolve"]
+__all__ = ["McpRuntime", "McpToolSpec", "RagSource", "resolve"]
 
 _OAUTH_HINT = (
     "obtain the user's token with platform.agents.v1.ExternalMcpServerService/GetExternalMcpServerOAuthMetadata "
@@ -43,12 +43,24 @@ MCP_RUNTIME = web.AppKey("mcp_runtime", McpRuntime)
 
 
 @dataclass(frozen=True)
+class RagSource:
+    """A RAG served in process as the loop's tool source (gateway.responses.rag_tools): its `{rag_url}/mcp` search
+    tool, called directly rather than over HTTP to this same gateway (whose own port the egress guard refuses)."""
+
+    rag_id: str
+    display_name: str
+    max_results: int | None  # a file_search tool's max_num_results: the cap of each search
+    delegated: bool = False  # searched on a preset agent's authority rather than the caller's
+
+
+@dataclass(frozen=True)
 class McpToolSpec:
     source: ToolSource
     allowed: frozenset[str] | None  # None: every tool the server lists
     approval_always: bool  # the default for tools the filters do not name
     approval_never: frozenset[str] = field(default_factory=frozenset)
     approval_required: frozenset[str] = field(default_factory=frozenset)
+    rag: RagSource | None = None  # set: an in-process RAG source, its calls shown as file_search_call items
 
     def needs_approval(self, tool: str) -> bool:
         if tool in self.approval_required:

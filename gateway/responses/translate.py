@@ -31,6 +31,7 @@ __all__ = [
     "messages",
     "new_id",
     "plan",
+    "refusal_item",
     "response_object",
     "usage_of",
 ]
@@ -51,6 +52,7 @@ class ChatPlan:
     context: list[dict[str, Any]]  # messages before this turn's input (from previous_response_id), no instructions
     turn: list[dict[str, Any]]  # this turn's input as messages
     echo: dict[str, Any] = field(default_factory=dict)
+    include: tuple[str, ...] = ()  # the request's `include` (extra output data, e.g. file_search_call.results)
 
 
 def _text_of(parts: Any, field_name: str) -> str:
@@ -211,6 +213,8 @@ def messages(items: list[Any]) -> list[dict[str, Any]]:
             out.append(_function_output(item, where))
         elif kind in _MCP_ITEMS:
             out += _mcp_messages(item, kind, where)
+        elif kind == "file_search_call":
+            continue  # a search the gateway ran: its results reached the model in that turn
         else:
             raise InvalidArgument(f"Input item type {kind!r} is not supported.", field=f"{where}.type")
     return out
@@ -223,8 +227,8 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
         raise InvalidArgument("'tools' must be an array.", field="tools")
     out = []
     for i, tool in enumerate(tools):
-        if isinstance(tool, dict) and tool.get("type") == "mcp":
-            continue  # served by the tool loop (gateway.responses.mcp_tools)
+        if isinstance(tool, dict) and tool.get("type") in ("mcp", "file_search"):
+            continue  # served by the tool loop (gateway.responses.mcp_tools, gateway.responses.rag_tools)
         if not isinstance(tool, dict) or tool.get("type") != "function":
             kind = tool.get("type") if isinstance(tool, dict) else None
             raise InvalidArgument(f"Tool type {kind!r} is not supported here.", field=f"tools[{i}].type")
@@ -319,7 +323,14 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
         "store": bool(payload.get("store", True)),
         "previous_response_id": payload.get("previous_response_id"),
     }
-    return ChatPlan(chat, [_listed(item) for item in items], list(context), turn, echo)
+    return ChatPlan(chat, [_listed(item) for item in items], list(context), turn, echo, _include(payload))
+
+
+def _include(payload: dict[str, Any]) -> tuple[str, ...]:
+    include = payload.get("include")
+    if include is not None and (not isinstance(include, list) or not all(isinstance(i, str) for i in include)):
+        raise InvalidArgument("'include' must be an array of strings.", field="include")
+    return tuple(include or ())
 
 
 _ID_PREFIX = {
@@ -349,6 +360,17 @@ def message_item(text: str, *, status: str = "completed", item_id: str | None = 
         "role": "assistant",
         "status": status,
         "content": content,
+    }
+
+
+def refusal_item(text: str, *, item_id: str | None = None) -> dict[str, Any]:
+    """An assistant message refusing to answer: OpenAI's `refusal` content part."""
+    return {
+        "id": item_id or new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": text}],
     }
 
 

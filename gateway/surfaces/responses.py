@@ -17,16 +17,19 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from gateway.calls import metered
-from gateway.catalog import TaskType
+from gateway.agents import AgentRoute, shape_chat_request
+from gateway.calls import Call, metered
+from gateway.catalog import Route, TaskType
 from gateway.context import DB, PRINCIPAL
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
-from gateway.responses import loop, mcp_tools, translate
+from gateway.responses import loop, mcp_tools, rag_tools, translate
+from gateway.responses.agent_tools import with_agent_tools
 from gateway.responses.events import ResponseStream
 from gateway.sampling import RESPONSES_FIELDS, check_fields
 from gateway.streaming import chat_chunks
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from gateway.surfaces.agent_responses import guarded_response
 from server.domain import conversation_items, conversations
 from server.domain import responses as stored
 from server.errors import InvalidArgument, UpstreamFailed
@@ -175,11 +178,10 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             plan.echo["conversation"] = {"id": conversation_id}
         max_tool_calls = _max_tool_calls(payload)
         plan.echo["max_tool_calls"] = max_tool_calls
-        specs = await mcp_tools.resolve(request, payload.get("tools"))
-        route = await call.resolve(model)
-        require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
-        if specs or any(i.get("type") == "mcp_approval_response" for i in plan.input_items):
-            loop_args = _LoopArgs(specs, prior_items, listings, max_tool_calls)
+        route, agent, specs = await _target_and_tools(request, call, model, payload, plan)
+        approvals = any(i.get("type") == "mcp_approval_response" for i in plan.input_items)
+        if specs or approvals or (agent is not None and agent.guardrails):
+            loop_args = _LoopArgs(specs, prior_items, listings, max_tool_calls, agent)
             return await _with_loop(
                 request, call, route, plan, model=model, stream=stream, conversation_id=conversation_id, args=loop_args
             )
@@ -211,6 +213,26 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         return web.Response(body=encoded, content_type="application/json")
 
 
+async def _target_and_tools(
+    request: web.Request, call: Call, model: str, payload: dict[str, Any], plan: translate.ChatPlan
+) -> tuple[Route, AgentRoute | None, list[mcp_tools.McpToolSpec]]:
+    """The model's route (a preset agent's: its base model, the plan shaped by the agent) and the turn's tool
+    sources: the caller's MCP servers and RAGs (the key's RAGs by default, not for agents), after an agent's own."""
+    target = await call.resolve_target(model)
+    agent = target if isinstance(target, AgentRoute) else None
+    route = target.base if isinstance(target, AgentRoute) else target
+    if agent is not None:
+        require_task(route, TaskType.TEXT_GENERATION)
+        plan.payload = shape_chat_request(agent, plan.payload)  # the agent's instructions come first
+    else:
+        require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
+    specs = await mcp_tools.resolve(request, payload.get("tools"))
+    specs += await rag_tools.resolve(request, payload.get("tools"), offer_default=agent is None)
+    if agent is not None:
+        specs = await with_agent_tools(request, agent, specs)
+    return route, agent, specs
+
+
 def _max_tool_calls(payload: dict[str, Any]) -> int | None:
     value = payload.get("max_tool_calls")
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
@@ -224,6 +246,7 @@ class _LoopArgs:
     prior_items: list[dict[str, Any]]
     listings: list[dict[str, Any]]
     max_tool_calls: int | None
+    agent: AgentRoute | None = None  # a preset agent's turn: its guardrails judge the answer
 
 
 async def _with_loop(
@@ -266,6 +289,21 @@ async def _with_loop(
             incomplete_reason=reason,
         )
 
+    async def remember(body: dict[str, Any], result: loop.LoopResult) -> None:
+        await _remember(request, body, plan, conversation_id, result)
+
+    if args.agent is not None and args.agent.guardrails:
+        return await guarded_response(
+            request,
+            call,
+            args.agent,
+            plan,
+            stream=stream,
+            events=ResponseStream(web.StreamResponse(), response_id, model, plan.echo, created_at),
+            run_turn=lambda: turn(None),
+            body_of=body_of,
+            remember=remember,
+        )
     if not stream:
         result = await turn(None)
         call.count(result.usage)

@@ -638,17 +638,20 @@ def request_headers(values: Any, field: str) -> dict[str, str]:
 
 
 async def invocation(
-    session: AsyncSession, principal: Principal, name: str, box: SecretBox, *, field: str
+    session: AsyncSession, principal: Principal, name: str, box: SecretBox, *, field: str, delegated: bool = False
 ) -> Invocation:
     """The server `name` for a caller who wants to use its tools: it must be registered in the caller's tenant (or
     platform-wide) and invokable by the caller (the key's grants, sharing). Anything else reads as "unknown", so
-    names cannot be probed."""
+    names cannot be probed. `delegated`: a preset agent's default server, used on the agent's authority (its saver
+    was checked when the agent was saved; the caller's right to invoke the agent is the surface's check)."""
     tenant_id = principal.api_key.tenant_id if principal.api_key else principal.scoped_tenant_id
     row = await session.get(ExternalMcpServerRow, name)
-    if (
-        row is None
-        or (row.tenant_id is not None and row.tenant_id != tenant_id)
-        or not await permissions.can_invoke(session, principal, _ref(name))
+    if row is None or (
+        not delegated
+        and (
+            (row.tenant_id is not None and row.tenant_id != tenant_id)
+            or not await permissions.can_invoke(session, principal, _ref(name))
+        )
     ):
         raise InvalidArgument(f"{field}: no registered MCP server named {name!r} that you can use", field=field)
     headers: dict[str, str] = {}

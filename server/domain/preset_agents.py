@@ -202,12 +202,18 @@ async def _mcp_servers(session: AsyncSession, principal: Principal, names: tuple
     return list(dict.fromkeys(names))
 
 
-def _rags(ids: tuple[str, ...]) -> list[str]:
+async def _rags(session: AsyncSession, principal: Principal, ids: tuple[str, ...]) -> list[str]:
+    """The agent searches its RAGs on its own authority (gateway.responses.agent_tools), so the saver must be able to
+    use each one, like its MCP servers."""
     if len(ids) > MAX_DEFAULT_TOOLS:
         raise InvalidArgument(f"default_rags takes at most {MAX_DEFAULT_TOOLS} RAGs", field="default_rags")
     for rag in ids:
         if not _RAG_ID.fullmatch(rag):
             raise InvalidArgument(f"default_rags: {rag!r} is not a RAG id", field="default_rags")
+        if not await permissions.can_invoke(session, principal, ResourceRef(ResourceKind.RAG, rag)):
+            raise InvalidArgument(
+                f"default_rags: RAG {rag!r} does not exist or the caller may not use it", field="default_rags"
+            )
     return list(dict.fromkeys(ids))
 
 
@@ -234,7 +240,7 @@ async def _apply(session: AsyncSession, principal: Principal, row: PresetAgentRo
     base = await _base(session, principal, spec.base_model)
     guardrails = await _guardrails(session, principal, spec.output_guardrails)
     servers = await _mcp_servers(session, principal, spec.default_mcp_servers)
-    rags = _rags(spec.default_rags)
+    rags = await _rags(session, principal, spec.default_rags)
     sampling = _sampling(spec.sampling)
     row.instructions = _instructions(spec.instructions)
     row.base_public_model_id, row.base_kind, row.base_name = spec.base_model, int(base.kind), base.name
