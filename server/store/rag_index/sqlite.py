@@ -87,13 +87,21 @@ class SqliteChunkIndex(ChunkIndex):
         cap = max(_COMMON_FLOOR, int(chunks * _COMMON_SHARE))
         if chunks <= cap or len(words) < 2:
             return words
-        probe = text(
+        # The FTS table holds every RAG's chunks: a term found at most `cap` times in all of them is rare enough here
+        # (a cheap probe, no join); only the others are counted within this RAG.
+        anywhere = text(
+            "SELECT count(*) FROM (SELECT 1 FROM rag_chunks_fts WHERE rag_chunks_fts MATCH :term LIMIT :cap)"
+        )
+        in_rag = text(
             "SELECT count(*) FROM (SELECT 1 FROM rag_chunks_fts CROSS JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "
             "WHERE rag_chunks_fts MATCH :term AND c.rag_id = :rag_id LIMIT :cap)"
         )
         kept = []
         for word in words:
-            found = await session.scalar(probe, {"term": f'"{word}"', "rag_id": rag_id, "cap": cap + 1})
-            if int(found or 0) <= cap:
+            params = {"term": f'"{word}"', "rag_id": rag_id, "cap": cap + 1}
+            if (
+                int(await session.scalar(anywhere, params) or 0) <= cap
+                or int(await session.scalar(in_rag, params) or 0) <= cap
+            ):
                 kept.append(word)
         return kept or words
