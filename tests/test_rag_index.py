@@ -152,12 +152,46 @@ async def test_lexical_search_ors_the_query_terms(rag: Rag) -> None:
     assert await rag.query("zeppelin", weights=SearchWeights(dense=0, lexical=1)) == []
 
 
+async def test_stopwords_are_left_out_of_the_lexical_query(rag: Rag) -> None:
+    # ORed, "what is the ... of" would match most chunks; left out, only the content word decides.
+    hits = await rag.query("what is the sourdough of", top_k=10, weights=SearchWeights(dense=0, lexical=1))
+    assert texts(hits) == [FILES["cooking"][0]]
+
+
+async def test_common_terms_are_left_out_but_a_query_of_only_common_terms_still_searches(
+    rag: Rag, rag_database: Database
+) -> None:
+    # 120 chunks say "weather report"; one adds "mars". "weather" is in over a tenth of the RAG's chunks, so the
+    # lexical query keeps only "mars" (on SQLite, where FTS5 would otherwise score all 121) and still ranks it first.
+    many = await Rag(rag.store, rag.index).create()
+    vector = passage_vectors()["travel"][0]
+    chunks = [ChunkInput(text=f"weather report number {i}", token_count=4, vector=vector) for i in range(120)]
+    chunks.append(ChunkInput(text="weather report from mars: cold and dusty", token_count=7, vector=vector))
+    file_id = new_id("rf")
+    async with many.store.transaction() as session:
+        session.add(RagFileRow(id=file_id, rag_id=many.id, filename="w.txt", status="ready", chunk_count=121))
+        await session.flush()
+        await many.index.add(session, rag_id=many.id, file_id=file_id, chunks=chunks)
+    lexical = SearchWeights(dense=0, lexical=1)
+    async with many.store.read() as session:
+        hits = await search(
+            many.index, session, rag_id=many.id, query="mars weather", vector=None, top_k=5, weights=lexical
+        )
+        assert hits[0].text == chunks[-1].text
+        if rag_database.backend == "sqlite":  # FTS5 prunes; PostgreSQL's GIN index keeps "weather" (cheap there)
+            assert len(hits) == 1
+        common = await search(
+            many.index, session, rag_id=many.id, query="weather report", vector=None, top_k=5, weights=lexical
+        )
+        assert len(common) == 5
+
+
 async def test_hybrid_fuses_both_lists_with_normalised_scores(rag: Rag) -> None:
     hits = await rag.query("espresso coffee machine", top_k=5)
     assert hits[0].text == FILES["cooking"][2]  # first in both lists
     assert hits[0].dense_similarity is not None and hits[0].lexical_score is not None
     assert hits[0].score == pytest.approx(1.0)
-    assert all(0 < h.score <= 1 for h in hits)
+    assert all(0 <= h.score <= 1 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert len(hits) == 5  # dense fills in where lexical has no match
 

@@ -47,7 +47,7 @@ async def test_create_fills_defaults_and_rag_url(
     assert created["embeddingModel"] == embedder
     assert "embeddingDimensions" not in created  # pinned only by the first embedding
     assert created["chunking"] == {"chunkSizeTokens": 256, "chunkOverlapTokens": 32}
-    assert created["retrieval"] == {"topK": 10, "denseWeight": 1.0, "lexicalWeight": 1.0}
+    assert created["retrieval"] == {"topK": 10, "denseWeight": 3.0, "lexicalWeight": 1.0}
     assert "rerankModel" not in created
     assert created["ragUrl"] == f"http://127.0.0.1:8081/rag/{created['id']}"
     assert created["createTime"] and created["updateTime"]
@@ -233,7 +233,7 @@ async def test_update_rules(connect: ConnectJsonCaller, server: Server, world: W
     assert updated["displayName"] == "Renamed"
     assert updated["chunking"] == {"chunkSizeTokens": 400, "chunkOverlapTokens": 32}
     assert updated["rerankModel"] == reranker
-    assert updated["retrieval"] == {"topK": 3, "scoreThreshold": 0.5, "denseWeight": 1.0, "lexicalWeight": 0.5}
+    assert updated["retrieval"] == {"topK": 3, "scoreThreshold": 0.5, "denseWeight": 3.0, "lexicalWeight": 0.5}
     assert updated["updateTime"] > rag["updateTime"] and updated["createTime"] == rag["createTime"]
     cleared = must(
         await connect.call(

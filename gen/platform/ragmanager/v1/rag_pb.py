@@ -232,7 +232,7 @@ class RagRetrievalDefaults(Message[_RagRetrievalDefaultsFields]):
             optional double score_threshold = 2;
             ```
         dense_weight:
-            Weight of the dense (vector) ranking in the hybrid fusion, 0 to 100; default 1.
+            Weight of the dense (vector) ranking in the hybrid fusion, 0 to 100; default 3.
 
             ```proto
             optional double dense_weight = 3;
