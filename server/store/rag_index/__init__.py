@@ -10,12 +10,12 @@
 that match, applied inside both searches, so a filtered query still returns `top_k` chunks when that many match.
 """
 
-from server.store.rag_index.base import RUNTIME_TABLE_PREFIXES, Candidate, ChunkIndex, ChunkInput
+from server.store.rag_index.base import RUNTIME_SCHEMA_PREFIXES, Candidate, ChunkIndex, ChunkInput
 from server.store.rag_index.factory import chunk_index_for
 from server.store.rag_index.search import ChunkHit, SearchWeights, search
 
 __all__ = [
-    "RUNTIME_TABLE_PREFIXES",
+    "RUNTIME_SCHEMA_PREFIXES",
     "Candidate",
     "ChunkHit",
     "ChunkIndex",

@@ -16,10 +16,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from server.store.models import RagIndexGenerationRow
 
-__all__ = ["RUNTIME_TABLE_PREFIXES", "Candidate", "ChunkIndex", "ChunkInput", "Vector", "bump_generation", "terms"]
+__all__ = ["RUNTIME_SCHEMA_PREFIXES", "Candidate", "ChunkIndex", "ChunkInput", "Vector", "bump_generation", "terms"]
 
-# Tables the engines create at run time (FTS5 and its shadow tables, the pgvector table); not in the migrations.
-RUNTIME_TABLE_PREFIXES = ("rag_chunks_fts", "rag_chunk_vectors")
+# What the engines create at run time, not in the migrations: FTS5 and its shadow tables, the pgvector table and its
+# per-RAG indexes, and PostgreSQL's full-text GIN index on rag_chunks (an expression index made with the engine).
+RUNTIME_SCHEMA_PREFIXES = ("rag_chunks_fts", "rag_chunk_vectors", "ix_rag_chunks_tsv")
 Vector = npt.NDArray[np.float32]
 _TERM = re.compile(r"\w+")
 _MAX_TERMS = 64
