@@ -35,9 +35,11 @@ lint: $(STAMP)
 	$(BIN)/buf lint
 	$(BIN)/buf format --exit-code -d
 
-## gen: regenerate gen/ from proto/ with local plugins only.
+## gen: regenerate gen/ from proto/ with local plugins only (Google protobuf, grpcio and connectrpc stubs), then
+## nest protoc's absolute imports under the `gen` package (see tools/protogen/package_imports.py).
 gen: $(STAMP)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/buf generate
+	$(BIN)/python tools/protogen/package_imports.py gen gen
 
 ## check-gen: fail when gen/ differs from what `make gen` produces.
 check-gen: $(STAMP)
