@@ -13,10 +13,10 @@ import aiohttp
 import grpc
 
 from bench.common import measure, print_table, running_server
-from gen.grpc.health.v1.health_pb import HealthCheckRequest
-from gen.grpc.health.v1.health_pb_grpc import HealthClient
-from gen.platform.tenants.v1.group_service_pb import ListGroupsRequest
-from gen.platform.tenants.v1.group_service_pb_grpc import GroupServiceClient
+from gen.grpc.health.v1.health_pb2 import HealthCheckRequest
+from gen.grpc.health.v1.health_pb2_grpc import HealthStub
+from gen.platform.tenants.v1.group_service_pb2 import ListGroupsRequest
+from gen.platform.tenants.v1.group_service_pb2_grpc import GroupServiceStub
 from server.tokens import PLATFORM_ROLES, mint_token
 
 REQUESTS = 3000
@@ -52,16 +52,16 @@ async def main() -> None:
                     await resp.read()
 
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                groups = GroupServiceClient(channel)
-                health = HealthClient(channel)
+                groups = GroupServiceStub(channel)
+                health = HealthStub(channel)
                 metadata = [("authorization", f"Bearer {token}")]
 
                 async def grpc_list() -> None:
-                    response = await groups.list_groups(ListGroupsRequest(tenant_id=tenant_id), metadata=metadata)
+                    response = await groups.ListGroups(ListGroupsRequest(tenant_id=tenant_id), metadata=metadata)
                     assert len(response.groups) == 50
 
                 async def grpc_noop() -> None:
-                    await health.check(HealthCheckRequest())
+                    await health.Check(HealthCheckRequest())
 
                 noop_connect = await measure(
                     "no-op (Health/Check), Connect JSON", connect_noop, requests=REQUESTS, concurrency=CONCURRENCY

@@ -25,11 +25,15 @@ from connectrpc_grpcreflect import (
     ServerReflectionASGIApplication,
     ServerReflectionService,
 )
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import FileDescriptor, ServiceDescriptor
+from protobuf import DescService
+from protobuf.wkt import FileDescriptorSet
 from sqlalchemy import text
 
 import gen.platform
 from server.auth import Authenticator
-from server.codecs import management_codecs
+from server.codecs import management_codecs, reflection_codecs
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
 from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
@@ -42,7 +46,7 @@ from server.telemetry import configure_tracing
 from server.tokens import TokenVerifier
 from server.traffic import TrafficCounter
 
-__all__ = ["ServiceApp", "build_app", "generated_services", "quiet_client_gone"]
+__all__ = ["ServiceApp", "build_app", "generated_services", "quiet_client_gone", "reflection_descriptors"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -54,12 +58,13 @@ log = logging.getLogger("switchboard.server")
 
 @dataclass(frozen=True)
 class ServiceApp:
-    """One generated service: its full name, its Protocol and its ASGI application class."""
+    """One generated service: its full name, its Protocol, its ASGI application class and its descriptor."""
 
     full_name: str
     protocol: Any
     asgi_app: Any
     module: ModuleType
+    descriptor: ServiceDescriptor
 
 
 def _connect_modules() -> Iterator[ModuleType]:
@@ -77,9 +82,32 @@ def generated_services() -> list[ServiceApp]:
             if not attr.endswith("ASGIApplication") or getattr(value, "__module__", None) != module.__name__:
                 continue
             protocol = getattr(module, attr.removesuffix("ASGIApplication"))
-            full_name = protocol.desc().type_name
-            found.append(ServiceApp(full_name, protocol, value, module))
+            messages = importlib.import_module(module.__name__.removesuffix("_connect") + "_pb2")
+            descriptor = messages.DESCRIPTOR.services_by_name[protocol.__name__]
+            found.append(ServiceApp(descriptor.full_name, protocol, value, module, descriptor))
     return sorted(found, key=lambda s: s.full_name)
+
+
+def reflection_descriptors(services: list[ServiceDescriptor]) -> list[DescService]:
+    """The services as connectrpc-grpcreflect reads them (protobuf-py descriptors), built from the same files the
+    Google runtime loaded, dependencies first."""
+    ordered: list[FileDescriptor] = []
+
+    def visit(file: FileDescriptor) -> None:
+        if file in ordered:
+            return
+        for dependency in file.dependencies:
+            visit(dependency)
+        ordered.append(file)
+
+    for service in services:
+        visit(service.file)
+    files = descriptor_pb2.FileDescriptorSet()
+    for file in ordered:
+        file.CopyToProto(files.file.add())
+    registry = FileDescriptorSet.from_binary(files.SerializeToString()).to_registry()
+    found = [registry.service(service.full_name) for service in services]
+    return [d for d in found if d is not None]
 
 
 def _unimplemented(protocol: type) -> object:
@@ -229,7 +257,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
     interceptors = build_interceptors(authenticator)
     apps: dict[str, ASGIApp] = {}
-    descriptors = []
+    descriptors: list[ServiceDescriptor] = []
     # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).
     bounds: dict[str, Any] = {"codecs": management_codecs(), "read_max_bytes": MANAGEMENT_MESSAGE_LIMIT}
     for service in generated_services():
@@ -237,21 +265,22 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         handler = factory(deps) if factory is not None else _unimplemented(service.protocol)
         app = service.asgi_app(handler, interceptors=interceptors, **bounds)
         apps[app.path] = app
-        descriptors.append(service.protocol.desc())
+        descriptors.append(service.descriptor)
     health = HealthHandler(deps.db)
     for app in health.apps(**bounds):
         apps[app.path] = app
-    reflected = (*descriptors, *health.descriptors())
+    reflected = reflection_descriptors([*descriptors, *health.descriptors()])
+    reflection_bounds = {**bounds, "codecs": reflection_codecs()}
     for app in (
-        ServerReflectionASGIApplication(ServerReflectionService(*reflected), **bounds),
-        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*reflected), **bounds),
+        ServerReflectionASGIApplication(ServerReflectionService(*reflected), **reflection_bounds),
+        ServerReflectionAlphaASGIApplication(ServerReflectionAlphaService(*reflected), **reflection_bounds),
     ):
         apps[app.path] = app
     streaming = {
-        f"/{service.type_name}/{method.name}"
+        f"/{service.full_name}/{method.name}"
         for service in (*descriptors, *health.descriptors())
         for method in service.methods
-        if str(method.method_kind) != "unary"
+        if method.client_streaming or method.server_streaming
     }
     router = CorsASGI(Router(deps, apps, streaming), CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
     return TrafficCounter(router, deps.meter())

@@ -10,23 +10,47 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from connectrpc.code import Code
 from connectrpc.codec import Codec, proto_binary_codec, proto_json_codec
+from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from server.errors import InvalidArgument
 from server.input_bounds import check_json_bounds
 
-__all__ = ["BoundedJsonCodec", "management_codecs"]
+__all__ = ["BoundedJsonCodec", "JsonCodec", "management_codecs", "reflection_codecs"]
 
 _MAX_DETAIL = 200
+
+
+class JsonCodec:
+    """Protobuf JSON with Google's runtime, compact on the wire (connectrpc's compat codec indents its output).
+    Unknown fields are ignored, as Connect clients of a newer contract may send fields this server lacks."""
+
+    def name(self) -> str:
+        return "json"
+
+    def encode(self, message: Message) -> bytes:
+        return orjson.dumps(json_format.MessageToDict(message))
+
+    def decode(self, data: bytes | bytearray, message_class: type[Message]) -> Message:
+        text = bytes(data)
+        # json_format iterates whatever JSON it gets: an array's strings would pass as ignored unknown field names.
+        if text.lstrip(b" \t\r\n")[:1] != b"{":
+            raise ValueError("a message must be a JSON object")
+        message = message_class()
+        json_format.Parse(text, message, ignore_unknown_fields=True)
+        return message
 
 
 class BoundedJsonCodec:
     """The protobuf JSON codec, refusing over-deep JSON as invalid_argument before the runtime parses it."""
 
     def __init__(self, inner: Codec | None = None) -> None:
-        self._inner = inner or proto_json_codec()
+        self._inner = inner or JsonCodec()
 
     def name(self) -> str:
         return self._inner.name()
@@ -52,4 +76,9 @@ class BoundedJsonCodec:
 
 
 def management_codecs() -> list[Codec]:
-    return [proto_binary_codec(), BoundedJsonCodec()]
+    return [google_protobuf_binary_codec(), BoundedJsonCodec()]
+
+
+def reflection_codecs() -> list[Codec]:
+    """connectrpc-grpcreflect's messages are protobuf-py's, not Google's: its own runtime's codecs, bounded alike."""
+    return [proto_binary_codec(), BoundedJsonCodec(proto_json_codec())]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import aiohttp
+from google.protobuf import json_format
 
 __all__ = ["CALLERS", "BufCurlCaller", "Caller", "ConnectJsonCaller", "GrpcioCaller", "Result", "http_json"]
 
@@ -107,17 +107,13 @@ class ConnectJsonCaller:
         return Result(str(payload.get("code", f"http_{status}")), payload)
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
 def _grpc_module(service: str) -> tuple[Any, Any]:
-    """(pb_grpc module, connect module) for "platform.tenants.v1.GroupService"."""
+    """(pb2_grpc module, connect module) for "platform.tenants.v1.GroupService"."""
     from server.app import generated_services
 
     for svc in generated_services():
         if svc.full_name == service:
-            grpc_module = importlib.import_module(svc.module.__name__.removesuffix("_connect") + "_pb_grpc")
+            grpc_module = importlib.import_module(svc.module.__name__.removesuffix("_connect") + "_pb2_grpc")
             return grpc_module, svc.module
     raise KeyError(service)
 
@@ -141,16 +137,15 @@ class GrpcioCaller:
 
         service, rpc = method.split("/")
         grpc_module, connect_module = _grpc_module(service)
-        request_cls = getattr(connect_module, f"{rpc}Request")
-        request = request_cls.from_json(json.dumps(body or {}))
+        request = json_format.ParseDict(body or {}, getattr(connect_module, f"{rpc}Request")())
         metadata = [(k.lower(), v) for k, v in _headers(token, tenant).items()]
         async with grpc.aio.insecure_channel(self.target) as channel:
-            stub = getattr(grpc_module, f"{service.rsplit('.', 1)[1]}Client")(channel)
+            stub = getattr(grpc_module, f"{service.rsplit('.', 1)[1]}Stub")(channel)
             try:
-                response = await getattr(stub, _snake(rpc))(request, metadata=metadata, timeout=30)
+                response = await getattr(stub, rpc)(request, metadata=metadata, timeout=30)
             except grpc.aio.AioRpcError as exc:
                 return Result(exc.code().name.lower(), {"code": exc.code().name.lower(), "message": exc.details()})
-        return Result("ok", json.loads(response.to_json() or "{}"))
+        return Result("ok", json_format.MessageToDict(response))
 
 
 class BufCurlCaller:

@@ -20,6 +20,7 @@ from server.app import generated_services
 from tests.clients import ConnectJsonCaller, GrpcioCaller
 from tests.gateway_fixtures import Gateway
 from tests.matrix import ACCOUNTS, KEYS, USABLE_KEYS, Cast, build_cast
+from tests.schema import service_desc
 from tests.world import GROUPS, TENANTS, must
 
 CONVERSATIONS = "platform.conversations.v1.ConversationService"
@@ -48,7 +49,7 @@ def _every_method() -> list[tuple[str, str, bool]]:
     return [
         (svc.full_name, m.name, str(m.idempotency) == "NO_SIDE_EFFECTS")
         for svc in generated_services()
-        for m in svc.protocol.desc().methods
+        for m in service_desc(svc).methods
     ]
 
 

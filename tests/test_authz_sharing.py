@@ -17,6 +17,7 @@ import pytest
 
 from server.app import generated_services
 from tests.clients import ConnectJsonCaller
+from tests.schema import service_desc
 from tests.world import GROUPS, World, make_world, must
 
 EXTERNAL = "platform.modelmanager.v1.ExternalModelService"
@@ -105,7 +106,7 @@ def _list_methods() -> list[tuple[str, bool]]:
     return [
         (f"{svc.full_name}/{m.name}", str(m.idempotency) == "NO_SIDE_EFFECTS")
         for svc in generated_services()
-        for m in svc.protocol.desc().methods
+        for m in service_desc(svc).methods
         if m.name.startswith("List")
     ]
 

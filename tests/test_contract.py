@@ -3,40 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
-import pkgutil
 from typing import Any
 
 import grpc
 import pytest
 
-import gen.platform
 from server.app import generated_services
 from tests.clients import _BUF, http_json
+from tests.schema import all_messages, service_desc
 from tests.spec_fields import SPEC_GET_METHODS, SPEC_MESSAGE_FIELDS, SPEC_METHODS, SPEC_OPTIONAL_FIELDS
 
-
-def _all_messages() -> dict[str, Any]:
-    found: dict[str, Any] = {}
-
-    def walk(messages: Any) -> None:
-        for message in messages:
-            found[message.type_name] = message
-            walk(message.nested_messages)
-
-    for info in pkgutil.walk_packages(gen.platform.__path__, prefix="gen.platform."):
-        if info.name.endswith("_pb"):
-            walk(importlib.import_module(info.name).desc().messages)
-    return found
-
-
-MESSAGES = _all_messages()
+MESSAGES = all_messages()
 SERVICES = {s.full_name: s for s in generated_services()}
 
 
 def _methods(service: str) -> dict[str, Any]:
-    return {m.name: m for m in SERVICES[service].protocol.desc().methods}
+    return {m.name: m for m in service_desc(SERVICES[service]).methods}
 
 
 @pytest.mark.parametrize("service", sorted(SPEC_METHODS))
@@ -66,7 +49,7 @@ def test_spec_optional_fields_have_presence(message: str) -> None:
 
 
 def _every_method() -> list[str]:
-    return [f"{service}/{m.name}" for service in sorted(SERVICES) for m in SERVICES[service].protocol.desc().methods]
+    return [f"{service}/{m.name}" for service in sorted(SERVICES) for m in service_desc(SERVICES[service]).methods]
 
 
 async def test_every_method_is_routed_over_connect_and_grpc(server: Any) -> None:
@@ -98,7 +81,7 @@ async def test_unbuilt_methods_answer_unimplemented_naming_the_method() -> None:
     from connectrpc.code import Code
     from connectrpc.errors import ConnectError
 
-    from gen.platform.ragmanager.v1.rag_quota_service_pb import GetTenantQuotaRequest
+    from gen.platform.ragmanager.v1.rag_quota_service_pb2 import GetTenantQuotaRequest
     from server.app import _unimplemented
     from server.interceptors import to_connect_error
 
@@ -118,11 +101,11 @@ async def test_unknown_paths_are_not_found(server: Any) -> None:
 
 
 async def test_health_checking_and_readiness(server: Any) -> None:
-    from gen.grpc.health.v1.health_pb import HealthCheckRequest, HealthCheckResponse
-    from gen.grpc.health.v1.health_pb_grpc import HealthClient
+    from gen.grpc.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
+    from gen.grpc.health.v1.health_pb2_grpc import HealthStub
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        response = await HealthClient(channel).check(HealthCheckRequest(), timeout=10)
+        response = await HealthStub(channel).Check(HealthCheckRequest(), timeout=10)
     assert response.status == HealthCheckResponse.ServingStatus.SERVING
     assert (await http_json("GET", f"{server.base_url}/readyz"))[0] == 200
     assert (await http_json("GET", f"{server.base_url}/healthz"))[0] == 200
@@ -151,16 +134,16 @@ async def test_binary_connect_requests(server: Any) -> None:
     """Connect's binary (application/proto) encoding is served too."""
     import aiohttp
 
-    from gen.platform.tenants.v1.tenant_service_pb import ListTenantsRequest, ListTenantsResponse
+    from gen.platform.tenants.v1.tenant_service_pb2 import ListTenantsRequest, ListTenantsResponse
 
     headers = {"Content-Type": "application/proto", "Authorization": f"Bearer {server.admin_token}"}
     url = f"{server.base_url}/platform.tenants.v1.TenantService/ListTenants"
     async with (
         aiohttp.ClientSession() as session,
-        session.post(url, data=ListTenantsRequest().to_binary(), headers=headers) as resp,
+        session.post(url, data=ListTenantsRequest().SerializeToString(), headers=headers) as resp,
     ):
         assert resp.status == 200
-        ListTenantsResponse.from_binary(await resp.read())
+        ListTenantsResponse.FromString(await resp.read())
 
 
 async def test_errors_never_carry_internal_detail(server: Any) -> None:

@@ -25,6 +25,7 @@ from tests.conftest import Server
 from tests.gateway_fixtures import Gateway
 from tests.gateway_world import GatewayWorld
 from tests.rawhttp import raw_request
+from tests.schema import service_desc
 
 SEED = 20261123
 CONCURRENCY = 6
@@ -94,7 +95,7 @@ def management_cases(token: str) -> list[Case]:
     auth = {"Authorization": f"Bearer {token}"}
     cases = []
     for service in generated_services():
-        desc = service.protocol.desc()
+        desc = service_desc(service)
         for method in desc.methods:
             if str(method.method_kind) != "unary":
                 continue

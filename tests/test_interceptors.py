@@ -10,7 +10,7 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 
-from gen.platform.tenants.v1.group_service_connect import GroupService
+from gen.platform.tenants.v1.group_service_pb2 import DESCRIPTOR
 from server.errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied
 from server.interceptors import ErrorInterceptor
 
@@ -18,7 +18,7 @@ from server.interceptors import ErrorInterceptor
 def _ctx() -> RequestContext[Any, Any]:
     from connectrpc._headers import Headers  # the server builds contexts the same way
 
-    method = next(iter(GroupService.desc().methods))
+    method = next(iter(DESCRIPTOR.services_by_name["GroupService"].methods))
     info = type("M", (), {"service_name": "platform.tenants.v1.GroupService", "name": method.name})()
     return RequestContext(method=info, http_method="POST", request_headers=Headers())  # type: ignore[arg-type]
 

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from connectrpc.request import RequestContext
-from protobuf import DescService
+from google.protobuf.descriptor import ServiceDescriptor
 from sqlalchemy import text
 
 from gen.grpc.health.v1.health_connect import Health, HealthASGIApplication
-from gen.grpc.health.v1.health_pb import HealthCheckRequest, HealthCheckResponse
+from gen.grpc.health.v1.health_pb2 import DESCRIPTOR, HealthCheckRequest, HealthCheckResponse
 from server.store.db import Database
 
 __all__ = ["HealthHandler"]
@@ -65,5 +65,5 @@ class HealthHandler(Health):
     def apps(self, **options: Any) -> list[HealthASGIApplication]:
         return [HealthASGIApplication(self, **options)]
 
-    def descriptors(self) -> list[DescService]:
-        return [Health.desc()]
+    def descriptors(self) -> list[ServiceDescriptor]:
+        return [DESCRIPTOR.services_by_name["Health"]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from gen.platform.modelmanager.v1 import permission_pb, sharing_pb
+from gen.platform.modelmanager.v1 import permission_pb2, sharing_pb2
 from server import permissions
 from server.domain.validation import require_nonempty
 from server.errors import InvalidArgument
@@ -24,7 +24,7 @@ def _ref(kind: ResourceKind, name: str, field: str = "name") -> ResourceRef:
 
 def _filter(enum: type[_E], request: Any, field: str, wire_field: str) -> _E | None:
     """An optional enum filter: unset means no filter; UNSPECIFIED or unknown numbers are refused by field."""
-    if not request.has_field(wire_field):
+    if not request.HasField(wire_field):
         return None
     try:
         return enum(int(getattr(request, wire_field)))
@@ -35,7 +35,7 @@ def _filter(enum: type[_E], request: Any, field: str, wire_field: str) -> _E | N
 
 async def list_permissions(
     db: Database, kind: ResourceKind, request: Any, *, name_field: str = "name"
-) -> list[permission_pb.DeploymentPermission]:
+) -> list[permission_pb2.DeploymentPermission]:
     subject_type = _filter(SubjectType, request, "subjectType", "subject_type")
     role = _filter(Role, request, "role", "role")
     async with db.transaction() as s:
@@ -63,7 +63,7 @@ async def remove_permission(db: Database, kind: ResourceKind, request: Any, *, n
         await permissions.remove_permission(s, current_principal(), ref, permission)
 
 
-async def update_sharing(db: Database, kind: ResourceKind, request: Any) -> sharing_pb.Sharing:
+async def update_sharing(db: Database, kind: ResourceKind, request: Any) -> sharing_pb2.Sharing:
     async with db.transaction() as s:
         updated = await permissions.set_sharing(
             s, current_principal(), _ref(kind, request.name), convert.sharing_in(request.sharing)

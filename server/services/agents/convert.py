@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from gen.platform.agents.v1 import external_mcp_server_pb as pb
+from collections.abc import Iterable
+
+from gen.platform.agents.v1 import external_mcp_server_pb2 as pb
 from server.domain.mcp_servers import McpAuth, McpServer, McpServerSpec, OAuthConfig, StaticHeader
 from server.mcp.oauth_client import Probe
 from server.services.modelmanager.convert import sharing, sharing_in
+from server.services.tenants.convert import enum
 
 __all__ = ["discovery", "oauth", "server", "spec", "summary"]
 
 
 def discovery(value: Probe) -> pb.ExternalMcpServerDiscovery:
     return pb.ExternalMcpServerDiscovery(
-        auth_type=pb.ExternalMcpAuthType(value.auth_type),
+        auth_type=enum(pb.ExternalMcpAuthType, value.auth_type),
         server_name=value.server_name,
         dynamic_client_registration_supported=value.dynamic_client_registration_supported,
     )
@@ -47,7 +50,7 @@ def _oauth_in(value: pb.ExternalMcpOAuthConfig) -> OAuthConfig:
 
 def server(value: McpServer) -> pb.ExternalMcpServer:
     auth = pb.ExternalMcpServerAuth(
-        type=pb.ExternalMcpAuthType(int(value.auth_type)),
+        type=enum(pb.ExternalMcpAuthType, value.auth_type),
         oauth=oauth(value.oauth, client_secret_set=value.client_secret_set) if value.oauth is not None else None,
         api_key_set=value.api_key_set,
     )
@@ -67,7 +70,7 @@ def summary(value: McpServer) -> pb.ExternalMcpServerSummary:
         display_name=value.display_name,
         share_to_all=value.sharing.share_to_all,
         tenant_id=value.tenant_id or "",
-        auth_type=pb.ExternalMcpAuthType(int(value.auth_type)),
+        auth_type=enum(pb.ExternalMcpAuthType, value.auth_type),
         user_auth_required=value.user_auth_required,
     )
 
@@ -76,21 +79,21 @@ def spec(
     value: pb.ExternalMcpServer | None,
     *,
     api_key: str,
-    static_headers: list[pb.ExternalMcpStaticHeaderValue],
+    static_headers: Iterable[pb.ExternalMcpStaticHeaderValue],
     oauth_client_secret: str | None,
     clear_static_headers: bool = False,
 ) -> McpServerSpec:
     message = value if value is not None else pb.ExternalMcpServer()
     auth = None
-    given = message.auth
-    if given is not None:
-        auth = McpAuth(int(given.type), _oauth_in(given.oauth) if given.oauth is not None else None)
+    if message.HasField("auth"):
+        given = message.auth
+        auth = McpAuth(int(given.type), _oauth_in(given.oauth) if given.HasField("oauth") else None)
     return McpServerSpec(
         name=message.name,
         server_url=message.server_url,
         display_name=message.display_name,
         auth=auth,
-        sharing=sharing_in(message.sharing) if message.sharing is not None else None,
+        sharing=sharing_in(message.sharing) if message.HasField("sharing") else None,
         api_key=api_key,
         static_headers=tuple(StaticHeader(h.name, h.value) for h in static_headers),
         clear_static_headers=clear_static_headers,

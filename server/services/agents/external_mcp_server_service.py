@@ -7,8 +7,8 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.agents.v1 import external_mcp_server_pb
-from gen.platform.agents.v1 import external_mcp_server_service_pb as pb
+from gen.platform.agents.v1 import external_mcp_server_pb2
+from gen.platform.agents.v1 import external_mcp_server_service_pb2 as pb
 from gen.platform.agents.v1.external_mcp_server_service_connect import ExternalMcpServerService
 from server.domain import mcp_servers
 from server.domain.validation import require_http_url, require_nonempty
@@ -45,7 +45,7 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
 
     async def _discover(
         self, server_url: str, tenant_id: str | None
-    ) -> external_mcp_server_pb.ExternalMcpServerDiscovery:
+    ) -> external_mcp_server_pb2.ExternalMcpServerDiscovery:
         async with self._db.read() as s:
             await mcp_servers.require_create(s, current_principal(), tenant_id)
         url = require_http_url(server_url, "server_url")
@@ -134,7 +134,7 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
             request.external_mcp_server,
             api_key=request.api_key,
             static_headers=request.static_headers,
-            oauth_client_secret=request.oauth_client_secret if request.has_field("oauth_client_secret") else None,
+            oauth_client_secret=request.oauth_client_secret if request.HasField("oauth_client_secret") else None,
             clear_static_headers=request.clear_static_headers,
         )
         async with self._db.transaction() as s:

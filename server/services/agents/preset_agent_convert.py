@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gen.platform.agents.v1 import preset_agent_pb as pb
+from gen.platform.agents.v1 import preset_agent_pb2 as pb
 from server.domain.preset_agents import Agent, AgentSpec, Sampling
 from server.services.modelmanager.convert import sharing, sharing_in
 
@@ -13,9 +13,9 @@ def _sampling_in(value: pb.PresetAgentSampling | None) -> Sampling:
     if value is None:
         return Sampling()
     return Sampling(
-        temperature=value.temperature if value.has_field("temperature") else None,
-        top_p=value.top_p if value.has_field("top_p") else None,
-        max_output_tokens=value.max_output_tokens if value.has_field("max_output_tokens") else None,
+        temperature=value.temperature if value.HasField("temperature") else None,
+        top_p=value.top_p if value.HasField("top_p") else None,
+        max_output_tokens=value.max_output_tokens if value.HasField("max_output_tokens") else None,
     )
 
 
@@ -29,9 +29,9 @@ def spec(value: pb.PresetAgent | None) -> AgentSpec:
         instructions=value.instructions,
         default_mcp_servers=tuple(value.default_mcp_servers),
         default_rags=tuple(value.default_rags),
-        sampling=_sampling_in(value.sampling if value.has_field("sampling") else None),
+        sampling=_sampling_in(value.sampling if value.HasField("sampling") else None),
         output_guardrails=tuple(value.output_guardrails),
-        sharing=sharing_in(value.sharing) if value.has_field("sharing") else None,
+        sharing=sharing_in(value.sharing) if value.HasField("sharing") else None,
     )
 
 

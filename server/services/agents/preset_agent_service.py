@@ -6,7 +6,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.agents.v1 import preset_agent_service_pb as pb
+from gen.platform.agents.v1 import preset_agent_service_pb2 as pb
 from gen.platform.agents.v1.preset_agent_service_connect import PresetAgentService
 from server.domain import preset_agents
 from server.domain.validation import require_nonempty

@@ -7,7 +7,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.conversations.v1 import conversation_item_service_pb as pb
+from gen.platform.conversations.v1 import conversation_item_service_pb2 as pb
 from gen.platform.conversations.v1.conversation_item_service_connect import ConversationItemService
 from server.domain import conversations
 from server.services import Deps

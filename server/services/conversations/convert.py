@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from protobuf.wkt import Struct
+from google.protobuf import json_format
+from google.protobuf.struct_pb2 import Struct
 
-from gen.platform.conversations.v1 import conversation_pb as pb
+from gen.platform.conversations.v1 import conversation_pb2 as pb
 from server.domain.conversation_items import TEXT_PART_TYPES, required_fields
 from server.domain.conversations import Conversation, Item, SortOrder
 from server.services.tenants.convert import timestamp
@@ -32,12 +33,17 @@ def _whole(value: Any) -> Any:
     return value
 
 
-def _struct_in(value: Struct | None) -> dict[str, Any]:
-    return _whole(value.to_python()) if value is not None else {}
+def _struct_in(value: Struct) -> dict[str, Any]:
+    values: dict[str, Any] = _whole(json_format.MessageToDict(value))
+    return values
 
 
 def _struct(value: dict[str, Any]) -> Struct | None:
-    return Struct.from_python(value) if value else None
+    if not value:
+        return None
+    message = Struct()
+    message.update(value)
+    return message
 
 
 def conversation(value: Conversation) -> pb.Conversation:
@@ -119,4 +125,4 @@ def item_in(value: pb.ConversationItem) -> dict[str, Any]:
 
 
 def order_in(value: pb.SortOrder) -> SortOrder:
-    return SortOrder.ASC if value == pb.SortOrder.ASC else SortOrder.DESC
+    return SortOrder.ASC if value == pb.SORT_ORDER_ASC else SortOrder.DESC

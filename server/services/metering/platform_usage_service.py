@@ -3,41 +3,41 @@ server.domain.usage."""
 
 from __future__ import annotations
 
+from datetime import UTC, timedelta
 from typing import Any
 
 from connectrpc.request import RequestContext
-from protobuf.wkt import Duration, Timestamp
+from google.protobuf.duration_pb2 import Duration
 
-from gen.platform.metering.v1 import platform_usage_service_pb as pb
-from gen.platform.metering.v1 import usage_pb
+from gen.platform.metering.v1 import platform_usage_service_pb2 as pb
+from gen.platform.metering.v1 import usage_pb2
 from gen.platform.metering.v1.platform_usage_service_connect import PlatformUsageService
 from server.domain import usage
 from server.errors import InvalidArgument
 from server.services import Deps
 from server.services.context import current_principal
+from server.services.tenants.convert import timestamp
 
 __all__ = ["PlatformUsageServiceHandler"]
 
 Ctx = RequestContext[Any, Any]
 
 
-def _window(value: usage_pb.TimeWindow | None) -> usage.Window:
-    start = value.start_time if value is not None else None
-    end = value.end_time if value is not None else None
+def _window(value: usage_pb2.TimeWindow) -> usage.Window:
     try:
-        return usage.Window.of(
-            start.to_datetime() if start is not None else None, end.to_datetime() if end is not None else None
-        )
+        start = value.start_time.ToDatetime(tzinfo=UTC) if value.HasField("start_time") else None
+        end = value.end_time.ToDatetime(tzinfo=UTC) if value.HasField("end_time") else None
+        return usage.Window.of(start, end)
     except (OverflowError, OSError, ValueError):  # binary Timestamps are not range-checked on decode
         raise InvalidArgument("window is out of range", field="window") from None
 
 
-def _time_window(start: Any, end: Any) -> usage_pb.TimeWindow:
-    return usage_pb.TimeWindow(start_time=Timestamp.from_datetime(start), end_time=Timestamp.from_datetime(end))
+def _time_window(start: Any, end: Any) -> usage_pb2.TimeWindow:
+    return usage_pb2.TimeWindow(start_time=timestamp(start), end_time=timestamp(end))
 
 
-def _step(value: Duration | None) -> Any:
-    return value.to_timedelta() if value is not None else None
+def _step(value: Duration, given: bool) -> timedelta | None:
+    return value.ToTimedelta() if given else None
 
 
 def _filters(tenant_ids: Any, model_ids: Any, user_ids: Any) -> usage.Filters:
@@ -63,7 +63,7 @@ class PlatformUsageServiceHandler(PlatformUsageService):
     ) -> pb.GetPlatformTokenUsageSeriesResponse:
         query = usage.UsageQuery(
             window=_window(request.window),
-            step=_step(request.step),
+            step=_step(request.step, request.HasField("step")),
             filters=_filters(request.tenant_ids, request.model_ids, request.user_ids),
             group_by=int(request.group_by),
         )
@@ -71,11 +71,11 @@ class PlatformUsageServiceHandler(PlatformUsageService):
             _, series = await usage.token_series(s, current_principal(), query)
         return pb.GetPlatformTokenUsageSeriesResponse(
             series=[
-                usage_pb.TokenUsageSeries(
+                usage_pb2.TokenUsageSeries(
                     tenant_id=one.tenant_id,
                     model_id=one.model_id,
                     points=[
-                        usage_pb.TokenUsagePoint(window=_time_window(b.start, b.end), **_token_fields(totals))
+                        usage_pb2.TokenUsagePoint(window=_time_window(b.start, b.end), **_token_fields(totals))
                         for b, totals in one.points
                     ],
                 )
@@ -88,7 +88,7 @@ class PlatformUsageServiceHandler(PlatformUsageService):
     ) -> pb.GetPlatformCallCountSeriesResponse:
         query = usage.UsageQuery(
             window=_window(request.window),
-            step=_step(request.step),
+            step=_step(request.step, request.HasField("step")),
             filters=_filters(request.tenant_ids, request.resource_ids, request.user_ids),
             group_by=int(request.group_by),
             kind=int(request.kind),
@@ -97,12 +97,12 @@ class PlatformUsageServiceHandler(PlatformUsageService):
             _, series = await usage.call_count_series(s, current_principal(), query)
         return pb.GetPlatformCallCountSeriesResponse(
             series=[
-                usage_pb.CallCountSeries(
+                usage_pb2.CallCountSeries(
                     tenant_id=one.tenant_id,
                     resource_id=one.model_id,
                     kind=request.kind,
                     points=[
-                        usage_pb.CallCountPoint(window=_time_window(b.start, b.end), count=counts.count)
+                        usage_pb2.CallCountPoint(window=_time_window(b.start, b.end), count=counts.count)
                         for b, counts in one.points
                     ],
                 )
@@ -125,7 +125,7 @@ class PlatformUsageServiceHandler(PlatformUsageService):
         return pb.ListPlatformTokenUsageResponse(
             window=_time_window(window.start, window.end),
             groups=[
-                usage_pb.TokenUsageGroup(tenant_id=tenant, model_id=model, **_token_fields(totals))
+                usage_pb2.TokenUsageGroup(tenant_id=tenant, model_id=model, **_token_fields(totals))
                 for tenant, model, totals in rows
             ],
         )
@@ -133,15 +133,17 @@ class PlatformUsageServiceHandler(PlatformUsageService):
     async def get_platform_api_traffic_series(
         self, request: pb.GetPlatformApiTrafficSeriesRequest, ctx: Ctx
     ) -> pb.GetPlatformApiTrafficSeriesResponse:
-        query = usage.UsageQuery(window=_window(request.window), step=_step(request.step), service=request.service)
+        query = usage.UsageQuery(
+            window=_window(request.window), step=_step(request.step, request.HasField("step")), service=request.service
+        )
         async with self._db.read() as s:
             _, series, services = await usage.traffic_series(s, current_principal(), query)
         return pb.GetPlatformApiTrafficSeriesResponse(
             series=[
-                usage_pb.ApiTrafficSeries(
+                usage_pb2.ApiTrafficSeries(
                     service=one.service,
                     points=[
-                        usage_pb.ApiTrafficPoint(
+                        usage_pb2.ApiTrafficPoint(
                             window=_time_window(b.start, b.end),
                             request_count=t.request_count,
                             error_count=t.error_count,

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from gen.platform.modelmanager.v1 import (
-    capabilities_pb,
-    external_model_pb,
-    model_alias_pb,
-    model_deployment_pb,
-    permission_pb,
-    sharing_pb,
+    capabilities_pb2,
+    external_model_pb2,
+    model_alias_pb2,
+    model_deployment_pb2,
+    permission_pb2,
+    sharing_pb2,
 )
 from server.domain.external_models import ExternalModel, ExternalModelSpec
 from server.domain.model_aliases import Alias, AliasSpec
 from server.domain.model_deployments import Deployment, DeploymentSpec
 from server.domain.model_registry import Capabilities, capabilities_of
 from server.permissions import Permission, Sharing, permission_of
-from server.services.tenants.convert import timestamp
+from server.services.tenants.convert import enum, timestamp
 
 __all__ = [
     "alias",
@@ -33,37 +33,37 @@ __all__ = [
 ]
 
 
-def sharing(value: Sharing) -> sharing_pb.Sharing:
-    return sharing_pb.Sharing(share_to_all=value.share_to_all, shared_with=list(value.shared_with))
+def sharing(value: Sharing) -> sharing_pb2.Sharing:
+    return sharing_pb2.Sharing(share_to_all=value.share_to_all, shared_with=list(value.shared_with))
 
 
-def sharing_in(value: sharing_pb.Sharing | None) -> Sharing:
+def sharing_in(value: sharing_pb2.Sharing | None) -> Sharing:
     if value is None:
         return Sharing()
     return Sharing(value.share_to_all, tuple(value.shared_with))
 
 
-def capabilities(value: Capabilities) -> capabilities_pb.ModelCapabilities:
-    return capabilities_pb.ModelCapabilities(
-        task_type=capabilities_pb.TaskType(value.task_type),
-        input_modalities=[capabilities_pb.Modality(m) for m in value.input_modalities],
+def capabilities(value: Capabilities) -> capabilities_pb2.ModelCapabilities:
+    return capabilities_pb2.ModelCapabilities(
+        task_type=enum(capabilities_pb2.TaskType, value.task_type),
+        input_modalities=[enum(capabilities_pb2.Modality, m) for m in value.input_modalities],
     )
 
 
-def capabilities_in(value: capabilities_pb.ModelCapabilities | None) -> Capabilities:
+def capabilities_in(value: capabilities_pb2.ModelCapabilities | None) -> Capabilities:
     if value is None:
         return Capabilities()
     return capabilities_of(int(value.task_type), [int(m) for m in value.input_modalities])
 
 
 def _optional(message: object, field: str) -> str | None:
-    return getattr(message, field) if message is not None and message.has_field(field) else None  # type: ignore[attr-defined]
+    return getattr(message, field) if message is not None and message.HasField(field) else None  # type: ignore[attr-defined]
 
 
-def deployment_spec(value: model_deployment_pb.ModelDeployment | None) -> DeploymentSpec:
-    value = value or model_deployment_pb.ModelDeployment()
+def deployment_spec(value: model_deployment_pb2.ModelDeployment | None) -> DeploymentSpec:
+    value = value or model_deployment_pb2.ModelDeployment()
     runtime = value.runtime_info
-    max_len = runtime.max_model_len if runtime is not None and runtime.has_field("max_model_len") else None
+    max_len = runtime.max_model_len if runtime is not None and runtime.HasField("max_model_len") else None
     return DeploymentSpec(
         name=value.name,
         public_model_id=value.public_model_id,
@@ -78,15 +78,15 @@ def deployment_spec(value: model_deployment_pb.ModelDeployment | None) -> Deploy
     )
 
 
-def deployment(value: Deployment) -> model_deployment_pb.ModelDeployment:
-    return model_deployment_pb.ModelDeployment(
+def deployment(value: Deployment) -> model_deployment_pb2.ModelDeployment:
+    return model_deployment_pb2.ModelDeployment(
         name=value.name,
         public_model_id=value.public_model_id,
         display_name=value.display_name,
         endpoint_url=value.endpoint_url,
         served_model_id=value.served_model_id,
         capabilities=capabilities(value.capabilities),
-        runtime_info=model_deployment_pb.ModelRuntimeInfo(max_model_len=value.max_model_len),
+        runtime_info=model_deployment_pb2.ModelRuntimeInfo(max_model_len=value.max_model_len),
         sharing=sharing(value.sharing),
         create_time=timestamp(value.created_at),
         query_prefix=value.query_prefix,
@@ -94,8 +94,8 @@ def deployment(value: Deployment) -> model_deployment_pb.ModelDeployment:
     )
 
 
-def external_model_spec(value: external_model_pb.ExternalModel | None) -> ExternalModelSpec:
-    value = value or external_model_pb.ExternalModel()
+def external_model_spec(value: external_model_pb2.ExternalModel | None) -> ExternalModelSpec:
+    value = value or external_model_pb2.ExternalModel()
     return ExternalModelSpec(
         name=value.name,
         provider=int(value.provider),
@@ -110,11 +110,11 @@ def external_model_spec(value: external_model_pb.ExternalModel | None) -> Extern
     )
 
 
-def external_model(value: ExternalModel) -> external_model_pb.ExternalModel:
+def external_model(value: ExternalModel) -> external_model_pb2.ExternalModel:
     """The full shape for Get/Create/Update responses, without apiKey (stripped on every read)."""
-    return external_model_pb.ExternalModel(
+    return external_model_pb2.ExternalModel(
         name=value.name,
-        provider=external_model_pb.ExternalModelProvider(int(value.provider)),
+        provider=enum(external_model_pb2.ExternalModelProvider, value.provider),
         provider_model_id=value.provider_model_id,
         base_url=value.base_url,
         api_version=value.api_version,
@@ -126,52 +126,52 @@ def external_model(value: ExternalModel) -> external_model_pb.ExternalModel:
     )
 
 
-def external_model_summary(value: ExternalModel) -> external_model_pb.ExternalModelSummary:
+def external_model_summary(value: ExternalModel) -> external_model_pb2.ExternalModelSummary:
     """The list shape: no baseUrl, apiVersion or shared-with list."""
-    return external_model_pb.ExternalModelSummary(
+    return external_model_pb2.ExternalModelSummary(
         name=value.name,
         display_name=value.display_name,
         public_model_id=value.public_model_id,
         provider_model_id=value.provider_model_id,
-        provider=external_model_pb.ExternalModelProvider(int(value.provider)),
+        provider=enum(external_model_pb2.ExternalModelProvider, value.provider),
         share_to_all=value.sharing.share_to_all,
         capabilities=capabilities(value.capabilities),
         tenant_id=value.tenant_id or "",
     )
 
 
-def alias_spec(value: model_alias_pb.ModelAlias | None) -> AliasSpec:
-    value = value or model_alias_pb.ModelAlias()
-    target = value.target_ref or model_alias_pb.ModelAliasTargetRef()
+def alias_spec(value: model_alias_pb2.ModelAlias | None) -> AliasSpec:
+    value = value or model_alias_pb2.ModelAlias()
+    target = value.target_ref or model_alias_pb2.ModelAliasTargetRef()
     return AliasSpec(
         public_model_id=value.public_model_id,
         display_name=value.display_name,
         target_kind=int(target.kind),
         target_name=target.name,
         unlisted=value.unlisted,
-        sharing=sharing_in(value.sharing) if value.has_field("sharing") else None,
+        sharing=sharing_in(value.sharing) if value.HasField("sharing") else None,
     )
 
 
-def alias(value: Alias) -> model_alias_pb.ModelAlias:
-    return model_alias_pb.ModelAlias(
+def alias(value: Alias) -> model_alias_pb2.ModelAlias:
+    return model_alias_pb2.ModelAlias(
         public_model_id=value.public_model_id,
         display_name=value.display_name,
-        target_ref=model_alias_pb.ModelAliasTargetRef(
-            kind=model_alias_pb.ModelAliasTargetKind(value.target_kind), name=value.target_name
+        target_ref=model_alias_pb2.ModelAliasTargetRef(
+            kind=enum(model_alias_pb2.ModelAliasTargetKind, value.target_kind), name=value.target_name
         ),
         unlisted=value.unlisted,
         sharing=sharing(value.sharing),
     )
 
 
-def permission(value: Permission) -> permission_pb.DeploymentPermission:
-    return permission_pb.DeploymentPermission(
-        subject=permission_pb.Subject(type=permission_pb.SubjectType(int(value.subject_type)), id=value.subject_id),
-        role=permission_pb.DeploymentRole(int(value.role)),
+def permission(value: Permission) -> permission_pb2.DeploymentPermission:
+    return permission_pb2.DeploymentPermission(
+        subject=permission_pb2.Subject(type=enum(permission_pb2.SubjectType, value.subject_type), id=value.subject_id),
+        role=enum(permission_pb2.DeploymentRole, value.role),
     )
 
 
-def permission_in(subject: permission_pb.Subject | None, role: int) -> Permission:
-    subject = subject or permission_pb.Subject()
+def permission_in(subject: permission_pb2.Subject | None, role: int) -> Permission:
+    subject = subject or permission_pb2.Subject()
     return permission_of(int(subject.type), subject.id, role)

@@ -7,7 +7,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.modelmanager.v1 import external_model_service_pb as pb
+from gen.platform.modelmanager.v1 import external_model_service_pb2 as pb
 from gen.platform.modelmanager.v1.external_model_service_connect import ExternalModelService
 from server.domain import external_models
 from server.domain.validation import require_nonempty

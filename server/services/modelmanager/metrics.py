@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from gen.platform.modelmanager.v1 import external_model_pb, metrics_pb, model_deployment_observability_pb
+from gen.platform.modelmanager.v1 import external_model_pb2, metrics_pb2, model_deployment_observability_pb2
 from server.domain import usage
 from server.errors import InvalidArgument
+from server.services.tenants.convert import enum
 
 __all__ = ["deployment_metrics", "step_of", "time_range", "token_metrics", "window_of"]
 
@@ -38,22 +39,22 @@ def step_of(step: int) -> timedelta | None:
     return timedelta(seconds=seconds) if seconds else None
 
 
-def time_range(window: usage.Window, seconds: int) -> metrics_pb.MetricsTimeRange:
-    return metrics_pb.MetricsTimeRange(
+def time_range(window: usage.Window, seconds: int) -> metrics_pb2.MetricsTimeRange:
+    return metrics_pb2.MetricsTimeRange(
         start=int(window.start.timestamp()),
         end=int(window.end.timestamp()),
-        step=metrics_pb.MetricsStep(_STEP_ENUM[seconds]),
+        step=enum(metrics_pb2.MetricsStep, _STEP_ENUM[seconds]),
     )
 
 
-def token_metrics(points: list[tuple[usage.Bucket, usage.TokenTotals]]) -> external_model_pb.ExternalModelMetrics:
-    def series(field: str) -> list[metrics_pb.MetricPoint]:
+def token_metrics(points: list[tuple[usage.Bucket, usage.TokenTotals]]) -> external_model_pb2.ExternalModelMetrics:
+    def series(field: str) -> list[metrics_pb2.MetricPoint]:
         return [
-            metrics_pb.MetricPoint(timestamp=int(bucket.start.timestamp()), value=float(getattr(totals, field)))
+            metrics_pb2.MetricPoint(timestamp=int(bucket.start.timestamp()), value=float(getattr(totals, field)))
             for bucket, totals in points
         ]
 
-    return external_model_pb.ExternalModelMetrics(
+    return external_model_pb2.ExternalModelMetrics(
         total_prompt_tokens=series("prompt_tokens"),
         total_completion_tokens=series("completion_tokens"),
         total_embedding_tokens=series("embedding_tokens"),
@@ -64,12 +65,12 @@ def token_metrics(points: list[tuple[usage.Bucket, usage.TokenTotals]]) -> exter
 
 def deployment_metrics(
     points: list[tuple[usage.Bucket, usage.CallStats]],
-) -> model_deployment_observability_pb.ModelDeploymentMetrics:
+) -> model_deployment_observability_pb2.ModelDeploymentMetrics:
     """Counts and tokens have a point per step (0 without calls); latency percentiles only for steps with calls."""
 
-    def series(value: Callable[[usage.CallStats], float | None]) -> list[metrics_pb.MetricPoint]:
+    def series(value: Callable[[usage.CallStats], float | None]) -> list[metrics_pb2.MetricPoint]:
         return [
-            metrics_pb.MetricPoint(timestamp=int(bucket.start.timestamp()), value=float(v))
+            metrics_pb2.MetricPoint(timestamp=int(bucket.start.timestamp()), value=float(v))
             for bucket, stats in points
             if (v := value(stats)) is not None
         ]
@@ -77,7 +78,7 @@ def deployment_metrics(
     def latency(p: float) -> Callable[[usage.CallStats], float | None]:
         return lambda stats: stats.latency_ms.get(p)
 
-    return model_deployment_observability_pb.ModelDeploymentMetrics(
+    return model_deployment_observability_pb2.ModelDeploymentMetrics(
         total_requests=series(lambda s: s.requests),
         total_4xx_errors=series(lambda s: s.errors_4xx),
         total_5xx_errors=series(lambda s: s.errors_5xx),

@@ -6,7 +6,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.modelmanager.v1 import model_alias_service_pb as pb
+from gen.platform.modelmanager.v1 import model_alias_service_pb2 as pb
 from gen.platform.modelmanager.v1.model_alias_service_connect import ModelAliasService
 from server.domain import model_aliases
 from server.domain.validation import require_nonempty

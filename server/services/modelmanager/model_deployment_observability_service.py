@@ -7,7 +7,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.modelmanager.v1 import model_deployment_observability_service_pb as pb
+from gen.platform.modelmanager.v1 import model_deployment_observability_service_pb2 as pb
 from gen.platform.modelmanager.v1.model_deployment_observability_service_connect import (
     ModelDeploymentObservabilityService,
 )

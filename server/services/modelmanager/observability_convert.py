@@ -5,14 +5,15 @@ Unknown figures are None in the domain and stay unset (absent on the wire) here,
 
 from __future__ import annotations
 
-from gen.platform.modelmanager.v1 import model_deployment_observability_pb as pb
+from gen.platform.modelmanager.v1 import model_deployment_observability_pb2 as pb
 from server.domain import observability
+from server.services.tenants.convert import enum
 
 __all__ = ["deployment_gpus", "gpu_node", "metrics_source", "node_cache"]
 
 
 def metrics_source(value: observability.MetricsSource) -> pb.GpuMetricsSource:
-    return pb.GpuMetricsSource(int(value))
+    return enum(pb.GpuMetricsSource, value)
 
 
 def gpu_node(value: observability.GpuNode) -> pb.GpuNode:

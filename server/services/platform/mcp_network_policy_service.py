@@ -7,8 +7,8 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.platform.v1 import mcp_network_policy_pb as policy_pb
-from gen.platform.platform.v1 import mcp_network_policy_service_pb as pb
+from gen.platform.platform.v1 import mcp_network_policy_pb2 as policy_pb2
+from gen.platform.platform.v1 import mcp_network_policy_service_pb2 as pb
 from gen.platform.platform.v1.mcp_network_policy_service_connect import McpNetworkPolicyService
 from server.domain import mcp_network_policies as policies
 from server.services import Deps
@@ -19,12 +19,12 @@ __all__ = ["McpNetworkPolicyServiceHandler"]
 Ctx = RequestContext[Any, Any]
 
 
-def _policy(value: policies.Policy) -> policy_pb.McpNetworkPolicy:
-    return policy_pb.McpNetworkPolicy(
+def _policy(value: policies.Policy) -> policy_pb2.McpNetworkPolicy:
+    return policy_pb2.McpNetworkPolicy(
         name=value.name,
         uid=value.uid,
         resource_version=value.resource_version,
-        spec=policy_pb.McpNetworkPolicySpec(
+        spec=policy_pb2.McpNetworkPolicySpec(
             allowed_networks=list(value.allowed_networks), description=value.description
         ),
     )

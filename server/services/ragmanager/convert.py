@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gen.platform.ragmanager.v1 import rag_pb as pb
+from gen.platform.ragmanager.v1 import rag_pb2 as pb
 from server.domain.rags import Rag, RagSpec, rag_url
 from server.services.modelmanager.convert import sharing, sharing_in
 from server.services.tenants.convert import timestamp
@@ -11,7 +11,7 @@ __all__ = ["rag", "rag_spec"]
 
 
 def _opt(message: object, field: str) -> object | None:
-    return getattr(message, field) if message is not None and message.has_field(field) else None  # type: ignore[attr-defined]
+    return getattr(message, field) if message is not None and message.HasField(field) else None  # type: ignore[attr-defined]
 
 
 def rag_spec(value: pb.Rag | None, *, clear_score_threshold: bool = False) -> RagSpec:
@@ -31,7 +31,7 @@ def rag_spec(value: pb.Rag | None, *, clear_score_threshold: bool = False) -> Ra
         clear_score_threshold=clear_score_threshold,
         dense_weight=_opt(retrieval, "dense_weight"),  # type: ignore[arg-type]
         lexical_weight=_opt(retrieval, "lexical_weight"),  # type: ignore[arg-type]
-        sharing=sharing_in(value.sharing) if value.has_field("sharing") else None,
+        sharing=sharing_in(value.sharing) if value.HasField("sharing") else None,
     )
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.ragmanager.v1 import rag_quota_pb
-from gen.platform.ragmanager.v1 import rag_quota_service_pb as pb
+from gen.platform.ragmanager.v1 import rag_quota_pb2
+from gen.platform.ragmanager.v1 import rag_quota_service_pb2 as pb
 from gen.platform.ragmanager.v1.rag_quota_service_connect import RagQuotaService
 from server.domain import rag_quotas
 from server.domain.rag_quotas import Quota, ServiceUsage
@@ -27,8 +27,8 @@ def _text(quota: Quota | None) -> str | None:
     return quota.text if quota is not None else None
 
 
-def _service(value: ServiceUsage) -> rag_quota_pb.ServiceUsage:
-    return rag_quota_pb.ServiceUsage(
+def _service(value: ServiceUsage) -> rag_quota_pb2.ServiceUsage:
+    return rag_quota_pb2.ServiceUsage(
         id=value.id,
         tenant_id=value.tenant_id,
         quota_bytes=_bytes(value.quota),
@@ -123,7 +123,7 @@ class RagQuotaServiceHandler(RagQuotaService):
             found = await rag_quotas.tenants_usage(s, current_principal())
         return pb.ListTenantsUsageResponse(
             tenants=[
-                rag_quota_pb.TenantUsageSummary(
+                rag_quota_pb2.TenantUsageSummary(
                     tenant_id=t.tenant_id,
                     tenant_name=t.tenant_name,
                     service_count=t.service_count,

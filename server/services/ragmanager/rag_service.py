@@ -6,7 +6,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.ragmanager.v1 import rag_service_pb as pb
+from gen.platform.ragmanager.v1 import rag_service_pb2 as pb
 from gen.platform.ragmanager.v1.rag_service_connect import RagService
 from server.domain import rags
 from server.domain.validation import require_nonempty

@@ -6,7 +6,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.tenants.v1 import api_key_service_pb as pb
+from gen.platform.tenants.v1 import api_key_service_pb2 as pb
 from gen.platform.tenants.v1.api_key_service_connect import ApiKeyService
 from server.domain import api_keys
 from server.domain.api_keys import KeyState
@@ -25,7 +25,7 @@ class ApiKeyServiceHandler(ApiKeyService):
 
     async def create_api_key(self, request: pb.CreateApiKeyRequest, ctx: Ctx) -> pb.CreateApiKeyResponse:
         grants = tuple(convert.resource_ref(g, "grants") for g in request.grants)
-        expire = convert.datetime_of(request.expire_time) if request.has_field("expire_time") else None
+        expire = convert.datetime_of(request.expire_time) if request.HasField("expire_time") else None
         async with self._db.transaction() as s:
             created = await api_keys.create_key(
                 s,
@@ -47,7 +47,7 @@ class ApiKeyServiceHandler(ApiKeyService):
         return pb.GetApiKeyResponse(api_key=convert.api_key(key))
 
     async def list_api_keys(self, request: pb.ListApiKeysRequest, ctx: Ctx) -> pb.ListApiKeysResponse:
-        account = request.service_account_id if request.has_field("service_account_id") else None
+        account = request.service_account_id if request.HasField("service_account_id") else None
         async with self._db.transaction() as s:
             keys = await api_keys.list_keys(
                 s,
@@ -65,9 +65,9 @@ class ApiKeyServiceHandler(ApiKeyService):
                 current_principal(),
                 request.tenant_id,
                 request.api_key_id,
-                name=request.name if request.has_field("name") else None,
-                description=request.description if request.has_field("description") else None,
-                expire_at=convert.datetime_of(request.expire_time) if request.has_field("expire_time") else None,
+                name=request.name if request.HasField("name") else None,
+                description=request.description if request.HasField("description") else None,
+                expire_at=convert.datetime_of(request.expire_time) if request.HasField("expire_time") else None,
             )
         return pb.UpdateApiKeyResponse(api_key=convert.api_key(key))
 

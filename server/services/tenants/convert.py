@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import TypeVar, cast
 
-from protobuf.wkt import Timestamp
+from google.protobuf.timestamp_pb2 import Timestamp
 
-from gen.platform.tenants.v1 import api_key_pb, group_pb, service_account_pb, tenant_pb, user_pb
+from gen.platform.tenants.v1 import api_key_pb2, group_pb2, service_account_pb2, tenant_pb2, user_pb2
 from server.domain.api_keys import ApiKey
 from server.domain.groups import Group, GroupMember
 from server.domain.service_accounts import ServiceAccount
@@ -19,6 +20,7 @@ from server.store.db import as_utc
 __all__ = [
     "api_key",
     "datetime_of",
+    "enum",
     "group",
     "group_member",
     "membership",
@@ -31,52 +33,64 @@ __all__ = [
 ]
 
 
+E = TypeVar("E", bound=int)
+
+
+def enum(kind: type[E], value: int) -> E:
+    """`value` as the generated enum `kind`: Google's enum wrappers are not callable, and fields take the number."""
+    return cast(E, int(value))
+
+
 def timestamp(value: datetime) -> Timestamp:
-    return Timestamp.from_datetime(as_utc(value) or value)
+    message = Timestamp()
+    message.FromDatetime(as_utc(value) or value)
+    return message
 
 
-def user_metadata(info: UserInfo | None) -> user_pb.UserMetadata | None:
+def user_metadata(info: UserInfo | None) -> user_pb2.UserMetadata | None:
     if info is None:
         return None
-    return user_pb.UserMetadata(user_id=info.user_id, email=info.email, display_name=info.display_name)
+    return user_pb2.UserMetadata(user_id=info.user_id, email=info.email, display_name=info.display_name)
 
 
-def group(value: Group) -> group_pb.Group:
-    return group_pb.Group(id=value.id, tenant_id=value.tenant_id, name=value.name, member_count=value.member_count or 0)
+def group(value: Group) -> group_pb2.Group:
+    return group_pb2.Group(
+        id=value.id, tenant_id=value.tenant_id, name=value.name, member_count=value.member_count or 0
+    )
 
 
-def group_member(value: GroupMember) -> group_pb.GroupMember:
-    return group_pb.GroupMember(user_id=value.user_id, metadata=user_metadata(value.metadata))
+def group_member(value: GroupMember) -> group_pb2.GroupMember:
+    return group_pb2.GroupMember(user_id=value.user_id, metadata=user_metadata(value.metadata))
 
 
-def tenant(value: Tenant) -> tenant_pb.Tenant:
-    return tenant_pb.Tenant(
+def tenant(value: Tenant) -> tenant_pb2.Tenant:
+    return tenant_pb2.Tenant(
         id=value.id, name=value.name, display_name=value.display_name, create_time=timestamp(value.created_at)
     )
 
 
-def tenant_member(value: TenantMember) -> tenant_pb.TenantMember:
-    return tenant_pb.TenantMember(
+def tenant_member(value: TenantMember) -> tenant_pb2.TenantMember:
+    return tenant_pb2.TenantMember(
         user_id=value.user_id,
-        role=tenant_pb.TenantRole(int(value.role)),
+        role=enum(tenant_pb2.TenantRole, value.role),
         metadata=user_metadata(value.metadata),
         pending=value.pending,
         email=value.email,
     )
 
 
-def membership(value: Membership) -> tenant_pb.TenantMembership:
-    return tenant_pb.TenantMembership(
-        tenant_id=value.tenant_id, tenant_name=value.tenant_name, role=tenant_pb.TenantRole(int(value.role))
+def membership(value: Membership) -> tenant_pb2.TenantMembership:
+    return tenant_pb2.TenantMembership(
+        tenant_id=value.tenant_id, tenant_name=value.tenant_name, role=enum(tenant_pb2.TenantRole, value.role)
     )
 
 
-def api_key(value: ApiKey) -> api_key_pb.ApiKey:
-    return api_key_pb.ApiKey(
+def api_key(value: ApiKey) -> api_key_pb2.ApiKey:
+    return api_key_pb2.ApiKey(
         id=value.id,
         tenant_id=value.tenant_id,
-        type=api_key_pb.ApiKeyType(int(value.type)),
-        state=api_key_pb.ApiKeyState(int(value.state)),
+        type=enum(api_key_pb2.ApiKeyType, value.type),
+        state=enum(api_key_pb2.ApiKeyState, value.state),
         name=value.name,
         description=value.description,
         owner_user_id=value.owner_user_id or "",
@@ -85,12 +99,14 @@ def api_key(value: ApiKey) -> api_key_pb.ApiKey:
         create_time=timestamp(value.created_at),
         expire_time=timestamp(value.expire_at) if value.expire_at else None,
         last_used_time=timestamp(value.last_used_at) if value.last_used_at else None,
-        grants=[api_key_pb.ResourceRef(kind=api_key_pb.ResourceKind(int(g.kind)), name=g.name) for g in value.grants],
+        grants=[
+            api_key_pb2.ResourceRef(kind=enum(api_key_pb2.ResourceKind, g.kind), name=g.name) for g in value.grants
+        ],
         group_ids=list(value.group_ids),
     )
 
 
-def resource_ref(value: api_key_pb.ResourceRef | None, field: str = "grant") -> ResourceRef:
+def resource_ref(value: api_key_pb2.ResourceRef | None, field: str = "grant") -> ResourceRef:
     if value is None or not value.name:
         raise InvalidArgument(f"{field} must name a resource", field=f"{field}.name")
     try:
@@ -99,8 +115,8 @@ def resource_ref(value: api_key_pb.ResourceRef | None, field: str = "grant") -> 
         raise InvalidArgument(f"{field}.kind must be set", field=f"{field}.kind") from None
 
 
-def service_account(value: ServiceAccount) -> service_account_pb.ServiceAccount:
-    return service_account_pb.ServiceAccount(
+def service_account(value: ServiceAccount) -> service_account_pb2.ServiceAccount:
+    return service_account_pb2.ServiceAccount(
         id=value.id,
         tenant_id=value.tenant_id,
         name=value.name,
@@ -114,6 +130,6 @@ def datetime_of(value: Timestamp | None, field: str = "expire_time") -> datetime
     if value is None:
         return None
     try:
-        return value.to_datetime()
+        return value.ToDatetime(tzinfo=UTC)
     except (OverflowError, OSError, ValueError):  # binary Timestamps are not range-checked on decode
         raise InvalidArgument(f"{field} is out of range", field=field) from None

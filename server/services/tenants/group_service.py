@@ -6,7 +6,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.tenants.v1 import group_service_pb as pb
+from gen.platform.tenants.v1 import group_service_pb2 as pb
 from gen.platform.tenants.v1.group_service_connect import GroupService
 from server.domain import groups
 from server.services import Deps

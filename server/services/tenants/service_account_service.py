@@ -6,7 +6,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.tenants.v1 import service_account_service_pb as pb
+from gen.platform.tenants.v1 import service_account_service_pb2 as pb
 from gen.platform.tenants.v1.service_account_service_connect import ServiceAccountService
 from server.domain import service_accounts
 from server.services import Deps
@@ -46,7 +46,7 @@ class ServiceAccountServiceHandler(ServiceAccountService):
     async def update_service_account(
         self, request: pb.UpdateServiceAccountRequest, ctx: Ctx
     ) -> pb.UpdateServiceAccountResponse:
-        description = request.description if request.has_field("description") else None
+        description = request.description if request.HasField("description") else None
         async with self._db.transaction() as s:
             account = await service_accounts.update(
                 s, current_principal(), request.tenant_id, request.service_account_id, description

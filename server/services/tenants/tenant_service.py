@@ -6,7 +6,7 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.tenants.v1 import tenant_service_pb as pb
+from gen.platform.tenants.v1 import tenant_service_pb2 as pb
 from gen.platform.tenants.v1.tenant_service_connect import TenantService
 from server.domain import tenants
 from server.services import Deps
@@ -57,7 +57,7 @@ class TenantServiceHandler(TenantService):
     async def invite_tenant_member(
         self, request: pb.InviteTenantMemberRequest, ctx: Ctx
     ) -> pb.InviteTenantMemberResponse:
-        role = int(request.role) if request.has_field("role") else None
+        role = int(request.role) if request.HasField("role") else None
         async with self._db.transaction() as s:
             member = await tenants.invite_member(s, current_principal(), request.tenant_id, request.email, role)
         return pb.InviteTenantMemberResponse(member=convert.tenant_member(member))

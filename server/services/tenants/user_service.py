@@ -6,8 +6,8 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 
-from gen.platform.tenants.v1 import user_pb
-from gen.platform.tenants.v1 import user_service_pb as pb
+from gen.platform.tenants.v1 import user_pb2
+from gen.platform.tenants.v1 import user_service_pb2 as pb
 from gen.platform.tenants.v1.user_service_connect import UserService
 from server import permissions
 from server.domain import tenants, users
@@ -33,7 +33,7 @@ class UserServiceHandler(UserService):
         if principal.api_key is not None:
             memberships = [m for m in memberships if m.tenant_id == principal.api_key.tenant_id]
         return pb.GetCurrentUserResponse(
-            user=user_pb.UserMetadata(
+            user=user_pb2.UserMetadata(
                 user_id=principal.user_id or "", email=principal.email, display_name=principal.display_name
             ),
             can_manage_tenants=principal.api_key is None and principal.can_manage_tenants,
