@@ -1,15 +1,15 @@
 """Another Python project generates stubs from proto/ with grpcio-tools, as the README says, and calls the server.
 
-The README's `stubs` blocks run as written (the `pip install` line aside: grpcio-tools is in the test venv already)
-in a fresh directory. The stubs must import under the project's own package without touching the standard library's
-`platform`, and a generated grpcio stub must get a real answer from a real server on loopback.
+The README's `stubs` blocks run as written in a fresh directory standing for the other project, whose `.venv` is
+this one's (it has grpcio-tools already, so the `pip install` finds nothing to do). The stubs must import under the
+project's own package without touching the standard library's `platform`, and a generated grpcio stub must get a
+real answer from a real server on loopback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from pathlib import Path
 
 from tests.clients import http_json
@@ -40,18 +40,17 @@ async def test_grpcio_tools_stubs_from_proto_call_the_server(server: Server, tmp
     )
     assert status == 200, created
 
-    venv_bin = str(Path(sys.executable).parent)
-    # Only what a user's shell has: their Python first on PATH, and where this repository is.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "SWITCHBOARD_"))}
-    env.update(PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '')}", SWITCHBOARD=str(ROOT))
-    script = "\n".join(line for line in blocks["shell"].splitlines() if not line.startswith("pip install"))
-    await _run("bash", "-euo", "pipefail", "-c", script, cwd=tmp_path, env=env)
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    # Only what a user's shell has, and where this repository is.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "SWITCHBOARD_", "VIRTUAL_ENV"))}
+    env["SWITCHBOARD"] = str(ROOT)
+    await _run("bash", "-euo", "pipefail", "-c", blocks["shell"], cwd=tmp_path, env=env)
 
     package = tmp_path / "stubs" / "switchboard_api"
     assert (package / "platform" / "tenants" / "v1" / "tenant_service_pb2_grpc.py").is_file()
     assert not (package / "grpc").exists(), "a grpc/ folder would shadow grpcio"
     (tmp_path / "client.py").write_text(blocks["python"] + "\n")
     env.update(PYTHONPATH="stubs", API=server.base_url, TOKEN=server.admin_token)
-    out = await _run(sys.executable, "client.py", cwd=tmp_path, env=env)
+    out = await _run(".venv/bin/python", "client.py", cwd=tmp_path, env=env)
     assert "stubs-from-proto" in out, out
     assert out.startswith(("Linux", "Darwin", "Windows")), out  # the standard library's platform.system()
