@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
+import select
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, exc, make_url
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -52,25 +53,71 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# Connections kept open per process. A request holds one for its whole transaction, so the pool must cover the
+# requests in flight: when it is smaller, every request past it opens a connection and closes it on return (for
+# PostgreSQL a new backend process, for SQLite a new file handle and worker thread), which cost more than the query.
+_POOL_SIZE = 32
+_MAX_OVERFLOW = 32
+
+
+def _idle_connection_alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Checkout check for PostgreSQL without a round trip (pool_pre_ping sends one per checkout, every request).
+
+    An idle connection has nothing to read: when its socket is readable, the server closed it or sent a
+    termination notice (restart, failover, idle timeout), so the pool replaces it before the request uses it.
+    """
+    driver = dbapi_connection.driver_connection
+    if driver.closed or driver.broken:
+        raise exc.DisconnectionError("connection closed")
+    poller = select.poll()
+    poller.register(driver.pgconn.socket, select.POLLIN | select.POLLERR | select.POLLHUP)
+    if poller.poll(0):
+        raise exc.DisconnectionError("connection closed by the server while idle")
+
+
 def make_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 10}, hide_parameters=True)
+        engine = create_async_engine(
+            url,
+            connect_args={"timeout": 10},
+            hide_parameters=True,
+            pool_size=_POOL_SIZE,
+            max_overflow=_MAX_OVERFLOW,
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     # hide_parameters: a logged database error must not carry the statement's values (model input, items).
-    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True, hide_parameters=True)
+    psycopg = make_url(url).get_driver_name() == "psycopg"
+    engine = create_async_engine(
+        url,
+        pool_size=_POOL_SIZE,
+        max_overflow=_MAX_OVERFLOW,
+        pool_pre_ping=not psycopg,  # another driver: the generic ping
+        hide_parameters=True,
+    )
+    if psycopg:
+        event.listen(engine.sync_engine.pool, "checkout", _idle_connection_alive)
+    return engine
+
+
+AFTER_COMMIT = "switchboard_after_commit"  # session.info key: callables to run once the transaction committed
 
 
 class Database:
-    def __init__(self, url: str) -> None:
+    """`session_info` is copied into every session's `info` (e.g. a process-wide cache the permission checks use)."""
+
+    def __init__(self, url: str, *, session_info: dict[str, Any] | None = None) -> None:
         self.url = url
         self.engine = make_engine(url)
-        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=session_info or {})
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        async with self._sessions() as session, session.begin():
-            yield session
+        async with self._sessions() as session:
+            async with session.begin():
+                yield session
+            for hook in session.info.pop(AFTER_COMMIT, ()):
+                hook()
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
