@@ -1,8 +1,8 @@
 """What authentication and authorization cost.
 
-1. Over HTTP, one server: a no-auth request (grpc.health.v1.Health/Check) as the baseline, then GetCurrentUser with
-   a session token, with an API key whose lookup is cached (warm), and — on a second server whose key cache is
-   disabled — with a key looked up in the database on every request (cold).
+1. Over HTTP, on SQLite and on PostgreSQL (when reachable): a no-auth request (grpc.health.v1.Health/Check) as
+   the baseline, then GetCurrentUser with a session token, with an API key whose lookup is cached (warm), and — on a
+   second server whose key cache is disabled — with a key looked up in the database on every request (cold).
 2. In process: permissions.can_read and readable_names for a user on a tenant with 1,000 resources and 100 groups,
    against a trivial query on the same session as the baseline.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 
+from bench._backends import backends, using
 from bench.common import Measurement, measure, print_table, running_server
 from server import permissions
 from server.domain.principal import Principal
@@ -27,7 +28,7 @@ REQUESTS = 2000
 CONCURRENCY = 16
 
 
-async def _http_cases(cache_seconds: str) -> dict[str, Measurement]:
+async def _http_cases(cache_seconds: str, backend: str) -> dict[str, Measurement]:
     os.environ["SWITCHBOARD_API_KEY_CACHE_SECONDS"] = cache_seconds
     results: dict[str, Measurement] = {}
     async with running_server() as (base_url, _port, settings):
@@ -67,13 +68,13 @@ async def _http_cases(cache_seconds: str) -> dict[str, Measurement]:
             label = "warm" if float(cache_seconds) > 0 else "cold"
             if label == "warm":
                 results["noop"] = await measure(
-                    "no auth (Health/Check)", noop, requests=REQUESTS, concurrency=CONCURRENCY
+                    f"no auth (Health/Check) [{backend}]", noop, requests=REQUESTS, concurrency=CONCURRENCY
                 )
                 results["session"] = await measure(
-                    "session token (JWT)", with_session, requests=REQUESTS, concurrency=CONCURRENCY
+                    f"session token (JWT) [{backend}]", with_session, requests=REQUESTS, concurrency=CONCURRENCY
                 )
             results[label] = await measure(
-                f"API key, {label} (cache {'hit' if label == 'warm' else 'miss'})",
+                f"API key, {label} (cache {'hit' if label == 'warm' else 'miss'}) [{backend}]",
                 with_key,
                 requests=REQUESTS,
                 concurrency=CONCURRENCY,
@@ -138,9 +139,12 @@ async def _permission_cases() -> None:
 
 
 async def main() -> None:
-    warm = await _http_cases("5")
-    cold = await _http_cases("0")
-    os.environ.pop("SWITCHBOARD_API_KEY_CACHE_SECONDS", None)
     print(f"concurrency {CONCURRENCY}, {REQUESTS} requests per case; ratio = req/s relative to no auth")
-    print_table([warm["noop"], warm["session"], warm["warm"], cold["cold"]], warm["noop"])
+    for backend in backends():
+        with using(backend):
+            warm = await _http_cases("5", backend)
+        with using(backend):
+            cold = await _http_cases("0", backend)
+        os.environ.pop("SWITCHBOARD_API_KEY_CACHE_SECONDS", None)
+        print_table([warm["noop"], warm["session"], warm["warm"], cold["cold"]], warm["noop"])
     await _permission_cases()

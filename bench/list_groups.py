@@ -1,29 +1,34 @@
-"""A real read — ListGroups of a tenant with 50 groups — over Connect JSON and over gRPC, against the no-op
-baseline served by the same process (grpc.health.v1.Health/Check, which answers from memory).
+"""A real read — ListGroups of a tenant with 50 groups — and a JWT-authenticated read (GetCurrentUser with a session
+token), over Connect JSON and over gRPC, against the no-op baseline served by the same process
+(grpc.health.v1.Health/Check, which answers from memory without authentication), on SQLite and on PostgreSQL.
 
-The load generator shares the machine with the server, so absolute req/s understate a dedicated server; compare the
-ratios.
+The goal is at least half the no-op's rate. The load generator shares the machine with the server, so absolute
+req/s understate a dedicated server; compare the ratios.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import grpc
 
-from bench.common import measure, print_table, running_server
+from bench._backends import backends, using
+from bench.common import Measurement, measure, print_table, running_server
 from gen.grpc.health.v1.health_pb2 import HealthCheckRequest
 from gen.grpc.health.v1.health_pb2_grpc import HealthStub
 from gen.platform.tenants.v1.group_service_pb2 import ListGroupsRequest
 from gen.platform.tenants.v1.group_service_pb2_grpc import GroupServiceStub
+from gen.platform.tenants.v1.user_service_pb2 import GetCurrentUserRequest
+from gen.platform.tenants.v1.user_service_pb2_grpc import UserServiceStub
 from server.tokens import PLATFORM_ROLES, mint_token
 
 REQUESTS = 3000
 CONCURRENCY = 16
 
 
-async def main() -> None:
+async def _run(backend: str) -> tuple[list[Measurement], list[Measurement]]:
     async with running_server() as (base_url, port, settings):
         token = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
         auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -41,11 +46,16 @@ async def main() -> None:
 
             list_url = f"{base_url}/platform.tenants.v1.GroupService/ListGroups"
             body = json.dumps({"tenantId": tenant_id})
+            whoami_url = f"{base_url}/platform.tenants.v1.UserService/GetCurrentUser"
             noop_url = f"{base_url}/grpc.health.v1.Health/Check"
 
             async def connect_list() -> None:
                 async with http.post(list_url, data=body) as resp:
                     assert len((await resp.json())["groups"]) == 50
+
+            async def connect_whoami() -> None:
+                async with http.post(whoami_url, data="{}") as resp:
+                    assert (await resp.json())["user"]["userId"] == "bench-admin"
 
             async def connect_noop() -> None:
                 async with http.post(noop_url, data="{}") as resp:
@@ -53,6 +63,7 @@ async def main() -> None:
 
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
                 groups = GroupServiceStub(channel)
+                users = UserServiceStub(channel)
                 health = HealthStub(channel)
                 metadata = [("authorization", f"Bearer {token}")]
 
@@ -60,19 +71,32 @@ async def main() -> None:
                     response = await groups.ListGroups(ListGroupsRequest(tenant_id=tenant_id), metadata=metadata)
                     assert len(response.groups) == 50
 
+                async def grpc_whoami() -> None:
+                    await users.GetCurrentUser(GetCurrentUserRequest(), metadata=metadata)
+
                 async def grpc_noop() -> None:
                     await health.Check(HealthCheckRequest())
 
-                noop_connect = await measure(
-                    "no-op (Health/Check), Connect JSON", connect_noop, requests=REQUESTS, concurrency=CONCURRENCY
-                )
-                list_connect = await measure(
-                    "ListGroups x50, Connect JSON", connect_list, requests=REQUESTS, concurrency=CONCURRENCY
-                )
-                noop_grpc = await measure(
-                    "no-op (Health/Check), gRPC", grpc_noop, requests=REQUESTS, concurrency=CONCURRENCY
-                )
-                list_grpc = await measure("ListGroups x50, gRPC", grpc_list, requests=REQUESTS, concurrency=CONCURRENCY)
-    print(f"concurrency {CONCURRENCY}, {REQUESTS} requests per case; ratio = req/s relative to the no-op")
-    print_table([noop_connect, list_connect], noop_connect)
-    print_table([noop_grpc, list_grpc], noop_grpc)
+                async def run(label: str, call: Callable[[], Awaitable[None]]) -> Measurement:
+                    return await measure(f"{label} [{backend}]", call, requests=REQUESTS, concurrency=CONCURRENCY)
+
+                connect = [
+                    await run("no-op (Health/Check), Connect JSON", connect_noop),
+                    await run("ListGroups x50, Connect JSON", connect_list),
+                    await run("GetCurrentUser (JWT), Connect JSON", connect_whoami),
+                ]
+                over_grpc = [
+                    await run("no-op (Health/Check), gRPC", grpc_noop),
+                    await run("ListGroups x50, gRPC", grpc_list),
+                    await run("GetCurrentUser (JWT), gRPC", grpc_whoami),
+                ]
+    return connect, over_grpc
+
+
+async def main() -> None:
+    print(f"concurrency {CONCURRENCY}, {REQUESTS} requests per case; ratio = req/s relative to the same run's no-op")
+    for backend in backends():
+        with using(backend):
+            connect, over_grpc = await _run(backend)
+        print_table(connect, connect[0])
+        print_table(over_grpc, over_grpc[0])

@@ -38,6 +38,7 @@ from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
 from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
 from server.logs import configure_logging
+from server.permissions import memberships_info
 from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
 from server.settings import Settings
@@ -252,7 +253,8 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(name)s %(message)s")
     configure_tracing(settings)
     if deps is None:
-        db = Database(settings.database_url)
+        # Tenant roles are cached for the same bound as API keys (see server.permissions.tenancy).
+        db = Database(settings.database_url, session_info=memberships_info(settings.api_key_cache_seconds))
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
     interceptors = build_interceptors(authenticator)

@@ -23,6 +23,9 @@ __all__ = ["PLATFORM_ROLES", "TokenClaims", "TokenVerifier", "ensure_signing_key
 
 PLATFORM_ROLES = ("can_manage_tenants", "can_manage_models")
 _ALGORITHMS = ["RS256", "ES256", "EdDSA"]
+# Verified tokens remembered per process. A token string verified once stays valid until its `exp` (nothing else
+# about it can change), and the signature check is most of an authenticated read's CPU. Cleared wholesale when full.
+_VERIFIED_MAX = 10_000
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class TokenVerifier:
         self._jwks = jwt.PyJWKClient(settings.jwks_url, cache_keys=True) if settings.jwks_url else None
         self._jwks_keys: dict[str, Any] = {}  # kid -> key, so the event loop only waits on a fetch for a new kid
         self._public_key: Any = None
+        self._verified: dict[str, tuple[float, TokenClaims]] = {}  # token -> (its exp, its claims)
         if self._jwks is None:
             private = serialization.load_pem_private_key(ensure_signing_key(settings), password=None)
             self._public_key = private.public_key()
@@ -98,6 +102,11 @@ class TokenVerifier:
         return key
 
     async def verify(self, token: str) -> TokenClaims:
+        hit = self._verified.get(token)
+        if hit is not None:
+            if time.time() < hit[0]:
+                return hit[1]
+            del self._verified[token]
         try:
             key = await self._key_for(token)
             claims = jwt.decode(
@@ -113,10 +122,15 @@ class TokenVerifier:
         roles = claims.get(self._settings.roles_claim) or []
         if not isinstance(roles, list):
             roles = []
-        return TokenClaims(
+        verified = TokenClaims(
             user_id=str(claims["sub"]),
             email=str(claims.get("email", "")).lower(),
             display_name=str(claims.get("name", "")),
             can_manage_tenants="can_manage_tenants" in roles,
             can_manage_models="can_manage_models" in roles,
         )
+        if len(self._verified) >= _VERIFIED_MAX:
+            self._verified.clear()
+        # PyJWT refuses a token once `exp <= now`; the cache stops serving it at the same instant.
+        self._verified[token] = (float(claims["exp"]), verified)
+        return verified

@@ -134,6 +134,7 @@ async def delete_tenant(session: AsyncSession, principal: Principal, tenant_id: 
     row = await _get_tenant_row(session, tenant_id)
     await session.delete(row)
     await session.flush()
+    permissions.forget_membership(session, tenant_id)
 
 
 async def _member(session: AsyncSession, tenant_id: str, user_id: str) -> TenantMember:
@@ -156,6 +157,7 @@ async def add_member(
     session.add(TenantMemberRow(tenant_id=tenant_id, user_id=user_id, role=int(tenant_role)))
     with integrity_as(f"user {user_id!r} is already a member of this tenant", field="user_id"):
         await session.flush()
+    permissions.forget_membership(session, tenant_id, user_id)
     return await _member(session, tenant_id, user_id)
 
 
@@ -225,6 +227,7 @@ async def update_member_role(
         await _refuse_losing_last_admin(session, tenant_id, row)
     row.role = int(new_role)
     await session.flush()
+    permissions.forget_membership(session, tenant_id, user_id)
     return await _member(session, tenant_id, user_id)
 
 
@@ -250,6 +253,7 @@ async def remove_member(session: AsyncSession, principal: Principal, tenant_id: 
         delete(GroupMemberRow).where(GroupMemberRow.user_id == user_id, GroupMemberRow.group_id.in_(tenant_groups))
     )
     await session.flush()
+    permissions.forget_membership(session, tenant_id, user_id)
 
 
 async def memberships_of(session: AsyncSession, user_id: str) -> list[Membership]:

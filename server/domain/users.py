@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server import permissions
 from server.errors import NotFound
 from server.store.db import insert_ignoring_duplicates
 from server.store.models import TenantInviteRow, TenantMemberRow, UserRow, utcnow
@@ -52,6 +53,7 @@ async def sign_in(session: AsyncSession, claims: TokenClaims) -> None:
                 TenantMemberRow,
                 {"tenant_id": invite.tenant_id, "user_id": claims.user_id, "role": invite.role, "created_at": utcnow()},
             )
+            permissions.forget_membership(session, invite.tenant_id, claims.user_id)
         # A Core delete: a concurrent sign-in may have removed the invites already.
         await session.execute(delete(TenantInviteRow).where(TenantInviteRow.email == claims.email))
     await session.flush()

@@ -12,27 +12,39 @@ API keys
     role.
 Groups
     Group reads (`can_read_group`) admit the group's members and the tenant's admins.
+Caching
+    Whether a tenant exists and the caller's role in it is asked on nearly every request. With a `Memberships`
+    cache in the session's info (`memberships_info`), each answer is read in one query and reused for at most the
+    process's bound (SWITCHBOARD_API_KEY_CACHE_SECONDS, the same bound as for revoked keys): a removed member or a
+    lowered role takes effect on every replica within it, and at once in the process that made the change
+    (`forget_membership`, after its commit). A missing tenant is never cached, so a new tenant is seen at once.
 """
 
 from __future__ import annotations
 
+import time
 from enum import Enum, IntEnum
+from typing import Any
 
-from sqlalchemy import ColumnElement, exists, false, select, true
+from sqlalchemy import ColumnElement, and_, bindparam, false, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import ApiKeyType, Principal
 from server.errors import InvalidArgument, NotFound, PermissionDenied
+from server.store.db import AFTER_COMMIT
 from server.store.models import GroupMemberRow, GroupRow, TenantMemberRow, TenantRow
 
 __all__ = [
     "Capability",
+    "Memberships",
     "TenantRole",
     "can_admin_tenant",
     "can_attach_key_to_group",
     "can_read_group",
+    "forget_membership",
     "has_capability",
     "member_user_ids",
+    "memberships_info",
     "require_capability",
     "require_group_read",
     "require_logged_in_user",
@@ -88,8 +100,84 @@ def resolve_tenant(principal: Principal, requested: str, *, field: str = "tenant
     return tenant_id
 
 
+_MEMBERSHIPS = "switchboard_memberships"
+_MAX_ENTRIES = 100_000
+# (tenant exists, role): a tenant and the caller's role in it (None: not a member) in one query.
+_Answer = tuple[bool, int | None]
+_MEMBERSHIP = select(TenantRow.id, TenantMemberRow.role).outerjoin(
+    TenantMemberRow,
+    and_(TenantMemberRow.tenant_id == TenantRow.id, TenantMemberRow.user_id == bindparam("user_id")),
+)
+
+
+class Memberships:
+    """A process's cache of tenant existence and tenant roles, each answer at most `ttl` seconds old."""
+
+    def __init__(self, ttl: float) -> None:
+        self._ttl = ttl
+        self._entries: dict[tuple[str, str], tuple[float, int | None]] = {}
+        self._generation = 0  # bumped by forget(): a load that began before it must not be stored
+
+    async def lookup(self, session: AsyncSession, tenant_id: str, user_id: str) -> _Answer:
+        key = (tenant_id, user_id)
+        hit = self._entries.get(key)
+        if hit is not None and time.monotonic() < hit[0]:
+            return True, hit[1]
+        generation, started = self._generation, time.monotonic()
+        answer = await _load(session, tenant_id, user_id)
+        if answer[0] and self._ttl > 0 and generation == self._generation:
+            if len(self._entries) >= _MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key] = (started + self._ttl, answer[1])
+        return answer
+
+    def forget(self, tenant_id: str, user_id: str | None) -> None:
+        """Drop what is known of one membership (or, with no user, of the whole tenant)."""
+        self._generation += 1
+        if user_id is None:
+            self._entries.clear()  # a deleted tenant: rare enough not to index entries by tenant
+        else:
+            self._entries.pop((tenant_id, user_id), None)
+
+
+def memberships_info(ttl: float) -> dict[str, Any]:
+    """The session info that makes this package's membership reads go through one process-wide cache."""
+    return {_MEMBERSHIPS: Memberships(ttl)}
+
+
+async def _load(session: AsyncSession, tenant_id: str, user_id: str) -> _Answer:
+    row = (await session.execute(_MEMBERSHIP.where(TenantRow.id == tenant_id), {"user_id": user_id})).first()
+    return (False, None) if row is None else (True, row[1])
+
+
+async def _membership(session: AsyncSession, tenant_id: str, user_id: str | None) -> _Answer:
+    """Whether the tenant exists and `user_id`'s role in it; remembered for the transaction, so a request's gate and
+    filters agree."""
+    memo: dict[tuple[str, str], _Answer] = session.info.setdefault("switchboard_tenant_roles", {})
+    key = (tenant_id, user_id or "")
+    answer = memo.get(key)
+    if answer is None:
+        cache: Memberships | None = session.info.get(_MEMBERSHIPS)
+        answer = await (cache.lookup(session, *key) if cache is not None else _load(session, *key))
+        memo[key] = answer
+    return answer
+
+
+def forget_membership(session: AsyncSession, tenant_id: str, user_id: str | None = None) -> None:
+    """Call when a membership (or, without a user, a tenant) changes, so this process does not serve the old answer.
+
+    Forgotten now and again after the commit, so a request that read the old row in between does not keep it.
+    """
+    session.info.get("switchboard_tenant_roles", {}).clear()
+    cache: Memberships | None = session.info.get(_MEMBERSHIPS)
+    if cache is None:
+        return
+    cache.forget(tenant_id, user_id)
+    session.info.setdefault(AFTER_COMMIT, []).append(lambda: cache.forget(tenant_id, user_id))
+
+
 async def _tenant_exists(session: AsyncSession, tenant_id: str) -> bool:
-    return bool(await session.scalar(select(exists().where(TenantRow.id == tenant_id))))
+    return (await _membership(session, tenant_id, None))[0]
 
 
 async def tenant_role(session: AsyncSession, principal: Principal, tenant_id: str) -> TenantRole | None:
@@ -99,17 +187,7 @@ async def tenant_role(session: AsyncSession, principal: Principal, tenant_id: st
         return None
     if principal.user_id is None:
         return None
-    # Asked several times per request (gate, then filters): remember it for the transaction.
-    cache: dict[tuple[str, str], int | None] = session.info.setdefault("switchboard_tenant_roles", {})
-    member = (tenant_id, principal.user_id)
-    if member not in cache:
-        # Column query, not session.get: gates run on every request and need no ORM identity bookkeeping.
-        cache[member] = await session.scalar(
-            select(TenantMemberRow.role).where(
-                TenantMemberRow.tenant_id == tenant_id, TenantMemberRow.user_id == principal.user_id
-            )
-        )
-    role = cache[member]
+    role = (await _membership(session, tenant_id, principal.user_id))[1]
     return TenantRole(role) if role is not None else None
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
-from collections.abc import AsyncIterator, Iterator
+import select
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import event
+import aiosqlite
+from sqlalchemy import event, exc, make_url
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -52,25 +55,185 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# Connections kept open per process. A request holds one for its whole transaction, so the pool must cover the
+# requests in flight: when it is smaller, every request past it opens a connection and closes it on return (for
+# PostgreSQL a new backend process, for SQLite a new file handle and worker thread), which cost more than the query.
+_POOL_SIZE = 32
+_MAX_OVERFLOW = 32
+
+
+def _idle_connection_alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Checkout check for PostgreSQL without a round trip (pool_pre_ping sends one per checkout, every request).
+
+    An idle connection has nothing to read: when its socket is readable, the server closed it or sent a
+    termination notice (restart, failover, idle timeout), so the pool replaces it before the request uses it.
+    """
+    driver = dbapi_connection.driver_connection
+    if driver.closed or driver.broken:
+        raise exc.DisconnectionError("connection closed")
+    poller = select.poll()
+    poller.register(driver.pgconn.socket, select.POLLIN | select.POLLERR | select.POLLHUP)
+    if poller.poll(0):
+        raise exc.DisconnectionError("connection closed by the server while idle")
+
+
+class _OneTripCursor(aiosqlite.Cursor):
+    """An aiosqlite cursor that creates, runs, reads and closes its sqlite3 cursor in one call on the connection's
+    thread. Plain aiosqlite makes four (cursor, execute, fetchall, close), and each costs a thread hand-off and the
+    GIL trip back to the event loop, which under load was most of a short read's time."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._cursor: sqlite3.Cursor | None = None  # type: ignore[assignment]
+        self._rows: list[Any] = []
+
+    async def execute(self, sql: str, parameters: Iterable[Any] | None = None) -> _OneTripCursor:
+        connection: sqlite3.Connection = self._conn._conn
+
+        def run() -> tuple[sqlite3.Cursor, list[Any]]:
+            cursor = connection.cursor()
+            try:
+                cursor.execute(sql, [] if parameters is None else parameters)  # type: ignore[arg-type]
+                return cursor, cursor.fetchall() if cursor.description else []
+            finally:
+                cursor.close()  # description, rowcount and lastrowid stay readable
+
+        self._cursor, self._rows = await self._conn._execute(run)  # type: ignore[no-untyped-call]
+        return self
+
+    async def executemany(self, sql: str, parameters: Iterable[Iterable[Any]]) -> _OneTripCursor:
+        connection: sqlite3.Connection = self._conn._conn
+
+        def run() -> sqlite3.Cursor:
+            cursor = connection.cursor()
+            try:
+                cursor.executemany(sql, parameters)  # type: ignore[arg-type]
+                return cursor
+            finally:
+                cursor.close()
+
+        self._cursor = await self._conn._execute(run)  # type: ignore[no-untyped-call]
+        self._rows = []
+        return self
+
+    async def fetchall(self) -> list[Any]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    async def fetchone(self) -> Any:
+        return self._rows.pop(0) if self._rows else None
+
+    async def fetchmany(self, size: int | None = None) -> list[Any]:
+        count = len(self._rows) if size is None else size
+        rows, self._rows = self._rows[:count], self._rows[count:]
+        return rows
+
+    async def close(self) -> None:
+        self._rows = []
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description if self._cursor is not None else None
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount if self._cursor is not None else -1
+
+    @property
+    def lastrowid(self) -> int | None:
+        return self._cursor.lastrowid if self._cursor is not None else None
+
+
+class _OneTripConnection(aiosqlite.Connection):
+    def cursor(self) -> Any:  # awaited or entered by SQLAlchemy's adapter; makes no trip to the thread
+        return _Ready(_OneTripCursor(self))
+
+    # sqlite3 opens a transaction only before a write, so a read-only request has nothing to commit, and the pool's
+    # rollback on return follows every commit: without an open transaction both are no-ops, skipped without a trip.
+    # (in_transaction is a flag read; nothing else uses the connection between statements.)
+    async def commit(self) -> None:
+        if self._conn.in_transaction:
+            await super().commit()
+
+    async def rollback(self) -> None:
+        if self._conn.in_transaction:
+            await super().rollback()
+
+
+class _Ready:
+    """An awaitable, async-context-managed value that is already there (what aiosqlite's cursor() returns)."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._value
+        yield  # makes this a generator: nothing is awaited
+
+    async def __aenter__(self) -> Any:
+        return self._value
+
+    async def __aexit__(self, *_: object) -> None:
+        await self._value.close()
+
+
+def _sqlite_creator(path: str) -> Callable[[], Awaitable[aiosqlite.Connection]]:
+    async def connect() -> aiosqlite.Connection:
+        connection = _OneTripConnection(lambda: sqlite3.connect(path, timeout=10), iter_chunk_size=64)
+        # As SQLAlchemy does: an unclosed connection must not hold up exit (before aiosqlite 0.22 it is the thread).
+        thread: Any = getattr(connection, "_thread", connection)
+        thread.daemon = True
+        return await connection
+
+    return connect
+
+
 def make_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 10}, hide_parameters=True)
+        parsed = make_url(url)
+        file_backed = parsed.database not in (None, "", ":memory:") and not parsed.query
+        engine = create_async_engine(
+            url,
+            connect_args={"timeout": 10},
+            hide_parameters=True,
+            pool_size=_POOL_SIZE,
+            max_overflow=_MAX_OVERFLOW,
+            **({"async_creator": _sqlite_creator(str(parsed.database))} if file_backed else {}),
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     # hide_parameters: a logged database error must not carry the statement's values (model input, items).
-    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True, hide_parameters=True)
+    psycopg = make_url(url).get_driver_name() == "psycopg"
+    engine = create_async_engine(
+        url,
+        pool_size=_POOL_SIZE,
+        max_overflow=_MAX_OVERFLOW,
+        pool_pre_ping=not psycopg,  # another driver: the generic ping
+        hide_parameters=True,
+    )
+    if psycopg:
+        event.listen(engine.sync_engine.pool, "checkout", _idle_connection_alive)
+    return engine
+
+
+AFTER_COMMIT = "switchboard_after_commit"  # session.info key: callables to run once the transaction committed
 
 
 class Database:
-    def __init__(self, url: str) -> None:
+    """`session_info` is copied into every session's `info` (e.g. a process-wide cache the permission checks use)."""
+
+    def __init__(self, url: str, *, session_info: dict[str, Any] | None = None) -> None:
         self.url = url
         self.engine = make_engine(url)
-        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=session_info or {})
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        async with self._sessions() as session, session.begin():
-            yield session
+        async with self._sessions() as session:
+            async with session.begin():
+                yield session
+            for hook in session.info.pop(AFTER_COMMIT, ()):
+                hook()
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:

@@ -1,0 +1,57 @@
+"""The databases a benchmark runs on: SQLite (a file of the run's own) and, when reachable, PostgreSQL (a database of
+the run's own, dropped afterwards). `SWITCHBOARD_BENCH_PG_URL` names the PostgreSQL server (default: the local one
+the tests use). A `SWITCHBOARD_BENCH_DATABASE_URL` set by the caller is used instead, as the only backend."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["backends", "using"]
+
+PG_ADMIN_URL = os.environ.get("SWITCHBOARD_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_admin() -> Any:
+    import psycopg
+
+    return psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
+
+
+def backends() -> list[str]:
+    """SQLite always; PostgreSQL when its server answers (otherwise say so and skip it)."""
+    if os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL"):
+        return ["given"]
+    try:
+        _pg_admin().close()
+    except Exception as exc:
+        print(f"PostgreSQL unreachable at {PG_ADMIN_URL} ({type(exc).__name__}): SQLite only")
+        return ["sqlite"]
+    return ["sqlite", "postgresql"]
+
+
+@contextlib.contextmanager
+def using(backend: str) -> Iterator[None]:
+    """Point `bench.common.running_server` at a fresh database of `backend` for the block."""
+    if backend == "given":
+        yield
+        return
+    previous = os.environ.pop("SWITCHBOARD_BENCH_DATABASE_URL", None)
+    name = f"sb_bench_{secrets.token_hex(4)}"
+    try:
+        if backend == "postgresql":
+            with _pg_admin() as conn:
+                conn.execute(f'CREATE DATABASE "{name}"')
+            base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+            os.environ["SWITCHBOARD_BENCH_DATABASE_URL"] = f"{base}/{name}"
+        yield
+    finally:
+        os.environ.pop("SWITCHBOARD_BENCH_DATABASE_URL", None)
+        if previous is not None:
+            os.environ["SWITCHBOARD_BENCH_DATABASE_URL"] = previous
+        if backend == "postgresql":
+            with _pg_admin() as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,120 @@
+"""The per-process caches on the authentication path keep their bounds.
+
+- A verified session token is remembered until its `exp`, never after: an expired token is refused even though the
+  process verified it a moment before.
+- Tenant roles are cached for the key-cache bound (1 s in tests): a removed member is refused at once by the process
+  that removed them and within the bound by every other replica; a lowered role stops granting admin rights the same
+  way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.tokens import mint_token
+from tests.clients import ConnectJsonCaller, Result
+from tests.conftest import PG_ADMIN_URL, Database, Server, _pg_unreachable_reason, server_env, start_server
+from tests.world import GROUPS, TENANTS, USERS, make_world, must
+
+
+async def _settles(call: Any, *, accepted: bool) -> Result:
+    """Poll, bounded (5 s, five times the 1 s bound), until the call's outcome is `accepted`."""
+    result: Result = await call()
+    for _ in range(50):
+        if result.ok == accepted:
+            break
+        await asyncio.sleep(0.1)
+        result = await call()
+    return result
+
+
+async def test_a_verified_token_is_refused_once_it_expires(server: Server, connect: ConnectJsonCaller) -> None:
+    token = mint_token(server.settings, user_id="short-lived", ttl_seconds=2)
+    for _ in range(3):  # verified, then served from the cache
+        assert (await connect.call(f"{USERS}/GetCurrentUser", {}, token=token, get=True)).ok
+    expires = time.time() + 2
+    await asyncio.sleep(max(0.0, expires - time.time()) + 0.1)
+    refused = await connect.call(f"{USERS}/GetCurrentUser", {}, token=token, get=True)
+    assert refused.code == "unauthenticated", refused
+
+
+async def test_removed_member_is_refused_at_once_by_the_process_that_removed_them(
+    server: Server, connect: ConnectJsonCaller
+) -> None:
+    world = await make_world(server, connect)
+    editor = world.tokens["editor"]
+    listed = await connect.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=editor)
+    assert listed.ok, listed  # the editor's role is now cached
+    body = {"tenantId": world.tenant_id, "userId": world.user_ids["editor"]}
+    must(await connect.call(f"{TENANTS}/RemoveTenantMember", body, token=server.admin_token))
+    refused = await connect.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=editor)
+    assert refused.code == "permission_denied", refused
+    # And a member made admin can act as one at once.
+    promote = {"tenantId": world.tenant_id, "userId": world.user_ids["member"], "role": "TENANT_ROLE_ADMIN"}
+    group = {"tenantId": world.tenant_id, "name": "made-by-a-new-admin"}
+    assert (await connect.call(f"{GROUPS}/CreateGroup", group, token=world.tokens["member"])).code == (
+        "permission_denied"
+    )
+    must(await connect.call(f"{TENANTS}/UpdateTenantMemberRole", promote, token=server.admin_token))
+    must(await connect.call(f"{GROUPS}/CreateGroup", group, token=world.tokens["member"]))
+
+
+async def test_membership_changes_reach_every_replica_within_the_bound(database: Database) -> None:
+    """Two server processes on one PostgreSQL: change a membership through one, the other follows within 1 s."""
+    if database.backend != "postgresql":
+        pytest.skip("replicas share a PostgreSQL database")
+    if _pg_unreachable_reason():
+        pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL}")
+    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-replicas-"))
+    env = server_env(database, var_dir)
+    first, second = await start_server(env), await start_server(env)
+    try:
+        from server.settings import load_settings
+        from server.tokens import PLATFORM_ROLES
+
+        settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
+
+        class _Server:
+            admin_token = mint_token(settings, user_id="replica-admin", roles=PLATFORM_ROLES)
+
+            def token(self, user: str, **_: Any) -> str:
+                return mint_token(settings, user_id=user, email=f"{user}@example.com")
+
+        a = ConnectJsonCaller(f"http://127.0.0.1:{first.listener_port}")
+        b = ConnectJsonCaller(f"http://127.0.0.1:{second.listener_port}")
+        world = await make_world(_Server(), a)
+        editor, admin = world.tokens["editor"], world.tokens["admin"]
+
+        async def editor_lists() -> Result:
+            return await b.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=editor)
+
+        async def admin_creates() -> Result:
+            body = {"tenantId": world.tenant_id, "name": f"g-{time.monotonic_ns()}"}
+            return await b.call(f"{GROUPS}/CreateGroup", body, token=admin)
+
+        assert (await editor_lists()).ok  # replica B has cached the editor's role
+        assert (await admin_creates()).ok  # and the admin's
+        must(
+            await a.call(
+                f"{TENANTS}/RemoveTenantMember",
+                {"tenantId": world.tenant_id, "userId": world.user_ids["editor"]},
+                token=_Server.admin_token,
+            )
+        )
+        promote = {"tenantId": world.tenant_id, "userId": world.user_ids["member"], "role": "TENANT_ROLE_ADMIN"}
+        must(await a.call(f"{TENANTS}/UpdateTenantMemberRole", promote, token=_Server.admin_token))  # keeps an admin
+        demote = {"tenantId": world.tenant_id, "userId": world.user_ids["admin"], "role": "TENANT_ROLE_MEMBER"}
+        must(await a.call(f"{TENANTS}/UpdateTenantMemberRole", demote, token=_Server.admin_token))
+        started = time.monotonic()
+        assert (await _settles(editor_lists, accepted=False)).code == "permission_denied"
+        assert (await _settles(admin_creates, accepted=False)).code == "permission_denied"
+        assert time.monotonic() - started < 3  # the bound is 1 s; the rest is slack for a loaded machine
+    finally:
+        await first.stop()
+        await second.stop()
