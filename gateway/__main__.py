@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
+import gc
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -48,7 +49,16 @@ def _reserve(host: str, port: int) -> socket.socket:
     return sock  # bound, never listening: it holds the port without taking connections
 
 
-async def _serve(settings: Settings, port: int) -> None:
+def _freeze_startup_heap() -> None:
+    """What exists once the app has started (modules, the app, pools, caches' structure) lives as long as the worker.
+    Left to the collector, every full collection walks all of it (hundreds of ms on a busy core: the p99 stalls under
+    load); frozen, collections walk only what requests allocate."""
+    gc.collect()
+    gc.freeze()
+
+
+async def serve_worker(settings: Settings, port: int) -> None:
+    """One worker: serve `settings.gateway_host`:port (shared with the other workers) until SIGTERM or SIGINT."""
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
     runner = OpenAIErrorRunner(
         make_app(dataclasses.replace(settings, gateway_port=port)),  # the real port: the egress guard refuses it
@@ -58,6 +68,7 @@ async def _serve(settings: Settings, port: int) -> None:
         lingering_time=1.0,
     )
     await runner.setup()
+    _freeze_startup_heap()
     site = web.TCPSite(runner, settings.gateway_host, port, reuse_port=True, backlog=1024)
     await site.start()
     stop = asyncio.Event()
@@ -92,7 +103,7 @@ def _worker(settings: Settings, port: int, parent: int) -> None:
     except ImportError:
         runner = asyncio.Runner()
     with runner:
-        runner.run(_serve(settings, port))
+        runner.run(serve_worker(settings, port))
 
 
 def _spawn(context: multiprocessing.context.ForkContext, settings: Settings, port: int) -> BaseProcess:
