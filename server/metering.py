@@ -151,8 +151,8 @@ class Meter:
         stopping = False
         while not (stopping and self._queue.empty()):
             first = await self._queue.get()
-            if first is not _STOP and not self._closing:
-                await asyncio.sleep(_LINGER_SECONDS)  # let a batch gather
+            if first is not _STOP and not self._closing and self._queue.qsize() < _BATCH:
+                await asyncio.sleep(_LINGER_SECONDS)  # let a batch gather; a backlog is written without pause
             batch, stop = self._take(first)
             stopping = stopping or stop
             if batch:
