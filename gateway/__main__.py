@@ -25,11 +25,12 @@ import sys
 import time
 from multiprocessing.process import BaseProcess
 from types import FrameType
+from typing import Any
 
 from aiohttp import web
 
 from gateway.app import make_app
-from gateway.parse_errors import OpenAIErrorRunner
+from gateway.parse_errors import listen
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
 from server.supervision import RestartBudget, describe_exit
@@ -60,17 +61,16 @@ def _freeze_startup_heap() -> None:
 async def serve_worker(settings: Settings, port: int) -> None:
     """One worker: serve `settings.gateway_host`:port (shared with the other workers) until SIGTERM or SIGINT."""
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
-    runner = OpenAIErrorRunner(
+    handler_options: dict[str, Any] = {"access_log": None, "lingering_time": 1.0}
+    runner = web.AppRunner(
         make_app(dataclasses.replace(settings, gateway_port=port)),  # the real port: the egress guard refuses it
-        access_log=None,
         handle_signals=False,
         shutdown_timeout=_SHUTDOWN_TIMEOUT,
-        lingering_time=1.0,
+        **handler_options,
     )
     await runner.setup()
     _freeze_startup_heap()
-    site = web.TCPSite(runner, settings.gateway_host, port, reuse_port=True, backlog=1024)
-    await site.start()
+    listener = await listen(runner, settings.gateway_host, port, backlog=1024, **handler_options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -78,7 +78,9 @@ async def serve_worker(settings: Settings, port: int) -> None:
     try:
         await stop.wait()
     finally:
-        await runner.cleanup()  # stops accepting, waits for in-flight requests, runs cleanup_ctx (meter flush)
+        listener.close()  # stop accepting
+        await runner.cleanup()  # waits for in-flight requests, runs cleanup_ctx (meter flush)
+        await listener.wait_closed()
 
 
 def _die_with_parent(parent: int) -> None:
