@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from gateway.access import Access
 from gateway.context import ACCESS, CORS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
-from gateway.middleware import TRANSCRIPTION_LIMIT, add_cors_headers, middlewares, stamp_request_id
+from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_prepare
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
@@ -101,8 +101,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
             await db.close()
 
     app.cleanup_ctx.append(resources)
-    app.on_response_prepare.append(stamp_request_id)
-    app.on_response_prepare.append(add_cors_headers)
+    app.on_response_prepare.append(on_response_prepare)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/v1/models", list_models)

@@ -1,4 +1,5 @@
-"""The gateway's middleware (auth → handler, errors → OpenAI bodies, traffic counting) and capped body readers.
+"""The gateway's middleware (CORS preflights, auth → handler, errors → OpenAI bodies, traffic counting) and capped
+body readers.
 
 Errors: every `SwitchboardError` becomes an OpenAI error body through `server.errors.wire_error_for` (the one
 mapping table), with `x-should-retry` saying whether a retry can help. Anything unexpected is logged with a
@@ -9,7 +10,7 @@ announces more than the surface's limit, and reads of chunked bodies stop at the
 from __future__ import annotations
 
 import logging
-import secrets
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -39,13 +40,12 @@ __all__ = [
     "INFERENCE_LIMIT",
     "TRANSCRIPTION_LIMIT",
     "MiB",
-    "add_cors_headers",
     "error_payload",
     "middlewares",
+    "on_response_prepare",
     "read_body",
     "read_json",
     "require_model",
-    "stamp_request_id",
     "too_large",
 ]
 
@@ -143,8 +143,18 @@ def _sent_bytes(response: web.StreamResponse) -> int:
 
 @web.middleware
 async def gateway_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Authentication, then the handler; errors become OpenAI error bodies; every request is counted (one layer,
-    because each middleware layer costs a call on the hot path). With tracing on, one span per request."""
+    """An allowed origin's CORS preflight is answered before authentication (browsers send preflights without
+    credentials; server.cors is the policy). Everything else: authentication, then the handler; errors become OpenAI
+    error bodies; every request is counted. One layer, because each middleware layer costs calls on the hot path.
+    With tracing on, one span per request."""
+    if request.method == "OPTIONS":
+        answer = request.app[CORS].preflight(
+            request.headers.get("Origin"),
+            request.headers.get("Access-Control-Request-Method", ""),
+            request.headers.get("Access-Control-Request-Headers"),
+        )
+        if answer is not None:
+            return web.Response(status=204, headers=answer)
     if not request.app[TRACING]:
         return await _serve(request, handler)
     route = request.match_info.route.resource
@@ -157,16 +167,27 @@ async def gateway_middleware(request: web.Request, handler: Handler) -> web.Stre
         return response
 
 
-async def stamp_request_id(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: every response, streamed or not, names its request (the SDK's `err.request_id`)."""
+async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
+    """Every response, streamed, failed or not, names its request (the SDK's `err.request_id`), and an allowed
+    origin may read it (a preflight's answer already has its own CORS headers). One signal receiver for both."""
     request_id = request.get(REQUEST_ID)
     if request_id is not None:
         response.headers["x-request-id"] = request_id
+    origin = request.headers.get("Origin")
+    if origin is None or "Access-Control-Allow-Origin" in response.headers:
+        return
+    for name, value in request.app[CORS].response(origin):
+        response.headers.add(name, value)
+
+
+def _request_id() -> str:
+    # Unique, not secret: the process's PRNG (reseeded in each forked worker) costs no system call, unlike secrets.
+    return f"req_{random.getrandbits(96):024x}"
 
 
 async def _serve(request: web.Request, handler: Handler) -> web.StreamResponse:
     response: web.StreamResponse | None = None
-    request[REQUEST_ID] = "req_" + secrets.token_hex(12)
+    request[REQUEST_ID] = _request_id()
     try:
         if request.path not in _PUBLIC:
             await _authenticate(request)
@@ -187,32 +208,8 @@ async def _serve(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
-@web.middleware
-async def cors_preflight(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Answers an allowed origin's CORS preflight before authentication (browsers send preflights without
-    credentials); everything else goes on (server.cors is the policy)."""
-    if request.method == "OPTIONS":
-        answer = request.app[CORS].preflight(
-            request.headers.get("Origin"),
-            request.headers.get("Access-Control-Request-Method", ""),
-            request.headers.get("Access-Control-Request-Headers"),
-        )
-        if answer is not None:
-            return web.Response(status=204, headers=answer)
-    return await handler(request)
-
-
-async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: an allowed origin may read every response, streamed, failed or not (a preflight's
-    answer already has its own CORS headers)."""
-    if "Access-Control-Allow-Origin" in response.headers:
-        return
-    for name, value in request.app[CORS].response(request.headers.get("Origin")):
-        response.headers.add(name, value)
-
-
 def middlewares() -> list[Any]:
-    return [cors_preflight, gateway_middleware]
+    return [gateway_middleware]
 
 
 def too_large(limit: int) -> PayloadTooLarge:

@@ -1,44 +1,54 @@
 """OpenAI error bodies for requests aiohttp cannot parse (headers over 8 KB, malformed request lines).
 
-aiohttp answers those itself, as text/plain, before any middleware runs, so the gateway's runner swaps in a
-request handler whose `handle_error` keeps aiohttp's status and writes the OpenAI error shape the SDKs expect.
+aiohttp answers those itself, as text/plain, before any middleware or signal runs, and has no hook for them
+(aio-libs/aiohttp#3287). Its public seam is the protocol: `listen` accepts connections for an `AppRunner`'s web
+server (`runner.server`) with a `web.RequestHandler` whose `handle_error` keeps aiohttp's status and writes the
+OpenAI error shape the SDKs expect. No private attribute or method of aiohttp is used.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 import orjson
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
 
-__all__ = ["OpenAIErrorRunner"]
+__all__ = ["listen"]
+
+log = logging.getLogger("switchboard.gateway")
 
 _MESSAGE = "We could not parse your HTTP request (for example, headers over 8 KB or a malformed header)."
 
 
-class _Handler(RequestHandler):
+class _Handler(web.RequestHandler):
     def handle_error(
         self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
     ) -> web.StreamResponse:
-        response = super().handle_error(request, status, exc, message)
-        kind = "invalid_request_error" if response.status < 500 else "server_error"
-        text = _MESSAGE if response.status < 500 else "internal error"
+        # The parser's message can quote the request's bytes (header values, credentials): only the type is logged.
+        log.info("answered an unparsable request with %d (%s)", status, type(exc).__name__ if exc else "no error")
+        if request.writer.output_size > 0:
+            raise ConnectionError("a response was already under way; the connection is dropped")
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        text = _MESSAGE if status < 500 else "internal error"
         body = orjson.dumps({"error": {"message": text, "type": kind, "param": None, "code": None}})
-        answer = web.Response(
-            status=response.status, body=body, content_type="application/json", headers={"x-should-retry": "false"}
-        )
+        answer = web.Response(status=status, body=body, content_type="application/json")
+        answer.headers["x-should-retry"] = "false"
         answer.force_close()
         return answer
 
 
-class _Server(web.Server):
-    def __call__(self) -> RequestHandler:
-        return _Handler(self, loop=self._loop, **self._kwargs)
-
-
-class OpenAIErrorRunner(web.AppRunner):
-    async def _make_server(self) -> web.Server:
-        server = await super()._make_server()
-        server.__class__ = _Server  # same state; only the per-connection handler class differs
-        return server
+async def listen(
+    runner: web.AppRunner, host: str, port: int, *, backlog: int, **handler_options: Any
+) -> asyncio.AbstractServer:
+    """Accept connections on host:port (SO_REUSEPORT: the workers share it) for the set-up `runner`'s app, each
+    served with `handler_options` (the request handler options given to the AppRunner, e.g. `lingering_time`).
+    Close the returned server before `runner.cleanup()`, which then lets in-flight requests finish."""
+    server = runner.server
+    if server is None:
+        raise RuntimeError("listen() needs a runner that has been set up")
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(
+        lambda: _Handler(server, loop=loop, **handler_options), host, port, reuse_port=True, backlog=backlog
+    )

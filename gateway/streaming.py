@@ -38,27 +38,44 @@ def _needle(model: str) -> bytes:
     return b'"model":' + orjson.dumps(model)
 
 
-def _named_as_asked(data: bytes, needle: bytes) -> bool:
-    """Every `"model"` in these bytes already names the id the client asked for."""
-    return data.count(b'"model"') == data.count(needle)
+class _Names:
+    """Makes every `"model"` in the forwarded bytes name the id the client asked for, by a byte swap where it can.
+
+    Inside JSON strings quotes are escaped, so a raw `"model"` is never content: when every `"model"` in some bytes
+    is the compact `"model":"<id>"` of one known upstream id, swapping those bytes is exact. The upstream id starts as
+    the one we sent; when the upstream names another (a dated snapshot, a served alias), the first chunk that has to
+    be parsed teaches it, so the rest of the stream is swapped, not parsed."""
+
+    __slots__ = ("asked", "model", "upstream")
+
+    def __init__(self, model: str, upstream_model: str) -> None:
+        self.model = model
+        self.asked = _needle(model)
+        self.upstream = _needle(upstream_model)
+
+    def swapped(self, data: bytes) -> bytes | None:
+        """These bytes naming the id asked for, or None when they must be parsed."""
+        models = data.count(b'"model"')
+        if models == data.count(self.asked):
+            return data
+        if models == data.count(self.upstream):
+            return data.replace(self.upstream, self.asked)
+        return None
+
+    def learn(self, payload: bytes, named: object) -> None:
+        """Remember the id a parsed chunk named, when these bytes show it in the compact form."""
+        if isinstance(named, str) and named != self.model:
+            needle = _needle(named)
+            if payload.count(b'"model"') == payload.count(needle):
+                self.upstream = needle
 
 
-def _renamed(data: bytes, needle: bytes, upstream_needle: bytes) -> bytes | None:
-    """These bytes with every `"model"` naming the id the client asked for, when that is a plain byte swap of the
-    id the upstream was sent (inside JSON strings quotes are escaped, so a raw `"model"` is never content); None
-    when the chunks must be parsed."""
-    models = data.count(b'"model"')
-    if models == data.count(needle):
-        return data
-    if models == data.count(upstream_needle):
-        return data.replace(upstream_needle, needle)
-    return None
-
-
-def _event(payload: bytes, call: Call, include_usage: bool, needle: bytes) -> bytes | None:
+def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> bytes | None:
     """The event to forward for one upstream `data:` payload (None drops it); raises UpstreamFailed on errors."""
-    if b'"usage"' not in payload and b'"error"' not in payload and _named_as_asked(payload, needle):
-        return b"data: " + payload + b"\n\n"
+    if b'"usage"' not in payload and b'"error"' not in payload:
+        swapped = names.swapped(payload)
+        if swapped is not None:
+            return b"data: " + swapped + b"\n\n"
     try:
         chunk: Any = orjson.loads(payload)
     except orjson.JSONDecodeError:
@@ -68,8 +85,9 @@ def _event(payload: bytes, call: Call, include_usage: bool, needle: bytes) -> by
     if chunk.get("error"):
         raise _REFUSED
     if "model" in chunk and chunk["model"] != call.model:
+        names.learn(payload, chunk["model"])
         chunk["model"] = call.model
-        payload = orjson.dumps(chunk)
+        payload = names.swapped(payload) or orjson.dumps(chunk)
     usage = chunk.get("usage")
     if usage:
         call.count(usage)
@@ -109,22 +127,21 @@ async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
     has then been written too."""
     pending = b""
-    needle = _needle(call.model)
-    upstream_needle = _needle(call.route.upstream_model_id) if call.route else needle
+    names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
     async for data in upstream.content.iter_any():
-        renamed = _renamed(data, needle, upstream_needle) if not pending and _plain(data) else None
-        if renamed is not None:
-            await out.write(renamed)  # the common case: whole `data:` events with nothing to take out
+        swapped = names.swapped(data) if not pending and _plain(data) else None
+        if swapped is not None:
+            await out.write(swapped)  # the common case: whole `data:` events with nothing to take out
             continue
         text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
         *events, pending = (pending + text).split(b"\n\n")  # an incomplete last event waits for the next read
-        if await _forward(out, events, call, include_usage, needle):
+        if await _forward(out, events, call, include_usage, names):
             return True
-    return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage, needle)
+    return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage, names)
 
 
 async def _forward(
-    out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool, needle: bytes
+    out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool, names: _Names
 ) -> bool:
     """Write these events (translated) in one write; True when they ended with [DONE]."""
     batch: list[bytes] = []
@@ -136,7 +153,7 @@ async def _forward(
             await out.write(b"".join((*batch, _DONE)))  # the last events and [DONE] in one write
             return True
         try:
-            forwarded = _event(payload, call, include_usage, needle)
+            forwarded = _event(payload, call, include_usage, names)
         except UpstreamFailed:
             await out.write(b"".join(batch))  # what came before the failure still reaches the client
             raise

@@ -193,6 +193,7 @@ def default_specs(openai_url: str, azure_url: str, closed_url: str) -> list[Mode
         ModelSpec("broken", upstream=openai_url, upstream_model="break-stream"),
         ModelSpec("errstream", upstream=openai_url, upstream_model="error-stream"),
         ModelSpec("crlf", upstream=openai_url, upstream_model="crlf-stream"),
+        ModelSpec("snapshot", upstream=openai_url, upstream_model="snapshot-stream"),
         ModelSpec("down", upstream=closed_url, upstream_model="down"),
         ModelSpec("alias-chat", kind="alias", target="chat"),
         ModelSpec("hidden", kind="alias", target="chat", unlisted=True),

@@ -30,7 +30,7 @@ def test_chat_answers_with_the_id_asked_for(gateway: Gateway, gw_world: GatewayW
 
 
 @pytest.mark.parametrize("include_usage", [False, True])
-@pytest.mark.parametrize("label", ["chat", "alias-chat", "crlf"])
+@pytest.mark.parametrize("label", ["chat", "alias-chat", "crlf", "snapshot"])  # snapshot: not the id it was sent
 def test_every_streamed_chunk_names_the_id_asked_for(
     gateway: Gateway, gw_world: GatewayWorld, label: str, include_usage: bool
 ) -> None:

@@ -166,6 +166,14 @@ async def test_gateway_oversized_headers_answer_an_openai_error(gateway: Gateway
     _openai_error(answer, answer.status)
 
 
+async def test_gateway_malformed_header_answers_an_openai_error(gateway: Gateway) -> None:
+    """aiohttp refuses it before any middleware runs: the gateway's protocol handler still answers OpenAI's shape."""
+    base = gateway.base_url.removesuffix("/v1")
+    answer = await raw_request(base, "GET", "/v1/models", [(b"Bad Header", b"x")])
+    _openai_error(answer, 400)
+    assert answer.headers.get("x-should-retry") == "false"
+
+
 async def test_gateway_conversation_item_too_deep_for_the_management_api_is_400(
     gateway: Gateway, gw_world: GatewayWorld
 ) -> None:

@@ -6,6 +6,7 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
 - `break-stream`: stream two chunks, then drop the connection;
 - `error-stream`: stream one chunk, then an upstream error event;
 - `crlf-stream`: a stream framed with CRLF line endings;
+- `snapshot-stream`: stream chunks naming a dated snapshot (`snapshot-stream-2026-01-01`), not the id it was sent;
 - `floats-only`: embeddings always as float lists, whatever encoding was asked;
 - `echo`: answers with the text of the last user message;
 - `guard-llama` / `guard-json` / `guard-garbage`: output guardrails judging the last message — Llama-Guard style
@@ -120,7 +121,8 @@ class FakeUpstream:
         include_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model}
+        named = f"{model}-2026-01-01" if model == "snapshot-stream" else model
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": named}
         extra = {"usage": None} if include_usage else {}
 
         end = b"\r\n\r\n" if model == "crlf-stream" else b"\n\n"
