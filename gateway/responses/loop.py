@@ -44,7 +44,7 @@ from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
 from gateway.responses.rag_tools import INCLUDE_RESULTS, RagConnection, results_of
 from gateway.surfaces._upstream import post_json, read_upstream_json
-from server.mcp.tool_client import McpTool, ToolConnection, ToolFailure, ToolResult, tls_context
+from server.mcp.tool_client import McpTool, ToolFailure, ToolResult
 from server.mcp.toolnames import ToolNames
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
@@ -114,8 +114,8 @@ class _Turn:
             await self.events.event(kind, **fields)
 
     async def while_running(self, work: Awaitable[Any], beat: Callable[[], Awaitable[None]] | None) -> Any:
-        """Await `work` in this task (MCP sessions belong to the task that opened them) while a side task beats
-        every heartbeat interval; a client gone mid-wait stops the work."""
+        """Await `work` in this task while a side task beats every heartbeat interval; a client gone mid-wait stops
+        the work."""
         interval = self.request.app[MCP_RUNTIME].settings.responses_heartbeat_seconds
         current = asyncio.current_task()
 
@@ -203,15 +203,7 @@ def _connection(turn: _Turn, spec: McpToolSpec) -> _Link:
     if conn is None and spec.rag is not None:
         conn = turn.connections[spec.source.label] = RagConnection(turn.request, spec.rag)
     if conn is None:
-        runtime = turn.request.app[MCP_RUNTIME]
-        conn = ToolConnection(
-            runtime.guard,
-            spec.source,
-            timeout=runtime.settings.mcp_tool_call_timeout_seconds,
-            max_result_bytes=runtime.settings.mcp_max_tool_result_bytes,
-            tls=tls_context(runtime.settings.mcp_trusted_ca_file),
-        )
-        turn.connections[spec.source.label] = conn
+        conn = turn.connections[spec.source.label] = turn.request.app[MCP_RUNTIME].pool.connection(spec.source)
     return conn
 
 
