@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import multiprocessing
 import os
 import signal
@@ -45,7 +46,8 @@ def _upstream() -> web.Application:
         payload = orjson.loads(await request.read())
         last = payload["messages"][-1]
         message: dict[str, Any] = {"role": "assistant", "content": "done"}
-        if payload.get("tools") and last.get("role") != "tool":
+        offered = {t["function"]["name"] for t in payload.get("tools") or ()}
+        if f"{SERVER}add" in offered and last.get("role") != "tool":
             call = {"id": "c1", "type": "function", "function": {"name": f"{SERVER}add", "arguments": '{"a":1,"b":2}'}}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
         body = {
@@ -111,7 +113,8 @@ def _process(kind: str, env: dict[str, str] | None = None) -> Iterator[Served]:
         proc.join(30)
 
 
-async def _register(base_url: str, settings: Settings, upstream: str, mcp_url: str) -> str:
+async def _register(base_url: str, settings: Settings, upstream: str, mcp_url: str) -> tuple[str, str]:
+    """(a key that can use the model and the MCP server and reads no RAG, a key that also reads one RAG)."""
     token = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
     async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
 
@@ -140,7 +143,20 @@ async def _register(base_url: str, settings: Settings, upstream: str, mcp_url: s
             "serviceAccountId": account["serviceAccount"]["id"],
             "grants": grants,
         }
-        return str((await call("ApiKeyService/CreateApiKey", body, "tenants"))["secret"])
+        key = str((await call("ApiKeyService/CreateApiKey", body, "tenants"))["secret"])
+        embedder = {
+            "name": "bench-embed",
+            "publicModelId": "bench-embed",
+            "endpointUrl": f"{upstream}/v1",
+            "capabilities": {"taskType": "TASK_TYPE_EMBEDDING"},
+        }
+        await call("ModelDeploymentService/CreateModelDeployment", {"modelDeployment": embedder}, "modelmanager")
+        shared = {**share, "name": "bench-embed"}
+        await call("ModelDeploymentService/UpdateModelDeploymentSharing", shared, "modelmanager")
+        rag = {"name": "bench-rag", "embeddingModel": "bench-embed"}
+        rag_id = (await call("RagService/CreateRag", {"tenantId": tenant, "rag": rag}, "ragmanager"))["rag"]["id"]
+        reader = {**body, "name": "bench-rag", "grants": [*grants, {"kind": "RESOURCE_KIND_RAG", "name": rag_id}]}
+        return key, str((await call("ApiKeyService/CreateApiKey", reader, "tenants"))["secret"])
 
 
 async def _timed(call: Callable[[], Awaitable[None]], n: int) -> list[float]:
@@ -167,6 +183,7 @@ async def main() -> None:
     from mcp.client.streamable_http import streamable_http_client
 
     async with running_server() as (base_url, _port, settings):
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per direct request otherwise
         env = {
             "SWITCHBOARD_DATABASE_URL": settings.database_url,
             "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
@@ -175,16 +192,17 @@ async def main() -> None:
         }
         with _process("upstream") as upstream, _process("mcp") as mcp_server, _process("gateway", env) as gw:
             mcp_url = f"{mcp_server.url}/mcp"
-            key = await _register(base_url, settings, upstream.url, mcp_url)
+            key, rag_key = await _register(base_url, settings, upstream.url, mcp_url)
             headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+            rag_headers = {**headers, "Authorization": f"Bearer {rag_key}"}
             tool = {"type": "mcp", "server_label": SERVER, "require_approval": "never"}
             plain = orjson.dumps({"model": MODEL, "input": "hi", "store": False})
             looped = orjson.dumps({"model": MODEL, "input": "1+2?", "store": False, "tools": [tool]})
             async with aiohttp.ClientSession() as http:
 
-                def post(body: bytes) -> Callable[[], Awaitable[None]]:
+                def post(body: bytes, sent: dict[str, str] = headers) -> Callable[[], Awaitable[None]]:
                     async def go() -> None:
-                        async with http.post(f"{gw.url}/v1/responses", data=body, headers=headers) as resp:
+                        async with http.post(f"{gw.url}/v1/responses", data=body, headers=sent) as resp:
                             data = await resp.json()
                             assert resp.status == 200, data
                             assert body is plain or data["output"][1]["output"] == "3", data
@@ -207,8 +225,8 @@ async def main() -> None:
                         await client.list_tools()
                         await client.call_tool("add", {"a": 1, "b": 2})
 
-                results: dict[str, list[float]] = {"plain": [], "loop": [], "cold": [], "warm": []}
-                cpu: dict[str, float] = {"plain": 0.0, "loop": 0.0}
+                results: dict[str, list[float]] = {"plain": [], "rag": [], "loop": [], "cold": [], "warm": []}
+                cpu: dict[str, float] = {"plain": 0.0, "rag": 0.0, "loop": 0.0}
                 async with _warm_session(mcp_url) as warm_client:
 
                     async def warm() -> None:
@@ -217,6 +235,7 @@ async def main() -> None:
                     for _ in range(ROUNDS):
                         for label, call in (
                             ("plain", post(plain)),
+                            ("rag", post(plain, rag_headers)),
                             ("loop", post(looped)),
                             ("cold", cold),
                             ("warm", warm),
@@ -231,6 +250,7 @@ async def main() -> None:
     print(f"{'case':<44} {'p50 ms':>8}")
     for label, name in (
         ("plain", "a plain turn (1 model call)"),
+        ("rag", "a' plain turn, the key reads a RAG (loop)"),
         ("loop", "b loop turn (list + 1 tool call + 2 model calls)"),
         ("cold", "c direct SDK: connect + list + call"),
         ("warm", "d direct SDK: call on an open session"),
@@ -241,3 +261,8 @@ async def main() -> None:
     print(f"  vs direct cold (c): {vs_cold:.2f}x (goal <= 1.2x)   vs direct warm (d): {vs_warm:.2f}x")
     per_call_cpu = (cpu["loop"] - cpu["plain"]) / calls * 1e6
     print(f"gateway CPU per tool call (loop turn - plain turn): {per_call_cpu:.0f} us")
+    rag_cpu = (cpu["rag"] - cpu["plain"]) / calls * 1e6
+    print(
+        f"a key that reads a RAG, plain prompt (default RAG tools, a'-a): +{p50['rag'] - p50['plain']:.2f} ms,"
+        f" +{rag_cpu:.0f} us gateway CPU per request"
+    )

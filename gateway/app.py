@@ -97,6 +97,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
             yield
         finally:
             await meter.close()
+            await app[MCP_RUNTIME].close()
             await http.close()
             await db.close()
 

@@ -86,6 +86,11 @@ class Settings:
     mcp_tool_call_timeout_seconds: float = 60.0
     responses_heartbeat_seconds: float = 5.0
     mcp_max_tool_result_bytes: int = 1024 * 1024
+    # The loop's per-process MCP session pool (server.mcp.pool): a session idle this long is closed, at most this
+    # many are open, and a session's tools/list answer is reused this long.
+    mcp_session_idle_seconds: float = 60.0
+    mcp_session_pool_size: int = 256
+    mcp_tools_list_cache_seconds: float = 10.0
     # /v1/responses offers the RAGs a key can read as search tools when the request names no file_search tool: at
     # most this many (the first by owner, then name); 0 turns the default off.
     responses_default_rag_tools: int = 4
@@ -191,6 +196,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         mcp_tool_call_timeout_seconds=float(_get(env, "MCP_TOOL_CALL_TIMEOUT_SECONDS", "60")),
         responses_heartbeat_seconds=float(_get(env, "RESPONSES_HEARTBEAT_SECONDS", "5")),
         mcp_max_tool_result_bytes=int(_get(env, "MCP_MAX_TOOL_RESULT_BYTES", str(1024 * 1024))),
+        mcp_session_idle_seconds=float(_get(env, "MCP_SESSION_IDLE_SECONDS", "60")),
+        mcp_session_pool_size=int(_get(env, "MCP_SESSION_POOL_SIZE", "256")),
+        mcp_tools_list_cache_seconds=float(_get(env, "MCP_TOOLS_LIST_CACHE_SECONDS", "10")),
         responses_default_rag_tools=int(_get(env, "RESPONSES_DEFAULT_RAG_TOOLS", "4")),
         mcp_trusted_ca=_ca_name(_get(env, "MCP_TRUSTED_CA", "")),
         rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),

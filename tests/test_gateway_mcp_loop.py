@@ -162,6 +162,44 @@ def test_raw_stream_heartbeats_while_a_tool_runs(
     assert events[-1].type == "response.completed"
 
 
+async def test_slow_continuations_send_keepalive_comments_the_sdk_ignores(
+    sdk: openai.OpenAI, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, servers: Servers
+) -> None:
+    """After the tool ran, the continuation model call takes 1.6 s (heartbeat 0.5 s in the test gateway): the raw
+    stream carries `: keepalive` comments in that gap, and the event stream around them is whole and in order."""
+    add = f"{servers.tools}add"
+    slow_answer = {"content": "late but here", "delay_seconds": 1.6}
+    fakes.openai.script += [tool_calls((add, '{"a": 2, "b": 3}')), slow_answer]
+    body = {"model": gw_world.model("chat"), "input": "2+3?", "stream": True, "tools": [_mcp(servers.tools)]}
+    headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/responses", json=body, headers=headers) as resp,
+    ):
+        assert resp.status == 200 and resp.content_type == "text/event-stream"
+        raw = (await resp.read()).decode()
+    blocks = [b for b in raw.split("\n\n") if b.strip()]
+    comments = [i for i, b in enumerate(blocks) if b.startswith(":")]
+    assert all(blocks[i] == ": keepalive" for i in comments)
+    events = [json.loads(b.split("data: ", 1)[1]) for b in blocks if not b.startswith(":")]
+    kinds = [e["type"] for e in events]
+    called = next(i for i, b in enumerate(blocks) if '"response.mcp_call.completed"' in b)
+    answered = next(i for i, b in enumerate(blocks) if '"response.output_text.delta"' in b)
+    assert len([i for i in comments if called < i < answered]) >= 2  # during the slow continuation
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))  # comments take no numbers
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert events[-1]["response"]["output"][-1]["content"][0]["text"] == "late but here"
+
+    # The SDK's stream helper takes the same kind of stream, comments and all.
+    fakes.openai.script += [tool_calls((add, '{"a": 2, "b": 3}')), slow_answer]
+    with sdk.responses.stream(model=gw_world.model("chat"), input="2+3?", tools=[_mcp(servers.tools)]) as stream:
+        seen = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert seen == kinds
+    assert final.output_text == "late but here"
+    assert [i.type for i in final.output] == ["mcp_list_tools", "mcp_call", "message"]
+
+
 def test_continuations_reuse_the_listing_and_stored_items(
     sdk: openai.OpenAI, gw_world: GatewayWorld, fakes: Fakes, servers: Servers
 ) -> None:

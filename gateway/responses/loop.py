@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ from aiohttp import web
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError
 from opentelemetry import trace
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 from gateway.calls import Call
 from gateway.catalog import Route
@@ -44,7 +47,7 @@ from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
 from gateway.responses.rag_tools import INCLUDE_RESULTS, RagConnection, results_of
 from gateway.surfaces._upstream import post_json, read_upstream_json
-from server.mcp.tool_client import McpTool, ToolConnection, ToolFailure, ToolResult, tls_context
+from server.mcp.tool_client import McpTool, ToolFailure, ToolResult
 from server.mcp.toolnames import ToolNames
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
@@ -53,6 +56,7 @@ __all__ = ["LoopResult", "run"]
 
 _tracer = trace.get_tracer("switchboard.gateway.tools")
 _MAX_VALIDATION_ERRORS = 5
+_NO_RETRIEVAL: Registry[Any] = Registry()
 
 
 @dataclass
@@ -114,8 +118,8 @@ class _Turn:
             await self.events.event(kind, **fields)
 
     async def while_running(self, work: Awaitable[Any], beat: Callable[[], Awaitable[None]] | None) -> Any:
-        """Await `work` in this task (MCP sessions belong to the task that opened them) while a side task beats
-        every heartbeat interval; a client gone mid-wait stops the work."""
+        """Await `work` in this task while a side task beats every heartbeat interval; a client gone mid-wait stops
+        the work."""
         interval = self.request.app[MCP_RUNTIME].settings.responses_heartbeat_seconds
         current = asyncio.current_task()
 
@@ -147,9 +151,25 @@ class _Turn:
 
 def _validator(schema: dict[str, Any]) -> Any:
     try:
+        text = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return None
+    return _validator_of(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _validator_of(text: str) -> Any:
+    """A validator per distinct schema, built once per process: checking a schema against its metaschema costs ~1.5 ms
+    of CPU, more than the rest of a tool call's work in the gateway, and a server's schemas rarely change.
+
+    Its registry is empty, with no retrieval: jsonschema's default would fetch a network `$ref` with urllib, around
+    the egress guard (and SEP-2106 forbids dereferencing them at all); same-document refs (`#/$defs/...`) resolve
+    as usual, an unresolvable one leaves the call to the server."""
+    schema = orjson.loads(text)
+    try:
         cls = validators.validator_for(schema, default=Draft202012Validator)
         cls.check_schema(schema)
-        return cls(schema)
+        return cls(schema, registry=_NO_RETRIEVAL)
     except (SchemaError, TypeError, ValueError):
         return None  # the server validates what we cannot
 
@@ -163,7 +183,10 @@ def _argument_errors(tool: _Tool, raw: str) -> tuple[dict[str, Any] | None, str 
         return None, f"Invalid arguments for tool {tool.tool.name!r}: they must be a JSON object."
     if tool.validator is None:
         return arguments, None
-    problems = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    try:
+        problems = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except Unresolvable:  # a `$ref` we do not fetch: the server validates
+        return arguments, None
     if not problems:
         return arguments, None
     lines = [
@@ -203,15 +226,7 @@ def _connection(turn: _Turn, spec: McpToolSpec) -> _Link:
     if conn is None and spec.rag is not None:
         conn = turn.connections[spec.source.label] = RagConnection(turn.request, spec.rag)
     if conn is None:
-        runtime = turn.request.app[MCP_RUNTIME]
-        conn = ToolConnection(
-            runtime.guard,
-            spec.source,
-            timeout=runtime.settings.mcp_tool_call_timeout_seconds,
-            max_result_bytes=runtime.settings.mcp_max_tool_result_bytes,
-            tls=tls_context(runtime.settings.mcp_trusted_ca_file),
-        )
-        turn.connections[spec.source.label] = conn
+        conn = turn.connections[spec.source.label] = turn.request.app[MCP_RUNTIME].pool.connection(spec.source)
     return conn
 
 

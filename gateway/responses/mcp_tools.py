@@ -19,7 +19,8 @@ from server.crypto import SecretBox
 from server.domain import mcp_servers
 from server.egress import EgressGuard
 from server.errors import InvalidArgument
-from server.mcp.tool_client import ToolSource
+from server.mcp.pool import SessionPool
+from server.mcp.tool_client import ToolSource, tls_context
 from server.settings import Settings
 
 __all__ = ["McpRuntime", "McpToolSpec", "RagSource", "resolve"]
@@ -32,11 +33,29 @@ _OAUTH_HINT = (
 
 @dataclass(frozen=True)
 class McpRuntime:
-    """What the gateway process holds for the tool loop: the one egress guard, the secret box, the bounds."""
+    """What the gateway process holds for the tool loop: the one egress guard, the secret box, the bounds, and the
+    pool of MCP sessions (`close()` on app cleanup)."""
 
     guard: EgressGuard
     box: SecretBox
     settings: Settings
+    pool: SessionPool = field(init=False)
+
+    def __post_init__(self) -> None:
+        settings = self.settings
+        pool = SessionPool(
+            self.guard,
+            tls=tls_context(settings.mcp_trusted_ca_file),
+            timeout=settings.mcp_tool_call_timeout_seconds,
+            max_result_bytes=settings.mcp_max_tool_result_bytes,
+            idle_seconds=settings.mcp_session_idle_seconds,
+            max_sessions=settings.mcp_session_pool_size,
+            list_ttl_seconds=settings.mcp_tools_list_cache_seconds,
+        )
+        object.__setattr__(self, "pool", pool)  # frozen: set once, here
+
+    async def close(self) -> None:
+        await self.pool.close()
 
 
 MCP_RUNTIME = web.AppKey("mcp_runtime", McpRuntime)

@@ -24,11 +24,13 @@ from typing import Any
 import orjson
 from aiohttp import web
 from mcp.server.mcpserver.exceptions import ToolError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.context import ACCESS, DB, PRINCIPAL, SETTINGS
 from gateway.rag.mcp import SEARCH_TOOL, search_rag, search_tool_schema
 from gateway.responses.mcp_tools import McpToolSpec, RagSource
 from server.domain import rags
+from server.domain.principal import Principal
 from server.errors import InvalidArgument, SwitchboardError
 from server.mcp.tool_client import McpTool, ToolFailure, ToolResult, ToolSource
 from server.permissions import ResourceKind, ResourceRef, can_invoke
@@ -72,28 +74,41 @@ async def resolve(request: web.Request, tools: Any, *, offer_default: bool = Tru
     """The RAG sources of this request (see the module docstring); the first problem is a 400 naming its field."""
     principal = request[PRINCIPAL]
     chosen: dict[str, tuple[rags.Rag, int | None]] = {}
-    explicit = False
-    async with request.app[DB].read() as session:
-        for i, tool in enumerate(tools if isinstance(tools, list) else ()):
-            if not isinstance(tool, dict) or tool.get("type") != "file_search":
-                continue
-            explicit, where = True, f"tools[{i}]"
-            _refuse_unsupported(tool, where)
-            limit = _max_results(tool, where)
-            for rag_id in _ids(tool, where):
-                if not await can_invoke(session, principal, ResourceRef(ResourceKind.RAG, rag_id)):
-                    field = f"{where}.vector_store_ids"
-                    raise InvalidArgument(
-                        f"'{field}': RAG {rag_id!r} does not exist or you do not have access to it.", field=field
-                    )
-                if rag_id not in chosen:
-                    chosen[rag_id] = (await rags.load(session, rag_id), limit)
-    if not explicit and offer_default:
+    searches = [
+        (i, tool)
+        for i, tool in enumerate(tools if isinstance(tools, list) else ())
+        if isinstance(tool, dict) and tool.get("type") == "file_search"
+    ]
+    explicit = bool(searches)
+    if explicit:  # a plain request opens no database session here
+        async with request.app[DB].read() as session:
+            await _choose(session, principal, searches, chosen)
+    elif offer_default:
         cap = request.app[SETTINGS].responses_default_rag_tools
         if cap > 0:  # from the short-lived per-process cache: no database read on every request
             for rag in (await request.app[ACCESS].readable_rags(principal))[:cap]:
                 chosen[rag.id] = (rag, None)
     return [spec(rag, limit) for rag, limit in chosen.values()]
+
+
+async def _choose(
+    session: AsyncSession,
+    principal: Principal,
+    searches: list[tuple[int, dict[str, Any]]],
+    chosen: dict[str, tuple[rags.Rag, int | None]],
+) -> None:
+    for i, tool in searches:
+        where = f"tools[{i}]"
+        _refuse_unsupported(tool, where)
+        limit = _max_results(tool, where)
+        for rag_id in _ids(tool, where):
+            if not await can_invoke(session, principal, ResourceRef(ResourceKind.RAG, rag_id)):
+                field = f"{where}.vector_store_ids"
+                raise InvalidArgument(
+                    f"'{field}': RAG {rag_id!r} does not exist or you do not have access to it.", field=field
+                )
+            if rag_id not in chosen:
+                chosen[rag_id] = (await rags.load(session, rag_id), limit)
 
 
 def spec(rag: rags.Rag, max_results: int | None, *, delegated: bool = False) -> McpToolSpec:

@@ -2,9 +2,9 @@
 
 A `ToolSource` is anything the tool loop reaches as an MCP server by URL with headers: a registered ExternalMcpServer
 today (its stored credentials and static headers already folded into `headers`), other platform-served MCP servers
-later. `ToolConnection` is one source's connection for one turn: opened on first use, the protocol version picked by
-the SDK's negotiation (`server/discover` for 2026-07-28 servers, the `initialize` handshake for older ones), reused
-for the listing and every call of the turn, closed at its end.
+later. `McpSession` is one open SDK session to one source, the protocol version picked by the SDK's negotiation
+(`server/discover` for 2026-07-28 servers, the `initialize` handshake for older ones); the tool loop keeps them in
+the per-process pool of server.mcp.pool, `ToolConnection` is the unpooled one-use client.
 
 Failures never carry exception text to callers: `ToolFailure` holds a friendly message (the model sees it as the
 tool's output); what went wrong is logged without arguments or results.
@@ -28,7 +28,17 @@ from mcp.client.streamable_http import streamable_http_client
 
 from server.egress import EgressGuard
 
-__all__ = ["McpTool", "ToolConnection", "ToolFailure", "ToolResult", "ToolSource", "tls_context"]
+__all__ = [
+    "McpSession",
+    "McpTool",
+    "ToolConnection",
+    "ToolFailure",
+    "ToolResult",
+    "ToolSource",
+    "checked_size",
+    "failure",
+    "tls_context",
+]
 
 log = logging.getLogger("switchboard.mcp.tools")
 
@@ -95,28 +105,20 @@ def _result_text(content: list[Any]) -> str:
     return "\n".join(parts)
 
 
-class ToolConnection:
-    """One source's connection for one turn (use from one task; `close()` at the end of the turn)."""
+class McpSession:
+    """One open SDK client session to one source: `open()` and `close()` from the same task (the SDK's transports
+    are anyio task groups, entered and exited in one task); `list_tools`/`call_tool` from any task of the loop (the
+    SDK correlates concurrent requests by id). Failures are raised as they come; callers map them (`failure`)."""
 
-    def __init__(
-        self,
-        guard: EgressGuard,
-        source: ToolSource,
-        *,
-        timeout: float,
-        max_result_bytes: int,
-        tls: ssl.SSLContext | None = None,
-    ) -> None:
+    def __init__(self, guard: EgressGuard, source: ToolSource, *, timeout: float, tls: ssl.SSLContext) -> None:
         self.source = source
         self._guard = guard
-        # One context per process (see tls_context): building one per connection costs ~50 ms of CPU.
-        self._tls = tls or tls_context()
+        self._tls = tls
         self._timeout = timeout
-        self._max_result_bytes = max_result_bytes
         self._stack: AsyncExitStack | None = None
         self._client: Client | None = None
 
-    async def _open(self) -> Client:
+    async def open(self) -> Client:
         if self._client is not None:
             return self._client
         try:
@@ -138,7 +140,7 @@ class ToolConnection:
             client = Client(await transport(stack), cache=None)  # mode "auto": the version is negotiated
             await stack.enter_async_context(client)
         except BaseException:
-            await self._close_stack(stack)
+            await _close_stack(stack)
             raise
         return stack, client
 
@@ -166,68 +168,101 @@ class ToolConnection:
             httpx_client_factory=guarded,
         )
 
-    async def _guarded(self, what: str, work: Any) -> Any:
-        try:
-            async with asyncio.timeout(self._timeout):
-                return await work(await self._open())
-        except TimeoutError:
-            await self.close()  # a half-answered session is not reused
-            raise ToolFailure(f"The MCP server {self.source.label!r} did not answer in time.", timed_out=True) from None
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("MCP %s on server %r failed: %s", what, self.source.label, type(exc).__name__)
-            await self.close()
-            raise ToolFailure(f"The MCP server {self.source.label!r} could not be reached or failed.") from None
-
     async def list_tools(self) -> list[McpTool]:
-        async def work(client: Client) -> list[McpTool]:
-            tools: list[McpTool] = []
-            cursor: str | None = None
-            for _ in range(100):  # pages; a server that never stops paging is cut off
-                page = await client.list_tools(cursor=cursor)
-                for tool in page.tools:
-                    tools.append(
-                        McpTool(
-                            name=tool.name,
-                            description=tool.description or "",
-                            input_schema=dict(tool.input_schema or {"type": "object"}),
-                            annotations=(
-                                tool.annotations.model_dump(mode="json", exclude_none=True)
-                                if tool.annotations is not None
-                                else None
-                            ),
-                        )
+        client = await self.open()
+        tools: list[McpTool] = []
+        cursor: str | None = None
+        for _ in range(100):  # pages; a server that never stops paging is cut off
+            page = await client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                tools.append(
+                    McpTool(
+                        name=tool.name,
+                        description=tool.description or "",
+                        input_schema=dict(tool.input_schema or {"type": "object"}),
+                        annotations=(
+                            tool.annotations.model_dump(mode="json", exclude_none=True)
+                            if tool.annotations is not None
+                            else None
+                        ),
                     )
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-            return tools
-
-        result: list[McpTool] = await self._guarded("tools/list", work)
-        return result
+                )
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        async def work(client: Client) -> ToolResult:
-            result = await client.call_tool(name, arguments)
-            return ToolResult(_result_text(list(result.content)), bool(result.is_error))
-
-        answer: ToolResult = await self._guarded("tools/call", work)
-        if len(answer.text.encode()) > self._max_result_bytes:
-            raise ToolFailure(f"The tool {name!r} returned a result larger than the platform accepts.")
-        return answer
+        result = await (await self.open()).call_tool(name, arguments)
+        return ToolResult(_result_text(list(result.content)), bool(result.is_error))
 
     async def close(self) -> None:
         stack, self._stack, self._client = self._stack, None, None
         if stack is not None:
-            await self._close_stack(stack)
+            await _close_stack(stack)
 
-    @staticmethod
-    async def _close_stack(stack: AsyncExitStack) -> None:
+
+def failure(source: ToolSource, what: str, exc: BaseException) -> ToolFailure:
+    """The friendly failure for what went wrong talking to `source` (logged by exception type only)."""
+    if isinstance(exc, TimeoutError):
+        return ToolFailure(f"The MCP server {source.label!r} did not answer in time.", timed_out=True)
+    log.warning("MCP %s on server %r failed: %s", what, source.label, type(exc).__name__)
+    return ToolFailure(f"The MCP server {source.label!r} could not be reached or failed.")
+
+
+def checked_size(name: str, answer: ToolResult, max_result_bytes: int) -> ToolResult:
+    if len(answer.text.encode()) > max_result_bytes:
+        raise ToolFailure(f"The tool {name!r} returned a result larger than the platform accepts.")
+    return answer
+
+
+class ToolConnection:
+    """One source's connection for one use (from one task; `close()` at the end): opened on first use, closed on
+    the first failure (a half-answered session is not reused). The tool loop uses the pooled sessions of
+    server.mcp.pool instead; this is the unpooled client (conformance harness, one-off calls)."""
+
+    def __init__(
+        self,
+        guard: EgressGuard,
+        source: ToolSource,
+        *,
+        timeout: float,
+        max_result_bytes: int,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.source = source
+        self._timeout = timeout
+        self._max_result_bytes = max_result_bytes
+        # One context per process (see tls_context): building one per connection costs ~50 ms of CPU.
+        self._session = McpSession(guard, source, timeout=timeout, tls=tls or tls_context())
+
+    async def _guarded(self, what: str, work: Any) -> Any:
         try:
-            async with asyncio.timeout(_CLOSE_SECONDS):
-                await stack.aclose()
+            async with asyncio.timeout(self._timeout):
+                return await work
         except asyncio.CancelledError:
             raise
-        except Exception:  # closing a broken session: nothing more to do
-            log.debug("closing an MCP session failed", exc_info=False)
+        except Exception as exc:
+            await self.close()
+            raise failure(self.source, what, exc) from None
+
+    async def list_tools(self) -> list[McpTool]:
+        tools: list[McpTool] = await self._guarded("tools/list", self._session.list_tools())
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        answer: ToolResult = await self._guarded("tools/call", self._session.call_tool(name, arguments))
+        return checked_size(name, answer, self._max_result_bytes)
+
+    async def close(self) -> None:
+        await self._session.close()
+
+
+async def _close_stack(stack: AsyncExitStack) -> None:
+    try:
+        async with asyncio.timeout(_CLOSE_SECONDS):
+            await stack.aclose()
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # closing a broken session: nothing more to do
+        log.debug("closing an MCP session failed", exc_info=False)

@@ -15,7 +15,7 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
 - anything else: a deterministic answer ("Hello from <model>"; tools → a call of the first tool; after a tool message,
   "The tool said: <its content>").
 `script` (assistant messages, e.g. tool calls) answers the next non-streamed chat requests in order, before any of the
-above: a test scripts a model that calls tools the way it wants.
+above: a test scripts a model that calls tools the way it wants (`delay_seconds` in an entry: answer that much later).
 """
 
 from __future__ import annotations
@@ -89,7 +89,9 @@ class FakeUpstream:
         if failure is not None:
             return failure
         if self.script and not payload.get("stream"):
-            return web.json_response(_completion(model, self.script.pop(0)))
+            scripted = dict(self.script.pop(0))
+            await asyncio.sleep(float(scripted.pop("delay_seconds", 0)))  # a slow model, when a test asks for one
+            return web.json_response(_completion(model, scripted))
         tools = payload.get("tools") or []
         messages = payload.get("messages") or [{}]
         if messages[-1].get("role") == "tool":  # a tool answered: now the model answers in words

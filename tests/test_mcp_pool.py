@@ -1,0 +1,122 @@
+"""The per-process MCP session pool against a real MCP server (the mcp SDK on uvicorn, loopback): one session serves
+many calls and caches the listing, credentials never share a session, failures evict, idle sessions close, the
+pool is bounded and closes cleanly. What the server receives is recorded per HTTP request (method header, token)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from server.egress import EgressGuard
+from server.mcp.pool import SessionPool
+from server.mcp.tool_client import ToolFailure, ToolSource, tls_context
+from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
+
+Seen = list[tuple[str, str]]  # (mcp-method header, authorization header) of each POST
+
+
+def _recording(make: Callable[[int], Any], seen: Seen) -> Callable[[int], Any]:
+    def wrapped(port: int) -> Any:
+        app = make(port)
+
+        async def asgi(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["method"] == "POST":
+                headers = dict(scope["headers"])
+                seen.append((headers.get(b"mcp-method", b"").decode(), headers.get(b"authorization", b"").decode()))
+            await app(scope, receive, send)
+
+        return asgi
+
+    return wrapped
+
+
+@pytest.fixture(scope="module")
+def recorded() -> Iterator[tuple[str, Seen]]:
+    seen: Seen = []
+    with serve_asgi(_recording(loop_tools_server({}), seen)) as port:
+        yield f"http://127.0.0.1:{port}/mcp", seen
+
+
+def _pool(**options: Any) -> SessionPool:
+    settings: dict[str, Any] = {"timeout": 5.0, "max_result_bytes": 1 << 16, **options}
+    return SessionPool(EgressGuard(None, allow_loopback=True), tls=tls_context(), **settings)
+
+
+def _methods(seen: Seen, token: str) -> list[str]:
+    return [method for method, sent in seen if sent == f"Bearer {token}"]
+
+
+async def test_one_session_serves_many_calls_and_keeps_the_listing(recorded: tuple[str, Seen]) -> None:
+    url, seen = recorded
+    pool = _pool()
+    source = ToolSource("t", url, {"Authorization": "Bearer one"})
+    try:
+        for _ in range(2):
+            assert "add" in [t.name for t in await pool.list_tools(source)]
+        answers = await asyncio.gather(*(pool.call_tool(source, "add", {"a": i, "b": 1}) for i in range(3)))
+        assert sorted(a.text for a in answers) == ["1", "2", "3"]  # concurrent calls on one session
+        assert len(pool) == 1
+    finally:
+        await pool.close()
+    assert _methods(seen, "one") == ["server/discover", "tools/list", "tools/call", "tools/call", "tools/call"]
+
+
+async def test_credentials_never_share_a_session(recorded: tuple[str, Seen]) -> None:
+    url, seen = recorded
+    pool = _pool()
+    alice, bob = (ToolSource("t", url, {"Authorization": f"Bearer {who}"}) for who in ("alice", "bob"))
+    try:
+        for source in (alice, bob, alice, bob):
+            assert (await pool.call_tool(source, "add", {"a": 1, "b": 1})).text == "2"
+        assert len(pool) == 2
+    finally:
+        await pool.close()
+    for who in ("alice", "bob"):  # each token opened its own session once and was used for its own calls only
+        methods = _methods(seen, who)
+        assert methods.count("server/discover") == 1 and methods.count("tools/call") == 2, methods
+
+
+async def test_a_failure_evicts_the_session_and_the_next_call_reconnects(recorded: tuple[str, Seen]) -> None:
+    url, seen = recorded
+    pool = _pool(timeout=0.5)
+    source = ToolSource("t", url, {"Authorization": "Bearer slowpoke"})
+    try:
+        assert (await pool.call_tool(source, "add", {"a": 1, "b": 1})).text == "2"
+        with pytest.raises(ToolFailure) as late:
+            await pool.call_tool(source, "slow", {"seconds": 3})
+        assert late.value.timed_out and "did not answer in time" in late.value.message
+        assert len(pool) == 0
+        assert (await pool.call_tool(source, "add", {"a": 2, "b": 2})).text == "4"
+    finally:
+        await pool.close()
+    discovers = _methods(seen, "slowpoke").count("server/discover")
+    assert discovers == 2
+    down = _pool()
+    try:
+        with pytest.raises(ToolFailure) as refused:
+            await down.list_tools(ToolSource("down", "http://127.0.0.1:9/mcp"))
+        assert "could not be reached" in refused.value.message and len(down) == 0
+    finally:
+        await down.close()
+
+
+async def test_idle_sessions_close_the_pool_is_bounded_and_closes(recorded: tuple[str, Seen]) -> None:
+    url, _seen = recorded
+    pool = _pool(idle_seconds=0.3, max_sessions=2)
+    sources = [ToolSource("t", url, {"Authorization": f"Bearer idle{i}"}) for i in range(3)]
+    try:
+        for source in sources:
+            await pool.call_tool(source, "add", {"a": 1, "b": 1})
+            assert len(pool) <= 2  # the least recently used idle session made room
+        await asyncio.sleep(1.0)
+        assert len(pool) == 0  # idle ones closed by their owners
+        await pool.call_tool(sources[0], "add", {"a": 1, "b": 1})
+        assert len(pool) == 1
+    finally:
+        await pool.close()
+    assert len(pool) == 0
+    with pytest.raises(RuntimeError):
+        await pool.call_tool(sources[0], "add", {"a": 1, "b": 1})
