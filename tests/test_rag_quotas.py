@@ -3,7 +3,6 @@ gates; and what the enforcement (server.domain.rag_storage) reports back through
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,19 +13,7 @@ from server.store.db import Database as Db
 from tests.clients import ConnectJsonCaller, Result
 from tests.conftest import Server
 from tests.rag_helpers import QUOTAS, RAGS, model, new_rag
-from tests.world import World, make_world, must
-
-
-@pytest.fixture
-async def world(server: Server, connect: ConnectJsonCaller) -> World:
-    return await make_world(server, connect)
-
-
-@pytest.fixture
-async def db(server: Server) -> AsyncIterator[Db]:
-    database = Db(server.settings.database_url)
-    yield database
-    await database.close()
+from tests.world import World, must
 
 
 @pytest.fixture

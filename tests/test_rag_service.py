@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,24 +16,7 @@ from server.store.models import ResourceRow
 from tests.clients import Caller, ConnectJsonCaller
 from tests.conftest import Server
 from tests.rag_helpers import ALIASES, QUOTAS, RAGS, create_rag, model, new_rag
-from tests.world import World, make_world, must
-
-
-@pytest.fixture
-async def world(server: Server, connect: ConnectJsonCaller) -> World:
-    return await make_world(server, connect)
-
-
-@pytest.fixture
-async def embedder(server: Server, connect: ConnectJsonCaller) -> str:
-    return str((await model(connect, server.admin_token))["publicModelId"])
-
-
-@pytest.fixture
-async def db(server: Server) -> AsyncIterator[Db]:
-    database = Db(server.settings.database_url)
-    yield database
-    await database.close()
+from tests.world import World, must
 
 
 async def test_create_fills_defaults_and_rag_url(

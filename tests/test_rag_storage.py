@@ -4,7 +4,6 @@ concurrent uploads on both databases, and releases."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import select, update
@@ -15,29 +14,12 @@ from server.store.db import Database as Db
 from server.store.models import RagDeploymentRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
-from tests.rag_helpers import QUOTAS, RAGS, model, new_rag
-from tests.world import World, make_world, must
+from tests.rag_helpers import QUOTAS, RAGS, new_rag
+from tests.world import World, must
 
 CONCURRENT = 25
 CHUNK = 100
 LIMIT = 1000
-
-
-@pytest.fixture
-async def world(server: Server, connect: ConnectJsonCaller) -> World:
-    return await make_world(server, connect)
-
-
-@pytest.fixture
-async def db(server: Server) -> AsyncIterator[Db]:
-    database = Db(server.settings.database_url)
-    yield database
-    await database.close()
-
-
-@pytest.fixture
-async def embedder(server: Server, connect: ConnectJsonCaller) -> str:
-    return str((await model(connect, server.admin_token))["publicModelId"])
 
 
 async def _used(db: Db, rag_id: str) -> int:

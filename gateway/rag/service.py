@@ -91,57 +91,56 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     async with app[DB].transaction() as session:
         files = await rag_files.register_all(session, index, rag.id, prepared)
     embedder = GatewayEmbedder(app, rag, request[PRINCIPAL])
+    jobs = [
+        _Job(app, index, embedder, rag.id, file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)
+    ]
     if sum(len(u.data) for u in uploads) <= settings.rag_inline_bytes:
         try:
-            for file, ready in zip(files, prepared, strict=True):
-                await _embed_and_store(app, index, embedder, rag_id=rag.id, file_id=file.id, chunks=ready.chunks)
+            for job in jobs:
+                await job.run()
         except BaseException:
             await _forget(app, index, rag.id, [f.id for f in files])
             raise
         async with app[DB].read() as session:
-            return [await rag_files.get_file(session, rag_id=rag.id, file_id=f.id) for f in files]
-    for file, ready in zip(files, prepared, strict=True):
-        task = asyncio.create_task(
-            _background(app, index, embedder, rag_id=rag.id, file_id=file.id, chunks=ready.chunks)
-        )
+            done = await rag_files.get_files(session, rag_id=rag.id, file_ids=[f.id for f in files])
+        return [done[f.id] for f in files]
+    for job in jobs:
+        task = asyncio.create_task(job.run_in_background())
         app[TASKS].running.add(task)
         task.add_done_callback(app[TASKS].running.discard)
     return files
 
 
-async def _embed_and_store(
-    app: web.Application,
-    index: ChunkIndex,
-    embedder: GatewayEmbedder,
-    *,
-    rag_id: str,
-    file_id: str,
-    chunks: list[Chunk],
-) -> None:
-    vectors = await embedder.passages([c.text for c in chunks])
-    async with app[DB].transaction() as session:
-        await rag_files.complete(session, index, rag_id=rag_id, file_id=file_id, chunks=chunks, vectors=vectors)
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """Embedding and storing one registered file's chunks: within the request, or as a background task."""
 
+    app: web.Application
+    index: ChunkIndex
+    embedder: GatewayEmbedder
+    rag_id: str
+    file_id: str
+    chunks: list[Chunk]
 
-async def _background(
-    app: web.Application,
-    index: ChunkIndex,
-    embedder: GatewayEmbedder,
-    *,
-    rag_id: str,
-    file_id: str,
-    chunks: list[Chunk],
-) -> None:
-    try:
-        await _embed_and_store(app, index, embedder, rag_id=rag_id, file_id=file_id, chunks=chunks)
-    except asyncio.CancelledError:
-        await _fail(app, file_id, _INTERRUPTED)
-        raise
-    except SwitchboardError as exc:
-        await _fail(app, file_id, exc.message)
-    except Exception:
-        log.exception("processing a RAG file failed")
-        await _fail(app, file_id, "internal error while processing the file")
+    async def run(self) -> None:
+        vectors = await self.embedder.passages([c.text for c in self.chunks])
+        async with self.app[DB].transaction() as session:
+            await rag_files.complete(
+                session, self.index, rag_id=self.rag_id, file_id=self.file_id, chunks=self.chunks, vectors=vectors
+            )
+
+    async def run_in_background(self) -> None:
+        """`run`, with the file marked failed (and why) instead of an error to raise."""
+        try:
+            await self.run()
+        except asyncio.CancelledError:
+            await _fail(self.app, self.file_id, _INTERRUPTED)
+            raise
+        except SwitchboardError as exc:
+            await _fail(self.app, self.file_id, exc.message)
+        except Exception:
+            log.exception("processing a RAG file failed")
+            await _fail(self.app, self.file_id, "internal error while processing the file")
 
 
 async def _fail(app: web.Application, file_id: str, reason: str) -> None:
@@ -199,10 +198,9 @@ async def context(
             relevance = await models.rerank(query, [h.text for h in hits])
             ranked = sorted(zip(relevance, hits, strict=True), key=lambda pair: -pair[0])[:top_k]
             hits = [dataclasses.replace(hit, score=score) for score, hit in ranked]
-        missing = {h.file_id for h in hits} - set(files)
-        for file_id in missing:
-            files[file_id] = await rag_files.get_file(session, rag_id=rag.id, file_id=file_id)
-    return hits, files
+        files |= await rag_files.get_files(session, rag_id=rag.id, file_ids={h.file_id for h in hits} - set(files))
+    # A file deleted since the search is gone with its chunks.
+    return [h for h in hits if h.file_id in files], files
 
 
 def file_json(file: rag_files.RagFile) -> dict[str, Any]:

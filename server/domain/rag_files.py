@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -237,6 +237,16 @@ async def get_file(session: AsyncSession, *, rag_id: str, file_id: str) -> RagFi
     if row is None or row.rag_id != rag_id:
         raise NotFound(f"file {file_id!r} not found in this RAG", field="file_id")
     return _build(row)
+
+
+async def get_files(session: AsyncSession, *, rag_id: str, file_ids: Collection[str]) -> dict[str, RagFile]:
+    """The RAG's files among `file_ids`, in one query (ids of other RAGs or deleted files are left out)."""
+    if not file_ids:
+        return {}
+    rows = await session.scalars(
+        select(RagFileRow).where(RagFileRow.rag_id == rag_id, RagFileRow.id.in_(list(file_ids)))
+    )
+    return {row.id: _build(row) for row in rows}
 
 
 async def _delete(session: AsyncSession, index: ChunkIndex, rag_id: str, file_id: str) -> None:

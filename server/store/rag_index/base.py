@@ -16,7 +16,19 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from server.store.models import RagIndexGenerationRow
 
-__all__ = ["RUNTIME_SCHEMA_PREFIXES", "Candidate", "ChunkIndex", "ChunkInput", "Vector", "bump_generation", "terms"]
+__all__ = [
+    "RUNTIME_SCHEMA_PREFIXES",
+    "Candidate",
+    "ChunkIndex",
+    "ChunkInput",
+    "TermPlan",
+    "Vector",
+    "bump_generation",
+    "common_cap",
+    "plan_terms",
+    "searched_terms",
+    "terms",
+]
 
 # What the engines create at run time, not in the migrations: FTS5 and its shadow tables, the pgvector table and its
 # per-RAG indexes, and PostgreSQL's full-text GIN index on rag_chunks (an expression index made with the engine).
@@ -24,6 +36,9 @@ RUNTIME_SCHEMA_PREFIXES = ("rag_chunks_fts", "rag_chunk_vectors", "ix_rag_chunks
 Vector = npt.NDArray[np.float32]
 _TERM = re.compile(r"\w+")
 _MAX_TERMS = 64
+# A term in over a tenth of a RAG's chunks has a BM25 IDF under log(9): left out of the lexical query (plan_terms).
+_COMMON_SHARE = 0.1
+_COMMON_FLOOR = 100  # small RAGs are cheap to score whatever the terms: never prune below this many matches
 # Function words: they carry no topic, and ORed into a BM25 query they only make every chunk a (slow) candidate.
 STOPWORDS = frozenset(
     [
@@ -128,10 +143,62 @@ class ChunkIndex(ABC):
         self, session: AsyncSession, *, rag_id: str, vector: Vector, limit: int, file_ids: Sequence[str] | None
     ) -> list[Candidate]: ...
 
-    @abstractmethod
     async def lexical(
-        self, session: AsyncSession, *, rag_id: str, query: str, limit: int, file_ids: Sequence[str] | None
-    ) -> list[Candidate]: ...
+        self,
+        session: AsyncSession,
+        *,
+        rag_id: str,
+        query: str,
+        limit: int,
+        file_ids: Sequence[str] | None,
+        dense: Sequence[Candidate] = (),
+    ) -> list[Candidate]:
+        """BM25-like ranking of the chunks matching any of the query's terms (see `terms`, `plan_terms`); `dense`,
+        the same query's dense candidates, bounds the work when every term is common."""
+        words = searched_terms(query, limit, file_ids)
+        if not words:
+            return []
+        return await self._lexical(
+            session, rag_id=rag_id, words=words, limit=limit, file_ids=file_ids, dense=[c.chunk_id for c in dense]
+        )
+
+    @abstractmethod
+    async def _lexical(
+        self,
+        session: AsyncSession,
+        *,
+        rag_id: str,
+        words: list[str],
+        limit: int,
+        file_ids: Sequence[str] | None,
+        dense: list[int],
+    ) -> list[Candidate]:
+        """`lexical` with its terms taken from the query and the empty cases answered."""
+
+    async def candidates(
+        self,
+        session: AsyncSession,
+        *,
+        rag_id: str,
+        query: str,
+        vector: Vector | None,
+        lexical: bool,
+        limit: int,
+        file_ids: Sequence[str] | None,
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The dense list (none without `vector`) and the lexical list (none unless `lexical`) of one query;
+        an engine may compute them together."""
+        dense = (
+            []
+            if vector is None
+            else await self.dense(session, rag_id=rag_id, vector=vector, limit=limit, file_ids=file_ids)
+        )
+        found = (
+            await self.lexical(session, rag_id=rag_id, query=query, limit=limit, file_ids=file_ids, dense=dense)
+            if lexical
+            else []
+        )
+        return dense, found
 
 
 def terms(query: str) -> list[str]:
@@ -143,6 +210,43 @@ def terms(query: str) -> list[str]:
     words = list(seen)
     content = [w for w in words if w not in STOPWORDS]
     return (content or words)[:_MAX_TERMS]
+
+
+def searched_terms(query: str, limit: int, file_ids: Sequence[str] | None) -> list[str]:
+    """The terms a lexical search looks for; none when it has nothing to find (no terms, no room, no file)."""
+    if limit <= 0 or (file_ids is not None and not file_ids):
+        return []
+    return terms(query)
+
+
+def common_cap(chunks: int) -> int | None:
+    """How many of a RAG's chunks a term may match and still count as rare; None when every term does (a small
+    RAG, which is cheap to score whatever the terms)."""
+    cap = max(_COMMON_FLOOR, int(chunks * _COMMON_SHARE))
+    return None if chunks <= cap else cap
+
+
+@dataclass(frozen=True)
+class TermPlan:
+    words: list[str]  # ORed
+    rarest: str | None = None  # set when every term is common (see plan_terms)
+
+
+def plan_terms(words: list[str], matches: Sequence[int], cap: int | None) -> TermPlan:
+    """The terms matching at most `cap` chunks (all of them when `cap` is None).
+
+    An ORed lexical query scores every chunk that matches any term, so one common term makes its cost grow with the
+    RAG, while BM25 gives such a term almost no weight (its IDF tends to 0 at half the chunks): leaving it out hardly
+    changes the ranking. When every term is that common, BM25 over all the RAG's matches would cost a scan of much
+    of it and rank them by little more than length; the engines then let the terms rank the query's dense
+    candidates (hybrid search), or, without any, search for the rarest term alone.
+    """
+    if cap is None:
+        return TermPlan(words)
+    kept = [w for w, n in zip(words, matches, strict=True) if n <= cap]
+    if kept:
+        return TermPlan(kept)
+    return TermPlan(words, min(zip(words, matches, strict=True), key=lambda pair: pair[1])[0])
 
 
 async def bump_generation(session: AsyncSession, rag_id: str) -> None:

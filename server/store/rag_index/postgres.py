@@ -18,8 +18,17 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from server.store.rag_index._rows import delete_chunk_rows, insert_chunk_rows
-from server.store.rag_index.base import Candidate, ChunkIndex, ChunkInput, Vector, normalized, terms
-from server.store.rag_index.numpy_dense import NumpyDense
+from server.store.rag_index.base import (
+    Candidate,
+    ChunkIndex,
+    ChunkInput,
+    TermPlan,
+    Vector,
+    common_cap,
+    normalized,
+    plan_terms,
+)
+from server.store.rag_index.numpy_dense import NumpyDense, current_generation
 
 __all__ = ["PostgresChunkIndex"]
 
@@ -45,6 +54,7 @@ class PostgresChunkIndex(ChunkIndex):
         self._numpy = NumpyDense()
         self._indexed: set[tuple[str, int]] = set()
         self._engine: AsyncEngine | None = None
+        self._counts: dict[str, tuple[int, int]] = {}  # rag id: (generation, chunks)
 
     async def prepare(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -129,20 +139,61 @@ class PostgresChunkIndex(ChunkIndex):
         # relaxed_order may return near-ties out of order; rank strictly by similarity.
         return sorted(candidates, key=lambda c: -c.score)
 
-    async def lexical(
-        self, session: AsyncSession, *, rag_id: str, query: str, limit: int, file_ids: Sequence[str] | None
+    async def _lexical(
+        self,
+        session: AsyncSession,
+        *,
+        rag_id: str,
+        words: list[str],
+        limit: int,
+        file_ids: Sequence[str] | None,
+        dense: list[int],
     ) -> list[Candidate]:
-        words = terms(query)
-        if not words or limit <= 0 or (file_ids is not None and not file_ids):
-            return []
+        plan = await self._plan(session, rag_id, words)
+        within = dense if plan.rarest is not None and dense else None
+        words = plan.words if plan.rarest is None or within else [plan.rarest]
+        where = " AND file_id IN :file_ids" if file_ids is not None else ""
+        where += " AND id IN :within" if within else ""
         statement = text(
             f"SELECT id, ts_rank_cd({_TSV}, q) AS rank FROM rag_chunks, to_tsquery('english', :match) AS q "  # noqa: S608
-            f"WHERE rag_id = :rag_id AND {_TSV} @@ q{' AND file_id IN :file_ids' if file_ids is not None else ''} "
-            "ORDER BY rank DESC, id LIMIT :limit"
+            f"WHERE rag_id = :rag_id AND {_TSV} @@ q{where} ORDER BY rank DESC, id LIMIT :limit"
         )
         params: dict[str, object] = {"match": " | ".join(words), "rag_id": rag_id, "limit": limit}
         if file_ids is not None:
             statement = statement.bindparams(bindparam("file_ids", expanding=True))
             params["file_ids"] = list(file_ids)
+        if within:
+            statement = statement.bindparams(bindparam("within", expanding=True))
+            params["within"] = within
         result = await session.execute(statement, params)
         return [Candidate(chunk_id=int(row[0]), score=float(row[1])) for row in result]
+
+    async def _plan(self, session: AsyncSession, rag_id: str, words: list[str]) -> TermPlan:
+        """`plan_terms` by GIN-indexed counts, each stopping at `cap + 1` rows, all in one statement. A common term
+        costs even more here than in FTS5: ts_rank_cd recomputes to_tsvector from the text of every matching row."""
+        cap = common_cap(await self._chunk_count(session, rag_id))
+        if cap is None:
+            return TermPlan(words)
+        counts = [
+            f"(SELECT count(*) FROM (SELECT 1 FROM rag_chunks WHERE rag_id = :rag_id "  # noqa: S608 - fixed fragments
+            f"AND {_TSV} @@ to_tsquery('english', :t{i}) LIMIT :cap) AS s{i})"
+            for i in range(len(words))
+        ]
+        params: dict[str, object] = {f"t{i}": w for i, w in enumerate(words)} | {"rag_id": rag_id, "cap": cap + 1}
+        found = (await session.execute(text("SELECT " + ", ".join(counts)), params)).one()
+        return plan_terms(words, [int(n) for n in found], cap)
+
+    async def _chunk_count(self, session: AsyncSession, rag_id: str) -> int:
+        """The RAG's chunk count, counted again only when its generation moved."""
+        if not self.pgvector:
+            return len((await self._numpy.matrix(session, rag_id)).ids)
+        generation = await current_generation(session, rag_id)
+        cached = self._counts.get(rag_id)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        count = int(
+            await session.scalar(text("SELECT count(*) FROM rag_chunks WHERE rag_id = :rag_id"), {"rag_id": rag_id})
+            or 0
+        )
+        self._counts[rag_id] = (generation, count)
+        return count

@@ -81,13 +81,16 @@ async def search(
 ) -> list[ChunkHit]:
     """`file_ids` (from the metadata filter) restricts both searches; None means the whole RAG."""
     pool = candidates or max(POOL, top_k)
-    dense: list[Candidate] = []
-    if weights.dense > 0 and vector is not None:
-        query_vector = np.asarray(vector, dtype=np.float32)
-        dense = await index.dense(session, rag_id=rag_id, vector=query_vector, limit=pool, file_ids=file_ids)
-    lexical: list[Candidate] = []
-    if weights.lexical > 0:
-        lexical = await index.lexical(session, rag_id=rag_id, query=query, limit=pool, file_ids=file_ids)
+    query_vector = np.asarray(vector, dtype=np.float32) if weights.dense > 0 and vector is not None else None
+    dense, lexical = await index.candidates(
+        session,
+        rag_id=rag_id,
+        query=query,
+        vector=query_vector,
+        lexical=weights.lexical > 0,
+        limit=pool,
+        file_ids=file_ids,
+    )
     ranked = [(c, s) for c, s in fuse(dense, lexical, weights) if score_threshold is None or s >= score_threshold]
     ranked = ranked[:top_k]
     if not ranked:

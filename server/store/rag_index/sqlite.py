@@ -1,20 +1,39 @@
-"""SQLite engine: FTS5 BM25 (porter + unicode61, kept in step with rag_chunks by triggers) and numpy dense search."""
+"""SQLite engine: FTS5 BM25 (porter + unicode61, kept in step with rag_chunks by triggers) and numpy dense search.
+
+One query reads the RAG's generation once (its cached matrix also lists the RAG's chunk ids), scores the dense list
+in a worker thread while the lexical statements run, and asks FTS5 for the best matches without joining rag_chunks:
+the join looked up every matching row of every RAG in rag_chunks (2 KiB rows, one page each), three times the cost
+of the MATCH itself at 100k chunks. The global best rows are narrowed to the RAG's own through the matrix's ids;
+only when too few of them belong to the RAG (another RAG's chunks crowd the top) does the joined query run.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import Any
 
+import numpy as np
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from server.store.rag_index._rows import delete_chunk_rows, insert_chunk_rows
-from server.store.rag_index.base import Candidate, ChunkIndex, ChunkInput, Vector, terms
-from server.store.rag_index.numpy_dense import NumpyDense
+from server.store.rag_index.base import (
+    Candidate,
+    ChunkIndex,
+    ChunkInput,
+    TermPlan,
+    Vector,
+    common_cap,
+    plan_terms,
+    searched_terms,
+)
+from server.store.rag_index.numpy_dense import Matrix, NumpyDense
 
 __all__ = ["SqliteChunkIndex"]
 
-_COMMON_SHARE = 0.1  # a term in over a tenth of a RAG's chunks has a BM25 IDF under log(9): left out (see below)
-_COMMON_FLOOR = 100  # small RAGs are cheap to score whatever the terms: never prune below this many matches
+_KNOWN_TERMS = 50_000  # term counts kept per RAG (then forgotten at once)
+_WIDEN = 4  # global rows asked for per wanted row before falling back to the joined query
 
 # Triggers keep the external-content FTS table exact whichever way chunk rows go (file delete cascades included).
 _DDL = [
@@ -25,6 +44,45 @@ _DDL = [
     "CREATE TRIGGER IF NOT EXISTS rag_chunks_fts_delete AFTER DELETE ON rag_chunks BEGIN "
     "INSERT INTO rag_chunks_fts(rag_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
 ]
+_GLOBAL = text(
+    "SELECT rowid, bm25(rag_chunks_fts) FROM rag_chunks_fts WHERE rag_chunks_fts MATCH :match ORDER BY 2 LIMIT :limit"
+)
+
+_WITHIN = (
+    "SELECT rowid, bm25(rag_chunks_fts) FROM rag_chunks_fts WHERE rag_chunks_fts MATCH :match AND rowid IN :ids "
+    "ORDER BY 2 LIMIT :limit"
+)
+
+
+def _match(words: list[str]) -> str:
+    return " OR ".join(f'"{w}"' for w in words)  # \w+ tokens: no quotes inside, so quoting is exact
+
+
+def _candidates(rows: Iterable[Any]) -> list[Candidate]:
+    # bm25() is lower-is-better and negative; report it as a positive score.
+    return [Candidate(chunk_id=int(row[0]), score=-float(row[1])) for row in rows]
+
+
+def _joined(file_filter: bool) -> str:
+    # CROSS JOIN pins the FTS5 scan as the outer loop: with a plain JOIN SQLite walked the RAG's chunks through
+    # ix_rag_chunks_rag and ran the MATCH once per chunk (0.44 s instead of 6 ms for one term over 3.7k chunks).
+    files = " AND c.file_id IN :file_ids" if file_filter else ""
+    return (
+        "SELECT c.id, bm25(rag_chunks_fts) FROM rag_chunks_fts CROSS JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "  # noqa: S608
+        f"WHERE rag_chunks_fts MATCH :match AND c.rag_id = :rag_id{files}" + " ORDER BY 2 LIMIT :limit"
+    )
+
+
+def _counts(terms: int, *, in_rag: bool) -> str:
+    """One statement counting each term's matches (`:t0`, `:t1`, …) up to `:cap` + 1, anywhere or in the RAG."""
+    source = (
+        "rag_chunks_fts CROSS JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "
+        "WHERE rag_chunks_fts MATCH :t{i} AND c.rag_id = :rag_id"
+        if in_rag
+        else "rag_chunks_fts WHERE rag_chunks_fts MATCH :t{i}"
+    )
+    parts = [f"(SELECT count(*) FROM (SELECT 1 FROM {source.format(i=i)} LIMIT :cap))" for i in range(terms)]  # noqa: S608
+    return "SELECT " + ", ".join(parts)
 
 
 class SqliteChunkIndex(ChunkIndex):
@@ -32,6 +90,7 @@ class SqliteChunkIndex(ChunkIndex):
 
     def __init__(self) -> None:
         self._dense = NumpyDense()
+        self._known: dict[str, tuple[int, dict[str, int]]] = {}  # rag id: (generation, {term: matches up to cap + 1})
 
     async def prepare(self, engine: AsyncEngine) -> None:
         async with engine.begin() as connection:
@@ -50,58 +109,110 @@ class SqliteChunkIndex(ChunkIndex):
     ) -> list[Candidate]:
         return await self._dense.search(session, rag_id=rag_id, vector=vector, limit=limit, file_ids=file_ids)
 
-    async def lexical(
-        self, session: AsyncSession, *, rag_id: str, query: str, limit: int, file_ids: Sequence[str] | None
+    async def candidates(
+        self,
+        session: AsyncSession,
+        *,
+        rag_id: str,
+        query: str,
+        vector: Vector | None,
+        lexical: bool,
+        limit: int,
+        file_ids: Sequence[str] | None,
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        matrix = await self._dense.matrix(session, rag_id)
+        if vector is None:
+            dense: asyncio.Future[list[Candidate]] = asyncio.get_running_loop().create_future()
+            dense.set_result([])
+        else:
+            # numpy releases the GIL: the dense scoring overlaps the lexical statements in SQLite's own thread.
+            dense = asyncio.get_running_loop().run_in_executor(None, matrix.search, vector, limit, file_ids)
+        words = searched_terms(query, limit, file_ids) if lexical else []
+        found = await self._lexical_in(session, matrix, rag_id, words, limit, file_ids, dense) if words else []
+        return await dense, found
+
+    async def _lexical(
+        self,
+        session: AsyncSession,
+        *,
+        rag_id: str,
+        words: list[str],
+        limit: int,
+        file_ids: Sequence[str] | None,
+        dense: list[int],
     ) -> list[Candidate]:
-        words = terms(query)
-        if not words or limit <= 0 or (file_ids is not None and not file_ids):
-            return []
-        words = await self._without_common(session, rag_id, words)
-        match = " OR ".join(f'"{w}"' for w in words)  # \w+ tokens: no quotes inside, so quoting is exact
-        # CROSS JOIN pins the FTS5 scan as the outer loop. With a plain JOIN SQLite preferred walking the RAG's chunks
-        # through ix_rag_chunks_rag and running the MATCH once per chunk: 0.44 s instead of 6 ms for one term over
-        # 3.7k chunks, and the bulk of the 355 ms lexical p50 at 100k chunks.
-        where = "rag_chunks_fts MATCH :match AND c.rag_id = :rag_id"
-        params: dict[str, object] = {"match": match, "rag_id": rag_id, "limit": limit}
-        statement = text(
-            "SELECT c.id, bm25(rag_chunks_fts) AS rank "  # noqa: S608 - fixed fragments interpolated, values bound
-            "FROM rag_chunks_fts CROSS JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "
-            f"WHERE {where}{' AND c.file_id IN :file_ids' if file_ids is not None else ''} "
-            "ORDER BY rank LIMIT :limit"
-        )
+        matrix = await self._dense.matrix(session, rag_id)  # cached: costs the generation read
+        given: asyncio.Future[list[Candidate]] = asyncio.get_running_loop().create_future()
+        given.set_result([Candidate(chunk_id=i, score=0.0) for i in dense])
+        return await self._lexical_in(session, matrix, rag_id, words, limit, file_ids, given)
+
+    async def _lexical_in(  # noqa: PLR0917 - the one private step both entry points share
+        self,
+        session: AsyncSession,
+        matrix: Matrix,
+        rag_id: str,
+        words: list[str],
+        limit: int,
+        file_ids: Sequence[str] | None,
+        dense: asyncio.Future[list[Candidate]],
+    ) -> list[Candidate]:
+        plan = await self._plan(session, matrix, rag_id, words)
+        words = plan.words
+        if plan.rarest is not None:
+            within = [c.chunk_id for c in await dense]
+            if within:  # the dense candidates are the RAG's (and the filter's) own: no join
+                statement = text(_WITHIN).bindparams(bindparam("ids", expanding=True))
+                params = {"match": _match(words), "ids": within, "limit": limit}
+                return _candidates(await session.execute(statement, params))
+            words = [plan.rarest]
+        match = _match(words)
+        if file_ids is None:
+            found = await self._global(session, matrix, match, limit)
+            if found is not None:
+                return found
+        statement = text(_joined(file_ids is not None))
+        params = {"match": match, "rag_id": rag_id, "limit": limit}
         if file_ids is not None:
             statement = statement.bindparams(bindparam("file_ids", expanding=True))
             params["file_ids"] = list(file_ids)
-        result = await session.execute(statement, params)
-        # bm25() is lower-is-better and negative; report it as a positive score.
-        return [Candidate(chunk_id=int(row[0]), score=-float(row[1])) for row in result]
+        return _candidates(await session.execute(statement, params))
 
-    async def _without_common(self, session: AsyncSession, rag_id: str, words: list[str]) -> list[str]:
-        """Leave out terms in more than `_COMMON_SHARE` of the RAG's chunks, unless every term is that common.
+    @staticmethod
+    async def _global(session: AsyncSession, matrix: Matrix, match: str, limit: int) -> list[Candidate] | None:
+        """The RAG's best `limit` matches from the global ranking, or None when that ranking cannot tell them."""
+        wide = limit * _WIDEN
+        rows = (await session.execute(_GLOBAL, {"match": match, "limit": wide})).all()
+        ids = np.fromiter((int(row[0]) for row in rows), dtype=np.int64, count=len(rows))
+        mine = matrix.contains(ids)
+        found = _candidates(row for row, ok in zip(rows, mine, strict=True) if ok)
+        # Exact when `limit` of the RAG's rows are among the global best, or when the global ranking ran out.
+        return found[:limit] if len(found) >= limit or len(rows) < wide else None
 
-        FTS5 scores every chunk that matches any ORed term, so one common term makes the query cost grow with the RAG;
-        and BM25 gives such a term almost no weight (its IDF tends to 0 at half the chunks),
-        so leaving it out hardly changes the ranking. Each probe stops after `cap + 1` rows of this RAG.
-        """
-        chunks = await self._dense.size(session, rag_id)
-        cap = max(_COMMON_FLOOR, int(chunks * _COMMON_SHARE))
-        if chunks <= cap or len(words) < 2:
-            return words
-        # The FTS table holds every RAG's chunks: a term found at most `cap` times in all of them is rare enough here
-        # (a cheap probe, no join); only the others are counted within this RAG.
-        anywhere = text(
-            "SELECT count(*) FROM (SELECT 1 FROM rag_chunks_fts WHERE rag_chunks_fts MATCH :term LIMIT :cap)"
-        )
-        in_rag = text(
-            "SELECT count(*) FROM (SELECT 1 FROM rag_chunks_fts CROSS JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "
-            "WHERE rag_chunks_fts MATCH :term AND c.rag_id = :rag_id LIMIT :cap)"
-        )
-        kept = []
-        for word in words:
-            params = {"term": f'"{word}"', "rag_id": rag_id, "cap": cap + 1}
-            if (
-                int(await session.scalar(anywhere, params) or 0) <= cap
-                or int(await session.scalar(in_rag, params) or 0) <= cap
-            ):
-                kept.append(word)
-        return kept or words
+    async def _plan(self, session: AsyncSession, matrix: Matrix, rag_id: str, words: list[str]) -> TermPlan:
+        """`plan_terms` by the counts of FTS5, each stopping at `cap + 1`. The FTS table holds every RAG's chunks: a
+        term rare in all of them is rare here (a cheap count, no join); only the others are counted within this RAG,
+        through the join, which costs a lookup per match (~20 ms at the cap of 10k). Those counts are kept until
+        the RAG's generation moves: the common terms are, by their nature, the ones queries repeat."""
+        cap = common_cap(len(matrix.ids))
+        if cap is None:
+            return TermPlan(words)
+        known = self._known.get(rag_id)
+        if known is None or known[0] != matrix.generation:
+            known = (matrix.generation, {})
+            self._known[rag_id] = known
+        counts = known[1]
+        unknown = [w for w in words if w not in counts]
+        if unknown:
+            params: dict[str, object] = {f"t{i}": f'"{w}"' for i, w in enumerate(unknown)} | {"cap": cap + 1}
+            found = (await session.execute(text(_counts(len(unknown), in_rag=False)), params)).one()
+            common = [w for w, n in zip(unknown, found, strict=True) if n > cap]
+            for w, n in zip(unknown, found, strict=True):
+                if n <= cap:
+                    counts[w] = int(n)
+            if common:
+                params = {f"t{i}": f'"{w}"' for i, w in enumerate(common)} | {"cap": cap + 1, "rag_id": rag_id}
+                in_rag = (await session.execute(text(_counts(len(common), in_rag=True)), params)).one()
+                counts.update((w, int(n)) for w, n in zip(common, in_rag, strict=True))
+            if len(counts) > _KNOWN_TERMS:
+                counts.clear()
+        return plan_terms(words, [counts.get(w, 0) for w in words], cap)
