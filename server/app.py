@@ -39,7 +39,7 @@ from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
 from server.settings import Settings
 from server.store.db import Database
-from server.telemetry import configure_tracing
+from server.telemetry import configure_tracing, tracing_enabled
 from server.tokens import TokenVerifier
 from server.traffic import TrafficCounter
 
@@ -229,7 +229,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         db = Database(settings.database_url, session_info=memberships_info(settings.api_key_cache_seconds))
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
-    interceptors = build_interceptors(authenticator)
+    interceptors = build_interceptors(authenticator, tracing=tracing_enabled())
     apps: dict[str, ASGIApp] = {}
     descriptors = []
     # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).
