@@ -9,6 +9,7 @@ and `/readyz` (database reachable) and `/healthz` (process alive) suit Kubernete
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import json
 import logging
@@ -214,6 +215,10 @@ class Router:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 asyncio.get_running_loop().set_exception_handler(quiet_client_gone)
+                # The ~200k objects alive after start-up (modules, descriptors, SQLAlchemy mappers) live as long as
+                # the process: out of the collector's reach, a full collection no longer stalls every request in
+                # flight for ~100 ms (measured under ListGroups load), it scans only what requests left behind.
+                gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._deps.close()
