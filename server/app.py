@@ -9,6 +9,7 @@ and `/readyz` (database reachable) and `/healthz` (process alive) suit Kubernete
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import json
 import logging
@@ -43,7 +44,7 @@ from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
 from server.settings import Settings
 from server.store.db import Database
-from server.telemetry import configure_tracing
+from server.telemetry import configure_tracing, tracing_enabled
 from server.tokens import TokenVerifier
 from server.traffic import TrafficCounter
 
@@ -242,6 +243,10 @@ class Router:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 asyncio.get_running_loop().set_exception_handler(quiet_client_gone)
+                # The ~200k objects alive after start-up (modules, descriptors, SQLAlchemy mappers) live as long as
+                # the process: out of the collector's reach, a full collection no longer stalls every request in
+                # flight for ~100 ms (measured under ListGroups load), it scans only what requests left behind.
+                gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._deps.close()
@@ -257,7 +262,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         db = Database(settings.database_url, session_info=memberships_info(settings.api_key_cache_seconds))
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
-    interceptors = build_interceptors(authenticator)
+    interceptors = build_interceptors(authenticator, tracing=tracing_enabled())
     apps: dict[str, ASGIApp] = {}
     descriptors: list[ServiceDescriptor] = []
     # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import (
 
 from server.settings import Settings
 
-__all__ = ["configure_tracing"]
+__all__ = ["configure_tracing", "tracing_enabled"]
 
 log = logging.getLogger("switchboard.telemetry")
 _configured = False
@@ -50,3 +50,9 @@ def configure_tracing(settings: Settings) -> None:
     provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
     _configured = True
+
+
+def tracing_enabled() -> bool:
+    """Whether spans go anywhere: a tracer provider was installed (here or by the deployment's own OpenTelemetry
+    setup). Without one, every span is a no-op, and the per-RPC interceptor that makes them is skipped."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)

@@ -80,7 +80,8 @@ def _idle_connection_alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> 
 class _OneTripCursor(aiosqlite.Cursor):
     """An aiosqlite cursor that creates, runs, reads and closes its sqlite3 cursor in one call on the connection's
     thread. Plain aiosqlite makes four (cursor, execute, fetchall, close), and each costs a thread hand-off and the
-    GIL trip back to the event loop, which under load was most of a short read's time."""
+    GIL trip back to the event loop, which under load was most of a short read's time. Rows are read in that call
+    for server-side cursors too (nothing streams results from SQLite here)."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
