@@ -125,7 +125,7 @@ def _payload(event: bytes) -> bytes:
 
 async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool) -> bool:
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
-    has then been written too."""
+    has then been written too, ending the response body."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
     async for data in upstream.content.iter_any():
@@ -143,14 +143,15 @@ async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call
 async def _forward(
     out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool, names: _Names
 ) -> bool:
-    """Write these events (translated) in one write; True when they ended with [DONE]."""
+    """Write these events (translated) in one write; True when they ended with [DONE] (the body is then ended)."""
     batch: list[bytes] = []
     for event in events:
         payload = _payload(event)
         if not payload:
             continue  # a comment or a keep-alive
         if payload.startswith(b"[DONE]"):
-            await out.write(b"".join((*batch, _DONE)))  # the last events and [DONE] in one write
+            # the last events, [DONE] and the end of the chunked body in one write (one system call)
+            await out.write_eof(b"".join((*batch, _DONE)))
             return True
         try:
             forwarded = _event(payload, call, include_usage, names)
@@ -183,8 +184,7 @@ async def relay_sse(
             await _error_event(out, _BROKEN)
             call.status = 502
             return out
-        await out.write_eof()
-        call.response_bytes = out.body_length
+        call.response_bytes = out.body_length  # the body has ended with [DONE]
         await _drain(upstream)
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
