@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import multiprocessing
 import os
 import re
@@ -78,6 +79,10 @@ def _run(kind: str, arg: object, port: int) -> None:
     async def serve() -> None:
         runner = web.AppRunner(await app_factory(), access_log=None, handle_signals=False)
         await runner.setup()
+        # This process imported the platform (this module's imports); a real bare proxy would not carry that heap
+        # through every full collection. Frozen, as the gateway worker freezes its own: the same footing.
+        gc.collect()
+        gc.freeze()
         await web.TCPSite(runner, "127.0.0.1", port, backlog=1024).start()
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

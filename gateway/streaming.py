@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -72,10 +73,9 @@ class _Names:
 
 def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> bytes | None:
     """The event to forward for one upstream `data:` payload (None drops it); raises UpstreamFailed on errors."""
-    if b'"usage"' not in payload and b'"error"' not in payload:
-        swapped = names.swapped(payload)
-        if swapped is not None:
-            return b"data: " + swapped + b"\n\n"
+    cleaned = _cleaned(payload, include_usage, names)
+    if cleaned is not None:
+        return b"data: " + cleaned + b"\n\n"
     try:
         chunk: Any = orjson.loads(payload)
     except orjson.JSONDecodeError:
@@ -99,16 +99,43 @@ def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> by
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
 
+_NULL_USAGE = b',"usage":null'
+# What must be parsed: a usage that may carry counts (anything but the compact `"usage":null` OpenAI puts in every
+# chunk of a stream with include_usage), an error, the end of the stream.
+_SPECIAL = re.compile(rb'"usage"(?!:null)|"error"|\[DONE\]')
+
+
 def _plain(data: bytes) -> bool:
-    """Complete, standard `data: {...}` events that carry no usage, error or [DONE]: forwarded byte for byte."""
+    """Complete, standard single-line `data: {...}` events and nothing else (no comments, no CRs)."""
     return (
         data.startswith(b"data: {")
         and data.endswith(b"\n\n")
-        and b'"usage"' not in data
-        and b'"error"' not in data
-        and b"[DONE]" not in data
         and b"\r" not in data
+        and data.count(b"\n") == 2 * data.count(b"\n\n") == 2 * data.count(b"data: {")
     )
+
+
+def _cleaned(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
+    """These bytes as the client gets them, without parsing: null usage fields removed unless it asked for usage,
+    every model the id it asked for. None when they must be parsed (counts, an error, [DONE], another form)."""
+    if _SPECIAL.search(data) is not None:
+        return None
+    usages = data.count(b'"usage"')
+    if usages:
+        if data.count(_NULL_USAGE) != usages:
+            return None
+        if not include_usage:
+            data = data.replace(_NULL_USAGE, b"")
+    return names.swapped(data)
+
+
+def _plain_head(complete: bytes) -> int:
+    """Where the events before the first one that must be parsed end (0 when there are none)."""
+    found = _SPECIAL.search(complete)
+    if found is None:
+        return len(complete)
+    cut = complete.rfind(b"\n\n", 0, found.start())
+    return cut + 2 if cut >= 0 else 0
 
 
 async def _error_event(out: web.StreamResponse, error: UpstreamFailed) -> None:
@@ -125,32 +152,45 @@ def _payload(event: bytes) -> bytes:
 
 async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool) -> bool:
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
-    has then been written too."""
+    has then been written too, ending the response body."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
     async for data in upstream.content.iter_any():
-        swapped = names.swapped(data) if not pending and _plain(data) else None
-        if swapped is not None:
-            await out.write(swapped)  # the common case: whole `data:` events with nothing to take out
+        if not pending and _plain(data):
+            cleaned = _cleaned(data, include_usage, names)
+            if cleaned is not None:
+                await out.write(cleaned)  # the common case: whole `data:` events, forwarded without parsing
+                continue
+        text = pending + (data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data)
+        end = text.rfind(b"\n\n")
+        if end < 0:
+            pending = text
             continue
-        text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
-        *events, pending = (pending + text).split(b"\n\n")  # an incomplete last event waits for the next read
-        if await _forward(out, events, call, include_usage, names):
+        complete, pending = text[: end + 2], text[end + 2 :]  # an incomplete last event waits for the next read
+        # The plain events before the first that must be parsed (often all but usage and [DONE]) go as one block.
+        at = _plain_head(complete)
+        head = _cleaned(complete[:at], include_usage, names) if at and _plain(complete[:at]) else None
+        if head is None:
+            at = 0
+        events = complete[at:].split(b"\n\n")[:-1]
+        if await _forward(out, events, call, include_usage, names, head=head or b""):
             return True
     return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage, names)
 
 
 async def _forward(
-    out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool, names: _Names
+    out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool, names: _Names, *, head: bytes = b""
 ) -> bool:
-    """Write these events (translated) in one write; True when they ended with [DONE]."""
-    batch: list[bytes] = []
+    """Write `head` (already translated) and these events (translated) in one write; True when they ended with
+    [DONE] (the body is then ended)."""
+    batch: list[bytes] = [head]
     for event in events:
         payload = _payload(event)
         if not payload:
             continue  # a comment or a keep-alive
         if payload.startswith(b"[DONE]"):
-            await out.write(b"".join((*batch, _DONE)))  # the last events and [DONE] in one write
+            # the last events, [DONE] and the end of the chunked body in one write (one system call)
+            await out.write_eof(b"".join((*batch, _DONE)))
             return True
         try:
             forwarded = _event(payload, call, include_usage, names)
@@ -159,8 +199,9 @@ async def _forward(
             raise
         if forwarded is not None:
             batch.append(forwarded)
-    if batch:
-        await out.write(b"".join(batch))
+    block = b"".join(batch)
+    if block:
+        await out.write(block)
     return False
 
 
@@ -183,8 +224,7 @@ async def relay_sse(
             await _error_event(out, _BROKEN)
             call.status = 502
             return out
-        await out.write_eof()
-        call.response_bytes = out.body_length
+        call.response_bytes = out.body_length  # the body has ended with [DONE]
         await _drain(upstream)
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
