@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from mcp.server import MCPServer
+from mcp.server.elicitation import ElicitationResult
+from mcp.server.mcpserver import Elicit, Resolve
+from pydantic import BaseModel
 
 from server.egress import EgressGuard
 from server.mcp.pool import SessionPool
@@ -120,3 +124,36 @@ async def test_idle_sessions_close_the_pool_is_bounded_and_closes(recorded: tupl
     assert len(pool) == 0
     with pytest.raises(RuntimeError):
         await pool.call_tool(sources[0], "add", {"a": 1, "b": 1})
+
+
+class Confirm(BaseModel):
+    confirmed: bool
+
+
+def _ask() -> Elicit[Confirm]:
+    return Elicit("Really delete everything?", Confirm)
+
+
+def _asking_server(port: int) -> Any:
+    """A tool that asks the user for confirmation mid-call (an `input_required` result on 2026-07-28, an
+    elicitation request on older versions) and answers with what it was told."""
+    mcp = MCPServer("asking", version="1.0.0")
+
+    @mcp.tool()
+    async def delete_everything(answer: Annotated[ElicitationResult[Confirm], Resolve(_ask)]) -> str:
+        """Asks before it acts."""
+        return f"told: {answer.action}"
+
+    return mcp.streamable_http_app(host="127.0.0.1")
+
+
+async def test_a_server_asking_for_user_input_mid_call_is_declined() -> None:
+    """Nobody can answer inside the tool loop: the call goes on with a decline instead of failing."""
+    with serve_asgi(_asking_server) as port:
+        pool = _pool()
+        try:
+            source = ToolSource("asking", f"http://127.0.0.1:{port}/mcp")
+            answer = await pool.call_tool(source, "delete_everything", {})
+        finally:
+            await pool.close()
+    assert answer.text == "told: decline" and not answer.is_error
