@@ -1,8 +1,11 @@
 """The Responses tool loop's cost per MCP tool call, against the same MCP work done directly with the SDK client.
 
-Processes (spawned, one worker each): a fake model upstream (calls `{server}add` once, then answers), an MCP server
-(the `mcp` SDK's MCPServer on uvicorn), the gateway. Cases, sequential (concurrency 1), interleaved over rounds:
-- plain turn: `/v1/responses` without tools (one model call);
+Processes (spawned, one worker each): a fake model upstream (calls `{server}add` once when offered, then answers),
+an MCP server (the `mcp` SDK's MCPServer on uvicorn), the gateway. Cases, sequential (concurrency 1), interleaved
+over rounds:
+- plain turn: `/v1/responses` without tools (one model call), from a key that reads no RAG (the direct path);
+- plain turn, RAG key: the same from a key that reads one RAG, which the default RAG tools send through the loop
+  (the model answers without calling it);
 - loop turn: `/v1/responses` with the MCP tool (listing, one validated tools/call, two model calls);
 - direct cold: what a turn does at the MCP server, with the SDK client from this process: connect (version
   negotiation), tools/list, tools/call, close;

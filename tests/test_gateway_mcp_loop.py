@@ -166,7 +166,8 @@ async def test_slow_continuations_send_keepalive_comments_the_sdk_ignores(
     sdk: openai.OpenAI, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, servers: Servers
 ) -> None:
     """After the tool ran, the continuation model call takes 1.6 s (heartbeat 0.5 s in the test gateway): the raw
-    stream carries `: keepalive` comments in that gap, and the event stream around them is whole and in order."""
+    stream carries `: keepalive` comments in that gap, the event stream around them is whole and in order, and the
+    answer streams piece by piece."""
     add = f"{servers.tools}add"
     slow_answer = {"content": "late but here", "delay_seconds": 1.6}
     fakes.openai.script += [tool_calls((add, '{"a": 2, "b": 3}')), slow_answer]
@@ -189,6 +190,8 @@ async def test_slow_continuations_send_keepalive_comments_the_sdk_ignores(
     assert [e["sequence_number"] for e in events] == list(range(len(events)))  # comments take no numbers
     assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
     assert events[-1]["response"]["output"][-1]["content"][0]["text"] == "late but here"
+    # The continuation is streamed: its text arrives in the pieces the model sent, not as one delta at the end.
+    assert [e["delta"] for e in events if e["type"] == "response.output_text.delta"] == ["late b", "ut here"]
 
     # The SDK's stream helper takes the same kind of stream, comments and all.
     fakes.openai.script += [tool_calls((add, '{"a": 2, "b": 3}')), slow_answer]

@@ -192,6 +192,26 @@ class ResponseStream:
         self.output[index] = item
         await self._emit("response.output_item.done", output_index=index, item=item)
 
+    async def text_delta(self, text: str) -> None:
+        """A piece of the assistant's text as it comes (the tool loop's streamed model calls); opens the message."""
+        if self._text is None:
+            await self._open_text()
+        self._text = (self._text or "") + text
+        await self._emit(
+            "response.output_text.delta",
+            item_id=self._text_id,
+            output_index=self._text_index,
+            content_index=0,
+            delta=text,
+            logprobs=[],
+        )
+
+    async def close_text(self) -> dict[str, Any]:
+        """Close the open message (after `text_delta`s); returns it whole."""
+        index = self._text_index
+        await self._close_text()
+        return self.output[index]
+
     async def text(self, text: str) -> dict[str, Any]:
         """One whole assistant message, as the event sequence of a message with one delta."""
         await self._open_text()

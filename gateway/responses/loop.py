@@ -6,7 +6,8 @@ Per turn:
    (filtered by `allowed_tools`) and the item emitted. Its tools reach the model as function tools named
    `{server}{tool}` (server.mcp.toolnames).
 2. Approval responses in the input run (or decline) the calls their requests stood for.
-3. Model call (upstream Chat Completions, not streamed; SSE comment keepalives while it is slow). For each tool call:
+3. Model call (upstream Chat Completions, streamed to the client in a streamed turn; SSE comment keepalives while it is
+   silent). For each tool call:
    a function tool goes back to the client (`function_call`, the turn ends after this round); an MCP tool that needs
    approval becomes an `mcp_approval_request` (the turn ends); any other MCP tool is validated against its
    `inputSchema` (jsonschema) and called through the egress guard, a `response.in_progress` heartbeat re-sent while
@@ -46,6 +47,7 @@ from gateway.responses import translate
 from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
 from gateway.responses.rag_tools import INCLUDE_RESULTS, RagConnection, results_of
+from gateway.streaming import chat_chunks
 from gateway.surfaces._upstream import post_json, read_upstream_json
 from server.mcp.tool_client import McpTool, ToolFailure, ToolResult
 from server.mcp.toolnames import ToolNames
@@ -372,19 +374,78 @@ def _execution_error(text: str) -> dict[str, Any]:
     return {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": text}]}
 
 
-async def _model(turn: _Turn, chat: dict[str, Any]) -> dict[str, Any]:
+async def _model(turn: _Turn, chat: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One model call: (its answer in the Chat Completions shape, the message item already streamed or None)."""
+    if turn.events is not None:
+        return await _streamed_model(turn, turn.events, chat)
+
     async def ask() -> dict[str, Any]:
         upstream = await post_json(turn.request, turn.route, Surface.CHAT, chat)
         _raw, parsed = await read_upstream_json(upstream, turn.call)
         return dict(parsed)
 
-    beat = turn.events.keepalive if turn.events is not None else None
-    parsed: dict[str, Any] = await turn.while_running(ask(), beat)
-    usage = parsed.get("usage") if isinstance(parsed.get("usage"), dict) else {}
+    parsed: dict[str, Any] = await turn.while_running(ask(), None)
+    _count(turn, parsed.get("usage"))
+    return parsed, None
+
+
+def _count(turn: _Turn, usage: Any) -> None:
     for name in ("prompt_tokens", "completion_tokens"):
-        value = usage.get(name) if usage else None
+        value = usage.get(name) if isinstance(usage, dict) else None
         turn.usage[name] += value if isinstance(value, int) and value >= 0 else 0
-    return parsed
+
+
+async def _streamed_model(
+    turn: _Turn, events: ResponseStream, chat: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The model call of a streamed turn, streamed: its text reaches the client token by token as it comes (the
+    final answer above all); its tool calls are gathered and acted on once the call ends, as in the unstreamed
+    case. SSE comment keepalives go out while it is silent."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    usage: Any = None
+    finish: str | None = None
+
+    async def ask() -> None:
+        nonlocal usage, finish
+        upstream = await post_json(
+            turn.request, turn.route, Surface.CHAT, {**chat, "stream": True, "stream_options": {"include_usage": True}}
+        )
+        try:
+            async for chunk in chat_chunks(upstream):
+                usage = chunk.get("usage") or usage
+                for choice in chunk.get("choices") or ():
+                    if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                        continue
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        text.append(str(delta["content"]))
+                        await events.text_delta(text[-1])
+                    for piece in delta.get("tool_calls") or ():
+                        if isinstance(piece, dict):
+                            _gather_call(calls, piece)
+                    finish = choice.get("finish_reason") or finish
+        finally:
+            upstream.release()
+
+    await turn.while_running(ask(), events.keepalive)
+    _count(turn, usage)
+    item = await events.close_text() if text else None
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}, item
+
+
+def _gather_call(calls: dict[int, dict[str, Any]], piece: dict[str, Any]) -> None:
+    """Fold one streamed tool-call delta into the call it continues (by its index)."""
+    given = piece.get("index")
+    index = given if isinstance(given, int) else 0
+    call = calls.setdefault(index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+    call["id"] = piece.get("id") or call["id"]
+    function = piece.get("function") or {}
+    call["function"]["name"] += str(function.get("name") or "")
+    call["function"]["arguments"] += str(function.get("arguments") or "")
 
 
 def _approval_item(tool: _Tool, arguments: str) -> dict[str, Any]:
@@ -547,16 +608,14 @@ async def _iterate(
         if turn.gone():
             raise ConnectionResetError
         chat["messages"] = translate.answered([*plan.payload["messages"], *added])
-        parsed = await _model(turn, chat)
+        parsed, streamed = await _model(turn, chat)
         choices = parsed.get("choices") or []
         choice = choices[0] if choices and isinstance(choices[0], dict) else {}
         message = choice.get("message") or {}
         text = str(message["content"]) if message.get("content") else None
         calls = [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
         if text:
-            turn.output.append(
-                await turn.events.text(text) if turn.events is not None else translate.message_item(text)
-            )
+            turn.output.append(streamed if streamed is not None else translate.message_item(text))
         if not calls:
             if text:
                 added.append({"role": "assistant", "content": text})

@@ -10,9 +10,10 @@ while the old one idles out unused.
 Each session is owned by a background task that opens it, waits, and closes it in that same task: the SDK's
 transports are anyio task groups, which must be entered and left by one task. Requests are sent from the callers'
 own tasks (the SDK correlates concurrent requests by id), so concurrent turns are not serialised behind one queue.
-A session is closed when it has been idle for `idle_seconds`, when any request on it fails or times out (a
-half-answered session is never reused; the next call reconnects), when the pool is full and it is the least
-recently used idle one, and when the pool closes (app cleanup). `tools/list` answers are kept per session for
+A session is closed when it has been idle for `idle_seconds`, when a request on it fails or times out (the next
+call reconnects; a request whose caller left is withdrawn by the SDK and the session serves on, so one client gone
+does not fail other turns' calls), when the pool is full and it is the least recently used idle one, and when the
+pool closes (app cleanup). `tools/list` answers are kept per session for
 `list_ttl_seconds`: a turn needs the listing, and servers change their tools rarely (a server that announces a
 change is re-listed when the entry expires).
 """
@@ -120,10 +121,11 @@ class SessionPool:
                     raise entry.error
                 return await work(entry)
         except asyncio.CancelledError:
-            self._discard(entry)  # a request cut off mid-answer: the session's state is unknown
+            # The caller left (its client hung up): the SDK withdraws the request and the session serves on, so
+            # one client gone does not fail other turns' calls on the same session.
             raise
         except Exception as exc:
-            self._discard(entry)
+            self._discard(entry)  # a failure or a timeout: the session is not trusted again
             raise failure(source, what, exc) from None
         finally:
             entry.in_flight -= 1

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from mcp import Client
+from mcp import Client, types
+from mcp.client.context import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -137,7 +138,8 @@ class McpSession:
     async def _connect(self, transport: Any) -> tuple[AsyncExitStack, Client]:
         stack = AsyncExitStack()
         try:
-            client = Client(await transport(stack), cache=None)  # mode "auto": the version is negotiated
+            # mode "auto": the version is negotiated
+            client = Client(await transport(stack), cache=None, elicitation_callback=_decline)
             await stack.enter_async_context(client)
         except BaseException:
             await _close_stack(stack)
@@ -200,6 +202,17 @@ class McpSession:
         stack, self._stack, self._client = self._stack, None, None
         if stack is not None:
             await _close_stack(stack)
+
+
+async def _decline(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult | types.ErrorData:
+    """A server asking for the user's input mid-call (elicitation, or a 2026-07-28 `input_required` result carrying
+    one) gets a decline: nobody can answer inside the tool loop, and declining is the answer a server must already
+    handle safely (nothing confirmed, nothing submitted). The SDK's default, an error, would fail the call instead
+    of letting the server go on; with a decline it retries with the server's `requestState` echoed, as SEP-2322
+    requires."""
+    return types.ElicitResult(action="decline")
 
 
 def failure(source: ToolSource, what: str, exc: BaseException) -> ToolFailure:

@@ -14,8 +14,9 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
   FORBIDDEN-B) and an unrecognised verdict;
 - anything else: a deterministic answer ("Hello from <model>"; tools → a call of the first tool; after a tool message,
   "The tool said: <its content>").
-`script` (assistant messages, e.g. tool calls) answers the next non-streamed chat requests in order, before any of the
-above: a test scripts a model that calls tools the way it wants (`delay_seconds` in an entry: answer that much later).
+`script` (assistant messages, e.g. tool calls) answers the next chat requests in order (streamed ones as chunks),
+before any of the above: a test scripts a model that calls tools the way it wants (`delay_seconds` in an entry:
+answer that much later).
 """
 
 from __future__ import annotations
@@ -88,9 +89,11 @@ class FakeUpstream:
         failure = self._failure(model)
         if failure is not None:
             return failure
-        if self.script and not payload.get("stream"):
+        if self.script:
             scripted = dict(self.script.pop(0))
             await asyncio.sleep(float(scripted.pop("delay_seconds", 0)))  # a slow model, when a test asks for one
+            if payload.get("stream"):
+                return await self._stream_scripted(request, payload, model, scripted)
             return web.json_response(_completion(model, scripted))
         tools = payload.get("tools") or []
         messages = payload.get("messages") or [{}]
@@ -151,7 +154,10 @@ class FakeUpstream:
                 await send([{"index": 0, "delta": delta, "finish_reason": None}])
             await send([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}])
         else:
-            scripted = _scripted(model, payload.get("messages") or [{}])
+            messages = payload.get("messages") or [{}]
+            scripted = _scripted(model, messages)
+            if not scripted and messages[-1].get("role") == "tool":
+                scripted = f"The tool said: {messages[-1]['content']}"
             for piece in (scripted,) if scripted else ("Hello", " from ", model):
                 await send([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
                 if model == "break-stream" and piece == " from ":
@@ -165,6 +171,47 @@ class FakeUpstream:
                 b": a comment line\n" + b"data: " + orjson.dumps({**base, "choices": [], "usage": _usage()}) + end
             )
         await resp.write(b"data: [DONE]" + end)
+        return resp
+
+    async def _stream_scripted(
+        self, request: web.Request, payload: dict[str, Any], model: str, message: dict[str, Any]
+    ) -> web.StreamResponse:
+        """A scripted answer as a stream: its text in two pieces, each tool call as a name delta then its arguments
+        in two pieces."""
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model}
+
+        async def send(delta: dict[str, Any], finish: str | None = None) -> None:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            await resp.write(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
+
+        await send({"role": "assistant", "content": ""})
+        text = str(message.get("content") or "")
+        for piece in (text[: len(text) // 2], text[len(text) // 2 :]) if text else ():
+            await send({"content": piece})
+        calls = message.get("tool_calls") or []
+        for i, call in enumerate(calls):
+            function = call["function"]
+            await send(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": function["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+            args = function["arguments"]
+            for part in (args[:3], args[3:]):
+                await send({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
+        await send({}, "tool_calls" if calls else "stop")
+        if (payload.get("stream_options") or {}).get("include_usage"):
+            await resp.write(b"data: " + orjson.dumps({**base, "choices": [], "usage": _usage()}) + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
         return resp
 
     async def embeddings(self, request: web.Request) -> web.StreamResponse:

@@ -33,16 +33,8 @@ SCENARIOS = {
     "2025-06-18": ["tools_call"],
 }
 # Scenarios whose checks our client does not pass yet (README, "MCP conformance"): a failure of any OTHER scenario
-# fails `make test`; one of these passing is reported so the list can shrink.
-KNOWN_FAILING = frozenset(
-    {
-        "2026-07-28 sep-2322-client-request-state",
-        "2026-07-28 http-custom-headers",
-        "2026-07-28 json-schema-ref-no-deref",
-        "2026-07-28 json-schema-2020-12-preservation",
-        "2025-11-25 json-schema-2020-12-preservation",
-    }
-)
+# fails `make test`; one of these passing is reported so the list can shrink. Empty: every scenario run passes.
+KNOWN_FAILING: frozenset[str] = frozenset()
 _RESULT = re.compile(r"Passed: (\d+)/(\d+), (\d+) failed")
 
 
