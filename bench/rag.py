@@ -213,9 +213,16 @@ def _zipf_texts(rng: np.random.Generator, n: int, words: int = 60) -> list[str]:
     return [" ".join(vocabulary[w] for w in row) for row in rng.zipf(1.3, size=(n, words)) % len(vocabulary)]
 
 
-def _report(label: str, times: list[float], minus: float = 0.0) -> None:
+def _ingest_texts(rng: np.random.Generator, files: int = 400) -> list[str]:
+    if not (DATA / "corpus.jsonl").exists():
+        return _zipf_texts(rng, files, words=600)
+    docs = _jsonl(DATA / "corpus.jsonl")[:files]
+    return [f"{d.get('title', '')}\n{d['text']}" for d in docs]
+
+
+def _report(label: str, times: list[float]) -> None:
     times = sorted(times)
-    p50, p95 = times[len(times) // 2] - minus, times[int(len(times) * 0.95)] - minus
+    p50, p95 = times[len(times) // 2], times[int(len(times) * 0.95)]
     print(f"  {label:<52} p50 {p50 * 1000:7.2f} ms  (p95 {p95 * 1000:7.2f} ms)")
 
 
@@ -323,9 +330,31 @@ async def _rag_and_key(base_url: str, settings: Settings, embedder_url: str) -> 
         return str(rag_id), str(key["secret"])
 
 
+_QUERY_EMBEDDING: list[float] = []  # seconds of each query embedding call the gateway made
+
+
+def _timed_query_embedding() -> None:
+    """Time the gateway's query embedding call from inside it (the gateway runs in this process), so that /context
+    latency can be reported without it, however the stand-in and the gateway's model client share the machine."""
+    from gateway.rag.embedder import GatewayEmbedder
+
+    plain = GatewayEmbedder.query
+
+    async def query(self: GatewayEmbedder, text: str) -> list[float]:
+        started = time.perf_counter()
+        try:
+            return await plain(self, text)
+        finally:
+            _QUERY_EMBEDDING.append(time.perf_counter() - started)
+
+    GatewayEmbedder.query = query  # type: ignore[method-assign]
+
+
 async def http_surface(n_chunks: int, dims: int = 384) -> None:
     """Ingest and /context through the gateway's HTTP surface (gateway in this process, its own SQLite database)."""
     from gateway.app import make_app
+
+    _timed_query_embedding()
 
     stand_in = _Embedder(dims)
     embed_app = web.Application()
@@ -364,8 +393,10 @@ async def _measure_http(  # noqa: PLR0917 - one benchmark step with its fixtures
                 await resp.read()
             embed_times.append(time.perf_counter() - t0)
         embed_p50 = sorted(embed_times)[len(embed_times) // 2]
-        # Ingest: 40 requests of 10 files of 600 words each (inline embedding, under SWITCHBOARD_RAG_INLINE_BYTES).
-        texts = _zipf_texts(rng, 400, words=600)
+        # Ingest: 40 requests of 10 files each (inline embedding, under SWITCHBOARD_RAG_INLINE_BYTES): DBpedia
+        # abstracts when the data set is there (real text tokenizes as uploads do; e5's tokenizer is many times
+        # slower on the synthetic w123 words), else 600 synthetic words each.
+        texts = _ingest_texts(rng)
         chunks = 0
         calls_before = stand_in.calls
         started = time.perf_counter()
@@ -403,17 +434,23 @@ async def _measure_http(  # noqa: PLR0917 - one benchmark step with its fixtures
             }
             async with http.post(f"{rag_url}/context", json=request) as resp:  # loads the matrix
                 assert resp.status == 200, await resp.text()
-            times = []
+            times, whole = [], []
             for text in queries:
                 request["query"] = text
+                embedded = len(_QUERY_EMBEDDING)
                 t0 = time.perf_counter()
                 async with http.post(f"{rag_url}/context", json=request) as resp:
                     await resp.read()
                     assert resp.status == 200
-                times.append(time.perf_counter() - t0)
-            minus = embed_p50 if weights.dense > 0 else 0.0
-            _report(f"/context over HTTP at {n_chunks} chunks, {mode}", times, minus)
-        print(f"  (the stand-in's embedding round trip, p50 {embed_p50 * 1000:.2f} ms, is subtracted where it runs)")
+                whole.append(time.perf_counter() - t0)
+                times.append(whole[-1] - sum(_QUERY_EMBEDDING[embedded:]))
+            _report(f"/context over HTTP at {n_chunks} chunks, {mode}", times)
+            if weights.dense > 0:
+                _report("  the same with the query embedding call", whole)
+        print(
+            "  (excluded: the gateway's own query embedding call, timed inside it; the stand-in alone answers in "
+            f"{embed_p50 * 1000:.2f} ms p50)"
+        )
 
 
 async def main() -> None:
@@ -423,7 +460,8 @@ async def main() -> None:
         db = Database(url)
         try:
             index = await chunk_index_for(db.engine)
-            await quality(db, index)
+            if os.environ.get("SWITCHBOARD_BENCH_RAG_QUALITY", "1") != "0":  # 0: latency and ingest only
+                await quality(db, index)
             chunks = int(os.environ.get("SWITCHBOARD_BENCH_RAG_CHUNKS", "100000"))
             if chunks:
                 await latency(db, index, chunks)

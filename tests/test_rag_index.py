@@ -187,11 +187,23 @@ async def test_common_terms_are_left_out_but_a_query_of_only_common_terms_still_
             many.index, session, rag_id=many.id, query="weather report", vector=None, top_k=5, weights=lexical
         )
         assert len(common) == 5
-        # Only common terms in a hybrid query: they rank the dense candidates, each of which has a lexical score.
+        # Only common terms in a hybrid query: the dense list ranks alone.
         hybrid = await search(
             many.index, session, rag_id=many.id, query="weather report", vector=query_vector("weather"), top_k=5
         )
-        assert len(hybrid) == 5 and all(h.lexical_score is not None for h in hybrid)
+        assert len(hybrid) == 5 and all(h.lexical_score is None and h.dense_similarity for h in hybrid)
+        # With a rare term beside them, the lexical list is back, and it holds that term's chunk only.
+        mixed = await search(
+            many.index,
+            session,
+            rag_id=many.id,
+            query="mars weather",
+            vector=query_vector("weather"),
+            top_k=5,
+            weights=SearchWeights(dense=1, lexical=2),
+        )
+        assert mixed[0].text == chunks[-1].text and mixed[0].lexical_score is not None
+        assert all(h.lexical_score is None for h in mixed[1:])
 
 
 async def test_lexical_ranking_stays_within_the_rag_when_another_rag_crowds_the_top(rag: Rag) -> None:

@@ -21,7 +21,6 @@ __all__ = [
     "Candidate",
     "ChunkIndex",
     "ChunkInput",
-    "TermPlan",
     "Vector",
     "bump_generation",
     "common_cap",
@@ -151,15 +150,15 @@ class ChunkIndex(ABC):
         query: str,
         limit: int,
         file_ids: Sequence[str] | None,
-        dense: Sequence[Candidate] = (),
+        with_dense: bool = False,
     ) -> list[Candidate]:
-        """BM25-like ranking of the chunks matching any of the query's terms (see `terms`, `plan_terms`); `dense`,
-        the same query's dense candidates, bounds the work when every term is common."""
+        """BM25-like ranking of the chunks matching any of the query's terms (see `terms`, `plan_terms`);
+        `with_dense` when a dense list ranks the same query too."""
         words = searched_terms(query, limit, file_ids)
         if not words:
             return []
         return await self._lexical(
-            session, rag_id=rag_id, words=words, limit=limit, file_ids=file_ids, dense=[c.chunk_id for c in dense]
+            session, rag_id=rag_id, words=words, limit=limit, file_ids=file_ids, with_dense=with_dense
         )
 
     @abstractmethod
@@ -171,7 +170,7 @@ class ChunkIndex(ABC):
         words: list[str],
         limit: int,
         file_ids: Sequence[str] | None,
-        dense: list[int],
+        with_dense: bool,
     ) -> list[Candidate]:
         """`lexical` with its terms taken from the query and the empty cases answered."""
 
@@ -194,7 +193,9 @@ class ChunkIndex(ABC):
             else await self.dense(session, rag_id=rag_id, vector=vector, limit=limit, file_ids=file_ids)
         )
         found = (
-            await self.lexical(session, rag_id=rag_id, query=query, limit=limit, file_ids=file_ids, dense=dense)
+            await self.lexical(
+                session, rag_id=rag_id, query=query, limit=limit, file_ids=file_ids, with_dense=vector is not None
+            )
             if lexical
             else []
         )
@@ -226,27 +227,21 @@ def common_cap(chunks: int) -> int | None:
     return None if chunks <= cap else cap
 
 
-@dataclass(frozen=True)
-class TermPlan:
-    words: list[str]  # ORed
-    rarest: str | None = None  # set when every term is common (see plan_terms)
-
-
-def plan_terms(words: list[str], matches: Sequence[int], cap: int | None) -> TermPlan:
-    """The terms matching at most `cap` chunks (all of them when `cap` is None).
+def plan_terms(words: list[str], matches: Sequence[int], cap: int | None, *, with_dense: bool) -> list[str]:
+    """The terms to OR: those matching at most `cap` chunks (all of them when `cap` is None).
 
     An ORed lexical query scores every chunk that matches any term, so one common term makes its cost grow with the
     RAG, while BM25 gives such a term almost no weight (its IDF tends to 0 at half the chunks): leaving it out hardly
-    changes the ranking. When every term is that common, BM25 over all the RAG's matches would cost a scan of much
-    of it and rank them by little more than length; the engines then let the terms rank the query's dense
-    candidates (hybrid search), or, without any, search for the rarest term alone.
+    changes the ranking. When every term is that common, BM25 would rank much of the RAG by little more than chunk
+    length, at the cost of scoring all of it: a hybrid query then ranks by its dense list alone (no terms), and a
+    lexical-only one still searches for the rarest term.
     """
     if cap is None:
-        return TermPlan(words)
+        return words
     kept = [w for w, n in zip(words, matches, strict=True) if n <= cap]
-    if kept:
-        return TermPlan(kept)
-    return TermPlan(words, min(zip(words, matches, strict=True), key=lambda pair: pair[1])[0])
+    if kept or with_dense:
+        return kept
+    return [min(zip(words, matches, strict=True), key=lambda pair: pair[1])[0]]
 
 
 async def bump_generation(session: AsyncSession, rag_id: str) -> None:

@@ -22,7 +22,6 @@ from server.store.rag_index.base import (
     Candidate,
     ChunkIndex,
     ChunkInput,
-    TermPlan,
     Vector,
     common_cap,
     normalized,
@@ -147,13 +146,12 @@ class PostgresChunkIndex(ChunkIndex):
         words: list[str],
         limit: int,
         file_ids: Sequence[str] | None,
-        dense: list[int],
+        with_dense: bool,
     ) -> list[Candidate]:
-        plan = await self._plan(session, rag_id, words)
-        within = dense if plan.rarest is not None and dense else None
-        words = plan.words if plan.rarest is None or within else [plan.rarest]
+        words = await self._plan(session, rag_id, words, with_dense=with_dense)
+        if not words:
+            return []
         where = " AND file_id IN :file_ids" if file_ids is not None else ""
-        where += " AND id IN :within" if within else ""
         statement = text(
             f"SELECT id, ts_rank_cd({_TSV}, q) AS rank FROM rag_chunks, to_tsquery('english', :match) AS q "  # noqa: S608
             f"WHERE rag_id = :rag_id AND {_TSV} @@ q{where} ORDER BY rank DESC, id LIMIT :limit"
@@ -162,18 +160,15 @@ class PostgresChunkIndex(ChunkIndex):
         if file_ids is not None:
             statement = statement.bindparams(bindparam("file_ids", expanding=True))
             params["file_ids"] = list(file_ids)
-        if within:
-            statement = statement.bindparams(bindparam("within", expanding=True))
-            params["within"] = within
         result = await session.execute(statement, params)
         return [Candidate(chunk_id=int(row[0]), score=float(row[1])) for row in result]
 
-    async def _plan(self, session: AsyncSession, rag_id: str, words: list[str]) -> TermPlan:
+    async def _plan(self, session: AsyncSession, rag_id: str, words: list[str], *, with_dense: bool) -> list[str]:
         """`plan_terms` by GIN-indexed counts, each stopping at `cap + 1` rows, all in one statement. A common term
         costs even more here than in FTS5: ts_rank_cd recomputes to_tsvector from the text of every matching row."""
         cap = common_cap(await self._chunk_count(session, rag_id))
         if cap is None:
-            return TermPlan(words)
+            return words
         counts = [
             f"(SELECT count(*) FROM (SELECT 1 FROM rag_chunks WHERE rag_id = :rag_id "  # noqa: S608 - fixed fragments
             f"AND {_TSV} @@ to_tsquery('english', :t{i}) LIMIT :cap) AS s{i})"
@@ -181,7 +176,7 @@ class PostgresChunkIndex(ChunkIndex):
         ]
         params: dict[str, object] = {f"t{i}": w for i, w in enumerate(words)} | {"rag_id": rag_id, "cap": cap + 1}
         found = (await session.execute(text("SELECT " + ", ".join(counts)), params)).one()
-        return plan_terms(words, [int(n) for n in found], cap)
+        return plan_terms(words, [int(n) for n in found], cap, with_dense=with_dense)
 
     async def _chunk_count(self, session: AsyncSession, rag_id: str) -> int:
         """The RAG's chunk count, counted again only when its generation moved."""

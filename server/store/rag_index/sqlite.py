@@ -22,7 +22,6 @@ from server.store.rag_index.base import (
     Candidate,
     ChunkIndex,
     ChunkInput,
-    TermPlan,
     Vector,
     common_cap,
     plan_terms,
@@ -48,11 +47,6 @@ _GLOBAL = text(
     "SELECT rowid, bm25(rag_chunks_fts) FROM rag_chunks_fts WHERE rag_chunks_fts MATCH :match ORDER BY 2 LIMIT :limit"
 )
 
-_WITHIN = (
-    "SELECT rowid, bm25(rag_chunks_fts) FROM rag_chunks_fts WHERE rag_chunks_fts MATCH :match AND rowid IN :ids "
-    "ORDER BY 2 LIMIT :limit"
-)
-
 
 def _match(words: list[str]) -> str:
     return " OR ".join(f'"{w}"' for w in words)  # \w+ tokens: no quotes inside, so quoting is exact
@@ -69,7 +63,7 @@ def _joined(file_filter: bool) -> str:
     files = " AND c.file_id IN :file_ids" if file_filter else ""
     return (
         "SELECT c.id, bm25(rag_chunks_fts) FROM rag_chunks_fts CROSS JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "  # noqa: S608
-        f"WHERE rag_chunks_fts MATCH :match AND c.rag_id = :rag_id{files}" + " ORDER BY 2 LIMIT :limit"
+        f"WHERE rag_chunks_fts MATCH :match AND c.rag_id = :rag_id{files} ORDER BY 2 LIMIT :limit"
     )
 
 
@@ -121,15 +115,25 @@ class SqliteChunkIndex(ChunkIndex):
         file_ids: Sequence[str] | None,
     ) -> tuple[list[Candidate], list[Candidate]]:
         matrix = await self._dense.matrix(session, rag_id)
-        if vector is None:
-            dense: asyncio.Future[list[Candidate]] = asyncio.get_running_loop().create_future()
-            dense.set_result([])
-        else:
+        dense = None
+        if vector is not None:
             # numpy releases the GIL: the dense scoring overlaps the lexical statements in SQLite's own thread.
             dense = asyncio.get_running_loop().run_in_executor(None, matrix.search, vector, limit, file_ids)
         words = searched_terms(query, limit, file_ids) if lexical else []
-        found = await self._lexical_in(session, matrix, rag_id, words, limit, file_ids, dense) if words else []
-        return await dense, found
+        found = (
+            await self._lexical_in(
+                session,
+                matrix,
+                rag_id=rag_id,
+                words=words,
+                limit=limit,
+                file_ids=file_ids,
+                with_dense=dense is not None,
+            )
+            if words
+            else []
+        )
+        return (await dense if dense is not None else []), found
 
     async def _lexical(
         self,
@@ -139,39 +143,34 @@ class SqliteChunkIndex(ChunkIndex):
         words: list[str],
         limit: int,
         file_ids: Sequence[str] | None,
-        dense: list[int],
+        with_dense: bool,
     ) -> list[Candidate]:
         matrix = await self._dense.matrix(session, rag_id)  # cached: costs the generation read
-        given: asyncio.Future[list[Candidate]] = asyncio.get_running_loop().create_future()
-        given.set_result([Candidate(chunk_id=i, score=0.0) for i in dense])
-        return await self._lexical_in(session, matrix, rag_id, words, limit, file_ids, given)
+        return await self._lexical_in(
+            session, matrix, rag_id=rag_id, words=words, limit=limit, file_ids=file_ids, with_dense=with_dense
+        )
 
-    async def _lexical_in(  # noqa: PLR0917 - the one private step both entry points share
+    async def _lexical_in(
         self,
         session: AsyncSession,
         matrix: Matrix,
+        *,
         rag_id: str,
         words: list[str],
         limit: int,
         file_ids: Sequence[str] | None,
-        dense: asyncio.Future[list[Candidate]],
+        with_dense: bool,
     ) -> list[Candidate]:
-        plan = await self._plan(session, matrix, rag_id, words)
-        words = plan.words
-        if plan.rarest is not None:
-            within = [c.chunk_id for c in await dense]
-            if within:  # the dense candidates are the RAG's (and the filter's) own: no join
-                statement = text(_WITHIN).bindparams(bindparam("ids", expanding=True))
-                params = {"match": _match(words), "ids": within, "limit": limit}
-                return _candidates(await session.execute(statement, params))
-            words = [plan.rarest]
+        words = await self._plan(session, matrix, rag_id, words, with_dense=with_dense)
+        if not words:
+            return []
         match = _match(words)
         if file_ids is None:
             found = await self._global(session, matrix, match, limit)
             if found is not None:
                 return found
         statement = text(_joined(file_ids is not None))
-        params = {"match": match, "rag_id": rag_id, "limit": limit}
+        params: dict[str, object] = {"match": match, "rag_id": rag_id, "limit": limit}
         if file_ids is not None:
             statement = statement.bindparams(bindparam("file_ids", expanding=True))
             params["file_ids"] = list(file_ids)
@@ -188,14 +187,16 @@ class SqliteChunkIndex(ChunkIndex):
         # Exact when `limit` of the RAG's rows are among the global best, or when the global ranking ran out.
         return found[:limit] if len(found) >= limit or len(rows) < wide else None
 
-    async def _plan(self, session: AsyncSession, matrix: Matrix, rag_id: str, words: list[str]) -> TermPlan:
+    async def _plan(
+        self, session: AsyncSession, matrix: Matrix, rag_id: str, words: list[str], *, with_dense: bool
+    ) -> list[str]:
         """`plan_terms` by the counts of FTS5, each stopping at `cap + 1`. The FTS table holds every RAG's chunks: a
         term rare in all of them is rare here (a cheap count, no join); only the others are counted within this RAG,
         through the join, which costs a lookup per match (~20 ms at the cap of 10k). Those counts are kept until
         the RAG's generation moves: the common terms are, by their nature, the ones queries repeat."""
         cap = common_cap(len(matrix.ids))
         if cap is None:
-            return TermPlan(words)
+            return words
         known = self._known.get(rag_id)
         if known is None or known[0] != matrix.generation:
             known = (matrix.generation, {})
@@ -215,4 +216,4 @@ class SqliteChunkIndex(ChunkIndex):
                 counts.update((w, int(n)) for w, n in zip(common, in_rag, strict=True))
             if len(counts) > _KNOWN_TERMS:
                 counts.clear()
-        return plan_terms(words, [counts.get(w, 0) for w in words], cap)
+        return plan_terms(words, [counts.get(w, 0) for w in words], cap, with_dense=with_dense)
