@@ -14,6 +14,7 @@ then lets json_format raise its own error, so callers see exactly what they saw 
 from __future__ import annotations
 
 import binascii
+import datetime
 import keyword
 import math
 import threading
@@ -37,7 +38,11 @@ _NEG_INF = -math.inf
 
 _INT64_CPP_TYPES = frozenset({FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64})
 _FLOAT_CPP_TYPES = frozenset({FieldDescriptor.CPPTYPE_DOUBLE, FieldDescriptor.CPPTYPE_FLOAT})
-_TO_JSON_STRING = frozenset({"google.protobuf.Timestamp", "google.protobuf.Duration", "google.protobuf.FieldMask"})
+_TO_JSON_STRING = frozenset({"google.protobuf.Duration", "google.protobuf.FieldMask"})
+_TIMESTAMP_SECONDS_MIN = -62135596800  # 0001-01-01T00:00:00Z
+_TIMESTAMP_SECONDS_MAX = 253402300799  # 9999-12-31T23:59:59Z
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+_DAYS_CACHED = 4096
 
 
 class _Unsupported(Exception):
@@ -87,6 +92,8 @@ def _compile(desc: Descriptor) -> _Convert:
         if value_convert is None:
             return _wrapped_value
         return lambda m: value_convert(m.value)
+    if full_name == "google.protobuf.Timestamp":
+        return _timestamp
     if full_name in _TO_JSON_STRING:
         return _to_json_string
     if full_name == "google.protobuf.Struct":
@@ -282,6 +289,33 @@ def _float(value: float) -> float | str:
 
 def _to_json_string(message: Any) -> str:
     return message.ToJsonString()  # type: ignore[no-any-return]
+
+
+_DAYS: dict[int, str] = {}
+
+
+def _timestamp(message: Any) -> str:
+    """Timestamp.ToJsonString()'s text (RFC 3339, Z, 0, 3, 6 or 9 fractional digits) at under half its cost: the
+    date of a day is computed once (timestamps in a response cluster on few days), the time of day by arithmetic."""
+    seconds = message.seconds
+    nanos = message.nanos
+    if not (_TIMESTAMP_SECONDS_MIN <= seconds <= _TIMESTAMP_SECONDS_MAX and 0 <= nanos < 1_000_000_000):
+        return _to_json_string(message)  # raises the runtime's own error
+    days, second_of_day = divmod(seconds, 86_400)
+    day = _DAYS.get(days)
+    if day is None:
+        if len(_DAYS) >= _DAYS_CACHED:
+            _DAYS.clear()
+        day = _DAYS[days] = datetime.date.fromordinal(_EPOCH_ORDINAL + days).isoformat()
+    hours, second_of_hour = divmod(second_of_day, 3600)
+    minutes, secs = divmod(second_of_hour, 60)
+    if nanos == 0:
+        return f"{day}T{hours:02d}:{minutes:02d}:{secs:02d}Z"
+    if nanos % 1_000_000 == 0:
+        return f"{day}T{hours:02d}:{minutes:02d}:{secs:02d}.{nanos // 1_000_000:03d}Z"
+    if nanos % 1_000 == 0:
+        return f"{day}T{hours:02d}:{minutes:02d}:{secs:02d}.{nanos // 1_000:06d}Z"
+    return f"{day}T{hours:02d}:{minutes:02d}:{secs:02d}.{nanos:09d}Z"
 
 
 def _struct(message: Any) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 import gen.platform
+from server import protojson
 from server.codecs import JsonCodec
 from server.protojson import message_to_dict, message_to_json_object
 
@@ -538,3 +539,17 @@ def test_any_holding_a_gen_message() -> None:
     message.r_t_any.add().CopyFrom(packed)
     assert_same_as_json_format(message)
     assert message_to_json_object(message)["tAny"]["memberCount"] == 3
+
+
+def test_timestamps_across_the_whole_range() -> None:
+    """Thousands of distinct days (past the plan's day cache), every fraction length, and both ends of the range."""
+    rng = random.Random("timestamps")
+    seconds = [rng.randint(-62135596800, 253402300799) for _ in range(6000)] + _TIMESTAMP_SECONDS
+    for second in seconds:
+        nanos = rng.choice([*_NANOS, rng.randrange(1_000_000_000)])
+        stamp = timestamp_pb2.Timestamp(seconds=second, nanos=nanos)
+        assert message_to_json_object(stamp) == stamp.ToJsonString()
+    # The day cache stays bounded however many days a server has formatted.
+    assert 0 < len(protojson._DAYS) <= protojson._DAYS_CACHED
+    for second, nanos in [(253402300800, 0), (-62135596801, 0), (0, -1), (0, 1_000_000_000)]:
+        assert_same_as_json_format(timestamp_pb2.Timestamp(seconds=second, nanos=nanos))
