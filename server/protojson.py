@@ -6,9 +6,10 @@ straight-line code that reads each field, tests its presence by the runtime's ru
 chosen from the field's type up front.
 
 What the plan does not cover goes to json_format itself: an `Any` (its contents are resolved through the pool by
-type URL) and any message with an extension set. Values json_format refuses (a
-NaN in `Value`, a timestamp out of range, an unknown number in a closed enum) raise here too; `message_to_dict`
-then lets json_format raise its own error, so callers see exactly what they saw before.
+type URL) and any message with an extension set. Values json_format refuses (a NaN in `Value`, a timestamp out of
+range) raise here too; `message_to_dict` then lets json_format raise its own error, so callers see exactly what they
+saw before. Enum names honour the `pb.enumvalue.json` option as json_format does, if that extension is in the
+default pool when a type's plan is built (nothing in this project registers it).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ _DAYS_CACHED = 4096
 
 
 class _Unsupported(Exception):
-    """Raised while compiling a plan for what json_format alone handles."""
+    """A value the plan has no conversion for (an extension, say): json_format converts the whole message."""
 
 
 def message_to_dict(message: Message) -> Any:

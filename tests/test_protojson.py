@@ -553,3 +553,44 @@ def test_timestamps_across_the_whole_range() -> None:
     assert 0 < len(protojson._DAYS) <= protojson._DAYS_CACHED
     for second, nanos in [(253402300800, 0), (-62135596801, 0), (0, -1), (0, 1_000_000_000)]:
         assert_same_as_json_format(timestamp_pb2.Timestamp(seconds=second, nanos=nanos))
+
+
+def test_enum_values_with_a_json_name_option() -> None:
+    """json_format prints an enum value's `pb.enumvalue.json` string instead of its name when that option is set."""
+    options_pb2 = pytest.importorskip("google.protobuf.json_enumvalue_options_pb2")
+    file = descriptor_pb2.FileDescriptorProto(
+        name="switchboard/test/protojson_enum_json.proto",
+        package="switchboard.test.protojson.enumjson",
+        syntax="proto3",
+        dependency=["google/protobuf/json_enumvalue_options.proto"],
+    )
+    enum = file.enum_type.add(name="Mood")
+    enum.value.add(name="MOOD_UNSPECIFIED", number=0)
+    happy = enum.value.add(name="MOOD_HAPPY", number=1)
+    happy.options.Extensions[options_pb2.json].string = "happy"
+    enum.value.add(name="MOOD_SAD", number=2)
+    holder = file.message_type.add(name="Holder")
+    holder.field.add(
+        name="mood",
+        number=1,
+        type=F.TYPE_ENUM,
+        label=F.LABEL_OPTIONAL,
+        type_name=".switchboard.test.protojson.enumjson.Mood",
+    )
+    holder.field.add(
+        name="moods",
+        number=2,
+        type=F.TYPE_ENUM,
+        label=F.LABEL_REPEATED,
+        type_name=".switchboard.test.protojson.enumjson.Mood",
+    )
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindFileByName(file.name)
+    except KeyError:
+        pool.Add(file)
+    cls: Any = message_factory.GetMessageClass(pool.FindMessageTypeByName("switchboard.test.protojson.enumjson.Holder"))
+    message = cls(mood=1, moods=[0, 1, 2, 9])
+    assert json_format.MessageToDict(message)["mood"] == "happy"
+    assert message_to_json_object(message) == {"mood": "happy", "moods": ["MOOD_UNSPECIFIED", "happy", "MOOD_SAD", 9]}
+    assert_same_as_json_format(message)
