@@ -20,6 +20,7 @@ from google.protobuf.message import Message
 
 from server.errors import InvalidArgument
 from server.input_bounds import check_json_bounds
+from server.protojson import message_to_dict
 
 __all__ = ["BoundedJsonCodec", "JsonCodec", "management_codecs", "reflection_codecs"]
 
@@ -28,13 +29,15 @@ _MAX_DETAIL = 200
 
 class JsonCodec:
     """Protobuf JSON with Google's runtime, compact on the wire (connectrpc's compat codec indents its output).
-    Unknown fields are ignored, as Connect clients of a newer contract may send fields this server lacks."""
+    Encoding goes through compiled per-type plans that emit what json_format's MessageToDict emits, several times
+    faster on list responses; decoding stays on json_format. Unknown fields are ignored, as Connect clients of a
+    newer contract may send fields this server lacks."""
 
     def name(self) -> str:
         return "json"
 
     def encode(self, message: Message) -> bytes:
-        return orjson.dumps(json_format.MessageToDict(message))
+        return orjson.dumps(message_to_dict(message))
 
     def decode(self, data: bytes | bytearray, message_class: type[Message]) -> Message:
         text = bytes(data)
