@@ -91,21 +91,18 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     async with app[DB].transaction() as session:
         files = await rag_files.register_all(session, index, rag.id, prepared)
     embedder = GatewayEmbedder(app, rag, request[PRINCIPAL])
-    jobs = [
-        _Job(app, index, embedder, rag.id, file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)
-    ]
+    pending = [(file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)]
     if sum(len(u.data) for u in uploads) <= settings.rag_inline_bytes:
-        try:
-            for job in jobs:
-                await job.run()
+        try:  # one embedding batch and one transaction for the whole request
+            await _Job(app, index, embedder, rag.id, pending).run()
         except BaseException:
             await _forget(app, index, rag.id, [f.id for f in files])
             raise
         async with app[DB].read() as session:
             done = await rag_files.get_files(session, rag_id=rag.id, file_ids=[f.id for f in files])
-        return [done[f.id] for f in files]
-    for job in jobs:
-        task = asyncio.create_task(job.run_in_background())
+        return [done[f.id] for f in files if f.id in done]  # a file deleted meanwhile is gone
+    for one in pending:  # each file on its own, so that one failure fails only its file
+        task = asyncio.create_task(_Job(app, index, embedder, rag.id, [one]).run_in_background())
         app[TASKS].running.add(task)
         task.add_done_callback(app[TASKS].running.discard)
     return files
@@ -113,34 +110,41 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
 
 @dataclasses.dataclass(frozen=True)
 class _Job:
-    """Embedding and storing one registered file's chunks: within the request, or as a background task."""
+    """Embedding and storing registered files' chunks: within the request, or as a background task."""
 
     app: web.Application
     index: ChunkIndex
     embedder: GatewayEmbedder
     rag_id: str
-    file_id: str
-    chunks: list[Chunk]
+    files: list[tuple[str, list[Chunk]]]  # (file id, its chunks)
 
     async def run(self) -> None:
-        vectors = await self.embedder.passages([c.text for c in self.chunks])
+        vectors = await self.embedder.passages([c.text for _, chunks in self.files for c in chunks])
         async with self.app[DB].transaction() as session:
-            await rag_files.complete(
-                session, self.index, rag_id=self.rag_id, file_id=self.file_id, chunks=self.chunks, vectors=vectors
-            )
+            start = 0
+            for file_id, chunks in self.files:
+                mine = vectors[start : start + len(chunks)]
+                start += len(chunks)
+                await rag_files.complete(
+                    session, self.index, rag_id=self.rag_id, file_id=file_id, chunks=chunks, vectors=mine
+                )
 
     async def run_in_background(self) -> None:
-        """`run`, with the file marked failed (and why) instead of an error to raise."""
+        """`run`, with the files marked failed (and why) instead of an error to raise."""
         try:
             await self.run()
         except asyncio.CancelledError:
-            await _fail(self.app, self.file_id, _INTERRUPTED)
+            await self._fail(_INTERRUPTED)
             raise
         except SwitchboardError as exc:
-            await _fail(self.app, self.file_id, exc.message)
+            await self._fail(exc.message)
         except Exception:
             log.exception("processing a RAG file failed")
-            await _fail(self.app, self.file_id, "internal error while processing the file")
+            await self._fail("internal error while processing the file")
+
+    async def _fail(self, reason: str) -> None:
+        for file_id, _ in self.files:
+            await _fail(self.app, file_id, reason)
 
 
 async def _fail(app: web.Application, file_id: str, reason: str) -> None:

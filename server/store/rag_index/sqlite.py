@@ -32,6 +32,7 @@ from server.store.rag_index.numpy_dense import Matrix, NumpyDense
 __all__ = ["SqliteChunkIndex"]
 
 _KNOWN_TERMS = 50_000  # term counts kept per RAG (then forgotten at once)
+_KNOWN_RAGS = 64
 _WIDEN = 4  # global rows asked for per wanted row before falling back to the joined query
 
 # Triggers keep the external-content FTS table exact whichever way chunk rows go (file delete cascades included).
@@ -200,7 +201,10 @@ class SqliteChunkIndex(ChunkIndex):
         known = self._known.get(rag_id)
         if known is None or known[0] != matrix.generation:
             known = (matrix.generation, {})
+            self._known.pop(rag_id, None)
             self._known[rag_id] = known
+            while len(self._known) > _KNOWN_RAGS:  # the least recently changed RAGs' counts go first
+                self._known.pop(next(iter(self._known)))
         counts = known[1]
         unknown = [w for w in words if w not in counts]
         if unknown:
