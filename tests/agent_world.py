@@ -3,6 +3,7 @@ base model (answers with the caller's last message), fake guardrails (tests.fake
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,4 +74,7 @@ async def build_agent_world(
     )
     await create_agent(connect, editor, world, "down", agent_body(world, "down", "echo-text", ["g-down"], **shared))
     await create_agent(connect, editor, world, "unshared", agent_body(world, "unshared", "echo", []))
+    # The gateway may have cached what the shared keys can use (a models list of an earlier module) for up to
+    # SWITCHBOARD_API_KEY_CACHE_SECONDS (1 s in tests): the new agents are promised only after that bound.
+    await asyncio.sleep(1.2)
     return world
