@@ -98,7 +98,7 @@ async def list_groups(
         result = await connection.execute(_GROUPS_OF_TENANT, {"tenant_id": tenant_id})
     else:
         result = await connection.execute(_GROUPS_OF_MEMBER, {"tenant_id": tenant_id, "user_id": reach})
-    return [Group(id=i, tenant_id=tenant_id, name=n, member_count=c) for i, n, c in result.all()]
+    return [Group(i, tenant_id, n, c) for i, n, c in result.all()]  # positional: half the cost of keywords
 
 
 async def delete_group(session: AsyncSession, principal: Principal, tenant_id: str, group_id: str) -> None:
