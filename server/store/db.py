@@ -1,7 +1,8 @@
 """Engine and unit of work. One transaction per RPC/request: a refused request writes nothing.
 
 Repositories take an `AsyncSession`, flush but never commit; `Database.transaction()` commits once at the end or
-rolls everything back when anything raised.
+rolls everything back when anything raised. The one exception, `Database.lone_read()`, is for read-only RPCs
+answered by a single statement, which need no transaction around it.
 """
 
 from __future__ import annotations
