@@ -69,7 +69,8 @@ async def create_group(session: AsyncSession, principal: Principal, tenant_id: s
 
 
 # Built once, in Core over the tables: a statement built per call, or run through the ORM, cost more than the query
-# (cache-key generation and ORM row loading for every row, measured under ListGroups load).
+# (cache-key generation and ORM row loading for every row, measured under ListGroups load). Core does not autoflush
+# the session: fine, as every domain write flushes itself.
 _groups, _members = GroupRow.__table__, GroupMemberRow.__table__
 _GROUPS_OF_TENANT = (
     select(
