@@ -64,3 +64,29 @@ async def test_a_pooled_connection_closed_by_the_server_is_replaced_at_checkout(
             assert await s.scalar(text("SELECT pg_backend_pid()")) != pid
     finally:
         await db.close()
+
+
+async def test_a_lone_read_runs_outside_a_transaction_and_leaves_transactions_whole(database: TestDatabase) -> None:
+    """PostgreSQL: a lone read saves the BEGIN and COMMIT round trips, and the pooled connection it used is back in
+    transaction mode for the next RPC (txid_current() is one per transaction)."""
+    if database.backend != "postgresql":
+        pytest.skip("SQLite's lone reads use the engine's own connections unchanged")
+    if _pg_unreachable_reason():
+        pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL}")
+    db = Database(database.url)
+    try:
+        for _ in range(3):  # alternate on the same pooled connections
+            async with db.lone_read() as s:
+                first, second = (
+                    await s.scalar(text("SELECT txid_current()")),
+                    await s.scalar(text("SELECT txid_current()")),
+                )
+                assert first != second
+            async with db.transaction() as s:
+                first, second = (
+                    await s.scalar(text("SELECT txid_current()")),
+                    await s.scalar(text("SELECT txid_current()")),
+                )
+                assert first == second
+    finally:
+        await db.close()

@@ -68,16 +68,21 @@ async def create_group(session: AsyncSession, principal: Principal, tenant_id: s
     return _group(row)
 
 
-# Built once: constructing the statement (and its anonymous subquery name) on every call cost more than running it.
+# Built once, in Core over the tables: a statement built per call, or run through the ORM, cost more than the query
+# (cache-key generation and ORM row loading for every row, measured under ListGroups load). Core does not autoflush
+# the session: fine, as every domain write flushes itself.
+_groups, _members = GroupRow.__table__, GroupMemberRow.__table__
 _GROUPS_OF_TENANT = (
     select(
-        GroupRow.id,
-        GroupRow.tenant_id,
-        GroupRow.name,
-        select(func.count()).where(GroupMemberRow.group_id == GroupRow.id).scalar_subquery(),
+        _groups.c.id,
+        _groups.c.name,
+        select(func.count()).where(_members.c.group_id == _groups.c.id).scalar_subquery(),
     )
-    .where(GroupRow.tenant_id == bindparam("tenant_id"))
-    .order_by(GroupRow.name)
+    .where(_groups.c.tenant_id == bindparam("tenant_id"))
+    .order_by(_groups.c.name)
+)
+_GROUPS_OF_MEMBER = _GROUPS_OF_TENANT.where(
+    _groups.c.id.in_(select(_members.c.group_id).where(_members.c.user_id == bindparam("user_id")))
 )
 
 
@@ -86,11 +91,15 @@ async def list_groups(
 ) -> list[Group]:
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_member(session, principal, tenant_id)
-    query = _GROUPS_OF_TENANT.where(
-        await permissions.visible_groups(session, principal, tenant_id, for_key_attach=api_key_attachable)
-    )
-    rows = (await session.execute(query, {"tenant_id": tenant_id})).all()
-    return [Group(id=i, tenant_id=t, name=n, member_count=int(c)) for i, t, n, c in rows]
+    reach = await permissions.readable_groups_of(session, principal, tenant_id, for_key_attach=api_key_attachable)
+    if reach is False:
+        return []
+    connection = await session.connection()
+    if reach is True:
+        result = await connection.execute(_GROUPS_OF_TENANT, {"tenant_id": tenant_id})
+    else:
+        result = await connection.execute(_GROUPS_OF_MEMBER, {"tenant_id": tenant_id, "user_id": reach})
+    return [Group(i, tenant_id, n, c) for i, n, c in result.all()]  # positional: half the cost of keywords
 
 
 async def delete_group(session: AsyncSession, principal: Principal, tenant_id: str, group_id: str) -> None:

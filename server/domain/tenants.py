@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
@@ -256,11 +256,16 @@ async def remove_member(session: AsyncSession, principal: Principal, tenant_id: 
     permissions.forget_membership(session, tenant_id, user_id)
 
 
+# Built once in Core over the tables (asked on every GetCurrentUser): see server.domain.groups.
+_members, _tenants = TenantMemberRow.__table__, TenantRow.__table__
+_MEMBERSHIPS_OF_USER = (
+    select(_members.c.tenant_id, _tenants.c.name, _members.c.role)
+    .join(_tenants, _tenants.c.id == _members.c.tenant_id)
+    .where(_members.c.user_id == bindparam("user_id"))
+    .order_by(_tenants.c.name)
+)
+
+
 async def memberships_of(session: AsyncSession, user_id: str) -> list[Membership]:
-    rows = await session.execute(
-        select(TenantMemberRow.tenant_id, TenantRow.name, TenantMemberRow.role)
-        .join(TenantRow, TenantRow.id == TenantMemberRow.tenant_id)
-        .where(TenantMemberRow.user_id == user_id)
-        .order_by(TenantRow.name)
-    )
-    return [Membership(t, n, TenantRole(r)) for t, n, r in rows]
+    rows = await (await session.connection()).execute(_MEMBERSHIPS_OF_USER, {"user_id": user_id})
+    return [Membership(t, n, TenantRole(r)) for t, n, r in rows.all()]

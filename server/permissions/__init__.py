@@ -51,6 +51,7 @@ from server.permissions.tenancy import (
     has_capability,
     member_user_ids,
     memberships_info,
+    readable_groups_of,
     require_capability,
     require_group_read,
     require_logged_in_user,
@@ -62,7 +63,6 @@ from server.permissions.tenancy import (
     require_tenant_scope,
     resolve_tenant,
     tenant_role,
-    visible_groups,
 )
 
 __all__ = [
@@ -99,6 +99,7 @@ __all__ = [
     "ownerships",
     "owns_conversation",
     "permission_of",
+    "readable_groups_of",
     "readable_names",
     "remove_permission",
     "require_admin",
@@ -116,5 +117,4 @@ __all__ = [
     "resolve_tenant",
     "set_sharing",
     "tenant_role",
-    "visible_groups",
 ]

@@ -26,7 +26,7 @@ import time
 from enum import Enum, IntEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, false, select, true
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import ApiKeyType, Principal
@@ -45,6 +45,7 @@ __all__ = [
     "has_capability",
     "member_user_ids",
     "memberships_info",
+    "readable_groups_of",
     "require_capability",
     "require_group_read",
     "require_logged_in_user",
@@ -56,7 +57,6 @@ __all__ = [
     "require_tenant_scope",
     "resolve_tenant",
     "tenant_role",
-    "visible_groups",
 ]
 
 
@@ -315,18 +315,18 @@ async def can_attach_key_to_group(session: AsyncSession, principal: Principal, g
     return await can_read_group(session, principal, group)
 
 
-async def visible_groups(
+async def readable_groups_of(
     session: AsyncSession, principal: Principal, tenant_id: str, *, for_key_attach: bool = False
-) -> ColumnElement[bool]:
-    """SQL condition selecting the tenant's groups the caller may read (or attach keys to), in one query."""
+) -> str | bool:
+    """Which of the tenant's groups the caller may read (or attach keys to): True for all of them, False for none,
+    or a user id: only the groups that user belongs to. Plain values, so a caller can pick a prebuilt statement."""
     if for_key_attach and principal.api_key is not None:
-        return false()
+        return False
     if await _reads_as_tenant_admin(session, principal, tenant_id):
-        return true()
+        return True
     if principal.user_id is None:
-        return false()
-    own = select(GroupMemberRow.group_id).where(GroupMemberRow.user_id == principal.user_id)
-    return GroupRow.id.in_(own)
+        return False
+    return principal.user_id
 
 
 async def require_group_read(session: AsyncSession, principal: Principal, tenant_id: str, group_id: str) -> GroupRow:

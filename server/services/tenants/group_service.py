@@ -28,7 +28,7 @@ class GroupServiceHandler(GroupService):
         return pb.CreateGroupResponse(group=convert.group(group))
 
     async def list_groups(self, request: pb.ListGroupsRequest, ctx: Ctx) -> pb.ListGroupsResponse:
-        async with self._db.transaction() as s:
+        async with self._db.lone_read() as s:
             found = await groups.list_groups(
                 s, current_principal(), request.tenant_id, api_key_attachable=request.api_key_attachable
             )

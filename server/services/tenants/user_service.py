@@ -27,8 +27,8 @@ class UserServiceHandler(UserService):
     async def get_current_user(self, request: pb.GetCurrentUserRequest, ctx: Ctx) -> pb.GetCurrentUserResponse:
         principal = current_principal()
         memberships: list[tenants.Membership] = []
-        async with self._db.transaction() as s:
-            if principal.user_id:
+        if principal.user_id:
+            async with self._db.lone_read() as s:
                 memberships = await tenants.memberships_of(s, principal.user_id)
         if principal.api_key is not None:
             memberships = [m for m in memberships if m.tenant_id == principal.api_key.tenant_id]
