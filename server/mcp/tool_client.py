@@ -21,6 +21,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpcore2
 import orjson
 from mcp import Client, types
 from mcp.client.context import ClientRequestContext
@@ -44,6 +45,13 @@ __all__ = [
 log = logging.getLogger("switchboard.mcp.tools")
 
 _CLOSE_SECONDS = 5.0
+# httpcore trace events (and their exceptions) after which a request cannot have reached the server whole. A refusal
+# by the egress guard is none of these (it is not a connect error), so it is never retried.
+_UNSENT: dict[str, type[Exception] | tuple[type[Exception], ...]] = {
+    "connection.connect_tcp.failed": httpcore2.ConnectError,
+    "http11.send_request_headers.failed": (httpcore2.WriteError, httpcore2.ConnectError),
+    "http11.send_request_body.failed": (httpcore2.WriteError, httpcore2.ConnectError),
+}
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,11 @@ class McpSession:
         self._timeout = timeout
         self._stack: AsyncExitStack | None = None
         self._client: Client | None = None
+        # The session is gone and a request failed before any tool could run: the server answered 404 to our
+        # Mcp-Session-Id (what the specification has a server do after it restarted or expired the session), or
+        # the connection was refused or reset while the request was being sent. Failures after the request was
+        # sent (no answer, a broken answer) leave it False: the tool may have run.
+        self.lost = False
 
     async def open(self) -> Client:
         if self._client is not None:
@@ -149,10 +162,26 @@ class McpSession:
     async def _streamable(self, stack: AsyncExitStack) -> Any:
         http = await stack.enter_async_context(
             self._guard.httpx_client(
-                headers=dict(self.source.headers), timeout=self._timeout, transport_options={"verify": self._tls}
+                headers=dict(self.source.headers),
+                timeout=self._timeout,
+                transport_options={"verify": self._tls},
+                event_hooks={"request": [self._trace], "response": [self._watch]},
             )
         )
         return streamable_http_client(self.source.url, http_client=http)
+
+    async def _trace(self, request: Any) -> None:
+        request.extensions["trace"] = self._sending
+
+    async def _sending(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace of one request: a connection that could not be made, or broke while the request was
+        still being written, means the server never had the whole request."""
+        if event in _UNSENT and isinstance(info.get("exception"), _UNSENT[event]):
+            self.lost = True
+
+    async def _watch(self, response: Any) -> None:
+        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            self.lost = True
 
     async def _sse(self, stack: AsyncExitStack) -> Any:
         guard = self._guard
