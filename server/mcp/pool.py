@@ -18,7 +18,7 @@ already running finish), when the pool is full and it is the least recently used
 (app cleanup). `tools/list` answers are kept per session for `list_ttl_seconds`: a turn needs the listing, and
 servers change their tools rarely (a server that announces a change is re-listed when the entry expires).
 
-A failed request is sent again, once, on a fresh session only when it cannot have reached a tool (McpSession.lost:
+A failed request is sent again, once, on a fresh session only when it cannot have reached a tool (tool_client.Unsent:
 the server answered 404 to the session's id, as a restarted server does, or the connection was refused or broke
 while the request was being written). Timeouts, tool errors and failures after the request was sent are never
 repeated: the tool may have run.
@@ -37,7 +37,16 @@ from typing import Any
 
 from server.domain.networks import IPNetwork
 from server.egress import EgressGuard
-from server.mcp.tool_client import McpSession, McpTool, ToolResult, ToolSource, checked_size, failure
+from server.mcp.tool_client import (
+    UNSENT,
+    McpSession,
+    McpTool,
+    ToolResult,
+    ToolSource,
+    Unsent,
+    checked_size,
+    failure,
+)
 
 __all__ = ["PooledConnection", "SessionPool"]
 
@@ -129,19 +138,24 @@ class SessionPool:
         for first in (True, False):
             entry = self._entry(source, networks)
             entry.in_flight += 1
+            sent = Unsent()
             try:
                 async with asyncio.timeout_at(deadline):
                     await entry.ready.wait()
                     if entry.error is not None:
                         raise entry.error
-                    return await work(entry)
+                    reset = UNSENT.set(sent)
+                    try:
+                        return await work(entry)
+                    finally:
+                        UNSENT.reset(reset)
             except asyncio.CancelledError:
                 # The caller left (its client hung up): the SDK withdraws the request and the session serves on,
                 # so one client gone does not fail other turns' calls on the same session.
                 raise
             except Exception as exc:
                 self._discard(entry)  # a failure or a timeout: the session is not trusted again
-                if first and entry.session.lost and not isinstance(exc, TimeoutError):
+                if first and sent.unsent and not isinstance(exc, TimeoutError):
                     # The server had forgotten the session (it restarted) and refused the request before any tool
                     # ran, so it is sent once more on a fresh session. Any other failure may have reached the tool
                     # and is never repeated.

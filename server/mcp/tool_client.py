@@ -18,6 +18,7 @@ import logging
 import ssl
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,12 +32,14 @@ from mcp.client.streamable_http import streamable_http_client
 from server.egress import EgressGuard
 
 __all__ = [
+    "UNSENT",
     "McpSession",
     "McpTool",
     "ToolConnection",
     "ToolFailure",
     "ToolResult",
     "ToolSource",
+    "Unsent",
     "checked_size",
     "failure",
     "tls_context",
@@ -94,6 +97,27 @@ def tls_context(trusted_ca_file: str = "") -> ssl.SSLContext:
     return context
 
 
+@dataclass
+class Unsent:
+    """Set while one call runs (`UNSENT`): `unsent` becomes True when the call's request failed before any tool
+    could run: the server answered 404 to the session's Mcp-Session-Id (what the specification has a server do
+    after it restarted or expired the session), or the connection was refused or broke while the request was
+    written. Failures after the request was sent leave it False: the tool may have run. Per call, not per session:
+    a call that reached the old server as it went down is not confused with a sibling the new one refused. The SDK
+    sends each request in its caller's context, so the HTTP hooks see the caller's holder."""
+
+    unsent: bool = False
+
+
+UNSENT: ContextVar[Unsent | None] = ContextVar("mcp_unsent", default=None)
+
+
+def _mark_unsent() -> None:
+    holder = UNSENT.get()
+    if holder is not None:
+        holder.unsent = True
+
+
 class ToolFailure(Exception):
     """The call could not be made or answered; `message` is safe to show to the model and the client."""
 
@@ -126,11 +150,6 @@ class McpSession:
         self._timeout = timeout
         self._stack: AsyncExitStack | None = None
         self._client: Client | None = None
-        # The session is gone and a request failed before any tool could run: the server answered 404 to our
-        # Mcp-Session-Id (what the specification has a server do after it restarted or expired the session), or
-        # the connection was refused or reset while the request was being sent. Failures after the request was
-        # sent (no answer, a broken answer) leave it False: the tool may have run.
-        self.lost = False
 
     async def open(self) -> Client:
         if self._client is not None:
@@ -177,11 +196,11 @@ class McpSession:
         """httpcore's trace of one request: a connection that could not be made, or broke while the request was
         still being written, means the server never had the whole request."""
         if event in _UNSENT and isinstance(info.get("exception"), _UNSENT[event]):
-            self.lost = True
+            _mark_unsent()
 
     async def _watch(self, response: Any) -> None:
         if response.status_code == 404 and "mcp-session-id" in response.request.headers:
-            self.lost = True
+            _mark_unsent()
 
     async def _sse(self, stack: AsyncExitStack) -> Any:
         guard = self._guard
