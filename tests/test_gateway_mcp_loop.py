@@ -535,3 +535,54 @@ async def test_openai_agents_hosted_mcp_tool(
     assert result.final_output == "The tool said: 13"
     kinds = [item.type for item in result.new_items]
     assert "mcp_list_tools_item" in kinds and "tool_call_item" in kinds
+
+
+async def test_a_changed_or_deleted_registration_never_uses_the_old_session(
+    server: Server, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes
+) -> None:
+    """The pooled session is keyed by every credential sent, and the registration is read for every request: a
+    rotated token reaches the server on the very next turn (a new session), and a deleted server is refused before
+    anything is sent, though its session may still be open in the pool."""
+    tokens: list[str] = []  # the bearer of every tools/call the server received
+    tools = loop_tools_server({})
+
+    def recording(port: int) -> Any:
+        app = tools(port)
+
+        async def asgi(scope: Any, receive: Any, send: Any) -> None:
+            headers = dict(scope.get("headers") or [])
+            if scope["type"] == "http" and headers.get(b"mcp-method") == b"tools/call":
+                tokens.append(headers.get(b"authorization", b"").decode())
+            await app(scope, receive, send)
+
+        return asgi
+
+    connect = ConnectJsonCaller(server.base_url)
+    bearer = {"type": "EXTERNAL_MCP_AUTH_TYPE_BEARER"}
+    with serve_asgi(recording) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        name = await _register(connect, server, url, bearer, spec={"sharing": {"shareToAll": True}}, apiKey="one")
+
+        async def add(a: int) -> Any:
+            fakes.openai.script.clear()
+            fakes.openai.script.append(tool_calls((f"{name}add", json.dumps({"a": a, "b": 1}))))
+            async with openai.AsyncOpenAI(
+                base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0
+            ) as sdk:
+                return await sdk.responses.create(model=gw_world.model("chat"), input="add", tools=[_mcp(name)])
+
+        try:
+            assert (await add(1)).output_text == "The tool said: 2"
+            got = must(await connect.call(f"{MCP}/GetExternalMcpServer", {"name": name}, token=server.admin_token))
+            update = {"externalMcpServer": got["externalMcpServer"], "apiKey": "two"}
+            must(await connect.call(f"{MCP}/UpdateExternalMcpServer", update, token=server.admin_token))
+            assert (await add(2)).output_text == "The tool said: 3"
+            assert tokens == ["Bearer one", "Bearer two"]
+
+            must(await connect.call(f"{MCP}/DeleteExternalMcpServer", {"name": name}, token=server.admin_token))
+            with pytest.raises(openai.BadRequestError) as refused:
+                await add(3)
+            assert "server_label" in str(refused.value) and name in str(refused.value)
+            assert tokens == ["Bearer one", "Bearer two"]  # nothing more reached the server
+        finally:
+            fakes.openai.script.clear()

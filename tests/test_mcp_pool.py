@@ -5,7 +5,9 @@ pool is bounded and closes cleanly. What the server receives is recorded per HTT
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Iterator
+from ipaddress import ip_address
 from typing import Annotated, Any
 
 import pytest
@@ -17,7 +19,11 @@ from pydantic import BaseModel
 from server.egress import EgressGuard
 from server.mcp.pool import SessionPool
 from server.mcp.tool_client import ToolFailure, ToolSource, tls_context
+from server.store.db import Database
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
+from tests.test_egress import POLICIES, _local_private_address
+from tests.test_egress import Names as _Names
+from tests.world import must
 
 Seen = list[tuple[str, str]]  # (mcp-method header, authorization header) of each POST
 BREAK = "Bearer break-next"  # the next tools/call with this token gets an HTTP 500 (a server failing mid-session)
@@ -177,3 +183,194 @@ async def test_a_server_asking_for_user_input_mid_call_is_declined() -> None:
         finally:
             await pool.close()
     assert answer.text == "told: decline" and not answer.is_error
+
+
+def _pre_2026(make: Callable[[int], Any], posts: list[tuple[str, str, int]]) -> Callable[[int], Any]:
+    """The SDK server as a server of the 2025 versions sees it: no `server/discover` (404, so the client falls back
+    to the initialize handshake), so its sessions are stateful, named by an Mcp-Session-Id it keeps in memory.
+    Each POST is recorded as (JSON-RPC method, Mcp-Session-Id, HTTP status)."""
+
+    def wrapped(port: int) -> Any:
+        app = make(port)
+
+        async def asgi(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http" or scope["method"] != "POST":
+                return await app(scope, receive, send)
+            body = b""
+            while True:  # the whole body, then handed on as one message
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            method = str(json.loads(body).get("method", ""))
+            session = dict(scope["headers"]).get(b"mcp-session-id", b"").decode()
+            if method == "server/discover":
+                posts.append((method, session, 404))
+                await send({"type": "http.response.start", "status": 404, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return None
+            sent = False
+
+            async def replay() -> Any:
+                nonlocal sent
+                if sent:
+                    return await receive()
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            async def recorded(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    posts.append((method, session, message["status"]))
+                await send(message)
+
+            return await app(scope, replay, recorded)
+
+        return asgi
+
+    return wrapped
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+async def test_a_restarted_server_is_reconnected_to_without_an_error(era: str) -> None:
+    """The server restarts within the idle window: the pooled session it knew is gone (a 2025 server answers 404
+    to its Mcp-Session-Id). The call is sent again once, on a fresh session, and the model sees no error."""
+    seen: Seen = []
+    posts: list[tuple[str, str, int]] = []
+    make = _recording(loop_tools_server({}), seen)
+    if era != "2026-07-28":
+        make = _pre_2026(make, posts)
+    pool = _pool()
+    try:
+        with serve_asgi(make, graceful_seconds=0.5) as port:
+            source = ToolSource("t", f"http://127.0.0.1:{port}/mcp", {"Authorization": "Bearer restart"})
+            assert (await pool.call_tool(source, "add", {"a": 1, "b": 1})).text == "2"
+        before, opened = len(seen), len(posts)
+        with serve_asgi(make, port=port, graceful_seconds=0.5):  # a new server process on the same port
+            assert (await pool.call_tool(source, "add", {"a": 2, "b": 2})).text == "4"
+            assert (await pool.call_tool(source, "add", {"a": 3, "b": 3})).text == "6"
+            assert len(pool) == 1
+    finally:
+        await pool.close()
+    if era == "2026-07-28":  # no session to lose: the pooled client goes on
+        assert [method for method, _token in seen[before:]] == ["tools/call", "tools/call"]
+        return
+    old = posts[opened - 1][1]
+    new = next(session for method, session, _status in posts[opened:] if session and session != old)
+    # (the SDK's own tools/list after a first call, for the output schemas, and the initialized notice left out)
+    assert [p for p in posts[opened:] if p[0] not in ("notifications/initialized", "tools/list")] == [
+        ("tools/call", old, 404),  # refused before any tool ran: retried
+        ("server/discover", "", 404),
+        ("initialize", "", 200),
+        ("tools/call", new, 200),
+        ("tools/call", new, 200),  # the fresh session serves on
+    ]
+
+
+def _named(make: Callable[[int], Any]) -> Callable[[int], Any]:
+    """The SDK server, which accepts only its own address as the Host (DNS rebinding protection), served as
+    `mcp.test` (what a reverse proxy in front of it would do)."""
+
+    def wrapped(port: int) -> Any:
+        app = make(port)
+
+        async def asgi(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                headers = [(k, v) for k, v in scope["headers"] if k != b"host"]
+                scope = {**scope, "headers": [*headers, (b"host", f"127.0.0.1:{port}".encode())]}
+            await app(scope, receive, send)
+
+        return asgi
+
+    return wrapped
+
+
+class _Moving:
+    """A DNS stand-in for `mcp.test`: 127.0.0.1 (where the server listens), except that the next `stale` lookups
+    answer 127.0.0.3, where nothing listens (connections there are refused)."""
+
+    def __init__(self) -> None:
+        self.stale = 0
+        self.answers: list[str] = []
+
+    async def __call__(self, host: str, port: int, family: int) -> list[str]:
+        answer = "127.0.0.3" if self.stale else "127.0.0.1"
+        self.stale = max(self.stale - 1, 0)
+        self.answers.append(answer)
+        return [answer]
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+async def test_a_refused_connection_is_sent_again_once_on_a_fresh_session(era: str) -> None:
+    """The server restarted and the pooled session's next connection is refused (the name still answered an address
+    it no longer listens on): the request never left, so it is sent once more on a fresh session. Refused twice,
+    the call fails: one retry only."""
+    names = _Moving()
+    make = _named(loop_tools_server({}))
+    if era != "2026-07-28":
+        make = _pre_2026(make, [])
+    pool = SessionPool(
+        EgressGuard(None, allow_loopback=True, lookup=names), tls=tls_context(), timeout=5.0, max_result_bytes=1 << 16
+    )
+    try:
+        with serve_asgi(make, graceful_seconds=0.5) as port:
+            source = ToolSource("t", f"http://mcp.test:{port}/mcp")
+            assert (await pool.call_tool(source, "add", {"a": 1, "b": 1})).text == "2"
+        with serve_asgi(make, port=port, graceful_seconds=0.5):
+            names.stale, seen = 1, len(names.answers)
+            assert (await pool.call_tool(source, "add", {"a": 2, "b": 2})).text == "4"
+            assert names.answers[seen:][:2] == ["127.0.0.3", "127.0.0.1"]  # refused, then the fresh session
+        with serve_asgi(make, port=port, graceful_seconds=0.5):
+            names.stale = 2  # the retry is refused too
+            with pytest.raises(ToolFailure) as refused:
+                await pool.call_tool(source, "add", {"a": 3, "b": 3})
+            assert "could not be reached" in refused.value.message
+            assert (await pool.call_tool(source, "add", {"a": 4, "b": 4})).text == "8"
+    finally:
+        await pool.close()
+
+
+async def test_a_removed_network_policy_reaches_open_sessions(server: Any, connect: Any) -> None:
+    """A session opened to a private address while a policy allowed it: once the policy is deleted, the next call
+    is refused by the egress guard (the open session, whose connection was checked against the old policy, is not
+    used again), and it goes through again once a policy allows the address."""
+    address = _local_private_address()
+    if address is None:
+        pytest.skip("this machine has no private non-loopback address")
+    db = Database(server.settings.database_url)
+    guard = EgressGuard(db, policy_cache_seconds=0, lookup=_Names({"private.corp.test": [[address]]}))
+    if any(ip_address(address) in network for network in await guard.allowed_networks()):
+        await db.close()
+        pytest.skip(f"another test's policy already approves {address}")
+    seen: Seen = []
+    pool = SessionPool(guard, tls=tls_context(), timeout=5.0, max_result_bytes=1 << 16)
+
+    async def allow() -> dict[str, Any]:
+        spec = {"spec": {"allowedNetworks": [address]}}
+        policy: dict[str, Any] = must(await connect.call(f"{POLICIES}/CreateMcpNetworkPolicy", spec, token=token))
+        return policy["policy"]
+
+    async def forbid(policy: dict[str, Any]) -> None:
+        delete = {key: policy[key] for key in ("name", "uid", "resourceVersion")}
+        must(await connect.call(f"{POLICIES}/DeleteMcpNetworkPolicy", delete, token=token))
+
+    token = server.admin_token
+    try:
+        with serve_asgi(_named(_recording(loop_tools_server({}), seen)), host=address) as port:
+            source = ToolSource("t", f"http://private.corp.test:{port}/mcp", {"Authorization": "Bearer private"})
+            with pytest.raises(ToolFailure):
+                await pool.call_tool(source, "add", {"a": 1, "b": 1})
+            assert seen == []  # refused before connecting
+            policy = await allow()
+            assert (await pool.call_tool(source, "add", {"a": 1, "b": 1})).text == "2"
+            calls = len(seen)
+            await forbid(policy)
+            with pytest.raises(ToolFailure) as refused:
+                await pool.call_tool(source, "add", {"a": 2, "b": 2})
+            assert "could not be reached" in refused.value.message
+            assert len(seen) == calls  # nothing more reached the server
+            policy = await allow()
+            assert (await pool.call_tool(source, "add", {"a": 3, "b": 3})).text == "6"
+            await forbid(policy)
+    finally:
+        await pool.close()
+        await db.close()

@@ -12,10 +12,16 @@ transports are anyio task groups, which must be entered and left by one task. Re
 own tasks (the SDK correlates concurrent requests by id), so concurrent turns are not serialised behind one queue.
 A session is closed when it has been idle for `idle_seconds`, when a request on it fails or times out (the next
 call reconnects; a request whose caller left is withdrawn by the SDK and the session serves on, so one client gone
-does not fail other turns' calls), when the pool is full and it is the least recently used idle one, and when the
-pool closes (app cleanup). `tools/list` answers are kept per session for
-`list_ttl_seconds`: a turn needs the listing, and servers change their tools rarely (a server that announces a
-change is re-listed when the entry expires).
+does not fail other turns' calls), when a network policy it was opened under is removed (its connections were
+checked against that policy: the next call opens a new session, checked by the egress guard again, while calls
+already running finish), when the pool is full and it is the least recently used idle one, and when the pool closes
+(app cleanup). `tools/list` answers are kept per session for `list_ttl_seconds`: a turn needs the listing, and
+servers change their tools rarely (a server that announces a change is re-listed when the entry expires).
+
+A failed request is sent again, once, on a fresh session only when it cannot have reached a tool (tool_client.Unsent:
+the server answered 404 to the session's id, as a restarted server does, or the connection was refused or broke
+while the request was being written). Timeouts, tool errors and failures after the request was sent are never
+repeated: the tool may have run.
 """
 
 from __future__ import annotations
@@ -29,8 +35,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.domain.networks import IPNetwork
 from server.egress import EgressGuard
-from server.mcp.tool_client import McpSession, McpTool, ToolResult, ToolSource, checked_size, failure
+from server.mcp.tool_client import (
+    UNSENT,
+    McpSession,
+    McpTool,
+    ToolResult,
+    ToolSource,
+    Unsent,
+    checked_size,
+    failure,
+)
 
 __all__ = ["PooledConnection", "SessionPool"]
 
@@ -50,6 +66,7 @@ def _key(source: ToolSource) -> str:
 class _Entry:
     key: str
     session: McpSession
+    networks: frozenset[IPNetwork] = frozenset()  # what the network policies allowed when it was opened
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     error: BaseException | None = None
@@ -112,35 +129,62 @@ class SessionPool:
         return checked_size(name, answer, self._max_result_bytes)
 
     async def _use(self, source: ToolSource, what: str, work: Any) -> Any:
-        entry = self._entry(source)
-        entry.in_flight += 1
+        deadline = asyncio.get_running_loop().time() + self._timeout
         try:
-            async with asyncio.timeout(self._timeout):
-                await entry.ready.wait()
-                if entry.error is not None:
-                    raise entry.error
-                return await work(entry)
-        except asyncio.CancelledError:
-            # The caller left (its client hung up): the SDK withdraws the request and the session serves on, so
-            # one client gone does not fail other turns' calls on the same session.
-            raise
+            async with asyncio.timeout_at(deadline):
+                networks = frozenset(await self._guard.allowed_networks())
         except Exception as exc:
-            self._discard(entry)  # a failure or a timeout: the session is not trusted again
             raise failure(source, what, exc) from None
-        finally:
-            entry.in_flight -= 1
-            entry.last_used = time.monotonic()
+        for first in (True, False):
+            entry = self._entry(source, networks)
+            entry.in_flight += 1
+            sent = Unsent()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await entry.ready.wait()
+                    if entry.error is not None:
+                        raise entry.error
+                    reset = UNSENT.set(sent)
+                    try:
+                        return await work(entry)
+                    finally:
+                        UNSENT.reset(reset)
+            except asyncio.CancelledError:
+                # The caller left (its client hung up): the SDK withdraws the request and the session serves on,
+                # so one client gone does not fail other turns' calls on the same session.
+                raise
+            except Exception as exc:
+                self._discard(entry)  # a failure or a timeout: the session is not trusted again
+                if first and sent.unsent and not isinstance(exc, TimeoutError):
+                    # The server had forgotten the session (it restarted) and refused the request before any tool
+                    # ran, so it is sent once more on a fresh session. Any other failure may have reached the tool
+                    # and is never repeated.
+                    continue
+                raise failure(source, what, exc) from None
+            finally:
+                entry.in_flight -= 1
+                entry.last_used = time.monotonic()
+                if entry.in_flight == 0 and self._entries.get(entry.key) is not entry:
+                    entry.stop.set()  # retired (see _entry) and now idle
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
-    def _entry(self, source: ToolSource) -> _Entry:
+    def _entry(self, source: ToolSource, networks: frozenset[IPNetwork]) -> _Entry:
         if self._closed:
             raise RuntimeError("the MCP session pool is closed")
         key = _key(source)
         entry = self._entries.get(key)
         if entry is not None and not entry.stop.is_set():
-            return entry
+            if entry.networks <= networks:
+                return entry
+            # A network policy was removed since this session was opened: its connections were checked against
+            # the old policies, so it is retired (no new calls; it closes once the running ones finish) and a new
+            # session, whose connections the egress guard checks again, takes its place.
+            del self._entries[key]
+            if entry.in_flight == 0:
+                entry.stop.set()
         if len(self._entries) >= self._max:
             self._evict_one()
-        entry = _Entry(key, McpSession(self._guard, source, timeout=self._timeout, tls=self._tls))
+        entry = _Entry(key, McpSession(self._guard, source, timeout=self._timeout, tls=self._tls), networks)
         self._entries[key] = entry
         owner = asyncio.get_running_loop().create_task(self._own(entry), name="mcp-session")
         self._owners.add(owner)

@@ -18,9 +18,11 @@ import logging
 import ssl
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpcore2
 import orjson
 from mcp import Client, types
 from mcp.client.context import ClientRequestContext
@@ -30,12 +32,14 @@ from mcp.client.streamable_http import streamable_http_client
 from server.egress import EgressGuard
 
 __all__ = [
+    "UNSENT",
     "McpSession",
     "McpTool",
     "ToolConnection",
     "ToolFailure",
     "ToolResult",
     "ToolSource",
+    "Unsent",
     "checked_size",
     "failure",
     "tls_context",
@@ -44,6 +48,13 @@ __all__ = [
 log = logging.getLogger("switchboard.mcp.tools")
 
 _CLOSE_SECONDS = 5.0
+# httpcore trace events (and their exceptions) after which a request cannot have reached the server whole. A refusal
+# by the egress guard is none of these (it is not a connect error), so it is never retried.
+_UNSENT: dict[str, type[Exception] | tuple[type[Exception], ...]] = {
+    "connection.connect_tcp.failed": httpcore2.ConnectError,
+    "http11.send_request_headers.failed": (httpcore2.WriteError, httpcore2.ConnectError),
+    "http11.send_request_body.failed": (httpcore2.WriteError, httpcore2.ConnectError),
+}
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,27 @@ def tls_context(trusted_ca_file: str = "") -> ssl.SSLContext:
     if trusted_ca_file:
         context.load_verify_locations(cafile=trusted_ca_file)
     return context
+
+
+@dataclass
+class Unsent:
+    """Set while one call runs (`UNSENT`): `unsent` becomes True when the call's request failed before any tool
+    could run: the server answered 404 to the session's Mcp-Session-Id (what the specification has a server do
+    after it restarted or expired the session), or the connection was refused or broke while the request was
+    written. Failures after the request was sent leave it False: the tool may have run. Per call, not per session:
+    a call that reached the old server as it went down is not confused with a sibling the new one refused. The SDK
+    sends each request in its caller's context, so the HTTP hooks see the caller's holder."""
+
+    unsent: bool = False
+
+
+UNSENT: ContextVar[Unsent | None] = ContextVar("mcp_unsent", default=None)
+
+
+def _mark_unsent() -> None:
+    holder = UNSENT.get()
+    if holder is not None:
+        holder.unsent = True
 
 
 class ToolFailure(Exception):
@@ -149,10 +181,26 @@ class McpSession:
     async def _streamable(self, stack: AsyncExitStack) -> Any:
         http = await stack.enter_async_context(
             self._guard.httpx_client(
-                headers=dict(self.source.headers), timeout=self._timeout, transport_options={"verify": self._tls}
+                headers=dict(self.source.headers),
+                timeout=self._timeout,
+                transport_options={"verify": self._tls},
+                event_hooks={"request": [self._trace], "response": [self._watch]},
             )
         )
         return streamable_http_client(self.source.url, http_client=http)
+
+    async def _trace(self, request: Any) -> None:
+        request.extensions["trace"] = self._sending
+
+    async def _sending(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace of one request: a connection that could not be made, or broke while the request was
+        still being written, means the server never had the whole request."""
+        if event in _UNSENT and isinstance(info.get("exception"), _UNSENT[event]):
+            _mark_unsent()
+
+    async def _watch(self, response: Any) -> None:
+        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            _mark_unsent()
 
     async def _sse(self, stack: AsyncExitStack) -> Any:
         guard = self._guard

@@ -44,12 +44,19 @@ BASIC_CLIENT_ID = "switchboard-basic"  # the same secret, authenticated with HTT
 
 
 @contextmanager
-def serve_asgi(make: Callable[[int], Any]) -> Iterator[int]:
-    """Serve the ASGI app `make(port)` on 127.0.0.1 in a thread of its own; yield its port."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+def serve_asgi(
+    make: Callable[[int], Any], *, host: str = "127.0.0.1", port: int = 0, graceful_seconds: float | None = None
+) -> Iterator[int]:
+    """Serve the ASGI app `make(port)` on `host` in a thread of its own; yield its port. A fixed `port` may be
+    served again right after (a restarted server): the address is reusable. `graceful_seconds` bounds how long the
+    stop waits for open connections (a client's standing SSE stream) before it drops them."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(make(port), log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(make(port), log_level="warning", lifespan="on", timeout_graceful_shutdown=graceful_seconds)
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
