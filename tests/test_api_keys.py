@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import tempfile
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +15,8 @@ from server.domain.principal import Principal
 from server.store.db import Database as Store
 from server.store.models import ApiKeyRow
 from tests.clients import ConnectJsonCaller, Result
-from tests.conftest import PG_ADMIN_URL, Database, _pg_unreachable_reason, server_env, start_server
+from tests.conftest import Database
+from tests.replicas import two_replicas
 from tests.world import GROUPS, USERS, World, make_world, must
 
 KEYS = "platform.tenants.v1.ApiKeyService"
@@ -276,34 +275,10 @@ async def test_grants_name_readable_resources(server: Any, connect: ConnectJsonC
 
 async def test_revocation_reaches_every_replica_within_the_cache_bound(database: Database) -> None:
     """Two server processes on one PostgreSQL: revoke through one, the other refuses within the bound (1 s here)."""
-    if database.backend != "postgresql":
-        pytest.skip("replicas share a PostgreSQL database")
-    if _pg_unreachable_reason():
-        pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL}")
-    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-replicas-"))
-    env = server_env(database, var_dir)
-    first, second = await start_server(env), await start_server(env)
-    try:
-        from server.settings import load_settings
-        from server.tokens import PLATFORM_ROLES, mint_token
-
-        settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
-
-        class _Server:
-            admin_token = mint_token(settings, user_id="replica-admin", roles=PLATFORM_ROLES)
-
-            def token(self, user: str, **_: Any) -> str:
-                return mint_token(settings, user_id=user, email=f"{user}@example.com")
-
-        a = ConnectJsonCaller(f"http://127.0.0.1:{first.listener_port}")
-        b = ConnectJsonCaller(f"http://127.0.0.1:{second.listener_port}")
-        world = await make_world(_Server(), a)
-        created = await _key(a, world, "editor")
+    async with two_replicas(database) as r:
+        created = await _key(r.a, r.world, "editor")
         secret = created["secret"]
-        assert (await _whoami(b, secret)).ok  # replica B has now cached the key as valid
-        must(await _key_call(a, world, "RevokeApiKey", created["apiKey"]["id"]))
-        assert (await _settles(b, secret, accepted=False)).code == "unauthenticated"
-        assert (await _settles(a, secret, accepted=False)).code == "unauthenticated"
-    finally:
-        await first.stop()
-        await second.stop()
+        assert (await _whoami(r.b, secret)).ok  # replica B has now cached the key as valid
+        must(await _key_call(r.a, r.world, "RevokeApiKey", created["apiKey"]["id"]))
+        assert (await _settles(r.b, secret, accepted=False)).code == "unauthenticated"
+        assert (await _settles(r.a, secret, accepted=False)).code == "unauthenticated"

@@ -10,16 +10,13 @@
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from server.tokens import mint_token
 from tests.clients import ConnectJsonCaller, Result
-from tests.conftest import PG_ADMIN_URL, Database, Server, _pg_unreachable_reason, server_env, start_server
+from tests.conftest import Database, Server
+from tests.replicas import two_replicas
 from tests.world import GROUPS, TENANTS, USERS, make_world, must
 
 
@@ -67,54 +64,30 @@ async def test_removed_member_is_refused_at_once_by_the_process_that_removed_the
 
 async def test_membership_changes_reach_every_replica_within_the_bound(database: Database) -> None:
     """Two server processes on one PostgreSQL: change a membership through one, the other follows within 1 s."""
-    if database.backend != "postgresql":
-        pytest.skip("replicas share a PostgreSQL database")
-    if _pg_unreachable_reason():
-        pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL}")
-    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-replicas-"))
-    env = server_env(database, var_dir)
-    first, second = await start_server(env), await start_server(env)
-    try:
-        from server.settings import load_settings
-        from server.tokens import PLATFORM_ROLES
-
-        settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
-
-        class _Server:
-            admin_token = mint_token(settings, user_id="replica-admin", roles=PLATFORM_ROLES)
-
-            def token(self, user: str, **_: Any) -> str:
-                return mint_token(settings, user_id=user, email=f"{user}@example.com")
-
-        a = ConnectJsonCaller(f"http://127.0.0.1:{first.listener_port}")
-        b = ConnectJsonCaller(f"http://127.0.0.1:{second.listener_port}")
-        world = await make_world(_Server(), a)
-        editor, admin = world.tokens["editor"], world.tokens["admin"]
+    async with two_replicas(database) as r:
+        editor, admin = r.world.tokens["editor"], r.world.tokens["admin"]
 
         async def editor_lists() -> Result:
-            return await b.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=editor)
+            return await r.b.call(f"{GROUPS}/ListGroups", {"tenantId": r.world.tenant_id}, token=editor)
 
         async def admin_creates() -> Result:
-            body = {"tenantId": world.tenant_id, "name": f"g-{time.monotonic_ns()}"}
-            return await b.call(f"{GROUPS}/CreateGroup", body, token=admin)
+            body = {"tenantId": r.world.tenant_id, "name": f"g-{time.monotonic_ns()}"}
+            return await r.b.call(f"{GROUPS}/CreateGroup", body, token=admin)
 
         assert (await editor_lists()).ok  # replica B has cached the editor's role
         assert (await admin_creates()).ok  # and the admin's
         must(
-            await a.call(
+            await r.a.call(
                 f"{TENANTS}/RemoveTenantMember",
-                {"tenantId": world.tenant_id, "userId": world.user_ids["editor"]},
-                token=_Server.admin_token,
+                {"tenantId": r.world.tenant_id, "userId": r.world.user_ids["editor"]},
+                token=r.admin_token,
             )
         )
-        promote = {"tenantId": world.tenant_id, "userId": world.user_ids["member"], "role": "TENANT_ROLE_ADMIN"}
-        must(await a.call(f"{TENANTS}/UpdateTenantMemberRole", promote, token=_Server.admin_token))  # keeps an admin
-        demote = {"tenantId": world.tenant_id, "userId": world.user_ids["admin"], "role": "TENANT_ROLE_MEMBER"}
-        must(await a.call(f"{TENANTS}/UpdateTenantMemberRole", demote, token=_Server.admin_token))
+        promote = {"tenantId": r.world.tenant_id, "userId": r.world.user_ids["member"], "role": "TENANT_ROLE_ADMIN"}
+        must(await r.a.call(f"{TENANTS}/UpdateTenantMemberRole", promote, token=r.admin_token))  # keeps an admin
+        demote = {"tenantId": r.world.tenant_id, "userId": r.world.user_ids["admin"], "role": "TENANT_ROLE_MEMBER"}
+        must(await r.a.call(f"{TENANTS}/UpdateTenantMemberRole", demote, token=r.admin_token))
         started = time.monotonic()
         assert (await _settles(editor_lists, accepted=False)).code == "permission_denied"
         assert (await _settles(admin_creates, accepted=False)).code == "permission_denied"
         assert time.monotonic() - started < 3  # the bound is 1 s; the rest is slack for a loaded machine
-    finally:
-        await first.stop()
-        await second.stop()

@@ -141,17 +141,7 @@ class ResponseStream:
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if content:
-                if self._text is None:
-                    await self._open_text()
-                self._text = (self._text or "") + content
-                await self._emit(
-                    "response.output_text.delta",
-                    item_id=self._text_id,
-                    output_index=self._text_index,
-                    content_index=0,
-                    delta=content,
-                    logprobs=[],
-                )
+                await self.text_delta(content)
             for tool_delta in delta.get("tool_calls") or ():
                 if isinstance(tool_delta, dict):
                     await self._tool_delta(tool_delta)
