@@ -41,8 +41,6 @@ __all__ = ["make_app"]
 
 log = logging.getLogger("switchboard.gateway")
 
-# Upstreams may take long to answer (big generations); connecting must be quick.
-_UPSTREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10, sock_read=600)
 # How long a checked upstream name lookup is reused for new connections (what aiohttp's DNS cache did before).
 _LOOKUP_CACHE_SECONDS = 30.0
 
@@ -83,7 +81,10 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         http = UpstreamSessions.open(
             guard,
             connector_options={"limit": 0, "limit_per_host": 0, "keepalive_timeout": 60},
-            timeout=_UPSTREAM_TIMEOUT,
+            # Upstreams may take long to answer (big generations); connecting must be quick.
+            timeout=aiohttp.ClientTimeout(
+                total=None, connect=10, sock_connect=10, sock_read=settings.gateway_upstream_stall_seconds
+            ),
             skip_auto_headers=("User-Agent",),
         )
         meter = Meter(db)

@@ -4,7 +4,9 @@ The gateway always asks the upstream for `stream_options.include_usage`, so ever
 did not ask for usage, the usage-only chunk is dropped and `usage` fields are removed from the others. A stream that
 fails mid-way ends with an OpenAI error event (`data: {"error": {...}}`), never a silent cut; an error event from
 the upstream is replaced by our own friendly one. Every chunk's `model` is the id the client asked for, not the
-upstream's internal one.
+upstream's internal one. An upstream that sends nothing for `SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS` is cut off
+and the stream ends with that error event: one watchdog timer per stream checks the time of the last read, rather
+than aiohttp's per-read timeout, which re-arms a timer on every read.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import orjson
 from aiohttp import web
 
 from gateway.calls import CLIENT_CLOSED, Call
+from gateway.context import SETTINGS
 from gateway.middleware import error_payload
 from server.errors import UpstreamFailed
 
@@ -150,12 +153,39 @@ def _payload(event: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool) -> bool:
+class _Watchdog:
+    """Closes the upstream response once it has sent nothing for `bound` seconds (its reader then fails with a
+    ClientError). Reads only store the time; the one timer wakes at the earliest moment the bound could be passed."""
+
+    __slots__ = ("_bound", "_handle", "_loop", "_upstream", "last")
+
+    def __init__(self, upstream: aiohttp.ClientResponse, bound: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._upstream = upstream
+        self._bound = bound
+        self.last = self._loop.time()
+        self._handle = self._loop.call_at(self.last + bound, self._wake)
+
+    def _wake(self) -> None:
+        if self._loop.time() - self.last >= self._bound:
+            self._upstream.close()
+        else:
+            self._handle = self._loop.call_at(self.last + self._bound, self._wake)
+
+    def stop(self) -> None:
+        self._handle.cancel()
+
+
+async def _relay(
+    upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool, watchdog: _Watchdog
+) -> bool:
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
     has then been written too, ending the response body."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
+    now = asyncio.get_running_loop().time
     async for data in upstream.content.iter_any():
+        watchdog.last = now()
         if not pending and _plain(data):
             cleaned = _cleaned(data, include_usage, names)
             if cleaned is not None:
@@ -210,9 +240,10 @@ async def relay_sse(
 ) -> web.StreamResponse:
     out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await out.prepare(request)
+    watchdog = _Watchdog(upstream, request.app[SETTINGS].gateway_upstream_stall_seconds)
     try:
         try:
-            done = await _relay(upstream, out, call, include_usage)
+            done = await _relay(upstream, out, call, include_usage, watchdog)
         except UpstreamFailed as exc:
             await _error_event(out, exc)
             call.status = 502
@@ -229,6 +260,7 @@ async def relay_sse(
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
+        watchdog.stop()
         upstream.release()
         call.response_bytes = out.body_length
     return out
