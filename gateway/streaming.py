@@ -5,8 +5,9 @@ did not ask for usage, the usage-only chunk is dropped and `usage` fields are re
 fails mid-way ends with an OpenAI error event (`data: {"error": {...}}`), never a silent cut; an error event from
 the upstream is replaced by our own friendly one. Every chunk's `model` is the id the client asked for, not the
 upstream's internal one. An upstream that sends nothing for `SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS` is cut off
-and the stream ends with that error event: one watchdog timer per stream checks the time of the last read, rather
-than aiohttp's per-read timeout, which re-arms a timer on every read.
+and the stream ends with that error event. Until the answer's headers, that is the session's per-read timeout; from
+then on one watchdog timer per stream checks the time of the last read, because aiohttp's per-read timeout re-arms a
+timer (a few microseconds each) on every read.
 """
 
 from __future__ import annotations
@@ -241,6 +242,9 @@ async def relay_sse(
     out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await out.prepare(request)
     watchdog = _Watchdog(upstream, request.app[SETTINGS].gateway_upstream_stall_seconds)
+    protocol = upstream.connection.protocol if upstream.connection is not None else None
+    if protocol is not None:
+        protocol.read_timeout = None  # the watchdog's job from here on
     try:
         try:
             done = await _relay(upstream, out, call, include_usage, watchdog)

@@ -11,7 +11,6 @@ never followed (a 3xx is a backend failure), so a provider key never travels to 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
@@ -85,8 +84,6 @@ def upstream_error(status: int) -> UpstreamFailed | QuotaExceeded:
     return UpstreamFailed("The model backend could not process this request.", retryable=False)
 
 
-# Streams: connecting is bounded as for every call; reads are bounded by the stream's own stall watchdog.
-_STREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10, sock_read=None)
 _UNREACHABLE = UpstreamFailed("The model backend could not be reached. Please retry shortly.", retryable=True)
 
 
@@ -98,22 +95,11 @@ async def open_upstream(
     headers: dict[str, str],
     data: Any = None,
     route: Route,
-    stall_seconds: float | None = None,
 ) -> aiohttp.ClientResponse:
     """Send the request; return the response when its status is 2xx, else raise the mapped error. A destination the
-    egress guard refuses raises its FailedPrecondition (naming the host only).
-
-    `stall_seconds` is for streams, whose reader bounds stalls itself (`gateway.streaming`): the answer must start
-    within it, and the session's per-read timeout is left out (aiohttp re-arms that timer on every read)."""
-    session = http.for_route(route)
+    egress guard refuses raises its FailedPrecondition (naming the host only)."""
     try:
-        if stall_seconds is None:
-            resp = await session.request(method, url, data=data, headers=headers, allow_redirects=False)
-        else:
-            async with asyncio.timeout(stall_seconds):  # one timer for the wait for the answer's headers
-                resp = await session.request(
-                    method, url, data=data, headers=headers, allow_redirects=False, timeout=_STREAM_TIMEOUT
-                )
+        resp = await http.for_route(route).request(method, url, data=data, headers=headers, allow_redirects=False)
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         log.warning("upstream of %s unreachable: %s", route.ref.name, type(exc).__name__)
         raise UpstreamFailed(_UNREACHABLE.message, retryable=True) from None

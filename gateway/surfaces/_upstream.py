@@ -9,7 +9,7 @@ from aiohttp import web
 
 from gateway.calls import Call
 from gateway.catalog import Route, TaskType
-from gateway.context import HTTP, SETTINGS, TRANSLATORS
+from gateway.context import HTTP, TRANSLATORS
 from gateway.providers import Surface, open_upstream
 from server.errors import InvalidArgument, UpstreamFailed
 
@@ -25,19 +25,13 @@ def require_task(route: Route, *tasks: TaskType) -> None:
         raise InvalidArgument(f"The model '{route.public_model_id}' does not support this endpoint.", field="model")
 
 
-async def post_json(
-    request: web.Request, route: Route, surface: Surface, payload: dict[str, Any], *, stream: bool = False
-) -> Any:
-    """POST the payload upstream (translated for the route's provider); returns the open aiohttp response. A
-    `stream` is read through `relay_sse`, whose watchdog bounds its stalls."""
+async def post_json(request: web.Request, route: Route, surface: Surface, payload: dict[str, Any]) -> Any:
+    """POST the payload upstream (translated for the route's provider); returns the open aiohttp response."""
     translator = request.app[TRANSLATORS][route.provider]
     url = translator.url(route, surface)
     headers = {**_JSON_HEADERS, **translator.headers(route)}
     body = orjson.dumps(translator.body(route, payload))
-    stall = request.app[SETTINGS].gateway_upstream_stall_seconds if stream else None
-    return await open_upstream(
-        request.app[HTTP], "POST", url, headers=headers, data=body, route=route, stall_seconds=stall
-    )
+    return await open_upstream(request.app[HTTP], "POST", url, headers=headers, data=body, route=route)
 
 
 async def read_upstream_json(resp: Any, call: Call) -> tuple[bytes, Any]:

@@ -57,7 +57,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
         if stream:
             payload["stream_options"] = {**(payload.get("stream_options") or {}), "include_usage": True}
-        upstream = await post_json(request, route, Surface.CHAT, payload, stream=stream)
+        upstream = await post_json(request, route, Surface.CHAT, payload)
         if stream:
             return await relay_sse(request, upstream, call, include_usage=include_usage)
         raw, parsed = await read_upstream_json(upstream, call)
