@@ -20,6 +20,7 @@ from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_pre
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
+from gateway.streaming import STALLS, StallWatch
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -73,6 +74,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app[TRACING] = settings.otel_exporter != "none"
     app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
     app[TRANSLATORS] = translators(settings)
+    app[STALLS] = StallWatch(settings.gateway_upstream_stall_seconds)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)

@@ -1,5 +1,5 @@
-"""An upstream that stops sending mid-stream is cut off within SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS: the client
-gets what came before and then an error event, and the response ends (no hanging stream)."""
+"""An upstream that stops sending mid-stream is cut off after SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS (within 1.25x
+of it): the client gets what came before and then an error event, and the response ends (no hanging stream)."""
 
 from __future__ import annotations
 
