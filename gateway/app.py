@@ -20,6 +20,7 @@ from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_pre
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
+from gateway.streaming import STALLS, StallWatch
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -41,8 +42,6 @@ __all__ = ["make_app"]
 
 log = logging.getLogger("switchboard.gateway")
 
-# Upstreams may take long to answer (big generations); connecting must be quick.
-_UPSTREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10, sock_read=600)
 # How long a checked upstream name lookup is reused for new connections (what aiohttp's DNS cache did before).
 _LOOKUP_CACHE_SECONDS = 30.0
 
@@ -75,6 +74,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app[TRACING] = settings.otel_exporter != "none"
     app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
     app[TRANSLATORS] = translators(settings)
+    app[STALLS] = StallWatch(settings.gateway_upstream_stall_seconds)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)
@@ -83,7 +83,10 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         http = UpstreamSessions.open(
             guard,
             connector_options={"limit": 0, "limit_per_host": 0, "keepalive_timeout": 60},
-            timeout=_UPSTREAM_TIMEOUT,
+            # Upstreams may take long to answer (big generations); connecting must be quick.
+            timeout=aiohttp.ClientTimeout(
+                total=None, connect=10, sock_connect=10, sock_read=settings.gateway_upstream_stall_seconds
+            ),
             skip_auto_headers=("User-Agent",),
         )
         meter = Meter(db)

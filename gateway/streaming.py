@@ -4,7 +4,10 @@ The gateway always asks the upstream for `stream_options.include_usage`, so ever
 did not ask for usage, the usage-only chunk is dropped and `usage` fields are removed from the others. A stream that
 fails mid-way ends with an OpenAI error event (`data: {"error": {...}}`), never a silent cut; an error event from
 the upstream is replaced by our own friendly one. Every chunk's `model` is the id the client asked for, not the
-upstream's internal one.
+upstream's internal one. An upstream that sends nothing for `SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS` is cut off
+and the stream ends with that error event. Until the answer's headers, that is the session's per-read timeout; from
+then on one timer for all streams of the process checks the time of each one's last read (`StallWatch`), because
+aiohttp's per-read timeout re-arms a timer (a few microseconds each) on every read.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from gateway.calls import CLIENT_CLOSED, Call
 from gateway.middleware import error_payload
 from server.errors import UpstreamFailed
 
-__all__ = ["chat_chunks", "relay_sse"]
+__all__ = ["STALLS", "StallWatch", "chat_chunks", "relay_sse"]
 
 log = logging.getLogger("switchboard.gateway.stream")
 
@@ -150,12 +153,52 @@ def _payload(event: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-async def _relay(upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool) -> bool:
+class StallWatch:
+    """Cuts off upstream streams that have sent nothing for `bound` seconds, for the whole process with one timer
+    that wakes every `bound / 4` (at most every 5 s) while streams are open: a stall ends within 1.25x the bound.
+    A read only stores its time; a cut-off upstream is closed, so its reader fails with a ClientError."""
+
+    __slots__ = ("_bound", "_handle", "_tick", "last_read")
+
+    def __init__(self, bound: float) -> None:
+        self._bound = bound
+        self._tick = min(bound / 4, 5.0)
+        self._handle: asyncio.TimerHandle | None = None
+        self.last_read: dict[aiohttp.ClientResponse, float] = {}
+
+    def watch(self, upstream: aiohttp.ClientResponse) -> None:
+        loop = asyncio.get_running_loop()
+        self.last_read[upstream] = loop.time()
+        if self._handle is None:
+            self._handle = loop.call_later(self._tick, self._sweep, loop)
+
+    def forget(self, upstream: aiohttp.ClientResponse) -> None:
+        self.last_read.pop(upstream, None)
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._handle = None
+        oldest = loop.time() - self._bound
+        for upstream in [u for u, last in self.last_read.items() if last <= oldest]:
+            del self.last_read[upstream]
+            upstream.close()
+        if self.last_read:
+            self._handle = loop.call_later(self._tick, self._sweep, loop)
+
+
+STALLS = web.AppKey("stalls", StallWatch)
+
+
+async def _relay(
+    upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool, stalls: StallWatch
+) -> bool:
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
     has then been written too, ending the response body."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
+    now = asyncio.get_running_loop().time
+    last_read = stalls.last_read
     async for data in upstream.content.iter_any():
+        last_read[upstream] = now()
         if not pending and _plain(data):
             cleaned = _cleaned(data, include_usage, names)
             if cleaned is not None:
@@ -210,9 +253,14 @@ async def relay_sse(
 ) -> web.StreamResponse:
     out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await out.prepare(request)
+    stalls = request.app[STALLS]
+    stalls.watch(upstream)
+    protocol = upstream.connection.protocol if upstream.connection is not None else None
+    if protocol is not None:
+        protocol.read_timeout = None  # the stall watch's job from here on
     try:
         try:
-            done = await _relay(upstream, out, call, include_usage)
+            done = await _relay(upstream, out, call, include_usage, stalls)
         except UpstreamFailed as exc:
             await _error_event(out, exc)
             call.status = 502
@@ -229,6 +277,7 @@ async def relay_sse(
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
+        stalls.forget(upstream)
         upstream.release()
         call.response_bytes = out.body_length
     return out

@@ -25,8 +25,9 @@ For every connection it
 aiohttp: `EgressGuard.session()` builds a `ClientSession` whose `GuardedConnector` resolves through
 `GuardedResolver` (which returns only checked addresses, with aiohttp's DNS cache off), refuses IP-literal hosts that
 fail the check before connecting (aiohttp never asks a resolver for those), refuses proxies and non-HTTP schemes,
-and checks the connected peer address of every connection it hands out, pooled ones included (address verdicts are
-cached, so a pooled request costs a dictionary lookup). Redirects are followed by aiohttp itself, only to the same
+and checks the connected peer address of every connection it hands out; a pooled connection is checked again on
+reuse only when its peer is one that a network policy allows (any other verdict depends on the address alone and
+cannot change, so it is settled once per connection). Redirects are followed by aiohttp itself, only to the same
 host (a redirect elsewhere is refused before it is followed), and each hop asks the connector for a connection, so
 every hop is checked exactly like the first request. The session never reads proxy settings from the environment.
 The gateway does not follow upstream redirects at all.
@@ -48,8 +49,8 @@ A refused destination raises `FailedPrecondition` naming the host only (which ad
 to the caller); a host that does not resolve raises OSError inside aiohttp (a ClientConnectorDNSError for the
 caller) and `UpstreamFailed` from `check_url`; a URL that is not http(s) raises `InvalidArgument`.
 
-Connections in aiohttp's keep-alive pool were checked when opened and their peer is checked again on every reuse,
-so a deleted policy also stops pooled connections within the cache bound.
+Connections in aiohttp's keep-alive pool were checked when opened; one whose peer only a policy allows is checked
+again on every reuse, so a deleted policy also stops pooled connections within the cache bound.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ import functools
 import logging
 import re
 import socket
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, ip_address
@@ -90,6 +92,7 @@ SCHEMES = ("http", "https")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _LOOKUP_TIMEOUT = 10.0
 _POLICIES = "mcp-network-policies"
+_SETTLED_LITERALS = 4096  # IP-literal destinations a connector remembers as settled
 
 # host, port, address family -> the addresses the name resolves to (textual; IPv6 may carry a %zone)
 Lookup = Callable[[str, int, int], Awaitable[Sequence[str]]]
@@ -505,11 +508,19 @@ class GuardedConnector(aiohttp.TCPConnector):
         super().__init__(resolver=guard.resolver(reach), **kwargs)
         self._guard = guard
         self._reach = reach
+        # Connections whose peer was checked and allowed whatever the policies say: that verdict can never change
+        # (it depends only on the address, the port and this guard's fixed settings), so their reuse from the
+        # keep-alive pool is not checked again. Peers that only a policy allows are checked on every reuse.
+        self._settled: weakref.WeakSet[asyncio.BaseProtocol] = weakref.WeakSet()
+        self._settled_literals: set[tuple[str, int]] = set()
 
-    async def _check(self, host: str, address: IPAddress, port: int) -> None:
-        if not self._guard._plainly_allowed(address, self._reach):  # the pooled hot path: no coroutine, no policy
+    async def _check(self, host: str, address: IPAddress, port: int) -> bool:
+        """Refuse a peer the guard refuses; True when it is allowed whatever the policies say."""
+        settled = self._guard._plainly_allowed(address, self._reach)  # no coroutine, no policy
+        if not settled:
             await self._guard.check_addresses(host, (address,), self._reach)
         self._guard.check_own_port(host, (address,), port)
+        return settled
 
     async def connect(
         self,
@@ -524,17 +535,29 @@ class GuardedConnector(aiohttp.TCPConnector):
             raise FailedPrecondition(f"outbound connection to {host!r} refused: proxies are not allowed")
         port = req.url.port or 0
         literal = _literal(host)
-        if literal is not None:  # aiohttp does not ask the resolver for IP-literal hosts
-            await self._check(host, literal, port)
+        # aiohttp does not ask the resolver for IP-literal hosts
+        if (
+            literal is not None
+            and (host, port) not in self._settled_literals
+            and await self._check(host, literal, port)
+        ):
+            if len(self._settled_literals) >= _SETTLED_LITERALS:
+                self._settled_literals.clear()
+            self._settled_literals.add((host, port))
         connection = await super().connect(req, traces, timeout)
+        if connection.protocol in self._settled:
+            return connection  # a pooled connection to a peer whose verdict cannot change
         peer = _peer_address(connection)
-        if peer is not None and peer == literal:
-            return connection  # the address just checked
         try:  # the ground truth, also for a connection reused from the keep-alive pool
             if peer is None:
                 raise _refused(host)
-            await self._check(host, peer, port)
+            if peer == literal:  # the address just checked (or settled before)
+                settled = (host, port) in self._settled_literals
+            else:
+                settled = await self._check(host, peer, port)
         except BaseException:
             connection.close()
             raise
+        if settled and connection.protocol is not None:
+            self._settled.add(connection.protocol)
         return connection

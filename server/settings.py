@@ -85,6 +85,8 @@ class Settings:
     responses_max_tool_iterations: int = 16
     mcp_tool_call_timeout_seconds: float = 60.0
     responses_heartbeat_seconds: float = 5.0
+    # How long a model upstream may send nothing (before its answer starts, or mid-stream) before the call fails.
+    gateway_upstream_stall_seconds: float = 600.0
     mcp_max_tool_result_bytes: int = 1024 * 1024
     # The loop's per-process MCP session pool (server.mcp.pool): a session idle this long is closed, at most this
     # many are open, and a session's tools/list answer is reused this long.
@@ -195,6 +197,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         responses_max_tool_iterations=int(_get(env, "RESPONSES_MAX_TOOL_ITERATIONS", "16")),
         mcp_tool_call_timeout_seconds=float(_get(env, "MCP_TOOL_CALL_TIMEOUT_SECONDS", "60")),
         responses_heartbeat_seconds=float(_get(env, "RESPONSES_HEARTBEAT_SECONDS", "5")),
+        gateway_upstream_stall_seconds=float(_get(env, "GATEWAY_UPSTREAM_STALL_SECONDS", "600")),
         mcp_max_tool_result_bytes=int(_get(env, "MCP_MAX_TOOL_RESULT_BYTES", str(1024 * 1024))),
         mcp_session_idle_seconds=float(_get(env, "MCP_SESSION_IDLE_SECONDS", "60")),
         mcp_session_pool_size=int(_get(env, "MCP_SESSION_POOL_SIZE", "256")),
