@@ -197,3 +197,13 @@ async def test_tenant_header_scopes_the_session(connect: ConnectJsonCaller, worl
         f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=admin, tenant=world.other_tenant_id
     )
     assert mismatch.code == "permission_denied"
+
+
+async def test_a_created_group_is_listed_by_the_very_next_read(connect: ConnectJsonCaller, world: World) -> None:
+    """Lone reads (on SQLite served from separate read-only connections) see each write committed before them."""
+    admin, listing = world.tokens["admin"], {"tenantId": world.tenant_id}
+    for n in range(25):
+        created = await _group(connect, world, f"seen-{n}")
+        listed = must(await connect.call(f"{GROUPS}/ListGroups", listing, token=admin, get=True))
+        assert created["id"] in {g["id"] for g in listed["groups"]}
+        assert len(listed["groups"]) == n + 1

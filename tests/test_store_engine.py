@@ -5,9 +5,12 @@ is replaced at checkout, without a failed request and without a ping round trip.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
+from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import exc, text
 
 from server.store.db import Database
 from tests.conftest import PG_ADMIN_URL, _pg_admin_connect, _pg_unreachable_reason
@@ -89,4 +92,82 @@ async def test_a_lone_read_runs_outside_a_transaction_and_leaves_transactions_wh
                 )
                 assert first == second
     finally:
+        await db.close()
+
+
+def _sqlite_path(database: TestDatabase) -> str:
+    if database.backend != "sqlite":
+        pytest.skip("SQLite's lone reads are served on the event loop from read-only connections")
+    return database.url.split("///", 1)[1]
+
+
+async def test_a_lone_read_sees_the_last_commit_and_does_not_wait_for_an_open_write(database: TestDatabase) -> None:
+    """WAL: a lone read runs beside another connection's uncommitted write and answers the committed state at once;
+    each lone read starts a new read transaction, so it sees what was committed just before it."""
+    path = _sqlite_path(database)
+    db = Database(database.url)
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        async with db.transaction() as s:
+            await s.execute(text("DROP TABLE IF EXISTS lone_probe"))
+            await s.execute(text("CREATE TABLE lone_probe (id INTEGER PRIMARY KEY)"))
+        for n in range(1, 6):
+            async with db.transaction() as s:
+                await s.execute(text("INSERT INTO lone_probe VALUES (:n)"), {"n": n})
+            async with db.lone_read() as s:
+                assert await s.scalar(text("SELECT count(*) FROM lone_probe")) == n
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO lone_probe VALUES (100)")
+        started = time.perf_counter()
+        async with db.lone_read() as s:
+            assert await s.scalar(text("SELECT max(id) FROM lone_probe")) == 5
+        assert time.perf_counter() - started < 0.5
+        writer.execute("COMMIT")
+        async with db.lone_read() as s:
+            assert await s.scalar(text("SELECT max(id) FROM lone_probe")) == 100
+    finally:
+        if writer.in_transaction:
+            writer.execute("ROLLBACK")
+        writer.close()
+        async with db.transaction() as s:
+            await s.execute(text("DROP TABLE IF EXISTS lone_probe"))
+        await db.close()
+
+
+async def test_a_lone_read_refuses_writes(database: TestDatabase) -> None:
+    _sqlite_path(database)
+    db = Database(database.url)
+    try:
+        with pytest.raises(exc.OperationalError, match="readonly"):
+            async with db.lone_read() as s:
+                await s.execute(text("CREATE TABLE lone_write_probe (id INTEGER)"))
+    finally:
+        await db.close()
+
+
+async def test_a_busy_lone_read_waits_on_the_driver_thread_not_the_loop(tmp_path: Path) -> None:
+    """A database not in WAL mode, exclusively locked by another connection: SQLite answers the read busy, and the
+    read is retried on the driver's thread with the usual timeout while the loop keeps serving."""
+    path = tmp_path / "locked.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (id INTEGER)")
+    holder.execute("INSERT INTO t VALUES (1)")
+    db = Database(f"sqlite+aiosqlite:///{path}")  # only lone reads: the main engine (which sets WAL) never connects
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("INSERT INTO t VALUES (2)")
+
+        async def read() -> int | None:
+            async with db.lone_read() as s:
+                return await s.scalar(text("SELECT count(*) FROM t"))
+
+        task = asyncio.create_task(read())
+        started = time.perf_counter()
+        await asyncio.sleep(0.3)
+        assert time.perf_counter() - started < 0.6  # the loop was not held by the waiting read
+        assert not task.done()
+        holder.execute("COMMIT")
+        assert await asyncio.wait_for(task, 5) == 2
+    finally:
+        holder.close()
         await db.close()

@@ -7,6 +7,7 @@ answered by a single statement, which need no transaction around it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import secrets
@@ -179,9 +180,67 @@ class _Ready:
         await self._value.close()
 
 
-def _sqlite_creator(path: str) -> Callable[[], Awaitable[aiosqlite.Connection]]:
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+
+
+class _InlineReadConnection(_OneTripConnection):
+    """A read-only connection whose statements run on the event loop itself, not on aiosqlite's thread.
+
+    A lone read's query takes tens of microseconds, but the hand-off to the driver thread and the wait for the GIL
+    to come back from a busy loop cost far more. In WAL mode readers never wait for writers, and the connection's
+    busy timeout is 0, so a statement cannot block the loop: when SQLite still answers busy (a checkpoint resetting
+    the WAL, a database not in WAL mode) the statement is rerun on the thread with the usual timeout. Each SELECT is
+    its own read transaction (sqlite3 opens none for reads), so every statement sees what was committed before it.
+    """
+
+    _pending = 0  # calls queued on the thread: later ones must follow them there, in order, never beside them
+
+    async def _execute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if not self._pending and self._running and self._connection is not None:
+            try:
+                return fn(*args, **kwargs)
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error):
+                    raise
+        # Counted until the thread has finished, even when the caller is cancelled: the loop must not use the
+        # sqlite3 connection beside the thread.
+        self._pending += 1
+        call = asyncio.ensure_future(super()._execute(_with_busy_timeout, self._conn, fn, *args, **kwargs))  # type: ignore[no-untyped-call]
+        call.add_done_callback(self._thread_call_done)
+        return await asyncio.shield(call)
+
+    def _thread_call_done(self, call: asyncio.Future[Any]) -> None:
+        self._pending -= 1
+        if not call.cancelled():
+            call.exception()  # retrieved: a cancelled caller's failure is not logged as never retrieved
+
+
+def _with_busy_timeout(connection: sqlite3.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    connection.execute("PRAGMA busy_timeout=10000")
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        connection.execute("PRAGMA busy_timeout=0")
+
+
+def _read_only_sqlite(path: str) -> sqlite3.Connection:
+    # Opened on aiosqlite's thread, used from the loop's: the pool lends it to one session at a time.
+    connection = sqlite3.connect(path, timeout=0, check_same_thread=False)
+    connection.execute("PRAGMA query_only=1")  # a write through a lone read fails instead of committing alone
+    return connection
+
+
+def _sqlite_creator(path: str, *, inline_reads: bool = False) -> Callable[[], Awaitable[aiosqlite.Connection]]:
     async def connect() -> aiosqlite.Connection:
-        connection = _OneTripConnection(lambda: sqlite3.connect(path, timeout=10), iter_chunk_size=64)
+        connection = (
+            _InlineReadConnection(lambda: _read_only_sqlite(path), iter_chunk_size=64)
+            if inline_reads
+            else _OneTripConnection(lambda: sqlite3.connect(path, timeout=10), iter_chunk_size=64)
+        )
         # As SQLAlchemy does: an unclosed connection must not hold up exit (before aiosqlite 0.22 it is the thread).
         thread: Any = getattr(connection, "_thread", connection)
         thread.daemon = True
@@ -190,17 +249,32 @@ def _sqlite_creator(path: str) -> Callable[[], Awaitable[aiosqlite.Connection]]:
     return connect
 
 
+def _sqlite_file(url: str) -> str | None:
+    parsed = make_url(url)
+    return str(parsed.database) if parsed.database not in (None, "", ":memory:") and not parsed.query else None
+
+
+def _inline_read_engine(path: str) -> AsyncEngine:
+    """SQLite file: the engine behind `lone_read()`, its statements served on the loop (see `_InlineReadConnection`)."""
+    return create_async_engine(
+        f"sqlite+aiosqlite:///{path}",  # the file: not an in-memory database, which SQLAlchemy pools statically
+        hide_parameters=True,
+        pool_size=_POOL_SIZE,
+        max_overflow=_MAX_OVERFLOW,
+        async_creator=_sqlite_creator(path, inline_reads=True),
+    )
+
+
 def make_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
-        parsed = make_url(url)
-        file_backed = parsed.database not in (None, "", ":memory:") and not parsed.query
+        path = _sqlite_file(url)
         engine = create_async_engine(
             url,
             connect_args={"timeout": 10},
             hide_parameters=True,
             pool_size=_POOL_SIZE,
             max_overflow=_MAX_OVERFLOW,
-            **({"async_creator": _sqlite_creator(str(parsed.database))} if file_backed else {}),
+            **({"async_creator": _sqlite_creator(path)} if path is not None else {}),
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
@@ -230,8 +304,14 @@ class Database:
         info = session_info or {}
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=info)
         # PostgreSQL: a transaction costs a BEGIN and a COMMIT round trip around the query. SQLite's driver opens none
-        # for a SELECT anyway (and switching its isolation level would cost two thread trips), so it keeps the engine.
-        lone = self.engine if url.startswith("sqlite") else self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        # for a SELECT anyway; a file database answers lone reads on the event loop from read-only connections.
+        self._read_engine: AsyncEngine | None = None
+        if not url.startswith("sqlite"):
+            lone = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        elif (path := _sqlite_file(url)) is not None:
+            lone = self._read_engine = _inline_read_engine(path)
+        else:
+            lone = self.engine
         self._lone_reads = async_sessionmaker(lone, expire_on_commit=False, info=info)
 
     @contextlib.asynccontextmanager
@@ -252,12 +332,14 @@ class Database:
     async def lone_read(self) -> AsyncIterator[AsyncSession]:
         """For a read-only RPC whose answer is one statement (its gates answered from the per-process caches, which
         already allow answers up to their bound old): each statement runs on its own, outside a transaction, saving
-        two round trips on PostgreSQL. Never write through it: nothing would roll the write back. RPCs that write
-        keep `transaction()`, one per RPC."""
+        two round trips on PostgreSQL; on a SQLite file they run on the event loop from read-only connections. Never
+        write through it: nothing would roll the write back. RPCs that write keep `transaction()`, one per RPC."""
         async with self._lone_reads() as session:
             yield session
 
     async def close(self) -> None:
+        if self._read_engine is not None:
+            await self._read_engine.dispose()
         await self.engine.dispose()
 
 
