@@ -87,6 +87,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
             timeout=aiohttp.ClientTimeout(
                 total=None, connect=10, sock_connect=10, sock_read=settings.gateway_upstream_stall_seconds
             ),
+            skip_auto_headers=("User-Agent",),
         )
         meter = Meter(db)
         app[DB] = db

@@ -43,7 +43,6 @@ def test_sync_chat_reaches_the_deployment_with_its_served_model_id(
     assert sent.json is not None and sent.json["model"] == "served-chat"
     assert sent.json["messages"] == MESSAGES
     assert "authorization" not in sent.headers  # the client's key never goes upstream
-    assert sent.headers["user-agent"] == "switchboard-gateway"  # neither the client's nor aiohttp's own
 
 
 def test_served_model_id_defaults_to_the_public_id(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:

@@ -23,11 +23,9 @@ from server.domain.networks import Reach
 from server.egress import EgressGuard
 from server.errors import QuotaExceeded, UpstreamFailed
 
-__all__ = ["USER_AGENT", "Surface", "Translator", "UpstreamSessions", "open_upstream", "upstream_error"]
+__all__ = ["Surface", "Translator", "UpstreamSessions", "open_upstream", "upstream_error"]
 
 log = logging.getLogger("switchboard.gateway.upstream")
-
-USER_AGENT = "switchboard-gateway"
 
 
 class Surface(StrEnum):
@@ -100,9 +98,6 @@ async def open_upstream(
 ) -> aiohttp.ClientResponse:
     """Send the request; return the response when its status is 2xx, else raise the mapped error. A destination the
     egress guard refuses raises its FailedPrecondition (naming the host only)."""
-    # Our own User-Agent (a translator may set another): aiohttp would send its version, and skipping its header
-    # (skip_auto_headers) costs a header-set copy on every request.
-    headers = {"User-Agent": USER_AGENT, **headers}
     try:
         resp = await http.for_route(route).request(method, url, data=data, headers=headers, allow_redirects=False)
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
