@@ -34,7 +34,7 @@ from sqlalchemy import text
 
 import gen.platform
 from server.auth import Authenticator
-from server.codecs import management_codecs, reflection_codecs
+from server.codecs import management_codecs, management_compressions, reflection_codecs
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
 from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
@@ -266,7 +266,11 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
     apps: dict[str, ASGIApp] = {}
     descriptors: list[ServiceDescriptor] = []
     # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).
-    bounds: dict[str, Any] = {"codecs": management_codecs(), "read_max_bytes": MANAGEMENT_MESSAGE_LIMIT}
+    bounds: dict[str, Any] = {
+        "codecs": management_codecs(),
+        "compressions": management_compressions(),
+        "read_max_bytes": MANAGEMENT_MESSAGE_LIMIT,
+    }
     for service in generated_services():
         factory = HANDLERS.get(service.full_name)
         handler = factory(deps) if factory is not None else _unimplemented(service.protocol)

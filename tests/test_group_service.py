@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import secrets
 
+import aiohttp
 import pytest
 
 from tests.clients import Caller, ConnectJsonCaller
+from tests.conftest import Server
 from tests.world import GROUPS, USERS, World, make_world, must
 
 
@@ -207,3 +211,27 @@ async def test_a_created_group_is_listed_by_the_very_next_read(connect: ConnectJ
         listed = must(await connect.call(f"{GROUPS}/ListGroups", listing, token=admin, get=True))
         assert created["id"] in {g["id"] for g in listed["groups"]}
         assert len(listed["groups"]) == n + 1
+
+
+async def test_list_answers_gzip_when_asked_and_identity_otherwise(server: Server, world: World) -> None:
+    """Responses are compressed by our own gzip settings (server.codecs.QuickGzip): any gzip reader must decode them
+    to the same answer a client that accepts no compression gets."""
+    connect = ConnectJsonCaller(server.base_url)
+    for i in range(30):
+        await _group(connect, world, f"team-{i:02d}")
+    url = f"{server.base_url}/{GROUPS}/ListGroups"
+    headers = {"Authorization": f"Bearer {world.tokens['admin']}", "Content-Type": "application/json"}
+    body = json.dumps({"tenantId": world.tenant_id})
+    async with aiohttp.ClientSession(auto_decompress=False) as http:
+        async with http.post(url, data=body, headers={**headers, "Accept-Encoding": "gzip"}) as resp:
+            assert resp.status == 200
+            assert resp.headers.get("Content-Encoding") == "gzip"
+            packed = await resp.read()
+        async with http.post(url, data=body, headers={**headers, "Accept-Encoding": "identity"}) as resp:
+            assert resp.status == 200
+            assert resp.headers.get("Content-Encoding") in (None, "identity")
+            plain = await resp.read()
+    assert len(packed) < len(plain) / 4
+    answer = json.loads(gzip.decompress(packed))
+    assert answer == json.loads(plain)
+    assert {f"team-{i:02d}" for i in range(30)} <= {g["name"] for g in answer["groups"]}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TypeVar, cast
 
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from gen.platform.tenants.v1 import api_key_pb2, group_pb2, service_account_pb2, tenant_pb2, user_pb2
@@ -18,6 +20,7 @@ from server.permissions import ResourceKind, ResourceRef
 from server.store.db import as_utc
 
 __all__ = [
+    "add_groups",
     "api_key",
     "datetime_of",
     "enum",
@@ -51,6 +54,14 @@ def user_metadata(info: UserInfo | None) -> user_pb2.UserMetadata | None:
     if info is None:
         return None
     return user_pb2.UserMetadata(user_id=info.user_id, email=info.email, display_name=info.display_name)
+
+
+def add_groups(into: RepeatedCompositeFieldContainer[group_pb2.Group], values: Iterable[Group]) -> None:
+    """Each group built in place in the response's list: a list of built messages handed to the response is copied
+    into it message by message, which doubled the cost of a 50-group answer."""
+    add = into.add
+    for value in values:
+        add(id=value.id, tenant_id=value.tenant_id, name=value.name, member_count=value.member_count or 0)
 
 
 def group(value: Group) -> group_pb2.Group:

@@ -32,7 +32,9 @@ class GroupServiceHandler(GroupService):
             found = await groups.list_groups(
                 s, current_principal(), request.tenant_id, api_key_attachable=request.api_key_attachable
             )
-        return pb.ListGroupsResponse(groups=[convert.group(g) for g in found])
+        response = pb.ListGroupsResponse()
+        convert.add_groups(response.groups, found)
+        return response
 
     async def delete_group(self, request: pb.DeleteGroupRequest, ctx: Ctx) -> pb.DeleteGroupResponse:
         async with self._db.transaction() as s:
