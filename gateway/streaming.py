@@ -262,18 +262,10 @@ async def _forward(
     return False
 
 
-class _EventStream(web.StreamResponse):
-    """A relayed stream whose headers leave with its first events, in one system call rather than two (aiohttp's
-    web.Response buffers its headers the same way; a StreamResponse sends them alone at prepare). The relay prepares
-    it once the upstream has answered, and its first events follow as soon as they arrive."""
-
-    _send_headers_immediately = False
-
-
 async def relay_sse(
     request: web.Request, upstream: aiohttp.ClientResponse, call: Call, *, include_usage: bool
 ) -> web.StreamResponse:
-    out = _EventStream(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await out.prepare(request)
     stalls = request.app[STALLS]
     stalls.watch(upstream)
