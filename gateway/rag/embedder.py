@@ -54,12 +54,14 @@ class GatewayEmbedder:
 
     async def _call(self, route: Route, batch: list[str]) -> list[list[float]]:
         payload = {"model": route.public_model_id, "input": batch}
-
-        def parse(raw: bytes, kind: CallKind) -> tuple[list[list[float]], int]:
-            return _parse(raw, len(batch))
-
         return await post_metered(
-            self._app, self._rag, self._principal, route, surface=Surface.EMBEDDINGS, payload=payload, parse=parse
+            self._app,
+            self._rag,
+            self._principal,
+            route,
+            surface=Surface.EMBEDDINGS,
+            payload=payload,
+            parse=lambda raw: _parse(raw, len(batch)),
         )
 
     async def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
@@ -73,12 +75,14 @@ class GatewayEmbedder:
             "query": with_prefix(query, route.query_prefix),
             "documents": list(documents),
         }
-
-        def parse(raw: bytes, kind: CallKind) -> tuple[list[float], int]:
-            return _parse_rerank(raw, len(documents))
-
         return await post_metered(
-            self._app, self._rag, self._principal, route, surface=Surface.RERANK, payload=payload, parse=parse
+            self._app,
+            self._rag,
+            self._principal,
+            route,
+            surface=Surface.RERANK,
+            payload=payload,
+            parse=lambda raw: _parse_rerank(raw, len(documents)),
         )
 
 
@@ -90,7 +94,7 @@ async def post_metered(
     *,
     surface: Surface,
     payload: dict[str, Any],
-    parse: Callable[[bytes, CallKind], tuple[T, int]],
+    parse: Callable[[bytes], tuple[T, int]],
 ) -> T:
     """POST one request to the route's upstream, translated for its provider, and queue one usage event for it."""
     kind = CallKind.EMBEDDING if surface == Surface.EMBEDDINGS else CallKind.RERANK
@@ -107,7 +111,7 @@ async def post_metered(
         finally:
             resp.release()
         received = len(raw)
-        result, tokens = parse(raw, kind)
+        result, tokens = parse(raw)
         return result
     except Exception:
         status = 502
