@@ -18,6 +18,9 @@ _lock = asyncio.Lock()
 
 
 async def chunk_index_for(engine: AsyncEngine) -> ChunkIndex:
+    prepared = _indexes.get(engine)
+    if prepared is not None:  # every search and upload asks: no lock once the index is prepared
+        return prepared
     async with _lock:
         index = _indexes.get(engine)
         if index is None:
