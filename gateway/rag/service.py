@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from aiohttp import web
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.context import DB, METER, PRINCIPAL, SETTINGS
 from gateway.rag.embedder import GatewayEmbedder
@@ -198,13 +199,22 @@ async def context(
             weights=weights,
             score_threshold=score_threshold,
         )
-        if reranking and hits:
-            relevance = await models.rerank(query, [h.text for h in hits])
-            ranked = sorted(zip(relevance, hits, strict=True), key=lambda pair: -pair[0])[:top_k]
-            hits = [dataclasses.replace(hit, score=score) for score, hit in ranked]
-        files |= await rag_files.get_files(session, rag_id=rag.id, file_ids={h.file_id for h in hits} - set(files))
+        if not reranking:
+            files |= await _files_of(session, rag.id, hits, files)
+    if reranking and hits:  # outside the session: no pooled connection is held across the upstream call
+        relevance = await models.rerank(query, [h.text for h in hits])
+        ranked = sorted(zip(relevance, hits, strict=True), key=lambda pair: -pair[0])[:top_k]
+        hits = [dataclasses.replace(hit, score=score) for score, hit in ranked]
+        async with app[DB].read() as session:
+            files |= await _files_of(session, rag.id, hits, files)
     # A file deleted since the search is gone with its chunks.
     return [h for h in hits if h.file_id in files], files
+
+
+async def _files_of(
+    session: AsyncSession, rag_id: str, hits: list[ChunkHit], known: dict[str, rag_files.RagFile]
+) -> dict[str, rag_files.RagFile]:
+    return await rag_files.get_files(session, rag_id=rag_id, file_ids={h.file_id for h in hits} - set(known))
 
 
 def file_json(file: rag_files.RagFile) -> dict[str, Any]:
