@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -78,16 +79,8 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     settings = app[SETTINGS]
     loop = asyncio.get_running_loop()
     counter = await loop.run_in_executor(None, e5_token_counter)
-    prepared = []
-    for upload in uploads:
-        prepared.append(
-            await loop.run_in_executor(
-                None,
-                lambda u=upload: rag_files.prepare(  # type: ignore[misc]
-                    u, rag, max_bytes=settings.rag_max_file_bytes, count_tokens=counter
-                ),
-            )
-        )
+    prepare = functools.partial(rag_files.prepare, rag=rag, max_bytes=settings.rag_max_file_bytes, count_tokens=counter)
+    prepared = [await loop.run_in_executor(None, prepare, upload) for upload in uploads]
     index = await index_of(app)
     async with app[DB].transaction() as session:
         files = await rag_files.register_all(session, index, rag.id, prepared)
