@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import multiprocessing
 import os
 import re
@@ -34,6 +33,7 @@ import aiohttp
 from aiohttp import web
 
 from bench.common import measure, running_server
+from server.heap import freeze_startup_heap
 from server.settings import Settings, load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
 
@@ -81,8 +81,7 @@ def _run(kind: str, arg: object, port: int) -> None:
         await runner.setup()
         # This process imported the platform (this module's imports); a real bare proxy would not carry that heap
         # through every full collection. Frozen, as the gateway worker freezes its own: the same footing.
-        gc.collect()
-        gc.freeze()
+        freeze_startup_heap()
         await web.TCPSite(runner, "127.0.0.1", port, backlog=1024).start()
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
-import gc
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -31,6 +30,7 @@ from aiohttp import web
 
 from gateway.app import make_app
 from gateway.parse_errors import listen
+from server.heap import freeze_startup_heap
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
 from server.supervision import RestartBudget, describe_exit
@@ -50,14 +50,6 @@ def _reserve(host: str, port: int) -> socket.socket:
     return sock  # bound, never listening: it holds the port without taking connections
 
 
-def _freeze_startup_heap() -> None:
-    """What exists once the app has started (modules, the app, pools, caches' structure) lives as long as the worker.
-    Left to the collector, every full collection walks all of it (hundreds of ms on a busy core: the p99 stalls under
-    load); frozen, collections walk only what requests allocate."""
-    gc.collect()
-    gc.freeze()
-
-
 async def serve_worker(settings: Settings, port: int) -> None:
     """One worker: serve `settings.gateway_host`:port (shared with the other workers) until SIGTERM or SIGINT."""
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
@@ -69,7 +61,7 @@ async def serve_worker(settings: Settings, port: int) -> None:
         **handler_options,
     )
     await runner.setup()
-    _freeze_startup_heap()
+    freeze_startup_heap()
     listener = await listen(runner, settings.gateway_host, port, backlog=1024, **handler_options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -18,7 +18,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
@@ -33,7 +34,7 @@ from gateway.providers import Surface
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
 from server.errors import SwitchboardError, UpstreamFailed, wire_error_for
 
-__all__ = ["GUARDRAIL_REFUSED", "KEEPALIVE_SECONDS", "guarded_chat"]
+__all__ = ["GUARDRAIL_REFUSED", "guarded_chat", "kept_alive"]
 
 log = logging.getLogger("switchboard.gateway.agents")
 
@@ -42,6 +43,25 @@ KEEPALIVE_SECONDS = 2.0
 _OPENED = b": accepted; the answer is sent once the output guardrails have checked it\n\n"
 _KEEPALIVE = b": keepalive\n\n"
 _DONE = b"data: [DONE]\n\n"
+
+T = TypeVar("T")
+
+
+@contextlib.asynccontextmanager
+async def kept_alive(out: web.StreamResponse, answer: Awaitable[T]) -> AsyncIterator[asyncio.Future[T]]:
+    """Run `answer` while the prepared event stream `out` says it was accepted and carries a comment keepalive every
+    `KEEPALIVE_SECONDS`; yields it once done. Leaving early (the client gone) cancels it."""
+    work = asyncio.ensure_future(answer)
+    try:
+        await out.write(_OPENED)
+        while not (await asyncio.wait({work}, timeout=KEEPALIVE_SECONDS))[0]:
+            await out.write(_KEEPALIVE)
+        yield work
+    finally:
+        if not work.done():
+            work.cancel()
+            with contextlib.suppress(BaseException):
+                await work
 
 
 def _last_user_text(messages: list[Any]) -> str:
@@ -129,35 +149,28 @@ async def _stream(
 ) -> web.StreamResponse:
     out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await out.prepare(request)
-    work = asyncio.ensure_future(_answer(request, call, agent, body))
     try:
-        await out.write(_OPENED)
-        while not (await asyncio.wait({work}, timeout=KEEPALIVE_SECONDS))[0]:
-            await out.write(_KEEPALIVE)
-        try:
-            completion = work.result()
-        except SwitchboardError as exc:
-            call.status = wire_error_for(exc).http_status
-            await out.write(b"data: " + orjson.dumps(error_payload(exc)) + b"\n\n")
-            return out
-        except Exception:
-            correlation_id = request[REQUEST_ID]
-            log.exception("unexpected error in a guarded agent stream (correlation id %s)", correlation_id)
-            call.status = 500
-            failure = {
-                "error": {"message": f"internal error (correlation id {correlation_id})", "type": "server_error"}
-            }
-            await out.write(b"data: " + orjson.dumps(failure) + b"\n\n")
-            return out
-        await out.write(_replay(completion, include_usage))
-        await out.write_eof()
+        async with kept_alive(out, _answer(request, call, agent, body)) as work:
+            try:
+                completion = work.result()
+            except SwitchboardError as exc:
+                call.status = wire_error_for(exc).http_status
+                await out.write(b"data: " + orjson.dumps(error_payload(exc)) + b"\n\n")
+                return out
+            except Exception:
+                correlation_id = request[REQUEST_ID]
+                log.exception("unexpected error in a guarded agent stream (correlation id %s)", correlation_id)
+                call.status = 500
+                failure = {
+                    "error": {"message": f"internal error (correlation id {correlation_id})", "type": "server_error"}
+                }
+                await out.write(b"data: " + orjson.dumps(failure) + b"\n\n")
+                return out
+            await out.write(_replay(completion, include_usage))
+            await out.write_eof()
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
-        if not work.done():
-            work.cancel()
-            with contextlib.suppress(BaseException):
-                await work
         call.response_bytes = out.body_length
     return out
 

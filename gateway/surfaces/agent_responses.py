@@ -13,8 +13,6 @@ sequence from `response.created` through `response.completed`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
@@ -29,15 +27,12 @@ from gateway.calls import CLIENT_CLOSED, Call
 from gateway.context import REQUEST_ID
 from gateway.responses import loop, translate
 from gateway.responses.events import ResponseStream
-from gateway.surfaces.agent_chat import GUARDRAIL_REFUSED, KEEPALIVE_SECONDS
+from gateway.surfaces.agent_chat import GUARDRAIL_REFUSED, kept_alive
 from server.errors import SwitchboardError, wire_error_for
 
 __all__ = ["guarded_response"]
 
 log = logging.getLogger("switchboard.gateway.agents")
-
-_OPENED = b": accepted; the answer is sent once the output guardrails have checked it\n\n"
-_KEEPALIVE = b": keepalive\n\n"
 
 
 def _prompt(plan: translate.ChatPlan) -> str:
@@ -101,34 +96,27 @@ async def guarded_response(
     out.headers["Content-Type"] = "text/event-stream"
     out.headers["Cache-Control"] = "no-cache"
     await out.prepare(request)
-    work = asyncio.ensure_future(_checked(request, call, agent, plan, run_turn))
     try:
-        await out.write(_OPENED)
-        while not (await asyncio.wait({work}, timeout=KEEPALIVE_SECONDS))[0]:
-            await out.write(_KEEPALIVE)
-        await events.start()
-        try:
-            result = work.result()
-        except SwitchboardError as exc:
-            call.status = wire_error_for(exc).http_status
-            await events.fail(exc.message)
-            return out
-        except Exception:
-            log.exception("unexpected error in a guarded agent stream (correlation id %s)", request[REQUEST_ID])
-            call.status = 500
-            await events.fail(f"The response could not be completed (correlation id {request[REQUEST_ID]}).")
-            return out
-        result = dataclasses.replace(result, output=await events.replay(result.output))
-        body = body_of(result)
-        await events.end(body)
-        await remember(body, result)
-        await out.write_eof()
+        async with kept_alive(out, _checked(request, call, agent, plan, run_turn)) as work:
+            await events.start()
+            try:
+                result = work.result()
+            except SwitchboardError as exc:
+                call.status = wire_error_for(exc).http_status
+                await events.fail(exc.message)
+                return out
+            except Exception:
+                log.exception("unexpected error in a guarded agent stream (correlation id %s)", request[REQUEST_ID])
+                call.status = 500
+                await events.fail(f"The response could not be completed (correlation id {request[REQUEST_ID]}).")
+                return out
+            result = dataclasses.replace(result, output=await events.replay(result.output))
+            body = body_of(result)
+            await events.end(body)
+            await remember(body, result)
+            await out.write_eof()
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
-        if not work.done():
-            work.cancel()
-            with contextlib.suppress(BaseException):
-                await work
         call.response_bytes = out.body_length
     return out
