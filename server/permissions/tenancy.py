@@ -101,6 +101,7 @@ def resolve_tenant(principal: Principal, requested: str, *, field: str = "tenant
 
 
 _MEMBERSHIPS = "switchboard_memberships"
+_ROLES_MEMO = "switchboard_tenant_roles"  # this transaction's answers, so a request's gate and filters agree
 _MAX_ENTRIES = 100_000
 # (tenant exists, role): a tenant and the caller's role in it (None: not a member) in one query.
 _Answer = tuple[bool, int | None]
@@ -153,7 +154,7 @@ async def _load(session: AsyncSession, tenant_id: str, user_id: str) -> _Answer:
 async def _membership(session: AsyncSession, tenant_id: str, user_id: str | None) -> _Answer:
     """Whether the tenant exists and `user_id`'s role in it; remembered for the transaction, so a request's gate and
     filters agree."""
-    memo: dict[tuple[str, str], _Answer] = session.info.setdefault("switchboard_tenant_roles", {})
+    memo: dict[tuple[str, str], _Answer] = session.info.setdefault(_ROLES_MEMO, {})
     key = (tenant_id, user_id or "")
     answer = memo.get(key)
     if answer is None:
@@ -168,7 +169,7 @@ def forget_membership(session: AsyncSession, tenant_id: str, user_id: str | None
 
     Forgotten now and again after the commit, so a request that read the old row in between does not keep it.
     """
-    session.info.get("switchboard_tenant_roles", {}).clear()
+    session.info.get(_ROLES_MEMO, {}).clear()
     cache: Memberships | None = session.info.get(_MEMBERSHIPS)
     if cache is None:
         return

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gen.platform.modelmanager.v1 import (
     capabilities_pb2,
     external_model_pb2,
@@ -37,9 +39,8 @@ def sharing(value: Sharing) -> sharing_pb2.Sharing:
     return sharing_pb2.Sharing(share_to_all=value.share_to_all, shared_with=list(value.shared_with))
 
 
-def sharing_in(value: sharing_pb2.Sharing | None) -> Sharing:
-    if value is None:
-        return Sharing()
+def sharing_in(value: sharing_pb2.Sharing) -> Sharing:
+    """An unset sub-message reads as the empty default in Google's runtime (never None): no sharing."""
     return Sharing(value.share_to_all, tuple(value.shared_with))
 
 
@@ -50,20 +51,18 @@ def capabilities(value: Capabilities) -> capabilities_pb2.ModelCapabilities:
     )
 
 
-def capabilities_in(value: capabilities_pb2.ModelCapabilities | None) -> Capabilities:
-    if value is None:
-        return Capabilities()
+def capabilities_in(value: capabilities_pb2.ModelCapabilities) -> Capabilities:
     return capabilities_of(int(value.task_type), [int(m) for m in value.input_modalities])
 
 
-def _optional(message: object, field: str) -> str | None:
-    return getattr(message, field) if message is not None and message.HasField(field) else None  # type: ignore[attr-defined]
+def _optional(message: Any, field: str) -> str | None:
+    return getattr(message, field) if message.HasField(field) else None  # type: ignore[no-any-return]
 
 
 def deployment_spec(value: model_deployment_pb2.ModelDeployment | None) -> DeploymentSpec:
     value = value or model_deployment_pb2.ModelDeployment()
     runtime = value.runtime_info
-    max_len = runtime.max_model_len if runtime is not None and runtime.HasField("max_model_len") else None
+    max_len = runtime.max_model_len if runtime.HasField("max_model_len") else None
     return DeploymentSpec(
         name=value.name,
         public_model_id=value.public_model_id,
@@ -142,7 +141,7 @@ def external_model_summary(value: ExternalModel) -> external_model_pb2.ExternalM
 
 def alias_spec(value: model_alias_pb2.ModelAlias | None) -> AliasSpec:
     value = value or model_alias_pb2.ModelAlias()
-    target = value.target_ref or model_alias_pb2.ModelAliasTargetRef()
+    target = value.target_ref
     return AliasSpec(
         public_model_id=value.public_model_id,
         display_name=value.display_name,
