@@ -1,0 +1,74 @@
+"""The meter's batched writes: every event of a batch larger than one statement lands once, every field exact."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+
+from server.metering import Meter, TrafficEvent, UsageEvent
+from server.store.db import Database as Db
+from server.store.models import ApiTrafficRow, UsageEventRow
+from tests.conftest import Database
+
+EVENTS = 250  # more than one SQLite statement's rows, not a multiple of them
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+async def test_a_large_batch_lands_whole_and_exact(database: Database) -> None:
+    db = Db(database.url)
+    meter = Meter(db)
+    meter.start()
+    start = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
+    tenant = f"meter-batch-{database.backend}"
+    for i in range(EVENTS):
+        meter.usage(
+            UsageEvent(
+                tenant_id=tenant,
+                api_key_id=f"key-{i}",
+                user_id="u'\"ü",  # quotes and non-ASCII survive
+                model_id="m",
+                call_kind=1,
+                target_kind=2,
+                target_name="t",
+                prompt_tokens=i,
+                completion_tokens=2 * i,
+                total_tokens=3 * i,
+                status=i % 3,
+                latency_ms=i + 0.25,
+                request_bytes=10**12 + i,  # beyond 32 bits
+                response_bytes=i,
+                occurred_at=start + timedelta(seconds=i),
+            )
+        )
+        meter.traffic(TrafficEvent(f"svc-{tenant}", 200 + i % 2, i, 2 * i, occurred_at=start + timedelta(seconds=i)))
+    await meter.close()
+    try:
+        async with db.read() as session:
+            usage = list(
+                await session.scalars(
+                    select(UsageEventRow).where(UsageEventRow.tenant_id == tenant).order_by(UsageEventRow.id)
+                )
+            )
+            traffic = list(
+                await session.scalars(
+                    select(ApiTrafficRow).where(ApiTrafficRow.service == f"svc-{tenant}").order_by(ApiTrafficRow.id)
+                )
+            )
+    finally:
+        await db.close()
+    assert [(r.api_key_id, r.prompt_tokens, r.completion_tokens, r.total_tokens) for r in usage] == [
+        (f"key-{i}", i, 2 * i, 3 * i) for i in range(EVENTS)
+    ]
+    assert all(r.user_id == "u'\"ü" and r.target_kind == 2 and r.call_kind == 1 for r in usage)
+    assert [(r.status, r.latency_ms, r.request_bytes) for r in usage] == [
+        (i % 3, i + 0.25, 10**12 + i) for i in range(EVENTS)
+    ]
+    assert [_utc(r.occurred_at) for r in usage] == [start + timedelta(seconds=i) for i in range(EVENTS)]
+    assert [(r.status, r.request_bytes, r.response_bytes) for r in traffic] == [
+        (200 + i % 2, i, 2 * i) for i in range(EVENTS)
+    ]
+    assert [_utc(r.occurred_at) for r in traffic] == [start + timedelta(seconds=i) for i in range(EVENTS)]
