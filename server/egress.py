@@ -354,6 +354,9 @@ class EgressGuard:
             same_host = aiohttp.TraceConfig()
             same_host.on_request_redirect.append(_refuse_cross_host_redirect)
             traces.append(same_host)
+        # No cookie jar: these sessions are shared by every tenant, so a cookie one upstream answer set would ride
+        # along on other callers' requests to that host (and aiohttp would match cookies on every request).
+        kwargs.setdefault("cookie_jar", aiohttp.DummyCookieJar())
         return aiohttp.ClientSession(
             connector=self.connector(reach, **options), trust_env=False, trace_configs=traces or None, **kwargs
         )

@@ -49,9 +49,14 @@ async def upstream() -> AsyncIterator[Upstream]:
         hits.append(request.path)
         raise web.HTTPFound(request.query["to"])
 
+    async def cookie(request: web.Request) -> web.Response:
+        hits.append(request.headers.get("Cookie", ""))
+        return web.Response(text="ok", headers={"Set-Cookie": "session=one-callers; Path=/"})
+
     app = web.Application()
     app.router.add_get("/ok", ok)
     app.router.add_get("/redirect", redirect)
+    app.router.add_get("/cookie", cookie)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -160,6 +165,16 @@ async def test_redirects_are_followed_only_on_the_same_host(upstream: Upstream, 
     status, text = await _get(guard, f"{upstream.url}/redirect?to=/ok", client)
     assert (status, text) == (200, f"ok from 127.0.0.1:{upstream.port}")
     assert upstream.hits[-2:] == ["/redirect", "/ok"]
+
+
+async def test_guarded_sessions_keep_no_cookies(upstream: Upstream) -> None:
+    """A guarded aiohttp session is shared by every tenant (the gateway's upstream sessions): a cookie one answer set
+    must never ride along on the next request to that host (a host name: aiohttp keeps no cookies for IP hosts)."""
+    guard = EgressGuard(None, allow_loopback=True, lookup=Names({"upstream.test": [["127.0.0.1"]]}))
+    async with _aiohttp(guard) as get:
+        for _ in range(2):
+            assert await get(f"http://upstream.test:{upstream.port}/cookie") == (200, "ok")
+    assert upstream.hits == ["", ""]
 
 
 async def test_shorthand_ipv4_hosts_are_addresses_not_names(upstream: Upstream, client: Client) -> None:
