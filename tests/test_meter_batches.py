@@ -11,7 +11,7 @@ from server.store.db import Database as Db
 from server.store.models import ApiTrafficRow, UsageEventRow
 from tests.conftest import Database
 
-EVENTS = 250  # more than one SQLite statement's rows, not a multiple of them
+EVENTS = 2_550  # more than two batches (1,000 events) and many SQLite statements (100 rows), multiples of neither
 
 
 def _utc(value: datetime) -> datetime:
