@@ -28,6 +28,7 @@ CLIENT_CLOSED = 499
 @dataclass
 class Call:
     request: web.Request
+    app: web.Application  # request.app, looked up once (each lookup is three Python calls)
     principal: Principal
     kind: CallKind
     model: str = ""
@@ -38,14 +39,14 @@ class Call:
 
     async def resolve(self, model: str) -> Route:
         self.model = model
-        self.route = await self.request.app[ACCESS].route(self.principal, model)
+        self.route = await self.app[ACCESS].route(self.principal, model)
         return self.route
 
     async def resolve_target(self, model: str) -> Route | AgentRoute:
         """Like `resolve`, but a preset agent is returned as such; the call is then metered under the agent's id
         (the model the client named) against its base model's target."""
         self.model = model
-        found = await self.request.app[ACCESS].target(self.principal, model)
+        found = await self.app[ACCESS].target(self.principal, model)
         self.route = found.base if isinstance(found, AgentRoute) else found
         return found
 
@@ -83,7 +84,7 @@ class metered:
     __slots__ = ("_call", "_start")
 
     def __init__(self, request: web.Request, kind: CallKind) -> None:
-        self._call = Call(request, request[PRINCIPAL], kind)
+        self._call = Call(request, request.app, request[PRINCIPAL], kind)
         self._start = time.perf_counter()
 
     async def __aenter__(self) -> Call:
@@ -96,12 +97,13 @@ class metered:
         elif exc is not None:
             call.status = CLIENT_CLOSED  # cancelled: the client went away
         request = call.request
-        if request.app[TRACING]:
+        app = call.app
+        if app[TRACING]:
             _annotate(call)
         key = call.principal.api_key
         route = call.route
         tokens = call.tokens
-        request.app[METER].usage(
+        app[METER].usage(
             UsageEvent(
                 tenant_id=key.tenant_id if key else (call.principal.scoped_tenant_id or ""),
                 api_key_id=key.key_id if key else "",

@@ -27,11 +27,12 @@ def require_task(route: Route, *tasks: TaskType) -> None:
 
 async def post_json(request: web.Request, route: Route, surface: Surface, payload: dict[str, Any]) -> Any:
     """POST the payload upstream (translated for the route's provider); returns the open aiohttp response."""
-    translator = request.app[TRANSLATORS][route.provider]
+    app = request.app
+    translator = app[TRANSLATORS][route.provider]
     url = translator.url(route, surface)
     headers = {**_JSON_HEADERS, **translator.headers(route)}
     body = orjson.dumps(translator.body(route, payload))
-    return await open_upstream(request.app[HTTP], "POST", url, headers=headers, data=body, route=route)
+    return await open_upstream(app[HTTP], "POST", url, headers=headers, data=body, route=route)
 
 
 async def read_upstream_json(resp: Any, call: Call) -> tuple[bytes, Any]:
