@@ -31,6 +31,7 @@ __all__ = ["STALLS", "StallWatch", "chat_chunks", "relay_sse"]
 log = logging.getLogger("switchboard.gateway.stream")
 
 _DONE = b"data: [DONE]\n\n"
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _DRAIN_SECONDS = 1.0
 _BROKEN = UpstreamFailed("The model backend stopped responding in the middle of the stream.", retryable=True)
 _REFUSED = UpstreamFailed("The model backend failed while generating this response.", retryable=False)
@@ -203,7 +204,7 @@ STALLS = web.AppKey("stalls", StallWatch)
 
 
 async def _relay(
-    upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool, stalls: StallWatch
+    upstream: aiohttp.ClientResponse, out: web.Response, call: Call, include_usage: bool, stalls: StallWatch
 ) -> bool:
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
     has then been written too, ending the response body."""
@@ -235,8 +236,15 @@ async def _relay(
     return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage, names)
 
 
+async def _finish(out: web.Response, last: bytes) -> None:
+    """The last events and the end of the chunked body in one write (one system call; with the headers too when
+    nothing was written before, as when the whole stream came in one read)."""
+    out.body = last
+    await out.write_eof()
+
+
 async def _forward(
-    out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool, names: _Names, *, head: bytes = b""
+    out: web.Response, events: list[bytes], call: Call, include_usage: bool, names: _Names, *, head: bytes = b""
 ) -> bool:
     """Write `head` (already translated) and these events (translated) in one write; True when they ended with
     [DONE] (the body is then ended)."""
@@ -246,8 +254,7 @@ async def _forward(
         if not payload:
             continue  # a comment or a keep-alive
         if payload.startswith(b"[DONE]"):
-            # the last events, [DONE] and the end of the chunked body in one write (one system call)
-            await out.write_eof(b"".join((*batch, _DONE)))
+            await _finish(out, b"".join((*batch, _DONE)))
             return True
         try:
             forwarded = _event(payload, call, include_usage, names)
@@ -265,7 +272,10 @@ async def _forward(
 async def relay_sse(
     request: web.Request, upstream: aiohttp.ClientResponse, call: Call, *, include_usage: bool
 ) -> web.StreamResponse:
-    out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    # A Response, prepared here and written by the relay, holds its headers until the first write (a StreamResponse
+    # sends them alone at prepare): they leave with the first events, one system call fewer per stream.
+    out = web.Response(headers=_SSE_HEADERS)
+    out.enable_chunked_encoding()
     await out.prepare(request)
     stalls = request.app[STALLS]
     stalls.watch(upstream)
