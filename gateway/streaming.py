@@ -58,12 +58,13 @@ class _Names:
         self.upstream = _needle(upstream_model)
 
     def swapped(self, data: bytes) -> bytes | None:
-        """These bytes naming the id asked for, or None when they must be parsed."""
+        """These bytes naming the id asked for, or None when they must be parsed. The upstream's id is looked for
+        first: it is the one usually there."""
         models = data.count(b'"model"')
+        if models == data.count(self.upstream):
+            return data.replace(self.upstream, self.asked) if models and self.upstream != self.asked else data
         if models == data.count(self.asked):
             return data
-        if models == data.count(self.upstream):
-            return data.replace(self.upstream, self.asked)
         return None
 
     def learn(self, payload: bytes, named: object) -> None:
@@ -87,17 +88,17 @@ def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> by
         return b"data: " + payload + b"\n\n"
     if chunk.get("error"):
         raise _REFUSED
+    usage = chunk.get("usage")
+    if usage:
+        call.count(usage)
+        if not include_usage and not chunk.get("choices"):
+            return None  # the usage-only chunk the client did not ask for
     if "model" in chunk and chunk["model"] != call.model:
         names.learn(payload, chunk["model"])
         chunk["model"] = call.model
         payload = names.swapped(payload) or orjson.dumps(chunk)
-    usage = chunk.get("usage")
-    if usage:
-        call.count(usage)
     if include_usage:
         return b"data: " + payload + b"\n\n"
-    if usage and not chunk.get("choices"):
-        return None  # the usage-only chunk the client did not ask for
     chunk.pop("usage", None)
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
@@ -123,16 +124,6 @@ def _special_at(data: bytes) -> int:
     return found if found >= 0 else at
 
 
-def _plain(data: bytes) -> bool:
-    """Complete, standard single-line `data: {...}` events and nothing else (no comments, no CRs)."""
-    return (
-        data.startswith(b"data: {")
-        and data.endswith(b"\n\n")
-        and b"\r" not in data
-        and data.count(b"\n") == 2 * data.count(b"\n\n") == 2 * data.count(b"data: {")
-    )
-
-
 def _cleaned(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
     """These bytes as the client gets them, without parsing: null usage fields removed unless it asked for usage,
     every model the id it asked for. None when they must be parsed (counts, an error, [DONE], another form)."""
@@ -144,6 +135,23 @@ def _cleaned(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
             return None
         if not include_usage:
             data = data.replace(_NULL_USAGE, b"")
+    return names.swapped(data)
+
+
+def _translated(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
+    """Events that hold no error, no [DONE] and no usage but the compact null one (as `_special_at` found them) as
+    the client gets them, without parsing; None when they are not all standard single-line `data: {...}` events
+    (LF line ends) or a field is in another form, so they must be parsed."""
+    if not (
+        data.startswith(b"data: {")
+        and data.endswith(b"\n\n")
+        and data.count(b"\n") == 2 * data.count(b"\n\n") == 2 * data.count(b"data: {")
+    ):
+        return None
+    if not include_usage:
+        data = data.replace(_NULL_USAGE, b"")
+        if _USAGE in data:  # a usage in another form
+            return None
     return names.swapped(data)
 
 
@@ -214,22 +222,26 @@ async def _relay(
     last_read = stalls.last_read
     async for data in upstream.content.iter_any():
         last_read[upstream] = now()
-        if not pending and _plain(data):
-            cleaned = _cleaned(data, include_usage, names)
-            if cleaned is not None:
-                await out.write(cleaned)  # the common case: whole `data:` events, forwarded without parsing
-                continue
-        text = pending + (data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data)
-        end = text.rfind(b"\n\n")
-        if end < 0:
+        text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+        if pending:
+            text = pending + text
+        end = text.rfind(b"\n\n") + 2
+        if end < 2:
             pending = text
             continue
-        complete, pending = text[: end + 2], text[end + 2 :]  # an incomplete last event waits for the next read
-        # The plain events before the first that must be parsed (often all but usage and [DONE]) go as one block.
+        if end == len(text):  # the usual read: whole events
+            complete, pending = text, b""
+        else:  # an incomplete last event waits for the next read
+            complete, pending = text[:end], text[end:]
+        # The plain events before the first that must be parsed (usually all of a read; on the last read all but
+        # usage and [DONE]) go as one block, translated without parsing.
         at = _plain_head(complete)
-        head = _cleaned(complete[:at], include_usage, names) if at and _plain(complete[:at]) else None
+        head = _translated(complete if at == end else complete[:at], include_usage, names) if at else None
         if head is None:
             at = 0
+        elif at == end:
+            await out.write(head)
+            continue
         events = complete[at:].split(b"\n\n")[:-1]
         if await _forward(out, events, call, include_usage, names, head=head or b""):
             return True
