@@ -139,19 +139,21 @@ def _cleaned(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
 
 
 def _translated(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
-    """Events that hold no error, no [DONE] and no usage but the compact null one (as `_special_at` found them) as
-    the client gets them, without parsing; None when they are not all standard single-line `data: {...}` events
-    (LF line ends) or a field is in another form, so they must be parsed."""
+    """Events that hold no error and no [DONE] as the client gets them, without parsing: null usage fields removed
+    unless it asked for usage, every model the id it asked for. None when they must be parsed: not all standard
+    single-line `data: {...}` events (LF line ends), a usage that may carry counts, a field in another form."""
     if not (
         data.startswith(b"data: {")
         and data.endswith(b"\n\n")
         and data.count(b"\n") == 2 * data.count(b"\n\n") == 2 * data.count(b"data: {")
     ):
         return None
-    if not include_usage:
-        data = data.replace(_NULL_USAGE, b"")
-        if _USAGE in data:  # a usage in another form
+    if _USAGE in data:
+        stripped = data.replace(_NULL_USAGE, b"")
+        if _USAGE in stripped:  # a usage that may carry counts, or a null one in another form
             return None
+        if not include_usage:
+            data = stripped
     return names.swapped(data)
 
 
@@ -233,15 +235,17 @@ async def _relay(
             complete, pending = text, b""
         else:  # an incomplete last event waits for the next read
             complete, pending = text[:end], text[end:]
-        # The plain events before the first that must be parsed (usually all of a read; on the last read all but
-        # usage and [DONE]) go as one block, translated without parsing.
+        if b'"error"' not in complete and b"[DONE]" not in complete:
+            block = _translated(complete, include_usage, names)
+            if block is not None:  # the usual read: whole events, forwarded without parsing
+                await out.write(block)
+                continue
+        # The plain events before the first that must be parsed (on the last read all but usage and [DONE]) go as
+        # one block, translated without parsing.
         at = _plain_head(complete)
-        head = _translated(complete if at == end else complete[:at], include_usage, names) if at else None
+        head = _translated(complete[:at], include_usage, names) if at else None
         if head is None:
             at = 0
-        elif at == end:
-            await out.write(head)
-            continue
         events = complete[at:].split(b"\n\n")[:-1]
         if await _forward(out, events, call, include_usage, names, head=head or b""):
             return True
