@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -37,9 +38,16 @@ _BROKEN = UpstreamFailed("The model backend stopped responding in the middle of 
 _REFUSED = UpstreamFailed("The model backend failed while generating this response.", retryable=False)
 
 
+@functools.lru_cache(maxsize=1024)
 def _needle(model: str) -> bytes:
     """`"model":"<id>"` as compact JSON, the form OpenAI and vLLM stream."""
     return b'"model":' + orjson.dumps(model)
+
+
+# The id each upstream model id was last streamed back under, when another (a dated snapshot, a served alias): each
+# stream starts from it rather than learning it again from a parsed chunk. Bounded: cleared when it fills.
+_SERVED: dict[str, bytes] = {}
+_SERVED_MAX = 1024
 
 
 class _Names:
@@ -48,14 +56,16 @@ class _Names:
     Inside JSON strings quotes are escaped, so a raw `"model"` is never content: when every `"model"` in some bytes
     is the compact `"model":"<id>"` of one known upstream id, swapping those bytes is exact. The upstream id starts as
     the one we sent; when the upstream names another (a dated snapshot, a served alias), the first chunk that has to
-    be parsed teaches it, so the rest of the stream is swapped, not parsed."""
+    be parsed teaches it, so the rest of the stream, and the next streams of that upstream id, are swapped, not
+    parsed."""
 
-    __slots__ = ("asked", "model", "upstream")
+    __slots__ = ("asked", "model", "sent", "upstream")
 
     def __init__(self, model: str, upstream_model: str) -> None:
         self.model = model
+        self.sent = upstream_model
         self.asked = _needle(model)
-        self.upstream = _needle(upstream_model)
+        self.upstream = _SERVED.get(upstream_model) or _needle(upstream_model)
 
     def swapped(self, data: bytes) -> bytes | None:
         """These bytes naming the id asked for, or None when they must be parsed. The upstream's id is looked for
@@ -73,6 +83,9 @@ class _Names:
             needle = _needle(named)
             if payload.count(b'"model"') == payload.count(needle):
                 self.upstream = needle
+                if len(_SERVED) >= _SERVED_MAX:
+                    _SERVED.clear()
+                _SERVED[self.sent] = needle
 
 
 def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> bytes | None:

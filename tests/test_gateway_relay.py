@@ -136,3 +136,13 @@ async def test_an_error_event_stops_the_stream_after_what_came_before() -> None:
             await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, _Call()), False, StallWatch(600))
         assert out.received() == _OUT_TOKEN + b"}\n\n"
         assert not out.ended
+
+
+async def test_an_upstream_that_streams_under_another_name_is_renamed_in_every_stream() -> None:
+    dated = STREAM.replace(b'"model":"up-model"', b'"model":"up-model-2024-08-06"')
+    for reads in [[dated], *_cuts(dated), [dated]]:
+        _, out, _ = await _relayed(reads, include_usage=True)
+        assert out.received() == WITH_USAGE
+    for stream in (STREAM, dated, STREAM.replace(b'"model":"up-model"', b'"model":"asked"')):
+        _, out, _ = await _relayed([stream], include_usage=False)
+        assert out.received() == WITHOUT_USAGE
