@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -31,14 +32,22 @@ __all__ = ["STALLS", "StallWatch", "chat_chunks", "relay_sse"]
 log = logging.getLogger("switchboard.gateway.stream")
 
 _DONE = b"data: [DONE]\n\n"
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _DRAIN_SECONDS = 1.0
 _BROKEN = UpstreamFailed("The model backend stopped responding in the middle of the stream.", retryable=True)
 _REFUSED = UpstreamFailed("The model backend failed while generating this response.", retryable=False)
 
 
+@functools.lru_cache(maxsize=1024)
 def _needle(model: str) -> bytes:
     """`"model":"<id>"` as compact JSON, the form OpenAI and vLLM stream."""
     return b'"model":' + orjson.dumps(model)
+
+
+# The id each upstream model id was last streamed back under, when another (a dated snapshot, a served alias): each
+# stream starts from it rather than learning it again from a parsed chunk. Bounded: cleared when it fills.
+_SERVED: dict[str, bytes] = {}
+_SERVED_MAX = 1024
 
 
 class _Names:
@@ -47,22 +56,25 @@ class _Names:
     Inside JSON strings quotes are escaped, so a raw `"model"` is never content: when every `"model"` in some bytes
     is the compact `"model":"<id>"` of one known upstream id, swapping those bytes is exact. The upstream id starts as
     the one we sent; when the upstream names another (a dated snapshot, a served alias), the first chunk that has to
-    be parsed teaches it, so the rest of the stream is swapped, not parsed."""
+    be parsed teaches it, so the rest of the stream, and the next streams of that upstream id, are swapped, not
+    parsed."""
 
-    __slots__ = ("asked", "model", "upstream")
+    __slots__ = ("asked", "model", "sent", "upstream")
 
     def __init__(self, model: str, upstream_model: str) -> None:
         self.model = model
+        self.sent = upstream_model
         self.asked = _needle(model)
-        self.upstream = _needle(upstream_model)
+        self.upstream = _SERVED.get(upstream_model) or _needle(upstream_model)
 
     def swapped(self, data: bytes) -> bytes | None:
-        """These bytes naming the id asked for, or None when they must be parsed."""
+        """These bytes naming the id asked for, or None when they must be parsed. The upstream's id is looked for
+        first: it is the one usually there."""
         models = data.count(b'"model"')
+        if models == data.count(self.upstream):
+            return data.replace(self.upstream, self.asked) if models and self.upstream != self.asked else data
         if models == data.count(self.asked):
             return data
-        if models == data.count(self.upstream):
-            return data.replace(self.upstream, self.asked)
         return None
 
     def learn(self, payload: bytes, named: object) -> None:
@@ -71,6 +83,9 @@ class _Names:
             needle = _needle(named)
             if payload.count(b'"model"') == payload.count(needle):
                 self.upstream = needle
+                if len(_SERVED) >= _SERVED_MAX:
+                    _SERVED.clear()
+                _SERVED[self.sent] = needle
 
 
 def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> bytes | None:
@@ -86,17 +101,17 @@ def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> by
         return b"data: " + payload + b"\n\n"
     if chunk.get("error"):
         raise _REFUSED
+    usage = chunk.get("usage")
+    if usage:
+        call.count(usage)
+        if not include_usage and not chunk.get("choices"):
+            return None  # the usage-only chunk the client did not ask for
     if "model" in chunk and chunk["model"] != call.model:
         names.learn(payload, chunk["model"])
         chunk["model"] = call.model
         payload = names.swapped(payload) or orjson.dumps(chunk)
-    usage = chunk.get("usage")
-    if usage:
-        call.count(usage)
     if include_usage:
         return b"data: " + payload + b"\n\n"
-    if usage and not chunk.get("choices"):
-        return None  # the usage-only chunk the client did not ask for
     chunk.pop("usage", None)
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
@@ -122,16 +137,6 @@ def _special_at(data: bytes) -> int:
     return found if found >= 0 else at
 
 
-def _plain(data: bytes) -> bool:
-    """Complete, standard single-line `data: {...}` events and nothing else (no comments, no CRs)."""
-    return (
-        data.startswith(b"data: {")
-        and data.endswith(b"\n\n")
-        and b"\r" not in data
-        and data.count(b"\n") == 2 * data.count(b"\n\n") == 2 * data.count(b"data: {")
-    )
-
-
 def _cleaned(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
     """These bytes as the client gets them, without parsing: null usage fields removed unless it asked for usage,
     every model the id it asked for. None when they must be parsed (counts, an error, [DONE], another form)."""
@@ -143,6 +148,25 @@ def _cleaned(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
             return None
         if not include_usage:
             data = data.replace(_NULL_USAGE, b"")
+    return names.swapped(data)
+
+
+def _translated(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
+    """Events that hold no error and no [DONE] as the client gets them, without parsing: null usage fields removed
+    unless it asked for usage, every model the id it asked for. None when they must be parsed: not all standard
+    single-line `data: {...}` events (LF line ends), a usage that may carry counts, a field in another form."""
+    if not (
+        data.startswith(b"data: {")
+        and data.endswith(b"\n\n")
+        and data.count(b"\n") == 2 * data.count(b"\n\n") == 2 * data.count(b"data: {")
+    ):
+        return None
+    if _USAGE in data:
+        stripped = data.replace(_NULL_USAGE, b"")
+        if _USAGE in stripped:  # a usage that may carry counts, or a null one in another form
+            return None
+        if not include_usage:
+            data = stripped
     return names.swapped(data)
 
 
@@ -203,7 +227,7 @@ STALLS = web.AppKey("stalls", StallWatch)
 
 
 async def _relay(
-    upstream: aiohttp.ClientResponse, out: web.StreamResponse, call: Call, include_usage: bool, stalls: StallWatch
+    upstream: aiohttp.ClientResponse, out: web.Response, call: Call, include_usage: bool, stalls: StallWatch
 ) -> bool:
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
     has then been written too, ending the response body."""
@@ -213,20 +237,26 @@ async def _relay(
     last_read = stalls.last_read
     async for data in upstream.content.iter_any():
         last_read[upstream] = now()
-        if not pending and _plain(data):
-            cleaned = _cleaned(data, include_usage, names)
-            if cleaned is not None:
-                await out.write(cleaned)  # the common case: whole `data:` events, forwarded without parsing
-                continue
-        text = pending + (data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data)
-        end = text.rfind(b"\n\n")
-        if end < 0:
+        text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+        if pending:
+            text = pending + text
+        end = text.rfind(b"\n\n") + 2
+        if end < 2:
             pending = text
             continue
-        complete, pending = text[: end + 2], text[end + 2 :]  # an incomplete last event waits for the next read
-        # The plain events before the first that must be parsed (often all but usage and [DONE]) go as one block.
+        if end == len(text):  # the usual read: whole events
+            complete, pending = text, b""
+        else:  # an incomplete last event waits for the next read
+            complete, pending = text[:end], text[end:]
+        if b'"error"' not in complete and b"[DONE]" not in complete:
+            block = _translated(complete, include_usage, names)
+            if block is not None:  # the usual read: whole events, forwarded without parsing
+                await out.write(block)
+                continue
+        # The plain events before the first that must be parsed (on the last read all but usage and [DONE]) go as
+        # one block, translated without parsing.
         at = _plain_head(complete)
-        head = _cleaned(complete[:at], include_usage, names) if at and _plain(complete[:at]) else None
+        head = _translated(complete[:at], include_usage, names) if at else None
         if head is None:
             at = 0
         events = complete[at:].split(b"\n\n")[:-1]
@@ -235,8 +265,15 @@ async def _relay(
     return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage, names)
 
 
+async def _finish(out: web.Response, last: bytes) -> None:
+    """The last events and the end of the chunked body in one write (one system call; with the headers too when
+    nothing was written before, as when the whole stream came in one read)."""
+    out.body = last
+    await out.write_eof()
+
+
 async def _forward(
-    out: web.StreamResponse, events: list[bytes], call: Call, include_usage: bool, names: _Names, *, head: bytes = b""
+    out: web.Response, events: list[bytes], call: Call, include_usage: bool, names: _Names, *, head: bytes = b""
 ) -> bool:
     """Write `head` (already translated) and these events (translated) in one write; True when they ended with
     [DONE] (the body is then ended)."""
@@ -246,8 +283,7 @@ async def _forward(
         if not payload:
             continue  # a comment or a keep-alive
         if payload.startswith(b"[DONE]"):
-            # the last events, [DONE] and the end of the chunked body in one write (one system call)
-            await out.write_eof(b"".join((*batch, _DONE)))
+            await _finish(out, b"".join((*batch, _DONE)))
             return True
         try:
             forwarded = _event(payload, call, include_usage, names)
@@ -265,7 +301,10 @@ async def _forward(
 async def relay_sse(
     request: web.Request, upstream: aiohttp.ClientResponse, call: Call, *, include_usage: bool
 ) -> web.StreamResponse:
-    out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    # A Response, prepared here and written by the relay, holds its headers until the first write (a StreamResponse
+    # sends them alone at prepare): they leave with the first events, one system call fewer per stream.
+    out = web.Response(headers=_SSE_HEADERS)
+    out.enable_chunked_encoding()
     await out.prepare(request)
     stalls = request.app[STALLS]
     stalls.watch(upstream)
