@@ -318,6 +318,8 @@ async def relay_sse(
             await _error_event(out, exc)
             call.status = 502
             return out
+        except ConnectionError:
+            raise  # a write to a client that left (aiohttp's reset error is a ClientError too): not the upstream
         except (TimeoutError, aiohttp.ClientError):
             log.warning("upstream stream of %s broke", call.route.ref.name if call.route else "?")
             done = False

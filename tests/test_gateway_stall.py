@@ -7,12 +7,16 @@ import asyncio
 import signal
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import orjson
 import pytest_asyncio
 from aiohttp import web
+from sqlalchemy import select
 
+from server.store.db import Database as Db
+from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
@@ -81,3 +85,73 @@ async def test_a_stalled_upstream_stream_ends_with_an_error_within_the_bound(
     finally:
         gw.proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(gw.proc.wait(), 60)
+
+
+@pytest_asyncio.fixture
+async def trickling_upstream() -> AsyncIterator[str]:
+    """A real upstream on loopback that streams a chunk every 50 ms for a few seconds, then usage and [DONE]."""
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for _ in range(60):
+            await resp.write(_CHUNK)
+            await asyncio.sleep(0.05)
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app, shutdown_timeout=0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_client_leaving_mid_stream_is_metered_499_and_not_logged_as_an_upstream_failure(
+    *,
+    database: Database,
+    server: Server,
+    gateway: Gateway,
+    fakes: Fakes,
+    gw_world: GatewayWorld,
+    trickling_upstream: str,
+    tmp_path: Path,
+) -> None:
+    connect = ConnectJsonCaller(server.base_url)
+    await create_models(connect, server.admin_token, gw_world, [ModelSpec("trickle", upstream=trickling_upstream)])
+    log_path = tmp_path / "gateway.log"
+    with log_path.open("wb") as log:
+        gw = await start_gateway_process(gateway_env(database, gateway.settings.var_dir, fakes), workers=1, stderr=log)
+    try:
+        headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
+        model = gw_world.model("trickle")
+        body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        async with aiohttp.ClientSession() as http:
+            resp = await http.post(f"{gw.base_url}/chat/completions", json=body, headers=headers)
+            assert resp.status == 200
+            assert b"before the stall" in await resp.content.readany()
+            resp.close()  # the client goes away while the upstream is still streaming
+        db = Db(database.url)
+        try:
+            statuses: list[int] = []
+            for _ in range(200):  # bounded wait for the metering flush, not a timing assertion
+                async with db.read() as session:
+                    statuses = list(
+                        await session.scalars(select(UsageEventRow.status).where(UsageEventRow.model_id == model))
+                    )
+                if statuses:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            await db.close()
+        assert statuses == [499]
+    finally:
+        gw.proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(gw.proc.wait(), 60)
+    assert "broke" not in log_path.read_text(errors="replace")
