@@ -4,9 +4,10 @@ of it): the client gets what came before and then an error event, and the respon
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -27,6 +28,20 @@ _CHUNK = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":
 _CHUNK += b'"delta":{"content":"before the stall"},"finish_reason":null}]}\n\n'
 
 
+@contextlib.asynccontextmanager
+async def _upstream(chat: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> AsyncIterator[str]:
+    """A real upstream on loopback answering chat completions with `chat`; yields its /v1 base URL."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app, shutdown_timeout=0)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        await runner.cleanup()
+
+
 @pytest_asyncio.fixture
 async def stalling_upstream() -> AsyncIterator[str]:
     """A real upstream on loopback that streams one chunk, then sends nothing more (connection left open)."""
@@ -40,17 +55,11 @@ async def stalling_upstream() -> AsyncIterator[str]:
         await release.wait()
         return resp
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app, shutdown_timeout=0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        release.set()
-        await runner.cleanup()
+    async with _upstream(chat) as url:
+        try:
+            yield url
+        finally:
+            release.set()  # before the runner's cleanup, which waits for the handler
 
 
 async def test_a_stalled_upstream_stream_ends_with_an_error_within_the_bound(
@@ -101,16 +110,8 @@ async def trickling_upstream() -> AsyncIterator[str]:
         await resp.write(b"data: [DONE]\n\n")
         return resp
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app, shutdown_timeout=0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        await runner.cleanup()
+    async with _upstream(chat) as url:
+        yield url
 
 
 async def test_a_client_leaving_mid_stream_is_metered_499_and_not_logged_as_an_upstream_failure(
