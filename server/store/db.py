@@ -402,14 +402,15 @@ class Database:
         async with self._sessions() as session:
             yield session
 
-    @contextlib.asynccontextmanager
-    async def lone_read(self) -> AsyncIterator[AsyncSession]:
+    def lone_read(self) -> AsyncSession:
         """For a read-only RPC whose answer is one statement (its gates answered from the per-process caches, which
         already allow answers up to their bound old): each statement runs on its own, outside a transaction, saving
         two round trips on PostgreSQL; on a SQLite file they run on the event loop from read-only connections. Never
-        write through it: nothing would roll the write back. RPCs that write keep `transaction()`, one per RPC."""
-        async with self._lone_reads() as session:
-            yield session
+        write through it: nothing would roll the write back. RPCs that write keep `transaction()`, one per RPC.
+
+        Used as `async with db.lone_read() as session`: the session is its own context manager (closed at the end),
+        without a generator-based one around it on every read."""
+        return self._lone_reads()
 
     async def close(self) -> None:
         if self._read_engine is not None:
