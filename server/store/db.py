@@ -345,7 +345,7 @@ class _LoneStatements:
     async def rows(self, statement: Select[Any], parameters: Mapping[str, Any]) -> list[Any]:
         sql, names = self._prepare(statement)
         async with self._engine.connect() as connection:
-            driver: Any = (await connection.get_raw_connection()).driver_connection
+            driver: Any = connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
             if not self._named:
                 rows: list[Any] = await driver.fetch_all(sql, [parameters[n] for n in names])
                 return rows
