@@ -8,11 +8,12 @@ import asyncio
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import exc, text
+from sqlalchemy import Integer, String, TypeDecorator, bindparam, column, exc, select, table, text, type_coerce
 
-from server.store.db import Database
+from server.store.db import Database, lone_rows
 from tests.conftest import PG_ADMIN_URL, _pg_admin_connect, _pg_unreachable_reason
 from tests.conftest import Database as TestDatabase
 
@@ -170,4 +171,43 @@ async def test_a_busy_lone_read_waits_on_the_driver_thread_not_the_loop(tmp_path
         assert await asyncio.wait_for(task, 5) == 2
     finally:
         holder.close()
+        await db.close()
+
+
+class _Shouted(TypeDecorator[str]):
+    """A column type that converts what the driver returns, which the driver alone would not do."""
+
+    impl = String
+    cache_ok = True
+
+    def process_result_value(self, value: str | None, dialect: Any) -> str | None:
+        return None if value is None else value.upper()
+
+
+async def test_lone_rows_answer_what_core_answers_and_refuse_statements_that_need_conversion(
+    database: TestDatabase,
+) -> None:
+    """Lone reads run their statement on the pooled connection's driver; the rows are those Core returns, in a
+    lone-read session and in a transaction (where the session runs it), and a statement whose values Core would
+    convert is refused rather than answered unconverted."""
+    db = Database(database.url)
+    try:
+        async with db.transaction() as s:
+            await s.execute(text("DROP TABLE IF EXISTS lone_rows_probe"))
+            await s.execute(text("CREATE TABLE lone_rows_probe (id INTEGER PRIMARY KEY, name VARCHAR(20))"))
+            await s.execute(text("INSERT INTO lone_rows_probe VALUES (1, 'b'), (2, 'a'), (3, 'c')"))
+        probe = table("lone_rows_probe", column("id", Integer), column("name", String))
+        statement = select(probe.c.id, probe.c.name).where(probe.c.id < bindparam("below")).order_by(probe.c.name)
+        for _ in range(7):  # past psycopg's threshold for preparing a statement on its connection
+            async with db.lone_read() as s:
+                assert await lone_rows(s, statement, {"below": 3}) == [(2, "a"), (1, "b")]
+        async with db.transaction() as s:
+            assert await lone_rows(s, statement, {"below": 4}) == [(2, "a"), (1, "b"), (3, "c")]
+        shouted = select(type_coerce(probe.c.name, _Shouted()))
+        with pytest.raises(TypeError, match="no conversion"):
+            async with db.lone_read() as s:
+                await lone_rows(s, shouted, {})
+    finally:
+        async with db.transaction() as s:
+            await s.execute(text("DROP TABLE IF EXISTS lone_rows_probe"))
         await db.close()

@@ -16,7 +16,7 @@ from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import require_name, require_nonempty
 from server.errors import AlreadyExists, FailedPrecondition, NotFound
-from server.store.db import integrity_as, new_id
+from server.store.db import integrity_as, lone_rows, new_id
 from server.store.models import GroupMemberRow, GroupRow, TenantMemberRow
 
 __all__ = [
@@ -94,12 +94,11 @@ async def list_groups(
     reach = await permissions.readable_groups_of(session, principal, tenant_id, for_key_attach=api_key_attachable)
     if reach is False:
         return []
-    connection = await session.connection()
     if reach is True:
-        result = await connection.execute(_GROUPS_OF_TENANT, {"tenant_id": tenant_id})
+        rows = await lone_rows(session, _GROUPS_OF_TENANT, {"tenant_id": tenant_id})
     else:
-        result = await connection.execute(_GROUPS_OF_MEMBER, {"tenant_id": tenant_id, "user_id": reach})
-    return [Group(i, tenant_id, n, c) for i, n, c in result.all()]  # positional: half the cost of keywords
+        rows = await lone_rows(session, _GROUPS_OF_MEMBER, {"tenant_id": tenant_id, "user_id": reach})
+    return [Group(i, tenant_id, n, c) for i, n, c in rows]  # positional: half the cost of keywords
 
 
 async def delete_group(session: AsyncSession, principal: Principal, tenant_id: str, group_id: str) -> None:

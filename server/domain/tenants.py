@@ -20,7 +20,7 @@ from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_name, require_nonempty
 from server.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, TenantRole
-from server.store.db import integrity_as, new_id
+from server.store.db import integrity_as, lone_rows, new_id
 from server.store.models import GroupMemberRow, GroupRow, TenantInviteRow, TenantMemberRow, TenantRow, UserRow
 
 __all__ = [
@@ -267,5 +267,5 @@ _MEMBERSHIPS_OF_USER = (
 
 
 async def memberships_of(session: AsyncSession, user_id: str) -> list[Membership]:
-    rows = await (await session.connection()).execute(_MEMBERSHIPS_OF_USER, {"user_id": user_id})
-    return [Membership(t, n, TenantRole(r)) for t, n, r in rows.all()]
+    rows = await lone_rows(session, _MEMBERSHIPS_OF_USER, {"user_id": user_id})
+    return [Membership(t, n, TenantRole(r)) for t, n, r in rows]

@@ -13,7 +13,7 @@ import re
 import secrets
 import select
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,10 +23,11 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.sql import Select
 
 from server.errors import AlreadyExists
 
-__all__ = ["Database", "as_utc", "insert_ignoring_duplicates", "integrity_as", "new_id"]
+__all__ = ["Database", "as_utc", "insert_ignoring_duplicates", "integrity_as", "lone_rows", "new_id"]
 
 
 def as_utc(value: datetime | None) -> datetime | None:
@@ -150,6 +151,20 @@ class _OneTripCursor(aiosqlite.Cursor):
 class _OneTripConnection(aiosqlite.Connection):
     def cursor(self) -> Any:  # awaited or entered by SQLAlchemy's adapter; makes no trip to the thread
         return _Ready(_OneTripCursor(self))
+
+    async def fetch_all(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
+        """A statement's rows straight from sqlite3, in one trip (see `lone_rows`)."""
+        connection: sqlite3.Connection = self._conn
+
+        def run() -> list[Any]:
+            cursor = connection.execute(sql, parameters)
+            try:
+                return cursor.fetchall()
+            finally:
+                cursor.close()
+
+        rows: list[Any] = await self._execute(run)  # type: ignore[no-untyped-call]
+        return rows
 
     # sqlite3 opens a transaction only before a write, so a read-only request has nothing to commit, and the pool's
     # rollback on return follows every commit: without an open transaction both are no-ops, skipped without a trip.
@@ -293,6 +308,61 @@ def make_engine(url: str) -> AsyncEngine:
 
 
 AFTER_COMMIT = "switchboard_after_commit"  # session.info key: callables to run once the transaction committed
+_LONE_STATEMENTS = "switchboard_lone_statements"  # session.info key of lone-read sessions: their `_LoneStatements`
+
+
+class _LoneStatements:
+    """Runs a lone read's statement on a pooled connection's driver: no session transaction, no Core execution
+    context, no result object. Under ListGroups load these were more of the server's CPU than the statement itself.
+
+    Statements are compiled once per statement object (module-level constants, built once) and must need no type
+    conversion of their parameters or columns, so the driver's values are what Core would have returned.
+    """
+
+    _MAX_STATEMENTS = 256  # prebuilt statements only; a bound, not an expected size
+
+    def __init__(self, engine: AsyncEngine, *, named: bool) -> None:
+        self._engine = engine
+        self._named = named  # the driver takes a mapping (psycopg); otherwise a sequence in bind order (sqlite3)
+        self._compiled: dict[int, tuple[Select[Any], str, tuple[str, ...]]] = {}
+
+    def _prepare(self, statement: Select[Any]) -> tuple[str, tuple[str, ...]]:
+        known = self._compiled.get(id(statement))
+        if known is not None and known[0] is statement:
+            return known[1], known[2]
+        dialect = self._engine.dialect
+        compiled = statement.compile(dialect=dialect)
+        converted = [str(c) for c in statement.selected_columns if c.type.result_processor(dialect, None) is not None]
+        converted += [b.key for b in compiled.binds.values() if b.type.bind_processor(dialect) is not None]
+        if converted or compiled.escaped_bind_names:
+            raise TypeError(f"a lone statement's values must need no conversion: {converted}")
+        names = tuple(compiled.binds) if self._named else tuple(compiled.positiontup or ())
+        if len(self._compiled) >= self._MAX_STATEMENTS:
+            self._compiled.clear()
+        self._compiled[id(statement)] = (statement, compiled.string, names)
+        return compiled.string, names
+
+    async def rows(self, statement: Select[Any], parameters: Mapping[str, Any]) -> list[Any]:
+        sql, names = self._prepare(statement)
+        async with self._engine.connect() as connection:
+            driver: Any = connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
+            if not self._named:
+                rows: list[Any] = await driver.fetch_all(sql, [parameters[n] for n in names])
+                return rows
+            async with driver.cursor() as cursor:
+                await cursor.execute(sql, {n: parameters[n] for n in names})
+                return list(await cursor.fetchall())
+
+
+async def lone_rows(session: AsyncSession, statement: Select[Any], parameters: Mapping[str, Any]) -> list[Any]:
+    """The rows (tuples, in column order) of a prebuilt SELECT. In a `Database.lone_read()` session that has not
+    begun anything else, straight from a pooled connection's driver (see `_LoneStatements`); in any other session,
+    through it as usual."""
+    statements: _LoneStatements | None = session.info.get(_LONE_STATEMENTS)
+    if statements is None or session.in_transaction():
+        result = await (await session.connection()).execute(statement, dict(parameters))
+        return list(result.all())
+    return await statements.rows(statement, parameters)
 
 
 class Database:
@@ -306,13 +376,17 @@ class Database:
         # PostgreSQL: a transaction costs a BEGIN and a COMMIT round trip around the query. SQLite's driver opens none
         # for a SELECT anyway; a file database answers lone reads on the event loop from read-only connections.
         self._read_engine: AsyncEngine | None = None
+        lone_info = info
         if not url.startswith("sqlite"):
             lone = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+            if make_url(url).get_driver_name() == "psycopg":
+                lone_info = {**info, _LONE_STATEMENTS: _LoneStatements(lone, named=True)}
         elif (path := _sqlite_file(url)) is not None:
             lone = self._read_engine = _inline_read_engine(path)
+            lone_info = {**info, _LONE_STATEMENTS: _LoneStatements(lone, named=False)}
         else:
             lone = self.engine
-        self._lone_reads = async_sessionmaker(lone, expire_on_commit=False, info=info)
+        self._lone_reads = async_sessionmaker(lone, expire_on_commit=False, info=lone_info)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
@@ -328,14 +402,15 @@ class Database:
         async with self._sessions() as session:
             yield session
 
-    @contextlib.asynccontextmanager
-    async def lone_read(self) -> AsyncIterator[AsyncSession]:
+    def lone_read(self) -> AsyncSession:
         """For a read-only RPC whose answer is one statement (its gates answered from the per-process caches, which
         already allow answers up to their bound old): each statement runs on its own, outside a transaction, saving
         two round trips on PostgreSQL; on a SQLite file they run on the event loop from read-only connections. Never
-        write through it: nothing would roll the write back. RPCs that write keep `transaction()`, one per RPC."""
-        async with self._lone_reads() as session:
-            yield session
+        write through it: nothing would roll the write back. RPCs that write keep `transaction()`, one per RPC.
+
+        Used as `async with db.lone_read() as session`: the session is its own context manager (closed at the end),
+        without a generator-based one around it on every read."""
+        return self._lone_reads()
 
     async def close(self) -> None:
         if self._read_engine is not None:
