@@ -62,6 +62,33 @@ async def test_removed_member_is_refused_at_once_by_the_process_that_removed_the
     must(await connect.call(f"{GROUPS}/CreateGroup", group, token=world.tokens["member"]))
 
 
+async def test_get_current_user_shows_membership_changes_at_once_in_the_process_that_made_them(
+    server: Server, connect: ConnectJsonCaller
+) -> None:
+    """GetCurrentUser's memberships come from the same per-process cache as the roles the gates check."""
+    world = await make_world(server, connect)
+    admin, user = server.admin_token, world.user_ids["member"]
+
+    async def roles() -> dict[str, str]:
+        me = must(await connect.call(f"{USERS}/GetCurrentUser", {}, token=world.tokens["member"], get=True))
+        return {m["tenantId"]: m["role"] for m in me.get("memberships", [])}
+
+    assert (await roles())[world.tenant_id] == "TENANT_ROLE_MEMBER"  # now cached
+    promote = {"tenantId": world.tenant_id, "userId": user, "role": "TENANT_ROLE_EDITOR"}
+    must(await connect.call(f"{TENANTS}/UpdateTenantMemberRole", promote, token=admin))
+    assert (await roles())[world.tenant_id] == "TENANT_ROLE_EDITOR"
+    second = {"name": f"second-{time.monotonic_ns()}"}
+    tenant = must(await connect.call(f"{TENANTS}/CreateTenant", second, token=admin))["tenant"]["id"]
+    join = {"tenantId": tenant, "userId": user, "role": "TENANT_ROLE_ADMIN"}
+    must(await connect.call(f"{TENANTS}/AddTenantMember", join, token=admin))
+    assert (await roles())[tenant] == "TENANT_ROLE_ADMIN"
+    must(await connect.call(f"{TENANTS}/DeleteTenant", {"tenantId": tenant}, token=admin))
+    assert tenant not in await roles()
+    leave = {"tenantId": world.tenant_id, "userId": user}
+    must(await connect.call(f"{TENANTS}/RemoveTenantMember", leave, token=admin))
+    assert await roles() == {}
+
+
 async def test_membership_changes_reach_every_replica_within_the_bound(database: Database) -> None:
     """Two server processes on one PostgreSQL: change a membership through one, the other follows within 1 s."""
     async with two_replicas(database) as r:
@@ -74,8 +101,14 @@ async def test_membership_changes_reach_every_replica_within_the_bound(database:
             body = {"tenantId": r.world.tenant_id, "name": f"g-{time.monotonic_ns()}"}
             return await r.b.call(f"{GROUPS}/CreateGroup", body, token=admin)
 
+        async def editor_sees_the_tenant() -> Result:
+            me = must(await r.b.call(f"{USERS}/GetCurrentUser", {}, token=editor, get=True))
+            tenants = [m["tenantId"] for m in me.get("memberships", [])]
+            return Result("ok" if r.world.tenant_id in tenants else "not_found", me)
+
         assert (await editor_lists()).ok  # replica B has cached the editor's role
-        assert (await admin_creates()).ok  # and the admin's
+        assert (await editor_sees_the_tenant()).ok  # and memberships
+        assert (await admin_creates()).ok  # and the admin's role
         must(
             await r.a.call(
                 f"{TENANTS}/RemoveTenantMember",
@@ -89,5 +122,6 @@ async def test_membership_changes_reach_every_replica_within_the_bound(database:
         must(await r.a.call(f"{TENANTS}/UpdateTenantMemberRole", demote, token=r.admin_token))
         started = time.monotonic()
         assert (await _settles(editor_lists, accepted=False)).code == "permission_denied"
+        assert not (await _settles(editor_sees_the_tenant, accepted=False)).ok
         assert (await _settles(admin_creates, accepted=False)).code == "permission_denied"
         assert time.monotonic() - started < 3  # the bound is 1 s; the rest is slack for a loaded machine

@@ -267,5 +267,11 @@ _MEMBERSHIPS_OF_USER = (
 
 
 async def memberships_of(session: AsyncSession, user_id: str) -> list[Membership]:
-    rows = await lone_rows(session, _MEMBERSHIPS_OF_USER, {"user_id": user_id})
-    return [Membership(t, n, TenantRole(r)) for t, n, r in rows]
+    """A user's memberships, cached per process within the bound of the roles the gates check (see
+    `permissions.user_memberships`)."""
+
+    async def load() -> list[Membership]:
+        rows = await lone_rows(session, _MEMBERSHIPS_OF_USER, {"user_id": user_id})
+        return [Membership(t, n, TenantRole(r)) for t, n, r in rows]
+
+    return await permissions.user_memberships(session, user_id, load)

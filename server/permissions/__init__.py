@@ -63,6 +63,7 @@ from server.permissions.tenancy import (
     require_tenant_scope,
     resolve_tenant,
     tenant_role,
+    user_memberships,
 )
 
 __all__ = [
@@ -117,4 +118,5 @@ __all__ = [
     "resolve_tenant",
     "set_sharing",
     "tenant_role",
+    "user_memberships",
 ]

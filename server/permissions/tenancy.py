@@ -23,8 +23,9 @@ Caching
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from enum import Enum, IntEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -57,7 +58,10 @@ __all__ = [
     "require_tenant_scope",
     "resolve_tenant",
     "tenant_role",
+    "user_memberships",
 ]
+
+T = TypeVar("T")
 
 
 class TenantRole(IntEnum):
@@ -112,11 +116,13 @@ _MEMBERSHIP = select(TenantRow.id, TenantMemberRow.role).outerjoin(
 
 
 class Memberships:
-    """A process's cache of tenant existence and tenant roles, each answer at most `ttl` seconds old."""
+    """A process's cache of tenant existence and tenant roles, and of each user's list of memberships (what
+    GetCurrentUser shows, so it agrees with what the gates allow), each answer at most `ttl` seconds old."""
 
     def __init__(self, ttl: float) -> None:
         self._ttl = ttl
         self._entries: dict[tuple[str, str], tuple[float, int | None]] = {}
+        self._of_user: dict[str, tuple[float, list[Any]]] = {}
         self._generation = 0  # bumped by forget(): a load that began before it must not be stored
 
     async def lookup(self, session: AsyncSession, tenant_id: str, user_id: str) -> _Answer:
@@ -132,13 +138,34 @@ class Memberships:
             self._entries[key] = (started + self._ttl, answer[1])
         return answer
 
+    async def of_user(self, user_id: str, load: Callable[[], Awaitable[list[T]]]) -> list[T]:
+        hit = self._of_user.get(user_id)
+        if hit is not None and time.monotonic() < hit[0]:
+            return list(hit[1])
+        generation, started = self._generation, time.monotonic()
+        found = await load()
+        if self._ttl > 0 and generation == self._generation:
+            if len(self._of_user) >= _MAX_ENTRIES:
+                self._of_user.clear()
+            self._of_user[user_id] = (started + self._ttl, list(found))
+        return found
+
     def forget(self, tenant_id: str, user_id: str | None) -> None:
         """Drop what is known of one membership (or, with no user, of the whole tenant)."""
         self._generation += 1
         if user_id is None:
             self._entries.clear()  # a deleted tenant: rare enough not to index entries by tenant
+            self._of_user.clear()
         else:
             self._entries.pop((tenant_id, user_id), None)
+            self._of_user.pop(user_id, None)
+
+
+async def user_memberships(session: AsyncSession, user_id: str, load: Callable[[], Awaitable[list[T]]]) -> list[T]:
+    """A user's memberships as `load` reads them, through the process's `Memberships` cache when the session has
+    one: the same bound and the same forgetting as the roles the gates check."""
+    cache: Memberships | None = session.info.get(_MEMBERSHIPS)
+    return await (cache.of_user(user_id, load) if cache is not None else load())
 
 
 def memberships_info(ttl: float) -> dict[str, Any]:
