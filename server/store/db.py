@@ -13,7 +13,7 @@ import re
 import secrets
 import select
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -151,20 +151,6 @@ class _OneTripCursor(aiosqlite.Cursor):
 class _OneTripConnection(aiosqlite.Connection):
     def cursor(self) -> Any:  # awaited or entered by SQLAlchemy's adapter; makes no trip to the thread
         return _Ready(_OneTripCursor(self))
-
-    async def fetch_all(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
-        """A statement's rows straight from sqlite3, in one trip (see `lone_rows`)."""
-        connection: sqlite3.Connection = self._conn
-
-        def run() -> list[Any]:
-            cursor = connection.execute(sql, parameters)
-            try:
-                return cursor.fetchall()
-            finally:
-                cursor.close()
-
-        rows: list[Any] = await self._execute(run)  # type: ignore[no-untyped-call]
-        return rows
 
     # sqlite3 opens a transaction only before a write, so a read-only request has nothing to commit, and the pool's
     # rollback on return follows every commit: without an open transaction both are no-ops, skipped without a trip.
@@ -346,11 +332,9 @@ class _LoneStatements:
         sql, names = self._prepare(statement)
         async with self._engine.connect() as connection:
             driver: Any = connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
-            if not self._named:
-                rows: list[Any] = await driver.fetch_all(sql, [parameters[n] for n in names])
-                return rows
-            async with driver.cursor() as cursor:
-                await cursor.execute(sql, {n: parameters[n] for n in names})
+            bound = {n: parameters[n] for n in names} if self._named else [parameters[n] for n in names]
+            async with driver.cursor() as cursor:  # on SQLite a `_OneTripCursor`: one trip, rows read with it
+                await cursor.execute(sql, bound)
                 return list(await cursor.fetchall())
 
 
