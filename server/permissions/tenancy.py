@@ -62,6 +62,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 class TenantRole(IntEnum):
@@ -121,34 +122,39 @@ class Memberships:
 
     def __init__(self, ttl: float) -> None:
         self._ttl = ttl
-        self._entries: dict[tuple[str, str], tuple[float, int | None]] = {}
-        self._of_user: dict[str, tuple[float, list[Any]]] = {}
+        self._entries: dict[tuple[str, str], tuple[float, _Answer]] = {}
+        self._of_user: dict[str, tuple[float, Any]] = {}
         self._generation = 0  # bumped by forget(): a load that began before it must not be stored
 
     async def lookup(self, session: AsyncSession, tenant_id: str, user_id: str) -> _Answer:
+        # A missing tenant is not kept, so a new tenant is seen at once.
         key = (tenant_id, user_id)
-        hit = self._entries.get(key)
-        if hit is not None and time.monotonic() < hit[0]:
-            return True, hit[1]
-        generation, started = self._generation, time.monotonic()
-        answer = await _load(session, tenant_id, user_id)
-        if answer[0] and self._ttl > 0 and generation == self._generation:
-            if len(self._entries) >= _MAX_ENTRIES:
-                self._entries.clear()
-            self._entries[key] = (started + self._ttl, answer[1])
-        return answer
+        return await self._cached(self._entries, key, lambda: _load(session, *key), keep=_tenant_exists_in)
 
     async def of_user(self, user_id: str, load: Callable[[], Awaitable[list[T]]]) -> list[T]:
-        hit = self._of_user.get(user_id)
+        async def frozen() -> tuple[T, ...]:
+            return tuple(await load())
+
+        return list(await self._cached(self._of_user, user_id, frozen))
+
+    async def _cached(
+        self,
+        entries: dict[Any, tuple[float, V]],
+        key: Any,
+        load: Callable[[], Awaitable[V]],
+        keep: Callable[[V], bool] = lambda _: True,
+    ) -> V:
+        """The fresh entry, else what `load` answers, kept if `keep` says so and no `forget()` came while it loaded."""
+        hit = entries.get(key)
         if hit is not None and time.monotonic() < hit[0]:
-            return list(hit[1])
+            return hit[1]
         generation, started = self._generation, time.monotonic()
-        found = await load()
-        if self._ttl > 0 and generation == self._generation:
-            if len(self._of_user) >= _MAX_ENTRIES:
-                self._of_user.clear()
-            self._of_user[user_id] = (started + self._ttl, list(found))
-        return found
+        value = await load()
+        if self._ttl > 0 and generation == self._generation and keep(value):
+            if len(entries) >= _MAX_ENTRIES:
+                entries.clear()
+            entries[key] = (started + self._ttl, value)
+        return value
 
     def forget(self, tenant_id: str, user_id: str | None) -> None:
         """Drop what is known of one membership (or, with no user, of the whole tenant)."""
@@ -159,6 +165,10 @@ class Memberships:
         else:
             self._entries.pop((tenant_id, user_id), None)
             self._of_user.pop(user_id, None)
+
+
+def _tenant_exists_in(answer: _Answer) -> bool:
+    return answer[0]
 
 
 async def user_memberships(session: AsyncSession, user_id: str, load: Callable[[], Awaitable[list[T]]]) -> list[T]:
