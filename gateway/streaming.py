@@ -138,32 +138,31 @@ def _special_at(data: bytes) -> int:
 
 
 def _cleaned(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
-    """These bytes as the client gets them, without parsing: null usage fields removed unless it asked for usage,
-    every model the id it asked for. None when they must be parsed (counts, an error, [DONE], another form)."""
+    """One event's data as the client gets it, without parsing; None when it must be parsed (an error, [DONE], see
+    `_unparsed`)."""
     if b'"error"' in data or b"[DONE]" in data:
         return None
-    usages = data.count(_USAGE)
-    if usages:
-        if data.count(_NULL_USAGE) != usages:  # also a usage that may carry counts
-            return None
-        if not include_usage:
-            data = data.replace(_NULL_USAGE, b"")
-    return names.swapped(data)
+    return _unparsed(data, include_usage, names)
 
 
 def _translated(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
-    """Events that hold no error and no [DONE] as the client gets them, without parsing: null usage fields removed
-    unless it asked for usage, every model the id it asked for. None when they must be parsed: not all standard
-    single-line `data: {...}` events (LF line ends), a usage that may carry counts, a field in another form."""
+    """Whole events holding no error and no [DONE] as the client gets them, without parsing; None when they must be
+    parsed: not all standard single-line `data: {...}` events (LF line ends), or see `_unparsed`."""
     if not (
         data.startswith(b"data: {")
         and data.endswith(b"\n\n")
         and data.count(b"\n") == 2 * data.count(b"\n\n") == 2 * data.count(b"data: {")
     ):
         return None
+    return _unparsed(data, include_usage, names)
+
+
+def _unparsed(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
+    """Null usage fields removed unless the client asked for usage, every model the id it asked for; None for a
+    usage that may carry counts (or a null one in another form) or a model field that must be parsed."""
     if _USAGE in data:
         stripped = data.replace(_NULL_USAGE, b"")
-        if _USAGE in stripped:  # a usage that may carry counts, or a null one in another form
+        if _USAGE in stripped:
             return None
         if not include_usage:
             data = stripped
