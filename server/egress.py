@@ -61,7 +61,7 @@ import logging
 import re
 import socket
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, ip_address
 from typing import TYPE_CHECKING, Any
@@ -184,7 +184,7 @@ class EgressGuard:
         self._db = db
         self._allow_loopback = allow_loopback
         self._own_ports = own_ports
-        self._policies: TtlCache[tuple[IPNetwork, ...]] = TtlCache(policy_cache_seconds, max_entries=1)
+        self._policies: TtlCache[frozenset[IPNetwork]] = TtlCache(policy_cache_seconds, max_entries=1)
         self._lookup: Lookup = lookup or system_lookup
         # Name lookups may be reused for a while (the gateway's new upstream connections then skip the resolver);
         # safe against rebinding, since a cached answer is still checked on every use and connected to as checked.
@@ -205,17 +205,18 @@ class EgressGuard:
             own_ports=frozenset(p for p in (settings.port, settings.gateway_port) if p),
         )
 
-    async def _load_policies(self) -> tuple[IPNetwork, ...]:
+    async def _load_policies(self) -> frozenset[IPNetwork]:
         if self._db is None:
-            return ()
+            return frozenset()
         async with self._db.read() as session:
-            return tuple(await mcp_network_policies.allowed_networks(session))
+            return frozenset(await mcp_network_policies.allowed_networks(session))
 
-    async def allowed_networks(self) -> tuple[IPNetwork, ...]:
-        """Every network an McpNetworkPolicy allows, at most `policy_cache_seconds` old."""
+    async def allowed_networks(self) -> frozenset[IPNetwork]:
+        """Every network an McpNetworkPolicy allows, at most `policy_cache_seconds` old (a set: the MCP pool
+        compares what a session was opened under with what is allowed now)."""
         return await self._policies.get(_POLICIES, self._load_policies)
 
-    def _why_refused(self, address: IPAddress, networks: Sequence[IPNetwork], reach: Reach) -> str | None:
+    def _why_refused(self, address: IPAddress, networks: Collection[IPNetwork], reach: Reach) -> str | None:
         """None when `address` may be reached, else the (internal, logged-only) reason."""
         verdict = classify(address)
         if verdict.verdict == Verdict.PUBLIC:
@@ -248,7 +249,7 @@ class EgressGuard:
             raise _refused(host)
         if all(self._plainly_allowed(a, reach) for a in addresses):
             return
-        networks: tuple[IPNetwork, ...] = ()
+        networks: frozenset[IPNetwork] = frozenset()
         if reach == Reach.TENANT and any(classify(a).verdict == Verdict.PRIVATE for a in addresses):
             networks = await self.allowed_networks()
         for address in addresses:

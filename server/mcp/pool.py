@@ -132,7 +132,7 @@ class SessionPool:
         deadline = asyncio.get_running_loop().time() + self._timeout
         try:
             async with asyncio.timeout_at(deadline):
-                networks = frozenset(await self._guard.allowed_networks())
+                networks = await self._guard.allowed_networks()
         except Exception as exc:
             raise failure(source, what, exc) from None
         for first in (True, False):
