@@ -34,7 +34,6 @@ from server.errors import (
     wire_error_for,
 )
 from server.input_bounds import check_json_bounds
-from server.metering import TrafficEvent
 
 __all__ = [
     "INFERENCE_LIMIT",
@@ -205,7 +204,7 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
         status = response.status if response is not None else 499  # None: cancelled, the client went away
         sent = _sent_bytes(response) if response is not None else 0
         received = request.get(REQUEST_BYTES, request.content_length or 0)
-        app[METER].traffic(TrafficEvent(SERVICE, status, received, sent))
+        app[METER].traffic(SERVICE, status, received, sent)
     return response
 
 

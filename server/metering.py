@@ -1,8 +1,12 @@
 """Usage and traffic metering, written off the hot path, by every process that serves requests.
 
-The gateway records a usage event per model call and a traffic event per HTTP request; the management server records
-a traffic event per request (so platform traffic reads count every request served, including ones that never reached
-a model). Handlers call `Meter.usage(...)` / `Meter.traffic(...)`, which only append to a list.
+The gateway records a usage event per model call and counts every HTTP request; the management server counts every
+request too (so platform traffic reads count every request served, including ones that never reached a model).
+Handlers call `Meter.usage(event)`, which only appends to a list, and `Meter.traffic(...)`, which adds the request
+to its second's count: traffic is read only as sums per bucket (the finest is a minute, aligned to whole minutes),
+so requests of one service, status and second become one `api_traffic` row carrying how many they were. Counts and
+byte totals stay exact; a request's time is kept to the second. That turned a thousand rows per flush at load into
+a handful, and spares each request an event object.
 One background task per process writes them in batches (a few statements per table, see `_insert_sql`); `close()`
 drains whatever is left, so a graceful shutdown (SIGTERM) loses nothing. Events carry counts, ids and sizes only,
 never model input or output.
@@ -14,10 +18,12 @@ import asyncio
 import functools
 import logging
 import operator
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeAlias
 
 import orjson
 from sqlalchemy import Table, insert
@@ -27,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.store.db import Database
 from server.store.models import ApiTrafficRow, UsageEventRow, utcnow
 
-__all__ = ["CallKind", "Meter", "TrafficEvent", "UsageEvent"]
+__all__ = ["CallKind", "Meter", "UsageEvent"]
 
 log = logging.getLogger("switchboard.metering")
 
@@ -68,13 +74,12 @@ class UsageEvent:
     occurred_at: datetime = field(default_factory=utcnow)
 
 
-@dataclass
-class TrafficEvent:
-    service: str
-    status: int
-    request_bytes: int
-    response_bytes: int
-    occurred_at: datetime = field(default_factory=utcnow)
+# (service, status, second since the epoch) -> [requests, request bytes, response bytes]
+_TrafficCounts: TypeAlias = dict[tuple[str, int, int], list[int]]
+_USAGE_COLUMNS = tuple(f.name for f in fields(UsageEvent) if f.name != "occurred_at")
+_USAGE_VALUES = operator.attrgetter(*_USAGE_COLUMNS)  # a row is then one C-level call plus the time
+_USAGE_SHAPE = (*_USAGE_COLUMNS, "occurred_at")
+_TRAFFIC_SHAPE = ("service", "status", "requests", "request_bytes", "response_bytes", "occurred_at")
 
 
 _USAGE: Table = UsageEventRow.__table__  # type: ignore[assignment]
@@ -105,37 +110,54 @@ def _insert_sql(table: Table, dialect: Dialect, columns: tuple[str, ...], rows: 
     return f"INSERT INTO {table.name} ({names}) SELECT {values} FROM json_array_elements(%s::json) AS r(v)"  # noqa: S608
 
 
-async def _insert(session: AsyncSession, table: Table, events: list[Any]) -> None:
-    """A batch in few statements on SQLite and PostgreSQL (see `_insert_sql`); elsewhere a Core executemany."""
-    if not events:
-        return
+def _usage_rows(events: list[UsageEvent], time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
+    return [(*_USAGE_VALUES(e), time_of(e.occurred_at)) for e in events]
+
+
+def _traffic_rows(counts: _TrafficCounts, time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
+    return [
+        (service, status, requests, received, sent, time_of(datetime.fromtimestamp(second, UTC)))
+        for (service, status, second), (requests, received, sent) in counts.items()
+    ]
+
+
+async def _insert(
+    session: AsyncSession,
+    table: Table,
+    shape: tuple[str, ...],
+    rows_of: Callable[[Callable[[datetime], Any]], list[tuple[Any, ...]]],
+) -> None:
+    """A batch in few statements on SQLite and PostgreSQL (see `_insert_sql`); elsewhere a Core executemany.
+    `rows_of(time_of)` gives the rows in `shape`'s order, each occurred_at (last) passed through `time_of`: this runs
+    on the event loop, and each dialect takes the time in the form that costs it least."""
     dialect = session.get_bind().dialect
     if dialect.name not in ("sqlite", "postgresql"):
-        await session.execute(insert(table), [vars(e) for e in events])
+        rows = rows_of(lambda value: value)
+        if rows:
+            await session.execute(insert(table), [dict(zip(shape, row, strict=True)) for row in rows])
         return
-    # occurred_at last: a row is then one C-level attrgetter call plus the time (this runs on the event loop)
-    columns = tuple(f.name for f in fields(events[0]) if f.name != "occurred_at")
-    values = operator.attrgetter(*columns)
-    shape = (*columns, "occurred_at")
     connection = await session.connection()
     if dialect.name == "postgresql":
-        rows = [(*values(e), e.occurred_at) for e in events]  # orjson writes aware datetimes as RFC 3339
-        await connection.exec_driver_sql(_insert_sql(table, dialect, shape), (orjson.dumps(rows).decode(),))
+        rows = rows_of(lambda value: value)  # orjson writes aware datetimes as RFC 3339
+        if rows:
+            await connection.exec_driver_sql(_insert_sql(table, dialect, shape), (orjson.dumps(rows).decode(),))
         return
-    for start in range(0, len(events), _SQLITE_ROWS_PER_STATEMENT):
-        chunk = events[start : start + _SQLITE_ROWS_PER_STATEMENT]
-        flat = [v for e in chunk for v in (*values(e), _sqlite_time(e.occurred_at))]
+    rows = rows_of(_sqlite_time)
+    for start in range(0, len(rows), _SQLITE_ROWS_PER_STATEMENT):
+        chunk = rows[start : start + _SQLITE_ROWS_PER_STATEMENT]
+        flat = [value for row in chunk for value in row]
         await connection.exec_driver_sql(_insert_sql(table, dialect, shape, len(chunk)), tuple(flat))
 
 
 class Meter:
-    """Events wait in two plain lists (appending costs the request one C call; an asyncio.Queue cost ten Python
-    calls per event between put and get) until the flusher takes them, at most `_BATCH` of each per write."""
+    """Usage events wait in a plain list (appending costs the request one C call; an asyncio.Queue cost ten Python
+    calls per event between put and get) and traffic in a dict of per-second counts, until the flusher takes them,
+    at most `_BATCH` usage events per write."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
         self._usage: list[UsageEvent] = []
-        self._traffic: list[TrafficEvent] = []
+        self._traffic: _TrafficCounts = {}
         self._wakeup: asyncio.Future[None] | None = None  # set while the flusher waits for a first event
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -150,10 +172,20 @@ class Meter:
         if self._wakeup is not None:
             self._wake()
 
-    def traffic(self, event: TrafficEvent) -> None:
-        self._traffic.append(event)
-        if self._wakeup is not None:
-            self._wake()
+    def traffic(
+        self, service: str, status: int, request_bytes: int, response_bytes: int, at: datetime | None = None
+    ) -> None:
+        """Count one request served (`at`: when, if not now)."""
+        key = (service, status, int(time.time() if at is None else at.timestamp()))
+        counts = self._traffic.get(key)
+        if counts is None:
+            self._traffic[key] = [1, request_bytes, response_bytes]
+            if self._wakeup is not None:
+                self._wake()
+        else:
+            counts[0] += 1
+            counts[1] += request_bytes
+            counts[2] += response_bytes
 
     def _wake(self) -> None:
         wakeup, self._wakeup = self._wakeup, None
@@ -177,24 +209,29 @@ class Meter:
                 self._wakeup = asyncio.get_running_loop().create_future()
                 await self._wakeup
                 continue
-            if not self._closing and len(self._usage) < _BATCH and len(self._traffic) < _BATCH:
+            if not self._closing and len(self._usage) < _BATCH:
                 await asyncio.sleep(_LINGER_SECONDS)  # let a batch gather; a backlog is written without pause
             usage, self._usage = self._usage[:_BATCH], self._usage[_BATCH:]
-            traffic, self._traffic = self._traffic[:_BATCH], self._traffic[_BATCH:]
+            traffic, self._traffic = self._traffic, {}
             await self._write(usage, traffic)
 
-    async def _write(self, usage: list[UsageEvent], traffic: list[TrafficEvent]) -> None:
+    async def _write(self, usage: list[UsageEvent], traffic: _TrafficCounts) -> None:
         for attempt in range(3):
             try:
                 async with self._db.transaction() as session:
-                    await _insert(session, _USAGE, usage)
-                    await _insert(session, _TRAFFIC, traffic)
+                    if usage:
+                        await _insert(session, _USAGE, _USAGE_SHAPE, functools.partial(_usage_rows, usage))
+                    if traffic:
+                        await _insert(session, _TRAFFIC, _TRAFFIC_SHAPE, functools.partial(_traffic_rows, traffic))
                 return
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception(
-                    "writing %d usage and %d traffic events failed (attempt %d)", len(usage), len(traffic), attempt + 1
+                    "writing %d usage events and %d traffic counts failed (attempt %d)",
+                    len(usage),
+                    len(traffic),
+                    attempt + 1,
                 )
                 await asyncio.sleep(0.5 * (attempt + 1))
-        log.error("dropped %d usage and %d traffic events after retries", len(usage), len(traffic))
+        log.error("dropped %d usage events and %d traffic counts after retries", len(usage), len(traffic))

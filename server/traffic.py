@@ -1,7 +1,7 @@
-"""Counting the management server's HTTP traffic: one `TrafficEvent` per request, for platform traffic reads.
+"""Counting the management server's HTTP traffic: every request counted by the meter, for platform traffic reads.
 
 An ASGI middleware around the router. It sees the status (for gRPC, the `grpc-status` of the trailers or of a
-trailers-only answer: gRPC errors travel over HTTP 200) and the body bytes sent, and hands the event to the meter,
+trailers-only answer: gRPC errors travel over HTTP 200) and the body bytes sent, and counts the request with the meter,
 which writes batches off the hot path.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from server.metering import Meter, TrafficEvent
+from server.metering import Meter
 
 __all__ = ["SERVICE", "TrafficCounter"]
 
@@ -74,4 +74,4 @@ class TrafficCounter:
         try:
             await self._app(scope, receive, counting_send)
         finally:
-            self._meter.traffic(TrafficEvent(self._service, status, _content_length(scope), sent))
+            self._meter.traffic(self._service, status, _content_length(scope), sent)

@@ -128,9 +128,7 @@ async def _traffic(url: str) -> int:
     db = Db(url)
     try:
         async with db.read() as s:
-            count = await s.scalar(
-                select(func.count()).select_from(ApiTrafficRow).where(ApiTrafficRow.service == "gateway")
-            )
+            count = await s.scalar(select(func.sum(ApiTrafficRow.requests)).where(ApiTrafficRow.service == "gateway"))
             return int(count or 0)
     finally:
         await db.close()

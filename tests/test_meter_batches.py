@@ -1,4 +1,5 @@
-"""The meter's batched writes: every event of a batch larger than one statement lands once, every field exact."""
+"""The meter's batched writes: every usage event of a batch larger than one statement lands once, every field exact;
+traffic lands as exact per-second counts."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from server.metering import Meter, TrafficEvent, UsageEvent
+from server.metering import Meter, UsageEvent
 from server.store.db import Database as Db
 from server.store.models import ApiTrafficRow, UsageEventRow
 from tests.conftest import Database
@@ -44,7 +45,8 @@ async def test_a_large_batch_lands_whole_and_exact(database: Database) -> None:
                 occurred_at=start + timedelta(seconds=i),
             )
         )
-        meter.traffic(TrafficEvent(f"svc-{tenant}", 200 + i % 2, i, 2 * i, occurred_at=start + timedelta(seconds=i)))
+        # three requests a second: 200, 201, 200, then 201, 200, 201, ...
+        meter.traffic(f"svc-{tenant}", 200 + i % 2, i, 2 * i, at=start + timedelta(seconds=i // 3))
     await meter.close()
     try:
         async with db.read() as session:
@@ -68,7 +70,13 @@ async def test_a_large_batch_lands_whole_and_exact(database: Database) -> None:
         (i % 3, i + 0.25, 10**12 + i) for i in range(EVENTS)
     ]
     assert [_utc(r.occurred_at) for r in usage] == [start + timedelta(seconds=i) for i in range(EVENTS)]
-    assert [(r.status, r.request_bytes, r.response_bytes) for r in traffic] == [
-        (200 + i % 2, i, 2 * i) for i in range(EVENTS)
-    ]
-    assert [_utc(r.occurred_at) for r in traffic] == [start + timedelta(seconds=i) for i in range(EVENTS)]
+    expected: dict[tuple[datetime, int], list[int]] = {}
+    for i in range(EVENTS):
+        second = (start + timedelta(seconds=i // 3)).replace(microsecond=0)
+        counts = expected.setdefault((second, 200 + i % 2), [0, 0, 0])
+        counts[0] += 1
+        counts[1] += i
+        counts[2] += 2 * i
+    found = {(_utc(r.occurred_at), r.status): [r.requests, r.request_bytes, r.response_bytes] for r in traffic}
+    assert len(traffic) == len(found)  # one row per second and status: the whole batch went in one flush
+    assert found == expected

@@ -148,6 +148,8 @@ async def test_api_traffic_per_service_and_the_unfiltered_service_list(server: S
         database,
         ApiTrafficRow(occurred_at=t0, service="gateway", status=200, request_bytes=10, response_bytes=100),
         ApiTrafficRow(occurred_at=t0, service="gateway", status=401, request_bytes=5, response_bytes=50),
+        # a row counts the requests of one service, status and second
+        ApiTrafficRow(occurred_at=t0, service="gateway", status=503, requests=3, request_bytes=7, response_bytes=70),
         ApiTrafficRow(occurred_at=t0, service="management", status=200, request_bytes=1, response_bytes=2),
     )
     body = {"window": _window(t0, t0 + timedelta(minutes=1)), "step": "60s", "service": "gateway"}
@@ -156,8 +158,8 @@ async def test_api_traffic_per_service_and_the_unfiltered_service_list(server: S
     [series] = answer["series"]
     point = series["points"][0]
     assert series["service"] == "gateway"
-    assert (int(point["requestCount"]), int(point["errorCount"])) == (2, 1)
-    assert (int(point["requestBytes"]), int(point["responseBytes"])) == (15, 150)
+    assert (int(point["requestCount"]), int(point["errorCount"])) == (5, 4)
+    assert (int(point["requestBytes"]), int(point["responseBytes"])) == (22, 220)
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """Reads of metered usage: token and call series, token totals, and HTTP traffic, for platform operators.
 
-The gateway writes one `usage_events` row per call and one `api_traffic` row per HTTP request (`server.metering`);
-these functions aggregate them in the database (one GROUP BY query per read, whatever the number of rows), so a
-read costs the same for ten events or ten million within the time index.
+The gateway writes one `usage_events` row per call, and `api_traffic` rows count HTTP requests per service, status
+and second (`server.metering`); these functions aggregate them in the database (one GROUP BY query per read,
+whatever the number of rows), so a read costs the same for ten events or ten million within the time index.
 
 Buckets: the server picks the step it returns. A requested step is rounded up to the next of a fixed ladder
 (1 min … 1 day) and coarsened further until the window holds at most `MAX_BUCKETS` buckets; buckets are aligned to
@@ -323,12 +323,13 @@ async def traffic_series(
     seconds = choose_step(query.window, query.step)
     origin, buckets = _buckets(query.window, seconds)
     index = (_epoch_seconds(session, ApiTrafficRow.occurred_at) - origin) // seconds
-    errors = func.sum(cast(ApiTrafficRow.status >= 400, Integer))
+    # A row counts the requests of one service, status and second (server.metering)
+    errors = func.sum(case((ApiTrafficRow.status >= 400, ApiTrafficRow.requests), else_=0))
     stmt = (
         select(
             index,
             ApiTrafficRow.service,
-            func.count(),
+            func.sum(ApiTrafficRow.requests),
             errors,
             func.sum(ApiTrafficRow.request_bytes),
             func.sum(ApiTrafficRow.response_bytes),

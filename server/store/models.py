@@ -234,7 +234,8 @@ class UsageEventRow(Base):
 
 
 class ApiTrafficRow(Base):
-    """One HTTP request served, by service name (counted for GetPlatformApiTrafficSeries)."""
+    """The HTTP requests one service answered with one status in one second (`occurred_at`, a whole second), summed
+    for GetPlatformApiTrafficSeries. Rows written before requests were counted per second hold one request each."""
 
     __tablename__ = "api_traffic"
     __table_args__ = (Index("ix_api_traffic_time", "occurred_at"),)
@@ -242,6 +243,7 @@ class ApiTrafficRow(Base):
     occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
     service: Mapped[str] = mapped_column(String(64))
     status: Mapped[int] = mapped_column(Integer, default=0)
+    requests: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
 
