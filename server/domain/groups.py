@@ -7,6 +7,7 @@ tenant's admins); a group outside the caller's reach is refused before anything 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -31,8 +32,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
+    """A tuple, not a frozen dataclass: a list answer builds one per group, and a frozen dataclass's __init__ sets
+    each field through object.__setattr__ (32 us of a 50-group ListGroups; the tuple takes 15)."""
+
     id: str
     tenant_id: str
     name: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -60,16 +60,13 @@ def add_groups(into: RepeatedCompositeFieldContainer[group_pb2.Group], values: I
     """Each group built in place in the response's list: a list of built messages handed to the response is copied
     into it message by message, which doubled the cost of a 50-group answer."""
     add = into.add
-    for value in values:
-        add(**_group_fields(value))
+    for group_id, tenant_id, name, member_count in values:
+        add(id=group_id, tenant_id=tenant_id, name=name, member_count=member_count or 0)
 
 
 def group(value: Group) -> group_pb2.Group:
-    return group_pb2.Group(**_group_fields(value))
-
-
-def _group_fields(value: Group) -> dict[str, Any]:
-    return {"id": value.id, "tenant_id": value.tenant_id, "name": value.name, "member_count": value.member_count or 0}
+    group_id, tenant_id, name, member_count = value
+    return group_pb2.Group(id=group_id, tenant_id=tenant_id, name=name, member_count=member_count or 0)
 
 
 def group_member(value: GroupMember) -> group_pb2.GroupMember:
