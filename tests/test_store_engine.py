@@ -52,19 +52,24 @@ async def test_statements_commit_and_rollback_behave_as_the_driver_would(databas
         await db.close()
 
 
-async def test_a_pooled_connection_closed_by_the_server_is_replaced_at_checkout(database: TestDatabase) -> None:
+@pytest.mark.parametrize("pool", ["transactions", "lone reads"])
+async def test_a_pooled_connection_closed_by_the_server_is_replaced_at_checkout(
+    database: TestDatabase, pool: str
+) -> None:
+    """Both pools: lone reads on PostgreSQL have their own, of autocommit connections."""
     if database.backend != "postgresql":
         pytest.skip("a PostgreSQL server closing an idle connection")
     if _pg_unreachable_reason():
         pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL}")
     db = Database(database.url)
+    session = db.read if pool == "transactions" else db.lone_read
     try:
-        async with db.read() as s:
+        async with session() as s:
             pid = await s.scalar(text("SELECT pg_backend_pid()"))
         with _pg_admin_connect() as admin:  # what a restart or an idle timeout does to that pooled connection
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         await asyncio.sleep(0.2)
-        async with db.read() as s:
+        async with session() as s:
             assert await s.scalar(text("SELECT pg_backend_pid()")) != pid
     finally:
         await db.close()
