@@ -271,23 +271,6 @@ _LONE_POOL_SIZE = 16
 _LONE_MAX_OVERFLOW = 16
 
 
-def _autocommit_engine(url: str) -> AsyncEngine:
-    """PostgreSQL (psycopg): the engine behind `lone_read()`, its connections in autocommit for good. Lone reads on
-    the main engine with an AUTOCOMMIT execution option switched each connection into autocommit at checkout and back
-    at checkin, and rolled back on return: three driver calls around every read, ~10% of a ListGroups under load.
-    An autocommit connection has no transaction to roll back, so nothing is reset on return."""
-    engine = create_async_engine(
-        url,
-        isolation_level="AUTOCOMMIT",
-        pool_size=_LONE_POOL_SIZE,
-        max_overflow=_LONE_MAX_OVERFLOW,
-        pool_reset_on_return=None,
-        hide_parameters=True,
-    )
-    event.listen(engine.sync_engine.pool, "checkout", _idle_connection_alive)
-    return engine
-
-
 def make_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
         path = _sqlite_file(url)
@@ -301,18 +284,40 @@ def make_engine(url: str) -> AsyncEngine:
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
+    return _server_engine(url)
+
+
+def _server_engine(
+    url: str, *, pool_size: int = _POOL_SIZE, max_overflow: int = _MAX_OVERFLOW, **options: Any
+) -> AsyncEngine:
+    """A database server's engine (PostgreSQL); `options` go to create_async_engine."""
     # hide_parameters: a logged database error must not carry the statement's values (model input, items).
     psycopg = make_url(url).get_driver_name() == "psycopg"
     engine = create_async_engine(
         url,
-        pool_size=_POOL_SIZE,
-        max_overflow=_MAX_OVERFLOW,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
         pool_pre_ping=not psycopg,  # another driver: the generic ping
         hide_parameters=True,
+        **options,
     )
     if psycopg:
         event.listen(engine.sync_engine.pool, "checkout", _idle_connection_alive)
     return engine
+
+
+def _autocommit_engine(url: str) -> AsyncEngine:
+    """A database server's engine behind `lone_read()`, its connections in autocommit for good. Lone reads on the
+    main engine with an AUTOCOMMIT execution option switched each connection into autocommit at checkout and back at
+    checkin, and rolled back on return: three driver calls around every read, ~10% of a ListGroups under load. An
+    autocommit connection has no transaction to roll back, so nothing is reset on return."""
+    return _server_engine(
+        url,
+        pool_size=_LONE_POOL_SIZE,
+        max_overflow=_LONE_MAX_OVERFLOW,
+        isolation_level="AUTOCOMMIT",
+        pool_reset_on_return=None,
+    )
 
 
 AFTER_COMMIT = "switchboard_after_commit"  # session.info key: callables to run once the transaction committed
@@ -383,11 +388,10 @@ class Database:
         # for a SELECT anyway; a file database answers lone reads on the event loop from read-only connections.
         self._read_engine: AsyncEngine | None = None
         lone_info = info
-        if make_url(url).get_driver_name() == "psycopg":
+        if not url.startswith("sqlite"):
             lone = self._read_engine = _autocommit_engine(url)
-            lone_info = {**info, _LONE_STATEMENTS: _LoneStatements(lone, named=True)}
-        elif not url.startswith("sqlite"):
-            lone = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+            if make_url(url).get_driver_name() == "psycopg":
+                lone_info = {**info, _LONE_STATEMENTS: _LoneStatements(lone, named=True)}
         elif (path := _sqlite_file(url)) is not None:
             lone = self._read_engine = _inline_read_engine(path)
             lone_info = {**info, _LONE_STATEMENTS: _LoneStatements(lone, named=False)}
