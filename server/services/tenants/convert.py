@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TypeVar, cast
 
@@ -60,13 +60,19 @@ def add_groups(into: RepeatedCompositeFieldContainer[group_pb2.Group], values: I
     """Each group built in place in the response's list: a list of built messages handed to the response is copied
     into it message by message, which doubled the cost of a 50-group answer."""
     add = into.add
-    for group_id, tenant_id, name, member_count in values:
-        add(id=group_id, tenant_id=tenant_id, name=name, member_count=member_count or 0)
+    for value in values:
+        _build_group(add, value)
 
 
 def group(value: Group) -> group_pb2.Group:
+    return _build_group(group_pb2.Group, value)
+
+
+def _build_group(make: Callable[..., group_pb2.Group], value: Group) -> group_pb2.Group:
+    """`make` (the message class, or a repeated field's `add`) called with the group's fields as keywords: no dict
+    built per group."""
     group_id, tenant_id, name, member_count = value
-    return group_pb2.Group(id=group_id, tenant_id=tenant_id, name=name, member_count=member_count or 0)
+    return make(id=group_id, tenant_id=tenant_id, name=name, member_count=member_count or 0)
 
 
 def group_member(value: GroupMember) -> group_pb2.GroupMember:
