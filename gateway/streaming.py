@@ -117,6 +117,7 @@ def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> by
 
 
 _NULL_USAGE = b',"usage":null'
+_ENDS = (b'"error"', b"[DONE]")  # what ends a stream, and so must be parsed
 _USAGE = b'"usage"'
 _NULL = b":null"
 
@@ -127,7 +128,7 @@ def _special_at(data: bytes) -> int:
     error, the end of the stream. Plain substring searches: a regex alternation tries every alternative at every
     byte, several times slower on every chunk of every stream."""
     at = len(data)
-    for needle in (b'"error"', b"[DONE]"):
+    for needle in _ENDS:
         found = data.find(needle, 0, at)
         if found >= 0:
             at = found
@@ -140,9 +141,14 @@ def _special_at(data: bytes) -> int:
 def _cleaned(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
     """One event's data as the client gets it, without parsing; None when it must be parsed (an error, [DONE], see
     `_unparsed`)."""
-    if b'"error"' in data or b"[DONE]" in data:
+    if _ends(data):
         return None
     return _unparsed(data, include_usage, names)
+
+
+def _ends(data: bytes) -> bool:
+    """Whether these bytes may hold an error or the [DONE] that ends the stream."""
+    return _ENDS[0] in data or _ENDS[1] in data
 
 
 def _translated(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
@@ -247,7 +253,7 @@ async def _relay(
             complete, pending = text, b""
         else:  # an incomplete last event waits for the next read
             complete, pending = text[:end], text[end:]
-        if b'"error"' not in complete and b"[DONE]" not in complete:
+        if not _ends(complete):
             block = _translated(complete, include_usage, names)
             if block is not None:  # the usual read: whole events, forwarded without parsing
                 await out.write(block)
