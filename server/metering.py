@@ -127,20 +127,18 @@ async def _insert(
     shape: tuple[str, ...],
     rows_of: Callable[[Callable[[datetime], Any]], list[tuple[Any, ...]]],
 ) -> None:
-    """A batch in few statements on SQLite and PostgreSQL (see `_insert_sql`); elsewhere a Core executemany.
-    `rows_of(time_of)` gives the rows in `shape`'s order, each occurred_at (last) passed through `time_of`: this runs
-    on the event loop, and each dialect takes the time in the form that costs it least."""
+    """A non-empty batch in few statements on SQLite and PostgreSQL (see `_insert_sql`); elsewhere a Core
+    executemany. `rows_of(time_of)` gives the rows in `shape`'s order, each occurred_at (last) passed through
+    `time_of`: this runs on the event loop, and each dialect takes the time in the form that costs it least."""
     dialect = session.get_bind().dialect
     if dialect.name not in ("sqlite", "postgresql"):
         rows = rows_of(lambda value: value)
-        if rows:
-            await session.execute(insert(table), [dict(zip(shape, row, strict=True)) for row in rows])
+        await session.execute(insert(table), [dict(zip(shape, row, strict=True)) for row in rows])
         return
     connection = await session.connection()
     if dialect.name == "postgresql":
         rows = rows_of(lambda value: value)  # orjson writes aware datetimes as RFC 3339
-        if rows:
-            await connection.exec_driver_sql(_insert_sql(table, dialect, shape), (orjson.dumps(rows).decode(),))
+        await connection.exec_driver_sql(_insert_sql(table, dialect, shape), (orjson.dumps(rows).decode(),))
         return
     rows = rows_of(_sqlite_time)
     for start in range(0, len(rows), _SQLITE_ROWS_PER_STATEMENT):
