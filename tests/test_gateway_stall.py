@@ -8,10 +8,13 @@ import contextlib
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 import aiohttp
 import orjson
+import pytest
 import pytest_asyncio
 from aiohttp import web
 from sqlalchemy import select
@@ -20,7 +23,7 @@ from server.store.db import Database as Db
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
-from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
+from tests.gateway_fixtures import Fakes, Gateway, GatewayProcess, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld, ModelSpec, create_models
 
 STALL_SECONDS = 1.0
@@ -40,6 +43,47 @@ async def _upstream(chat: Callable[[web.Request], Awaitable[web.StreamResponse]]
         yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
     finally:
         await runner.cleanup()
+
+
+@dataclass
+class _Streaming:
+    gateway: GatewayProcess
+    model: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+StreamingGateway = Callable[..., contextlib.AbstractAsyncContextManager[_Streaming]]
+
+
+@pytest.fixture
+def streaming_gateway(
+    database: Database, server: Server, gateway: Gateway, fakes: Fakes, gw_world: GatewayWorld
+) -> StreamingGateway:
+    """`streaming_gateway(upstream, name, env=..., stderr=...)`: a model `name` at `upstream`, a gateway process of
+    its own (with `env` added), and a streamed chat request for the model; the process is stopped on the way out."""
+
+    @contextlib.asynccontextmanager
+    async def start(
+        upstream: str, name: str, *, env: dict[str, str] | None = None, stderr: IO[bytes] | None = None
+    ) -> AsyncIterator[_Streaming]:
+        connect = ConnectJsonCaller(server.base_url)
+        await create_models(connect, server.admin_token, gw_world, [ModelSpec(name, upstream=upstream)])
+        settings = {**gateway_env(database, gateway.settings.var_dir, fakes), **(env or {})}
+        gw = await start_gateway_process(settings, workers=1, stderr=stderr)
+        model = gw_world.model(name)
+        try:
+            yield _Streaming(
+                gw,
+                model,
+                {"Authorization": f"Bearer {gw_world.keys['all']}"},
+                {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True},
+            )
+        finally:
+            gw.proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(gw.proc.wait(), 60)
+
+    return start
 
 
 @pytest_asyncio.fixture
@@ -63,37 +107,23 @@ async def stalling_upstream() -> AsyncIterator[str]:
 
 
 async def test_a_stalled_upstream_stream_ends_with_an_error_within_the_bound(
-    *,
-    database: Database,
-    server: Server,
-    gateway: Gateway,
-    fakes: Fakes,
-    gw_world: GatewayWorld,
-    stalling_upstream: str,
+    streaming_gateway: StreamingGateway, stalling_upstream: str
 ) -> None:
-    connect = ConnectJsonCaller(server.base_url)
-    await create_models(connect, server.admin_token, gw_world, [ModelSpec("stall", upstream=stalling_upstream)])
-    env = {**gateway_env(database, gateway.settings.var_dir, fakes), "SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS": "1"}
-    gw = await start_gateway_process(env, workers=1)
-    try:
-        headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
-        body = {"model": gw_world.model("stall"), "messages": [{"role": "user", "content": "hi"}], "stream": True}
-        async with aiohttp.ClientSession() as http:
-            start = time.monotonic()
-            async with http.post(f"{gw.base_url}/chat/completions", json=body, headers=headers) as resp:
-                assert resp.status == 200
-                text = (await asyncio.wait_for(resp.read(), 30)).decode()
-            elapsed = time.monotonic() - start
-        events = [e.removeprefix("data: ") for e in text.split("\n\n") if e]
-        assert len(events) == 2, text
-        assert orjson.loads(events[0])["choices"][0]["delta"]["content"] == "before the stall"
-        error = orjson.loads(events[1])["error"]
-        assert "model backend stopped responding" in error["message"]
-        # cut off at the bound, not at some other limit (the default is ten minutes); generous for a loaded machine
-        assert STALL_SECONDS <= elapsed < STALL_SECONDS + 5, elapsed
-    finally:
-        gw.proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(gw.proc.wait(), 60)
+    stall = {"SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS": "1"}
+    async with streaming_gateway(stalling_upstream, "stall", env=stall) as streaming, aiohttp.ClientSession() as http:
+        start = time.monotonic()
+        url = f"{streaming.gateway.base_url}/chat/completions"
+        async with http.post(url, json=streaming.body, headers=streaming.headers) as resp:
+            assert resp.status == 200
+            text = (await asyncio.wait_for(resp.read(), 30)).decode()
+        elapsed = time.monotonic() - start
+    events = [e.removeprefix("data: ") for e in text.split("\n\n") if e]
+    assert len(events) == 2, text
+    assert orjson.loads(events[0])["choices"][0]["delta"]["content"] == "before the stall"
+    error = orjson.loads(events[1])["error"]
+    assert "model backend stopped responding" in error["message"]
+    # cut off at the bound, not at some other limit (the default is ten minutes); generous for a loaded machine
+    assert STALL_SECONDS <= elapsed < STALL_SECONDS + 5, elapsed
 
 
 @pytest_asyncio.fixture
@@ -115,44 +145,28 @@ async def trickling_upstream() -> AsyncIterator[str]:
 
 
 async def test_a_client_leaving_mid_stream_is_metered_499_and_not_logged_as_an_upstream_failure(
-    *,
-    database: Database,
-    server: Server,
-    gateway: Gateway,
-    fakes: Fakes,
-    gw_world: GatewayWorld,
-    trickling_upstream: str,
-    tmp_path: Path,
+    streaming_gateway: StreamingGateway, trickling_upstream: str, database: Database, tmp_path: Path
 ) -> None:
-    connect = ConnectJsonCaller(server.base_url)
-    await create_models(connect, server.admin_token, gw_world, [ModelSpec("trickle", upstream=trickling_upstream)])
     log_path = tmp_path / "gateway.log"
     with log_path.open("wb") as log:
-        gw = await start_gateway_process(gateway_env(database, gateway.settings.var_dir, fakes), workers=1, stderr=log)
-    try:
-        headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
-        model = gw_world.model("trickle")
-        body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True}
-        async with aiohttp.ClientSession() as http:
-            resp = await http.post(f"{gw.base_url}/chat/completions", json=body, headers=headers)
-            assert resp.status == 200
-            assert b"before the stall" in await resp.content.readany()
-            resp.close()  # the client goes away while the upstream is still streaming
-        db = Db(database.url)
-        try:
-            statuses: list[int] = []
-            for _ in range(200):  # bounded wait for the metering flush, not a timing assertion
-                async with db.read() as session:
-                    statuses = list(
-                        await session.scalars(select(UsageEventRow.status).where(UsageEventRow.model_id == model))
-                    )
-                if statuses:
-                    break
-                await asyncio.sleep(0.05)
-        finally:
-            await db.close()
-        assert statuses == [499]
-    finally:
-        gw.proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(gw.proc.wait(), 60)
+        async with streaming_gateway(trickling_upstream, "trickle", stderr=log) as streaming:
+            async with aiohttp.ClientSession() as http:
+                url = f"{streaming.gateway.base_url}/chat/completions"
+                resp = await http.post(url, json=streaming.body, headers=streaming.headers)
+                assert resp.status == 200
+                assert b"before the stall" in await resp.content.readany()
+                resp.close()  # the client goes away while the upstream is still streaming
+            db = Db(database.url)
+            try:
+                statuses: list[int] = []
+                for _ in range(200):  # bounded wait for the metering flush, not a timing assertion
+                    async with db.read() as session:
+                        found = select(UsageEventRow.status).where(UsageEventRow.model_id == streaming.model)
+                        statuses = list(await session.scalars(found))
+                    if statuses:
+                        break
+                    await asyncio.sleep(0.05)
+            finally:
+                await db.close()
+            assert statuses == [499]
     assert "broke" not in log_path.read_text(errors="replace")
