@@ -11,7 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Integer, String, TypeDecorator, bindparam, column, exc, select, table, text, type_coerce
+from sqlalchemy import (
+    Integer,
+    String,
+    TypeDecorator,
+    bindparam,
+    column,
+    exc,
+    func,
+    literal_column,
+    make_url,
+    select,
+    table,
+    text,
+    type_coerce,
+)
 
 from server.store.db import Database, lone_rows
 from tests.conftest import PG_ADMIN_URL, _pg_admin_connect, _pg_unreachable_reason
@@ -71,6 +85,92 @@ async def test_a_pooled_connection_closed_by_the_server_is_replaced_at_checkout(
         await asyncio.sleep(0.2)
         async with session() as s:
             assert await s.scalar(text("SELECT pg_backend_pid()")) != pid
+    finally:
+        await db.close()
+
+
+_BACKEND_PID = select(literal_column("pg_backend_pid()"))
+_SLEEP = select(literal_column("1")).select_from(func.pg_sleep(bindparam("seconds", type_=Integer)))
+
+
+def _postgresql(database: TestDatabase) -> None:
+    if database.backend != "postgresql":
+        pytest.skip("a PostgreSQL server's connections")
+    if _pg_unreachable_reason():
+        pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL}")
+
+
+def _server_connections(database: TestDatabase) -> int:
+    with _pg_admin_connect() as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (make_url(database.url).database,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_a_held_lone_statement_connection_closed_by_the_server_is_replaced(database: TestDatabase) -> None:
+    """Lone statements keep their connections between reads: one the server closed meanwhile is replaced before
+    it is used, and the read answers."""
+    _postgresql(database)
+    db = Database(database.url)
+    try:
+        async with db.lone_read() as s:
+            [(pid,)] = await lone_rows(s, _BACKEND_PID, {})
+        async with db.lone_read() as s:
+            assert await lone_rows(s, _BACKEND_PID, {}) == [(pid,)]  # held, not a new connection
+        with _pg_admin_connect() as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        await asyncio.sleep(0.2)
+        async with db.lone_read() as s:
+            [(replacement,)] = await lone_rows(s, _BACKEND_PID, {})
+        assert replacement != pid
+    finally:
+        await db.close()
+
+
+async def test_a_cancelled_lone_statement_leaves_no_connection_behind(database: TestDatabase) -> None:
+    """A caller cancelled mid-statement (a client gone): its connection is closed, not lent to the next read
+    halfway through a statement; concurrent reads never hold more connections than the bound; closing the database
+    closes every connection it kept."""
+    _postgresql(database)
+    before = _server_connections(database)
+    db = Database(database.url)
+    try:
+
+        async def sleep(seconds: int) -> list[Any]:
+            async with db.lone_read() as s:
+                return await lone_rows(s, _SLEEP, {"seconds": seconds})
+
+        stuck = asyncio.create_task(sleep(30))
+        await asyncio.sleep(0.3)
+        stuck.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stuck
+        assert await asyncio.wait_for(sleep(0), 5) == [(1,)]
+        await asyncio.gather(*(sleep(0) for _ in range(40)))
+        assert _server_connections(database) - before <= 16
+    finally:
+        await db.close()
+    assert _server_connections(database) == before
+
+
+async def test_a_lone_read_session_returns_what_it_checked_out(database: TestDatabase) -> None:
+    """Lone-read sessions that never touched the database close without SQLAlchemy's close task; the ones that did
+    still return their connection, also when their caller fails."""
+    db = Database(database.url)
+    engine = db._read_engine or db.engine
+    try:
+        for _ in range(3):
+            async with db.lone_read():
+                pass
+            async with db.lone_read() as s:
+                assert await s.scalar(text("SELECT 1")) == 1
+            with pytest.raises(RuntimeError):
+                async with db.lone_read() as s:
+                    await s.scalar(text("SELECT 1"))
+                    raise RuntimeError("the caller failed")
+        assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     finally:
         await db.close()
 
@@ -151,7 +251,8 @@ async def test_a_lone_read_refuses_writes(database: TestDatabase) -> None:
         await db.close()
 
 
-async def test_a_busy_lone_read_waits_on_the_driver_thread_not_the_loop(tmp_path: Path) -> None:
+@pytest.mark.parametrize("through", ["session", "lone statement"])
+async def test_a_busy_lone_read_waits_on_the_driver_thread_not_the_loop(tmp_path: Path, through: str) -> None:
     """A database not in WAL mode, exclusively locked by another connection: SQLite answers the read busy, and the
     read is retried on the driver's thread with the usual timeout while the loop keeps serving."""
     path = tmp_path / "locked.db"
@@ -165,6 +266,9 @@ async def test_a_busy_lone_read_waits_on_the_driver_thread_not_the_loop(tmp_path
 
         async def read() -> int | None:
             async with db.lone_read() as s:
+                if through == "lone statement":
+                    [(count,)] = await lone_rows(s, _COUNT_T, {})
+                    return int(count)
                 return await s.scalar(text("SELECT count(*) FROM t"))
 
         task = asyncio.create_task(read())
@@ -177,6 +281,9 @@ async def test_a_busy_lone_read_waits_on_the_driver_thread_not_the_loop(tmp_path
     finally:
         holder.close()
         await db.close()
+
+
+_COUNT_T = select(func.count()).select_from(table("t"))
 
 
 class _Shouted(TypeDecorator[str]):

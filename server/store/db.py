@@ -22,7 +22,7 @@ from sqlalchemy import event, exc, make_url
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.sql import Select
 
 from server.errors import AlreadyExists
@@ -66,18 +66,19 @@ _MAX_OVERFLOW = 32
 
 
 def _idle_connection_alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-    """Checkout check for PostgreSQL without a round trip (pool_pre_ping sends one per checkout, every request).
+    """Checkout check for PostgreSQL without a round trip (pool_pre_ping sends one per checkout, every request)."""
+    if not _idle_driver_alive(dbapi_connection.driver_connection):
+        raise exc.DisconnectionError("connection closed by the server while idle")
 
-    An idle connection has nothing to read: when its socket is readable, the server closed it or sent a
-    termination notice (restart, failover, idle timeout), so the pool replaces it before the request uses it.
-    """
-    driver = dbapi_connection.driver_connection
+
+def _idle_driver_alive(driver: Any) -> bool:
+    """An idle psycopg connection has nothing to read: when its socket is readable, the server closed it or sent a
+    termination notice (restart, failover, idle timeout), and it must be replaced before a request uses it."""
     if driver.closed or driver.broken:
-        raise exc.DisconnectionError("connection closed")
+        return False
     poller = select.poll()
     poller.register(driver.pgconn.socket, select.POLLIN | select.POLLERR | select.POLLHUP)
-    if poller.poll(0):
-        raise exc.DisconnectionError("connection closed by the server while idle")
+    return not poller.poll(0)
 
 
 class _OneTripCursor(aiosqlite.Cursor):
@@ -269,6 +270,9 @@ def _inline_read_engine(path: str) -> AsyncEngine:
 # Lone reads on PostgreSQL hold a connection for one round trip, not a transaction: fewer cover the same load.
 _LONE_POOL_SIZE = 16
 _LONE_MAX_OVERFLOW = 16
+# SQLite's lone statements run on the event loop, one at a time: more connections only serve while one is rerun on
+# its thread (a busy database).
+_SQLITE_HELD = 4
 
 
 def make_engine(url: str) -> AsyncEngine:
@@ -324,20 +328,47 @@ AFTER_COMMIT = "switchboard_after_commit"  # session.info key: callables to run 
 _LONE_STATEMENTS = "switchboard_lone_statements"  # session.info key of lone-read sessions: their `_LoneStatements`
 
 
-class _LoneStatements:
-    """Runs a lone read's statement on a pooled connection's driver: no session transaction, no Core execution
-    context, no result object. Under ListGroups load these were more of the server's CPU than the statement itself.
+def _driver(connection: AsyncConnection) -> Any:
+    return connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
 
-    Statements are compiled once per statement object (module-level constants, built once) and must need no type
-    conversion of their parameters or columns, so the driver's values are what Core would have returned.
+
+async def _discard(connection: AsyncConnection | None) -> None:
+    """Closes the connection for good, not back into the pool (whose slot it frees)."""
+    if connection is not None:
+        with contextlib.suppress(Exception):
+            await connection.invalidate()
+            await connection.close()
+
+
+def _always_alive(_driver: Any) -> bool:
+    return True
+
+
+class _LoneStatements:
+    """Runs a lone read's statement on a driver connection it holds: no session transaction, no Core execution
+    context, no result object, and no pool checkout. Under ListGroups load the checkout and return through
+    SQLAlchemy's async pool (greenlet hops, and a task per return that survives cancellation) cost three times the
+    statement on SQLite.
+
+    The connections are the lone-read engine's, checked out as they are first needed and kept (at most `held`, so
+    the engine's bound on connections still holds); one that fails or is found closed while idle is invalidated and
+    replaced. Statements are compiled once per statement object (module-level constants, built once) and must need
+    no type conversion of their parameters or columns, so the driver's values are what Core would have returned.
     """
 
     _MAX_STATEMENTS = 256  # prebuilt statements only; a bound, not an expected size
 
-    def __init__(self, engine: AsyncEngine, *, named: bool) -> None:
+    def __init__(
+        self, engine: AsyncEngine, *, named: bool, held: int, alive: Callable[[Any], bool] = _always_alive
+    ) -> None:
         self._engine = engine
         self._named = named  # the driver takes a mapping (psycopg); otherwise a sequence in bind order (sqlite3)
+        self._alive = alive  # checks an idle driver connection before it is lent
         self._compiled: dict[int, tuple[Select[Any], str, tuple[str, ...]]] = {}
+        # Last in, first out: the connections in use most recently serve first, and only concurrency opens more.
+        self._held: asyncio.LifoQueue[AsyncConnection | None] = asyncio.LifoQueue()
+        for _ in range(held):
+            self._held.put_nowait(None)
 
     def _prepare(self, statement: Select[Any]) -> tuple[str, tuple[str, ...]]:
         known = self._compiled.get(id(statement))
@@ -357,17 +388,41 @@ class _LoneStatements:
 
     async def rows(self, statement: Select[Any], parameters: Mapping[str, Any]) -> list[Any]:
         sql, names = self._prepare(statement)
-        async with self._engine.connect() as connection:
-            driver: Any = connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
-            bound = {n: parameters[n] for n in names} if self._named else [parameters[n] for n in names]
-            async with driver.cursor() as cursor:  # on SQLite a `_OneTripCursor`: one trip, rows read with it
+        bound = {n: parameters[n] for n in names} if self._named else [parameters[n] for n in names]
+        held = self._held.get_nowait() if not self._held.empty() else await self._held.get()
+        try:
+            if held is None or not self._alive(_driver(held)):
+                await _discard(held)
+                held = None
+                held = await self._engine.connect()
+            async with _driver(held).cursor() as cursor:  # on SQLite a `_OneTripCursor`: one trip, rows read with it
                 await cursor.execute(sql, bound)
                 return list(await cursor.fetchall())
+        finally:
+            # psycopg finishes a cancelled statement (or closes the connection) before the cancellation reaches
+            # here, and a connection that broke is found out before it is lent again.
+            self._held.put_nowait(held)
+
+    async def close(self) -> None:
+        while not self._held.empty():
+            await _discard(self._held.get_nowait())
+
+
+class _LoneReadSession(AsyncSession):
+    """A lone read's session. Most lone reads are answered from the per-process caches and one `lone_rows`
+    statement, so the session never holds a connection: closing it then has nothing to release, and skips the
+    separate task SQLAlchemy closes sessions in (so that a cancelled caller cannot abandon a connection's return)."""
+
+    async def __aexit__(self, type_: Any, value: Any, traceback: Any) -> None:
+        if self.sync_session.in_transaction():
+            await super().__aexit__(type_, value, traceback)
+        else:
+            self.sync_session.close()
 
 
 async def lone_rows(session: AsyncSession, statement: Select[Any], parameters: Mapping[str, Any]) -> list[Any]:
     """The rows (tuples, in column order) of a prebuilt SELECT. In a `Database.lone_read()` session that has not
-    begun anything else, straight from a pooled connection's driver (see `_LoneStatements`); in any other session,
+    begun anything else, straight from a held connection's driver (see `_LoneStatements`); in any other session,
     through it as usual."""
     statements: _LoneStatements | None = session.info.get(_LONE_STATEMENTS)
     if statements is None or session.in_transaction():
@@ -387,17 +442,20 @@ class Database:
         # PostgreSQL: a transaction costs a BEGIN and a COMMIT round trip around the query. SQLite's driver opens none
         # for a SELECT anyway; a file database answers lone reads on the event loop from read-only connections.
         self._read_engine: AsyncEngine | None = None
+        self._statements: _LoneStatements | None = None
         lone_info = info
         if not url.startswith("sqlite"):
             lone = self._read_engine = _autocommit_engine(url)
             if make_url(url).get_driver_name() == "psycopg":
-                lone_info = {**info, _LONE_STATEMENTS: _LoneStatements(lone, named=True)}
+                self._statements = _LoneStatements(lone, named=True, held=_LONE_POOL_SIZE, alive=_idle_driver_alive)
+                lone_info = {**info, _LONE_STATEMENTS: self._statements}
         elif (path := _sqlite_file(url)) is not None:
             lone = self._read_engine = _inline_read_engine(path)
-            lone_info = {**info, _LONE_STATEMENTS: _LoneStatements(lone, named=False)}
+            self._statements = _LoneStatements(lone, named=False, held=_SQLITE_HELD)
+            lone_info = {**info, _LONE_STATEMENTS: self._statements}
         else:
             lone = self.engine
-        self._lone_reads = async_sessionmaker(lone, expire_on_commit=False, info=lone_info)
+        self._lone_reads = async_sessionmaker(lone, class_=_LoneReadSession, expire_on_commit=False, info=lone_info)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
@@ -424,6 +482,8 @@ class Database:
         return self._lone_reads()
 
     async def close(self) -> None:
+        if self._statements is not None:
+            await self._statements.close()
         if self._read_engine is not None:
             await self._read_engine.dispose()
         await self.engine.dispose()
