@@ -35,6 +35,7 @@ import gen.platform
 from server.auth import Authenticator
 from server.codecs import management_codecs, management_compressions, reflection_codecs
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
+from server.domain.groups import group_lists_info
 from server.heap import freeze_startup_heap
 from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
@@ -256,7 +257,8 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
     configure_tracing(settings)
     if deps is None:
         # Tenant roles are cached for the same bound as API keys (see server.permissions.tenancy).
-        db = Database(settings.database_url, session_info=memberships_info(settings.api_key_cache_seconds))
+        info = {**memberships_info(settings.api_key_cache_seconds), **group_lists_info()}
+        db = Database(settings.database_url, session_info=info)
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
     interceptors = build_interceptors(authenticator, tracing=tracing_enabled())

@@ -8,9 +8,16 @@ import secrets
 
 import aiohttp
 import pytest
+from sqlalchemy import text
 
+from server.domain import groups
+from server.domain.groups import group_lists_info
+from server.domain.principal import Principal
+from server.store.db import Database
 from tests.clients import Caller, ConnectJsonCaller
+from tests.conftest import Database as TestDatabase
 from tests.conftest import Server
+from tests.replicas import two_replicas
 from tests.world import GROUPS, USERS, World, make_world, must
 
 
@@ -235,3 +242,77 @@ async def test_list_answers_gzip_when_asked_and_identity_otherwise(server: Serve
     answer = json.loads(gzip.decompress(packed))
     assert answer == json.loads(plain)
     assert {f"team-{i:02d}" for i in range(30)} <= {g["name"] for g in answer["groups"]}
+
+
+async def test_lists_follow_every_write_including_those_made_outside_the_serving_process(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    """The server answers a tenant's list again while the tenant's list version in the database is unchanged
+    (server.domain.groups.GroupLists). Every change to a group or a member moves it, whoever makes it: here plain
+    SQL, as another replica or an operator would, and the very next read answers the change."""
+    admin, member = world.tokens["admin"], world.tokens["member"]
+    team = await _group(connect, world, "team-a")
+
+    async def listed(token: str = admin) -> dict[str, int]:
+        found = must(await connect.call(f"{GROUPS}/ListGroups", {"tenantId": world.tenant_id}, token=token))
+        return {g["name"]: g.get("memberCount", 0) for g in found.get("groups", [])}
+
+    store = Database(server.settings.database_url)
+
+    async def write(sql: str, **params: str) -> None:
+        async with store.transaction() as s:
+            await s.execute(text(sql), params)
+
+    try:
+        assert await listed() == await listed() == {"team-a": 0}
+        assert await listed(member) == {}
+        outside = f"grp_outside{secrets.token_hex(4)}"
+        added = "INSERT INTO groups (id, tenant_id, name, created_at) VALUES (:id, :tenant, :name, CURRENT_TIMESTAMP)"
+        await write(added, id=outside, tenant=world.tenant_id, name="team-b")
+        assert await listed() == {"team-a": 0, "team-b": 0}
+        await write("UPDATE groups SET name = 'team-c' WHERE id = :id", id=outside)
+        assert await listed() == {"team-a": 0, "team-c": 0}
+        joined = "INSERT INTO group_members (group_id, user_id, created_at) VALUES (:id, :user, CURRENT_TIMESTAMP)"
+        await write(joined, id=outside, user=world.user_ids["member"])
+        assert await listed() == {"team-a": 0, "team-c": 1}
+        assert await listed(member) == {"team-c": 1}
+        await write("DELETE FROM groups WHERE id = :id", id=outside)  # its member row goes by cascade
+        assert await listed() == {"team-a": 0}
+        assert await listed(member) == {}
+        await write("DELETE FROM groups WHERE id = :id", id=team["id"])
+        assert await listed() == {}
+    finally:
+        await store.close()
+
+
+async def test_lists_follow_writes_made_through_another_replica(database: TestDatabase) -> None:
+    """Read-your-writes across replicas: a group created through one process is listed by the other at once, not
+    after a cache bound."""
+    async with two_replicas(database) as r:
+        admin, listing = r.world.tokens["admin"], {"tenantId": r.world.tenant_id}
+        for n in range(3):
+            assert len(must(await r.a.call(f"{GROUPS}/ListGroups", listing, token=admin)).get("groups", [])) == n
+            body = {"tenantId": r.world.tenant_id, "name": f"replicated-{n}"}
+            must(await r.b.call(f"{GROUPS}/CreateGroup", body, token=admin))
+        assert len(must(await r.a.call(f"{GROUPS}/ListGroups", listing, token=admin))["groups"]) == 3
+
+
+async def test_a_list_read_in_a_rolled_back_transaction_is_never_answered_again(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    """A transaction's own writes move the list version before they commit; a list read there must not be kept,
+    or a later commit reaching the same version number would answer the rolled-back groups."""
+    store = Database(server.settings.database_url, session_info=group_lists_info())
+    operator = Principal(user_id="operator", can_manage_tenants=True)
+    try:
+        with pytest.raises(RuntimeError):
+            async with store.transaction() as s:
+                await groups.create_group(s, operator, world.tenant_id, "rolled-back")
+                assert [g.name for g in await groups.list_groups(s, operator, world.tenant_id)] == ["rolled-back"]
+                raise RuntimeError("the transaction fails after its read")
+        async with store.transaction() as s:
+            await groups.create_group(s, operator, world.tenant_id, "committed")
+        async with store.lone_read() as s:
+            assert [g.name for g in await groups.list_groups(s, operator, world.tenant_id)] == ["committed"]
+    finally:
+        await store.close()

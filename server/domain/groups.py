@@ -6,8 +6,9 @@ tenant's admins); a group outside the caller's reach is refused before anything 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,14 +19,16 @@ from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import require_name, require_nonempty
 from server.errors import AlreadyExists, FailedPrecondition, NotFound
 from server.store.db import integrity_as, lone_rows, new_id
-from server.store.models import GroupMemberRow, GroupRow, TenantMemberRow
+from server.store.models import GroupListVersionRow, GroupMemberRow, GroupRow, TenantMemberRow
 
 __all__ = [
     "Group",
+    "GroupLists",
     "GroupMember",
     "add_group_member",
     "create_group",
     "delete_group",
+    "group_lists_info",
     "list_group_members",
     "list_groups",
     "remove_group_member",
@@ -87,21 +90,66 @@ _GROUPS_OF_TENANT = (
 _GROUPS_OF_MEMBER = _GROUPS_OF_TENANT.where(
     _groups.c.id.in_(select(_members.c.group_id).where(_members.c.user_id == bindparam("user_id")))
 )
+_versions = GroupListVersionRow.__table__
+_LIST_VERSION = select(_versions.c.version).where(_versions.c.tenant_id == bindparam("tenant_id"))
+
+
+class GroupLists:
+    """The last group list answered per tenant and reach, each kept with the tenant's list version it was read at
+    (`GroupListVersionRow`, moved by the database's triggers in every transaction that changes a group or member).
+
+    A list is answered again only while the database still holds that version: one key lookup instead of the list's
+    statement, and no replica answers older than what was committed before the read began. The version is read
+    before the rows, so a list is never older than the version it is kept with (a write landing in between costs
+    a reload, not a stale answer). Only reads outside a transaction of their own fill it: a transaction's own
+    uncommitted writes move the version too, and may yet roll back."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._lists: dict[tuple[str, str | None], tuple[int, tuple[Group, ...]]] = {}
+
+    def get(self, key: tuple[str, str | None], version: int) -> tuple[Group, ...] | None:
+        kept = self._lists.get(key)
+        return kept[1] if kept is not None and kept[0] == version else None
+
+    def put(self, key: tuple[str, str | None], version: int, groups: tuple[Group, ...]) -> None:
+        self._lists.pop(key, None)
+        if len(self._lists) >= self._size:
+            del self._lists[next(iter(self._lists))]  # the longest kept: lists of tenants no longer read age out
+        self._lists[key] = (version, groups)
+
+
+_GROUP_LISTS = "switchboard_group_lists"  # session.info key: the process's GroupLists
+
+
+def group_lists_info() -> dict[str, Any]:
+    """The session info that lets list_groups answer again what it answered before (see `GroupLists`)."""
+    return {_GROUP_LISTS: GroupLists()}
 
 
 async def list_groups(
     session: AsyncSession, principal: Principal, tenant_id: str, *, api_key_attachable: bool = False
-) -> list[Group]:
+) -> Sequence[Group]:
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_member(session, principal, tenant_id)
     reach = await permissions.readable_groups_of(session, principal, tenant_id, for_key_attach=api_key_attachable)
     if reach is False:
-        return []
+        return ()
+    lists: GroupLists | None = None if session.in_transaction() else session.info.get(_GROUP_LISTS)
+    if lists is not None:
+        key = (tenant_id, None if reach is True else reach)
+        found = await lone_rows(session, _LIST_VERSION, {"tenant_id": tenant_id})
+        version = found[0][0] if found else 0
+        if (kept := lists.get(key, version)) is not None:
+            return kept
     if reach is True:
         rows = await lone_rows(session, _GROUPS_OF_TENANT, {"tenant_id": tenant_id})
     else:
         rows = await lone_rows(session, _GROUPS_OF_MEMBER, {"tenant_id": tenant_id, "user_id": reach})
-    return [Group(i, tenant_id, n, c) for i, n, c in rows]  # positional: half the cost of keywords
+    groups = tuple([Group(i, tenant_id, n, c) for i, n, c in rows])  # positional: half the cost of keywords
+    if lists is not None:
+        lists.put(key, version, groups)
+    return groups
 
 
 async def delete_group(session: AsyncSession, principal: Principal, tenant_id: str, group_id: str) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "ApiKeyGroupRow",
     "ApiKeyRow",
     "Base",
+    "GroupListVersionRow",
     "GroupMemberRow",
     "GroupRow",
     "PresetAgentRow",
@@ -108,6 +109,17 @@ class GroupMemberRow(Base):
     group_id: Mapped[str] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(128), primary_key=True, index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class GroupListVersionRow(Base):
+    """A counter per tenant that moves with every change to its groups or their members, so a process may keep a
+    tenant's group list and check it is current with one key lookup. Written only by the database's own triggers
+    (migration 0003), in the writing transaction, so every path counts: cascades, other replicas, manual SQL. No
+    foreign key: the triggers fire while a tenant's delete cascades to its groups, and must not fail it."""
+
+    __tablename__ = "group_list_versions"
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
 
 
 class ServiceAccountRow(Base):
