@@ -21,6 +21,7 @@ from connectrpc.errors import ConnectError
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from server.answers import ANSWERS
 from server.errors import InvalidArgument
 from server.input_bounds import check_json_bounds
 from server.protojson import message_to_dict
@@ -29,6 +30,7 @@ __all__ = [
     "BoundedJsonCodec",
     "JsonCodec",
     "QuickGzip",
+    "ReusingCodec",
     "management_codecs",
     "management_compressions",
     "reflection_codecs",
@@ -88,8 +90,25 @@ class BoundedJsonCodec:
             raise ConnectError(Code.INVALID_ARGUMENT, f"invalid JSON request: {detail}") from None
 
 
+class ReusingCodec:
+    """Encodes a response message handed out again (server.answers) once per codec."""
+
+    def __init__(self, inner: Codec) -> None:
+        self._inner = inner
+        self._name = inner.name()
+
+    def name(self) -> str:
+        return self._name
+
+    def encode(self, message: Any) -> bytes:
+        return ANSWERS.encoded(message, self._name, self._inner.encode)
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        return self._inner.decode(data, message_class)
+
+
 def management_codecs() -> list[Codec]:
-    return [google_protobuf_binary_codec(), BoundedJsonCodec()]
+    return [ReusingCodec(google_protobuf_binary_codec()), ReusingCodec(BoundedJsonCodec())]
 
 
 def reflection_codecs() -> list[Codec]:
@@ -104,8 +123,12 @@ class QuickGzip(GzipCompression):
     still decompressed by the parent, bounded by read_max_bytes."""
 
     def compress(self, data: bytes | bytearray | memoryview) -> bytes:
-        deflater = zlib.compressobj(1, zlib.DEFLATED, _GZIP_WINDOW, _MEM_LEVEL)
-        return deflater.compress(data) + deflater.flush()
+        return ANSWERS.compressed(data, "gzip", _gzip)
+
+
+def _gzip(data: bytes | bytearray | memoryview) -> bytes:
+    deflater = zlib.compressobj(1, zlib.DEFLATED, _GZIP_WINDOW, _MEM_LEVEL)
+    return deflater.compress(data) + deflater.flush()
 
 
 _GZIP_WINDOW = 16 + 12  # 16+: a gzip header and trailer; 12: a 4 KiB window

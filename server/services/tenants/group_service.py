@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from connectrpc.request import RequestContext
 
 from gen.platform.tenants.v1 import group_service_pb2 as pb
 from gen.platform.tenants.v1.group_service_connect import GroupService
+from server.answers import ANSWERS
 from server.domain import groups
 from server.services import Deps
 from server.services.context import current_principal
@@ -32,9 +34,7 @@ class GroupServiceHandler(GroupService):
             found = await groups.list_groups(
                 s, current_principal(), request.tenant_id, api_key_attachable=request.api_key_attachable
             )
-        response = pb.ListGroupsResponse()
-        convert.add_groups(response.groups, found)
-        return response
+        return ANSWERS.message(found, _list_response)  # a kept list (GroupLists) gets its kept response
 
     async def delete_group(self, request: pb.DeleteGroupRequest, ctx: Ctx) -> pb.DeleteGroupResponse:
         async with self._db.transaction() as s:
@@ -57,3 +57,9 @@ class GroupServiceHandler(GroupService):
                 s, current_principal(), request.tenant_id, request.group_id, request.user_id
             )
         return pb.RemoveGroupMemberResponse()
+
+
+def _list_response(found: Sequence[groups.Group]) -> pb.ListGroupsResponse:
+    response = pb.ListGroupsResponse()
+    convert.add_groups(response.groups, found)
+    return response
