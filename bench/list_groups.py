@@ -24,7 +24,7 @@ from gen.platform.tenants.v1.user_service_pb2 import GetCurrentUserRequest
 from gen.platform.tenants.v1.user_service_pb2_grpc import UserServiceStub
 from server.tokens import PLATFORM_ROLES, mint_token
 
-REQUESTS = 1000
+REQUESTS = 3000
 CONCURRENCY = 16
 ROUNDS = 3
 

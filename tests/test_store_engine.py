@@ -27,7 +27,7 @@ from sqlalchemy import (
     type_coerce,
 )
 
-from server.store.db import Database, lone_rows
+from server.store.db import Database, KeyLookup, lone_rows, lone_value
 from tests.conftest import PG_ADMIN_URL, _pg_admin_connect, _pg_unreachable_reason
 from tests.conftest import Database as TestDatabase
 
@@ -172,6 +172,45 @@ async def test_a_lone_read_session_returns_what_it_checked_out(database: TestDat
                     raise RuntimeError("the caller failed")
         assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     finally:
+        await db.close()
+
+
+_PROBE = table("lookup_probe", column("k", String), column("v", Integer))
+_PROBE_VALUE = KeyLookup(_PROBE.c.k, _PROBE.c.v)
+
+
+async def test_key_lookups_answer_each_key_and_see_every_commit_before_them(database: TestDatabase) -> None:
+    """`lone_value`: each caller gets its key's value (None without a row), also inside a transaction; on PostgreSQL
+    the lookups asked for in one turn of the event loop go as one statement (one connection serves thirty callers),
+    a caller cancelled while waiting leaves the others their answers, and a lookup sees what committed before it."""
+    db = Database(database.url)
+    try:
+        async with db.transaction() as s:
+            await s.execute(text("DROP TABLE IF EXISTS lookup_probe"))
+            await s.execute(text("CREATE TABLE lookup_probe (k VARCHAR(10) PRIMARY KEY, v INTEGER)"))
+            await s.execute(text("INSERT INTO lookup_probe VALUES ('a', 1), ('b', 2)"))
+            assert await lone_value(s, _PROBE_VALUE, "b") == 2
+
+        async def value(key: str) -> Any:
+            async with db.lone_read() as s:
+                return await lone_value(s, _PROBE_VALUE, key)
+
+        before = _server_connections(database) if database.backend == "postgresql" else 0
+        assert await asyncio.gather(*(value(k) for k in "abc" * 10)) == [1, 2, None] * 10
+        if database.backend == "postgresql":  # SQLite answers each on the loop at once, without a round trip
+            assert _server_connections(database) - before == 1
+            waiting = [asyncio.create_task(value("a")) for _ in range(3)]
+            await asyncio.sleep(0)  # all three asked; the statement is not sent yet
+            waiting[1].cancel()
+            assert await waiting[0] == await waiting[2] == 1
+            with pytest.raises(asyncio.CancelledError):
+                await waiting[1]
+        async with db.transaction() as s:
+            await s.execute(text("UPDATE lookup_probe SET v = 5 WHERE k = 'a'"))
+        assert await value("a") == 5
+    finally:
+        async with db.transaction() as s:
+            await s.execute(text("DROP TABLE IF EXISTS lookup_probe"))
         await db.close()
 
 

@@ -18,7 +18,7 @@ from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import require_name, require_nonempty
 from server.errors import AlreadyExists, FailedPrecondition, NotFound
-from server.store.db import integrity_as, lone_rows, new_id
+from server.store.db import KeyLookup, integrity_as, lone_rows, lone_value, new_id
 from server.store.models import GroupListVersionRow, GroupMemberRow, GroupRow, TenantMemberRow
 
 __all__ = [
@@ -91,7 +91,7 @@ _GROUPS_OF_MEMBER = _GROUPS_OF_TENANT.where(
     _groups.c.id.in_(select(_members.c.group_id).where(_members.c.user_id == bindparam("user_id")))
 )
 _versions = GroupListVersionRow.__table__
-_LIST_VERSION = select(_versions.c.version).where(_versions.c.tenant_id == bindparam("tenant_id"))
+_LIST_VERSION = KeyLookup(_versions.c.tenant_id, _versions.c.version)
 
 
 class GroupLists:
@@ -138,8 +138,7 @@ async def list_groups(
     lists: GroupLists | None = None if session.in_transaction() else session.info.get(_GROUP_LISTS)
     if lists is not None:
         key = (tenant_id, None if reach is True else reach)
-        found = await lone_rows(session, _LIST_VERSION, {"tenant_id": tenant_id})
-        version = found[0][0] if found else 0
+        version = await lone_value(session, _LIST_VERSION, tenant_id) or 0
         if (kept := lists.get(key, version)) is not None:
             return kept
     if reach is True:

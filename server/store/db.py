@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiosqlite
-from sqlalchemy import event, exc, make_url
+from sqlalchemy import bindparam, event, exc, func, make_url
+from sqlalchemy import select as select_rows
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -27,7 +28,16 @@ from sqlalchemy.sql import Select
 
 from server.errors import AlreadyExists
 
-__all__ = ["Database", "as_utc", "insert_ignoring_duplicates", "integrity_as", "lone_rows", "new_id"]
+__all__ = [
+    "Database",
+    "KeyLookup",
+    "as_utc",
+    "insert_ignoring_duplicates",
+    "integrity_as",
+    "lone_rows",
+    "lone_value",
+    "new_id",
+]
 
 
 def as_utc(value: datetime | None) -> datetime | None:
@@ -369,6 +379,7 @@ class _LoneStatements:
         self._held: asyncio.LifoQueue[AsyncConnection | None] = asyncio.LifoQueue()
         for _ in range(held):
             self._held.put_nowait(None)
+        self._lookups: dict[int, _Coalesced] = {}
 
     def _prepare(self, statement: Select[Any]) -> tuple[str, tuple[str, ...]]:
         known = self._compiled.get(id(statement))
@@ -403,9 +414,81 @@ class _LoneStatements:
             # here, and a connection that broke is found out before it is lent again.
             self._held.put_nowait(held)
 
+    async def value(self, lookup: KeyLookup, key: Any) -> Any:
+        """One key's value (None without a row). On a database server, through one statement per turn of the event
+        loop for all lookups of `lookup` (see `_Coalesced`); on SQLite, where the statement runs on the loop without
+        a round trip, on its own."""
+        if not self._named:
+            found = await self.rows(lookup.one, {"key": key})
+            return found[0][1] if found else None
+        coalesced = self._lookups.get(id(lookup))
+        if coalesced is None:
+            many = lookup.many
+            coalesced = self._lookups[id(lookup)] = _Coalesced(lambda keys: self.rows(many, {"keys": keys}))
+        return await coalesced.get(key)
+
     async def close(self) -> None:
         while not self._held.empty():
             await _discard(self._held.get_nowait())
+
+
+class KeyLookup:
+    """A value by its key (`SELECT key, value FROM … WHERE key = …`), for lone reads that each need one key's value:
+    built once, as a module constant, like every lone statement."""
+
+    def __init__(self, key: Any, value: Any) -> None:
+        self.one = select_rows(key, value).where(key == bindparam("key"))
+        self.many = select_rows(key, value).where(key == func.any(bindparam("keys")))  # PostgreSQL: an array of keys
+
+
+class _Coalesced:
+    """Key lookups asked for in the same turn of the event loop, sent as one statement.
+
+    On PostgreSQL a statement is a round trip costing the server process ~130 us of CPU in the driver and the kernel
+    whatever it reads, and under load many requests look up the same kind of key at once (each ListGroups its
+    tenant's list version). Lookups join the batch being gathered; it is sent on the loop's next turn, after every
+    one of them was asked, so each answer is as fresh as its own statement would have been. A caller cancelled
+    meanwhile leaves the others their answers; a failed statement fails each of its callers."""
+
+    def __init__(self, fetch: Callable[[list[Any]], Awaitable[list[Any]]]) -> None:
+        self._fetch = fetch
+        self._gathering: dict[Any, list[asyncio.Future[Any]]] | None = None
+        self._sending: set[asyncio.Task[None]] = set()  # referenced until done: the loop keeps only weak ones
+
+    async def get(self, key: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._gathering is None:
+            self._gathering = {}
+            loop.call_soon(self._send)
+        answer: asyncio.Future[Any] = loop.create_future()
+        self._gathering.setdefault(key, []).append(answer)
+        return await answer
+
+    def _send(self) -> None:
+        batch, self._gathering = self._gathering or {}, None
+        task = asyncio.ensure_future(self._answer(batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _answer(self, batch: dict[Any, list[asyncio.Future[Any]]]) -> None:
+        try:
+            rows = await self._fetch(list(batch))
+        except Exception as exc:
+            for answers in batch.values():
+                for answer in answers:
+                    if not answer.done():
+                        answer.set_exception(exc)
+            return
+        except BaseException:  # this task cancelled (the process stopping): its callers are too
+            for answers in batch.values():
+                for answer in answers:
+                    answer.cancel()
+            raise
+        found = dict(rows)
+        for key, answers in batch.items():
+            for answer in answers:
+                if not answer.done():
+                    answer.set_result(found.get(key))
 
 
 class _LoneReadSession(AsyncSession):
@@ -429,6 +512,17 @@ async def lone_rows(session: AsyncSession, statement: Select[Any], parameters: M
         result = await (await session.connection()).execute(statement, dict(parameters))
         return list(result.all())
     return await statements.rows(statement, parameters)
+
+
+async def lone_value(session: AsyncSession, lookup: KeyLookup, key: Any) -> Any:
+    """The value `lookup` finds for `key` (None without a row). In a `Database.lone_read()` session that has not begun
+    anything else, from a held connection, and on PostgreSQL in one statement with the same turn's other lookups (see
+    `_Coalesced`); in any other session, through it as usual."""
+    statements: _LoneStatements | None = session.info.get(_LONE_STATEMENTS)
+    if statements is None or session.in_transaction():
+        found = (await (await session.connection()).execute(lookup.one, {"key": key})).first()
+        return None if found is None else found[1]
+    return await statements.value(lookup, key)
 
 
 class Database:
