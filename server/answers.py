@@ -21,67 +21,71 @@ S = TypeVar("S")
 M = TypeVar("M")
 
 
-class _Answer:
-    __slots__ = ("encodings", "message", "source")
+class _Kept:
+    """An object kept alive with what was derived from it, by name (a codec's bytes, a compression's)."""
 
-    def __init__(self, source: object, message: object) -> None:
+    __slots__ = ("derived", "obj")
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+        self.derived: dict[str, bytes] = {}
+
+
+class _Answer:
+    __slots__ = ("message", "source")
+
+    def __init__(self, source: object, message: _Kept) -> None:
         self.source = source
         self.message = message
-        self.encodings: dict[str, bytes] = {}  # codec name -> the message's bytes
-
-
-class _Encoding:
-    __slots__ = ("compressed", "data")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.compressed: dict[str, bytes] = {}  # compression name -> the bytes compressed
 
 
 class Answers:
     def __init__(self, size: int = 256) -> None:
         self._size = size
         self._by_source: dict[int, _Answer] = {}  # in insertion order: the oldest is dropped first
-        self._by_message: dict[int, _Answer] = {}
-        self._by_data: dict[int, _Encoding] = {}
+        self._by_message: dict[int, _Kept] = {}
+        self._by_data: dict[int, _Kept] = {}
 
     def message(self, source: S, build: Callable[[S], M]) -> M:
         """The message built from `source`: built now, or the one built the last time this very object came."""
         kept = self._by_source.get(id(source))
         if kept is not None and kept.source is source:
-            return kept.message  # type: ignore[return-value]
+            return kept.message.obj  # type: ignore[return-value]
         message = build(source)
         if len(self._by_source) >= self._size:
             self._drop(next(iter(self._by_source.values())))
-        answer = _Answer(source, message)
+        answer = _Answer(source, _Kept(message))
         self._by_source[id(source)] = answer
-        self._by_message[id(message)] = answer
+        self._by_message[id(message)] = answer.message
         return message
 
     def encoded(self, message: Any, codec: str, encode: Callable[[Any], bytes]) -> bytes:
-        kept = self._by_message.get(id(message))
-        if kept is None or kept.message is not message:
-            return encode(message)
-        data = kept.encodings.get(codec)
-        if data is None:
-            data = kept.encodings[codec] = encode(message)
-            self._by_data[id(data)] = _Encoding(data)
+        data, new = _derive(self._by_message, message, codec, encode)
+        if new:
+            self._by_data[id(data)] = _Kept(data)
         return data
 
     def compressed(self, data: Any, compression: str, compress: Callable[[Any], bytes]) -> bytes:
-        kept = self._by_data.get(id(data))
-        if kept is None or kept.data is not data:
-            return compress(data)
-        packed = kept.compressed.get(compression)
-        if packed is None:
-            packed = kept.compressed[compression] = compress(data)
-        return packed
+        return _derive(self._by_data, data, compression, compress)[0]
 
     def _drop(self, answer: _Answer) -> None:
         del self._by_source[id(answer.source)]
-        del self._by_message[id(answer.message)]
-        for data in answer.encodings.values():
+        del self._by_message[id(answer.message.obj)]
+        for data in answer.message.derived.values():
             self._by_data.pop(id(data), None)  # b"" is one object: two answers may share an encoding
+
+
+def _derive(kept_by_id: dict[int, _Kept], obj: Any, name: str, make: Callable[[Any], bytes]) -> tuple[bytes, bool]:
+    """What `make` derives from `obj`, and whether it was made now and kept. Objects not kept are derived from
+    every time."""
+    kept = kept_by_id.get(id(obj))
+    if kept is None or kept.obj is not obj:
+        return make(obj), False
+    derived = kept.derived.get(name)
+    if derived is not None:
+        return derived, False
+    derived = kept.derived[name] = make(obj)
+    return derived, True
 
 
 ANSWERS = Answers()  # the process's: handlers fill it, the management codecs and gzip read it

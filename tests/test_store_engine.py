@@ -5,8 +5,10 @@ is replaced at checkout, without a failed request and without a ping round trip.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +177,23 @@ async def test_a_lone_read_session_returns_what_it_checked_out(database: TestDat
         await db.close()
 
 
+@contextlib.asynccontextmanager
+async def _scratch_table(database: TestDatabase, definition: str, rows: str) -> AsyncIterator[Database]:
+    """A store on the test database with a table of its own, dropped again: the PostgreSQL database is the run's."""
+    db = Database(database.url)
+    name = definition.split(" ", 1)[0]
+    try:
+        async with db.transaction() as s:
+            await s.execute(text(f"DROP TABLE IF EXISTS {name}"))
+            await s.execute(text(f"CREATE TABLE {definition}"))
+            await s.execute(text(f"INSERT INTO {name} VALUES {rows}"))  # noqa: S608 -- the tests' own literals
+        yield db
+    finally:
+        async with db.transaction() as s:
+            await s.execute(text(f"DROP TABLE IF EXISTS {name}"))
+        await db.close()
+
+
 _PROBE = table("lookup_probe", column("k", String), column("v", Integer))
 _PROBE_VALUE = KeyLookup(_PROBE.c.k, _PROBE.c.v)
 
@@ -183,12 +202,10 @@ async def test_key_lookups_answer_each_key_and_see_every_commit_before_them(data
     """`lone_value`: each caller gets its key's value (None without a row), also inside a transaction; on PostgreSQL
     the lookups asked for in one turn of the event loop go as one statement (one connection serves thirty callers),
     a caller cancelled while waiting leaves the others their answers, and a lookup sees what committed before it."""
-    db = Database(database.url)
-    try:
+    async with _scratch_table(
+        database, "lookup_probe (k VARCHAR(10) PRIMARY KEY, v INTEGER)", "('a', 1), ('b', 2)"
+    ) as db:
         async with db.transaction() as s:
-            await s.execute(text("DROP TABLE IF EXISTS lookup_probe"))
-            await s.execute(text("CREATE TABLE lookup_probe (k VARCHAR(10) PRIMARY KEY, v INTEGER)"))
-            await s.execute(text("INSERT INTO lookup_probe VALUES ('a', 1), ('b', 2)"))
             assert await lone_value(s, _PROBE_VALUE, "b") == 2
 
         async def value(key: str) -> Any:
@@ -208,10 +225,6 @@ async def test_key_lookups_answer_each_key_and_see_every_commit_before_them(data
         async with db.transaction() as s:
             await s.execute(text("UPDATE lookup_probe SET v = 5 WHERE k = 'a'"))
         assert await value("a") == 5
-    finally:
-        async with db.transaction() as s:
-            await s.execute(text("DROP TABLE IF EXISTS lookup_probe"))
-        await db.close()
 
 
 async def test_a_lone_read_runs_outside_a_transaction_and_leaves_transactions_whole(database: TestDatabase) -> None:
@@ -341,12 +354,8 @@ async def test_lone_rows_answer_what_core_answers_and_refuse_statements_that_nee
     """Lone reads run their statement on the pooled connection's driver; the rows are those Core returns, in a
     lone-read session and in a transaction (where the session runs it), and a statement whose values Core would
     convert is refused rather than answered unconverted."""
-    db = Database(database.url)
-    try:
-        async with db.transaction() as s:
-            await s.execute(text("DROP TABLE IF EXISTS lone_rows_probe"))
-            await s.execute(text("CREATE TABLE lone_rows_probe (id INTEGER PRIMARY KEY, name VARCHAR(20))"))
-            await s.execute(text("INSERT INTO lone_rows_probe VALUES (1, 'b'), (2, 'a'), (3, 'c')"))
+    columns, rows = "lone_rows_probe (id INTEGER PRIMARY KEY, name VARCHAR(20))", "(1, 'b'), (2, 'a'), (3, 'c')"
+    async with _scratch_table(database, columns, rows) as db:
         probe = table("lone_rows_probe", column("id", Integer), column("name", String))
         statement = select(probe.c.id, probe.c.name).where(probe.c.id < bindparam("below")).order_by(probe.c.name)
         for _ in range(7):  # past psycopg's threshold for preparing a statement on its connection
@@ -358,7 +367,3 @@ async def test_lone_rows_answer_what_core_answers_and_refuse_statements_that_nee
         with pytest.raises(TypeError, match="no conversion"):
             async with db.lone_read() as s:
                 await lone_rows(s, shouted, {})
-    finally:
-        async with db.transaction() as s:
-            await s.execute(text("DROP TABLE IF EXISTS lone_rows_probe"))
-        await db.close()
