@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -102,13 +103,32 @@ def _postgresql(database: TestDatabase) -> None:
         pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL}")
 
 
-def _server_connections(database: TestDatabase) -> int:
+def _tagged(database: TestDatabase) -> str:
+    """The test database's URL, its PostgreSQL connections named for this test alone: other tests' servers may still
+    be closing theirs."""
+    if database.backend != "postgresql":
+        return database.url
+    tag = {"application_name": f"probe-{secrets.token_hex(4)}"}
+    return make_url(database.url).update_query_dict(tag).render_as_string(hide_password=False)
+
+
+def _server_connections(db: Database) -> int:
     with _pg_admin_connect() as admin:
         row = admin.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (make_url(database.url).database,)
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            (make_url(db.url).query["application_name"],),
         ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+async def _all_closed(db: Database) -> bool:
+    """The server drops a connection's backend a moment after the client closed it."""
+    for _ in range(50):
+        if _server_connections(db) == 0:
+            return True
+        await asyncio.sleep(0.1)
+    return False
 
 
 async def test_a_held_lone_statement_connection_closed_by_the_server_is_replaced(database: TestDatabase) -> None:
@@ -136,8 +156,7 @@ async def test_a_cancelled_lone_statement_leaves_no_connection_behind(database: 
     halfway through a statement; concurrent reads never hold more connections than the bound; closing the database
     closes every connection it kept."""
     _postgresql(database)
-    before = _server_connections(database)
-    db = Database(database.url)
+    db = Database(_tagged(database))
     try:
 
         async def sleep(seconds: int) -> list[Any]:
@@ -151,10 +170,10 @@ async def test_a_cancelled_lone_statement_leaves_no_connection_behind(database: 
             await stuck
         assert await asyncio.wait_for(sleep(0), 5) == [(1,)]
         await asyncio.gather(*(sleep(0) for _ in range(40)))
-        assert _server_connections(database) - before <= 16
+        assert _server_connections(db) <= 16
     finally:
         await db.close()
-    assert _server_connections(database) == before
+    assert await _all_closed(db)
 
 
 async def test_a_lone_read_session_returns_what_it_checked_out(database: TestDatabase) -> None:
@@ -180,7 +199,7 @@ async def test_a_lone_read_session_returns_what_it_checked_out(database: TestDat
 @contextlib.asynccontextmanager
 async def _scratch_table(database: TestDatabase, definition: str, rows: str) -> AsyncIterator[Database]:
     """A store on the test database with a table of its own, dropped again: the PostgreSQL database is the run's."""
-    db = Database(database.url)
+    db = Database(_tagged(database))
     name = definition.split(" ", 1)[0]
     try:
         async with db.transaction() as s:
@@ -212,10 +231,10 @@ async def test_key_lookups_answer_each_key_and_see_every_commit_before_them(data
             async with db.lone_read() as s:
                 return await lone_value(s, _PROBE_VALUE, key)
 
-        before = _server_connections(database) if database.backend == "postgresql" else 0
+        before = _server_connections(db) if database.backend == "postgresql" else 0
         assert await asyncio.gather(*(value(k) for k in "abc" * 10)) == [1, 2, None] * 10
         if database.backend == "postgresql":  # SQLite answers each on the loop at once, without a round trip
-            assert _server_connections(database) - before == 1
+            assert _server_connections(db) - before == 1
             waiting = [asyncio.create_task(value("a")) for _ in range(3)]
             await asyncio.sleep(0)  # all three asked; the statement is not sent yet
             waiting[1].cancel()
