@@ -94,6 +94,30 @@ async def test_every_file_type_is_parsed_embedded_and_found(rw: RagWorld) -> Non
     assert got["rag"]["embeddingDimensions"] == 384
 
 
+_DISTINCT = {
+    5: "The lighthouse keeper polishes the brass lens every night before the storm.",
+    40: "Honey bees collect nectar from lavender fields in the mountains of Provence.",
+    66: "The violin maker varnished the spruce top with a coat of amber resin.",
+}
+
+
+async def test_an_upload_of_many_batches_embeds_every_chunk_in_its_own_place(rw: RagWorld) -> None:
+    """70 chunks are three embedding batches, sent concurrently: each vector must still land on its own chunk, so
+    a sentence in any batch is found as its own file (filler chunks elsewhere are near-identical)."""
+    rag = await rw.rag()
+    files = [
+        {"filename": f"f{i:02d}.txt", "content": _DISTINCT.get(i, f"Filler note number {i} about nothing at all.")}
+        for i in range(70)
+    ]
+    answer = await call("POST", url(rw, rag, "/files/content"), rw.keys["editor"], json={"files": files})
+    assert answer.status == 201, answer
+    names = {f["id"]: f["filename"] for f in answer.body["data"]}
+    assert sum(f["chunk_count"] for f in answer.body["data"]) == 70
+    for position, query in ((5, "lighthouse lens"), (40, "bees and lavender nectar"), (66, "violin varnish")):
+        found = await context(rw, rag, query)
+        assert names[found[0]["file_id"]] == f"f{position:02d}.txt", (query, found[0])
+
+
 async def test_csv_rows_are_labelled_blocks_in_context(rw: RagWorld) -> None:
     rag = await rw.rag()
     csv_file = [f for f in EVERY_TYPE if f[0] == "cities.csv"]
@@ -461,6 +485,9 @@ async def test_inline_embedding_failure_stores_nothing(rw: RagWorld, server: Ser
     )
     assert answer.status == 502, answer
     assert "sk-" not in str(answer.body) and "127.0.0.1" not in str(answer.body)
+    many = [{"filename": f"m{i}.txt", "content": f"Line {i}."} for i in range(70)]  # three batches in flight
+    answer = await call("POST", url(rw, rag, "/files/content"), rw.keys["editor"], json={"files": many})
+    assert answer.status == 502, answer
     listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
     assert listed.body["total"] == 0 and await _used(rw, server, rag) == 0
 
