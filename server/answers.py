@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from server.bounded import WeightedFifo
+
 __all__ = ["ANSWERS", "Answers"]
 
 S = TypeVar("S")
@@ -40,23 +42,23 @@ class _Answer:
 
 
 class Answers:
-    def __init__(self, size: int = 256) -> None:
-        self._size = size
-        self._by_source: dict[int, _Answer] = {}  # in insertion order: the oldest is dropped first
+    """`budget` bounds what is kept by weight (what `message` is told each source weighs, e.g. its items), the
+    oldest answer dropped first with its encodings."""
+
+    def __init__(self, budget: int = 100_000) -> None:
+        self._by_source: WeightedFifo[int, _Answer] = WeightedFifo(budget, on_drop=self._forget)
         self._by_message: dict[int, _Kept] = {}
         self._by_data: dict[int, _Kept] = {}
 
-    def message(self, source: S, build: Callable[[S], M]) -> M:
+    def message(self, source: S, build: Callable[[S], M], weight: int = 1) -> M:
         """The message built from `source`: built now, or the one built the last time this very object came."""
         kept = self._by_source.get(id(source))
         if kept is not None and kept.source is source:
             return kept.message.obj  # type: ignore[return-value]
         message = build(source)
-        if len(self._by_source) >= self._size:
-            self._drop(next(iter(self._by_source.values())))
         answer = _Answer(source, _Kept(message))
-        self._by_source[id(source)] = answer
-        self._by_message[id(message)] = answer.message
+        if self._by_source.put(id(source), answer, weight):
+            self._by_message[id(message)] = answer.message
         return message
 
     def encoded(self, message: Any, codec: str, encode: Callable[[Any], bytes]) -> bytes:
@@ -68,9 +70,8 @@ class Answers:
     def compressed(self, data: Any, compression: str, compress: Callable[[Any], bytes]) -> bytes:
         return _derive(self._by_data, data, compression, compress)[0]
 
-    def _drop(self, answer: _Answer) -> None:
-        del self._by_source[id(answer.source)]
-        del self._by_message[id(answer.message.obj)]
+    def _forget(self, _source_id: int, answer: _Answer) -> None:
+        self._by_message.pop(id(answer.message.obj), None)
         for data in answer.message.derived.values():
             self._by_data.pop(id(data), None)  # b"" is one object: two answers may share an encoding
 

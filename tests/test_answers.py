@@ -31,7 +31,7 @@ class _Counted:
 
 
 def test_the_same_source_gets_the_same_message_encoding_and_compression() -> None:
-    answers = Answers(size=4)
+    answers = Answers(budget=4)
     build = _Counted(lambda source: {"built from": source})
     encode, compress = _Counted(lambda m: json.dumps(m).encode()), _Counted(gzip.compress)
     source = ("a", "b")
@@ -46,7 +46,7 @@ def test_the_same_source_gets_the_same_message_encoding_and_compression() -> Non
 
 
 def test_equal_but_other_objects_and_unknown_messages_are_built_and_encoded_anew() -> None:
-    answers = Answers(size=4)
+    answers = Answers(budget=4)
     build, encode, compress = _Counted(list), _Counted(repr), _Counted(bytes)
     answers.message(("x", 1), build)
     answers.message(tuple(["x", 1]), build)  # equal, another object: its own (the source may have changed since)
@@ -61,7 +61,7 @@ def test_equal_but_other_objects_and_unknown_messages_are_built_and_encoded_anew
 
 
 def test_the_oldest_answer_is_dropped_with_its_encodings() -> None:
-    answers = Answers(size=2)
+    answers = Answers(budget=2)
     build, encode = _Counted(lambda s: [s]), _Counted(lambda m: repr(m).encode())
     sources = [(n,) for n in range(3)]
     messages = [answers.message(s, build) for s in sources]
@@ -74,6 +74,27 @@ def test_the_oldest_answer_is_dropped_with_its_encodings() -> None:
     answers.encoded(messages[2], "json", encode)
     answers.encoded(messages[2], "json", encode)
     assert encode.calls == 3
+
+
+def test_answers_are_kept_within_their_weight() -> None:
+    answers = Answers(budget=10)
+    build, encode = _Counted(list), _Counted(repr)
+    heavy = tuple(range(11))
+    message = answers.message(heavy, build, weight=11)  # heavier than the budget: built, never kept
+    answers.message(heavy, build, weight=11)
+    assert build.calls == 2
+    answers.encoded(message, "json", encode)
+    answers.encoded(message, "json", encode)
+    assert encode.calls == 2
+    light = [(n,) for n in range(3)]
+    for source in light:
+        answers.message(source, build, weight=4)  # the third pushes the first out (4 + 4 + 4 > 10)
+    assert build.calls == 5
+    answers.message(light[2], build, weight=4)
+    answers.message(light[1], build, weight=4)
+    assert build.calls == 5
+    answers.message(light[0], build, weight=4)
+    assert build.calls == 6
 
 
 async def test_a_kept_list_reaches_every_client_as_the_same_answer(server: Server, connect: ConnectJsonCaller) -> None:

@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
+from server.bounded import WeightedFifo
 from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import require_name, require_nonempty
@@ -104,19 +105,17 @@ class GroupLists:
     a reload, not a stale answer). Only reads outside a transaction of their own fill it: a transaction's own
     uncommitted writes move the version too, and may yet roll back."""
 
-    def __init__(self, size: int = 256) -> None:
-        self._size = size
-        self._lists: dict[tuple[str, str | None], tuple[int, tuple[Group, ...]]] = {}
+    def __init__(self, budget: int = 100_000) -> None:
+        # Weighed by groups (plus one per list, so empty lists count): a few lists of a huge tenant or many small
+        # ones, within the same memory.
+        self._lists: WeightedFifo[tuple[str, str | None], tuple[int, tuple[Group, ...]]] = WeightedFifo(budget)
 
     def get(self, key: tuple[str, str | None], version: int) -> tuple[Group, ...] | None:
         kept = self._lists.get(key)
         return kept[1] if kept is not None and kept[0] == version else None
 
     def put(self, key: tuple[str, str | None], version: int, groups: tuple[Group, ...]) -> None:
-        self._lists.pop(key, None)
-        if len(self._lists) >= self._size:
-            del self._lists[next(iter(self._lists))]  # the longest kept: lists of tenants no longer read age out
-        self._lists[key] = (version, groups)
+        self._lists.put(key, (version, groups), len(groups) + 1)
 
 
 _GROUP_LISTS = "switchboard_group_lists"  # session.info key: the process's GroupLists

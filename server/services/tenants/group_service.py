@@ -34,7 +34,8 @@ class GroupServiceHandler(GroupService):
             found = await groups.list_groups(
                 s, current_principal(), request.tenant_id, api_key_attachable=request.api_key_attachable
             )
-        return ANSWERS.message(found, _list_response)  # a kept list (GroupLists) gets its kept response
+        # A kept list (GroupLists) gets its kept response, weighed as GroupLists weighs it.
+        return ANSWERS.message(found, _list_response, weight=len(found) + 1)
 
     async def delete_group(self, request: pb.DeleteGroupRequest, ctx: Ctx) -> pb.DeleteGroupResponse:
         async with self._db.transaction() as s:
