@@ -32,6 +32,7 @@ __all__ = [
     "group_lists_info",
     "list_group_members",
     "list_groups",
+    "list_weight",
     "remove_group_member",
 ]
 
@@ -106,8 +107,7 @@ class GroupLists:
     uncommitted writes move the version too, and may yet roll back."""
 
     def __init__(self, budget: int = 100_000) -> None:
-        # Weighed by groups (plus one per list, so empty lists count): a few lists of a huge tenant or many small
-        # ones, within the same memory.
+        # Weighed by `list_weight`: a few lists of a huge tenant or many small ones, within the same memory.
         self._lists: WeightedFifo[tuple[str, str | None], tuple[int, tuple[Group, ...]]] = WeightedFifo(budget)
 
     def get(self, key: tuple[str, str | None], version: int) -> tuple[Group, ...] | None:
@@ -115,7 +115,12 @@ class GroupLists:
         return kept[1] if kept is not None and kept[0] == version else None
 
     def put(self, key: tuple[str, str | None], version: int, groups: tuple[Group, ...]) -> None:
-        self._lists.put(key, (version, groups), len(groups) + 1)
+        self._lists.put(key, (version, groups), list_weight(groups))
+
+
+def list_weight(groups: Sequence[Group]) -> int:
+    """What a kept list weighs against a cache's budget: its groups, plus one so that empty lists count too."""
+    return len(groups) + 1
 
 
 _GROUP_LISTS = "switchboard_group_lists"  # session.info key: the process's GroupLists

@@ -369,10 +369,19 @@ class _LoneStatements:
     _MAX_STATEMENTS = 256  # prebuilt statements only; a bound, not an expected size
 
     def __init__(
-        self, engine: AsyncEngine, *, named: bool, held: int, alive: Callable[[Any], bool] = _always_alive
+        self,
+        engine: AsyncEngine,
+        *,
+        named: bool,
+        held: int,
+        alive: Callable[[Any], bool] = _always_alive,
+        coalesce: bool = False,
     ) -> None:
         self._engine = engine
         self._named = named  # the driver takes a mapping (psycopg); otherwise a sequence in bind order (sqlite3)
+        # Key lookups in one statement per loop turn: worth it where a statement is a round trip (a database server),
+        # not on SQLite, whose lone statements run on the loop.
+        self.coalesces = coalesce
         self._alive = alive  # checks an idle driver connection before it is lent
         self._compiled: dict[int, tuple[Select[Any], str, tuple[str, ...]]] = {}
         # Last in, first out: the connections in use most recently serve first, and only concurrency opens more.
@@ -415,12 +424,8 @@ class _LoneStatements:
             self._held.put_nowait(held)
 
     async def value(self, lookup: KeyLookup, key: Any) -> Any:
-        """One key's value (None without a row). On a database server, through one statement per turn of the event
-        loop for all lookups of `lookup` (see `_Coalesced`); on SQLite, where the statement runs on the loop without
-        a round trip, on its own."""
-        if not self._named:
-            found = await self.rows(lookup.one, {"key": key})
-            return found[0][1] if found else None
+        """One key's value (None without a row), through one statement per turn of the event loop for all lookups
+        of `lookup` (see `_Coalesced`)."""
         coalesced = self._lookups.get(id(lookup))
         if coalesced is None:
             many = lookup.many
@@ -473,17 +478,19 @@ class _Coalesced:
     async def _answer(self, batch: dict[Any, list[asyncio.Future[Any]]]) -> None:
         try:
             rows = await self._fetch(list(batch))
-        except Exception as exc:
+        except BaseException as exc:
+            # A failed statement fails each caller; this task cancelled (the process stopping) cancels them.
             for answers in batch.values():
                 for answer in answers:
-                    if not answer.done():
+                    if answer.done():
+                        continue
+                    if isinstance(exc, Exception):
                         answer.set_exception(exc)
+                    else:
+                        answer.cancel()
+            if not isinstance(exc, Exception):
+                raise
             return
-        except BaseException:  # this task cancelled (the process stopping): its callers are too
-            for answers in batch.values():
-                for answer in answers:
-                    answer.cancel()
-            raise
         found = dict(rows)
         for key, answers in batch.items():
             for answer in answers:
@@ -515,14 +522,14 @@ async def lone_rows(session: AsyncSession, statement: Select[Any], parameters: M
 
 
 async def lone_value(session: AsyncSession, lookup: KeyLookup, key: Any) -> Any:
-    """The value `lookup` finds for `key` (None without a row). In a `Database.lone_read()` session that has not begun
-    anything else, from a held connection, and on PostgreSQL in one statement with the same turn's other lookups (see
-    `_Coalesced`); in any other session, through it as usual."""
+    """The value `lookup` finds for `key` (None without a row). In a `Database.lone_read()` session on a database
+    server that has not begun anything else, in one statement with the same turn's other lookups (see
+    `_Coalesced`); otherwise as `lone_rows` runs a statement."""
     statements: _LoneStatements | None = session.info.get(_LONE_STATEMENTS)
-    if statements is None or session.in_transaction():
-        found = (await (await session.connection()).execute(lookup.one, {"key": key})).first()
-        return None if found is None else found[1]
-    return await statements.value(lookup, key)
+    if statements is not None and statements.coalesces and not session.in_transaction():
+        return await statements.value(lookup, key)
+    found = await lone_rows(session, lookup.one, {"key": key})
+    return found[0][1] if found else None
 
 
 class Database:
@@ -541,7 +548,9 @@ class Database:
         if not url.startswith("sqlite"):
             lone = self._read_engine = _autocommit_engine(url)
             if make_url(url).get_driver_name() == "psycopg":
-                self._statements = _LoneStatements(lone, named=True, held=_LONE_POOL_SIZE, alive=_idle_driver_alive)
+                self._statements = _LoneStatements(
+                    lone, named=True, held=_LONE_POOL_SIZE, alive=_idle_driver_alive, coalesce=True
+                )
                 lone_info = {**info, _LONE_STATEMENTS: self._statements}
         elif (path := _sqlite_file(url)) is not None:
             lone = self._read_engine = _inline_read_engine(path)

@@ -35,7 +35,7 @@ class GroupServiceHandler(GroupService):
                 s, current_principal(), request.tenant_id, api_key_attachable=request.api_key_attachable
             )
         # A kept list (GroupLists) gets its kept response, weighed as GroupLists weighs it.
-        return ANSWERS.message(found, _list_response, weight=len(found) + 1)
+        return ANSWERS.message(found, _list_response, weight=groups.list_weight(found))
 
     async def delete_group(self, request: pb.DeleteGroupRequest, ctx: Ctx) -> pb.DeleteGroupResponse:
         async with self._db.transaction() as s:
