@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
-import aiohttp
 import orjson
 from aiohttp import web
 from sqlalchemy import text
@@ -20,7 +19,6 @@ from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_pre
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
-from gateway.streaming import STALLS, StallWatch
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -74,21 +72,13 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app[TRACING] = settings.otel_exporter != "none"
     app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
     app[TRANSLATORS] = translators(settings)
-    app[STALLS] = StallWatch(settings.gateway_upstream_stall_seconds)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)
         verifier = key_verifier if key_verifier is not None else default_key_verifier(settings, db)
         guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS)
-        http = UpstreamSessions.open(
-            guard,
-            connector_options={"limit": 0, "limit_per_host": 0, "keepalive_timeout": 60},
-            # Upstreams may take long to answer (big generations); connecting must be quick.
-            timeout=aiohttp.ClientTimeout(
-                total=None, connect=10, sock_connect=10, sock_read=settings.gateway_upstream_stall_seconds
-            ),
-            skip_auto_headers=("User-Agent",),
-        )
+        # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
+        http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
         meter = Meter(db)
         app[DB] = db
         app[HTTP] = http

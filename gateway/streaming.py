@@ -5,9 +5,8 @@ did not ask for usage, the usage-only chunk is dropped and `usage` fields are re
 fails mid-way ends with an OpenAI error event (`data: {"error": {...}}`), never a silent cut; an error event from
 the upstream is replaced by our own friendly one. Every chunk's `model` is the id the client asked for, not the
 upstream's internal one. An upstream that sends nothing for `SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS` is cut off
-and the stream ends with that error event. Until the answer's headers, that is the session's per-read timeout; from
-then on one timer for all streams of the process checks the time of each one's last read (`StallWatch`), because
-aiohttp's per-read timeout re-arms a timer (a few microseconds each) on every read.
+(by the upstream client, `server.upstream_http`, whose one sweeping timer watches every connection in flight) and
+the stream ends with that error event.
 """
 
 from __future__ import annotations
@@ -19,21 +18,22 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import orjson
 from aiohttp import web
 
 from gateway.calls import CLIENT_CLOSED, Call
 from gateway.middleware import error_payload
 from server.errors import UpstreamFailed
+from server.upstream_http import UpstreamBroke, UpstreamResponse
 
-__all__ = ["STALLS", "StallWatch", "chat_chunks", "relay_sse"]
+__all__ = ["chat_chunks", "relay_sse"]
 
 log = logging.getLogger("switchboard.gateway.stream")
 
 _DONE = b"data: [DONE]\n\n"
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _DRAIN_SECONDS = 1.0
+_DRAIN_LIMIT = 64 * 1024  # what may follow [DONE] before the connection is given up on
 _BROKEN = UpstreamFailed("The model backend stopped responding in the middle of the stream.", retryable=True)
 _REFUSED = UpstreamFailed("The model backend failed while generating this response.", retryable=False)
 
@@ -196,52 +196,12 @@ def _payload(event: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-class StallWatch:
-    """Cuts off upstream streams that have sent nothing for `bound` seconds, for the whole process with one timer
-    that wakes every `bound / 4` (at most every 5 s) while streams are open: a stall ends within 1.25x the bound.
-    A read only stores its time; a cut-off upstream is closed, so its reader fails with a ClientError."""
-
-    __slots__ = ("_bound", "_handle", "_tick", "last_read")
-
-    def __init__(self, bound: float) -> None:
-        self._bound = bound
-        self._tick = min(bound / 4, 5.0)
-        self._handle: asyncio.TimerHandle | None = None
-        self.last_read: dict[aiohttp.ClientResponse, float] = {}
-
-    def watch(self, upstream: aiohttp.ClientResponse) -> None:
-        loop = asyncio.get_running_loop()
-        self.last_read[upstream] = loop.time()
-        if self._handle is None:
-            self._handle = loop.call_later(self._tick, self._sweep, loop)
-
-    def forget(self, upstream: aiohttp.ClientResponse) -> None:
-        self.last_read.pop(upstream, None)
-
-    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._handle = None
-        oldest = loop.time() - self._bound
-        for upstream in [u for u, last in self.last_read.items() if last <= oldest]:
-            del self.last_read[upstream]
-            upstream.close()
-        if self.last_read:
-            self._handle = loop.call_later(self._tick, self._sweep, loop)
-
-
-STALLS = web.AppKey("stalls", StallWatch)
-
-
-async def _relay(
-    upstream: aiohttp.ClientResponse, out: web.Response, call: Call, include_usage: bool, stalls: StallWatch
-) -> bool:
+async def _relay(upstream: UpstreamResponse, out: web.Response, call: Call, include_usage: bool) -> bool:
     """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
     has then been written too, ending the response body."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
-    now = asyncio.get_running_loop().time
-    last_read = stalls.last_read
-    async for data in upstream.content.iter_any():
-        last_read[upstream] = now()
+    async for data in upstream.chunks():
         text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
         if pending:
             text = pending + text
@@ -304,28 +264,21 @@ async def _forward(
 
 
 async def relay_sse(
-    request: web.Request, upstream: aiohttp.ClientResponse, call: Call, *, include_usage: bool
+    request: web.Request, upstream: UpstreamResponse, call: Call, *, include_usage: bool
 ) -> web.StreamResponse:
     # A Response, prepared here and written by the relay, holds its headers until the first write (a StreamResponse
     # sends them alone at prepare): they leave with the first events, one system call fewer per stream.
     out = web.Response(headers=_SSE_HEADERS)
     out.enable_chunked_encoding()
     await out.prepare(request)
-    stalls = request.app[STALLS]
-    stalls.watch(upstream)
-    protocol = upstream.connection.protocol if upstream.connection is not None else None
-    if protocol is not None:
-        protocol.read_timeout = None  # the stall watch's job from here on
     try:
         try:
-            done = await _relay(upstream, out, call, include_usage, stalls)
+            done = await _relay(upstream, out, call, include_usage)
         except UpstreamFailed as exc:
             await _error_event(out, exc)
             call.status = 502
             return out
-        except ConnectionError:
-            raise  # a write to a client that left (aiohttp's reset error is a ClientError too): not the upstream
-        except (TimeoutError, aiohttp.ClientError):
+        except UpstreamBroke:
             log.warning("upstream stream of %s broke", call.route.ref.name if call.route else "?")
             done = False
         if not done:
@@ -337,28 +290,27 @@ async def relay_sse(
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
-        stalls.forget(upstream)
         upstream.release()
         call.response_bytes = out.body_length
     return out
 
 
-async def _drain(upstream: aiohttp.ClientResponse) -> None:
+async def _drain(upstream: UpstreamResponse) -> None:
     """Read the little that follows [DONE] (the end of the chunked body), so the pooled upstream connection is
     reused rather than closed; an upstream that keeps the stream open after [DONE] is given up on after a second."""
-    if upstream.content.at_eof():
+    if upstream.at_eof:
         return
-    with contextlib.suppress(TimeoutError, aiohttp.ClientError):
+    with contextlib.suppress(TimeoutError, UpstreamBroke):
         async with asyncio.timeout(_DRAIN_SECONDS):  # a timer, not wait_for's extra task per stream
-            await upstream.content.read()
+            await upstream.read(_DRAIN_LIMIT)
 
 
-async def chat_chunks(upstream: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+async def chat_chunks(upstream: UpstreamResponse) -> AsyncIterator[dict[str, Any]]:
     """The parsed `data:` payloads of an upstream chat stream, until [DONE]; an upstream error event or a stream
     that ends without [DONE] raises UpstreamFailed (friendly text only)."""
     pending = b""
     try:
-        async for data in upstream.content.iter_any():
+        async for data in upstream.chunks():
             text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
             *events, pending = (pending + text).split(b"\n\n")
             for event in events:
@@ -375,6 +327,6 @@ async def chat_chunks(upstream: aiohttp.ClientResponse) -> AsyncIterator[dict[st
                     raise _REFUSED
                 if isinstance(chunk, dict):
                     yield chunk
-    except (TimeoutError, aiohttp.ClientError):
+    except UpstreamBroke:
         raise _BROKEN from None
     raise _BROKEN

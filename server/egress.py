@@ -32,6 +32,10 @@ host (a redirect elsewhere is refused before it is followed), and each hop asks 
 every hop is checked exactly like the first request. The session never reads proxy settings from the environment.
 The gateway does not follow upstream redirects at all.
 
+The gateway's upstream client (`server.upstream_http`, the hot path to model upstreams): every new connection is
+resolved and checked by `resolve` and connected to a checked address; a pooled one whose peer only a policy allows is
+checked again on every reuse (`check_peer`, the same rule the aiohttp connector applies). It never follows redirects.
+
 httpx2 (the `mcp` SDK's client): `EgressGuard.httpx_client()` / `httpx_transport()` plug a guarded network backend
 into httpcore's connection pool: every new connection, redirect hops and IP literals included, is resolved, checked
 and connected to the checked address; a redirect to another host is refused. Unlike aiohttp's, pooled httpx
@@ -263,6 +267,17 @@ class EgressGuard:
         if port in self._own_ports and any(_is_local(a) for a in addresses):
             log.warning("egress refused: host %r port %d is one of the platform's own", host, port)
             raise _refused(host)
+
+    async def check_peer(self, host: str, address: IPAddress, port: int, reach: Reach) -> bool:
+        """Refuse (FailedPrecondition) a connection's peer the guard refuses; True when it is allowed whatever the
+        policies say, so a pooled connection to it need not be checked again (the verdict depends only on the
+        address, the port and this guard's fixed settings). Peers that only a policy allows are checked on every
+        reuse: the policy may be gone."""
+        settled = self._plainly_allowed(address, reach)  # no coroutine, no policy
+        if not settled:
+            await self.check_addresses(host, (address,), reach)
+        self.check_own_port(host, (address,), port)
+        return settled
 
     async def resolve(
         self, host: str, port: int, family: int = socket.AF_UNSPEC, reach: Reach = Reach.TENANT
@@ -518,14 +533,6 @@ class GuardedConnector(aiohttp.TCPConnector):
         self._settled: weakref.WeakSet[asyncio.BaseProtocol] = weakref.WeakSet()
         self._settled_literals: set[tuple[str, int]] = set()
 
-    async def _check(self, host: str, address: IPAddress, port: int) -> bool:
-        """Refuse a peer the guard refuses; True when it is allowed whatever the policies say."""
-        settled = self._guard._plainly_allowed(address, self._reach)  # no coroutine, no policy
-        if not settled:
-            await self._guard.check_addresses(host, (address,), self._reach)
-        self._guard.check_own_port(host, (address,), port)
-        return settled
-
     async def connect(
         self,
         req: ClientRequest,
@@ -543,7 +550,7 @@ class GuardedConnector(aiohttp.TCPConnector):
         if (
             literal is not None
             and (host, port) not in self._settled_literals
-            and await self._check(host, literal, port)
+            and await self._guard.check_peer(host, literal, port, self._reach)
         ):
             if len(self._settled_literals) >= _SETTLED_LITERALS:
                 self._settled_literals.clear()
@@ -558,7 +565,7 @@ class GuardedConnector(aiohttp.TCPConnector):
             if peer == literal:  # the address just checked (or settled before)
                 settled = (host, port) in self._settled_literals
             else:
-                settled = await self._check(host, peer, port)
+                settled = await self._guard.check_peer(host, peer, port, self._reach)
         except BaseException:
             connection.close()
             raise

@@ -25,6 +25,7 @@ from server.egress import EgressGuard, Reach, system_lookup
 from server.errors import FailedPrecondition, InvalidArgument, UpstreamFailed
 from server.settings import load_settings
 from server.store.db import Database
+from server.upstream_http import UpstreamClient
 from tests.world import must
 
 POLICIES = "platform.platform.v1.McpNetworkPolicyService"
@@ -110,14 +111,39 @@ async def _httpx(guard: EgressGuard) -> AsyncIterator[Get]:
         yield get
 
 
+@contextlib.asynccontextmanager
+async def _upstream_client(guard: EgressGuard) -> AsyncIterator[Get]:
+    upstream = UpstreamClient(guard, Reach.TENANT)
+    try:
+
+        async def get(url: str) -> tuple[int, str]:
+            response = await upstream.request("GET", url, headers={})
+            try:
+                return response.status, (await response.read(1 << 20)).decode()
+            finally:
+                response.release()
+
+        yield get
+    finally:
+        await upstream.close()
+
+
 Client = Callable[[EgressGuard], contextlib.AbstractAsyncContextManager[Get]]
-CLIENTS: dict[str, Client] = {"aiohttp": _aiohttp, "httpx": _httpx}
+FOLLOWING: dict[str, Client] = {"aiohttp": _aiohttp, "httpx": _httpx}
+CLIENTS: dict[str, Client] = {**FOLLOWING, "upstream": _upstream_client}
 
 
 @pytest.fixture(params=sorted(CLIENTS))
 def client(request: pytest.FixtureRequest) -> Client:
-    """The same guarantees through the aiohttp session and the httpx2 client (what the mcp SDK uses)."""
+    """The same guarantees through the aiohttp session, the httpx2 client (what the mcp SDK uses) and the gateway's
+    upstream client."""
     return CLIENTS[request.param]
+
+
+@pytest.fixture(params=sorted(FOLLOWING))
+def following_client(request: pytest.FixtureRequest) -> Client:
+    """The clients that follow redirects (the gateway's upstream client never does)."""
+    return FOLLOWING[request.param]
 
 
 async def _get(guard: EgressGuard, url: str, client: Client = _aiohttp) -> tuple[int, str]:
@@ -140,7 +166,7 @@ async def test_loopback_is_reached_only_with_the_test_setting(upstream: Upstream
     assert len(upstream.hits) == 2  # nothing reached the server
 
 
-async def test_redirects_are_followed_only_on_the_same_host(upstream: Upstream, client: Client) -> None:
+async def test_redirects_are_followed_only_on_the_same_host(upstream: Upstream, following_client: Client) -> None:
     """A redirect to another host is refused before it is followed (protected, private or even allowed hosts), so
     nothing is looked up or sent there; a redirect on the same host is followed."""
     names = Names({"metadata.test": [["169.254.169.254"]], "corp.test": [["10.1.2.3"]]})
@@ -158,13 +184,22 @@ async def test_redirects_are_followed_only_on_the_same_host(upstream: Upstream, 
     ]
     for target in elsewhere:
         with pytest.raises(FailedPrecondition, match="redirects to another host"):
-            await _get(guard, f"{upstream.url}/redirect?to={target}", client)
+            await _get(guard, f"{upstream.url}/redirect?to={target}", following_client)
     assert upstream.hits == ["/redirect"] * len(elsewhere)
     assert names.lookups == []
 
-    status, text = await _get(guard, f"{upstream.url}/redirect?to=/ok", client)
+    status, text = await _get(guard, f"{upstream.url}/redirect?to=/ok", following_client)
     assert (status, text) == (200, f"ok from 127.0.0.1:{upstream.port}")
     assert upstream.hits[-2:] == ["/redirect", "/ok"]
+
+
+async def test_the_upstream_client_never_follows_a_redirect(upstream: Upstream) -> None:
+    """A model upstream's redirect is answered as it is (the gateway turns a 3xx into a backend failure), so a
+    provider key never travels to a second address, not even on the same host."""
+    guard = EgressGuard(None, allow_loopback=True)
+    status, _ = await _get(guard, f"{upstream.url}/redirect?to=/ok", _upstream_client)
+    assert status == 302
+    assert upstream.hits == ["/redirect"]
 
 
 async def test_guarded_sessions_keep_no_cookies(upstream: Upstream) -> None:
@@ -455,6 +490,25 @@ async def test_a_private_destination_is_reached_only_while_a_policy_allows_it(se
             assert len(names.lookups) == lookups  # refused on the pooled connection, not by a new lookup
         with pytest.raises(FailedPrecondition):
             await _get(guard, url)
+        # The same through the gateway's upstream client, on a connection it pooled while the policy allowed it.
+        pooled = UpstreamClient(guard, Reach.TENANT)
+        try:
+            created = must(
+                await connect.call(
+                    f"{POLICIES}/CreateMcpNetworkPolicy", {"spec": {"allowedNetworks": [address]}}, token=token
+                )
+            )["policy"]
+            response = await pooled.request("GET", url, headers={})
+            assert (response.status, await response.read(100)) == (200, b"private ok")
+            response.release()
+            delete = {"name": created["name"], "uid": created["uid"], "resourceVersion": created["resourceVersion"]}
+            must(await connect.call(f"{POLICIES}/DeleteMcpNetworkPolicy", delete, token=token))
+            lookups = len(names.lookups)
+            with pytest.raises(FailedPrecondition):
+                await pooled.request("GET", url, headers={})
+            assert len(names.lookups) == lookups  # refused on the pooled connection, not by a new lookup
+        finally:
+            await pooled.close()
     finally:
         await runner.cleanup()
         await db.close()

@@ -5,11 +5,12 @@ stream after what came before it."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
 
-from gateway.streaming import StallWatch, _relay
+from gateway.streaming import _relay
 from server.errors import UpstreamFailed
 
 _HEAD = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-model",'
@@ -25,30 +26,15 @@ _OUT_USAGE = _OUT_HEAD + b'"choices":[],"usage":{"prompt_tokens":5,"completion_t
 WITH_USAGE = (_OUT_TOKEN + b',"usage":null}\n\n') * 3 + _OUT_USAGE + _DONE
 
 
-class _Reads:
-    def __init__(self, reads: list[bytes]) -> None:
-        self._reads = iter(reads)
+class _Upstream:
+    """The upstream answer's reads, as `UpstreamResponse.chunks` yields them."""
 
-    def __aiter__(self) -> _Reads:
-        return self
-
-    async def __anext__(self) -> bytes:
-        for read in self._reads:
-            return read
-        raise StopAsyncIteration
-
-
-class _Content:
     def __init__(self, reads: list[bytes]) -> None:
         self.reads = reads
 
-    def iter_any(self) -> _Reads:
-        return _Reads(self.reads)
-
-
-class _Upstream:
-    def __init__(self, reads: list[bytes]) -> None:
-        self.content = _Content(reads)
+    async def chunks(self) -> AsyncIterator[bytes]:
+        for read in self.reads:
+            yield read
 
 
 class _Out:
@@ -87,8 +73,8 @@ class _Call:
 
 
 async def _relayed(reads: list[bytes], include_usage: bool) -> tuple[bool, _Out, _Call]:
-    out, call, stalls = _Out(), _Call(), StallWatch(600)
-    done = await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, call), include_usage, stalls)
+    out, call = _Out(), _Call()
+    done = await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, call), include_usage)
     return done, out, call
 
 
@@ -133,7 +119,7 @@ async def test_an_error_event_stops_the_stream_after_what_came_before() -> None:
     for reads in ([_TOKEN + error + _DONE], [_TOKEN, error, _DONE]):
         out = _Out()
         with pytest.raises(UpstreamFailed):
-            await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, _Call()), False, StallWatch(600))
+            await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, _Call()), False)
         assert out.received() == _OUT_TOKEN + b"}\n\n"
         assert not out.ended
 

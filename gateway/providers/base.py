@@ -4,9 +4,10 @@ A translator maps (route, surface) to an upstream URL, headers and JSON body. `o
 turns every failure into a friendly `UpstreamFailed` / `QuotaExceeded`: the upstream's body, headers and our
 credentials never reach the client or the log.
 
-Every upstream connection goes through the egress guard (`server.egress`): `UpstreamSessions` holds one guarded,
-pooled session per `Reach`, and a route is sent through the one matching who registered its upstream. Redirects are
-never followed (a 3xx is a backend failure), so a provider key never travels to a second address.
+Every upstream connection goes through the egress guard (`server.egress`): `UpstreamSessions` holds one pooled
+`server.upstream_http.UpstreamClient` per `Reach`, and a route is sent through the one matching who registered its
+upstream. Redirects are never followed (a 3xx is a backend failure), so a provider key never travels to a second
+address.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-import aiohttp
-
 from gateway.catalog import Route
 from server.domain.networks import Reach
 from server.egress import EgressGuard
 from server.errors import QuotaExceeded, UpstreamFailed
+from server.upstream_http import UpstreamBroke, UpstreamClient, UpstreamResponse
 
-__all__ = ["Surface", "Translator", "UpstreamSessions", "open_upstream", "upstream_error"]
+__all__ = ["MAX_ANSWER", "Surface", "Translator", "UpstreamSessions", "open_upstream", "read_answer", "upstream_error"]
 
 log = logging.getLogger("switchboard.gateway.upstream")
+
+# An upstream answer read whole is refused past this size (embeddings of a large batch are the biggest legitimate
+# ones): a misbehaving upstream cannot make the gateway buffer without bound.
+MAX_ANSWER = 256 * 1024 * 1024
 
 
 class Surface(StrEnum):
@@ -57,18 +61,17 @@ class Translator(Protocol):
 
 @dataclass(frozen=True)
 class UpstreamSessions:
-    """The process's pooled upstream sessions, one per Reach, both guarded by the one egress guard."""
+    """The process's pooled upstream clients, one per Reach, both guarded by the one egress guard."""
 
-    platform: aiohttp.ClientSession
-    tenant: aiohttp.ClientSession
+    platform: UpstreamClient
+    tenant: UpstreamClient
 
     @classmethod
-    def open(cls, guard: EgressGuard, **kwargs: Any) -> UpstreamSessions:
-        # open_upstream never follows redirects (allow_redirects=False), so the sessions need no redirect hook.
-        platform = guard.session(Reach.PLATFORM, redirects=False, **kwargs)
-        return cls(platform, guard.session(Reach.TENANT, redirects=False, **kwargs))
+    def open(cls, guard: EgressGuard, **options: Any) -> UpstreamSessions:
+        """`options` go to each UpstreamClient (connect and stall timeouts, keep-alive)."""
+        return cls(UpstreamClient(guard, Reach.PLATFORM, **options), UpstreamClient(guard, Reach.TENANT, **options))
 
-    def for_route(self, route: Route) -> aiohttp.ClientSession:
+    def for_route(self, route: Route) -> UpstreamClient:
         return self.platform if route.reach == Reach.PLATFORM else self.tenant
 
     async def close(self) -> None:
@@ -93,14 +96,17 @@ async def open_upstream(
     url: str,
     *,
     headers: dict[str, str],
-    data: Any = None,
+    body: bytes = b"",
     route: Route,
-) -> aiohttp.ClientResponse:
+) -> UpstreamResponse:
     """Send the request; return the response when its status is 2xx, else raise the mapped error. A destination the
     egress guard refuses raises its FailedPrecondition (naming the host only)."""
     try:
-        resp = await http.for_route(route).request(method, url, data=data, headers=headers, allow_redirects=False)
-    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        resp = await http.for_route(route).request(method, url, headers=headers, body=body)
+    except ValueError:  # a header (a stored provider key, say) that would split the request: never sent
+        log.warning("upstream of %s refused: a header it needs is not a valid HTTP header", route.ref.name)
+        raise UpstreamFailed("The model backend is misconfigured.", retryable=False) from None
+    except (TimeoutError, OSError, UpstreamBroke) as exc:
         log.warning("upstream of %s unreachable: %s", route.ref.name, type(exc).__name__)
         raise UpstreamFailed(_UNREACHABLE.message, retryable=True) from None
     if resp.status >= 300:  # 3xx included: redirects are never followed
@@ -108,3 +114,14 @@ async def open_upstream(
         resp.release()
         raise upstream_error(resp.status)
     return resp
+
+
+async def read_answer(resp: UpstreamResponse) -> bytes:
+    """The whole answer (at most MAX_ANSWER bytes), with the connection released; UpstreamFailed when the upstream
+    breaks off, stalls or sends too much."""
+    try:
+        return await resp.read(MAX_ANSWER)
+    except UpstreamBroke:
+        raise UpstreamFailed("The model backend stopped responding.", retryable=True) from None
+    finally:
+        resp.release()

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from gateway.catalog import Route, TaskType
 from gateway.context import ACCESS, HTTP, METER, TRANSLATORS
-from gateway.providers import Surface, open_upstream
+from gateway.providers import Surface, open_upstream, read_answer
 from gateway.surfaces._upstream import require_task
 from gateway.surfaces.embeddings import with_prefix
 from server.domain.principal import Principal
@@ -124,12 +124,9 @@ async def post_metered(
     started, status, tokens, received = time.perf_counter(), 200, 0, 0
     try:
         resp = await open_upstream(
-            app[HTTP], "POST", translator.url(route, surface), headers=headers, data=body, route=route
+            app[HTTP], "POST", translator.url(route, surface), headers=headers, body=body, route=route
         )
-        try:
-            raw = await resp.read()
-        finally:
-            resp.release()
+        raw = await read_answer(resp)
         received = len(raw)
         result, tokens = parse(raw)
         return result

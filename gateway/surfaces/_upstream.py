@@ -10,8 +10,9 @@ from aiohttp import web
 from gateway.calls import Call
 from gateway.catalog import Route, TaskType
 from gateway.context import HTTP, TRANSLATORS
-from gateway.providers import Surface, open_upstream
+from gateway.providers import Surface, open_upstream, read_answer
 from server.errors import InvalidArgument, UpstreamFailed
+from server.upstream_http import UpstreamResponse
 
 __all__ = ["as_requested", "post_json", "read_upstream_json", "require_task"]
 
@@ -25,25 +26,23 @@ def require_task(route: Route, *tasks: TaskType) -> None:
         raise InvalidArgument(f"The model '{route.public_model_id}' does not support this endpoint.", field="model")
 
 
-async def post_json(request: web.Request, route: Route, surface: Surface, payload: dict[str, Any]) -> Any:
-    """POST the payload upstream (translated for the route's provider); returns the open aiohttp response."""
+async def post_json(request: web.Request, route: Route, surface: Surface, payload: dict[str, Any]) -> UpstreamResponse:
+    """POST the payload upstream (translated for the route's provider); returns the open response."""
     app = request.app
     translator = app[TRANSLATORS][route.provider]
     url = translator.url(route, surface)
     headers = {**_JSON_HEADERS, **translator.headers(route)}
     body = orjson.dumps(translator.body(route, payload))
-    return await open_upstream(app[HTTP], "POST", url, headers=headers, data=body, route=route)
+    return await open_upstream(app[HTTP], "POST", url, headers=headers, body=body, route=route)
 
 
-async def read_upstream_json(resp: Any, call: Call) -> tuple[bytes, Any]:
+async def read_upstream_json(resp: UpstreamResponse, call: Call) -> tuple[bytes, Any]:
     """The upstream's JSON body as bytes and parsed; a non-JSON answer is a backend failure."""
+    raw = await read_answer(resp)
     try:
-        raw: bytes = await resp.read()
         parsed = orjson.loads(raw)
-    except Exception:
+    except orjson.JSONDecodeError:
         raise UpstreamFailed("The model backend returned an invalid response.", retryable=True) from None
-    finally:
-        resp.release()
     if not isinstance(parsed, dict):
         raise UpstreamFailed("The model backend returned an invalid response.", retryable=True)
     return raw, parsed

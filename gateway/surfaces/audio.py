@@ -16,7 +16,7 @@ from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.context import HTTP, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
-from gateway.providers import Surface, open_upstream
+from gateway.providers import Surface, open_upstream, read_answer
 from gateway.surfaces._upstream import as_requested, require_task
 from server.errors import InvalidArgument, UpstreamFailed
 from server.metering import CallKind
@@ -77,7 +77,8 @@ def _validated_model(fields: list[_Field]) -> str:
     return model
 
 
-def _upstream_form(fields: list[_Field], upstream_model: str | None) -> aiohttp.FormData:
+async def _upstream_form(fields: list[_Field], upstream_model: str | None) -> tuple[bytes, str]:
+    """The form to send upstream, encoded: (body, its multipart Content-Type with the boundary)."""
     form = aiohttp.FormData()
     for f in fields:
         if f.name == "model":
@@ -87,7 +88,8 @@ def _upstream_form(fields: list[_Field], upstream_model: str | None) -> aiohttp.
             form.add_field(f.name, f.value.decode(errors="replace"))
         else:
             form.add_field(f.name, f.value, filename=f.filename, content_type=f.content_type)
-    return form
+    payload = form()
+    return await payload.as_bytes(), payload.content_type
 
 
 async def transcriptions(request: web.Request) -> web.StreamResponse:
@@ -97,20 +99,16 @@ async def transcriptions(request: web.Request) -> web.StreamResponse:
         route = await call.resolve(model)
         require_task(route, TaskType.SPEECH_TO_TEXT)
         translator = request.app[TRANSLATORS][route.provider]
+        form, content_type = await _upstream_form(fields, translator.form_model(route))
         resp = await open_upstream(
             request.app[HTTP],
             "POST",
             translator.url(route, Surface.TRANSCRIPTIONS),
-            headers=translator.headers(route),
-            data=_upstream_form(fields, translator.form_model(route)),
+            headers={**translator.headers(route), "Content-Type": content_type},
+            body=form,
             route=route,
         )
-        try:
-            body = await resp.read()
-        except aiohttp.ClientError:
-            raise UpstreamFailed("The model backend stopped responding.", retryable=True) from None
-        finally:
-            resp.release()
+        body = await read_answer(resp)
         content_type = resp.content_type or "application/json"
         if content_type.endswith("json"):
             try:

@@ -1,0 +1,332 @@
+"""The gateway's upstream HTTP/1.1 client (server.upstream_http) against real servers on loopback: plain asyncio
+servers that answer exactly the bytes a test gives them, so every framing, misbehaviour and timing is a real one.
+The egress guarantees (loopback, own ports, policies on pooled connections) are in test_egress.py, where this
+client is one of the clients every guarantee is checked through."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from server.domain.networks import Reach
+from server.egress import EgressGuard
+from server.upstream_http import _HIGH_WATER, UpstreamBroke, UpstreamClient
+from tests.pki import write_pki
+
+Answer = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'
+
+
+@dataclass
+class Server:
+    url: str
+    connections: int = 0
+    requests: list[bytes] = field(default_factory=list)
+    closed: int = 0
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+    )
+    return head + await reader.readexactly(length)
+
+
+@contextlib.asynccontextmanager
+async def serving(answer: Answer, tls: ssl.SSLContext | None = None) -> AsyncIterator[Server]:
+    """A loopback server: `answer` handles each connection after its first request was read into `requests`."""
+    server = Server("")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        server.connections += 1
+        try:
+            await answer(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            server.closed += 1
+            writer.close()
+
+    listening = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
+    scheme = "https" if tls else "http"
+    server.url = f"{scheme}://127.0.0.1:{listening.sockets[0].getsockname()[1]}"
+    try:
+        yield server
+    finally:
+        listening.close()
+
+
+def keep_alive(server_answer: bytes, record: Server) -> Answer:
+    """Answer every request on the connection with the same bytes."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            record.requests.append(await read_request(reader))
+            writer.write(server_answer)
+            await writer.drain()
+
+    return answer
+
+
+@contextlib.asynccontextmanager
+async def client(ssl_context: ssl.SSLContext | None = None, **options: float) -> AsyncIterator[UpstreamClient]:
+    guard = EgressGuard(None, allow_loopback=True)
+    upstream = UpstreamClient(guard, Reach.PLATFORM, ssl_context=ssl_context, **options)
+    try:
+        yield upstream
+    finally:
+        await upstream.close()
+
+
+async def fetch(upstream: UpstreamClient, url: str, body: bytes = b"{}") -> tuple[int, bytes]:
+    response = await upstream.request("POST", url, headers={"Content-Type": "application/json"}, body=body)
+    try:
+        return response.status, await response.read(1 << 20)
+    finally:
+        response.release()
+
+
+async def test_requests_reuse_one_keep_alive_connection_and_are_sent_as_written() -> None:
+    record = Server("")
+    async with serving(keep_alive(OK, record)) as server, client() as upstream:
+        for _ in range(3):
+            assert await fetch(upstream, f"{server.url}/v1/chat/completions?x=1", b'{"a":1}') == (200, b'{"ok":true}')
+        assert server.connections == 1
+    host = server.url.removeprefix("http://").encode()
+    assert record.requests[0] == (
+        b"POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: " + host + b"\r\nAccept-Encoding: identity\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 7\r\n\r\n" + b'{"a":1}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "body"),
+    [
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+            b"hello world",
+        ),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", b""),
+        (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", b"ok"),
+    ],
+    ids=["chunked", "empty", "interim-100"],
+)
+async def test_framings_are_read_to_their_end_and_the_connection_reused(answer: bytes, body: bytes) -> None:
+    record = Server("")
+    async with serving(keep_alive(answer, record)) as server, client() as upstream:
+        assert await fetch(upstream, server.url) == (200, body)
+        assert await fetch(upstream, server.url) == (200, body)
+        assert server.connections == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\n\r\nok",  # delimited by the close
+    ],
+    ids=["connection-close", "http-1.0", "until-close"],
+)
+async def test_an_answer_that_ends_the_connection_is_read_and_the_connection_not_reused(answer: bytes) -> None:
+    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(answer)
+        await writer.drain()
+
+    async with serving(once) as server, client() as upstream:
+        assert await fetch(upstream, server.url) == (200, b"ok")
+        assert await fetch(upstream, server.url) == (200, b"ok")
+        assert server.connections == 2
+
+
+async def test_an_answer_arriving_byte_by_byte_is_parsed_whole() -> None:
+    answer = b"HTTP/1.1 201 Created\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 5\r\n\r\nhello"
+
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        for i in range(len(answer)):
+            writer.write(answer[i : i + 1])
+            await writer.drain()
+            await asyncio.sleep(0)
+
+    async with serving(trickle) as server, client() as upstream:
+        response = await upstream.request("GET", server.url, headers={})
+        assert (response.status, response.content_type, response.charset) == (201, "text/plain", "utf-8")
+        assert await response.read(100) == b"hello"
+        response.release()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",  # closed before the end of the body
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",  # closed before the last chunk
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\nzz",  # a coding we did not ask for
+        b"NOT HTTP AT ALL\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"X-Filler: " + b"x" * 100_000 + b"\r\n\r\n",  # a header block past the bound
+    ],
+    ids=["short-body", "unfinished-chunks", "gzip", "garbage", "huge-headers"],
+)
+async def test_a_broken_or_refused_answer_raises_upstream_broke(answer: bytes) -> None:
+    async def broken(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(answer)
+        await writer.drain()
+
+    async with serving(broken) as server, client() as upstream:
+        with pytest.raises(UpstreamBroke):
+            await fetch(upstream, server.url)
+        assert upstream._idle.get(("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))) in (None, [])
+
+
+async def test_an_answer_past_the_caller_bound_is_refused_and_its_connection_closed() -> None:
+    body = b"x" * 200_000
+    record = Server("")
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    async with serving(keep_alive(answer, record)) as server, client() as upstream:
+        response = await upstream.request("GET", server.url, headers={})
+        with pytest.raises(UpstreamBroke, match="too large"):
+            await response.read(100_000)
+        response.release()
+        assert await fetch(upstream, server.url) == (200, body)  # on a new connection
+        assert server.connections == 2
+
+
+async def test_a_silent_upstream_is_cut_off_at_the_stall_bound() -> None:
+    """Silent before the headers and silent mid-body: both are cut off, within the sweep's tick of the bound."""
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        await reader.read()  # until the client closes
+
+    async def stops(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await writer.drain()
+        await reader.read()  # until the client closes
+
+    loop = asyncio.get_running_loop()
+    async with serving(silent) as server, client(stall=0.4) as upstream:
+        started = loop.time()
+        with pytest.raises(UpstreamBroke):
+            await fetch(upstream, server.url)
+        assert loop.time() - started < 5  # cut off at the bound, not left waiting (generous for a loaded machine)
+    async with serving(stops) as server, client(stall=0.4) as upstream:
+        response = await upstream.request("GET", server.url, headers={})
+        received = []
+        with pytest.raises(UpstreamBroke):
+            async for data in response.chunks():
+                received.append(data)
+        response.release()
+        assert received == [b"hello"]
+
+
+async def test_idle_connections_expire_and_a_server_closed_one_is_replaced() -> None:
+    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(OK)
+        await writer.drain()
+        await asyncio.sleep(0.2)  # then the server closes the idle keep-alive connection
+
+    async with serving(once) as server, client() as upstream:
+        assert await fetch(upstream, server.url) == (200, b'{"ok":true}')
+        kept = upstream._idle[("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))]
+        for _ in range(100):  # bounded wait for the server's close to reach the kept connection
+            if all(conn.closed for conn in kept):
+                break
+            await asyncio.sleep(0.05)
+        assert await fetch(upstream, server.url) == (200, b'{"ok":true}')
+        assert server.connections == 2
+
+    record = Server("")
+    async with serving(keep_alive(OK, record)) as server, client(keepalive=0.2) as upstream:
+        await fetch(upstream, server.url)
+        for _ in range(100):  # the sweep closes it after the keep-alive bound
+            if server.closed:
+                break
+            await asyncio.sleep(0.05)
+        assert server.closed == 1
+
+
+async def test_a_slow_reader_pauses_the_upstream_instead_of_buffering_it() -> None:
+    """A stream read slower than it arrives holds at most about the high-water mark plus one read in memory."""
+    piece = b"y" * 65536
+    pieces = 64  # 4 MiB
+
+    async def fast(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (len(piece) * pieces))
+        for _ in range(pieces):
+            writer.write(piece)
+            await writer.drain()
+
+    async with serving(fast) as server, client() as upstream:
+        response = await upstream.request("GET", server.url, headers={})
+        received, most = 0, 0
+        async for data in response.chunks():
+            received += len(data)
+            most = max(most, len(data))
+            await asyncio.sleep(0.002)
+        response.release()
+    assert received == len(piece) * pieces
+    assert most <= _HIGH_WATER + 256 * 1024
+
+
+async def test_a_header_that_would_split_the_request_is_never_sent() -> None:
+    record = Server("")
+    async with serving(keep_alive(OK, record)) as server, client() as upstream:
+        for headers in ({"Authorization": "Bearer k\r\nX-Injected: 1"}, {"Bad Name": "v"}, {"X": "a\nb"}):
+            with pytest.raises(ValueError) as err:
+                await upstream.request("POST", server.url, headers=headers, body=b"{}")
+            assert "Bearer" not in str(err.value)
+        assert server.connections == 0
+
+
+async def test_a_cancelled_request_closes_its_connection() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        await reader.read()  # until the client closes
+
+    async with serving(silent) as server, client() as upstream:
+        task = asyncio.create_task(fetch(upstream, server.url))
+        for _ in range(100):
+            if server.connections:
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not upstream.busy
+        for _ in range(100):  # bounded wait for the close to reach the server
+            if server.closed:
+                break
+            await asyncio.sleep(0.01)
+        assert server.closed == 1
+
+
+async def test_https_verifies_the_certificate_and_reuses_the_connection(tmp_path: Path) -> None:
+    """TLS to the checked address with the URL's host verified: a certificate of a CA the client does not trust is
+    refused before anything is sent; one it trusts is used, its connection kept alive."""
+    ca, cert, key = write_pki(tmp_path)
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    record = Server("")
+    async with serving(keep_alive(OK, record), tls=served) as server:
+        async with client() as upstream:  # the system's CAs only
+            with pytest.raises(ssl.SSLCertVerificationError):
+                await fetch(upstream, server.url)
+        assert record.requests == []
+        trusting = ssl.create_default_context(cafile=str(ca))
+        async with client(ssl_context=trusting) as upstream:
+            for _ in range(2):
+                assert await fetch(upstream, server.url) == (200, b'{"ok":true}')
+        assert len(record.requests) == 2
+        assert server.connections == 1  # one kept-alive connection (the refused handshake never became one)
