@@ -75,6 +75,23 @@ def keep_alive(server_answer: bytes, record: Server) -> Answer:
     return answer
 
 
+def once(server_answer: bytes) -> Answer:
+    """Answer the first request with these bytes, then close the connection."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(server_answer)
+        await writer.drain()
+
+    return answer
+
+
+async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Read the request, then answer nothing until the client closes."""
+    await read_request(reader)
+    await reader.read()
+
+
 @contextlib.asynccontextmanager
 async def client(ssl_context: ssl.SSLContext | None = None, **options: float) -> AsyncIterator[UpstreamClient]:
     guard = EgressGuard(None, allow_loopback=True)
@@ -136,12 +153,7 @@ async def test_framings_are_read_to_their_end_and_the_connection_reused(answer: 
     ids=["connection-close", "http-1.0", "until-close"],
 )
 async def test_an_answer_that_ends_the_connection_is_read_and_the_connection_not_reused(answer: bytes) -> None:
-    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(answer)
-        await writer.drain()
-
-    async with serving(once) as server, client() as upstream:
+    async with serving(once(answer)) as server, client() as upstream:
         assert await fetch(upstream, server.url) == (200, b"ok")
         assert await fetch(upstream, server.url) == (200, b"ok")
         assert server.connections == 2
@@ -176,12 +188,7 @@ async def test_an_answer_arriving_byte_by_byte_is_parsed_whole() -> None:
     ids=["short-body", "unfinished-chunks", "gzip", "garbage", "huge-headers"],
 )
 async def test_a_broken_or_refused_answer_raises_upstream_broke(answer: bytes) -> None:
-    async def broken(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(answer)
-        await writer.drain()
-
-    async with serving(broken) as server, client() as upstream:
+    async with serving(once(answer)) as server, client() as upstream:
         with pytest.raises(UpstreamBroke):
             await fetch(upstream, server.url)
         assert upstream._idle.get(("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))) in (None, [])
@@ -202,10 +209,6 @@ async def test_an_answer_past_the_caller_bound_is_refused_and_its_connection_clo
 
 async def test_a_silent_upstream_is_cut_off_at_the_stall_bound() -> None:
     """Silent before the headers and silent mid-body: both are cut off, within the sweep's tick of the bound."""
-
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        await reader.read()  # until the client closes
 
     async def stops(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
@@ -230,13 +233,8 @@ async def test_a_silent_upstream_is_cut_off_at_the_stall_bound() -> None:
 
 
 async def test_idle_connections_expire_and_a_server_closed_one_is_replaced() -> None:
-    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(OK)
-        await writer.drain()
-        await asyncio.sleep(0.2)  # then the server closes the idle keep-alive connection
-
-    async with serving(once) as server, client() as upstream:
+    # The server answers with keep-alive framing, then closes the idle connection.
+    async with serving(once(OK)) as server, client() as upstream:
         assert await fetch(upstream, server.url) == (200, b'{"ok":true}')
         kept = upstream._idle[("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))]
         for _ in range(100):  # bounded wait for the server's close to reach the kept connection
@@ -291,10 +289,6 @@ async def test_a_header_that_would_split_the_request_is_never_sent() -> None:
 
 
 async def test_a_cancelled_request_closes_its_connection() -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        await reader.read()  # until the client closes
-
     async with serving(silent) as server, client() as upstream:
         task = asyncio.create_task(fetch(upstream, server.url))
         for _ in range(100):
