@@ -168,32 +168,33 @@ class UpstreamResponse:
 
     # -- the caller's --
 
-    async def read(self, max_body: int) -> bytes:
-        """The whole body; UpstreamBroke when it breaks off or exceeds `max_body` bytes (the connection is then
-        closed: nothing more of it is read)."""
-        while not self._done:
-            if self._buffered > max_body:
-                self.close()
-                raise UpstreamBroke("the answer is too large")
-            await self._wait()
-        if self._error is not None:
-            raise UpstreamBroke("the answer broke off") from None
-        if self._buffered > max_body:
-            self.close()
-            raise UpstreamBroke("the answer is too large")
-        return self._take() if self._chunks else b""
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """The body as it arrives: everything received since the last step, joined (never empty)."""
-        while True:
-            if self._chunks:
-                yield self._take()
-                continue
+    async def _next(self) -> bytes | None:
+        """Everything received since the last call, joined (never empty); None at the end of the body."""
+        while not self._chunks:
             if self._done:
                 if self._error is not None:
                     raise UpstreamBroke("the answer broke off") from None
-                return
+                return None
             await self._wait()
+        return self._take()
+
+    async def read(self, max_body: int) -> bytes:
+        """The whole body; UpstreamBroke when it breaks off or exceeds `max_body` bytes (the connection is then
+        closed: nothing more of it is read). Taken as it arrives, so reading never pauses."""
+        parts: list[bytes] = []
+        size = 0
+        while (data := await self._next()) is not None:
+            size += len(data)
+            if size > max_body:
+                self.close()
+                raise UpstreamBroke("the answer is too large")
+            parts.append(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives: everything received since the last step, joined (never empty)."""
+        while (data := await self._next()) is not None:
+            yield data
 
     def release(self) -> None:
         """Give the connection back for reuse when the body was read to its end, else close it."""

@@ -207,6 +207,19 @@ async def test_an_answer_past_the_caller_bound_is_refused_and_its_connection_clo
         assert server.connections == 2
 
 
+async def test_an_answer_past_the_high_water_mark_is_read_whole() -> None:
+    """Reading whole never waits on the pause meant for slow stream readers (a large embeddings answer)."""
+    body = b"z" * (4 * _HIGH_WATER)
+    record = Server("")
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    async with serving(keep_alive(answer, record)) as server, client(stall=5) as upstream:
+        response = await upstream.request("GET", server.url, headers={})
+        assert await response.read(len(body)) == body
+        response.release()
+        assert await fetch(upstream, server.url, b"") == (200, body)  # the connection was kept
+        assert server.connections == 1
+
+
 async def test_a_silent_upstream_is_cut_off_at_the_stall_bound() -> None:
     """Silent before the headers and silent mid-body: both are cut off, within the sweep's tick of the bound."""
 
