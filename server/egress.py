@@ -238,7 +238,7 @@ class EgressGuard:
                 return "private, and no MCP network policy allows it"
         return None
 
-    def _plainly_allowed(self, address: IPAddress, reach: Reach) -> bool:
+    def plainly_allowed(self, address: IPAddress, reach: Reach) -> bool:
         """Allowed whatever the policies say (the common case, decided from the cached classification alone)."""
         verdict = classify(address).verdict
         return (
@@ -251,7 +251,7 @@ class EgressGuard:
         """Refuse (FailedPrecondition) unless every address may be reached."""
         if not addresses:
             raise _refused(host)
-        if all(self._plainly_allowed(a, reach) for a in addresses):
+        if all(self.plainly_allowed(a, reach) for a in addresses):
             return
         networks: frozenset[IPNetwork] = frozenset()
         if reach == Reach.TENANT and any(classify(a).verdict == Verdict.PRIVATE for a in addresses):
@@ -273,7 +273,7 @@ class EgressGuard:
         policies say, so a pooled connection to it need not be checked again (the verdict depends only on the
         address, the port and this guard's fixed settings). Peers that only a policy allows are checked on every
         reuse: the policy may be gone."""
-        settled = self._plainly_allowed(address, reach)  # no coroutine, no policy
+        settled = self.plainly_allowed(address, reach)  # no coroutine, no policy
         if not settled:
             await self.check_addresses(host, (address,), reach)
         self.check_own_port(host, (address,), port)
