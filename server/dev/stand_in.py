@@ -137,7 +137,10 @@ def _string_for(name: str, message: str) -> str:
     if capitalised:
         return capitalised[-1].group(0).removesuffix("'s").strip()
     after = _AFTER_PREPOSITION.search(message.strip().rstrip("?.!"))
-    return (after.group(1) if after else message).strip()
+    words = (after.group(1) if after else message).split()
+    while len(words) > 1 and words[-1].lower() in _STOP_WORDS | {"today", "please"}:
+        words.pop()  # "in new york please" -> "new york"
+    return " ".join(words)
 
 
 def _arguments(parameters: dict[str, Any], message: str) -> dict[str, Any]:
