@@ -33,11 +33,12 @@ def _server() -> MCPServer:
     @mcp.tool()
     def get_weather(city: str) -> str:
         """Today's weather in a city (fixed demo data, not a forecast)."""
-        found = DEMO_WEATHER.get(" ".join(city.lower().split()))
+        name = " ".join(city.split())
+        found = DEMO_WEATHER.get(name.lower())
         if found is None:
             known = ", ".join(c.title() for c in DEMO_WEATHER)
-            raise ToolError(f"No demo weather for {city!r}; the demo knows {known}.")
-        return f"{city.strip().title()}: {found} (demo data)"
+            raise ToolError(f"No demo weather for {name!r}; the demo knows {known}.")
+        return f"{name.title()}: {found} (demo data)"
 
     @mcp.tool()
     def add(a: float, b: float) -> str:
