@@ -275,21 +275,23 @@ async def _rag(api: _Api, tenant: str) -> str:
     return next(str(r["id"]) for r in listed.get("rags", ()) if r.get("name") == _RAG)
 
 
+async def _statuses(http: aiohttp.ClientSession, rag_url: str, headers: dict[str, str]) -> list[str]:
+    async with http.get(f"{rag_url}/files", params={"limit": "100"}, headers=headers) as resp:
+        if resp.status != 200:
+            raise DemoError(f"the demo RAG's files could not be listed (HTTP {resp.status})")
+        return [str(f.get("status")) for f in (await resp.json(content_type=None)).get("data", ())]
+
+
 async def _documents(http: aiohttp.ClientSession, rag_url: str, key: str) -> None:
     """Upload the handbook (unless the RAG has files already) and wait until every file is indexed."""
     headers = {"Authorization": f"Bearer {key}"}
-    async with http.get(f"{rag_url}/files", params={"limit": "100"}, headers=headers) as resp:
-        files = (await resp.json(content_type=None)).get("data") if resp.status == 200 else None
-    if files is None:
-        raise DemoError(f"the demo RAG's files could not be listed (HTTP {resp.status})")
-    if not files:
+    if not await _statuses(http, rag_url, headers):
         batch = {"files": [{"filename": name, "content": text} for name, text in DEMO_DOCUMENTS]}
         async with http.post(f"{rag_url}/files/content", json=batch, headers=headers) as resp:
             if resp.status != 201:
                 raise DemoError(f"the demo documents could not be uploaded (HTTP {resp.status})")
     for _ in range(_INDEXING_SECONDS * 5):
-        async with http.get(f"{rag_url}/files", params={"limit": "100"}, headers=headers) as resp:
-            statuses = [f.get("status") for f in (await resp.json(content_type=None)).get("data", ())]
+        statuses = await _statuses(http, rag_url, headers)
         if "failed" in statuses:
             raise DemoError("a demo document could not be indexed")
         if statuses and all(s == "ready" for s in statuses):
