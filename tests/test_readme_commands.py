@@ -50,3 +50,10 @@ def test_every_venv_tool_and_module_named_exists() -> None:
             check = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
             found = subprocess.run([str(ROOT / words[0]), "-c", check], cwd=ROOT, check=False)  # from the repo root
             assert found.returncode == 0, f"{call}: no module {module}"
+
+
+def test_the_readme_links_to_pages_that_exist() -> None:
+    """The README's relative links (the docs site checks its own when it builds)."""
+    targets = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    assert any(target.startswith("docs/") for target in targets)
+    assert [target for target in targets if not (ROOT / target).exists()] == []
