@@ -1,9 +1,11 @@
-"""docs/configuration.md lists every setting `server/settings.py` reads, with its default, and nothing else."""
+"""Facts the docs state that the code decides: docs/configuration.md lists every setting `server/settings.py` reads,
+with its default, and nothing else; the RAG page states the default hybrid search weights a new RAG gets."""
 
 from __future__ import annotations
 
 import re
 
+from server.domain.rags import DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_WEIGHT
 from server.settings import load_settings
 from tests.readme import DOCS, ROOT
 
@@ -41,3 +43,12 @@ def test_plain_defaults_are_the_ones_the_code_uses() -> None:
         assert shown.removesuffix(".0") == plain[1], f"{name}: documented {plain[1]}, the code uses {value!r}"
         checked += 1
     assert checked > 20, checked
+
+
+def test_the_rag_page_states_the_default_search_weights() -> None:
+    text = " ".join((DOCS / "rag.md").read_text().split())
+    dense, lexical = f"{DEFAULT_DENSE_WEIGHT:g}", f"{DEFAULT_LEXICAL_WEIGHT:g}"
+    assert f"`denseWeight`/`lexicalWeight` 0\u2013100, default {dense} and {lexical}," in text
+    assert f"default weights dense {dense} : lexical {lexical};" in text
+    for page in (*DOCS.glob("*.md"), ROOT / "README.md"):  # no other default anywhere
+        assert "default 1 each" not in page.read_text(), page
