@@ -53,7 +53,7 @@ lint: $(STAMP)
 
 ## docs: build the documentation site (mkdocs.yml, docs/) into site/, failing on any warning.
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict --quiet --site-dir $(SITE)
+	$(BIN)/mkdocs build --strict --site-dir $(SITE)
 
 ## conformance: the official MCP conformance suite against our MCP client (tools/mcp_conformance).
 conformance: $(STAMP)
