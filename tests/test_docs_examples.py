@@ -113,3 +113,12 @@ def test_every_docs_example_runs_as_written(tmp_path: Path) -> None:
             for block, text in zip(examples, printed, strict=True):
                 problems.extend(_check(block, text.partition("\n")[2], env))
     assert problems == [], "\n\n".join(problems)
+
+
+def test_the_site_quickstart_is_the_readme_quickstart() -> None:
+    """docs/quickstart.md includes the README's section (pymdown snippets), which holds every quickstart block."""
+    assert '--8<-- "README.md:quickstart"' in (DOCS / "quickstart.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    start, end = readme.index("<!-- --8<-- [start:quickstart] -->"), readme.index("<!-- --8<-- [end:quickstart] -->")
+    marked = [match.start() for match in re.finditer(r"<!-- quickstart: \w+ -->", readme)]
+    assert marked and all(start < at < end for at in marked)
