@@ -1,6 +1,6 @@
-"""Another Python project generates stubs from proto/ with grpcio-tools, as the README says, and calls the server.
+"""Another Python project generates stubs from proto/ with grpcio-tools, as docs/stubs.md says, and calls the server.
 
-The README's `stubs` blocks run as written in a fresh directory standing for the other project, whose `.venv` is
+The `stubs` blocks of docs/stubs.md run as written in a fresh directory standing for the other project, whose `.venv` is
 this one's (it has grpcio-tools already, so the `pip install` finds nothing to do). The stubs must import under the
 project's own package without touching the standard library's `platform`, and a generated grpcio stub must get a
 real answer from a real server on loopback.

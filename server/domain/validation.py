@@ -22,7 +22,7 @@ __all__ = [
     "validate_resource_name",
 ]
 
-# Length limits of free-text fields, in characters (documented in the README). Every create and update path
+# Length limits of free-text fields, in characters (documented in docs/robustness.md). Every create and update path
 # checks its fields against these, so no field stores a megabyte of text.
 MAX_NAME = 128  # human-chosen names: API keys, service accounts, groups
 MAX_DISPLAY_NAME = 256
