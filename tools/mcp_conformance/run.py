@@ -32,8 +32,9 @@ SCENARIOS = {
     "2025-11-25": ["initialize", "tools_call", "sse-retry", "json-schema-2020-12-preservation"],
     "2025-06-18": ["tools_call"],
 }
-# Scenarios whose checks our client does not pass yet (docs/gateway.md, "MCP conformance"): a failure of any OTHER scenario
-# fails `make test`; one of these passing is reported so the list can shrink. Empty: every scenario run passes.
+# Scenarios whose checks our client does not pass yet (docs/gateway.md, "MCP conformance"): a failure of any
+# OTHER scenario fails `make test`; one of these passing is reported so the list can shrink. Empty: every scenario
+# run passes.
 KNOWN_FAILING: frozenset[str] = frozenset()
 _RESULT = re.compile(r"Passed: (\d+)/(\d+), (\d+) failed")
 
