@@ -6,10 +6,10 @@ Tenant level
     held by the tenant's Admins and by platform operators with can_manage_tenants.
 API keys
     A key acts only inside its own tenant and never administers it (see `credentials` for the whole rule): no key is
-    a tenant admin, whoever owns it, and a key holds no capability but reading the member list, and that only when
-    its owner's role does. Personal keys act as their owner (never with admin-only views); Personal (all resources)
-    keys follow the owner's read access; service-account keys act as their service account, which holds no tenant
-    role.
+    a tenant admin, whoever owns it, and a key holds no tenant capability (not even listing members: who belongs
+    to the tenant is no resource a key can be granted). Personal keys act as their owner (never with admin-only
+    views); Personal (all resources) keys follow the owner's read access; service-account keys act as their service
+    account, which holds no tenant role.
 Groups
     Group reads (`can_read_group`) admit the group's members and the tenant's admins.
 Caching
@@ -87,8 +87,6 @@ _ROLE_CAPABILITIES: dict[TenantRole, frozenset[Capability]] = {
     TenantRole.EDITOR: frozenset(Capability),
     TenantRole.ADMIN: frozenset(Capability),
 }
-# What a key may still do with its owner's capabilities: read, never create, share or administer.
-_READ_ONLY_CAPABILITIES = frozenset({Capability.LIST_MEMBERS})
 
 
 def resolve_tenant(principal: Principal, requested: str, *, field: str = "tenant_id") -> str:
@@ -239,15 +237,13 @@ async def can_admin_tenant(session: AsyncSession, principal: Principal, tenant_i
 
 
 async def has_capability(session: AsyncSession, principal: Principal, tenant_id: str, capability: Capability) -> bool:
-    if principal.api_key is None and principal.can_manage_tenants:
+    """Capabilities belong to sessions: a key holds none, whatever its owner's role (see `credentials`)."""
+    if principal.api_key is not None:
+        return False
+    if principal.can_manage_tenants:
         return True
     role = await tenant_role(session, principal, tenant_id)
-    if role is None:
-        return False
-    allowed = _ROLE_CAPABILITIES[role]
-    if principal.api_key is not None:
-        allowed = allowed & _READ_ONLY_CAPABILITIES
-    return capability in allowed
+    return role is not None and capability in _ROLE_CAPABILITIES[role]
 
 
 async def _require_tenant(session: AsyncSession, tenant_id: str) -> None:
