@@ -49,6 +49,7 @@ __all__ = [
     "readable_groups_of",
     "require_capability",
     "require_group_read",
+    "require_listed_tenant",
     "require_logged_in_user",
     "require_platform_role",
     "require_scope_membership",
@@ -265,6 +266,15 @@ async def require_tenant_member(session: AsyncSession, principal: Principal, ten
             raise PermissionDenied("the caller is not a member of this tenant")
         await _require_tenant(session, tenant_id)  # a membership row already proves the tenant exists
     return role
+
+
+async def require_listed_tenant(session: AsyncSession, principal: Principal, tenant_id: str) -> None:
+    """A list narrowed to one tenant answers only a caller acting in it: a key or a scoped session in its own
+    tenant, a session of a member, or a platform tenant manager. Anyone else is refused rather than answered with an
+    empty list that would read as "this tenant has none"."""
+    resolve_tenant(principal, tenant_id)
+    if principal.api_key is None:
+        await require_tenant_member(session, principal, tenant_id)
 
 
 async def require_capability(
