@@ -25,33 +25,33 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n platform/metering/v1/usage.proto\x12\x14platform.metering.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"~\n\nTimeWindow\x12\x39\n\nstart_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"\x90\x02\n\x0fTokenUsagePoint\x12\x38\n\x06window\x18\x01 \x01(\x0b\x32 .platform.metering.v1.TimeWindowR\x06window\x12#\n\rprompt_tokens\x18\x02 \x01(\x03R\x0cpromptTokens\x12+\n\x11\x63ompletion_tokens\x18\x03 \x01(\x03R\x10\x63ompletionTokens\x12)\n\x10\x65mbedding_tokens\x18\x04 \x01(\x03R\x0f\x65mbeddingTokens\x12#\n\rrerank_tokens\x18\x05 \x01(\x03R\x0crerankTokens\x12!\n\x0ctotal_tokens\x18\x06 \x01(\x03R\x0btotalTokens\"\x89\x01\n\x10TokenUsageSeries\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x19\n\x08model_id\x18\x02 \x01(\tR\x07modelId\x12=\n\x06points\x18\x03 \x03(\x0b\x32%.platform.metering.v1.TokenUsagePointR\x06points\"`\n\x0e\x43\x61llCountPoint\x12\x38\n\x06window\x18\x01 \x01(\x0b\x32 .platform.metering.v1.TimeWindowR\x06window\x12\x14\n\x05\x63ount\x18\x02 \x01(\x03R\x05\x63ount\"\xc1\x01\n\x0f\x43\x61llCountSeries\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x1f\n\x0bresource_id\x18\x02 \x01(\tR\nresourceId\x12\x32\n\x04kind\x18\x03 \x01(\x0e\x32\x1e.platform.metering.v1.CallKindR\x04kind\x12<\n\x06points\x18\x04 \x03(\x0b\x32$.platform.metering.v1.CallCountPointR\x06points\"\x8e\x02\n\x0fTokenUsageGroup\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x19\n\x08model_id\x18\x02 \x01(\tR\x07modelId\x12#\n\rprompt_tokens\x18\x03 \x01(\x03R\x0cpromptTokens\x12+\n\x11\x63ompletion_tokens\x18\x04 \x01(\x03R\x10\x63ompletionTokens\x12)\n\x10\x65mbedding_tokens\x18\x05 \x01(\x03R\x0f\x65mbeddingTokens\x12#\n\rrerank_tokens\x18\x06 \x01(\x03R\x0crerankTokens\x12!\n\x0ctotal_tokens\x18\x07 \x01(\x03R\x0btotalTokens\"\xdd\x01\n\x0f\x41piTrafficPoint\x12\x38\n\x06window\x18\x01 \x01(\x0b\x32 .platform.metering.v1.TimeWindowR\x06window\x12#\n\rrequest_count\x18\x02 \x01(\x03R\x0crequestCount\x12\x1f\n\x0b\x65rror_count\x18\x03 \x01(\x03R\nerrorCount\x12#\n\rrequest_bytes\x18\x04 \x01(\x03R\x0crequestBytes\x12%\n\x0eresponse_bytes\x18\x05 \x01(\x03R\rresponseBytes\"k\n\x10\x41piTrafficSeries\x12\x18\n\x07service\x18\x01 \x01(\tR\x07service\x12=\n\x06points\x18\x02 \x03(\x0b\x32%.platform.metering.v1.ApiTrafficPointR\x06points*\xbb\x01\n\x11TokenUsageGroupBy\x12$\n TOKEN_USAGE_GROUP_BY_UNSPECIFIED\x10\x00\x12\x1d\n\x19TOKEN_USAGE_GROUP_BY_NONE\x10\x01\x12\x1f\n\x1bTOKEN_USAGE_GROUP_BY_TENANT\x10\x02\x12\x1e\n\x1aTOKEN_USAGE_GROUP_BY_MODEL\x10\x03\x12 \n\x1cTOKEN_USAGE_GROUP_BY_API_KEY\x10\x04*\x92\x01\n\x0b\x43\x61llGroupBy\x12\x1d\n\x19\x43\x41LL_GROUP_BY_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43\x41LL_GROUP_BY_NONE\x10\x01\x12\x18\n\x14\x43\x41LL_GROUP_BY_TENANT\x10\x02\x12\x17\n\x13\x43\x41LL_GROUP_BY_MODEL\x10\x03\x12\x19\n\x15\x43\x41LL_GROUP_BY_API_KEY\x10\x04*\xe0\x01\n\x08\x43\x61llKind\x12\x19\n\x15\x43\x41LL_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x43\x41LL_KIND_CHAT_COMPLETION\x10\x01\x12\x16\n\x12\x43\x41LL_KIND_RESPONSE\x10\x02\x12\x17\n\x13\x43\x41LL_KIND_EMBEDDING\x10\x03\x12\x14\n\x10\x43\x41LL_KIND_RERANK\x10\x04\x12\x1b\n\x17\x43\x41LL_KIND_TRANSCRIPTION\x10\x05\x12\x1b\n\x17\x43\x41LL_KIND_MCP_TOOL_CALL\x10\x06\x12\x19\n\x15\x43\x41LL_KIND_RAG_CONTEXT\x10\x07\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n platform/metering/v1/usage.proto\x12\x14platform.metering.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"~\n\nTimeWindow\x12\x39\n\nstart_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"\x89\x03\n\x0fTokenUsagePoint\x12\x38\n\x06window\x18\x01 \x01(\x0b\x32 .platform.metering.v1.TimeWindowR\x06window\x12(\n\rprompt_tokens\x18\x02 \x01(\x03H\x00R\x0cpromptTokens\x88\x01\x01\x12\x30\n\x11\x63ompletion_tokens\x18\x03 \x01(\x03H\x01R\x10\x63ompletionTokens\x88\x01\x01\x12.\n\x10\x65mbedding_tokens\x18\x04 \x01(\x03H\x02R\x0f\x65mbeddingTokens\x88\x01\x01\x12(\n\rrerank_tokens\x18\x05 \x01(\x03H\x03R\x0crerankTokens\x88\x01\x01\x12&\n\x0ctotal_tokens\x18\x06 \x01(\x03H\x04R\x0btotalTokens\x88\x01\x01\x42\x10\n\x0e_prompt_tokensB\x14\n\x12_completion_tokensB\x13\n\x11_embedding_tokensB\x10\n\x0e_rerank_tokensB\x0f\n\r_total_tokens\"\x89\x01\n\x10TokenUsageSeries\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x19\n\x08model_id\x18\x02 \x01(\tR\x07modelId\x12=\n\x06points\x18\x03 \x03(\x0b\x32%.platform.metering.v1.TokenUsagePointR\x06points\"o\n\x0e\x43\x61llCountPoint\x12\x38\n\x06window\x18\x01 \x01(\x0b\x32 .platform.metering.v1.TimeWindowR\x06window\x12\x19\n\x05\x63ount\x18\x02 \x01(\x03H\x00R\x05\x63ount\x88\x01\x01\x42\x08\n\x06_count\"\xc1\x01\n\x0f\x43\x61llCountSeries\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x1f\n\x0bresource_id\x18\x02 \x01(\tR\nresourceId\x12\x32\n\x04kind\x18\x03 \x01(\x0e\x32\x1e.platform.metering.v1.CallKindR\x04kind\x12<\n\x06points\x18\x04 \x03(\x0b\x32$.platform.metering.v1.CallCountPointR\x06points\"\x8e\x02\n\x0fTokenUsageGroup\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x19\n\x08model_id\x18\x02 \x01(\tR\x07modelId\x12#\n\rprompt_tokens\x18\x03 \x01(\x03R\x0cpromptTokens\x12+\n\x11\x63ompletion_tokens\x18\x04 \x01(\x03R\x10\x63ompletionTokens\x12)\n\x10\x65mbedding_tokens\x18\x05 \x01(\x03R\x0f\x65mbeddingTokens\x12#\n\rrerank_tokens\x18\x06 \x01(\x03R\x0crerankTokens\x12!\n\x0ctotal_tokens\x18\x07 \x01(\x03R\x0btotalTokens\"\xb8\x02\n\x0f\x41piTrafficPoint\x12\x38\n\x06window\x18\x01 \x01(\x0b\x32 .platform.metering.v1.TimeWindowR\x06window\x12(\n\rrequest_count\x18\x02 \x01(\x03H\x00R\x0crequestCount\x88\x01\x01\x12$\n\x0b\x65rror_count\x18\x03 \x01(\x03H\x01R\nerrorCount\x88\x01\x01\x12(\n\rrequest_bytes\x18\x04 \x01(\x03H\x02R\x0crequestBytes\x88\x01\x01\x12*\n\x0eresponse_bytes\x18\x05 \x01(\x03H\x03R\rresponseBytes\x88\x01\x01\x42\x10\n\x0e_request_countB\x0e\n\x0c_error_countB\x10\n\x0e_request_bytesB\x11\n\x0f_response_bytes\"k\n\x10\x41piTrafficSeries\x12\x18\n\x07service\x18\x01 \x01(\tR\x07service\x12=\n\x06points\x18\x02 \x03(\x0b\x32%.platform.metering.v1.ApiTrafficPointR\x06points*\xbb\x01\n\x11TokenUsageGroupBy\x12$\n TOKEN_USAGE_GROUP_BY_UNSPECIFIED\x10\x00\x12\x1d\n\x19TOKEN_USAGE_GROUP_BY_NONE\x10\x01\x12\x1f\n\x1bTOKEN_USAGE_GROUP_BY_TENANT\x10\x02\x12\x1e\n\x1aTOKEN_USAGE_GROUP_BY_MODEL\x10\x03\x12 \n\x1cTOKEN_USAGE_GROUP_BY_API_KEY\x10\x04*\x92\x01\n\x0b\x43\x61llGroupBy\x12\x1d\n\x19\x43\x41LL_GROUP_BY_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43\x41LL_GROUP_BY_NONE\x10\x01\x12\x18\n\x14\x43\x41LL_GROUP_BY_TENANT\x10\x02\x12\x17\n\x13\x43\x41LL_GROUP_BY_MODEL\x10\x03\x12\x19\n\x15\x43\x41LL_GROUP_BY_API_KEY\x10\x04*\xe0\x01\n\x08\x43\x61llKind\x12\x19\n\x15\x43\x41LL_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x43\x41LL_KIND_CHAT_COMPLETION\x10\x01\x12\x16\n\x12\x43\x41LL_KIND_RESPONSE\x10\x02\x12\x17\n\x13\x43\x41LL_KIND_EMBEDDING\x10\x03\x12\x14\n\x10\x43\x41LL_KIND_RERANK\x10\x04\x12\x1b\n\x17\x43\x41LL_KIND_TRANSCRIPTION\x10\x05\x12\x1b\n\x17\x43\x41LL_KIND_MCP_TOOL_CALL\x10\x06\x12\x19\n\x15\x43\x41LL_KIND_RAG_CONTEXT\x10\x07\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gen.platform.metering.v1.usage_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TOKENUSAGEGROUPBY']._serialized_start=1535
-  _globals['_TOKENUSAGEGROUPBY']._serialized_end=1722
-  _globals['_CALLGROUPBY']._serialized_start=1725
-  _globals['_CALLGROUPBY']._serialized_end=1871
-  _globals['_CALLKIND']._serialized_start=1874
-  _globals['_CALLKIND']._serialized_end=2098
+  _globals['_TOKENUSAGEGROUPBY']._serialized_start=1762
+  _globals['_TOKENUSAGEGROUPBY']._serialized_end=1949
+  _globals['_CALLGROUPBY']._serialized_start=1952
+  _globals['_CALLGROUPBY']._serialized_end=2098
+  _globals['_CALLKIND']._serialized_start=2101
+  _globals['_CALLKIND']._serialized_end=2325
   _globals['_TIMEWINDOW']._serialized_start=91
   _globals['_TIMEWINDOW']._serialized_end=217
   _globals['_TOKENUSAGEPOINT']._serialized_start=220
-  _globals['_TOKENUSAGEPOINT']._serialized_end=492
-  _globals['_TOKENUSAGESERIES']._serialized_start=495
-  _globals['_TOKENUSAGESERIES']._serialized_end=632
-  _globals['_CALLCOUNTPOINT']._serialized_start=634
-  _globals['_CALLCOUNTPOINT']._serialized_end=730
-  _globals['_CALLCOUNTSERIES']._serialized_start=733
-  _globals['_CALLCOUNTSERIES']._serialized_end=926
-  _globals['_TOKENUSAGEGROUP']._serialized_start=929
-  _globals['_TOKENUSAGEGROUP']._serialized_end=1199
-  _globals['_APITRAFFICPOINT']._serialized_start=1202
-  _globals['_APITRAFFICPOINT']._serialized_end=1423
-  _globals['_APITRAFFICSERIES']._serialized_start=1425
-  _globals['_APITRAFFICSERIES']._serialized_end=1532
+  _globals['_TOKENUSAGEPOINT']._serialized_end=613
+  _globals['_TOKENUSAGESERIES']._serialized_start=616
+  _globals['_TOKENUSAGESERIES']._serialized_end=753
+  _globals['_CALLCOUNTPOINT']._serialized_start=755
+  _globals['_CALLCOUNTPOINT']._serialized_end=866
+  _globals['_CALLCOUNTSERIES']._serialized_start=869
+  _globals['_CALLCOUNTSERIES']._serialized_end=1062
+  _globals['_TOKENUSAGEGROUP']._serialized_start=1065
+  _globals['_TOKENUSAGEGROUP']._serialized_end=1335
+  _globals['_APITRAFFICPOINT']._serialized_start=1338
+  _globals['_APITRAFFICPOINT']._serialized_end=1650
+  _globals['_APITRAFFICSERIES']._serialized_start=1652
+  _globals['_APITRAFFICSERIES']._serialized_end=1759
 # @@protoc_insertion_point(module_scope)
