@@ -217,7 +217,7 @@ def _where(
 def _model_calls(group: GroupBy) -> list[ColumnElement[bool]]:
     """Token reads see model calls only; grouped by model, only the calls that named one (a request refused before
     its model was read has none, and no tokens)."""
-    conditions = [UsageEventRow.call_kind.in_([int(k) for k in MODEL_CALL_KINDS])]
+    conditions: list[ColumnElement[bool]] = [UsageEventRow.call_kind.in_([int(k) for k in MODEL_CALL_KINDS])]
     if group == GroupBy.MODEL:
         conditions.append(UsageEventRow.model_id != "")
     return conditions

@@ -32,7 +32,8 @@ class NotSse(Exception):
 
 async def _events(resp: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, str]]:
     """(event, data) of each event on the stream, until `_MAX_BYTES` have been read."""
-    event, data, read = "message", [], 0
+    event, read = "message", 0
+    data: list[str] = []
     while read < _MAX_BYTES:
         raw = await resp.content.readline()
         if not raw:
