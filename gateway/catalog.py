@@ -79,7 +79,6 @@ class ModelInfo:
     input_modalities: tuple[int, ...]
     created: int
     owned_by: str
-    max_model_len: int | None = None
     unlisted: bool = False
 
     @property
@@ -87,7 +86,8 @@ class ModelInfo:
         return self.ref.kind
 
     def wire(self) -> dict[str, object]:
-        item: dict[str, object] = {
+        # No max_model_len: the spec reports runtime_info.max_model_len through the management API only.
+        return {
             "id": self.public_model_id,
             "object": "model",
             "created": self.created,
@@ -98,6 +98,3 @@ class ModelInfo:
                 or ["text"],
             },
         }
-        if self.max_model_len:
-            item["max_model_len"] = self.max_model_len
-        return item

@@ -137,7 +137,6 @@ async def list_models(session: AsyncSession) -> list[ModelInfo]:
             tuple(dep.input_modalities or ()),
             ts,
             owner,
-            dep.max_model_len,
         )
         out.append(info)
         targets[(int(ResourceKind.MODEL_DEPLOYMENT), dep.name)] = info
@@ -161,7 +160,6 @@ async def list_models(session: AsyncSession) -> list[ModelInfo]:
             target.input_modalities,
             ts,
             owner,
-            target.max_model_len,
             unlisted=alias.unlisted,
         )
         out.append(info)
@@ -181,7 +179,6 @@ async def list_models(session: AsyncSession) -> list[ModelInfo]:
                 base.input_modalities,
                 ts,
                 owner,
-                base.max_model_len,
             )
         )
     return out

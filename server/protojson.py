@@ -1,5 +1,8 @@
 """Proto3 JSON for Google protobuf messages, emitting exactly what `json_format.MessageToDict(message)` emits.
 
+One exception, as the mapping allows: the usage series' points write out every scalar figure, zeros included (what
+`always_print_fields_with_no_presence` would print), so a zero-filled bucket reads like any other point.
+
 json_format walks every field through generic, per-value type dispatch in pure Python; on list responses that
 dominated a read's cost. Here each message type gets a plan built once from its descriptor: a function of
 straight-line code that reads each field, tests its presence by the runtime's rules and converts it with a converter
@@ -43,6 +46,14 @@ _TO_JSON_STRING = frozenset({"google.protobuf.Duration", "google.protobuf.FieldM
 _TIMESTAMP_SECONDS_MIN = -62135596800  # 0001-01-01T00:00:00Z
 _TIMESTAMP_SECONDS_MAX = 253402300799  # 9999-12-31T23:59:59Z
 _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+# Points of a zero-filled series: a client plotting them should not have to know that an absent figure means 0.
+_FIGURES_ALWAYS_WRITTEN = frozenset(
+    {
+        "platform.metering.v1.TokenUsagePoint",
+        "platform.metering.v1.CallCountPoint",
+        "platform.metering.v1.ApiTrafficPoint",
+    }
+)
 _DAYS_CACHED = 4096
 
 
@@ -118,6 +129,7 @@ def _by_attributes(desc: Descriptor) -> _Convert:
     wire format have it)."""
     namespace: dict[str, Any] = {"_negative_zero": _negative_zero}
     lines = ["def convert(m):", "    js = {}"]
+    always = desc.full_name in _FIGURES_ALWAYS_WRITTEN
     for index, field in enumerate(sorted(desc.fields, key=lambda f: f.number)):
         convert = _field_converter(field)
         read = f"m.{field.name}" if _plain_attribute(field.name) else f"getattr(m, {field.name!r})"
@@ -131,7 +143,9 @@ def _by_attributes(desc: Descriptor) -> _Convert:
             lines += [f"    if m.HasField({field.name!r}):", f"        v = {read}", f"        js[{key}] = {value}"]
             continue
         lines.append(f"    v = {read}")
-        if not field.is_repeated and field.cpp_type in _FLOAT_CPP_TYPES:
+        if always and not field.is_repeated:
+            lines.append(f"    js[{key}] = {value}")
+        elif not field.is_repeated and field.cpp_type in _FLOAT_CPP_TYPES:
             lines.append(f"    if v or _negative_zero(v): js[{key}] = {value}")
         else:
             lines.append(f"    if v: js[{key}] = {value}")

@@ -132,6 +132,13 @@ SPEC_GET_METHODS: dict[str, list[str]] = {
     ],
 }
 
+# Output-only fields the contract adds to a spec message, each carrying a statement the spec makes elsewhere.
+CONTRACT_ADDITIONS: dict[str, list[str]] = {
+    # States and transitions: an alias whose target was deleted is kept and "reports its target as unresolved",
+    # while its targetRef keeps the target's kind and name (an UNSPECIFIED kind is invalid).
+    f"{MODELS}.ModelAlias": ["targetUnresolved"],
+}
+
 _PERMISSION_CHANGE = ["name", "subject", "role"]
 _PERMISSION_LIST = ["name", "subjectType", "role"]
 _MCP_SECRETS = ["apiKey", "staticHeaders", "oauthClientSecret"]

@@ -74,3 +74,28 @@ async def test_an_unreadable_alias_is_not_found_by_either_name(
         }
         result = await connect.call(f"{KEYS}/CreateApiKey", body, token=world.tokens["editor"])
         assert result.code == "not_found", (name, result)
+
+
+async def test_tenant_members_list_the_aliases_they_can_read(
+    server: Any, connect: ConnectJsonCaller, world: World
+) -> None:
+    """ListModelAliases is gated on logged-in and filtered by can_read (spec method table); the writes and the get
+    keep their can_manage_models gate."""
+    shared, _ = await _alias(server, connect)
+    hidden, _ = await _alias(server, connect, shared=False)
+    for person in ("member", "editor", "admin"):
+        listed = must(await connect.call(f"{ALIASES}/ListModelAliases", {}, token=world.tokens[person], get=True))
+        handles = {item["name"] for item in listed.get("aliases", [])}
+        assert shared in handles and hidden not in handles, person
+    operator = must(await connect.call(f"{ALIASES}/ListModelAliases", {}, token=server.admin_token, get=True))
+    assert {shared, hidden} <= {item["name"] for item in operator["aliases"]}
+    member = world.tokens["member"]
+    body = {"alias": {"publicModelId": f"x-{secrets.token_hex(3)}", "targetRef": {"name": "whatever"}}}
+    assert (await connect.call(f"{ALIASES}/CreateModelAlias", body, token=member)).code == "permission_denied"
+    assert (await connect.call(f"{ALIASES}/DeleteModelAlias", {"name": shared}, token=member)).code == (
+        "permission_denied"
+    )
+    got = await connect.call(f"{ALIASES}/GetModelAlias", {"name": shared}, token=member, get=True)
+    assert got.code == "permission_denied"
+    anonymous = await connect.call(f"{ALIASES}/ListModelAliases", {}, token=None, get=True)
+    assert anonymous.code == "unauthenticated"

@@ -88,3 +88,24 @@ async def cast(server: Any, connect: ConnectJsonCaller) -> Cast:
 async def test_conversations_authorization_matrix(connect: ConnectJsonCaller, cast: Cast) -> None:
     failures = await check_rows(connect, cast, ROWS)
     assert failures == [], "\n".join(failures)
+
+
+async def test_platform_operators_are_outsiders_unless_members(
+    server: Any, connect: ConnectJsonCaller, cast: Cast
+) -> None:
+    """A platform operator reading a member's item: outside the tenant, the tenant gate refuses it
+    (permission_denied, even with X-Platform-Tenant-Id naming the tenant, which operators may send); once a member
+    (here an Admin), the operator is one more non-owner, told the item does not exist (not_found)."""
+    operator_id = f"ops-{cast.tenant_id}"
+    operator = server.token(operator_id, roles=("can_manage_tenants", "can_manage_models"))
+    body = await owned_by("member", itemId=first)(cast, connect)
+    outside = await connect.call(f"{ITEMS}/GetItem", body, token=operator, get=True)
+    scoped = await connect.call(f"{ITEMS}/GetItem", body, token=operator, tenant=cast.tenant_id, get=True)
+    for refused in (outside, scoped):
+        assert refused.code == "permission_denied" and "not a member" in refused.message, refused
+    added = {"tenantId": cast.tenant_id, "userId": operator_id, "role": "TENANT_ROLE_ADMIN"}
+    assert (await connect.call("platform.tenants.v1.TenantService/AddTenantMember", added, token=operator)).ok
+    inside = await connect.call(f"{ITEMS}/GetItem", body, token=operator, get=True)
+    assert inside.code == "not_found", inside
+    owner = await connect.call(f"{ITEMS}/GetItem", body, token=cast.tokens["member"], get=True)
+    assert owner.ok, owner

@@ -43,6 +43,8 @@ KEY_WRITES = {
 }
 # Services closed to keys, reads included.
 KEY_CLOSED = {KEYS, ACCOUNTS}
+# Reads closed to keys: the tenant's people (members and invites, a group's members) are never within a key's reach.
+KEY_CLOSED_READS = {f"{TENANTS}/ListTenantMembers", f"{GROUPS}/ListGroupMembers"}
 
 
 def _every_method() -> list[tuple[str, str, bool]]:
@@ -54,7 +56,10 @@ def _every_method() -> list[tuple[str, str, bool]]:
 
 
 def _key_may_call(service: str, method: str, read: bool) -> bool:
-    return service not in KEY_CLOSED and (read or f"{service}/{method}" in KEY_WRITES)
+    path = f"{service}/{method}"
+    if service in KEY_CLOSED:
+        return False
+    return path not in KEY_CLOSED_READS if read else path in KEY_WRITES
 
 
 @pytest.fixture
@@ -230,6 +235,32 @@ async def test_keys_read_within_their_reach(connect: ConnectJsonCaller, cast: Ca
         assert (granted.code, other.code) == ("ok", "not_found"), kind
     owned = await connect.call(f"{CONVERSATIONS}/CreateConversation", {}, token=cast.tokens["key_sa"])
     assert owned.ok  # a service account's key owns its conversations
+
+
+async def test_no_key_lists_the_tenants_people(connect: ConnectJsonCaller, cast: Cast) -> None:
+    """A tenant admin's personal key with no grants, like every other key, reads no member list (emails, roles,
+    pending invites, group members), although its owner's session does: people are never granted to a key."""
+    admin = cast.world.tokens["admin"]
+    must(
+        await connect.call(
+            f"{TENANTS}/InviteTenantMember", {"tenantId": cast.tenant_id, "email": "new@example.com"}, token=admin
+        )
+    )
+    bare = await connect.call(
+        f"{KEYS}/CreateApiKey",
+        {"tenantId": cast.tenant_id, "type": "API_KEY_TYPE_PERSONAL", "name": "bare"},
+        token=admin,
+    )
+    tokens = {"bare": must(bare)["secret"], **{kind: cast.tokens[kind] for kind in USABLE_KEYS}}
+    members = {"tenantId": cast.tenant_id}
+    group = {"tenantId": cast.tenant_id, "groupId": cast.group_id}
+    for path, body in ((f"{TENANTS}/ListTenantMembers", members), (f"{GROUPS}/ListGroupMembers", group)):
+        listed = must(await connect.call(path, body, token=admin, get=True))
+        assert listed.get("members"), path  # there is something to see, and the owner's session sees it
+        for kind, token in tokens.items():
+            refused = await connect.call(path, body, token=token, get=True)
+            assert refused.code == "permission_denied" and REFUSAL in refused.message, (path, kind, refused)
+            assert "example.com" not in str(refused.body)
 
 
 async def test_the_rule_holds_over_grpc(server: Any, cast: Cast) -> None:

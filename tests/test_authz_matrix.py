@@ -86,7 +86,7 @@ ROWS = [
     Row(
         f"{GROUPS}/ListGroupMembers",
         matrix_group,
-        allow("admin", "group_member", "platform_admin", "key_all"),  # key_all reads as its (admin) owner
+        allow("admin", "group_member", "platform_admin"),  # no key lists people, not even an admin's key_all
         get=True,
     ),
     # TenantService.
@@ -99,7 +99,7 @@ ROWS = [
     Row(
         f"{TENANTS}/ListTenantMembers",
         fixed(),
-        allow("admin", "editor", "creator", "platform_admin", "key_personal", "key_granted", "key_all"),
+        allow("admin", "editor", "creator", "platform_admin"),  # sessions only: a key never lists people
         get=True,
     ),
     Row(f"{USERS}/GetCurrentUser", fixed(), allow(*READERS, "outsider", "key_sa"), get=True),

@@ -119,7 +119,7 @@ ROWS = [
             **allow("editor", "member", "group_member", "outsider", code="not_found"),  # keys: refused
         },
     ),
-    Row(f"{ALIASES}/ListModelAliases", nothing, allow("platform_admin"), get=True),
+    Row(f"{ALIASES}/ListModelAliases", nothing, allow(*EVERYONE), get=True),  # logged-in; items by can_read
 ]
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import secrets
+from typing import Any
+
 import aiohttp
 import openai
 import pytest
 
+from tests.clients import ConnectJsonCaller
 from tests.gateway_fixtures import Gateway
-from tests.gateway_world import GatewayWorld
+from tests.gateway_world import DEPLOYMENTS, GatewayWorld, all_resources_key
+from tests.world import must
 
 
 def client(gateway: Gateway, key: str) -> openai.OpenAI:
@@ -81,3 +86,34 @@ def test_retrieve_one_model_including_unlisted_alias(gateway: Gateway, gw_world:
         with pytest.raises(openai.NotFoundError) as err:
             sdk.models.retrieve(gw_world.model(missing))
         assert err.value.code == "model_not_found"
+
+
+async def test_max_model_len_is_reported_by_the_management_api_only(
+    server: Any, connect: ConnectJsonCaller, gateway: Gateway, gw_world: GatewayWorld
+) -> None:
+    """Spec 3.3.0: runtime_info.max_model_len is reported per deployment "through the API only", so /v1/models
+    carries no max_model_len, listed or retrieved, while GetModelDeployment does."""
+    name = f"long-{secrets.token_hex(4)}"
+    deployment = {
+        "name": name,
+        "publicModelId": name,
+        "endpointUrl": "http://127.0.0.1:9/v1",
+        "runtimeInfo": {"maxModelLen": 32768},
+        "sharing": {"shareToAll": True},
+    }
+    must(
+        await connect.call(
+            f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": deployment}, token=server.admin_token
+        )
+    )
+    got = must(await connect.call(f"{DEPLOYMENTS}/GetModelDeployment", {"name": name}, token=server.admin_token))
+    assert got["modelDeployment"]["runtimeInfo"] == {"maxModelLen": 32768}
+    key = await all_resources_key(connect, gw_world, gw_world.tokens["member"], f"len-{name}")  # a fresh listing
+    headers = {"Authorization": f"Bearer {key}"}
+    async with aiohttp.ClientSession(headers=headers) as http:
+        async with http.get(f"{gateway.base_url}/models") as resp:
+            listed = {m["id"]: m for m in (await resp.json())["data"]}
+        async with http.get(f"{gateway.base_url}/models/{name}") as resp:
+            retrieved = await resp.json()
+    assert set(listed[name]) == {"id", "object", "created", "owned_by", "capabilities"}
+    assert retrieved == listed[name]

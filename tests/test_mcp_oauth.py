@@ -8,7 +8,7 @@ import base64
 import hashlib
 import secrets
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server import MCPServer
 
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
@@ -82,6 +83,49 @@ async def test_discovery_reports_what_each_server_advertises(
     with serve_in_thread(_bearer_only_app) as port:
         bearer = must(await _discover(connect, server.admin_token, f"http://127.0.0.1:{port}/mcp"))
     assert bearer["discovery"] == {"authType": "EXTERNAL_MCP_AUTH_TYPE_BEARER"}
+
+
+def _sse_only_server(port: int) -> Any:
+    """The mcp SDK's own server speaking only the 2024-11-05 HTTP+SSE transport (POST to /sse: 405)."""
+    mcp = MCPServer("sse-only-srv", version="1.0.0")
+
+    @mcp.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    return mcp.sse_app(host="127.0.0.1")
+
+
+def _sse_shaped_app(get_status: int, content_type: str) -> Callable[[], web.Application]:
+    """A URL that refuses the initialize POST like an HTTP+SSE server, then answers the GET as told."""
+
+    def make() -> web.Application:
+        async def refuse(request: web.Request) -> web.Response:
+            return web.Response(status=405)
+
+        async def get(request: web.Request) -> web.Response:
+            headers = {"WWW-Authenticate": 'Bearer realm="tools"'} if get_status == 401 else {}
+            return web.Response(status=get_status, body=b"<html></html>", content_type=content_type, headers=headers)
+
+        app = web.Application()
+        app.router.add_post("/sse", refuse)
+        app.router.add_get("/sse", get)
+        return app
+
+    return make
+
+
+async def test_discovery_falls_back_to_the_http_sse_transport(server: Server, connect: ConnectJsonCaller) -> None:
+    """Like the tool loop, discovery tries the older HTTP+SSE transport when the initialize POST is refused."""
+    with serve_asgi(_sse_only_server) as port:
+        found = must(await _discover(connect, server.admin_token, f"http://127.0.0.1:{port}/sse"))["discovery"]
+    assert found == {"authType": "EXTERNAL_MCP_AUTH_TYPE_NONE", "serverName": "sse-only-srv"}
+    with serve_in_thread(_sse_shaped_app(401, "text/plain")) as port:
+        bearer = must(await _discover(connect, server.admin_token, f"http://127.0.0.1:{port}/sse"))["discovery"]
+    assert bearer == {"authType": "EXTERNAL_MCP_AUTH_TYPE_BEARER"}
+    with serve_in_thread(_sse_shaped_app(200, "text/html")) as port:
+        refused = await _discover(connect, server.admin_token, f"http://127.0.0.1:{port}/sse")
+    assert refused.code == "failed_precondition" and "HTTP 405" in refused.message, refused
 
 
 async def test_discovery_gates_and_failures(

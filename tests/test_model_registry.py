@@ -272,13 +272,18 @@ async def test_aliases(connect: ConnectJsonCaller, world: World) -> None:
     assert renamed.code == "invalid_argument" and "public_model_id" in renamed.message
     # Deleting the target keeps the alias, which reports its target unresolved.
     must(await connect.call(f"{DEPLOYMENTS}/DeleteModelDeployment", {"name": other["name"]}, token=models))
+    assert "targetUnresolved" not in moved["alias"]  # false while the target exists
     kept = must(await connect.call(f"{ALIASES}/GetModelAlias", {"name": handle}, token=models))["alias"]
-    assert kept["targetRef"] == {"name": other["name"]}  # kind unspecified: unresolved
+    # The reference stays valid (its kind is kept, never UNSPECIFIED); a flag says the target is gone.
+    assert kept["targetRef"] == {**ref, "name": other["name"]} and kept["targetUnresolved"] is True
     listed = must(await connect.call(f"{ALIASES}/ListModelAliases", {}, token=models))
-    assert handle in [item["name"] for item in listed["aliases"]]
-    assert (
-        await connect.call(f"{ALIASES}/ListModelAliases", {}, token=world.tokens["admin"])
-    ).code == "permission_denied"
+    [item] = [item for item in listed["aliases"] if item["name"] == handle]
+    assert item["alias"]["targetRef"] == kept["targetRef"] and item["alias"]["targetUnresolved"] is True
+    back = {"name": handle, "alias": {**alias, "targetUnresolved": True}}  # output only: ignored in requests
+    repointed = must(await connect.call(f"{ALIASES}/UpdateModelAlias", back, token=models))["alias"]
+    assert repointed["targetRef"] == ref and "targetUnresolved" not in repointed
+    seen_by_tenant_admin = must(await connect.call(f"{ALIASES}/ListModelAliases", {}, token=world.tokens["admin"]))
+    assert handle not in [item["name"] for item in seen_by_tenant_admin.get("aliases", [])]  # not shared with it
     must(await connect.call(f"{ALIASES}/DeleteModelAlias", {"name": handle}, token=models))
     assert (await connect.call(f"{ALIASES}/GetModelAlias", {"name": handle}, token=models)).code == "not_found"
 

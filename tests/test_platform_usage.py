@@ -125,6 +125,68 @@ async def test_call_counts_count_one_kind(server: Server, database: Database) ->
     ]
 
 
+def _other_call(at: datetime, tenant: str, kind: int, model: str, target: str) -> UsageEventRow:
+    """A metered call that reached no model: an MCP tool call (model_id is the tool) or a RAG retrieval."""
+    return UsageEventRow(
+        occurred_at=at, tenant_id=tenant, model_id=model, user_id="u-any", call_kind=kind, target_name=target
+    )
+
+
+async def test_model_groupings_hold_model_ids_only(server: Server, database: Database) -> None:
+    """Grouped by model, token reads list models only: not the tools of MCP calls, nor the empty model of RAG
+    retrievals and of requests refused before naming one (which rendered as `{}`). Call counts group each kind by
+    the resource it called: the MCP server of a tool call, the RAG of a retrieval."""
+    t0 = _hour()
+    await insert_rows(
+        database,
+        _event(t0, "g-a", "chat-m", prompt=4, completion=2),
+        _event(t0, "g-a", "", kind=1),  # refused before its model was read
+        _other_call(t0, "g-a", 6, "add", "tools-srv"),
+        _other_call(t0 + timedelta(seconds=1), "g-a", 6, "mul", "tools-srv"),
+        _other_call(t0, "g-a", 7, "", "rag-1"),
+    )
+    window = _window(t0, t0 + timedelta(minutes=1))
+    by_model = {"window": window, "groupBy": "TOKEN_USAGE_GROUP_BY_MODEL", "tenantIds": ["g-a"]}
+    groups = (await _call(server, "ListPlatformTokenUsage", by_model))["groups"]
+    assert [(g["modelId"], int(g["totalTokens"])) for g in groups] == [("chat-m", 6)]
+    series = (await _call(server, "GetPlatformTokenUsageSeries", {**by_model, "step": "60s"}))["series"]
+    assert [s["modelId"] for s in series] == ["chat-m"]
+    for kind, resource in (("CALL_KIND_MCP_TOOL_CALL", "tools-srv"), ("CALL_KIND_RAG_CONTEXT", "rag-1")):
+        body = {"window": window, "step": "60s", "kind": kind, "groupBy": "CALL_GROUP_BY_MODEL", "tenantIds": ["g-a"]}
+        counted = (await _call(server, "GetPlatformCallCountSeries", body))["series"]
+        assert [s["resourceId"] for s in counted] == [resource], kind
+        only = (await _call(server, "GetPlatformCallCountSeries", {**body, "resourceIds": [resource]}))["series"]
+        assert sum(int(p["count"]) for p in only[0]["points"]) == (2 if resource == "tools-srv" else 1)
+    tools = {"window": window, "step": "60s", "kind": "CALL_KIND_MCP_TOOL_CALL", "resourceIds": ["add"]}
+    assert [
+        int(p["count"]) for p in (await _call(server, "GetPlatformCallCountSeries", tools))["series"][0]["points"]
+    ] == [0]  # a tool is not a resource
+
+
+async def test_zero_filled_points_carry_their_figures_like_the_others(server: Server, database: Database) -> None:
+    """Every point of a series has the same figures, zeros written out: a bucket without calls says `count: 0`."""
+    t0 = _hour()
+    await insert_rows(
+        database,
+        _event(t0, "z-a", "z-m", kind=1, prompt=3),
+        ApiTrafficRow(occurred_at=t0, service="z-svc", status=200, requests=2, request_bytes=10, response_bytes=20),
+    )
+    window = _window(t0, t0 + timedelta(minutes=3))
+    calls = {"window": window, "step": "60s", "kind": "CALL_KIND_CHAT_COMPLETION", "tenantIds": ["z-a"]}
+    points = (await _call(server, "GetPlatformCallCountSeries", calls))["series"][0]["points"]
+    assert [p["count"] for p in points] == ["1", "0", "0"]
+    tokens = {"window": window, "step": "60s", "tenantIds": ["z-a"]}
+    points = (await _call(server, "GetPlatformTokenUsageSeries", tokens))["series"][0]["points"]
+    figures = {"promptTokens", "completionTokens", "embeddingTokens", "rerankTokens", "totalTokens"}
+    assert all(set(p) == {"window", *figures} for p in points), points
+    assert [p["totalTokens"] for p in points] == ["3", "0", "0"]
+    traffic = {"window": window, "step": "60s", "service": "z-svc"}
+    points = (await _call(server, "GetPlatformApiTrafficSeries", traffic))["series"][0]["points"]
+    figures = {"requestCount", "errorCount", "requestBytes", "responseBytes"}
+    assert all(set(p) == {"window", *figures} for p in points), points
+    assert [p["requestCount"] for p in points] == ["2", "0", "0"]
+
+
 async def test_token_totals_highest_first_with_a_limit(server: Server, database: Database) -> None:
     t0 = _hour()
     await insert_rows(

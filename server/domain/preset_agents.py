@@ -310,15 +310,18 @@ async def delete(session: AsyncSession, principal: Principal, name: str) -> None
     await permissions.delete_resource(session, _ref(name))
 
 
-async def list_readable(session: AsyncSession, principal: Principal) -> list[Agent]:
+async def list_readable(session: AsyncSession, principal: Principal, *, tenant_id: str = "") -> list[Agent]:
+    """Every agent the caller can read (optionally only those owned by `tenant_id`, a tenant the caller acts in), by
+    public model id."""
+    if tenant_id:
+        await permissions.require_listed_tenant(session, principal, tenant_id)
     names = await permissions.readable_names(session, principal, KIND)
     if not names:
         return []
-    rows = (
-        await session.scalars(
-            select(PresetAgentRow).where(PresetAgentRow.name.in_(names)).order_by(PresetAgentRow.public_model_id)
-        )
-    ).all()
+    query = select(PresetAgentRow).where(PresetAgentRow.name.in_(names))
+    if tenant_id:
+        query = query.where(PresetAgentRow.tenant_id == tenant_id)
+    rows = (await session.scalars(query.order_by(PresetAgentRow.public_model_id))).all()
     owners = await permissions.ownerships(session, KIND, names)
     existing = set(
         (

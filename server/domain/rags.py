@@ -313,7 +313,10 @@ async def delete(session: AsyncSession, principal: Principal, rag_id: str) -> No
 
 
 async def list_readable(session: AsyncSession, principal: Principal, *, tenant_id: str = "") -> list[Rag]:
-    """Every RAG the caller can read (optionally only those owned by `tenant_id`), by owner then name."""
+    """Every RAG the caller can read (optionally only those owned by `tenant_id`, a tenant the caller acts in), by
+    owner then name."""
+    if tenant_id:
+        await permissions.require_listed_tenant(session, principal, tenant_id)
     names = await permissions.readable_names(session, principal, KIND)
     if not names:
         return []

@@ -7,7 +7,13 @@ whatever the number of rows), so a read costs the same for ten events or ten mil
 Buckets: the server picks the step it returns. A requested step is rounded up to the next of a fixed ladder
 (1 min … 1 day) and coarsened further until the window holds at most `MAX_BUCKETS` buckets; buckets are aligned to
 multiples of the step since the Unix epoch (so the same data gives the same points whatever the window), and each
-point carries its own window, clipped to the query's. Series are zero-filled: a bucket without calls had none.
+point carries its own window, clipped to the query's. Series are zero-filled: a bucket without calls had none, and
+its point says so with the same figures as any other point, zeros written out (`count: 0`, never an absent count).
+
+What is grouped "by model": token reads count model calls only (chat, responses, embeddings, rerank,
+transcription), so their model groupings hold model ids and nothing else; MCP tool calls and RAG retrievals carry
+no tokens and no model. Call counts select one kind, and group that kind by the resource it called: the model id for
+model calls, the registered MCP server for tool calls, the RAG for retrievals (resource_ids filters the same ids).
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import Principal
 from server.errors import InvalidArgument
+from server.metering import CallKind
 from server.permissions import ResourceRef, require_platform_role
 from server.store.models import ApiTrafficRow, UsageEventRow
 
 __all__ = [
     "MAX_BUCKETS",
+    "MODEL_CALL_KINDS",
     "PERCENTILES",
     "STEPS",
     "Bucket",
@@ -50,6 +58,16 @@ __all__ = [
 ]
 
 MAX_BUCKETS = 500
+# Calls that name a model and may carry tokens; the others (MCP tool calls, RAG retrievals) call another resource.
+MODEL_CALL_KINDS = (
+    CallKind.CHAT_COMPLETION,
+    CallKind.RESPONSE,
+    CallKind.EMBEDDING,
+    CallKind.RERANK,
+    CallKind.TRANSCRIPTION,
+)
+# The column naming what a call of each non-model kind called: the MCP server's or the RAG's name.
+_TARGET_NAMED_KINDS = frozenset({CallKind.MCP_TOOL_CALL, CallKind.RAG_CONTEXT})
 STEPS = (60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400)  # seconds: 1m 5m 15m 30m 1h 2h 6h 12h 1d
 _ROLE = "can_manage_tenants"
 
@@ -181,12 +199,14 @@ def _buckets(window: Window, step: int) -> tuple[int, list[Bucket]]:
     return origin, buckets
 
 
-def _where(column: Any, window: Window, filters: Filters | None = None) -> list[ColumnElement[bool]]:
+def _where(
+    column: Any, window: Window, filters: Filters | None = None, resource: Any = UsageEventRow.model_id
+) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = [column >= window.start, column < window.end]
     if filters is not None:
         for values, target in (
             (filters.tenant_ids, UsageEventRow.tenant_id),
-            (filters.model_ids, UsageEventRow.model_id),
+            (filters.model_ids, resource),
             (filters.user_ids, UsageEventRow.user_id),
         ):
             if values:
@@ -194,10 +214,26 @@ def _where(column: Any, window: Window, filters: Filters | None = None) -> list[
     return conditions
 
 
-def _group_columns(group: GroupBy) -> tuple[ColumnElement[str], ColumnElement[str]]:
+def _model_calls(group: GroupBy) -> list[ColumnElement[bool]]:
+    """Token reads see model calls only; grouped by model, only the calls that named one (a request refused before
+    its model was read has none, and no tokens)."""
+    conditions: list[ColumnElement[bool]] = [UsageEventRow.call_kind.in_([int(k) for k in MODEL_CALL_KINDS])]
+    if group == GroupBy.MODEL:
+        conditions.append(UsageEventRow.model_id != "")
+    return conditions
+
+
+def _resource_column(kind: int) -> Any:
+    """What a call of this kind called: a model id, or the name of the MCP server or RAG."""
+    return UsageEventRow.target_name if kind in _TARGET_NAMED_KINDS else UsageEventRow.model_id
+
+
+def _group_columns(
+    group: GroupBy, resource: Any = UsageEventRow.model_id
+) -> tuple[ColumnElement[str], ColumnElement[str]]:
     empty: ColumnElement[str] = literal("")
     tenant = UsageEventRow.tenant_id if group == GroupBy.TENANT else empty
-    model = UsageEventRow.model_id if group == GroupBy.MODEL else empty
+    model = resource if group == GroupBy.MODEL else empty
     return tenant, model  # type: ignore[return-value]
 
 
@@ -259,7 +295,7 @@ async def token_series(
     tenant, model = _group_columns(group)
     stmt = (
         select(index, tenant, model, *_TOKEN_SUMS)
-        .where(*_where(UsageEventRow.occurred_at, query.window, query.filters))
+        .where(*_where(UsageEventRow.occurred_at, query.window, query.filters), *_model_calls(group))
         .group_by(index, tenant, model)
     )
     found: dict[tuple[str, str], dict[int, TokenTotals]] = {}
@@ -279,10 +315,14 @@ async def call_count_series(
     seconds = choose_step(query.window, query.step)
     origin, buckets = _buckets(query.window, seconds)
     index = (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
-    tenant, model = _group_columns(group)
+    resource = _resource_column(query.kind)
+    tenant, model = _group_columns(group, resource)
     stmt = (
         select(index, tenant, model, func.count())
-        .where(UsageEventRow.call_kind == query.kind, *_where(UsageEventRow.occurred_at, query.window, query.filters))
+        .where(
+            UsageEventRow.call_kind == query.kind,
+            *_where(UsageEventRow.occurred_at, query.window, query.filters, resource),
+        )
         .group_by(index, tenant, model)
     )
     found: dict[tuple[str, str], dict[int, CallCounts]] = {}
@@ -301,7 +341,7 @@ async def token_totals(
     total = func.sum(UsageEventRow.total_tokens)
     stmt = (
         select(tenant, model, *_TOKEN_SUMS)
-        .where(*_where(UsageEventRow.occurred_at, query.window, query.filters))
+        .where(*_where(UsageEventRow.occurred_at, query.window, query.filters), *_model_calls(group))
         .group_by(tenant, model)
         .order_by(total.desc(), tenant, model)
     )

@@ -2,7 +2,9 @@
 
 - `probe`: what auth a server wants (an unauthenticated `initialize`: 200 means none; 401 with protected-resource or
   authorization-server metadata means OAuth; another 401/403 means a static bearer token), its own name when it
-  says, and whether a client_id can be had by registration.
+  says, and whether a client_id can be had by registration. A server that refuses the POST (400, 404, 405) is tried
+  as the older HTTP+SSE transport (`sse_probe`), the same fallback the tool loop takes: a GET of its stream, read
+  the same way (200 and an `endpoint` event: no auth; 401/403: as above).
 - `authorization_server`: the discovery chain of the MCP authorization spec (RFC 9728 protected-resource metadata,
   then RFC 8414 / OpenID metadata, whose `issuer` must match exactly), with the mcp SDK's URL builders.
 - `exchange`: one token request (authorization code + PKCE verifier, or refresh token) to a token endpoint resolved
@@ -29,6 +31,7 @@ from mcp.client.auth.utils import (
 )
 
 from server.errors import FailedPrecondition, InvalidArgument, SwitchboardError, UpstreamFailed
+from server.mcp import sse_probe
 
 __all__ = ["AuthServer", "Probe", "TokenRequest", "TokenSet", "authorization_server", "exchange", "probe"]
 
@@ -181,14 +184,47 @@ async def probe(http: aiohttp.ClientSession, server_url: str) -> Probe:
                 pass
         return Probe(AUTH_NONE, _server_name(content_type, body))
     if status in (401, 403):
-        found = _RESOURCE_METADATA.search(challenge)
-        server = await authorization_server(http, server_url, resource_metadata_url=found.group(1) if found else None)
-        if server is not None:
-            return Probe(AUTH_OAUTH, server.resource_name, server.registration_supported)
-        return Probe(AUTH_BEARER)
+        return await _challenged(http, server_url, challenge)
+    if status in sse_probe.FALLBACK_STATUSES:
+        found = await _probe_sse(http, server_url)
+        if found is not None:
+            return found
     raise FailedPrecondition(
         f"server_url did not answer like an MCP server (HTTP {status} to initialize)", field="server_url"
     )
+
+
+async def _challenged(http: aiohttp.ClientSession, server_url: str, challenge: str) -> Probe:
+    """A server asking for credentials: OAuth when its authorization server can be found, else a bearer token."""
+    found = _RESOURCE_METADATA.search(challenge)
+    server = await authorization_server(http, server_url, resource_metadata_url=found.group(1) if found else None)
+    if server is not None:
+        return Probe(AUTH_OAUTH, server.resource_name, server.registration_supported)
+    return Probe(AUTH_BEARER)
+
+
+async def _probe_sse(http: aiohttp.ClientSession, server_url: str) -> Probe | None:
+    """The server as the HTTP+SSE transport, or None when it is not one either."""
+    headers = {"Accept": "text/event-stream"}
+    stream_timeout = aiohttp.ClientTimeout(total=None, connect=_TIMEOUT.total, sock_connect=_TIMEOUT.total)
+    try:
+        async with http.get(server_url, headers=headers, allow_redirects=False, timeout=stream_timeout) as resp:
+            if resp.status in (401, 403):
+                challenge = resp.headers.get("WWW-Authenticate", "")
+            elif resp.status == 200:
+                name = await sse_probe.server_name(http, resp, server_url, orjson.dumps(_INITIALIZE))
+                return Probe(AUTH_NONE, name)
+            else:
+                return None
+    except sse_probe.NotSse as exc:
+        log.info("MCP probe of %s: no HTTP+SSE server either (%s)", urlsplit(server_url).hostname, exc)
+        return None
+    except SwitchboardError:
+        raise
+    except (TimeoutError, aiohttp.ClientError, OSError):
+        log.info("MCP probe of %s: the HTTP+SSE stream failed", urlsplit(server_url).hostname)
+        return None
+    return await _challenged(http, server_url, challenge)
 
 
 async def exchange(http: aiohttp.ClientSession, request: TokenRequest) -> TokenSet:

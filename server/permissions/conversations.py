@@ -9,10 +9,12 @@ Visibility
     Only the owner sees a conversation, its items and its metadata. Tenant admins and platform operators do not:
     conversations are people's private exchanges with models, and no administrative task needs their content. An
     admin cuts access by removing the member or deleting the service account (which deletes its conversations).
-    Every caller who may not see a conversation is told it does not exist, so conversation ids cannot be probed.
+    Every caller inside the tenant who may not see a conversation is told it does not exist (not_found), so
+    conversation ids cannot be probed; callers outside the tenant never get that far (see Tenancy).
 Tenancy
     The caller must belong to the tenant the request names: a session of a tenant member (Member, Editor or Admin),
-    or an API key of that tenant (a personal key's owner must still be a member). Platform roles grant nothing here.
+    or an API key of that tenant (a personal key's owner must still be a member). Platform roles grant nothing here:
+    a platform operator who is not a member is refused (permission_denied) like any outsider.
 """
 
 from __future__ import annotations

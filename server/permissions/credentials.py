@@ -7,7 +7,9 @@ is listed here. A key may call:
 
 - read methods (`NO_SIDE_EFFECTS` in the contract), which answer within the key's reach and never with admin-only
   views: a personal key reads what it is granted and never beyond its owner's read access; a service-account key
-  reads what it is granted among what its tenant sees; a Personal (all resources) key reads what its owner reads;
+  reads what it is granted among what its tenant sees; a Personal (all resources) key reads what its owner reads.
+  Who belongs to the tenant is no resource a key can be granted, so the member lists (the tenant's members and
+  pending invites, a group's members: people's emails and roles) are closed to keys, whoever owns them;
 - the conversation methods, since a key owns conversations (a personal or Personal (all resources) key as its owner,
   a service-account key as its service account);
 - the invoker's side of MCP OAuth (`GetExternalMcpServerOAuthMetadata`, `ExchangeExternalMcpOAuthToken`), which
@@ -15,9 +17,9 @@ is listed here. A key may call:
 
 Nothing else, whoever owns the key (a tenant admin's key included): no API keys (not even reading them: creating,
 extending, disabling, granting or attaching a key is the owner's decision, taken in a signed-in session), no service
-accounts, members, invites, groups or tenants, no creating, updating, deleting or sharing any resource, no platform
-operation. The permission predicates agree (`can_admin_tenant`, `has_capability`, resource `can_admin` are false for
-keys), so domain code called from elsewhere (the gateway) reaches the same answer.
+accounts, no managing members, invites, groups or tenants (nor listing members), no creating, updating, deleting or
+sharing any resource, no platform operation. The permission predicates agree (`can_admin_tenant`, `has_capability`,
+resource `can_admin` are false for keys), so domain code called from elsewhere (the gateway) reaches the same answer.
 """
 
 from __future__ import annotations
@@ -25,10 +27,18 @@ from __future__ import annotations
 from server.domain.principal import Principal
 from server.errors import PermissionDenied
 
-__all__ = ["KEY_CLOSED_SERVICES", "KEY_WRITES", "key_may_call", "require_callable"]
+__all__ = ["KEY_CLOSED_READS", "KEY_CLOSED_SERVICES", "KEY_WRITES", "key_may_call", "require_callable"]
 
 # Services a key may not call at all, reads included: managing credentials and who holds them.
 KEY_CLOSED_SERVICES = frozenset({"platform.tenants.v1.ApiKeyService", "platform.tenants.v1.ServiceAccountService"})
+
+# Reads closed to keys: who the tenant's people are (members, invites, group members) is never within a key's reach.
+KEY_CLOSED_READS = frozenset(
+    {
+        "platform.tenants.v1.TenantService/ListTenantMembers",
+        "platform.tenants.v1.GroupService/ListGroupMembers",
+    }
+)
 
 # The only methods with side effects a key may call.
 KEY_WRITES = frozenset(
@@ -48,11 +58,15 @@ KEY_WRITES = frozenset(
 def key_may_call(service: str, method: str, *, side_effect_free: bool) -> bool:
     if service in KEY_CLOSED_SERVICES:
         return False
-    return side_effect_free or f"{service}/{method}" in KEY_WRITES
+    path = f"{service}/{method}"
+    if side_effect_free:
+        return path not in KEY_CLOSED_READS
+    return path in KEY_WRITES
 
 
 def require_callable(principal: Principal, service: str, method: str, *, side_effect_free: bool) -> None:
-    """Refuse a key's call to anything but reads, its conversations and MCP OAuth (see the module docstring)."""
+    """Refuse a key's call to anything but reads (member lists excepted), its conversations and MCP OAuth (see the
+    module docstring)."""
     if principal.api_key is None or key_may_call(service, method, side_effect_free=side_effect_free):
         return
     raise PermissionDenied(

@@ -6,10 +6,10 @@ Tenant level
     held by the tenant's Admins and by platform operators with can_manage_tenants.
 API keys
     A key acts only inside its own tenant and never administers it (see `credentials` for the whole rule): no key is
-    a tenant admin, whoever owns it, and a key holds no capability but reading the member list, and that only when
-    its owner's role does. Personal keys act as their owner (never with admin-only views); Personal (all resources)
-    keys follow the owner's read access; service-account keys act as their service account, which holds no tenant
-    role.
+    a tenant admin, whoever owns it, and a key holds no tenant capability (not even listing members: who belongs
+    to the tenant is no resource a key can be granted). Personal keys act as their owner (never with admin-only
+    views); Personal (all resources) keys follow the owner's read access; service-account keys act as their service
+    account, which holds no tenant role.
 Groups
     Group reads (`can_read_group`) admit the group's members and the tenant's admins.
 Caching
@@ -49,6 +49,7 @@ __all__ = [
     "readable_groups_of",
     "require_capability",
     "require_group_read",
+    "require_listed_tenant",
     "require_logged_in_user",
     "require_platform_role",
     "require_scope_membership",
@@ -87,8 +88,6 @@ _ROLE_CAPABILITIES: dict[TenantRole, frozenset[Capability]] = {
     TenantRole.EDITOR: frozenset(Capability),
     TenantRole.ADMIN: frozenset(Capability),
 }
-# What a key may still do with its owner's capabilities: read, never create, share or administer.
-_READ_ONLY_CAPABILITIES = frozenset({Capability.LIST_MEMBERS})
 
 
 def resolve_tenant(principal: Principal, requested: str, *, field: str = "tenant_id") -> str:
@@ -239,15 +238,13 @@ async def can_admin_tenant(session: AsyncSession, principal: Principal, tenant_i
 
 
 async def has_capability(session: AsyncSession, principal: Principal, tenant_id: str, capability: Capability) -> bool:
-    if principal.api_key is None and principal.can_manage_tenants:
+    """Capabilities belong to sessions: a key holds none, whatever its owner's role (see `credentials`)."""
+    if principal.api_key is not None:
+        return False
+    if principal.can_manage_tenants:
         return True
     role = await tenant_role(session, principal, tenant_id)
-    if role is None:
-        return False
-    allowed = _ROLE_CAPABILITIES[role]
-    if principal.api_key is not None:
-        allowed = allowed & _READ_ONLY_CAPABILITIES
-    return capability in allowed
+    return role is not None and capability in _ROLE_CAPABILITIES[role]
 
 
 async def _require_tenant(session: AsyncSession, tenant_id: str) -> None:
@@ -269,6 +266,15 @@ async def require_tenant_member(session: AsyncSession, principal: Principal, ten
             raise PermissionDenied("the caller is not a member of this tenant")
         await _require_tenant(session, tenant_id)  # a membership row already proves the tenant exists
     return role
+
+
+async def require_listed_tenant(session: AsyncSession, principal: Principal, tenant_id: str) -> None:
+    """A list narrowed to one tenant answers only a caller acting in it: a key or a scoped session in its own
+    tenant, a session of a member, or a platform tenant manager. Anyone else is refused rather than answered with an
+    empty list that would read as "this tenant has none"."""
+    resolve_tenant(principal, tenant_id)
+    if principal.api_key is None:
+        await require_tenant_member(session, principal, tenant_id)
 
 
 async def require_capability(

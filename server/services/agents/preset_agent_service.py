@@ -58,7 +58,7 @@ class PresetAgentServiceHandler(PresetAgentService):
 
     async def list_preset_agents(self, request: pb.ListPresetAgentsRequest, ctx: Ctx) -> pb.ListPresetAgentsResponse:
         async with self._db.read() as s:
-            found = await preset_agents.list_readable(s, current_principal())
+            found = await preset_agents.list_readable(s, current_principal(), tenant_id=request.tenant_id)
         return pb.ListPresetAgentsResponse(preset_agents=[convert.agent(a) for a in found])
 
     async def list_preset_agent_permissions(

@@ -161,6 +161,7 @@ def alias(value: Alias) -> model_alias_pb2.ModelAlias:
         ),
         unlisted=value.unlisted,
         sharing=sharing(value.sharing),
+        target_unresolved=value.target_unresolved,
     )
 
 

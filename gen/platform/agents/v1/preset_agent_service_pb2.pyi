@@ -69,8 +69,10 @@ class DeletePresetAgentResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ListPresetAgentsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("tenant_id",)
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
 
 class ListPresetAgentsResponse(_message.Message):
     __slots__ = ("preset_agents",)

@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from gen.platform.modelmanager.v1 import sharing_pb2 as platform_dot_modelmanager_dot_v1_dot_sharing__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n*platform/modelmanager/v1/model_alias.proto\x12\x18platform.modelmanager.v1\x1a&platform/modelmanager/v1/sharing.proto\"m\n\x13ModelAliasTargetRef\x12\x42\n\x04kind\x18\x01 \x01(\x0e\x32..platform.modelmanager.v1.ModelAliasTargetKindR\x04kind\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\"\xfe\x01\n\nModelAlias\x12&\n\x0fpublic_model_id\x18\x01 \x01(\tR\rpublicModelId\x12!\n\x0c\x64isplay_name\x18\x02 \x01(\tR\x0b\x64isplayName\x12L\n\ntarget_ref\x18\x03 \x01(\x0b\x32-.platform.modelmanager.v1.ModelAliasTargetRefR\ttargetRef\x12\x1a\n\x08unlisted\x18\x04 \x01(\x08R\x08unlisted\x12;\n\x07sharing\x18\x05 \x01(\x0b\x32!.platform.modelmanager.v1.SharingR\x07sharing*\x99\x01\n\x14ModelAliasTargetKind\x12\'\n#MODEL_ALIAS_TARGET_KIND_UNSPECIFIED\x10\x00\x12,\n(MODEL_ALIAS_TARGET_KIND_MODEL_DEPLOYMENT\x10\x01\x12*\n&MODEL_ALIAS_TARGET_KIND_EXTERNAL_MODEL\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n*platform/modelmanager/v1/model_alias.proto\x12\x18platform.modelmanager.v1\x1a&platform/modelmanager/v1/sharing.proto\"m\n\x13ModelAliasTargetRef\x12\x42\n\x04kind\x18\x01 \x01(\x0e\x32..platform.modelmanager.v1.ModelAliasTargetKindR\x04kind\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\"\xab\x02\n\nModelAlias\x12&\n\x0fpublic_model_id\x18\x01 \x01(\tR\rpublicModelId\x12!\n\x0c\x64isplay_name\x18\x02 \x01(\tR\x0b\x64isplayName\x12L\n\ntarget_ref\x18\x03 \x01(\x0b\x32-.platform.modelmanager.v1.ModelAliasTargetRefR\ttargetRef\x12\x1a\n\x08unlisted\x18\x04 \x01(\x08R\x08unlisted\x12;\n\x07sharing\x18\x05 \x01(\x0b\x32!.platform.modelmanager.v1.SharingR\x07sharing\x12+\n\x11target_unresolved\x18\x06 \x01(\x08R\x10targetUnresolved*\x99\x01\n\x14ModelAliasTargetKind\x12\'\n#MODEL_ALIAS_TARGET_KIND_UNSPECIFIED\x10\x00\x12,\n(MODEL_ALIAS_TARGET_KIND_MODEL_DEPLOYMENT\x10\x01\x12*\n&MODEL_ALIAS_TARGET_KIND_EXTERNAL_MODEL\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gen.platform.modelmanager.v1.model_alias_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MODELALIASTARGETKIND']._serialized_start=481
-  _globals['_MODELALIASTARGETKIND']._serialized_end=634
+  _globals['_MODELALIASTARGETKIND']._serialized_start=526
+  _globals['_MODELALIASTARGETKIND']._serialized_end=679
   _globals['_MODELALIASTARGETREF']._serialized_start=112
   _globals['_MODELALIASTARGETREF']._serialized_end=221
   _globals['_MODELALIAS']._serialized_start=224
-  _globals['_MODELALIAS']._serialized_end=478
+  _globals['_MODELALIAS']._serialized_end=523
 # @@protoc_insertion_point(module_scope)

@@ -25,15 +25,17 @@ class ModelAliasTargetRef(_message.Message):
     def __init__(self, kind: _Optional[_Union[ModelAliasTargetKind, str]] = ..., name: _Optional[str] = ...) -> None: ...
 
 class ModelAlias(_message.Message):
-    __slots__ = ("public_model_id", "display_name", "target_ref", "unlisted", "sharing")
+    __slots__ = ("public_model_id", "display_name", "target_ref", "unlisted", "sharing", "target_unresolved")
     PUBLIC_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     TARGET_REF_FIELD_NUMBER: _ClassVar[int]
     UNLISTED_FIELD_NUMBER: _ClassVar[int]
     SHARING_FIELD_NUMBER: _ClassVar[int]
+    TARGET_UNRESOLVED_FIELD_NUMBER: _ClassVar[int]
     public_model_id: str
     display_name: str
     target_ref: ModelAliasTargetRef
     unlisted: bool
     sharing: _sharing_pb2.Sharing
-    def __init__(self, public_model_id: _Optional[str] = ..., display_name: _Optional[str] = ..., target_ref: _Optional[_Union[ModelAliasTargetRef, _Mapping]] = ..., unlisted: _Optional[bool] = ..., sharing: _Optional[_Union[_sharing_pb2.Sharing, _Mapping]] = ...) -> None: ...
+    target_unresolved: bool
+    def __init__(self, public_model_id: _Optional[str] = ..., display_name: _Optional[str] = ..., target_ref: _Optional[_Union[ModelAliasTargetRef, _Mapping]] = ..., unlisted: _Optional[bool] = ..., sharing: _Optional[_Union[_sharing_pb2.Sharing, _Mapping]] = ..., target_unresolved: _Optional[bool] = ...) -> None: ...
