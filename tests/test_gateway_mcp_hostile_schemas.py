@@ -53,7 +53,9 @@ def _hostile_server(port: int) -> Any:
             for name, schema in _SCHEMAS.items()
             if name != "report"
         ]
-        tools.append(types.Tool(name="report", description="Report.", input_schema=_SCHEMAS["report"], output_schema=_OUTPUT))
+        tools.append(
+            types.Tool(name="report", description="Report.", input_schema=_SCHEMAS["report"], output_schema=_OUTPUT)
+        )
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
