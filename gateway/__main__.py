@@ -163,6 +163,7 @@ def main() -> int:
         for proc in [p for p in workers if not p.is_alive()]:
             del workers[proc]
             proc.join()
+            killed.discard(proc.pid or 0)  # its pid may be a new worker's one day
             if stopping:
                 failed = failed or proc.exitcode not in (0, -signal.SIGTERM)
                 continue

@@ -60,12 +60,10 @@ class ToolSchema:
 def vet(schema: Any) -> ToolSchema:
     if not isinstance(schema, dict):
         return ToolSchema(None, "its schema is not a JSON object")
-    if value_depth(schema) > MAX_SCHEMA_DEPTH:
-        return ToolSchema(None, f"its schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
     try:
         text = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode()
-    except TypeError:
-        return ToolSchema(None, "its schema is not JSON")
+    except TypeError:  # orjson refuses past 254 levels, far beyond the bound below
+        return ToolSchema(None, f"its schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
     if len(text) > MAX_SCHEMA_BYTES:
         return ToolSchema(None, f"its schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB")
     return _vetted(text)
@@ -76,6 +74,8 @@ def _vetted(text: str) -> ToolSchema:
     """Once per distinct schema and process: a server's schemas rarely change, and building a validator costs more
     than using it."""
     schema = orjson.loads(text)
+    if value_depth(schema) > MAX_SCHEMA_DEPTH:
+        return ToolSchema(None, f"its schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
     cycle = _ref_cycle(schema)
     if cycle is not None:
         return ToolSchema(None, cycle)
@@ -83,6 +83,7 @@ def _vetted(text: str) -> ToolSchema:
         validator = jsonschema_rs.validator_for(
             schema,
             retriever=_no_fetch,
+            validate_formats=False,  # `format` annotates (as in 2020-12 and the validator before this one)
             pattern_options=jsonschema_rs.RegexOptions(size_limit=_REGEX_BYTES, dfa_size_limit=_REGEX_BYTES),
         )
     except jsonschema_rs.ValidationError as exc:  # the schema breaks its metaschema
