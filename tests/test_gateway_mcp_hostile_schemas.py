@@ -41,27 +41,31 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {"x": {"$ref": "#/$defs/node"}},
     },
     "peek": {"type": "object", "properties": {"text": {"type": "string", "pattern": "^(?=x)x+$"}}},
-    "report": {"type": "object"},
+    "report": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
 }
 _OUTPUT = {"type": "object", "properties": {"s": {"type": "string", "pattern": EVIL}}, "required": ["s"]}
+_WITH_OUTPUT = {"report"}  # listed with _OUTPUT as its outputSchema
 
 
 def _hostile_server(port: int) -> Any:
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        tools = [
-            types.Tool(name=name, description=f"The {name} tool.", input_schema=schema)
-            for name, schema in _SCHEMAS.items()
-            if name != "report"
-        ]
-        tools.append(
-            types.Tool(name="report", description="Report.", input_schema=_SCHEMAS["report"], output_schema=_OUTPUT)
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=name,
+                    description=f"The {name} tool.",
+                    input_schema=schema,
+                    output_schema=_OUTPUT if name in _WITH_OUTPUT else None,
+                )
+                for name, schema in _SCHEMAS.items()
+            ]
         )
-        return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name == "report":  # a structured result its own outputSchema's pattern chokes on
+        if params.name == "report":  # its text as structured content: the attack breaks its own outputSchema
+            text = str((params.arguments or {}).get("text"))
             return types.CallToolResult(
-                content=[types.TextContent(type="text", text=ATTACK)], structured_content={"s": ATTACK}
+                content=[types.TextContent(type="text", text=text)], structured_content={"s": text}
             )
         return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name} ran")])
 
@@ -166,10 +170,13 @@ def test_a_ref_cycle_and_a_lookahead_are_refused_naming_the_problem(
 def test_a_backtracking_output_schema_stalls_nothing(
     sdk: openai.OpenAI, gw_world: GatewayWorld, fakes: Fakes, hostile: str
 ) -> None:
-    fakes.openai.script.append(tool_calls((f"{hostile}report", "{}")))
+    fakes.openai.script.append(
+        tool_calls((f"{hostile}report", '{"text": "aaaa"}'), (f"{hostile}report", f'{{"text": "{ATTACK}"}}'))
+    )
     result = sdk.responses.create(model=gw_world.model("chat"), input="report", tools=[_mcp(hostile)])
     assert result.status == "completed"
-    report = result.output[1]
+    fits, breaks = result.output[1], result.output[2]
+    assert fits.type == "mcp_call" and fits.status == "completed" and fits.output == "aaaa"  # type: ignore[union-attr]
     # The server's structured result breaks its own outputSchema: the call fails (the SDK's rule), promptly.
-    assert report.type == "mcp_call" and report.status == "failed"  # type: ignore[union-attr]
-    assert report.output is None  # type: ignore[union-attr]
+    assert breaks.type == "mcp_call" and breaks.status == "failed"  # type: ignore[union-attr]
+    assert breaks.output is None  # type: ignore[union-attr]
