@@ -68,7 +68,13 @@ def test_backtracking_patterns_are_matched_in_linear_time(schema: dict[str, Any]
             {"$id": "https://schemas.example.test/root", "$defs": {"a": {"$id": "a", "$ref": "root"}}, "$ref": "a"},
             ": a -> root",
         ),
-        ({"$defs": {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(150)}, "$ref": "#/$defs/d0"}, "chains more"),
+        (
+            {
+                "$defs": {**{f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(150)}, "d150": {}},
+                "$ref": "#/$defs/d0",
+            },
+            "chains more",
+        ),
         (_nested(MAX_SCHEMA_DEPTH), f"nests deeper than {MAX_SCHEMA_DEPTH} levels"),
         ({"enum": ["x" * MAX_SCHEMA_BYTES]}, "larger than 128 KiB"),
         ({"properties": {"s": {"pattern": "(a)\\1"}}}, "regular expression at #/properties/s/pattern"),
@@ -108,7 +114,18 @@ def test_arguments_nested_too_deep_are_refused_and_deep_recursion_is_checked() -
     assert problems(vet({"type": "array", "items": {"$ref": "#"}}), [[["x"]]]) == ['0/0/0: "x" is not of type "array"']
 
 
-def test_a_schema_that_is_not_json_schema_is_left_to_the_server() -> None:
-    vetted = vet({"type": "objec"})
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "objec"},
+        {"$schema": 5},
+        {"$id": 5, "$ref": "#"},
+        {"$ref": "#/definitions/0/x", "definitions": [1]},
+        {"$ref": "#/properties/a/x", "properties": {"a": True}},
+        {"properties": {"x": {"$ref": "#/$defs/missing"}}},
+    ],
+)
+def test_a_schema_that_is_not_json_schema_is_left_to_the_server(schema: dict[str, Any]) -> None:
+    vetted = vet(schema)
     assert vetted.validator is None and vetted.refusal is None
     assert problems(vetted, {"anything": 1}) == []

@@ -76,9 +76,6 @@ def _vetted(text: str) -> ToolSchema:
     schema = orjson.loads(text)
     if value_depth(schema) > MAX_SCHEMA_DEPTH:
         return ToolSchema(None, f"its schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
-    cycle = _ref_cycle(schema)
-    if cycle is not None:
-        return ToolSchema(None, cycle)
     try:
         validator = jsonschema_rs.validator_for(
             schema,
@@ -96,6 +93,11 @@ def _vetted(text: str) -> ToolSchema:
         return ToolSchema(None)  # the server validates what we cannot
     except (jsonschema_rs.ReferencingError, ValueError):
         return ToolSchema(None)
+    # Only now: the build checked the schema against its metaschema and resolved each `$ref`, so the search
+    # walks well-formed `$id`s and `$ref`s only.
+    cycle = _ref_cycle(schema)
+    if cycle is not None:
+        return ToolSchema(None, cycle)
     return ToolSchema(validator)
 
 
