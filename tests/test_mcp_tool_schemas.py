@@ -81,6 +81,28 @@ def test_backtracking_patterns_are_matched_in_linear_time(schema: dict[str, Any]
         ({"patternProperties": {"(?<!x)y": {}}}, "regular expression at #/patternProperties/(?<!x)y"),
         ({"properties": {"s": {"pattern": "((a{100}){100}){100}"}}}, "or is too large"),
         ([], "not a JSON object"),
+        # Blow-ups without a regex: 2^n applications of the root to a value n levels down, or of a leaf in place.
+        (
+            {"allOf": [{"properties": {"x": {"$ref": "#"}}}, {"properties": {"x": {"$ref": "#"}}}]},
+            "applies more than 1000 subschemas to one value",
+        ),
+        (
+            {
+                "$defs": {
+                    **{
+                        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+                        for i in range(12)
+                    },
+                    "d12": {"type": "string"},
+                },
+                "$ref": "#/$defs/d0",
+            },
+            "applies more than 1000 subschemas to one value",
+        ),
+        (
+            {"properties": {"x": {"$ref": "#"}}, "patternProperties": {"^x": {"$ref": "#"}}},
+            "applies more than 1000 subschemas to one value",
+        ),
     ],
 )
 def test_unusable_schemas_are_refused_naming_why(schema: Any, named: str) -> None:
@@ -97,6 +119,28 @@ def test_unusable_schemas_are_refused_naming_why(schema: Any, named: str) -> Non
         {"properties": {"profile": {"$ref": "https://schemas.example.test/profile.json"}}},  # not followed, not fetched
         {"enum": [{"$ref": "#"}], "const": {"allOf": [{"$ref": "#"}]}},  # values, not schemas
         _nested(MAX_SCHEMA_DEPTH // 2 - 1),
+        {"type": "object", "properties": {"id": {"type": "string"}, "$id": {"type": "string"}, "$ref": {}}},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"id": {"type": "string"}}},
+        # An expression grammar: recursive through several alternatives, each recursion into a different member.
+        {
+            "$defs": {
+                "e": {
+                    "anyOf": [
+                        {"type": "number"},
+                        {
+                            "properties": {
+                                "op": {"enum": ["+", "-"]},
+                                "left": {"$ref": "#/$defs/e"},
+                                "right": {"$ref": "#/$defs/e"},
+                            }
+                        },
+                        {"properties": {"fn": {"type": "string"}, "args": {"items": {"$ref": "#/$defs/e"}}}},
+                    ]
+                }
+            },
+            "properties": {"expr": {"$ref": "#/$defs/e"}},
+        },
+        {"properties": {"pick": {"anyOf": [{"properties": {f"p{j}": {"type": "string"} for j in range(9)}}] * 100}}},
     ],
 )
 def test_recursive_but_well_founded_schemas_are_used(schema: dict[str, Any]) -> None:

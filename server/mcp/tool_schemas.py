@@ -9,6 +9,9 @@ its linear-time `regex` engine (RegexOptions): matching costs time in proportion
 - bounded first: at most `MAX_SCHEMA_DEPTH` levels of nesting and `MAX_SCHEMA_BYTES` as JSON;
 - no cycle of `$ref`s (or of `allOf`/`anyOf`/`oneOf`/`not`/`if`/`then`/`else`/`dependentSchemas` through them) that
   never moves into the value: such a schema says nothing and recursed without end in the old validator (a 500);
+- no blow-up: `{"allOf": [{"properties": {"x": {"$ref": "#"}}}, {"properties": {"x": {"$ref": "#"}}}]}` applies
+  itself 2^n times to a value n levels deep (seconds at n=15, minutes at 18) with no regex at all; a schema that may
+  apply more than a bounded number of subschemas to one value is refused (server.mcp._schema_graph);
 - every `pattern` must compile in the linear-time engine: backreferences and lookaround do not, and are refused rather
   than run by a backtracking engine;
 - a network `$ref` is never fetched (it would go around the egress guard, and SEP-2106 forbids dereferencing them):
@@ -20,17 +23,14 @@ validates what we cannot. A refused schema carries a `refusal` naming the proble
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs
 import orjson
-from referencing import Registry, Resource
-from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012, specification_with
 
 from server.input_bounds import value_depth
+from server.mcp._schema_graph import SchemaGraph
 
 __all__ = ["MAX_ARGUMENT_DEPTH", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "ToolSchema", "problems", "vet"]
 
@@ -41,14 +41,7 @@ MAX_SCHEMA_BYTES = 128 * 1024
 MAX_ARGUMENT_DEPTH = 32
 # Compiled size of one pattern: far above any real one, far below what a `(a{100}){100}` expansion asks for.
 _REGEX_BYTES = 1024 * 1024
-_MAX_REF_HOPS = 100  # in-place hops in one chain: deeper is refused (and bounds the cycle search's recursion)
 _MAX_PROBLEMS = 5
-
-_IN_PLACE_ONE = ("not", "if", "then", "else")
-_IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
-_IN_PLACE_MAP = ("dependentSchemas", "dependencies")  # draft 7's `dependencies` holds schemas or name lists
-_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
-_DATA = frozenset({"enum", "const", "default", "examples"})  # values, not schemas
 
 
 @dataclass(frozen=True)
@@ -93,12 +86,10 @@ def _vetted(text: str) -> ToolSchema:
         return ToolSchema(None)  # the server validates what we cannot
     except (jsonschema_rs.ReferencingError, ValueError):
         return ToolSchema(None)
-    # Only now: the build checked the schema against its metaschema and resolved each `$ref`, so the search
-    # walks well-formed `$id`s and `$ref`s only.
-    cycle = _ref_cycle(schema)
-    if cycle is not None:
-        return ToolSchema(None, cycle)
-    return ToolSchema(validator)
+    # Only now: the build checked the schema against its metaschema and resolved each `$ref`, so the graph is made
+    # of well-formed `$id`s and `$ref`s only.
+    refusal = SchemaGraph(schema).refusal(MAX_ARGUMENT_DEPTH)
+    return ToolSchema(None, refusal) if refusal is not None else ToolSchema(validator)
 
 
 def _no_fetch(uri: str) -> dict[str, Any]:
@@ -118,76 +109,3 @@ def problems(vetted: ToolSchema, value: Any) -> list[str]:
 
 def _pointer(path: list[str | int]) -> str:
     return "#/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path)
-
-
-def _every_dict(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every object in the schema document but literal values: each may be a subschema."""
-    pending: list[Any] = [schema]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            yield node
-            pending.extend(v for k, v in node.items() if k not in _DATA and isinstance(v, dict | list))
-        else:
-            pending.extend(v for v in node if isinstance(v, dict | list))
-
-
-def _in_place(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Subschemas that apply to the same value as `node` (following them never moves into the value)."""
-    for key in _IN_PLACE_ONE:
-        if isinstance(node.get(key), dict):
-            yield node[key]
-    for key in _IN_PLACE_LIST:
-        if isinstance(node.get(key), list):
-            yield from (v for v in node[key] if isinstance(v, dict))
-    for key in _IN_PLACE_MAP:
-        if isinstance(node.get(key), dict):
-            yield from (v for v in node[key].values() if isinstance(v, dict))
-
-
-class _Refused(Exception):
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-def _ref_cycle(schema: dict[str, Any]) -> str | None:
-    """The `$ref` cycle that would apply a subschema to the same value again and again, named; or None.
-
-    A depth-first search over in-place edges (`_in_place` and the `$ref`s, resolved within the document by
-    `referencing`, never fetched) from every subschema; each subschema is finished once, so the work is linear."""
-    dialect = schema.get("$schema")
-    spec = specification_with(dialect, default=DRAFT202012) if isinstance(dialect, str) else DRAFT202012
-    root = Registry().resolver_with_root(spec.create_resource(schema))
-    finished: set[int] = set()
-    chain: dict[int, str | None] = {}  # the subschemas of the current in-place chain -> the $ref that reached each
-
-    def visit(node: dict[str, Any], resolver: Any, ref: str | None) -> None:
-        if id(node) in chain:
-            hops = [r for r in [*list(chain.values())[list(chain).index(id(node)) + 1 :], ref] if r is not None]
-            raise _Refused("its schema has a $ref cycle that never reaches a value: " + " -> ".join(hops))
-        if id(node) in finished:
-            return
-        if len(chain) >= _MAX_REF_HOPS:
-            raise _Refused(f"its schema chains more than {_MAX_REF_HOPS} $refs")
-        resolver = resolver.in_subresource(Resource.from_contents(node, default_specification=spec))
-        chain[id(node)] = ref
-        for sub in _in_place(node):
-            visit(sub, resolver, None)
-        for key in _REFS:
-            target = node.get(key)
-            if isinstance(target, str):
-                try:
-                    resolved = resolver.lookup(target)
-                except Unresolvable:
-                    continue  # a network $ref, or a dangling one: nothing of ours to follow
-                if isinstance(resolved.contents, dict):
-                    visit(resolved.contents, resolved.resolver, target)
-        del chain[id(node)]
-        finished.add(id(node))
-
-    try:
-        for node in _every_dict(schema):
-            visit(node, root, None)
-    except _Refused as refused:
-        return refused.reason
-    return None
