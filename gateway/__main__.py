@@ -4,7 +4,9 @@ The parent process reserves the address with SO_REUSEPORT (resolving port 0 to a
 `settings.gateway_workers` workers (0 = os.cpu_count()); each binds the same address with SO_REUSEPORT, so the kernel
 spreads connections across them. SIGTERM/SIGINT on the parent is passed to every worker, which stops accepting,
 finishes in-flight requests and flushes its usage meter before exiting. A worker that dies is replaced after a
-growing delay; when workers keep dying (`server.supervision.RestartBudget`) the gateway stops and exits 1.
+growing delay; when workers keep dying (`server.supervision.RestartBudget`) the gateway stops and exits 1. A worker
+whose event loop stops running (`server.supervision.Heartbeat`, `SWITCHBOARD_GATEWAY_LIVENESS_SECONDS`) is killed
+and replaced the same way.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from gateway.parse_errors import listen
 from server.heap import freeze_startup_heap
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
-from server.supervision import RestartBudget, describe_exit
+from server.supervision import Heartbeat, RestartBudget, describe_exit
 
 log = logging.getLogger("switchboard.gateway")
 
@@ -50,8 +52,10 @@ def _reserve(host: str, port: int) -> socket.socket:
     return sock  # bound, never listening: it holds the port without taking connections
 
 
-async def serve_worker(settings: Settings, port: int) -> None:
-    """One worker: serve `settings.gateway_host`:port (shared with the other workers) until SIGTERM or SIGINT."""
+async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | None = None) -> None:
+    """One worker: serve `settings.gateway_host`:port (shared with the other workers) until SIGTERM or SIGINT,
+    beating `heartbeat` (its parent's watchdog) meanwhile."""
+    beats = asyncio.create_task(heartbeat.run()) if heartbeat is not None else None
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
     handler_options: dict[str, Any] = {"access_log": None, "lingering_time": 1.0}
     runner = web.AppRunner(
@@ -73,6 +77,8 @@ async def serve_worker(settings: Settings, port: int) -> None:
         listener.close()  # stop accepting
         await runner.cleanup()  # waits for in-flight requests, runs cleanup_ctx (meter flush)
         await listener.wait_closed()
+        if beats is not None:
+            beats.cancel()
 
 
 def _die_with_parent(parent: int) -> None:
@@ -86,7 +92,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def _worker(settings: Settings, port: int, parent: int) -> None:
+def _worker(settings: Settings, port: int, parent: int, heartbeat: Heartbeat) -> None:
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays Ctrl-C as SIGTERM
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # until the event loop installs its own handler
@@ -97,44 +103,67 @@ def _worker(settings: Settings, port: int, parent: int) -> None:
     except ImportError:
         runner = asyncio.Runner()
     with runner:
-        runner.run(serve_worker(settings, port))
+        runner.run(serve_worker(settings, port, heartbeat))
 
 
-def _spawn(context: multiprocessing.context.ForkContext, settings: Settings, port: int) -> BaseProcess:
-    worker = context.Process(target=_worker, args=(settings, port, os.getpid()), daemon=False)
+def _spawn(
+    context: multiprocessing.context.ForkContext, settings: Settings, port: int
+) -> tuple[BaseProcess, Heartbeat]:
+    heartbeat = Heartbeat(context, settings.gateway_liveness_seconds)
+    worker = context.Process(target=_worker, args=(settings, port, os.getpid(), heartbeat), daemon=False)
     worker.start()
-    return worker
+    return worker, heartbeat
+
+
+def _kill_hung(workers: dict[BaseProcess, Heartbeat], killed: set[int]) -> None:
+    """SIGKILL each worker whose loop stopped beating (it cannot run a SIGTERM handler); its death is then handled
+    like any other."""
+    for proc, heartbeat in workers.items():
+        silent = heartbeat.stale()
+        if silent is None or proc.pid is None or proc.pid in killed or not proc.is_alive():
+            continue
+        log.warning(
+            "gateway worker %s stopped answering (its event loop has not run for %.1f s); killing it", proc.pid, silent
+        )
+        killed.add(proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
 
 
 def main() -> int:
     settings = load_settings()
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
-    workers = settings.gateway_workers or os.cpu_count() or 1
+    count = settings.gateway_workers or os.cpu_count() or 1
     reserved = _reserve(settings.gateway_host, settings.gateway_port)
     port = reserved.getsockname()[1]
     context = multiprocessing.get_context("fork")
-    procs: list[BaseProcess] = []
+    workers: dict[BaseProcess, Heartbeat] = {}
+    killed: set[int] = set()  # hung workers already sent SIGKILL
     stopping = False
 
     def relay(signum: int, _frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
-        for proc in procs:
+        for proc in workers:
             if proc.pid is not None and proc.is_alive():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, relay)  # before forking, so no signal is missed; workers reset it
     signal.signal(signal.SIGINT, relay)
-    procs.extend(_spawn(context, settings, port) for _ in range(workers))
-    print(f"gateway listening on http://{settings.gateway_host}:{port}/v1 ({workers} workers)", flush=True)
+    workers.update(_spawn(context, settings, port) for _ in range(count))
+    print(f"gateway listening on http://{settings.gateway_host}:{port}/v1 ({count} workers)", flush=True)
     budget = RestartBudget(settings.restart_limit, settings.restart_window_seconds)
     failed = False
-    while procs:
-        multiprocessing.connection.wait([p.sentinel for p in procs])
-        for proc in [p for p in procs if not p.is_alive()]:
-            procs.remove(proc)
+    while workers:
+        # Woken by a worker's death, or every quarter liveness period to look for hung ones (during a stop too:
+        # a hung worker would never finish it).
+        multiprocessing.connection.wait([p.sentinel for p in workers], timeout=settings.gateway_liveness_seconds / 4)
+        _kill_hung(workers, killed)
+        for proc in [p for p in workers if not p.is_alive()]:
+            del workers[proc]
             proc.join()
+            killed.discard(proc.pid or 0)  # its pid may be a new worker's one day
             if stopping:
                 failed = failed or proc.exitcode not in (0, -signal.SIGTERM)
                 continue
@@ -148,7 +177,7 @@ def main() -> int:
             log.error("gateway worker %s %s; starting a new one in %g s", proc.pid, describe_exit(proc.exitcode), delay)
             time.sleep(delay)
             if not stopping:
-                procs.append(_spawn(context, settings, port))
+                workers.update([_spawn(context, settings, port)])
     reserved.close()
     return 1 if failed else 0
 

@@ -73,6 +73,9 @@ class Settings:
     # worker) are allowed within the window before `switchboard serve` / the gateway gives up and exits non-zero.
     restart_limit: int = 5
     restart_window_seconds: float = 60.0
+    # A gateway worker whose event loop has not run for this long (a hung worker, which never exits by itself) is
+    # killed and replaced by the gateway's parent (server.supervision.Heartbeat).
+    gateway_liveness_seconds: float = 20.0
     # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
     # base + /rag/{id}.
     gateway_public_url: str = "http://127.0.0.1:8081"
@@ -143,6 +146,13 @@ def _flag(value: str, name: str) -> bool:
     raise ValueError(f"{_PREFIX}{name} must be true or false")
 
 
+def _positive(value: str, name: str) -> float:
+    number = float(value)
+    if not number > 0:  # also refuses NaN
+        raise ValueError(f"{_PREFIX}{name} must be a positive number of seconds")
+    return number
+
+
 def _origins(value: str) -> tuple[str, ...]:
     """`https://a.example, http://127.0.0.1:3000` → exact origins, sorted; anything else is refused by name."""
     origins = sorted({o.strip().rstrip("/") for o in value.split(",") if o.strip()})
@@ -191,6 +201,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
         restart_limit=int(_get(env, "RESTART_LIMIT", "5")),
         restart_window_seconds=float(_get(env, "RESTART_WINDOW_SECONDS", "60")),
+        gateway_liveness_seconds=_positive(_get(env, "GATEWAY_LIVENESS_SECONDS", "20"), "GATEWAY_LIVENESS_SECONDS"),
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
         cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),

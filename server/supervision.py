@@ -5,19 +5,31 @@ Both use one `RestartBudget`: a dead process is restarted after an exponentially
 at most 30 s), and when more than `limit` restarts would fall within `window_seconds` the supervisor gives up and
 exits non-zero, so an outer supervisor (systemd, Kubernetes) sees the failure instead of a process that exits 0 or
 restarts forever.
+
+A hung process is not a dead one: a gateway worker whose event loop is stuck (a CPU-bound request, a deadlock)
+keeps its port share and never exits, so restarting the dead alone would leave it serving nothing for ever. Each
+worker's loop therefore stamps a `Heartbeat` in memory shared with its parent; the parent kills (SIGKILL: a stuck
+loop cannot run a SIGTERM handler) a worker whose stamp is older than the liveness bound, and replaces it as a dead
+one.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
+import multiprocessing.context
 import signal
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["RestartBudget", "describe_exit"]
+__all__ = ["Heartbeat", "RestartBudget", "describe_exit"]
 
 _BASE_DELAY = 0.5
 _MAX_DELAY = 30.0
+# Before its first beat a worker is starting (building its app, opening the database): it gets this long at least.
+_STARTUP_SECONDS = 60.0
 
 
 class RestartBudget:
@@ -47,3 +59,29 @@ def describe_exit(returncode: int | None) -> str:
         except ValueError:
             return f"was killed by signal {-returncode}"
     return f"exited with status {returncode}"
+
+
+class Heartbeat:
+    """One worker's proof of life: a monotonic timestamp in shared memory, written by the worker's event loop
+    (`run`), read by its parent (`stale`). Created in the parent before the worker is forked; CLOCK_MONOTONIC is
+    system-wide, so both processes read the same clock."""
+
+    def __init__(self, context: multiprocessing.context.ForkContext, liveness_seconds: float) -> None:
+        self._stamp: Any = context.RawValue(ctypes.c_double, 0.0)  # 0: not beaten yet
+        self._born = time.monotonic()
+        self.liveness_seconds = liveness_seconds
+
+    async def run(self) -> None:
+        """Beat until cancelled, a few times per liveness period: only a loop that runs tasks can beat."""
+        interval = self.liveness_seconds / 4
+        while True:
+            self._stamp.value = time.monotonic()
+            await asyncio.sleep(interval)
+
+    def stale(self) -> float | None:
+        """Seconds since the last beat when that is past the bound (past the startup bound before the first beat),
+        else None."""
+        last = float(self._stamp.value)
+        silent = time.monotonic() - (last or self._born)
+        bound = self.liveness_seconds if last else max(self.liveness_seconds, _STARTUP_SECONDS)
+        return silent if silent > bound else None

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from gateway.responses.loop import _argument_errors, _Tool, _validator
+from gateway.responses.loop import _argument_errors, _Tool
 from gateway.responses.mcp_tools import McpToolSpec
 from server.mcp.tool_client import McpTool, ToolSource
+from server.mcp.tool_schemas import vet
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def canary() -> Iterator[tuple[str, list[str]]]:
 
 def _tool(schema: dict[str, Any]) -> _Tool:
     spec = McpToolSpec(ToolSource("s_", "http://127.0.0.1:9/mcp"), allowed=None, approval_always=False)
-    return _Tool(spec, McpTool("lookup_user", "", schema), _validator(schema))
+    return _Tool(spec, McpTool("lookup_user", "", schema), vet(schema))
 
 
 def test_network_refs_are_never_fetched_and_local_refs_still_apply(canary: tuple[str, list[str]]) -> None:
@@ -82,4 +83,4 @@ def test_2020_12_keywords_are_enforced_and_validators_are_built_once() -> None:
     for bad in ('{"pair": [1, "a"]}', '{"pair": ["a", 1, 2]}', '{"kind": "user"}', '{"pair": ["a", 1], "x": 1}'):
         arguments, error = _argument_errors(tool, bad)
         assert arguments is None and error is not None, bad
-    assert _validator(dict(reversed(list(schema.items())))) is tool.validator  # same schema, same validator
+    assert vet(dict(reversed(list(schema.items())))) is tool.schema  # same schema, same validator

@@ -189,3 +189,19 @@ async def test_serve_exits_non_zero_when_restarts_fail(database: Database) -> No
         log = handle.log_path.read_text(errors="replace")
         assert "keeps failing; giving up" in log
         assert not _running(gateway)  # the gateway was stopped too
+
+
+async def test_a_hung_gateway_worker_is_replaced(database: Database) -> None:
+    """A worker whose event loop stops (SIGSTOP freezes it just so: alive, answering nothing) is killed and replaced
+    by the gateway, and `serve` goes on."""
+    async with serve(database, SWITCHBOARD_GATEWAY_LIVENESS_SECONDS="2") as handle:
+        gateway = handle.gateway()
+        assert gateway
+        (worker,) = _children(gateway)
+        os.kill(worker, signal.SIGSTOP)
+        await _until(lambda: set(_children(gateway)) - {worker})
+        await _until(lambda: _ready(f"http://127.0.0.1:{handle.gateway_port}/readyz"))
+        assert handle.gateway() == gateway and handle.proc.returncode is None  # only the worker was replaced
+        assert not _running(worker)
+    log = handle.log_path.read_text(errors="replace")
+    assert f"gateway worker {worker} stopped answering" in log

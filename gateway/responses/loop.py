@@ -10,9 +10,10 @@ Per turn:
    silent). For each tool call:
    a function tool goes back to the client (`function_call`, the turn ends after this round); an MCP tool that needs
    approval becomes an `mcp_approval_request` (the turn ends); any other MCP tool is validated against its
-   `inputSchema` (jsonschema) and called through the egress guard, a `response.in_progress` heartbeat re-sent while
-   it runs. Validation errors, tool errors and failures become the tool's output for the model (an `mcp_call` with
-   `error`), and the loop goes on.
+   `inputSchema` (server.mcp.tool_schemas: linear-time regexes, no `$ref` cycles, bounded size; a tool whose schema
+   is refused reaches the model without it, and calling it fails naming why) and called through the egress guard, a
+   `response.in_progress` heartbeat re-sent while it runs. Validation errors, tool errors and failures become the
+   tool's output for the model (an `mcp_call` with `error`), and the loop goes on.
 4. Bounds end the turn `incomplete` with a reason: `max_tool_calls`, the configured iteration cap
    (`max_iterations`), a tool call that outlives the per-call timeout (`tool_call_timeout`).
 
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,11 +33,7 @@ from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError
 from opentelemetry import trace
-from referencing import Registry
-from referencing.exceptions import Unresolvable
 
 from gateway.calls import Call
 from gateway.catalog import Route
@@ -50,6 +46,7 @@ from gateway.responses.rag_tools import INCLUDE_RESULTS, RagConnection, results_
 from gateway.streaming import chat_chunks
 from gateway.surfaces._upstream import post_json, read_upstream_json
 from server.mcp.tool_client import McpTool, ToolFailure, ToolResult
+from server.mcp.tool_schemas import ToolSchema, problems, vet
 from server.mcp.toolnames import ToolNames
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
@@ -57,8 +54,7 @@ from server.permissions import ResourceKind
 __all__ = ["LoopResult", "run"]
 
 _tracer = trace.get_tracer("switchboard.gateway.tools")
-_MAX_VALIDATION_ERRORS = 5
-_NO_RETRIEVAL: Registry[Any] = Registry()
+_ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
 
 @dataclass
@@ -74,7 +70,7 @@ class LoopResult:
 class _Tool:
     spec: McpToolSpec
     tool: McpTool
-    validator: Any  # a jsonschema validator, or None when the server's schema is not valid JSON Schema
+    schema: ToolSchema  # its inputSchema, vetted (server.mcp.tool_schemas)
 
 
 class _Link(Protocol):
@@ -151,51 +147,22 @@ class _Turn:
                 await side
 
 
-def _validator(schema: dict[str, Any]) -> Any:
-    try:
-        text = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode()
-    except TypeError:
-        return None
-    return _validator_of(text)
-
-
-@functools.lru_cache(maxsize=1024)
-def _validator_of(text: str) -> Any:
-    """A validator per distinct schema, built once per process: checking a schema against its metaschema costs ~1.5 ms
-    of CPU, more than the rest of a tool call's work in the gateway, and a server's schemas rarely change.
-
-    Its registry is empty, with no retrieval: jsonschema's default would fetch a network `$ref` with urllib, around
-    the egress guard (and SEP-2106 forbids dereferencing them at all); same-document refs (`#/$defs/...`) resolve
-    as usual, an unresolvable one leaves the call to the server."""
-    schema = orjson.loads(text)
-    try:
-        cls = validators.validator_for(schema, default=Draft202012Validator)
-        cls.check_schema(schema)
-        return cls(schema, registry=_NO_RETRIEVAL)
-    except (SchemaError, TypeError, ValueError):
-        return None  # the server validates what we cannot
-
-
 def _argument_errors(tool: _Tool, raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    name = tool.tool.name
+    if tool.schema.refusal is not None:
+        return None, f"The tool {name!r} cannot be called: {tool.schema.refusal}."
     try:
         arguments = orjson.loads(raw or "{}")
     except orjson.JSONDecodeError:
-        return None, f"Invalid arguments for tool {tool.tool.name!r}: they are not valid JSON."
+        return None, f"Invalid arguments for tool {name!r}: they are not valid JSON."
     if not isinstance(arguments, dict):
-        return None, f"Invalid arguments for tool {tool.tool.name!r}: they must be a JSON object."
-    if tool.validator is None:
+        return None, f"Invalid arguments for tool {name!r}: they must be a JSON object."
+    found = problems(tool.schema, arguments)
+    if not found:
         return arguments, None
-    try:
-        problems = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    except Unresolvable:  # a `$ref` we do not fetch: the server validates
-        return arguments, None
-    if not problems:
-        return arguments, None
-    lines = [
-        f"- {'/'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}"
-        for e in problems[:_MAX_VALIDATION_ERRORS]
-    ]
-    return None, f"Invalid arguments for tool {tool.tool.name!r}; fix them and call it again:\n" + "\n".join(lines)
+    return None, f"Invalid arguments for tool {name!r}; fix them and call it again:\n" + "\n".join(
+        f"- {line}" for line in found
+    )
 
 
 def _listing_item(label: str, tools: list[McpTool], error: str | None) -> dict[str, Any]:
@@ -510,8 +477,11 @@ async def _tool_table(turn: _Turn, specs: list[McpToolSpec], listings: list[dict
             if spec.allowed is not None and tool.name not in spec.allowed:
                 continue
             name = names.add(spec.source.label, tool.name)
-            table.tools[name] = _Tool(spec, tool, _validator(tool.input_schema))
-            function = {"name": name, "description": tool.description, "parameters": tool.input_schema}
+            schema = vet(tool.input_schema)
+            table.tools[name] = _Tool(spec, tool, schema)
+            # A refused schema never goes upstream (a provider may choke on it too); calling the tool says why.
+            parameters = _ANY_OBJECT if schema.refusal is not None else tool.input_schema
+            function = {"name": name, "description": tool.description, "parameters": parameters}
             table.chat_tools.append({"type": "function", "function": function})
     return table
 

@@ -24,12 +24,13 @@ from typing import Any
 
 import httpcore2
 import orjson
-from mcp import Client, types
+from mcp import Client, ClientSession, types
 from mcp.client.context import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from server.egress import EgressGuard
+from server.mcp.tool_schemas import problems, vet
 
 __all__ = [
     "UNSENT",
@@ -173,6 +174,7 @@ class McpSession:
             # mode "auto": the version is negotiated
             client = Client(await transport(stack), cache=None, elicitation_callback=_decline)
             await stack.enter_async_context(client)
+            _check_outputs_safely(client.session)
         except BaseException:
             await _close_stack(stack)
             raise
@@ -261,6 +263,27 @@ async def _decline(
     of letting the server go on; with a decline it retries with the server's `requestState` echoed, as SEP-2322
     requires."""
     return types.ElicitResult(action="decline")
+
+
+def _check_outputs_safely(session: ClientSession) -> None:
+    """The SDK checks a tool's structured result against the tool's `outputSchema` with the `jsonschema` package,
+    whose regex engine backtracks: a server's `pattern` and its own result could hold the event loop for minutes. The
+    same check here goes through server.mcp.tool_schemas (vetted, linear-time); a schema it cannot apply is left to
+    the server, as for input schemas (the loop hands the model the result's text, not its structured content)."""
+
+    async def validate_tool_result(name: str, result: types.CallToolResult) -> None:
+        # The SDK's cache of listed output schemas by tool name (re-listed, as the SDK does, for an unknown tool).
+        if name not in session._tool_output_schemas:
+            await session.list_tools()
+        schema = session._tool_output_schemas.get(name)
+        if schema is None:
+            return
+        if result.structured_content is None and "structured_content" not in result.model_fields_set:
+            raise RuntimeError("the tool has an output schema but returned no structured content")
+        if problems(vet(schema), result.structured_content):
+            raise RuntimeError("the tool's structured content does not match its output schema")
+
+    session.validate_tool_result = validate_tool_result  # type: ignore[method-assign]
 
 
 def failure(source: ToolSource, what: str, exc: BaseException) -> ToolFailure:
