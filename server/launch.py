@@ -1,6 +1,10 @@
 """Start the management server (pyvoy serving server.asgi:app) and wait until it is ready.
 
-Used by `switchboard serve`, the tests and the benchmarks, so all three run the server the same way.
+Used by `switchboard serve`, the tests and the benchmarks, so all three run the server the same way. pyvoy builds
+Envoy's configuration; one knob is added to its HTTP connection managers: `request_headers_timeout`, so a client
+that sends a request's headers slowly (slowloris) is cut off after `request_header_timeout_seconds`. Envoy arms it
+at a request's first byte and disarms it once the headers are in, so idle keep-alive connections are left to the
+connection idle timeout.
 """
 
 from __future__ import annotations
@@ -9,7 +13,21 @@ import asyncio
 import urllib.request
 from typing import IO, Any, Literal
 
-__all__ = ["start_management"]
+from server.settings import load_settings
+
+__all__ = ["start_management", "with_header_timeout"]
+
+_CONNECTION_MANAGER = "envoy.filters.network.http_connection_manager"
+
+
+def with_header_timeout(config: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """Envoy's configuration with `request_headers_timeout` set on every HTTP connection manager of every listener."""
+    for listener in config["static_resources"]["listeners"]:
+        for chain in listener["filter_chains"]:
+            for network_filter in chain["filters"]:
+                if network_filter["name"] == _CONNECTION_MANAGER:
+                    network_filter["typed_config"]["request_headers_timeout"] = f"{seconds:.3f}s"
+    return config
 
 
 def _ready(url: str) -> bool:
@@ -32,7 +50,14 @@ async def start_management(
     """Start pyvoy and return the running PyvoyServer once /readyz answers 200."""
     from pyvoy import PyvoyServer
 
-    server = PyvoyServer(
+    # The served app reads its settings from the environment pyvoy hands it: `env` when given, else this process's.
+    header_timeout = (load_settings(env) if env else load_settings()).request_header_timeout_seconds
+
+    class Server(PyvoyServer):
+        def get_envoy_config(self) -> dict[str, Any]:
+            return with_header_timeout(super().get_envoy_config(), header_timeout)
+
+    server = Server(
         "server.asgi:app", address=host, port=port, env=env or {}, stdout=stdout, stderr=stderr, log_level=log_level
     )
     await server.start()
