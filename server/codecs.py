@@ -51,8 +51,8 @@ class JsonCodec:
 
     Decoding refuses unknown fields and unknown enum names, as the protobuf JSON mapping does by default: ignoring
     them turned a misspelled `tenantID` into "tenant_id is required" and `"role": "ADMIN"` into the default role.
-    (connect-go discards unknown JSON fields for clients of a newer contract; this server's clients are generated
-    from the same contract it serves, and a silently dropped field is worse than a clear refusal.)"""
+    No client of a newer contract exists to tolerate (clients are generated from the contract this server serves),
+    and a silently dropped field is worse than a clear refusal."""
 
     def name(self) -> str:
         return "json"
