@@ -14,9 +14,12 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 
 from gen.platform.modelmanager.v1 import capabilities_pb2, external_model_pb2, external_model_service_pb2
 from gen.platform.tenants.v1 import api_key_pb2, api_key_service_pb2, tenant_service_pb2, tenant_service_pb2_grpc
+from server.codecs import management_codecs
 from server.defined_enums import find_undefined_enum
 from tests.clients import ConnectJsonCaller
 from tests.world import GROUPS, TENANTS, World, make_world, must
@@ -152,3 +155,22 @@ def test_undefined_numbers_are_found_at_any_depth() -> None:
     assert found is not None and found.path == "externalModel.capabilities.inputModalities[1]"
     assert find_undefined_enum(external_model_service_pb2.CreateExternalModelRequest()) is None
     assert find_undefined_enum(tenant_service_pb2.AddTenantMemberRequest(role=3)) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (b'{"tenantID": "t"}', 'no field named "tenantID"'),
+        (b'{"role": "ADMIN"}', "Invalid enum value ADMIN"),
+        (b'{"role": 42}', "role: 42 is not a value of platform.tenants.v1.TenantRole"),
+    ],
+)
+def test_the_codecs_refuse_in_one_line_naming_the_field(body: bytes, named: str) -> None:
+    binary, json_codec = management_codecs()
+    with pytest.raises(ConnectError) as refused:
+        json_codec.decode(body, tenant_service_pb2.AddTenantMemberRequest)
+    assert refused.value.code == Code.INVALID_ARGUMENT
+    assert named in refused.value.message and "\n" not in refused.value.message
+    as_binary = tenant_service_pb2.AddTenantMemberRequest(role=42).SerializeToString()  # type: ignore[arg-type]
+    with pytest.raises(ConnectError, match="role: 42"):
+        binary.decode(as_binary, tenant_service_pb2.AddTenantMemberRequest)
