@@ -1,5 +1,5 @@
 """A deadline on receiving request headers, on both ports (issue 22, item 6): a client trickling a request line and
-headers (slowloris), or connecting and sending nothing (gateway), is disconnected soon after
+headers (slowloris), or connecting and sending nothing, is disconnected soon after
 SWITCHBOARD_REQUEST_HEADER_TIMEOUT_SECONDS, while a keep-alive client idle between requests for longer than that
 keeps its connection; a request that takes longer than the deadline to handle, a request queued behind it
 (pipelined) and a body sent slowly are unaffected (the gateway's listener in-process, with a slow app).
@@ -23,7 +23,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from gateway.parse_errors import listen
-from server.launch import with_header_timeout
+from server.launch import with_request_deadlines
 from server.settings import load_settings
 from server.store.migrate import upgrade
 from tests.conftest import Database, server_env, start_server
@@ -103,8 +103,9 @@ async def test_a_slow_sender_is_disconnected(ports: dict[str, int], port_name: s
     assert await _seconds_until_closed(ports[port_name], first, trickle) < CLOSED_WITHIN
 
 
-async def test_a_gateway_connection_that_sends_nothing_is_closed(ports: dict[str, int]) -> None:
-    assert await _seconds_until_closed(ports["gateway"], b"", b"") < CLOSED_WITHIN
+@pytest.mark.parametrize("port_name", ["management", "gateway"])
+async def test_a_connection_that_sends_nothing_is_closed(ports: dict[str, int], port_name: str) -> None:
+    assert await _seconds_until_closed(ports[port_name], b"", b"") < CLOSED_WITHIN
 
 
 async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> bytes:
@@ -131,23 +132,24 @@ async def test_an_idle_keep_alive_connection_is_kept(ports: dict[str, int], port
         writer.close()
 
 
-def test_every_connection_manager_gets_the_deadline() -> None:
+def test_every_listener_and_connection_manager_gets_the_deadline() -> None:
+    manager = "envoy.filters.network.http_connection_manager"
     config = {
         "static_resources": {
             "listeners": [
-                {
-                    "filter_chains": [
-                        {"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {}}]}
-                    ]
-                },
+                {"filter_chains": [{"filters": [{"name": manager, "typed_config": {}}]}]},
                 {"filter_chains": [{"filters": [{"name": "pyvoy-ws", "typed_config": {}}]}]},
+                {"udp_listener_config": {}, "filter_chains": [{"filters": [{"name": manager, "typed_config": {}}]}]},
             ]
         }
     }
-    patched = with_header_timeout(config, 12.5)
-    listeners = patched["static_resources"]["listeners"]
-    assert listeners[0]["filter_chains"][0]["filters"][0]["typed_config"] == {"request_headers_timeout": "12.500s"}
-    assert listeners[1]["filter_chains"][0]["filters"][0]["typed_config"] == {}
+    tcp, other, quic = with_request_deadlines(config, 12.5)["static_resources"]["listeners"]
+    assert tcp["filter_chains"][0]["filters"][0]["typed_config"] == {"request_headers_timeout": "12.500s"}
+    assert tcp["listener_filters_timeout"] == "12.500s"
+    assert [f["name"] for f in tcp["listener_filters"]] == ["envoy.filters.listener.http_inspector"]
+    assert other["filter_chains"][0]["filters"][0]["typed_config"] == {}
+    assert "listener_filters" not in quic
+    assert quic["filter_chains"][0]["filters"][0]["typed_config"] == {"request_headers_timeout": "12.500s"}
 
 
 def test_the_deadline_setting_is_validated() -> None:
