@@ -56,10 +56,11 @@ def find_undefined_enum(message: Any) -> UndefinedEnum | None:
 def _plan(desc: Descriptor) -> _Plan | None:
     with _LOCK:
         if desc not in _PLANS:
+            # Whether a type can reach an enum is a property of the type alone, so one walk from any root settles
+            # every type it meets. Plans look up the plans of nested messages when they run, so recursive types
+            # need no ordering here.
             reaching = _types_reaching_enums(desc)
-            for found in reaching:
-                _PLANS.setdefault(found, None)  # placeholders, so recursive types refer to each other lazily
-            for found in reaching:
+            for found in reaching - _PLANS.keys():
                 _PLANS[found] = _compile(found, reaching)
             _PLANS.setdefault(desc, None)
         return _PLANS[desc]

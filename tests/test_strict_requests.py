@@ -16,9 +16,11 @@ import grpc
 import pytest
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
+from google.protobuf import message_factory
 
 from gen.platform.modelmanager.v1 import capabilities_pb2, external_model_pb2, external_model_service_pb2
 from gen.platform.tenants.v1 import api_key_pb2, api_key_service_pb2, tenant_service_pb2, tenant_service_pb2_grpc
+from server.app import generated_services
 from server.codecs import management_codecs
 from server.defined_enums import find_undefined_enum
 from tests.clients import ConnectJsonCaller
@@ -174,3 +176,10 @@ def test_the_codecs_refuse_in_one_line_naming_the_field(body: bytes, named: str)
     as_binary = tenant_service_pb2.AddTenantMemberRequest(role=42).SerializeToString()  # type: ignore[arg-type]
     with pytest.raises(ConnectError, match="role: 42"):
         binary.decode(as_binary, tenant_service_pb2.AddTenantMemberRequest)
+
+
+def test_every_request_type_of_the_contract_has_a_plan() -> None:
+    for service in generated_services():
+        for method in service.descriptor.methods:
+            empty = message_factory.GetMessageClass(method.input_type)()
+            assert find_undefined_enum(empty) is None, method.full_name
