@@ -6,6 +6,7 @@ to a baseline measured in the same run (absolute numbers vary by machine; ratios
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
 import pkgutil
@@ -20,12 +21,23 @@ def _names() -> list[str]:
     )
 
 
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Run benchmarks; each prints its figures and the ratio to a baseline measured in the same run.",
+    )
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"benchmarks to run (default: all): {', '.join(_names())}"
+    )
+    return parser
+
+
 def main(argv: list[str]) -> int:
-    names = argv or _names()
+    parser = _parser()
+    names = parser.parse_args(argv).names or _names()
     unknown = set(names) - set(_names())
     if unknown:
-        print(f"unknown benchmark(s): {sorted(unknown)}; available: {_names()}", file=sys.stderr)
-        return 2
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}; available: {', '.join(_names())}")
     for name in names:
         print(f"== bench {name}")
         asyncio.run(importlib.import_module(f"bench.{name}").main())

@@ -66,7 +66,14 @@ async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | Non
     )
     await runner.setup()
     freeze_startup_heap()
-    listener = await listen(runner, settings.gateway_host, port, backlog=1024, **handler_options)
+    listener = await listen(
+        runner,
+        settings.gateway_host,
+        port,
+        backlog=1024,
+        header_timeout=settings.request_header_timeout_seconds,
+        **handler_options,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -15,6 +15,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from gateway.header_deadline import HeaderDeadlineHandler, track_requests
+
 __all__ = ["listen"]
 
 log = logging.getLogger("switchboard.gateway")
@@ -22,7 +24,7 @@ log = logging.getLogger("switchboard.gateway")
 _MESSAGE = "We could not parse your HTTP request (for example, headers over 8 KB or a malformed header)."
 
 
-class _Handler(web.RequestHandler):
+class _Handler(HeaderDeadlineHandler):
     def handle_error(
         self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
     ) -> web.StreamResponse:
@@ -40,15 +42,21 @@ class _Handler(web.RequestHandler):
 
 
 async def listen(
-    runner: web.AppRunner, host: str, port: int, *, backlog: int, **handler_options: Any
+    runner: web.AppRunner, host: str, port: int, *, backlog: int, header_timeout: float, **handler_options: Any
 ) -> asyncio.AbstractServer:
     """Accept connections on host:port (SO_REUSEPORT: the workers share it) for the set-up `runner`'s app, each
-    served with `handler_options` (the request handler options given to the AppRunner, e.g. `lingering_time`).
+    served with `handler_options` (the request handler options given to the AppRunner, e.g. `lingering_time`) and
+    a deadline of `header_timeout` seconds on each request's headers (gateway.header_deadline).
     Close the returned server before `runner.cleanup()`, which then lets in-flight requests finish."""
     server = runner.server
     if server is None:
         raise RuntimeError("listen() needs a runner that has been set up")
+    track_requests(server)
     loop = asyncio.get_running_loop()
     return await loop.create_server(
-        lambda: _Handler(server, loop=loop, **handler_options), host, port, reuse_port=True, backlog=backlog
+        lambda: _Handler(server, loop=loop, header_timeout=header_timeout, **handler_options),
+        host,
+        port,
+        reuse_port=True,
+        backlog=backlog,
     )

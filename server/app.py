@@ -34,6 +34,7 @@ from sqlalchemy import text
 import gen.platform
 from server.auth import Authenticator
 from server.codecs import management_codecs, management_compressions, reflection_codecs
+from server.connect_errors import connect_error_bodies, error_body
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
 from server.domain.groups import group_lists_info
 from server.heap import freeze_startup_heap
@@ -221,13 +222,17 @@ class Router:
                 receive = _bodyless_receive()
             elif path not in self._streaming:
                 receive = _unary_receive(receive)
-            await app(scope, receive, send)
+            await app(scope, receive, connect_error_bodies(scope, send))
         elif path == "/healthz":
             await _json(send, 200, {"status": "ok"})
         elif path == "/readyz":
             await self._ready(send)
         else:
-            await _json(send, 404, {"code": "not_found", "message": f"no service at {path}"})
+            # An unknown procedure: Connect's code for it (a bare 404 is read as unimplemented too).
+            body = error_body("unimplemented", f"no service at {path[:100]}")
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 404, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
 
     async def _ready(self, send: Send) -> None:
         try:

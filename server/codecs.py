@@ -1,9 +1,12 @@
 """The codecs every management service decodes requests with: protobuf binary, and JSON bounded before decoding.
 
 connectrpc hands each codec the message bytes after decompression, for every protocol (Connect POST and GET
-`message=`, gRPC and gRPC-Web, unary and streaming), so the bound here covers every way a JSON message arrives.
-Binary protobuf needs no extra bound: the runtime stops at 100 nested messages (and nested unknown groups) with
-an error rather than a crash.
+`message=`, gRPC and gRPC-Web, unary and streaming), so the rules here cover every way a request arrives:
+- JSON is bounded in depth before the runtime parses it. Binary protobuf needs no extra bound: the runtime stops
+  at 100 nested messages (and nested unknown groups) with an error rather than a crash.
+- JSON follows the protobuf JSON mapping strictly: an unknown field or enum name is invalid_argument naming it.
+- In either encoding, an enum number the contract does not define is invalid_argument naming the field
+  (server.defined_enums).
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from server.answers import ANSWERS
+from server.defined_enums import find_undefined_enum
 from server.errors import InvalidArgument
 from server.input_bounds import check_json_bounds
 from server.protojson import message_to_dict
 
 __all__ = [
     "BoundedJsonCodec",
+    "DefinedEnumsCodec",
     "JsonCodec",
     "QuickGzip",
     "ReusingCodec",
@@ -36,14 +41,18 @@ __all__ = [
     "reflection_codecs",
 ]
 
-_MAX_DETAIL = 200
+_MAX_DETAIL = 300
 
 
 class JsonCodec:
     """Protobuf JSON with Google's runtime, compact on the wire (connectrpc's compat codec indents its output).
     Encoding goes through compiled per-type plans that emit what json_format's MessageToDict emits, several times
-    faster on list responses; decoding stays on json_format. Unknown fields are ignored, as Connect clients of a
-    newer contract may send fields this server lacks."""
+    faster on list responses; decoding stays on json_format.
+
+    Decoding refuses unknown fields and unknown enum names, as the protobuf JSON mapping does by default: ignoring
+    them turned a misspelled `tenantID` into "tenant_id is required" and `"role": "ADMIN"` into the default role.
+    No client of a newer contract exists to tolerate (clients are generated from the contract this server serves),
+    and a silently dropped field is worse than a clear refusal."""
 
     def name(self) -> str:
         return "json"
@@ -57,7 +66,7 @@ class JsonCodec:
         if text.lstrip(b" \t\r\n")[:1] != b"{":
             raise ValueError("a message must be a JSON object")
         message = message_class()
-        json_format.Parse(text, message, ignore_unknown_fields=True)
+        json_format.Parse(text, message)
         return message
 
 
@@ -84,10 +93,30 @@ class BoundedJsonCodec:
             raise
         except Exception as exc:
             # The runtime's message names the field but may quote the offending value in full: keep it short.
-            detail = str(exc)
+            detail = " ".join(str(exc).split())
             if len(detail) > _MAX_DETAIL:
                 detail = detail[:_MAX_DETAIL] + "…"
             raise ConnectError(Code.INVALID_ARGUMENT, f"invalid JSON request: {detail}") from None
+
+
+class DefinedEnumsCodec:
+    """Decodes with `inner`, then refuses a request holding an enum number the contract does not define."""
+
+    def __init__(self, inner: Codec) -> None:
+        self._inner = inner
+
+    def name(self) -> str:
+        return self._inner.name()
+
+    def encode(self, message: Any) -> bytes:
+        return self._inner.encode(message)
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        message = self._inner.decode(data, message_class)
+        undefined = find_undefined_enum(message)
+        if undefined is not None:
+            raise ConnectError(Code.INVALID_ARGUMENT, undefined.message())
+        return message
 
 
 class ReusingCodec:
@@ -108,7 +137,10 @@ class ReusingCodec:
 
 
 def management_codecs() -> list[Codec]:
-    return [ReusingCodec(google_protobuf_binary_codec()), ReusingCodec(BoundedJsonCodec())]
+    return [
+        ReusingCodec(DefinedEnumsCodec(google_protobuf_binary_codec())),
+        ReusingCodec(DefinedEnumsCodec(BoundedJsonCodec())),
+    ]
 
 
 def reflection_codecs() -> list[Codec]:

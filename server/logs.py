@@ -1,37 +1,44 @@
-"""Logging for every process: the level from settings, and no library logger that can carry content.
+"""Logging for every process: our own loggers at the level from settings, every other logger at WARNING at most.
 
 Logs never carry model input or output (spec), at any level. At DEBUG, database drivers log SQL parameters
 (aiosqlite logs every statement with its parameters, psycopg and SQLAlchemy's echo likewise), and the HTTP/MCP
-client libraries log message bodies; those parameters and bodies are prompts, completions and conversation items.
-So these loggers are held at WARNING whatever SWITCHBOARD_LOG_LEVEL says; the engine also hides parameters from
-its exception messages (server.store.db), which errors are logged with.
+client libraries log URLs, headers and message bodies; those parameters and bodies are prompts, completions and
+conversation items. A list of such libraries went stale each time a dependency changed its logger names (the `mcp`
+SDK moved to `httpx2`/`httpcore2`), so the rule is by ownership instead: the root logger stays at WARNING and only
+loggers under our own names (`OWN_LOGGERS`) follow SWITCHBOARD_LOG_LEVEL; a library logger inherits WARNING from the
+root. A library that sets its own logger's level lower is still held: a filter on the root's handlers drops its
+records below WARNING. The engine also hides parameters from its exception messages (server.store.db), which
+errors are logged with.
 """
 
 from __future__ import annotations
 
 import logging
 
-__all__ = ["CONTENT_CARRYING_LOGGERS", "configure_logging"]
+__all__ = ["OWN_LOGGERS", "HoldForeignLoggers", "configure_logging"]
 
-CONTENT_CARRYING_LOGGERS = (
-    "aiosqlite",
-    "sqlalchemy.engine",
-    "sqlalchemy.pool",
-    "sqlalchemy.orm",
-    "sqlalchemy.dialects",
-    "psycopg",
-    "mcp",
-    "httpx",
-    "httpcore",
-    "hpack",
-    "openai",
-    "aiohttp.client",
-)
+# `switchboard.*` is what our modules name their loggers; `server.*`/`gateway.*` are `getLogger(__name__)` ones.
+OWN_LOGGERS = ("switchboard", "server", "gateway")
+_OWN_PREFIXES = tuple(f"{name}." for name in OWN_LOGGERS)
+
+
+def _is_own(name: str) -> bool:
+    return name in OWN_LOGGERS or name.startswith(_OWN_PREFIXES)
+
+
+class HoldForeignLoggers(logging.Filter):
+    """Passes a record from our own loggers at any level, any other record only at WARNING or above."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or _is_own(record.name)
 
 
 def configure_logging(level: str, fmt: str) -> None:
-    logging.basicConfig(level=level, format=fmt)
-    for name in CONTENT_CARRYING_LOGGERS:
-        logger = logging.getLogger(name)
-        if logger.getEffectiveLevel() < logging.WARNING:
-            logger.setLevel(logging.WARNING)
+    logging.basicConfig(level=logging.WARNING, format=fmt)
+    root = logging.getLogger()
+    root.setLevel(logging.WARNING)
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+    for handler in root.handlers:
+        if not any(isinstance(f, HoldForeignLoggers) for f in handler.filters):
+            handler.addFilter(HoldForeignLoggers())

@@ -111,6 +111,10 @@ class Settings:
     # request (larger ones are processed in the background and report status "processing" until done).
     rag_max_file_bytes: int = 64 * 1024 * 1024
     rag_inline_bytes: int = 256 * 1024
+    # How long a client may take to send a request's line and headers, on both ports (the management API through
+    # Envoy's request_headers_timeout, the gateway per connection): slow senders cannot hold connections open.
+    # Idle keep-alive connections between requests are not affected.
+    request_header_timeout_seconds: float = 15.0
 
     @property
     def signing_key_path(self) -> Path:
@@ -161,6 +165,12 @@ def _origins(value: str) -> tuple[str, ...]:
         if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
             raise ValueError(f"{_PREFIX}CORS_ALLOWED_ORIGINS: {origin!r} is not an origin like https://app.example")
     return tuple(origins)
+
+
+def _positive(value: float, name: str) -> float:
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{_PREFIX}{name} must be a positive number of seconds")
+    return value
 
 
 def _ca_name(value: str) -> str:
@@ -217,4 +227,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         mcp_trusted_ca=_ca_name(_get(env, "MCP_TRUSTED_CA", "")),
         rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),
         rag_inline_bytes=int(_get(env, "RAG_INLINE_BYTES", str(256 * 1024))),
+        request_header_timeout_seconds=_positive(
+            float(_get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15")), "REQUEST_HEADER_TIMEOUT_SECONDS"
+        ),
     )

@@ -4,6 +4,7 @@ through chat, responses and conversations on both, and the whole log output is s
 
 from __future__ import annotations
 
+import re
 import secrets
 import signal
 import tempfile
@@ -18,6 +19,9 @@ from tests.conversation_helpers import add_items, create_conversation, message
 from tests.gateway_fixtures import Fakes, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld
 from tests.world import must
+
+# A record below WARNING: time, level, (the gateway's process id,) logger name.
+_CHATTY_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?:DEBUG|INFO) (?:\d+ )?(\S+) ", re.MULTILINE)
 
 
 async def test_debug_logs_never_carry_content(
@@ -72,3 +76,7 @@ async def test_debug_logs_never_carry_content(
     gateway_text = (logs / "gateway.log").read_text(errors="replace")
     assert canary not in management_text
     assert canary not in gateway_text
+    # Below WARNING only our own loggers speak (server.logs): no client library's URLs, headers or bodies.
+    for text in (management_text, gateway_text):
+        names = set(_CHATTY_RECORD.findall(text))
+        assert {n for n in names if n.split(".")[0] not in ("switchboard", "server", "gateway")} == set()

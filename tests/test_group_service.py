@@ -81,9 +81,13 @@ async def test_get_is_refused_for_writes(connect: ConnectJsonCaller, world: Worl
 @pytest.mark.parametrize("method", ["CreateGroup", "DeleteGroup", "AddGroupMember", "RemoveGroupMember"])
 async def test_writes_need_tenant_admin(connect: ConnectJsonCaller, world: World, person: str, method: str) -> None:
     group = await _group(connect, world)
-    body = {"tenantId": world.tenant_id, "groupId": group["id"], "name": "sneaky", "userId": world.user_ids["member"]}
+    membership = {"tenantId": world.tenant_id, "groupId": group["id"], "userId": world.user_ids["member"]}
+    body = {
+        "CreateGroup": {"tenantId": world.tenant_id, "name": "sneaky"},
+        "DeleteGroup": {"tenantId": world.tenant_id, "groupId": group["id"]},
+    }.get(method, membership)
     if method == "RemoveGroupMember":
-        must(await connect.call(f"{GROUPS}/AddGroupMember", body, token=world.tokens["admin"]))
+        must(await connect.call(f"{GROUPS}/AddGroupMember", membership, token=world.tokens["admin"]))
     result = await connect.call(f"{GROUPS}/{method}", body, token=world.tokens[person])
     assert result.code == "permission_denied", result
     # Nothing was written by the refused call.
@@ -180,7 +184,8 @@ async def test_duplicate_names_unknown_and_cross_tenant_ids(connect: ConnectJson
 
     unknown = {"tenantId": world.tenant_id, "groupId": "grp_missing", "userId": world.user_ids["member"]}
     assert (await connect.call(f"{GROUPS}/AddGroupMember", unknown, token=admin)).code == "not_found"
-    assert (await connect.call(f"{GROUPS}/DeleteGroup", unknown, token=admin)).code == "not_found"
+    missing_group = {"tenantId": world.tenant_id, "groupId": "grp_missing"}
+    assert (await connect.call(f"{GROUPS}/DeleteGroup", missing_group, token=admin)).code == "not_found"
 
     not_member = {"tenantId": world.tenant_id, "groupId": group["id"], "userId": world.user_ids["outsider"]}
     result = await connect.call(f"{GROUPS}/AddGroupMember", not_member, token=admin)
@@ -193,8 +198,8 @@ async def test_duplicate_names_unknown_and_cross_tenant_ids(connect: ConnectJson
     assert (await connect.call(f"{GROUPS}/RemoveGroupMember", not_in_group, token=admin)).code == "not_found"
 
     outsider = world.tokens["outsider"]
-    cross = {"tenantId": world.other_tenant_id, "groupId": group["id"], "userId": world.user_ids["outsider"]}
-    assert (await connect.call(f"{GROUPS}/DeleteGroup", cross, token=outsider)).code == "not_found"
+    cross_group = {"tenantId": world.other_tenant_id, "groupId": group["id"]}
+    assert (await connect.call(f"{GROUPS}/DeleteGroup", cross_group, token=outsider)).code == "not_found"
     missing_tenant = await connect.call(f"{GROUPS}/CreateGroup", {"name": "x"}, token=admin)
     assert missing_tenant.code == "invalid_argument" and "tenant_id" in missing_tenant.message
 

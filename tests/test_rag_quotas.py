@@ -13,6 +13,7 @@ from server.store.db import Database as Db
 from tests.clients import ConnectJsonCaller, Result
 from tests.conftest import Server
 from tests.rag_helpers import QUOTAS, RAGS, model, new_rag
+from tests.schema import only_request_fields
 from tests.world import World, must
 
 
@@ -119,8 +120,8 @@ async def test_bad_requests_name_the_field(
     ops: Ops, world: World, rags: list[str], case: tuple[str, dict[str, Any], str, str]
 ) -> None:
     method, fields, code, named = case
-    body = {"tenantId": world.tenant_id, "id": rags[0], "ids": rags[:1], **fields}
-    result = await ops(method, body)
+    context = {"tenantId": world.tenant_id, "id": rags[0], "ids": rags[:1], **fields}
+    result = await ops(method, only_request_fields(f"{QUOTAS}/{method}", context))
     assert result.code == code and named in result.message, result
     assert "quota" not in must(await ops("GetQuota", {"tenantId": world.tenant_id, "id": rags[0]}))
     assert "quota" not in must(await ops("GetTenantQuota", {"tenantId": world.tenant_id}))
