@@ -6,6 +6,7 @@ is configured exactly like its siblings. Secret values are wrapped in `Secret`, 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -152,7 +153,7 @@ def _flag(value: str, name: str) -> bool:
 
 def _positive(value: str, name: str) -> float:
     number = float(value)
-    if not number > 0:  # also refuses NaN
+    if not 0 < number < math.inf:  # also refuses NaN
         raise ValueError(f"{_PREFIX}{name} must be a positive number of seconds")
     return number
 
@@ -165,12 +166,6 @@ def _origins(value: str) -> tuple[str, ...]:
         if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
             raise ValueError(f"{_PREFIX}CORS_ALLOWED_ORIGINS: {origin!r} is not an origin like https://app.example")
     return tuple(origins)
-
-
-def _positive(value: float, name: str) -> float:
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{_PREFIX}{name} must be a positive number of seconds")
-    return value
 
 
 def _ca_name(value: str) -> str:
@@ -228,6 +223,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),
         rag_inline_bytes=int(_get(env, "RAG_INLINE_BYTES", str(256 * 1024))),
         request_header_timeout_seconds=_positive(
-            float(_get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15")), "REQUEST_HEADER_TIMEOUT_SECONDS"
+            _get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15"), "REQUEST_HEADER_TIMEOUT_SECONDS"
         ),
     )
