@@ -8,7 +8,7 @@ import pytest
 
 from server.domain.rag_parsing import parse_file
 from server.errors import InvalidArgument, PayloadTooLarge
-from tests.rag_documents import docx, pdf
+from tests.rag_documents import document_xml, docx, docx_with, pdf
 
 LIMIT = 1 << 20
 
@@ -126,3 +126,66 @@ def test_a_file_over_the_size_limit_is_refused_before_parsing() -> None:
     with pytest.raises(PayloadTooLarge) as refused:
         parse_file("big.txt", None, b"x" * 101, max_bytes=100)
     assert refused.value.message == "big.txt: file is 101 bytes, over the limit of 100"
+
+
+_PARA = "<w:p><w:r><w:t>All work and no play makes a dull report.</w:t></w:r></w:p>"
+
+
+def test_a_docx_zip_bomb_is_refused_from_its_declared_sizes() -> None:
+    bomb = docx_with({"word/document.xml": document_xml(_PARA * 700_000)})  # 40 MiB of XML in a few hundred KB
+    assert len(bomb) < 400_000
+    with pytest.raises(PayloadTooLarge) as refused:
+        parse_file("bomb.docx", None, bomb, max_bytes=16 * 1024 * 1024)
+    assert refused.value.message.startswith("bomb.docx: the DOCX unpacks to ")
+    assert refused.value.field == "file"
+
+
+def test_a_docx_member_inflating_past_the_ratio_is_refused() -> None:
+    bomb = docx_with({"word/document.xml": document_xml(_PARA * 40_000)})  # 2.3 MiB, far past 100:1
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file("ratio.docx", None, bomb, max_bytes=64 * 1024 * 1024)
+    assert "word/document.xml inflates" in refused.value.message and "more than 100:1" in refused.value.message
+
+
+def test_a_docx_with_too_much_xml_is_refused() -> None:
+    big = docx_with({"word/document.xml": document_xml(_PARA * 600_000)}, stored=frozenset({"word/document.xml"}))
+    with pytest.raises(PayloadTooLarge) as refused:
+        parse_file("big.docx", None, big, max_bytes=64 * 1024 * 1024)
+    assert "bytes of XML, over the limit of 33554432" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("xml", "says"),
+    [
+        (
+            b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
+            + document_xml("<w:p><w:r><w:t>&b;</w:t></w:r></w:p>").split(b"?>", 1)[1],
+            "word/document.xml has a DTD",
+        ),
+        (document_xml("<p>" * 100_000 + "</p>" * 100_000), "word/document.xml nests XML elements deeper than 128"),
+        (document_xml("<w:p><w:r></w:p>"), "word/document.xml is not well-formed XML (mismatched tag, line 2)"),
+        (b"<w:document", "word/document.xml is not well-formed XML"),
+    ],
+)
+def test_docx_xml_with_a_dtd_deep_nesting_or_malformed_is_refused_naming_the_part(xml: bytes, says: str) -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file("evil.docx", None, docx_with({"word/document.xml": xml}), max_bytes=4 * LIMIT)
+    assert refused.value.message.startswith("evil.docx: " + says), refused.value.message
+    assert refused.value.field == "file"
+
+
+def test_a_dtd_in_any_xml_part_is_refused() -> None:
+    rels = b'<?xml version="1.0"?><!DOCTYPE r SYSTEM "http://127.0.0.1:1/x.dtd"><Relationships/>'
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file("evil.docx", None, docx_with({"_rels/.rels": rels}), max_bytes=LIMIT)
+    assert refused.value.message.startswith("evil.docx: _rels/.rels has a DTD")
+
+
+def test_compressed_pdf_text_past_the_limit_is_refused() -> None:
+    page = "compressible " * 2_000  # 26,000 characters that deflate to a few hundred bytes
+    small = pdf(page, page, deflate=True)
+    assert len(small) < 5_000
+    assert parse_file("ok.pdf", None, small, max_bytes=60_000).blocks == [page.strip()] * 2
+    with pytest.raises(PayloadTooLarge) as refused:
+        parse_file("long.pdf", None, small, max_bytes=30_000)
+    assert refused.value.message == "long.pdf: the file holds more than 30000 characters of text"

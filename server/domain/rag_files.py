@@ -5,10 +5,13 @@ Rules
   too large) leaves nothing behind. The file row is then written as `processing`; its chunks are stored in the same
   transaction that marks it `ready`, and an embedding failure marks it `failed` with a reason (chunks never stored).
 - A file with an `external_id` (the scraper path) replaces the RAG's earlier file with that id, in one transaction.
-- Quota: the bytes of every file of an upload are reserved (server.domain.rag_storage) first in the transaction
-  that records them, so an upload over the RAG's or the tenant's quota is refused before anything is stored, under
-  concurrent uploads too. A replaced, deleted or failed file gives its bytes back (a failed file then reports 0
-  bytes). A replacement reserves its new bytes before the old ones are released, so near the quota it is refused.
+- Quota: a file is charged what it stores, the UTF-8 bytes of its chunks' text (overlaps included: each chunk is
+  stored whole), not its upload size: a compressed upload (DOCX, PDF) can unpack to far more text than it weighs.
+  That is the file's `size_bytes`. The bytes of every file of an upload are reserved (server.domain.rag_storage)
+  first in the transaction that records them, so an upload over the RAG's or the tenant's quota is refused before
+  anything is stored, under concurrent uploads too. A replaced, deleted or failed file gives its bytes back (a failed
+  file then reports 0 bytes). A replacement reserves its new bytes before the old ones are released, so near the
+  quota it is refused.
 - The vector size is pinned by the RAG's first embedding (server.domain.rags.pin_embedding_dimensions); a different
   size later fails the file with that reason.
 - Metadata: a JSON object of at most 64 keys; values are strings, numbers, booleans or lists of those
@@ -71,7 +74,7 @@ class Upload:
     data: bytes
     metadata: dict[str, Any] = field(default_factory=dict)
     external_id: str | None = None
-    # Text a scraper extracted itself: indexed as plain text, `data` is only what the quota counts.
+    # Text a scraper extracted itself: indexed as plain text.
     pre_extracted: bool = False
 
 
@@ -80,6 +83,11 @@ class PreparedFile:
     upload: Upload
     kind: str
     chunks: list[Chunk]
+
+    @property
+    def stored_bytes(self) -> int:
+        """What the quota charges: the bytes of text its chunks store."""
+        return sum(len(chunk.text.encode()) for chunk in self.chunks)
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,7 @@ async def register_all(
     session: AsyncSession, index: ChunkIndex, rag_id: str, prepared: Sequence[PreparedFile]
 ) -> list[RagFile]:
     """Reserve the quota for all of them, then write each file row as `processing`."""
-    await rag_storage.reserve_storage(session, rag_id=rag_id, nbytes=sum(len(p.upload.data) for p in prepared))
+    await rag_storage.reserve_storage(session, rag_id=rag_id, nbytes=sum(p.stored_bytes for p in prepared))
     return [await register(session, index, rag_id, p) for p in prepared]
 
 
@@ -186,7 +194,7 @@ async def register(session: AsyncSession, index: ChunkIndex, rag_id: str, prepar
         filename=upload.filename,
         content_type=upload.content_type or "",
         kind=prepared.kind,
-        size_bytes=len(upload.data),
+        size_bytes=prepared.stored_bytes,
         status=PROCESSING,
         external_id=upload.external_id,
         metadata_=upload.metadata,
