@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -52,11 +53,13 @@ __all__ = [
     "complete",
     "delete_file",
     "get_file",
+    "has_control_characters",
     "list_files",
     "prepare",
     "register",
     "register_all",
     "update_metadata",
+    "validate_filename",
     "validate_metadata",
 ]
 
@@ -65,6 +68,8 @@ PROCESSING, READY, FAILED = "processing", "ready", "failed"
 _MAX_METADATA_KEYS = 64
 _MAX_METADATA_BYTES = 16 * 1024
 _MAX_LIST = 100
+_MAX_FILENAME = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -152,8 +157,22 @@ def validate_metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     return dict(value)
 
 
+def has_control_characters(text: str) -> bool:
+    return _CONTROL.search(text) is not None
+
+
+def validate_filename(name: str, field: str = "file") -> str:
+    """A file name fits its column and holds no control character (PostgreSQL refuses NUL in text: a 500)."""
+    if len(name) > _MAX_FILENAME:
+        raise InvalidArgument(f"a file name is longer than {_MAX_FILENAME} characters", field=field)
+    if has_control_characters(name):
+        raise InvalidArgument("a file name contains a control character (such as NUL or a line break)", field=field)
+    return name
+
+
 def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: TokenCounter) -> PreparedFile:
     """Parse and chunk; every refusal names the file. Pure CPU work: callers run it off the event loop."""
+    validate_filename(upload.filename)
     if upload.pre_extracted:
         parsed = parse_file(upload.filename or "text.txt", "text/plain", upload.data, max_bytes=max_bytes)
         parsed = ParsedFile(kind="text", blocks=parsed.blocks)
