@@ -147,11 +147,19 @@ def test_a_docx_member_inflating_past_the_ratio_is_refused() -> None:
     assert "word/document.xml inflates" in refused.value.message and "more than 100:1" in refused.value.message
 
 
-def test_a_docx_with_too_much_xml_is_refused() -> None:
-    big = docx_with({"word/document.xml": document_xml(_PARA * 600_000)}, stored=frozenset({"word/document.xml"}))
+@pytest.mark.parametrize("part", ["word/document.xml", "word/renamed.dat"])
+def test_a_docx_with_too_much_xml_is_refused(part: str) -> None:
+    """XML is known by its name or, since a part's content type decides what python-docx parses, by its content."""
+    big = docx_with({part: document_xml(_PARA * 600_000)}, stored=frozenset({part}))
     with pytest.raises(PayloadTooLarge) as refused:
         parse_file("big.docx", None, big, max_bytes=64 * 1024 * 1024)
     assert "bytes of XML, over the limit of 33554432" in refused.value.message
+
+
+def test_media_is_not_parsed_so_an_svg_may_carry_a_doctype() -> None:
+    svg = b'<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "x.dtd"><svg/>'
+    parsed = parse_file("pic.docx", None, docx_with({"word/media/image1.svg": svg}), max_bytes=LIMIT)
+    assert parsed.blocks == ["A harmless paragraph."]
 
 
 @pytest.mark.parametrize(

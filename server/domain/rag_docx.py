@@ -7,11 +7,11 @@ Before python-docx sees the file:
   All members together may hold at most `max_bytes` (the upload limit: a compressed file unpacks to no more than the
   largest uncompressed upload), the XML parts at most `MAX_XML_BYTES` (an lxml tree takes about 30 times its text),
   and no member past `RATIO_FLOOR` may inflate more than `MAX_RATIO`:1 (text XML deflates 5-20:1; bombs 1000:1).
-- Every XML part is streamed once through expat, with constant memory: a DTD (entity declarations, the billion-laughs
-  family) is refused, as is nesting deeper than `MAX_DEPTH` (libxml2 stops at 256 with an opaque error) and
-  malformed XML; each refusal names the part.
-python-docx then parses with lxml (resolve_entities=False, no network, no huge trees); what lxml still refuses is
-reported as a corrupt DOCX.
+- Every XML part (`.xml`, `.rels`) is streamed once through expat, with constant memory: a DTD (entity declarations,
+  the billion-laughs family) is refused, as is nesting deeper than `MAX_DEPTH` (libxml2 stops at 256 with an opaque
+  error) and malformed XML; each refusal names the part.
+python-docx then parses with lxml (resolve_entities=False, no network, no huge trees), the safety net for a part
+named otherwise that it parses anyway (its content type decides); what lxml refuses is reported as a corrupt DOCX.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ MAX_RATIO = 100
 RATIO_FLOOR = 1024 * 1024  # smaller members may compress better: a few KB of repeated styles is harmless
 MAX_DEPTH = 128
 _READ = 1 << 16
+_SNIFF = 512
+_XML_PARTS = (".xml", ".rels")
 
 
 class _Refused(Exception):
@@ -42,8 +44,9 @@ def docx_text(filename: str, data: bytes, *, max_bytes: int) -> str:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             _check_sizes(filename, archive, max_bytes)
             for member in archive.infolist():
-                with archive.open(member) as stream:
-                    _check_xml(filename, member.filename, stream)
+                if member.filename.endswith(_XML_PARTS):
+                    with archive.open(member) as stream:
+                        _check_xml(filename, member.filename, stream)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError):
         raise _corrupt(filename) from None
     return _extract(filename, data)
@@ -60,11 +63,6 @@ def _check_sizes(filename: str, archive: zipfile.ZipFile, max_bytes: int) -> Non
         raise PayloadTooLarge(
             f"{filename}: the DOCX unpacks to {total} bytes, over the limit of {max_bytes}", field="file"
         )
-    xml = sum(m.file_size for m in members if m.filename.endswith((".xml", ".rels")))
-    if xml > MAX_XML_BYTES:
-        raise PayloadTooLarge(
-            f"{filename}: the DOCX holds {xml} bytes of XML, over the limit of {MAX_XML_BYTES}", field="file"
-        )
     for member in members:
         if member.file_size > RATIO_FLOOR and member.file_size > MAX_RATIO * max(member.compress_size, 1):
             ratio = member.file_size // max(member.compress_size, 1)
@@ -72,13 +70,24 @@ def _check_sizes(filename: str, archive: zipfile.ZipFile, max_bytes: int) -> Non
                 f"{filename}: {member.filename} inflates {ratio}:1, more than {MAX_RATIO}:1 (a zip bomb?)",
                 field="file",
             )
+    xml = sum(m.file_size for m in members if _is_xml(archive, m))
+    if xml > MAX_XML_BYTES:
+        raise PayloadTooLarge(
+            f"{filename}: the DOCX holds {xml} bytes of XML, over the limit of {MAX_XML_BYTES}", field="file"
+        )
+
+
+def _is_xml(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> bool:
+    """Named as an XML part, or reading like XML (a part's content type, not its name, decides whether python-docx
+    parses it): its first bytes, after any byte-order mark and blanks, open a tag."""
+    if member.filename.endswith(_XML_PARTS):
+        return True
+    with archive.open(member) as stream:
+        return stream.read(_SNIFF).lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n").startswith(b"<")
 
 
 def _check_xml(filename: str, part: str, stream: IO[bytes]) -> None:
-    """Stream one member through expat if it is XML (it starts with `<`, after any byte-order mark)."""
-    head = stream.read(_READ)
-    if not head.lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n").startswith(b"<"):
-        return  # media and other binary parts: python-docx keeps them as blobs, never parses them
+    """Stream one XML part through expat (media such as SVG images is not checked: python-docx never parses it)."""
     parser = ParserCreate()
     depth = 0
 
@@ -100,10 +109,8 @@ def _check_xml(filename: str, part: str, stream: IO[bytes]) -> None:
     parser.StartDoctypeDeclHandler = doctype
     parser.EntityDeclHandler = doctype
     try:
-        chunk = head
-        while chunk:
+        while chunk := stream.read(_READ):
             parser.Parse(chunk, False)
-            chunk = stream.read(_READ)
         parser.Parse(b"", True)
     except _Refused as refused:
         raise InvalidArgument(str(refused), field="file") from None
