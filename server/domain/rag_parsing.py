@@ -7,6 +7,9 @@ the chunker never merges with its neighbours, so a retrieved chunk always carrie
 Every refusal is a 4xx naming the file: an unsupported or mislabelled type and a corrupt file are `InvalidArgument`
 (400), an oversized one `PayloadTooLarge` (413), and a file with no extractable text (an image-only PDF, an empty
 sheet) `InvalidArgument` too, as the spec's Errors table demands ("RAG upload that parses to empty content").
+Compressed formats are bounded by what they unpack to, not by their size: no file may yield more characters of text
+than the upload limit allows bytes (a PDF is stopped at the page that crosses it; pypdf caps each stream it
+inflates), and a DOCX is checked before it is unpacked (server.domain.rag_docx).
 """
 
 from __future__ import annotations
