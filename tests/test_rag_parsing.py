@@ -110,6 +110,7 @@ def test_content_that_parses_to_nothing_is_refused_naming_the_file(name: str, da
         ("fake.pdf", b"hello, I am text", "not a readable PDF"),
         ("broken.docx", b"PK\x03\x04garbage", "not a readable DOCX"),
         ("broken.json", b'{"a": ', "not a readable JSON"),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, "the JSON nests deeper than 200 levels"),
         ("image.png", b"\x89PNG\r\n\x1a\n", "unsupported file type"),
         ("binary.txt", b"ab\x00cd", "binary content"),
         ("latin1.txt", "café".encode("latin-1"), "not valid UTF-8"),

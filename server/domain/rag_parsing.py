@@ -25,6 +25,7 @@ from typing import Any
 
 from server.domain.rag_docx import docx_text
 from server.errors import InvalidArgument, PayloadTooLarge
+from server.input_bounds import json_depth
 
 __all__ = ["SUPPORTED_EXTENSIONS", "SUPPORTED_KINDS", "ParsedFile", "detect_kind", "parse_file"]
 
@@ -55,6 +56,7 @@ SUPPORTED_KINDS = frozenset(_EXTENSIONS.values())
 SUPPORTED_EXTENSIONS = frozenset(_EXTENSIONS)
 # Elements whose text is never document content.
 _HTML_NOISE = ["script", "style", "noscript", "template", "svg", "nav", "header", "footer", "iframe", "head"]
+_MAX_JSON_DEPTH = 200  # far deeper than real documents; far from Python's recursion limit
 _BLANK_RUNS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
 
@@ -190,8 +192,11 @@ def _label(header: list[str], index: int) -> str:
 
 def _parse_json(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     """`path: value` lines; a top-level array gives one labelled block per element, like CSV rows."""
+    text = _decode(filename, data)
+    if json_depth(text.encode()) > _MAX_JSON_DEPTH:  # json.loads and _json_lines recurse: a deep array was a 500
+        raise InvalidArgument(f"{filename}: the JSON nests deeper than {_MAX_JSON_DEPTH} levels", field="file")
     try:
-        value = json.loads(_decode(filename, data))
+        value = json.loads(text)
     except json.JSONDecodeError:
         raise _corrupt(filename, "JSON") from None
     if isinstance(value, list):
