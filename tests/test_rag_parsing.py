@@ -111,6 +111,7 @@ def test_content_that_parses_to_nothing_is_refused_naming_the_file(name: str, da
         ("broken.docx", b"PK\x03\x04garbage", "not a readable DOCX"),
         ("broken.json", b'{"a": ', "not a readable JSON"),
         ("deep.json", b"[" * 100_000 + b"]" * 100_000, "the JSON nests deeper than 200 levels"),
+        ("deep.html", b"<div>" * 80_000 + b"x" + b"</div>" * 80_000, "the HTML nests elements deeper than 1000"),
         ("image.png", b"\x89PNG\r\n\x1a\n", "unsupported file type"),
         ("binary.txt", b"ab\x00cd", "binary content"),
         ("latin1.txt", "café".encode("latin-1"), "not valid UTF-8"),
@@ -198,3 +199,14 @@ def test_compressed_pdf_text_past_the_limit_is_refused() -> None:
     with pytest.raises(PayloadTooLarge) as refused:
         parse_file("long.pdf", None, small, max_bytes=30_000)
     assert refused.value.message == "long.pdf: the file holds more than 30000 characters of text"
+
+
+def test_html_depth_counts_only_what_nests() -> None:
+    """Unclosed paragraphs and list items, void elements and tags inside scripts or comments add no depth."""
+    page = "<ul>" + "<li><p>item<br><img src=x>" * 5_000 + "</ul>"
+    page += "<script>" + "document.write('<div>');" * 2_000 + "</script><!-- " + "<div>" * 2_000 + " -->"
+    page = "<html><body>" + "<div><section>" * 10 + page + "</section></div>" * 10 + "</body></html>"
+    parsed = parse_file("long.html", None, page.encode(), max_bytes=LIMIT)
+    assert parsed.blocks[0].startswith("item\nitem")
+    unclosed = "<script>never closed <div>" + "<div>" * 2_000
+    assert parse_file("s.html", None, f"<p>text</p>{unclosed}".encode(), max_bytes=LIMIT).blocks == ["text"]

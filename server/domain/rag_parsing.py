@@ -24,6 +24,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from server.domain.rag_docx import docx_text
+from server.domain.rag_html import MAX_HTML_DEPTH, html_depth
 from server.errors import InvalidArgument, PayloadTooLarge
 from server.input_bounds import json_depth
 
@@ -155,7 +156,10 @@ def _parse_pdf(filename: str, data: bytes, max_chars: int) -> ParsedFile:
 def _parse_html(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(_decode(filename, data))
+    html = _decode(filename, data)
+    if html.count("<") > MAX_HTML_DEPTH and html_depth(html) > MAX_HTML_DEPTH:  # no deeper than its tags
+        raise InvalidArgument(f"{filename}: the HTML nests elements deeper than {MAX_HTML_DEPTH} levels", field="file")
+    tree = LexborHTMLParser(html)
     tree.strip_tags(_HTML_NOISE)
     root = tree.body or tree.root
     text = root.text(separator="\n", strip=True) if root is not None else ""
