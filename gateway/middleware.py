@@ -3,8 +3,9 @@ body readers.
 
 Errors: every `SwitchboardError` becomes an OpenAI error body through `server.errors.wire_error_for` (the one
 mapping table), with `x-should-retry` saying whether a retry can help. Anything unexpected is logged with a
-correlation id and the client sees only that id. Bodies are refused before they are buffered when Content-Length
-announces more than the surface's limit, and reads of chunked bodies stop at the limit.
+correlation id and the client sees only that id; a client hanging up mid-request is routine and logged at DEBUG.
+Bodies are refused before they are buffered when Content-Length announces more than the surface's limit, and reads
+of chunked bodies stop at the limit.
 """
 
 from __future__ import annotations
@@ -198,6 +199,12 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
         if exc.status < 400:
             raise
         response = _http_error(exc)
+    except ConnectionResetError:
+        if not _client_gone(request):
+            response = _internal(request)
+        else:  # routine (a client hanging up mid-upload): aiohttp drops the connection, counted as 499 below
+            log.debug("the client went away during %s %s", request.method, request.path)
+            raise
     except Exception:
         response = _internal(request)
     finally:
@@ -206,6 +213,11 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
         received = request.get(REQUEST_BYTES, request.content_length or 0)
         app[METER].traffic(SERVICE, status, received, sent)
     return response
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def middlewares() -> list[Any]:

@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_settings()
     if args.command == "rag":
-        return rag_cli.run(args, settings.gateway_public_url)
+        return rag_cli.run(args, settings.gateway_public_url, settings.var_dir)
     if args.command == "migrate":
         _prepare(settings)
         print(f"database schema is up to date ({settings.database_url})")

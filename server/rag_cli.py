@@ -1,15 +1,25 @@
 """`switchboard rag ingest PATH... --rag ID`: upload files and folders (recursively) to a RAG through its /files API.
 
 The API key comes from `--key` or, better (argv is visible to other users), `SWITCHBOARD_API_KEY`. Files whose
-extension no RAG parser knows are skipped and counted. A progress bar shows files, bytes and failures; the summary
-lists every failure with the server's reason, and the exit status is 1 when anything failed.
+extension no RAG parser knows are skipped and counted. The summary lists every failure with the server's reason, and
+the exit status is 1 when anything failed.
+
+Unchanged files are not uploaded again. The API exposes no content hash, so the CLI remembers, per RAG, the SHA-256
+and file id of what it uploaded (`<var dir>/rag-ingest/<rag id>.json`, 0600) and skips a file whose hash is
+unchanged while the RAG still holds that file (one listing of the RAG's files tells). `--force` uploads everything.
+Each file is uploaded with its absolute path as `external_id`, so a changed or forced file replaces its earlier
+version on the server instead of adding a second copy.
+
+The progress bar counts bytes as they are sent (the files stream from disk), not files as they finish.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +28,13 @@ import aiohttp
 import orjson
 from tqdm import tqdm
 
+from server import varfiles
 from server.domain.rag_parsing import SUPPORTED_EXTENSIONS
 
 __all__ = ["add_parser", "run"]
+
+_CHUNK = 1 << 16
+_MAX_EXTERNAL_ID = 512
 
 
 def add_parser(sub: Any) -> None:
@@ -33,14 +47,26 @@ def add_parser(sub: Any) -> None:
     ingest.add_argument("--key", default="", help="API key (default: the SWITCHBOARD_API_KEY environment variable)")
     ingest.add_argument("--metadata", default="", help="JSON object of metadata given to every file")
     ingest.add_argument("--concurrency", type=int, default=4, help="uploads in flight at once")
+    ingest.add_argument("--force", action="store_true", help="upload every file, even those uploaded unchanged before")
 
 
 @dataclass
 class Outcome:
     uploaded: int = 0
     uploaded_bytes: int = 0
+    unchanged: int = 0
     skipped: list[Path] = field(default_factory=list)
     failures: list[tuple[Path, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Ingest:
+    url: str  # {rag_url}/files
+    key: str
+    metadata: str
+    concurrency: int
+    state_path: Path
+    force: bool
 
 
 def collect(paths: list[Path]) -> tuple[list[Path], list[Path]]:
@@ -52,7 +78,7 @@ def collect(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     return accepted, [p for p in found if p.suffix.lower() not in SUPPORTED_EXTENSIONS]
 
 
-def run(args: argparse.Namespace, gateway_default: str) -> int:
+def run(args: argparse.Namespace, gateway_default: str, var_dir: Path) -> int:
     key = args.key or os.environ.get("SWITCHBOARD_API_KEY", "")
     if not key:
         print("an API key is required: set SWITCHBOARD_API_KEY (or pass --key)")
@@ -70,47 +96,141 @@ def run(args: argparse.Namespace, gateway_default: str) -> int:
         print("not found: " + ", ".join(str(p) for p in missing))
         return 2
     files, skipped = collect(args.paths)
-    url = f"{(args.gateway or gateway_default).rstrip('/')}/rag/{args.rag}/files"
-    outcome = asyncio.run(_upload_all(url, key, files, args.metadata, max(1, args.concurrency)))
+    job = Ingest(
+        url=f"{(args.gateway or gateway_default).rstrip('/')}/rag/{args.rag}/files",
+        key=key,
+        metadata=args.metadata,
+        concurrency=max(1, args.concurrency),
+        state_path=var_dir / "rag-ingest" / f"{Path(args.rag).name}.json",
+        force=args.force,
+    )
+    outcome = asyncio.run(_ingest(job, files))
     outcome.skipped = skipped
     _summary(outcome)
     return 1 if outcome.failures else 0
 
 
-async def _upload_all(url: str, key: str, files: list[Path], metadata: str, concurrency: int) -> Outcome:
-    outcome = Outcome()
-    total = sum(p.stat().st_size for p in files)
-    gate = asyncio.Semaphore(concurrency)
-    bar = tqdm(total=total, unit="B", unit_scale=True, desc="ingest", dynamic_ncols=True)
-    headers = {"Authorization": f"Bearer {key}"}
-    timeout = aiohttp.ClientTimeout(total=None, sock_read=900)
+@dataclass(frozen=True)
+class Fingerprint:
+    sha256: str
+    size: int
 
-    async def one(http: aiohttp.ClientSession, path: Path) -> None:
+
+def _fingerprint(path: Path) -> Fingerprint:
+    digest, size = hashlib.sha256(), 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return Fingerprint(digest.hexdigest(), size)
+
+
+def _external_id(path: Path) -> str:
+    name = path.resolve().as_posix()
+    if len(name) <= _MAX_EXTERNAL_ID and name.isprintable():
+        return name
+    return "sha256:" + hashlib.sha256(name.encode(errors="surrogateescape")).hexdigest()
+
+
+def _load_state(path: Path) -> dict[str, dict[str, str]]:
+    try:
+        state = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    files = state.get("files") if isinstance(state, dict) else None
+    return files if isinstance(files, dict) else {}
+
+
+async def _ingest(job: Ingest, files: list[Path]) -> Outcome:
+    outcome = Outcome()
+    state = _load_state(job.state_path)
+    seen = {p: await asyncio.to_thread(_fingerprint, p) for p in files}
+    headers = {"Authorization": f"Bearer {job.key}"}
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=900)
+    async with aiohttp.ClientSession(timeout=timeout, headers=headers) as http:
+        held = {} if job.force else await _held_files(http, job.url)
+        todo = []
+        for path in files:
+            known = state.get(_external_id(path), {})
+            still_held = held.get(known.get("file_id", "")) in ("ready", "processing")
+            if known.get("sha256") == seen[path].sha256 and still_held:
+                outcome.unchanged += 1
+            else:
+                todo.append(path)
+        try:
+            await _upload_all(http, job, todo, seen=seen, state=state, outcome=outcome)
+        finally:
+            varfiles.replace(job.state_path, orjson.dumps({"files": state}, option=orjson.OPT_INDENT_2))
+    return outcome
+
+
+async def _held_files(http: aiohttp.ClientSession, url: str) -> dict[str, str]:
+    """The RAG's file ids and their status; empty when the listing fails (then every file is uploaded)."""
+    held: dict[str, str] = {}
+    after = ""
+    while True:
+        params = {"limit": "100", **({"after": after} if after else {})}
+        try:
+            async with http.get(url, params=params) as resp:
+                if resp.status != 200:
+                    return {}
+                page = await resp.json()
+        except (aiohttp.ClientError, ValueError):
+            return {}
+        held.update({f["id"]: f["status"] for f in page["data"]})
+        if not page.get("has_more") or not page.get("next_cursor"):
+            return held
+        after = page["next_cursor"]
+
+
+async def _upload_all(
+    http: aiohttp.ClientSession,
+    job: Ingest,
+    files: list[Path],
+    *,
+    seen: dict[Path, Fingerprint],
+    state: dict[str, dict[str, str]],
+    outcome: Outcome,
+) -> None:
+    gate = asyncio.Semaphore(job.concurrency)
+    bar = tqdm(total=sum(seen[p].size for p in files), unit="B", unit_scale=True, desc="ingest", dynamic_ncols=True)
+
+    async def one(path: Path) -> None:
         async with gate:
-            data = await asyncio.to_thread(path.read_bytes)
+            external_id = _external_id(path)
             form = aiohttp.FormData()
-            form.add_field("file", data, filename=path.name)
-            if metadata:
-                form.add_field("metadata", metadata, content_type="application/json")
+            form.add_field("file", _streamed(path, bar), filename=path.name)
+            form.add_field("external_id", external_id)
+            if job.metadata:
+                form.add_field("metadata", job.metadata, content_type="application/json")
             try:
-                async with http.post(url, data=form, headers=headers) as resp:
+                async with http.post(job.url, data=form) as resp:
                     body = await resp.read()
                     if resp.status == 201:
                         outcome.uploaded += 1
-                        outcome.uploaded_bytes += len(data)
+                        outcome.uploaded_bytes += seen[path].size
+                        file_id = orjson.loads(body)["data"][0]["id"]
+                        state[external_id] = {"sha256": seen[path].sha256, "file_id": file_id}
                     else:
                         outcome.failures.append((path, _reason(resp.status, body)))
             except aiohttp.ClientError as exc:
                 outcome.failures.append((path, f"connection failed ({type(exc).__name__})"))
-            bar.update(len(data))
             bar.set_postfix(
                 files=f"{outcome.uploaded + len(outcome.failures)}/{len(files)}", failed=len(outcome.failures)
             )
 
-    async with aiohttp.ClientSession(timeout=timeout) as http:
-        await asyncio.gather(*(one(http, p) for p in files))
-    bar.close()
-    return outcome
+    try:
+        await asyncio.gather(*(one(p) for p in files))
+    finally:
+        bar.close()
+
+
+async def _streamed(path: Path, bar: tqdm[Any]) -> AsyncIterator[bytes]:
+    """The file's bytes from disk, counted on the bar as the upload takes them."""
+    with path.open("rb") as fh:
+        while chunk := await asyncio.to_thread(fh.read, _CHUNK):
+            yield chunk
+            bar.update(len(chunk))
 
 
 def _reason(status: int, body: bytes) -> str:
@@ -123,7 +243,7 @@ def _reason(status: int, body: bytes) -> str:
 
 def _summary(outcome: Outcome) -> None:
     print(
-        f"uploaded {outcome.uploaded} files ({outcome.uploaded_bytes} bytes); "
+        f"uploaded {outcome.uploaded} files ({outcome.uploaded_bytes} bytes); {outcome.unchanged} unchanged; "
         f"{len(outcome.failures)} failed; {len(outcome.skipped)} skipped (unsupported type)"
     )
     for path, reason in outcome.failures:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+import zipfile
+import zlib
 
 
-def pdf(*pages: str) -> bytes:
-    """A valid PDF whose pages show `pages` in Helvetica; an empty string gives a page with no text (image-only)."""
+def pdf(*pages: str, deflate: bool = False) -> bytes:
+    """A valid PDF whose pages show `pages` in Helvetica; an empty string gives a page with no text (image-only).
+    With `deflate`, the page content streams are FlateDecode-compressed."""
     objects: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>", b""]
     kids = []
     font_ref = 3
@@ -15,7 +18,10 @@ def pdf(*pages: str) -> bytes:
         lines = [line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in text.split("\n")]
         ops = ["BT /F1 12 Tf 72 720 Td 14 TL"] + [f"({line}) Tj T*" for line in lines if text] + ["ET"]
         stream = "\n".join(ops).encode("latin-1")
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+        flate = b""
+        if deflate:
+            stream, flate = zlib.compress(stream, 9), b" /Filter /FlateDecode"
+        objects.append(b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(stream), flate, stream))
         content_ref = len(objects)
         objects.append(
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
@@ -54,3 +60,23 @@ def docx(paragraphs: list[str], table: list[list[str]] | None = None) -> bytes:
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+def docx_with(replaced: dict[str, bytes], *, stored: frozenset[str] = frozenset()) -> bytes:
+    """A valid DOCX (one paragraph) with some members replaced or added; members named in `stored` are not deflated."""
+    original = zipfile.ZipFile(io.BytesIO(docx(["A harmless paragraph."])))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in dict.fromkeys([*original.namelist(), *replaced]):
+            data = replaced[name] if name in replaced else original.read(name)
+            archive.writestr(name, data, zipfile.ZIP_STORED if name in stored else zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+def document_xml(body: str) -> bytes:
+    """word/document.xml around `body` (WordprocessingML inside <w:body>)."""
+    return (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        f"<w:body>{body}</w:body></w:document>"
+    ).encode()

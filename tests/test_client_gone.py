@@ -1,18 +1,27 @@
-"""A gRPC client that gives up early (cancel, passed deadline) is routine: no traceback in the server log."""
+"""A client that gives up early is routine: a gRPC client (cancel, passed deadline) leaves no traceback in the server
+log, and one hanging up mid-upload no ERROR in the gateway's."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import aiohttp
 import grpc
 import pytest
 
 from server.app import quiet_client_gone
 from tests.conftest import Database, server_env, start_server
+from tests.gateway_fixtures import Gateway
+from tests.gateway_world import GatewayWorld
+from tests.test_rag_http import RagWorld, rw
+
+__all__ = ["rw"]
 
 
 def _same(data: bytes) -> bytes:
@@ -61,3 +70,36 @@ def test_the_handler_logs_a_reset_stream_at_debug_without_traceback(caplog: pyte
         assert handed_on == [other]  # anything else is asyncio's default handling, traceback and all
     finally:
         loop.close()
+
+
+async def _hang_up_mid_upload(base_url: str, path: str, key: str, part: bytes) -> None:
+    """Announce a large multipart body, send its first part's start, then close the connection."""
+    url = urlsplit(base_url)
+    reader, writer = await asyncio.open_connection(url.hostname, url.port)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {url.hostname}\r\nAuthorization: Bearer {key}\r\n"
+        "Content-Type: multipart/form-data; boundary=gone\r\nContent-Length: 10000000\r\n\r\n"
+    ).encode()
+    writer.write(head + b"--gone\r\n" + part + b"\r\n\r\n" + b"x" * 100_000)
+    await writer.drain()
+    await asyncio.sleep(0.3)  # the handler is reading the part when the client goes
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    del reader
+
+
+async def test_a_client_hanging_up_mid_upload_is_no_error_in_the_gateway_log(
+    gateway: Gateway, gw_world: GatewayWorld, rw: RagWorld
+) -> None:
+    base = gateway.base_url.removesuffix("/v1")
+    file_part = b'Content-Disposition: form-data; name="file"; filename="a.txt"'
+    rag = await rw.rag()
+    before = len(gateway.log())
+    await _hang_up_mid_upload(base, f"/rag/{rag['id']}/files", rw.keys["editor"], file_part)
+    await _hang_up_mid_upload(base, "/v1/audio/transcriptions", gw_world.keys["all"], file_part)
+    await asyncio.sleep(1)  # what the gateway logs about them
+    async with aiohttp.ClientSession() as http, http.get(f"{base}/healthz") as alive:
+        assert alive.status == 200
+    logged = gateway.log()[before:]
+    assert "ERROR" not in logged and "Traceback" not in logged, logged

@@ -1,4 +1,5 @@
-"""`switchboard rag ingest`: a folder uploaded through the real gateway, with a summary naming each failure."""
+"""`switchboard rag ingest`: a folder uploaded through the real gateway, with a summary naming each failure; unchanged
+files are not uploaded again (unless forced), changed ones replace their earlier version."""
 
 from __future__ import annotations
 
@@ -6,11 +7,70 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.rag_http import call
 from tests.test_rag_http import RagWorld, rw, url
 
 __all__ = ["rw"]
+
+
+async def _ingest(rw: RagWorld, rag: dict[str, Any], var_dir: Path, *args: str) -> tuple[int | None, str, str]:
+    env = {**os.environ, "SWITCHBOARD_API_KEY": rw.keys["editor"], "SWITCHBOARD_VAR_DIR": str(var_dir)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server.cli",
+        "rag",
+        "ingest",
+        *args,
+        "--rag",
+        rag["id"],
+        "--gateway",
+        rw.gateway,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def _listed(rw: RagWorld, rag: dict[str, Any]) -> list[dict[str, Any]]:
+    listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
+    assert listed.body["total"] == len(listed.body["data"])
+    return list(listed.body["data"])
+
+
+async def test_a_second_ingest_uploads_only_what_changed(rw: RagWorld, tmp_path: Path) -> None:
+    rag = await rw.rag()
+    docs, var_dir = tmp_path / "docs", tmp_path / "var"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Alpacas are kept for their soft wool.")
+    (docs / "b.md").write_text("# Llamas\n\nLlamas carry loads in the Andes.")
+    code, out, err = await _ingest(rw, rag, var_dir, str(docs))
+    assert code == 0 and "uploaded 2 files" in out and "0 unchanged" in out, (out, err)
+    first = {f["filename"]: f for f in await _listed(rw, rag)}
+    assert first["a.txt"]["external_id"] == str((docs / "a.txt").resolve())
+
+    code, out, err = await _ingest(rw, rag, var_dir, str(docs))
+    assert code == 0 and "uploaded 0 files (0 bytes); 2 unchanged" in out, (out, err)
+    assert {f["id"] for f in await _listed(rw, rag)} == {f["id"] for f in first.values()}
+
+    (docs / "a.txt").write_text("Alpacas are shorn once a year, in spring.")
+    code, out, err = await _ingest(rw, rag, var_dir, str(docs))
+    assert "uploaded 1 files" in out and "1 unchanged" in out, (out, err)
+    now = {f["filename"]: f for f in await _listed(rw, rag)}
+    assert now["b.md"]["id"] == first["b.md"]["id"] and now["a.txt"]["id"] != first["a.txt"]["id"]  # replaced
+
+    # A file deleted on the server is uploaded again even though it did not change here.
+    assert (await call("DELETE", url(rw, rag, f"/files/{now['b.md']['id']}"), rw.keys["editor"])).status == 200
+    code, out, err = await _ingest(rw, rag, var_dir, str(docs))
+    assert "uploaded 1 files" in out and "1 unchanged" in out, (out, err)
+
+    code, out, err = await _ingest(rw, rag, var_dir, str(docs), "--force")
+    assert code == 0 and "uploaded 2 files" in out and "0 unchanged" in out, (out, err)
+    assert sorted(f["filename"] for f in await _listed(rw, rag)) == ["a.txt", "b.md"]  # replaced, not doubled
 
 
 async def test_ingest_uploads_a_folder_and_reports_failures(rw: RagWorld, tmp_path: Path) -> None:
@@ -21,31 +81,19 @@ async def test_ingest_uploads_a_folder_and_reports_failures(rw: RagWorld, tmp_pa
     (tmp_path / "sub" / "c.csv").write_text("animal,home\nvicuna,Peru\n")
     (tmp_path / "empty.txt").write_text("   ")
     (tmp_path / "photo.png").write_bytes(b"\x89PNG")
-    env = {**os.environ, "SWITCHBOARD_API_KEY": rw.keys["editor"]}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        "rag",
-        "ingest",
+    code, summary, err = await _ingest(
+        rw,
+        rag,
+        tmp_path.with_name(tmp_path.name + "-var"),
         str(tmp_path),
-        "--rag",
-        rag["id"],
-        "--gateway",
-        rw.gateway,
         "--metadata",
         '{"source_group_ids": ["farm"]}',
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await proc.communicate()
-    summary = out.decode()
-    assert proc.returncode == 1, (summary, err.decode())
+    assert code == 1, (summary, err)
     assert "uploaded 3 files" in summary and "1 failed; 1 skipped" in summary
     assert "empty.txt: HTTP 400: empty.txt: the file parses to empty content" in summary
     assert "skipped " + str(tmp_path / "photo.png") in summary
-    assert "ingest" in err.decode()  # the progress bar (on stderr)
+    assert "ingest" in err  # the progress bar (on stderr)
     listed = await call(
         "GET",
         url(rw, rag, "/files"),

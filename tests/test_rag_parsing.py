@@ -8,7 +8,7 @@ import pytest
 
 from server.domain.rag_parsing import parse_file
 from server.errors import InvalidArgument, PayloadTooLarge
-from tests.rag_documents import docx, pdf
+from tests.rag_documents import document_xml, docx, docx_with, pdf
 
 LIMIT = 1 << 20
 
@@ -110,6 +110,8 @@ def test_content_that_parses_to_nothing_is_refused_naming_the_file(name: str, da
         ("fake.pdf", b"hello, I am text", "not a readable PDF"),
         ("broken.docx", b"PK\x03\x04garbage", "not a readable DOCX"),
         ("broken.json", b'{"a": ', "not a readable JSON"),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, "the JSON nests deeper than 200 levels"),
+        ("deep.html", b"<div>" * 80_000 + b"x" + b"</div>" * 80_000, "the HTML nests elements deeper than 1000"),
         ("image.png", b"\x89PNG\r\n\x1a\n", "unsupported file type"),
         ("binary.txt", b"ab\x00cd", "binary content"),
         ("latin1.txt", "café".encode("latin-1"), "not valid UTF-8"),
@@ -126,3 +128,85 @@ def test_a_file_over_the_size_limit_is_refused_before_parsing() -> None:
     with pytest.raises(PayloadTooLarge) as refused:
         parse_file("big.txt", None, b"x" * 101, max_bytes=100)
     assert refused.value.message == "big.txt: file is 101 bytes, over the limit of 100"
+
+
+_PARA = "<w:p><w:r><w:t>All work and no play makes a dull report.</w:t></w:r></w:p>"
+
+
+def test_a_docx_zip_bomb_is_refused_from_its_declared_sizes() -> None:
+    bomb = docx_with({"word/document.xml": document_xml(_PARA * 700_000)})  # 40 MiB of XML in a few hundred KB
+    assert len(bomb) < 400_000
+    with pytest.raises(PayloadTooLarge) as refused:
+        parse_file("bomb.docx", None, bomb, max_bytes=16 * 1024 * 1024)
+    assert refused.value.message.startswith("bomb.docx: the DOCX unpacks to ")
+    assert refused.value.field == "file"
+
+
+def test_a_docx_member_inflating_past_the_ratio_is_refused() -> None:
+    bomb = docx_with({"word/document.xml": document_xml(_PARA * 40_000)})  # 2.3 MiB, far past 100:1
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file("ratio.docx", None, bomb, max_bytes=64 * 1024 * 1024)
+    assert "word/document.xml inflates" in refused.value.message and "more than 100:1" in refused.value.message
+
+
+@pytest.mark.parametrize("part", ["word/document.xml", "word/renamed.dat"])
+def test_a_docx_with_too_much_xml_is_refused(part: str) -> None:
+    """XML is known by its name or, since a part's content type decides what python-docx parses, by its content."""
+    big = docx_with({part: document_xml(_PARA * 600_000)}, stored=frozenset({part}))
+    with pytest.raises(PayloadTooLarge) as refused:
+        parse_file("big.docx", None, big, max_bytes=64 * 1024 * 1024)
+    assert "bytes of XML, over the limit of 33554432" in refused.value.message
+
+
+def test_media_is_not_parsed_so_an_svg_may_carry_a_doctype() -> None:
+    svg = b'<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "x.dtd"><svg/>'
+    parsed = parse_file("pic.docx", None, docx_with({"word/media/image1.svg": svg}), max_bytes=LIMIT)
+    assert parsed.blocks == ["A harmless paragraph."]
+
+
+@pytest.mark.parametrize(
+    ("xml", "says"),
+    [
+        (
+            b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
+            + document_xml("<w:p><w:r><w:t>&b;</w:t></w:r></w:p>").split(b"?>", 1)[1],
+            "word/document.xml has a DTD",
+        ),
+        (document_xml("<p>" * 100_000 + "</p>" * 100_000), "word/document.xml nests XML elements deeper than 128"),
+        (document_xml("<w:p><w:r></w:p>"), "word/document.xml is not well-formed XML (mismatched tag, line 2)"),
+        (b"<w:document", "word/document.xml is not well-formed XML"),
+    ],
+)
+def test_docx_xml_with_a_dtd_deep_nesting_or_malformed_is_refused_naming_the_part(xml: bytes, says: str) -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file("evil.docx", None, docx_with({"word/document.xml": xml}), max_bytes=4 * LIMIT)
+    assert refused.value.message.startswith("evil.docx: " + says), refused.value.message
+    assert refused.value.field == "file"
+
+
+def test_a_dtd_in_any_xml_part_is_refused() -> None:
+    rels = b'<?xml version="1.0"?><!DOCTYPE r SYSTEM "http://127.0.0.1:1/x.dtd"><Relationships/>'
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file("evil.docx", None, docx_with({"_rels/.rels": rels}), max_bytes=LIMIT)
+    assert refused.value.message.startswith("evil.docx: _rels/.rels has a DTD")
+
+
+def test_compressed_pdf_text_past_the_limit_is_refused() -> None:
+    page = "compressible " * 2_000  # 26,000 characters that deflate to a few hundred bytes
+    small = pdf(page, page, deflate=True)
+    assert len(small) < 5_000
+    assert parse_file("ok.pdf", None, small, max_bytes=60_000).blocks == [page.strip()] * 2
+    with pytest.raises(PayloadTooLarge) as refused:
+        parse_file("long.pdf", None, small, max_bytes=30_000)
+    assert refused.value.message == "long.pdf: the file holds more than 30000 characters of text"
+
+
+def test_html_depth_counts_only_what_nests() -> None:
+    """Unclosed paragraphs and list items, void elements and tags inside scripts or comments add no depth."""
+    page = "<ul>" + "<li><p>item<br><img src=x>" * 5_000 + "</ul>"
+    page += "<script>" + "document.write('<div>');" * 2_000 + "</script><!-- " + "<div>" * 2_000 + " -->"
+    page = "<html><body>" + "<div><section>" * 10 + page + "</section></div>" * 10 + "</body></html>"
+    parsed = parse_file("long.html", None, page.encode(), max_bytes=LIMIT)
+    assert parsed.blocks[0].startswith("item\nitem")
+    unclosed = "<script>never closed <div>" + "<div>" * 2_000
+    assert parse_file("s.html", None, f"<p>text</p>{unclosed}".encode(), max_bytes=LIMIT).blocks == ["text"]

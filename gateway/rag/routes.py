@@ -31,6 +31,7 @@ from aiohttp import BodyPartReader, web
 
 from gateway.context import DB, SETTINGS
 from gateway.middleware import read_json
+from gateway.multipart import form_errors
 from gateway.rag import service
 from gateway.rag.mcp import mcp_endpoint, mcp_lifespan
 from server.domain import rag_files
@@ -62,23 +63,24 @@ async def upload_files(request: web.Request) -> web.StreamResponse:
 async def _multipart(request: web.Request, max_bytes: int) -> list[rag_files.Upload]:
     if not request.content_type.startswith("multipart/"):
         raise InvalidArgument("send files as multipart/form-data with one or more 'file' parts", field="file")
-    reader = await request.multipart()
     files: list[tuple[str, str | None, bytes]] = []
     metadata: dict[str, Any] = {}
     external_id: str | None = None
-    while (part := await reader.next()) is not None:
-        if not isinstance(part, BodyPartReader):
-            continue
-        if part.name == "file":
-            name = part.filename or "upload"
-            files.append((name, part.headers.get("Content-Type"), await _read_part(part, name, max_bytes)))
-        elif part.name == "metadata":
-            try:
-                metadata = rag_files.validate_metadata(orjson.loads(await part.read()))
-            except orjson.JSONDecodeError:
-                raise InvalidArgument("metadata must be a JSON object", field="metadata") from None
-        elif part.name == "external_id":
-            external_id = (await part.text()).strip() or None
+    with form_errors():
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
+            if part.name == "file":
+                name = part.filename or "upload"
+                files.append((name, part.headers.get("Content-Type"), await _read_part(part, name, max_bytes)))
+            elif part.name == "metadata":
+                try:
+                    metadata = rag_files.validate_metadata(orjson.loads(await part.read()))
+                except orjson.JSONDecodeError:
+                    raise InvalidArgument("metadata must be a JSON object", field="metadata") from None
+            elif part.name == "external_id":
+                external_id = _external_id((await part.text()).strip() or None, "external_id", required=False)
     if not files:
         raise InvalidArgument("no 'file' part in the upload", field="file")
     if len(files) > _MAX_BATCH:
@@ -142,8 +144,8 @@ def _content_item(item: Any, field: str) -> rag_files.Upload:
 def _external_id(value: Any, field: str, *, required: bool) -> str | None:
     if value is None and not required:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value) > 512:
-        raise InvalidArgument(f"{field} must be a string of 1 to 512 characters", field=field)
+    if not isinstance(value, str) or not value.strip() or len(value) > 512 or rag_files.has_control_characters(value):
+        raise InvalidArgument(f"{field} must be a string of 1 to 512 characters, none a control character", field=field)
     return value
 
 

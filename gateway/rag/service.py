@@ -5,8 +5,8 @@ Access: every {rag_url} surface needs `can_invoke` on the RAG (reading and invok
 administer, so a key that may use a RAG may also fill it — its settings and sharing stay with RagService). A RAG the
 key cannot reach answers 404 whether or not it exists.
 
-Background work: files over `rag_inline_bytes` are embedded by an in-process task after the upload returned
-(status `processing`). The queue lives in this process only: a gateway stopped mid-way leaves such a file in
+Background work: uploads whose text is over `rag_inline_bytes` are embedded by an in-process task after the upload
+returned (status `processing`). The queue lives in this process only: a gateway stopped mid-way leaves such a file in
 `processing` for good (it says so in its failure reason if the task was cancelled in an orderly shutdown); upload it
 again. Small files complete within the request, and if their embedding fails nothing of them is kept.
 """
@@ -86,7 +86,7 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
         files = await rag_files.register_all(session, index, rag.id, prepared)
     embedder = GatewayEmbedder(app, rag, request[PRINCIPAL])
     pending = [(file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)]
-    if sum(len(u.data) for u in uploads) <= settings.rag_inline_bytes:
+    if sum(p.stored_bytes for p in prepared) <= settings.rag_inline_bytes:  # the text to embed, not the upload
         try:  # one embedding batch and one transaction for the whole request
             await _Job(app, index, embedder, rag.id, pending).run()
         except BaseException:

@@ -16,6 +16,7 @@ from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.context import HTTP, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
+from gateway.multipart import form_errors
 from gateway.providers import Surface, open_upstream, read_answer
 from gateway.surfaces._upstream import as_requested, require_task
 from server.errors import InvalidArgument, UpstreamFailed
@@ -41,7 +42,7 @@ async def _read_form(request: web.Request, limit: int) -> list[_Field]:
         raise InvalidArgument("Transcription requests must be multipart/form-data.", field="file")
     fields: list[_Field] = []
     size = 0
-    try:
+    with form_errors():
         reader = await request.multipart()
         while (part := await reader.next()) is not None:
             if not isinstance(part, aiohttp.BodyPartReader):
@@ -53,8 +54,6 @@ async def _read_form(request: web.Request, limit: int) -> list[_Field]:
                     raise too_large(limit)
                 chunks.append(chunk)
             fields.append(_Field(part.name or "", b"".join(chunks), part.filename, part.headers.get("Content-Type")))
-    except (ValueError, AssertionError):
-        raise InvalidArgument("We could not parse the multipart body of your request.", field="file") from None
     request[REQUEST_BYTES] = size
     return fields
 

@@ -5,10 +5,13 @@ Rules
   too large) leaves nothing behind. The file row is then written as `processing`; its chunks are stored in the same
   transaction that marks it `ready`, and an embedding failure marks it `failed` with a reason (chunks never stored).
 - A file with an `external_id` (the scraper path) replaces the RAG's earlier file with that id, in one transaction.
-- Quota: the bytes of every file of an upload are reserved (server.domain.rag_storage) first in the transaction
-  that records them, so an upload over the RAG's or the tenant's quota is refused before anything is stored, under
-  concurrent uploads too. A replaced, deleted or failed file gives its bytes back (a failed file then reports 0
-  bytes). A replacement reserves its new bytes before the old ones are released, so near the quota it is refused.
+- Quota: a file is charged what it stores, the UTF-8 bytes of its chunks' text (overlaps included: each chunk is
+  stored whole), not its upload size: a compressed upload (DOCX, PDF) can unpack to far more text than it weighs.
+  That is the file's `size_bytes`. The bytes of every file of an upload are reserved (server.domain.rag_storage)
+  first in the transaction that records them, so an upload over the RAG's or the tenant's quota is refused before
+  anything is stored, under concurrent uploads too. A replaced, deleted or failed file gives its bytes back (a failed
+  file then reports 0 bytes). A replacement reserves its new bytes before the old ones are released, so near the
+  quota it is refused.
 - The vector size is pinned by the RAG's first embedding (server.domain.rags.pin_embedding_dimensions); a different
   size later fails the file with that reason.
 - Metadata: a JSON object of at most 64 keys; values are strings, numbers, booleans or lists of those
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -49,11 +53,13 @@ __all__ = [
     "complete",
     "delete_file",
     "get_file",
+    "has_control_characters",
     "list_files",
     "prepare",
     "register",
     "register_all",
     "update_metadata",
+    "validate_filename",
     "validate_metadata",
 ]
 
@@ -62,6 +68,8 @@ PROCESSING, READY, FAILED = "processing", "ready", "failed"
 _MAX_METADATA_KEYS = 64
 _MAX_METADATA_BYTES = 16 * 1024
 _MAX_LIST = 100
+_MAX_FILENAME = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,7 @@ class Upload:
     data: bytes
     metadata: dict[str, Any] = field(default_factory=dict)
     external_id: str | None = None
-    # Text a scraper extracted itself: indexed as plain text, `data` is only what the quota counts.
+    # Text a scraper extracted itself: indexed as plain text.
     pre_extracted: bool = False
 
 
@@ -80,6 +88,11 @@ class PreparedFile:
     upload: Upload
     kind: str
     chunks: list[Chunk]
+
+    @property
+    def stored_bytes(self) -> int:
+        """What the quota charges: the bytes of text its chunks store."""
+        return sum(len(chunk.text.encode()) for chunk in self.chunks)
 
 
 @dataclass(frozen=True)
@@ -144,8 +157,22 @@ def validate_metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     return dict(value)
 
 
+def has_control_characters(text: str) -> bool:
+    return _CONTROL.search(text) is not None
+
+
+def validate_filename(name: str, field: str = "file") -> str:
+    """A file name fits its column and holds no control character (PostgreSQL refuses NUL in text: a 500)."""
+    if len(name) > _MAX_FILENAME:
+        raise InvalidArgument(f"a file name is longer than {_MAX_FILENAME} characters", field=field)
+    if has_control_characters(name):
+        raise InvalidArgument("a file name contains a control character (such as NUL or a line break)", field=field)
+    return name
+
+
 def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: TokenCounter) -> PreparedFile:
     """Parse and chunk; every refusal names the file. Pure CPU work: callers run it off the event loop."""
+    validate_filename(upload.filename)
     if upload.pre_extracted:
         parsed = parse_file(upload.filename or "text.txt", "text/plain", upload.data, max_bytes=max_bytes)
         parsed = ParsedFile(kind="text", blocks=parsed.blocks)
@@ -166,7 +193,7 @@ async def register_all(
     session: AsyncSession, index: ChunkIndex, rag_id: str, prepared: Sequence[PreparedFile]
 ) -> list[RagFile]:
     """Reserve the quota for all of them, then write each file row as `processing`."""
-    await rag_storage.reserve_storage(session, rag_id=rag_id, nbytes=sum(len(p.upload.data) for p in prepared))
+    await rag_storage.reserve_storage(session, rag_id=rag_id, nbytes=sum(p.stored_bytes for p in prepared))
     return [await register(session, index, rag_id, p) for p in prepared]
 
 
@@ -186,7 +213,7 @@ async def register(session: AsyncSession, index: ChunkIndex, rag_id: str, prepar
         filename=upload.filename,
         content_type=upload.content_type or "",
         kind=prepared.kind,
-        size_bytes=len(upload.data),
+        size_bytes=prepared.stored_bytes,
         status=PROCESSING,
         external_id=upload.external_id,
         metadata_=upload.metadata,

@@ -7,6 +7,9 @@ the chunker never merges with its neighbours, so a retrieved chunk always carrie
 Every refusal is a 4xx naming the file: an unsupported or mislabelled type and a corrupt file are `InvalidArgument`
 (400), an oversized one `PayloadTooLarge` (413), and a file with no extractable text (an image-only PDF, an empty
 sheet) `InvalidArgument` too, as the spec's Errors table demands ("RAG upload that parses to empty content").
+Compressed formats are bounded by what they unpack to, not by their size: no file may yield more characters of text
+than the upload limit allows bytes (a PDF is stopped at the page that crosses it; pypdf caps each stream it
+inflates), and a DOCX is checked before it is unpacked (server.domain.rag_docx).
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ import csv
 import io
 import json
 import re
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from server.domain.rag_docx import docx_text
+from server.domain.rag_html import MAX_HTML_DEPTH, html_depth
 from server.errors import InvalidArgument, PayloadTooLarge
+from server.input_bounds import json_depth
 
 __all__ = ["SUPPORTED_EXTENSIONS", "SUPPORTED_KINDS", "ParsedFile", "detect_kind", "parse_file"]
 
@@ -52,6 +57,7 @@ SUPPORTED_KINDS = frozenset(_EXTENSIONS.values())
 SUPPORTED_EXTENSIONS = frozenset(_EXTENSIONS)
 # Elements whose text is never document content.
 _HTML_NOISE = ["script", "style", "noscript", "template", "svg", "nav", "header", "footer", "iframe", "head"]
+_MAX_JSON_DEPTH = 200  # far deeper than real documents; far from Python's recursion limit
 _BLANK_RUNS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
 
@@ -80,8 +86,10 @@ def parse_file(filename: str, content_type: str | None, data: bytes, *, max_byte
     if len(data) > max_bytes:
         raise PayloadTooLarge(f"{filename}: file is {len(data)} bytes, over the limit of {max_bytes}", field="file")
     kind = detect_kind(filename, content_type)
-    parsed = _PARSERS[kind](filename, data)
+    parsed = _PARSERS[kind](filename, data, max_bytes)
     blocks = [block for block in (_tidy(b) for b in parsed.blocks) if block]
+    if sum(len(b) for b in blocks) > max_bytes:
+        raise _too_much_text(filename, max_bytes)
     if not blocks:
         raise InvalidArgument(f"{filename}: the file parses to empty content (no extractable text)", field="file")
     return ParsedFile(kind=kind, blocks=blocks, records=parsed.records)
@@ -90,6 +98,10 @@ def parse_file(filename: str, content_type: str | None, data: bytes, *, max_byte
 def _tidy(text: str) -> str:
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+
+
+def _too_much_text(filename: str, max_chars: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"{filename}: the file holds more than {max_chars} characters of text", field="file")
 
 
 def _corrupt(filename: str, kind: str) -> InvalidArgument:
@@ -111,14 +123,14 @@ def _decode(filename: str, data: bytes) -> str:
         raise InvalidArgument(f"{filename}: text is not valid UTF-8", field="file") from None
 
 
-def _parse_text(filename: str, data: bytes) -> ParsedFile:
+def _parse_text(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     # Markdown is indexed as written: its markup is short, and headings help lexical matching.
     return ParsedFile(kind="text", blocks=[_decode(filename, data)])
 
 
-def _parse_pdf(filename: str, data: bytes) -> ParsedFile:
+def _parse_pdf(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+    from pypdf.errors import LimitReachedError, PyPdfError
 
     if not data.lstrip()[:5].startswith(b"%PDF"):
         raise _corrupt(filename, "PDF")
@@ -126,40 +138,39 @@ def _parse_pdf(filename: str, data: bytes) -> ParsedFile:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise InvalidArgument(f"{filename}: the PDF is password-protected", field="file")
-        pages = [page.extract_text() or "" for page in reader.pages]
-    except InvalidArgument:
+        pages, size = [], 0
+        for page in reader.pages:  # page by page, so a PDF of endless text stops at the limit
+            pages.append(page.extract_text() or "")
+            size += len(pages[-1])
+            if size > max_chars:
+                raise _too_much_text(filename, max_chars)
+    except (InvalidArgument, PayloadTooLarge):
         raise
+    except LimitReachedError:
+        raise PayloadTooLarge(f"{filename}: a PDF stream inflates past the size limits", field="file") from None
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError):
         raise _corrupt(filename, "PDF") from None
     return ParsedFile(kind="pdf", blocks=pages)
 
 
-def _parse_html(filename: str, data: bytes) -> ParsedFile:
+def _parse_html(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(_decode(filename, data))
+    html = _decode(filename, data)
+    if html.count("<") > MAX_HTML_DEPTH and html_depth(html) > MAX_HTML_DEPTH:  # no deeper than its tags
+        raise InvalidArgument(f"{filename}: the HTML nests elements deeper than {MAX_HTML_DEPTH} levels", field="file")
+    tree = LexborHTMLParser(html)
     tree.strip_tags(_HTML_NOISE)
     root = tree.body or tree.root
     text = root.text(separator="\n", strip=True) if root is not None else ""
     return ParsedFile(kind="html", blocks=[text])
 
 
-def _parse_docx(filename: str, data: bytes) -> ParsedFile:
-    import docx
-    from docx.opc.exceptions import PackageNotFoundError
-
-    try:
-        document = docx.Document(io.BytesIO(data))
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError):
-        raise _corrupt(filename, "DOCX") from None
-    blocks = [paragraph.text for paragraph in document.paragraphs]
-    for table in document.tables:
-        for row in table.rows:
-            blocks.append(" | ".join(cell.text.strip() for cell in row.cells))
-    return ParsedFile(kind="docx", blocks=["\n".join(blocks)])
+def _parse_docx(filename: str, data: bytes, max_chars: int) -> ParsedFile:
+    return ParsedFile(kind="docx", blocks=[docx_text(filename, data, max_bytes=max_chars)])
 
 
-def _parse_csv(filename: str, data: bytes) -> ParsedFile:
+def _parse_csv(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     """One labelled block per row (spec 3.3.0): `header: value` lines, empty cells left out."""
     text = _decode(filename, data)
     # The header line decides the delimiter (csv.Sniffer guesses wrong when rows are ragged).
@@ -183,10 +194,13 @@ def _label(header: list[str], index: int) -> str:
     return header[index] if index < len(header) else f"column {index + 1}"
 
 
-def _parse_json(filename: str, data: bytes) -> ParsedFile:
+def _parse_json(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     """`path: value` lines; a top-level array gives one labelled block per element, like CSV rows."""
+    text = _decode(filename, data)
+    if json_depth(text.encode()) > _MAX_JSON_DEPTH:  # json.loads and _json_lines recurse: a deep array was a 500
+        raise InvalidArgument(f"{filename}: the JSON nests deeper than {_MAX_JSON_DEPTH} levels", field="file")
     try:
-        value = json.loads(_decode(filename, data))
+        value = json.loads(text)
     except json.JSONDecodeError:
         raise _corrupt(filename, "JSON") from None
     if isinstance(value, list):
@@ -206,7 +220,7 @@ def _json_lines(value: Any, path: str) -> Iterator[str]:
         yield f"{path}: {text}" if path else text
 
 
-_PARSERS: dict[str, Callable[[str, bytes], ParsedFile]] = {
+_PARSERS: dict[str, Callable[[str, bytes, int], ParsedFile]] = {
     "pdf": _parse_pdf,
     "html": _parse_html,
     "markdown": _parse_text,

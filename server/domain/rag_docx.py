@@ -1,0 +1,137 @@
+"""DOCX text, read defensively: a DOCX is a zip of XML parts, so its upload size says little about the work it costs
+(a 155 KB file held 40 MiB of XML, which python-docx's lxml tree turned into a 1.15 GiB peak).
+
+Before python-docx sees the file:
+- The archive's declared sizes are checked. They bound the real work: zipfile never inflates a member past its
+  declared size (it stops there, and the CRC check then fails), so a zip bomb is refused without inflating anything.
+  All members together may hold at most `max_bytes` (the upload limit: a compressed file unpacks to no more than the
+  largest uncompressed upload), the XML parts at most `MAX_XML_BYTES` (an lxml tree takes about 30 times its text),
+  and no member past `RATIO_FLOOR` may inflate more than `MAX_RATIO`:1 (text XML deflates 5-20:1; bombs 1000:1).
+- Every XML part (`.xml`, `.rels`) is streamed once through expat, with constant memory: a DTD (entity declarations,
+  the billion-laughs family) is refused, as is nesting deeper than `MAX_DEPTH` (libxml2 stops at 256 with an opaque
+  error) and malformed XML; each refusal names the part.
+python-docx then parses with lxml (resolve_entities=False, no network, no huge trees), the safety net for a part
+named otherwise that it parses anyway (its content type decides); what lxml refuses is reported as a corrupt DOCX.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pyexpat import ExpatError, ParserCreate, errors
+from typing import IO
+
+from server.errors import InvalidArgument, PayloadTooLarge
+
+__all__ = ["MAX_DEPTH", "MAX_RATIO", "MAX_XML_BYTES", "RATIO_FLOOR", "docx_text"]
+
+MAX_XML_BYTES = 32 * 1024 * 1024
+MAX_RATIO = 100
+RATIO_FLOOR = 1024 * 1024  # smaller members may compress better: a few KB of repeated styles is harmless
+MAX_DEPTH = 128
+_READ = 1 << 16
+_SNIFF = 512
+_XML_PARTS = (".xml", ".rels")
+
+
+class _Refused(Exception):
+    """Raised from an expat handler to stop the parse; carries what to tell the client."""
+
+
+def docx_text(filename: str, data: bytes, *, max_bytes: int) -> str:
+    """The document's paragraphs, then its table rows (cells joined by ` | `), one per line."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            _check_sizes(filename, archive, max_bytes)
+            for member in archive.infolist():
+                if member.filename.endswith(_XML_PARTS):
+                    with archive.open(member) as stream:
+                        _check_xml(filename, member.filename, stream)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError):
+        raise _corrupt(filename) from None
+    return _extract(filename, data)
+
+
+def _corrupt(filename: str) -> InvalidArgument:
+    return InvalidArgument(f"{filename}: not a readable DOCX file (corrupt or of another type)", field="file")
+
+
+def _check_sizes(filename: str, archive: zipfile.ZipFile, max_bytes: int) -> None:
+    members = archive.infolist()
+    total = sum(m.file_size for m in members)
+    if total > max_bytes:
+        raise PayloadTooLarge(
+            f"{filename}: the DOCX unpacks to {total} bytes, over the limit of {max_bytes}", field="file"
+        )
+    for member in members:
+        if member.file_size > RATIO_FLOOR and member.file_size > MAX_RATIO * max(member.compress_size, 1):
+            ratio = member.file_size // max(member.compress_size, 1)
+            raise InvalidArgument(
+                f"{filename}: {member.filename} inflates {ratio}:1, more than {MAX_RATIO}:1 (a zip bomb?)",
+                field="file",
+            )
+    xml = sum(m.file_size for m in members if _is_xml(archive, m))
+    if xml > MAX_XML_BYTES:
+        raise PayloadTooLarge(
+            f"{filename}: the DOCX holds {xml} bytes of XML, over the limit of {MAX_XML_BYTES}", field="file"
+        )
+
+
+def _is_xml(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> bool:
+    """Named as an XML part, or reading like XML (a part's content type, not its name, decides whether python-docx
+    parses it): its first bytes, after any byte-order mark and blanks, open a tag."""
+    if member.filename.endswith(_XML_PARTS):
+        return True
+    with archive.open(member) as stream:
+        return stream.read(_SNIFF).lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n").startswith(b"<")
+
+
+def _check_xml(filename: str, part: str, stream: IO[bytes]) -> None:
+    """Stream one XML part through expat (media such as SVG images is not checked: python-docx never parses it)."""
+    parser = ParserCreate()
+    depth = 0
+
+    def start(_name: str, _attributes: object) -> None:
+        nonlocal depth
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _Refused(f"{filename}: {part} nests XML elements deeper than {MAX_DEPTH} levels")
+
+    def end(_name: str) -> None:
+        nonlocal depth
+        depth -= 1
+
+    def doctype(*_: object) -> None:
+        raise _Refused(f"{filename}: {part} has a DTD (document type declaration), which a DOCX never needs")
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.StartDoctypeDeclHandler = doctype
+    parser.EntityDeclHandler = doctype
+    try:
+        while chunk := stream.read(_READ):
+            parser.Parse(chunk, False)
+        parser.Parse(b"", True)
+    except _Refused as refused:
+        raise InvalidArgument(str(refused), field="file") from None
+    except ExpatError as exc:
+        reason = errors.messages[exc.code] if exc.code is not None else "not well-formed"
+        raise InvalidArgument(
+            f"{filename}: {part} is not well-formed XML ({reason}, line {exc.lineno})", field="file"
+        ) from None
+
+
+def _extract(filename: str, data: bytes) -> str:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+    from lxml.etree import LxmlError  # type: ignore[import-untyped]
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks = [paragraph.text for paragraph in document.paragraphs]
+        for table in document.tables:
+            for row in table.rows:
+                blocks.append(" | ".join(cell.text.strip() for cell in row.cells))
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, LxmlError):
+        raise _corrupt(filename) from None
+    return "\n".join(blocks)

@@ -1,0 +1,164 @@
+"""Hostile uploads through the real gateway answer a 4xx naming the problem, store nothing and charge nothing:
+malformed multipart (a NUL in a filename, a header line without a colon, a line over 64 KiB) on the RAG /files
+upload and on /v1/audio/transcriptions, and DOCX zip bombs, DTDs, deep nesting and malformed XML. What a file is
+charged is the text it stores, not the size of its upload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.conftest import Server
+from tests.gateway_fixtures import Gateway
+from tests.gateway_world import GatewayWorld
+from tests.rag_documents import document_xml, docx, docx_with
+from tests.rag_http import call, multipart
+from tests.rawhttp import RawResponse, raw_request
+from tests.test_rag_http import RagWorld, _used, rw, url
+
+__all__ = ["rw"]
+
+BOUNDARY = b"sbBoundary7"
+_PARA = "<w:p><w:r><w:t>All work and no play makes a dull report.</w:t></w:r></w:p>"
+
+
+def _form(part_headers: list[bytes], content: bytes = b"Some text about lighthouses.") -> bytes:
+    """One multipart/form-data body: a `file` part with these header lines, then the closing boundary."""
+    return (
+        b"--" + BOUNDARY + b"\r\n" + b"\r\n".join(part_headers) + b"\r\n\r\n" + content + b"\r\n"
+        b"--" + BOUNDARY + b"--\r\n"
+    )
+
+
+DISPOSITION = b'Content-Disposition: form-data; name="file"; filename="a.txt"'
+MALFORMED = [
+    pytest.param([b'Content-Disposition: form-data; name="file"; filename="a\x00b.txt"'], "NUL", id="nul-in-filename"),
+    pytest.param([DISPOSITION, b"this line has no colon"], "has no colon", id="line-without-colon"),
+    pytest.param([DISPOSITION, b"X-Long: " + b"a" * 70_000], "longer than 8190 bytes", id="header-line-over-64k"),
+]
+# What only the RAG checks: the file name a part declares, once decoded, must fit its column and be printable.
+BAD_NAMES = [
+    pytest.param(
+        [b"Content-Disposition: form-data; name=\"file\"; filename*=UTF-8''a%00b.txt"], "control character", id="nul"
+    ),
+    pytest.param(
+        [b'Content-Disposition: form-data; name="file"; filename="' + b"n" * 600 + b'.txt"'],
+        "longer than 512 characters",
+        id="long-name",
+    ),
+]
+
+
+async def _post_form(base: str, path: str, key: str, body: bytes) -> RawResponse:
+    headers = [
+        (b"Authorization", f"Bearer {key}".encode()),
+        (b"Content-Type", b"multipart/form-data; boundary=" + BOUNDARY),
+    ]
+    return await raw_request(base, "POST", path, headers, body)
+
+
+def _refusal(answer: RawResponse, status: int = 400) -> dict[str, Any]:
+    assert answer.status == status, answer.body[:300]
+    assert answer.headers.get("content-type", "").startswith("application/json"), answer.headers
+    error: dict[str, Any] = orjson.loads(answer.body)["error"]
+    assert error["type"] == "invalid_request_error"
+    assert "Traceback" not in error["message"] and "correlation id" not in error["message"]
+    return error
+
+
+async def _nothing_stored(rw: RagWorld, server: Server, rag: dict[str, Any]) -> None:
+    listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
+    assert listed.body["total"] == 0
+    assert await _used(rw, server, rag) == 0
+
+
+@pytest.mark.parametrize(("part_headers", "says"), MALFORMED + BAD_NAMES)
+async def test_malformed_multipart_on_rag_files_is_400(
+    rw: RagWorld, server: Server, part_headers: list[bytes], says: str
+) -> None:
+    rag = await rw.rag()
+    answer = await _post_form(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], _form(part_headers))
+    error = _refusal(answer)
+    assert says in error["message"] and error["param"] == "file", error
+    await _nothing_stored(rw, server, rag)
+
+
+async def test_a_content_line_over_64k_is_data_not_a_refusal(rw: RagWorld) -> None:
+    """Long lines inside a part's content are data (here an ignored part's): only header lines are bounded."""
+    rag = await rw.rag()
+    ignored = b'Content-Disposition: form-data; name="comment"\r\n\r\n' + b"x" * 200_000 + b"\r\n"
+    body = b"--" + BOUNDARY + b"\r\n" + ignored + _form([DISPOSITION])
+    answer = await _post_form(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], body)
+    assert answer.status == 201, answer.body[:300]
+
+
+@pytest.mark.parametrize(("part_headers", "says"), MALFORMED)
+async def test_malformed_multipart_on_transcriptions_is_400(
+    gateway: Gateway, gw_world: GatewayWorld, part_headers: list[bytes], says: str
+) -> None:
+    model = f'Content-Disposition: form-data; name="model"\r\n\r\n{gw_world.model("whisper")}'.encode()
+    body = b"--" + BOUNDARY + b"\r\n" + model + b"\r\n" + _form(part_headers)
+    base = gateway.base_url.removesuffix("/v1")
+    answer = await _post_form(base, "/v1/audio/transcriptions", gw_world.keys["all"], body)
+    error = _refusal(answer)
+    assert says in error["message"] and error["param"] == "file", error
+
+
+@pytest.mark.parametrize(
+    ("document", "status", "says"),
+    [
+        pytest.param(
+            docx_with({"word/document.xml": document_xml(_PARA * 700_000)}),
+            400,
+            "word/document.xml inflates",
+            id="bomb",
+        ),
+        pytest.param(
+            docx_with({"word/document.xml": b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "x">]><d>&a;</d>'}),
+            400,
+            "word/document.xml has a DTD",
+            id="dtd",
+        ),
+        pytest.param(
+            docx_with({"word/document.xml": document_xml("<p>" * 100_000 + "</p>" * 100_000)}),
+            400,
+            "word/document.xml nests XML elements deeper than 128 levels",
+            id="deep",
+        ),
+        pytest.param(
+            docx_with({"word/document.xml": document_xml("<w:p><w:r></w:p>")}),
+            400,
+            "word/document.xml is not well-formed XML",
+            id="malformed",
+        ),
+    ],
+)
+async def test_hostile_docx_is_refused_naming_the_problem(
+    rw: RagWorld, server: Server, document: bytes, status: int, says: str
+) -> None:
+    rag = await rw.rag()
+    form = multipart([("evil.docx", document, None)])
+    answer = await call("POST", url(rw, rag, "/files"), rw.keys["editor"], data=form)
+    assert answer.status == status, answer
+    assert answer.body["error"]["message"].startswith("evil.docx: ")
+    assert says in answer.body["error"]["message"] and answer.body["error"]["param"] == "file"
+    await _nothing_stored(rw, server, rag)
+
+
+async def test_the_quota_charges_the_stored_text_not_the_upload(rw: RagWorld, server: Server) -> None:
+    rag = await rw.rag()
+    paragraphs = [f"Paragraph {i} describes the lighthouse keeper's log of passing ships." for i in range(40)]
+    document = docx(paragraphs)
+    form = multipart([("log.docx", document, None)])
+    answer = await call("POST", url(rw, rag, "/files"), rw.keys["editor"], data=form)
+    assert answer.status == 201, answer
+    stored = answer.body["data"][0]
+    assert stored["chunk_count"] > 1
+    text = len("\n".join(paragraphs).encode())  # chunking at 64 tokens with no overlap keeps every character once
+    assert text - stored["chunk_count"] <= stored["bytes"] <= text  # the joins between chunks are not stored
+    assert stored["bytes"] < len(document) // 10  # the DOCX itself weighs far more: its XML and styles
+    assert await _used(rw, server, rag) == stored["bytes"]
+    assert (await call("DELETE", url(rw, rag, f"/files/{stored['id']}"), rw.keys["editor"])).status == 200
+    assert await _used(rw, server, rag) == 0
