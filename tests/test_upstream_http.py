@@ -191,7 +191,7 @@ async def test_a_broken_or_refused_answer_raises_upstream_broke(answer: bytes) -
     async with serving(once(answer)) as server, client() as upstream:
         with pytest.raises(UpstreamBroke):
             await fetch(upstream, server.url)
-        assert upstream._idle.get(("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))) in (None, [])
+        assert upstream._idle.get(("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]), "")) in (None, [])
 
 
 async def test_an_answer_past_the_caller_bound_is_refused_and_its_connection_closed() -> None:
@@ -249,7 +249,7 @@ async def test_idle_connections_expire_and_a_server_closed_one_is_replaced() -> 
     # The server answers with keep-alive framing, then closes the idle connection.
     async with serving(once(OK)) as server, client() as upstream:
         assert await fetch(upstream, server.url) == (200, b'{"ok":true}')
-        kept = upstream._idle[("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))]
+        kept = upstream._idle[("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]), "")]
         for _ in range(100):  # bounded wait for the server's close to reach the kept connection
             if all(conn.closed for conn in kept):
                 break
@@ -337,3 +337,127 @@ async def test_https_verifies_the_certificate_and_reuses_the_connection(tmp_path
                 assert await fetch(upstream, server.url) == (200, b'{"ok":true}')
         assert len(record.requests) == 2
         assert server.connections == 1  # one kept-alive connection (the refused handshake never became one)
+
+
+# -- upstreams that answer more than they were asked: no answer may reach another caller --
+
+
+def marked(marker: bytes) -> bytes:
+    body = b'{"marker":"' + marker + b'"}'
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+
+def marker_of(request: bytes) -> bytes:
+    return request.split(b'"marker":"', 1)[1].split(b'"', 1)[0]
+
+
+def misbehaving(kind: str, record: Server) -> Answer:
+    """Answer each request with its own marker, and misbehave after every answer:
+    `late` answers after 20 ms and writes the same answer again 50 ms later, when the next request waits;
+    `same-write` writes a second answer right behind the first; `partial` starts a second message's head;
+    `overlong` sends more body than Content-Length announced."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        late: set[asyncio.Task[None]] = set()
+
+        async def again(data: bytes) -> None:
+            await asyncio.sleep(0.05)
+            if not writer.is_closing():
+                writer.write(data)
+
+        while True:
+            request = await read_request(reader)
+            record.requests.append(request)
+            real = marked(marker_of(request))
+            if kind == "late":
+                await asyncio.sleep(0.02)  # a model takes a while: the stray lands while the next request waits
+                writer.write(real)
+                task = asyncio.create_task(again(real))
+                late.add(task)
+                task.add_done_callback(late.discard)
+            elif kind == "same-write":
+                writer.write(real + marked(b"stray"))
+            elif kind == "partial":
+                writer.write(real + b"HTTP/1.1 200 OK\r\nContent-Le")
+            else:
+                body = real.rsplit(b"\r\n\r\n", 1)[1]
+                writer.write(real + body)
+            await writer.drain()
+
+    return answer
+
+
+async def tenant_calls(upstream: UpstreamClient, url: str, tenant: str, calls: int) -> list[tuple[str, str]]:
+    """`calls` requests one after another, each with a marker of its own: (sent, received) markers."""
+    seen = []
+    for i in range(calls):
+        sent = f"{tenant}-{i}"
+        response = await upstream.request(
+            "POST",
+            url,
+            headers={"Authorization": f"Bearer key-of-{tenant}"},
+            body=b'{"marker":"%s"}' % sent.encode(),
+            partition=tenant,
+        )
+        try:
+            received = marker_of(await response.read(1 << 20)).decode()
+        finally:
+            response.release()
+        seen.append((sent, received))
+    return seen
+
+
+async def two_tenants(upstream: UpstreamClient, url: str, calls: int = 30) -> list[tuple[str, str]]:
+    """Two tenants calling at the same time, their calls interleaving on the event loop."""
+    first, second = await asyncio.gather(
+        tenant_calls(upstream, url, "tenant-a", calls), tenant_calls(upstream, url, "tenant-b", calls)
+    )
+    return first + second
+
+
+@pytest.mark.parametrize("kind", ["same-write", "partial", "overlong"])
+async def test_bytes_past_the_answer_in_the_same_read_never_reach_a_caller(kind: str) -> None:
+    """The stray bytes arrive with the answer: the answer is the caller's own, the connection is never pooled."""
+    record = Server("")
+    async with serving(misbehaving(kind, record)) as server, client(stall=5) as upstream:
+        seen = await two_tenants(upstream, server.url)
+        assert all(sent == received for sent, received in seen), seen
+        assert server.connections == len(record.requests) == 60  # no connection served a second call
+
+
+async def test_a_late_unsolicited_answer_never_reaches_another_tenant() -> None:
+    """A stray answer 50 ms after each real one, while the next request waits on the connection: no HTTP/1.1 client
+    can tell it from the answer to that request, and back-to-back calls shift every later answer by one. Pools
+    split by tenant keep each shifted answer within the tenant that asked (one shared pool gave 28 of these 60 calls
+    another tenant's answer)."""
+    record = Server("")
+    async with serving(misbehaving("late", record)) as server, client(stall=5) as upstream:
+        seen = await two_tenants(upstream, server.url)
+    assert len(seen) == 60
+    assert all(sent.rsplit("-", 1)[0] == received.rsplit("-", 1)[0] for sent, received in seen), seen
+
+
+async def test_a_pooled_connection_that_receives_anything_while_idle_is_discarded() -> None:
+    record = Server("")
+    async with serving(misbehaving("late", record)) as server, client(stall=5) as upstream:
+        assert await tenant_calls(upstream, server.url, "tenant-a", 1) == [("tenant-a-0", "tenant-a-0")]
+        key = ("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]), "tenant-a")
+        kept = list(upstream._idle[key])
+        for _ in range(100):  # bounded wait for the stray answer to reach the idle connection
+            if all(conn.closed for conn in kept):
+                break
+            await asyncio.sleep(0.02)
+        assert kept and all(conn.closed for conn in kept)
+        assert await tenant_calls(upstream, server.url, "tenant-a", 1) == [("tenant-a-0", "tenant-a-0")]
+        assert server.connections == 2
+        assert not upstream._idle.get(key)  # the pool keeps nothing while it distrusts the upstream
+
+
+async def test_partitions_never_share_a_connection() -> None:
+    record = Server("")
+    async with serving(keep_alive(OK, record)) as server, client() as upstream:
+        for partition in ("tenant-a", "tenant-b", "tenant-a", "tenant-b"):
+            response = await upstream.request("GET", server.url, headers={}, partition=partition)
+            await response.read(100)
+            response.release()
+        assert server.connections == 2

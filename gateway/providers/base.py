@@ -6,8 +6,8 @@ credentials never reach the client or the log.
 
 Every upstream connection goes through the egress guard (`server.egress`): `UpstreamSessions` holds one pooled
 `server.upstream_http.UpstreamClient` per `Reach`, and a route is sent through the one matching who registered its
-upstream. Redirects are never followed (a 3xx is a backend failure), so a provider key never travels to a second
-address.
+upstream, on connections pooled per calling tenant (`pool_partition`). Redirects are never followed (a 3xx is a
+backend failure), so a provider key never travels to a second address.
 """
 
 from __future__ import annotations
@@ -19,11 +19,21 @@ from typing import Any, Protocol
 
 from gateway.catalog import Route
 from server.domain.networks import Reach
+from server.domain.principal import Principal
 from server.egress import EgressGuard
 from server.errors import QuotaExceeded, UpstreamFailed
 from server.upstream_http import UpstreamBroke, UpstreamClient, UpstreamResponse
 
-__all__ = ["MAX_ANSWER", "Surface", "Translator", "UpstreamSessions", "open_upstream", "read_answer", "upstream_error"]
+__all__ = [
+    "MAX_ANSWER",
+    "Surface",
+    "Translator",
+    "UpstreamSessions",
+    "open_upstream",
+    "pool_partition",
+    "read_answer",
+    "upstream_error",
+]
 
 log = logging.getLogger("switchboard.gateway.upstream")
 
@@ -79,6 +89,23 @@ class UpstreamSessions:
         await self.tenant.close()
 
 
+def pool_partition(principal: Principal) -> str:
+    """Whose calls may share an upstream connection: the caller's tenant (a user acting outside any tenant: that user).
+
+    HTTP/1.1 pairs answers with requests by order alone, so an upstream that sends one answer too many (a buggy proxy,
+    a stray error page) has the next request on that connection receive it, a stranger's prompt and answer included,
+    and no client can tell. The client closes such a connection as soon as a stray byte shows, but one stray answer
+    can land before anything shows. Per tenant, not per upstream credential: a shared model (in-cluster, or granted
+    to other tenants) serves many tenants with one credential, so only the tenant bounds whose answer that can be.
+    Not finer (per key or user): every new connection costs a name lookup through the egress guard and, to hosted
+    providers, a TLS handshake; within a tenant, callers share its models and data by its own policy."""
+    if principal.api_key is not None:
+        return f"tenant/{principal.api_key.tenant_id}"
+    if principal.scoped_tenant_id:
+        return f"tenant/{principal.scoped_tenant_id}"
+    return f"user/{principal.user_id or ''}"
+
+
 def upstream_error(status: int) -> UpstreamFailed | QuotaExceeded:
     if status == 429:
         return QuotaExceeded("The model provider is rate limiting requests right now. Please retry shortly.")
@@ -98,11 +125,14 @@ async def open_upstream(
     headers: dict[str, str],
     body: bytes = b"",
     route: Route,
+    principal: Principal,
 ) -> UpstreamResponse:
-    """Send the request; return the response when its status is 2xx, else raise the mapped error. A destination the
-    egress guard refuses raises its FailedPrecondition (naming the host only)."""
+    """Send the request on behalf of `principal`; return the response when its status is 2xx, else raise the mapped
+    error. A destination the egress guard refuses raises its FailedPrecondition (naming the host only)."""
     try:
-        resp = await http.for_route(route).request(method, url, headers=headers, body=body)
+        resp = await http.for_route(route).request(
+            method, url, headers=headers, body=body, partition=pool_partition(principal)
+        )
     except ValueError:  # a header (a stored provider key, say) that would split the request: never sent
         log.warning("upstream of %s refused: a header it needs is not a valid HTTP header", route.ref.name)
         raise UpstreamFailed("The model backend is misconfigured.", retryable=False) from None

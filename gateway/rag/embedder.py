@@ -124,7 +124,13 @@ async def post_metered(
     started, status, tokens, received = time.perf_counter(), 200, 0, 0
     try:
         resp = await open_upstream(
-            app[HTTP], "POST", translator.url(route, surface), headers=headers, body=body, route=route
+            app[HTTP],
+            "POST",
+            translator.url(route, surface),
+            headers=headers,
+            body=body,
+            route=route,
+            principal=principal,
         )
         raw = await read_answer(resp)
         received = len(raw)
