@@ -25,11 +25,13 @@ from server.errors import QuotaExceeded, UpstreamFailed
 from server.upstream_http import UpstreamBroke, UpstreamClient, UpstreamResponse
 
 __all__ = [
-    "MAX_ANSWER",
+    "AnswerBound",
     "Surface",
     "Translator",
     "UpstreamSessions",
+    "answer_bound",
     "open_upstream",
+    "parse_cost",
     "pool_partition",
     "read_answer",
     "upstream_error",
@@ -37,9 +39,7 @@ __all__ = [
 
 log = logging.getLogger("switchboard.gateway.upstream")
 
-# An upstream answer read whole is refused past this size (embeddings of a large batch are the biggest legitimate
-# ones): a misbehaving upstream cannot make the gateway buffer without bound.
-MAX_ANSWER = 256 * 1024 * 1024
+_MiB = 1024 * 1024
 
 
 class Surface(StrEnum):
@@ -49,6 +49,45 @@ class Surface(StrEnum):
     EMBEDDINGS = "embeddings"
     RERANK = "rerank"
     TRANSCRIPTIONS = "audio/transcriptions"
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerBound:
+    """What one answer read whole may cost a worker: its bytes, and what parsing them may allocate (`parse_cost`).
+    Parsed JSON can take 24 times its size in Python objects (`[{"a":0},...]`: a dict per 8 bytes); a byte cap alone
+    let a 64 MiB answer take a worker past 2 GiB."""
+
+    size: int
+    parsed: int
+
+
+# Embeddings are the largest legitimate answers: 2048 inputs x 3072 dimensions is 6.3 M numbers; as JSON floats of
+# 22 bytes ("-0.006929283495992422,") 133 MiB, pretty-printed one a line (OpenAI's layout) 187 MiB, which parse_cost
+# puts at 560 and 670 MiB. 4096 dimensions (some open models) are a third more again. As base64: 32 MiB.
+_EMBEDDINGS = AnswerBound(size=256 * _MiB, parsed=1024 * _MiB)
+# Everything else is far smaller: a chat completion's longest answer (~128 k tokens, ~0.5 MB of text, 3 MB were
+# every character \u-escaped) even with a few choices or full top-20 logprobs for tens of thousands of tokens; rerank
+# scores; the transcript of hours of audio with word timings (~10 MB).
+_OTHER = AnswerBound(size=64 * _MiB, parsed=256 * _MiB)
+
+
+def answer_bound(surface: Surface) -> AnswerBound:
+    return _EMBEDDINGS if surface == Surface.EMBEDDINGS else _OTHER
+
+
+def parse_cost(data: bytes) -> int:
+    """An upper bound on the memory an answer of these bytes takes, read and parsed by orjson: summed over the
+    pieces of one answer (every term counts single bytes). The text twice (its pieces, then joined); a dict with
+    its slot in the parent 232 B, a list 120 B, any other value, key or string 48 B per separator or quote (CPython
+    3.11 objects with their GC headers, in the allocator's 16-byte classes). Checked against what orjson allocates
+    and a worker's peak RSS (tests/test_upstream_answers.py): it overstates hostile shapes at most ~3x, and float
+    embeddings ~1.4x."""
+    return (
+        2 * len(data)
+        + 232 * data.count(b"{")
+        + 120 * data.count(b"[")
+        + 48 * (data.count(b",") + data.count(b":") + data.count(b'"'))
+    )
 
 
 class Translator(Protocol):
@@ -146,12 +185,31 @@ async def open_upstream(
     return resp
 
 
-async def read_answer(resp: UpstreamResponse) -> bytes:
-    """The whole answer (at most MAX_ANSWER bytes), with the connection released; UpstreamFailed when the upstream
-    breaks off, stalls or sends too much."""
+_TOO_LARGE = "The model backend's answer is too large to process."
+
+
+async def read_answer(resp: UpstreamResponse, surface: Surface) -> bytes:
+    """The whole answer, within the surface's `AnswerBound` (checked as it arrives: an answer past it is dropped, not
+    buffered to its end), with the connection released; UpstreamFailed when the upstream breaks off, stalls or sends
+    too much."""
+    bound = answer_bound(surface)
+    parts: list[bytes] = []
+    size = cost = 0
     try:
-        return await resp.read(MAX_ANSWER)
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > bound.size:
+            raise UpstreamFailed(_TOO_LARGE, retryable=False)
+        async for data in resp.chunks():
+            size += len(data)
+            cost += parse_cost(data)
+            if size > bound.size or cost > bound.parsed:
+                raise UpstreamFailed(_TOO_LARGE, retryable=False)
+            parts.append(data)
     except UpstreamBroke:
         raise UpstreamFailed("The model backend stopped responding.", retryable=True) from None
+    except UpstreamFailed:
+        log.warning("upstream answer refused: past the %s bound", surface.value)
+        raise
     finally:
-        resp.release()
+        resp.release()  # closes the connection unless the answer was read to its end
+    return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -132,7 +132,7 @@ async def post_metered(
             route=route,
             principal=principal,
         )
-        raw = await read_answer(resp)
+        raw = await read_answer(resp, surface)
         received = len(raw)
         result, tokens = parse(raw)
         return result

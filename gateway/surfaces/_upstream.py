@@ -38,9 +38,10 @@ async def post_json(request: web.Request, route: Route, surface: Surface, payloa
     )
 
 
-async def read_upstream_json(resp: UpstreamResponse, call: Call) -> tuple[bytes, Any]:
-    """The upstream's JSON body as bytes and parsed; a non-JSON answer is a backend failure."""
-    raw = await read_answer(resp)
+async def read_upstream_json(resp: UpstreamResponse, call: Call, surface: Surface = Surface.CHAT) -> tuple[bytes, Any]:
+    """The upstream's JSON body (of a request to `surface`) as bytes and parsed; a non-JSON answer is a backend
+    failure."""
+    raw = await read_answer(resp, surface)
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -109,7 +109,7 @@ async def transcriptions(request: web.Request) -> web.StreamResponse:
             route=route,
             principal=request[PRINCIPAL],
         )
-        body = await read_answer(resp)
+        body = await read_answer(resp, Surface.TRANSCRIPTIONS)
         content_type = resp.content_type or "application/json"
         if content_type.endswith("json"):
             try:
