@@ -354,11 +354,13 @@ def marker_of(request: bytes) -> bytes:
 def misbehaving(kind: str, record: Server) -> Answer:
     """Answer each request with its own marker, and misbehave after every answer:
     `late` answers after 20 ms and writes the same answer again 50 ms later, when the next request waits;
+    `on-next` writes the previous answer again as soon as the next request arrives, its own 20 ms later;
     `same-write` writes a second answer right behind the first; `partial` starts a second message's head;
     `overlong` sends more body than Content-Length announced."""
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         late: set[asyncio.Task[None]] = set()
+        previous = b""
 
         async def again(data: bytes) -> None:
             await asyncio.sleep(0.05)
@@ -369,7 +371,12 @@ def misbehaving(kind: str, record: Server) -> Answer:
             request = await read_request(reader)
             record.requests.append(request)
             real = marked(marker_of(request))
-            if kind == "late":
+            if kind == "on-next":
+                writer.write(previous)
+                await asyncio.sleep(0.02)
+                writer.write(real)
+                previous = real
+            elif kind == "late":
                 await asyncio.sleep(0.02)  # a model takes a while: the stray lands while the next request waits
                 writer.write(real)
                 task = asyncio.create_task(again(real))
@@ -387,24 +394,30 @@ def misbehaving(kind: str, record: Server) -> Answer:
     return answer
 
 
+async def tenant_call(upstream: UpstreamClient, url: str, tenant: str, i: int) -> tuple[str, str]:
+    """One request of `tenant` with a marker of its own: (sent, received) markers."""
+    sent = f"{tenant}-{i}"
+    response = await upstream.request(
+        "POST",
+        url,
+        headers={"Authorization": f"Bearer key-of-{tenant}"},
+        body=b'{"marker":"%s"}' % sent.encode(),
+        partition=tenant,
+    )
+    try:
+        return sent, marker_of(await response.read(1 << 20)).decode()
+    finally:
+        response.release()
+
+
 async def tenant_calls(upstream: UpstreamClient, url: str, tenant: str, calls: int) -> list[tuple[str, str]]:
-    """`calls` requests one after another, each with a marker of its own: (sent, received) markers."""
-    seen = []
-    for i in range(calls):
-        sent = f"{tenant}-{i}"
-        response = await upstream.request(
-            "POST",
-            url,
-            headers={"Authorization": f"Bearer key-of-{tenant}"},
-            body=b'{"marker":"%s"}' % sent.encode(),
-            partition=tenant,
-        )
-        try:
-            received = marker_of(await response.read(1 << 20)).decode()
-        finally:
-            response.release()
-        seen.append((sent, received))
-    return seen
+    return [await tenant_call(upstream, url, tenant, i) for i in range(calls)]
+
+
+async def alternating(upstream: UpstreamClient, url: str, rounds: int = 30) -> list[tuple[str, str]]:
+    """Two tenants taking turns: with one pool for both, each call reuses the connection the other tenant's call
+    just gave back."""
+    return [await tenant_call(upstream, url, tenant, i) for i in range(rounds) for tenant in ("tenant-a", "tenant-b")]
 
 
 async def two_tenants(upstream: UpstreamClient, url: str, calls: int = 30) -> list[tuple[str, str]]:
@@ -420,19 +433,20 @@ async def test_bytes_past_the_answer_in_the_same_read_never_reach_a_caller(kind:
     """The stray bytes arrive with the answer: the answer is the caller's own, the connection is never pooled."""
     record = Server("")
     async with serving(misbehaving(kind, record)) as server, client(stall=5) as upstream:
-        seen = await two_tenants(upstream, server.url)
+        seen = await alternating(upstream, server.url) + await two_tenants(upstream, server.url)
         assert all(sent == received for sent, received in seen), seen
-        assert server.connections == len(record.requests) == 60  # no connection served a second call
+        assert server.connections == len(record.requests) == 120  # no connection served a second call
 
 
-async def test_a_late_unsolicited_answer_never_reaches_another_tenant() -> None:
-    """A stray answer 50 ms after each real one, while the next request waits on the connection: no HTTP/1.1 client
-    can tell it from the answer to that request, and back-to-back calls shift every later answer by one. Pools
-    split by tenant keep each shifted answer within the tenant that asked (one shared pool gave 28 of these 60 calls
-    another tenant's answer)."""
+@pytest.mark.parametrize("kind", ["late", "on-next"])
+async def test_a_stray_answer_to_a_waiting_request_never_reaches_another_tenant(kind: str) -> None:
+    """A stray answer that arrives while the next request waits on the connection: no HTTP/1.1 client can tell it
+    from the answer to that request, and back-to-back calls shift every later answer by one. Pools split by tenant
+    keep each shifted answer within the tenant that asked (one pool for both gave most of these calls the other
+    tenant's answer)."""
     record = Server("")
-    async with serving(misbehaving("late", record)) as server, client(stall=5) as upstream:
-        seen = await two_tenants(upstream, server.url)
+    async with serving(misbehaving(kind, record)) as server, client(stall=5) as upstream:
+        seen = await alternating(upstream, server.url)
     assert len(seen) == 60
     assert all(sent.rsplit("-", 1)[0] == received.rsplit("-", 1)[0] for sent, received in seen), seen
 
