@@ -186,6 +186,7 @@ async def open_upstream(
 
 
 _TOO_LARGE = "The model backend's answer is too large to process."
+_MOST_PER_BYTE = parse_cost(b"{")  # so an answer up to bound.parsed / this many bytes needs no counting
 
 
 async def read_answer(resp: UpstreamResponse, surface: Surface) -> bytes:
@@ -194,17 +195,21 @@ async def read_answer(resp: UpstreamResponse, surface: Surface) -> bytes:
     too much."""
     bound = answer_bound(surface)
     parts: list[bytes] = []
-    size = cost = 0
+    size = cost = counted = 0  # parts[:counted] are in cost
     try:
         declared = resp.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > bound.size:
             raise UpstreamFailed(_TOO_LARGE, retryable=False)
         async for data in resp.chunks():
-            size += len(data)
-            cost += parse_cost(data)
-            if size > bound.size or cost > bound.parsed:
-                raise UpstreamFailed(_TOO_LARGE, retryable=False)
             parts.append(data)
+            size += len(data)
+            if size > bound.size:
+                raise UpstreamFailed(_TOO_LARGE, retryable=False)
+            if size * _MOST_PER_BYTE > bound.parsed:  # past ~1 MiB: what parsing it would cost starts to matter
+                cost += sum(parse_cost(part) for part in parts[counted:])
+                counted = len(parts)
+                if cost > bound.parsed:
+                    raise UpstreamFailed(_TOO_LARGE, retryable=False)
     except UpstreamBroke:
         raise UpstreamFailed("The model backend stopped responding.", retryable=True) from None
     except UpstreamFailed:
