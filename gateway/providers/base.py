@@ -65,8 +65,8 @@ class AnswerBound:
 # 22 bytes ("-0.006929283495992422,") 133 MiB, pretty-printed one a line (OpenAI's layout) 187 MiB, which parse_cost
 # puts at 560 and 670 MiB. 4096 dimensions (some open models) are a third more again. As base64: 32 MiB.
 _EMBEDDINGS = AnswerBound(size=256 * _MiB, parsed=1024 * _MiB)
-# Everything else is far smaller: a chat completion's longest answer (~128 k tokens, ~0.5 MB of text, 3 MB were
-# every character \u-escaped) even with a few choices or full top-20 logprobs for tens of thousands of tokens; rerank
+# Everything else is far smaller: a chat completion's longest answer (~128 k tokens, ~0.5 MB of text, 3 MB if every
+# character were \u-escaped) even with a few choices or full top-20 logprobs for tens of thousands of tokens; rerank
 # scores; the transcript of hours of audio with word timings (~10 MB).
 _OTHER = AnswerBound(size=64 * _MiB, parsed=256 * _MiB)
 
@@ -79,9 +79,10 @@ def parse_cost(data: bytes) -> int:
     """An upper bound on the memory an answer of these bytes takes, read and parsed by orjson: summed over the
     pieces of one answer (every term counts single bytes). The text twice (its pieces, then joined); a dict with
     its slot in the parent 232 B, a list 120 B, any other value, key or string 48 B per separator or quote (CPython
-    3.11 objects with their GC headers, in the allocator's 16-byte classes). Checked against what orjson allocates
-    and a worker's peak RSS (tests/test_upstream_answers.py): it overstates hostile shapes at most ~3x, and float
-    embeddings ~1.4x."""
+    3.11 objects with their GC headers, in the allocator's 16-byte classes). Checked in tests/test_upstream_answers.py:
+    1.8-5.2x what orjson itself requests (tracemalloc sees no GC headers or size classes) for hostile shapes and 2.9x
+    for float embeddings; the most amplifying shape (a list per float) read and parsed grows a worker's peak RSS by
+    90% of it."""
     return (
         2 * len(data)
         + 232 * data.count(b"{")
