@@ -17,6 +17,8 @@ What it does, and nothing more:
   alone. A connection is pooled only when its parser stands exactly at the end of the answer; a byte that starts
   another message after it, in the same read or while the connection waits idle (an extra, unsolicited or
   over-long answer), closes the connection, and its pool then keeps no connection for `_DISTRUST_FOR` seconds.
+  Before reuse, the socket is polled too: bytes the event loop has not delivered yet (or the peer's close) are
+  caught before a request goes out, not after.
   A stray answer that lands while the next request waits is that request's answer to any client, and shifts the
   answers after it while calls follow back to back: only the partition (the gateway passes the calling tenant)
   bounds whose answer that can be.
@@ -40,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
+import select
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -395,6 +398,16 @@ def _same(conn: _Connection) -> _Connection:
     return conn
 
 
+def _untouched(transport: asyncio.Transport) -> bool:
+    """Nothing is waiting on the socket that the loop has yet to deliver: no byte, no close (one poll, no wait)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return True
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
+
+
 class UpstreamClient:
     """Pooled connections to the upstreams of one `Reach`, all through `guard`. One per process and reach."""
 
@@ -461,6 +474,9 @@ class UpstreamClient:
             conn = idle.pop()
             self._idle_count -= 1
             if conn.closed or conn.transport is None or conn.transport.is_closing():
+                continue
+            if not _untouched(conn.transport):  # a stray byte or the peer's close, not yet delivered: not this one
+                conn.close()
                 continue
             if not conn.settled:  # a peer only a network policy allows: that policy may be gone
                 try:

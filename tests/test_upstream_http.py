@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
+import socket
 import ssl
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -475,3 +478,45 @@ async def test_partitions_never_share_a_connection() -> None:
             await response.read(100)
             response.release()
         assert server.connections == 2
+
+
+async def test_bytes_not_yet_delivered_keep_a_pooled_connection_from_reuse() -> None:
+    """The stray answer already sits in the socket, but the worker has been too busy to run its loop and deliver it:
+    the pooled connection is still not reused, and the next call gets its own answer on a new connection. (A
+    blocking server in a thread, so it writes while this loop is held.)"""
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    accepted: list[socket.socket] = []
+    stray, written = threading.Event(), threading.Event()  # written: the stray goes out once
+
+    def handle(conn: socket.socket, first: bool) -> None:
+        with contextlib.suppress(OSError):  # the client resets the connection it drops
+            while request := conn.recv(65536):  # a request this small arrives in one read on loopback
+                conn.sendall(marked(marker_of(request)))
+                if first and not written.is_set():
+                    stray.wait(10)
+                    conn.sendall(marked(b"stray"))
+                    written.set()
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                accepted.append(conn)
+                threading.Thread(target=handle, args=(conn, len(accepted) == 1), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        async with client(stall=5) as upstream:
+            assert await tenant_call(upstream, url, "tenant-a", 0) == ("tenant-a-0", "tenant-a-0")
+            (pooled,) = upstream._idle[("http", "127.0.0.1", int(url.rsplit(":", 1)[1]), "tenant-a")]
+            stray.set()
+            waiting = select.poll()  # held without the loop running, so nothing is delivered meanwhile
+            waiting.register(pooled.transport.get_extra_info("socket").fileno(), select.POLLIN)
+            assert waiting.poll(10_000)  # the stray bytes are in this side's socket
+            assert await tenant_call(upstream, url, "tenant-a", 1) == ("tenant-a-1", "tenant-a-1")
+            assert len(accepted) == 2
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
