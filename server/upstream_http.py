@@ -232,6 +232,7 @@ class _Connection(asyncio.Protocol):
         self.address = address
         self.settled = settled  # the guard's verdict on this peer cannot change
         self.transport: asyncio.Transport | None = None
+        self._poller: select.poll | None = None  # this connection's socket, to look for bytes before a reuse
         self._parser = httptools.HttpResponseParser(self)
         self._head_bytes = 0  # received while the status and headers are awaited
         self._header_bytes = 0  # names and values parsed
@@ -249,6 +250,10 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports do not subclass asyncio's
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            self._poller = select.poll()
+            self._poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = self._client.now()
@@ -340,6 +345,10 @@ class _Connection(asyncio.Protocol):
             self.transport.writelines((head, body))
         return await self._head
 
+    def quiet(self) -> bool:
+        """Nothing waits on the socket that the loop has yet to deliver: no byte, no close (one poll, no wait)."""
+        return self._poller is None or not self._poller.poll(0)
+
     def pause(self) -> None:
         if not self._paused and self.transport is not None:
             self._paused = True
@@ -396,16 +405,6 @@ class _Connection(asyncio.Protocol):
 
 def _same(conn: _Connection) -> _Connection:
     return conn
-
-
-def _untouched(transport: asyncio.Transport) -> bool:
-    """Nothing is waiting on the socket that the loop has yet to deliver: no byte, no close (one poll, no wait)."""
-    sock = transport.get_extra_info("socket")
-    if sock is None:
-        return True
-    poller = select.poll()
-    poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
-    return not poller.poll(0)
 
 
 class UpstreamClient:
@@ -475,7 +474,7 @@ class UpstreamClient:
             self._idle_count -= 1
             if conn.closed or conn.transport is None or conn.transport.is_closing():
                 continue
-            if not _untouched(conn.transport):  # a stray byte or the peer's close, not yet delivered: not this one
+            if not conn.quiet():  # a stray byte or the peer's close, not yet delivered: not this one
                 conn.close()
                 continue
             if not conn.settled:  # a peer only a network policy allows: that policy may be gone

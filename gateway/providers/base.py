@@ -199,8 +199,12 @@ async def read_answer(resp: UpstreamResponse, surface: Surface) -> bytes:
     size = cost = counted = 0  # parts[:counted] are in cost
     try:
         declared = resp.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > bound.size:
-            raise UpstreamFailed(_TOO_LARGE, retryable=False)
+        if declared.isdigit():
+            length = int(declared)
+            if length > bound.size:
+                raise UpstreamFailed(_TOO_LARGE, retryable=False)
+            if length * _MOST_PER_BYTE <= bound.parsed:  # too short to cost more than the bound: read it as it is
+                return await resp.read(length)
         async for data in resp.chunks():
             parts.append(data)
             size += len(data)
