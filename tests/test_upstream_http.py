@@ -520,3 +520,34 @@ async def test_bytes_not_yet_delivered_keep_a_pooled_connection_from_reuse() -> 
         listener.close()
         for conn in accepted:
             conn.close()
+
+
+OWN_TWO = [("tenant-a-0", "tenant-a-0"), ("tenant-a-1", "tenant-a-1")]
+
+
+async def test_a_distrusted_pool_keeps_connections_again_once_the_verdict_expires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("server.upstream_http._DISTRUST_FOR", 0.3)
+    record = Server("")
+    first = True
+
+    async def strays_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal first
+        stray, first = first, False
+        while True:
+            request = await read_request(reader)
+            record.requests.append(request)
+            writer.write(marked(marker_of(request)) + (marked(b"stray") if stray else b""))
+            stray = False
+
+    async with serving(strays_once) as server, client(keepalive=0.4) as upstream:
+        key = ("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]), "tenant-a")
+        assert await tenant_calls(upstream, server.url, "tenant-a", 2) == OWN_TWO
+        assert server.connections == 2 and not upstream._idle.get(key)  # the second was not kept either
+        for _ in range(100):  # bounded wait for the sweep to forget the verdict
+            if key not in upstream._distrusted:
+                break
+            await asyncio.sleep(0.05)
+        assert await tenant_calls(upstream, server.url, "tenant-a", 2) == OWN_TWO
+        assert server.connections == 3  # kept and reused again
