@@ -7,11 +7,21 @@ This client writes a request as one block and parses the answer with httptools (
 ~15-23 us there.
 
 What it does, and nothing more:
-- Connections: per origin (scheme, host, port), a LIFO pool of idle keep-alive connections (at most `_MAX_IDLE`
-  each, closed after `keepalive` seconds idle). A new connection goes through `EgressGuard.resolve` (every address
-  checked, the platform's own ports refused) and connects to a checked address only; TLS verifies and sends SNI for
-  the host name. A pooled connection whose peer only a network policy allows is checked again on every reuse, as
-  aiohttp's guarded connector does (`EgressGuard.check_peer`, the one rule for both).
+- Connections: per pool (origin: scheme, host, port; and the caller's partition), a LIFO list of idle keep-alive
+  connections (at most `_MAX_IDLE` each and `_MAX_IDLE_TOTAL` in all, closed after `keepalive` seconds idle). A new
+  connection goes through `EgressGuard.resolve` (every address checked, the platform's own ports refused) and
+  connects to a checked address only; TLS verifies and sends SNI for the host name. A pooled connection whose peer
+  only a network policy allows is checked again on every reuse, as aiohttp's guarded connector does
+  (`EgressGuard.check_peer`, the one rule for both).
+- Answers stay with their callers as far as HTTP/1.1 lets a client know: it pairs answers with requests by order
+  alone. A connection is pooled only when its parser stands exactly at the end of the answer; a byte that starts
+  another message after it, in the same read or while the connection waits idle (an extra, unsolicited or
+  over-long answer), closes the connection, and its pool then keeps no connection for `_DISTRUST_FOR` seconds.
+  Before reuse, the socket is polled too: bytes the event loop has not delivered yet (or the peer's close) are
+  caught before a request goes out, not after.
+  A stray answer that lands while the next request waits is that request's answer to any client, and shifts the
+  answers after it while calls follow back to back: only the partition (the gateway passes the calling tenant)
+  bounds whose answer that can be.
 - Requests: bytes bodies only (a form is encoded by the caller), `Content-Length` always, header names and values
   refused when they could split the request. `Accept-Encoding: identity`: an answer in another content coding is
   refused rather than decoded. Redirects are never followed (the caller sees the 3xx).
@@ -32,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
+import select
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -46,7 +57,9 @@ from server.egress import EgressGuard
 
 __all__ = ["UpstreamBroke", "UpstreamClient", "UpstreamResponse"]
 
-_MAX_IDLE = 256  # idle connections kept per origin
+_MAX_IDLE = 256  # idle connections kept per pool (origin and partition)
+_MAX_IDLE_TOTAL = 4096  # and in all: partitions multiply pools, open files are finite
+_DISTRUST_FOR = 600.0  # seconds a pool keeps nothing after one of its connections received bytes nobody asked for
 _HIGH_WATER = 256 * 1024  # buffered answer bytes at which reading pauses
 _MAX_HEAD = 64 * 1024  # status line and headers
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -58,6 +71,9 @@ class UpstreamBroke(Exception):
     """The upstream connection failed after it opened: reset, closed early, stalled, or an answer we refuse."""
 
 
+_PoolKey = tuple[str, str, int, str]  # scheme, host, port, partition
+
+
 @dataclass(frozen=True, slots=True)
 class _Origin:
     scheme: str
@@ -65,7 +81,6 @@ class _Origin:
     port: int
     authority: bytes  # the Host header's value
     target: bytes  # path and query
-    pool: tuple[str, str, int]  # (scheme, host, port): what a connection is kept under
 
 
 @functools.lru_cache(maxsize=4096)  # the gateway sends to a handful of URLs: parse each once
@@ -78,9 +93,7 @@ def _origin(url: str) -> _Origin:
     named = f"[{host}]" if ":" in host else host
     authority = named if parsed.explicit_port is None else f"{named}:{port}"
     target = parsed.raw_path_qs or "/"
-    return _Origin(
-        parsed.scheme, host, port, authority.encode("ascii"), target.encode("ascii"), (parsed.scheme, host, port)
-    )
+    return _Origin(parsed.scheme, host, port, authority.encode("ascii"), target.encode("ascii"))
 
 
 def _header_block(headers: Mapping[str, str]) -> bytes:
@@ -210,12 +223,16 @@ class UpstreamResponse:
 class _Connection(asyncio.Protocol):
     """One keep-alive connection: at most one request in flight."""
 
-    def __init__(self, client: UpstreamClient, origin: _Origin, address: IPAddress, settled: bool) -> None:
+    def __init__(
+        self, client: UpstreamClient, origin: _Origin, pool: _PoolKey, address: IPAddress, settled: bool
+    ) -> None:
         self._client = client
         self.origin = origin
+        self.pool = pool
         self.address = address
         self.settled = settled  # the guard's verdict on this peer cannot change
         self.transport: asyncio.Transport | None = None
+        self._poller: select.poll | None = None  # this connection's socket, to look for bytes before a reuse
         self._parser = httptools.HttpResponseParser(self)
         self._head_bytes = 0  # received while the status and headers are awaited
         self._header_bytes = 0  # names and values parsed
@@ -223,6 +240,7 @@ class _Connection(asyncio.Protocol):
         self._length_known = False  # Content-Length or chunked: the end of the body is known without a close
         self._head: asyncio.Future[UpstreamResponse] | None = None
         self.response: UpstreamResponse | None = None
+        self._answered = False  # the final answer to the request in flight ended: any further byte is a stray
         self._paused = False
         self._reusable = False  # the last answer ended and left the connection open
         self.last_activity = 0.0
@@ -232,11 +250,15 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports do not subclass asyncio's
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            self._poller = select.poll()
+            self._poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = self._client.now()
         if self._head is None and (self.response is None or self.response._done):
-            self._fail(UpstreamBroke("unsolicited bytes"))  # nothing was asked: an idle connection has nothing to say
+            self._stray()  # nothing was asked: an idle connection has nothing to say
             return
         try:
             self._parser.feed_data(data)
@@ -244,7 +266,10 @@ class _Connection(asyncio.Protocol):
             self._fail(UpstreamBroke("the upstream switched protocols"))
             return
         except httptools.HttpParserError:
-            self._fail(UpstreamBroke("the answer is not valid HTTP/1.1"))
+            if self._answered:  # on_message_begin refused a second message: the answer itself is whole
+                self._stray()
+            else:
+                self._fail(UpstreamBroke("the answer is not valid HTTP/1.1"))
             return
         if self._head is not None:  # still no status and headers: bound what they may take
             self._head_bytes += len(data)
@@ -267,6 +292,10 @@ class _Connection(asyncio.Protocol):
         self.last_activity = self._client.now()
 
     # -- httptools callbacks --
+
+    def on_message_begin(self) -> None:
+        if self._answered:  # bytes past the end of the answer (CR and LF alone the parser skips: they carry nothing)
+            raise httptools.HttpParserError("a message after the answer")  # stops the parser within this read
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.response is None:  # else a chunked body's trailers
@@ -297,6 +326,7 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         if self.response is not None:
+            self._answered = True
             self._reusable = self._parser.should_keep_alive()  # only known here: the parser resets after it
             self.response._finish()
 
@@ -306,6 +336,7 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         self._head = loop.create_future()
+        self._answered = False
         self.last_activity = self._client.now()
         self._client.watch(self)
         if len(body) < 65536:
@@ -313,6 +344,10 @@ class _Connection(asyncio.Protocol):
         else:
             self.transport.writelines((head, body))
         return await self._head
+
+    def quiet(self) -> bool:
+        """Nothing waits on the socket that the loop has yet to deliver: no byte, no close (one poll, no wait)."""
+        return self._poller is None or not self._poller.poll(0)
 
     def pause(self) -> None:
         if not self._paused and self.transport is not None:
@@ -343,6 +378,11 @@ class _Connection(asyncio.Protocol):
 
     def stalled(self) -> None:
         self._fail(UpstreamBroke("the upstream stopped sending"))
+
+    def _stray(self) -> None:
+        """Bytes nobody asked for: this connection is done, and its pool keeps no connection for a while."""
+        self._client.distrust(self.pool)
+        self._fail(UpstreamBroke("unsolicited bytes"))
 
     def _fail(self, error: UpstreamBroke) -> None:
         self.close()
@@ -386,7 +426,9 @@ class UpstreamClient:
         self._stall = stall
         self._keepalive = keepalive
         self._ssl = ssl_context
-        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self._idle: dict[_PoolKey, list[_Connection]] = {}
+        self._idle_count = 0  # connections in the idle lists, closed ones included until they are swept out
+        self._distrusted: dict[_PoolKey, float] = {}  # pool -> when it may keep connections again
         self.busy: set[_Connection] = set()
         self._sweeper: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -397,10 +439,11 @@ class UpstreamClient:
         return self._loop.time()
 
     async def request(
-        self, method: str, url: str, *, headers: Mapping[str, str], body: bytes = b""
+        self, method: str, url: str, *, headers: Mapping[str, str], body: bytes = b"", partition: str = ""
     ) -> UpstreamResponse:
         """Send one request and return its answer once the status and headers arrived (any status: redirects are
-        not followed). ValueError for a URL or header this client will not send."""
+        not followed). ValueError for a URL or header this client will not send. A connection is reused only for
+        requests of the same `partition`: whose answers may never reach each other must pass different ones."""
         if self._closed:
             raise RuntimeError("the upstream client is closed")
         origin = _origin(url)
@@ -416,7 +459,7 @@ class UpstreamClient:
                 b"Content-Length: %d\r\n\r\n" % len(body),
             )
         )
-        conn = await self._connection(origin)
+        conn = await self._connection(origin, (origin.scheme, origin.host, origin.port, partition))
         try:
             return await conn.send(head, body)
         except BaseException:
@@ -424,11 +467,15 @@ class UpstreamClient:
             conn.close()
             raise
 
-    async def _connection(self, origin: _Origin) -> _Connection:
-        idle = self._idle.get(origin.pool)
+    async def _connection(self, origin: _Origin, pool: _PoolKey) -> _Connection:
+        idle = self._idle.get(pool)
         while idle:
             conn = idle.pop()
+            self._idle_count -= 1
             if conn.closed or conn.transport is None or conn.transport.is_closing():
+                continue
+            if not conn.quiet():  # a stray byte or the peer's close, not yet delivered: not this one
+                conn.close()
                 continue
             if not conn.settled:  # a peer only a network policy allows: that policy may be gone
                 try:
@@ -437,9 +484,9 @@ class UpstreamClient:
                     conn.close()
                     raise
             return conn
-        return await self._open(origin)
+        return await self._open(origin, pool)
 
-    async def _open(self, origin: _Origin) -> _Connection:
+    async def _open(self, origin: _Origin, pool: _PoolKey) -> _Connection:
         loop = asyncio.get_running_loop()
         self._loop = loop
         failure: Exception | None = None
@@ -450,7 +497,7 @@ class UpstreamClient:
                 tls: dict[str, Any] = {}
                 if origin.scheme == "https":
                     tls = {"ssl": self._ssl_context(), "server_hostname": origin.host}
-                conn = _Connection(self, origin, address, settled)
+                conn = _Connection(self, origin, pool, address, settled)
                 try:
                     await loop.create_connection(functools.partial(_same, conn), str(address), origin.port, **tls)
                 except OSError as exc:
@@ -466,12 +513,28 @@ class UpstreamClient:
         return self._ssl
 
     def keep(self, conn: _Connection) -> None:
-        idle = self._idle.setdefault(conn.origin.pool, [])
-        if self._closed or len(idle) >= _MAX_IDLE:
+        if self._closed or self._idle_count >= _MAX_IDLE_TOTAL or (self._distrusted and self._distrusts(conn.pool)):
+            conn.close()
+            return
+        idle = self._idle.setdefault(conn.pool, [])
+        if len(idle) >= _MAX_IDLE:
             conn.close()
             return
         conn.last_activity = self.now()
         idle.append(conn)
+        self._idle_count += 1
+
+    def distrust(self, pool: _PoolKey) -> None:
+        """One connection of `pool` received bytes nobody asked for: its idle ones go, and none is kept a while."""
+        self._distrusted[pool] = self.now() + _DISTRUST_FOR
+        for conn in self._idle.pop(pool, ()):
+            self._idle_count -= 1
+            conn.close()
+        self._arm()  # the sweep forgets the verdict once it expired
+
+    def _distrusts(self, pool: _PoolKey) -> bool:
+        until = self._distrusted.get(pool)
+        return until is not None and self.now() < until
 
     def watch(self, conn: _Connection) -> None:
         self.busy.add(conn)
@@ -503,7 +566,10 @@ class UpstreamClient:
                 self._idle[pool] = kept
             else:
                 del self._idle[pool]
-        if self.busy or self._idle:
+        self._idle_count = sum(len(idle) for idle in self._idle.values())
+        for pool in [pool for pool, until in self._distrusted.items() if now >= until]:
+            del self._distrusted[pool]
+        if self.busy or self._idle or self._distrusted:
             self._arm()
 
     async def close(self) -> None:
@@ -515,6 +581,7 @@ class UpstreamClient:
             for conn in idle:
                 conn.close()
         self._idle.clear()
+        self._idle_count = 0
         for conn in list(self.busy):
             conn.stalled()
         self.busy.clear()

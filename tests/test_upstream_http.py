@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
+import socket
 import ssl
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,7 +194,7 @@ async def test_a_broken_or_refused_answer_raises_upstream_broke(answer: bytes) -
     async with serving(once(answer)) as server, client() as upstream:
         with pytest.raises(UpstreamBroke):
             await fetch(upstream, server.url)
-        assert upstream._idle.get(("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))) in (None, [])
+        assert upstream._idle.get(("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]), "")) in (None, [])
 
 
 async def test_an_answer_past_the_caller_bound_is_refused_and_its_connection_closed() -> None:
@@ -249,7 +252,7 @@ async def test_idle_connections_expire_and_a_server_closed_one_is_replaced() -> 
     # The server answers with keep-alive framing, then closes the idle connection.
     async with serving(once(OK)) as server, client() as upstream:
         assert await fetch(upstream, server.url) == (200, b'{"ok":true}')
-        kept = upstream._idle[("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))]
+        kept = upstream._idle[("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]), "")]
         for _ in range(100):  # bounded wait for the server's close to reach the kept connection
             if all(conn.closed for conn in kept):
                 break
@@ -337,3 +340,214 @@ async def test_https_verifies_the_certificate_and_reuses_the_connection(tmp_path
                 assert await fetch(upstream, server.url) == (200, b'{"ok":true}')
         assert len(record.requests) == 2
         assert server.connections == 1  # one kept-alive connection (the refused handshake never became one)
+
+
+# -- upstreams that answer more than they were asked: no answer may reach another caller --
+
+
+def marked(marker: bytes) -> bytes:
+    body = b'{"marker":"' + marker + b'"}'
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+
+def marker_of(request: bytes) -> bytes:
+    return request.split(b'"marker":"', 1)[1].split(b'"', 1)[0]
+
+
+def misbehaving(kind: str, record: Server) -> Answer:
+    """Answer each request with its own marker, and misbehave after every answer:
+    `late` answers after 20 ms and writes the same answer again 50 ms later, when the next request waits;
+    `on-next` writes the previous answer again as soon as the next request arrives, its own 20 ms later;
+    `same-write` writes a second answer right behind the first; `partial` starts a second message's head;
+    `overlong` sends more body than Content-Length announced."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        late: set[asyncio.Task[None]] = set()
+        previous = b""
+
+        async def again(data: bytes) -> None:
+            await asyncio.sleep(0.05)
+            if not writer.is_closing():
+                writer.write(data)
+
+        while True:
+            request = await read_request(reader)
+            record.requests.append(request)
+            real = marked(marker_of(request))
+            if kind == "on-next":
+                writer.write(previous)
+                await asyncio.sleep(0.02)
+                writer.write(real)
+                previous = real
+            elif kind == "late":
+                await asyncio.sleep(0.02)  # a model takes a while: the stray lands while the next request waits
+                writer.write(real)
+                task = asyncio.create_task(again(real))
+                late.add(task)
+                task.add_done_callback(late.discard)
+            elif kind == "same-write":
+                writer.write(real + marked(b"stray"))
+            elif kind == "partial":
+                writer.write(real + b"HTTP/1.1 200 OK\r\nContent-Le")
+            else:
+                body = real.rsplit(b"\r\n\r\n", 1)[1]
+                writer.write(real + body)
+            await writer.drain()
+
+    return answer
+
+
+async def tenant_call(upstream: UpstreamClient, url: str, tenant: str, i: int) -> tuple[str, str]:
+    """One request of `tenant` with a marker of its own: (sent, received) markers."""
+    sent = f"{tenant}-{i}"
+    response = await upstream.request(
+        "POST",
+        url,
+        headers={"Authorization": f"Bearer key-of-{tenant}"},
+        body=b'{"marker":"%s"}' % sent.encode(),
+        partition=tenant,
+    )
+    try:
+        return sent, marker_of(await response.read(1 << 20)).decode()
+    finally:
+        response.release()
+
+
+async def tenant_calls(upstream: UpstreamClient, url: str, tenant: str, calls: int) -> list[tuple[str, str]]:
+    return [await tenant_call(upstream, url, tenant, i) for i in range(calls)]
+
+
+async def alternating(upstream: UpstreamClient, url: str, rounds: int = 30) -> list[tuple[str, str]]:
+    """Two tenants taking turns: with one pool for both, each call reuses the connection the other tenant's call
+    just gave back."""
+    return [await tenant_call(upstream, url, tenant, i) for i in range(rounds) for tenant in ("tenant-a", "tenant-b")]
+
+
+async def two_tenants(upstream: UpstreamClient, url: str, calls: int = 30) -> list[tuple[str, str]]:
+    """Two tenants calling at the same time, their calls interleaving on the event loop."""
+    first, second = await asyncio.gather(
+        tenant_calls(upstream, url, "tenant-a", calls), tenant_calls(upstream, url, "tenant-b", calls)
+    )
+    return first + second
+
+
+@pytest.mark.parametrize("kind", ["same-write", "partial", "overlong"])
+async def test_bytes_past_the_answer_in_the_same_read_never_reach_a_caller(kind: str) -> None:
+    """The stray bytes arrive with the answer: the answer is the caller's own, the connection is never pooled."""
+    record = Server("")
+    async with serving(misbehaving(kind, record)) as server, client(stall=5) as upstream:
+        seen = await alternating(upstream, server.url) + await two_tenants(upstream, server.url)
+        assert all(sent == received for sent, received in seen), seen
+        assert server.connections == len(record.requests) == 120  # no connection served a second call
+
+
+@pytest.mark.parametrize("kind", ["late", "on-next"])
+async def test_a_stray_answer_to_a_waiting_request_never_reaches_another_tenant(kind: str) -> None:
+    """A stray answer that arrives while the next request waits on the connection: no HTTP/1.1 client can tell it
+    from the answer to that request, and back-to-back calls shift every later answer by one. Pools split by tenant
+    keep each shifted answer within the tenant that asked (one pool for both gave most of these calls the other
+    tenant's answer)."""
+    record = Server("")
+    async with serving(misbehaving(kind, record)) as server, client(stall=5) as upstream:
+        seen = await alternating(upstream, server.url)
+    assert len(seen) == 60
+    assert all(sent.rsplit("-", 1)[0] == received.rsplit("-", 1)[0] for sent, received in seen), seen
+
+
+async def test_a_pooled_connection_that_receives_anything_while_idle_is_discarded() -> None:
+    record = Server("")
+    async with serving(misbehaving("late", record)) as server, client(stall=5) as upstream:
+        assert await tenant_calls(upstream, server.url, "tenant-a", 1) == [("tenant-a-0", "tenant-a-0")]
+        key = ("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]), "tenant-a")
+        kept = list(upstream._idle[key])
+        for _ in range(100):  # bounded wait for the stray answer to reach the idle connection
+            if all(conn.closed for conn in kept):
+                break
+            await asyncio.sleep(0.02)
+        assert kept and all(conn.closed for conn in kept)
+        assert await tenant_calls(upstream, server.url, "tenant-a", 1) == [("tenant-a-0", "tenant-a-0")]
+        assert server.connections == 2
+        assert not upstream._idle.get(key)  # the pool keeps nothing while it distrusts the upstream
+
+
+async def test_partitions_never_share_a_connection() -> None:
+    record = Server("")
+    async with serving(keep_alive(OK, record)) as server, client() as upstream:
+        for partition in ("tenant-a", "tenant-b", "tenant-a", "tenant-b"):
+            response = await upstream.request("GET", server.url, headers={}, partition=partition)
+            await response.read(100)
+            response.release()
+        assert server.connections == 2
+
+
+async def test_bytes_not_yet_delivered_keep_a_pooled_connection_from_reuse() -> None:
+    """The stray answer already sits in the socket, but the worker has been too busy to run its loop and deliver it:
+    the pooled connection is still not reused, and the next call gets its own answer on a new connection. (A
+    blocking server in a thread, so it writes while this loop is held.)"""
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    accepted: list[socket.socket] = []
+    stray, written = threading.Event(), threading.Event()  # written: the stray goes out once
+
+    def handle(conn: socket.socket, first: bool) -> None:
+        with contextlib.suppress(OSError):  # the client resets the connection it drops
+            while request := conn.recv(65536):  # a request this small arrives in one read on loopback
+                conn.sendall(marked(marker_of(request)))
+                if first and not written.is_set():
+                    stray.wait(10)
+                    conn.sendall(marked(b"stray"))
+                    written.set()
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                accepted.append(conn)
+                threading.Thread(target=handle, args=(conn, len(accepted) == 1), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        async with client(stall=5) as upstream:
+            assert await tenant_call(upstream, url, "tenant-a", 0) == ("tenant-a-0", "tenant-a-0")
+            (pooled,) = upstream._idle[("http", "127.0.0.1", int(url.rsplit(":", 1)[1]), "tenant-a")]
+            stray.set()
+            waiting = select.poll()  # held without the loop running, so nothing is delivered meanwhile
+            waiting.register(pooled.transport.get_extra_info("socket").fileno(), select.POLLIN)
+            assert waiting.poll(10_000)  # the stray bytes are in this side's socket
+            assert await tenant_call(upstream, url, "tenant-a", 1) == ("tenant-a-1", "tenant-a-1")
+            assert len(accepted) == 2
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+
+
+OWN_TWO = [("tenant-a-0", "tenant-a-0"), ("tenant-a-1", "tenant-a-1")]
+
+
+async def test_a_distrusted_pool_keeps_connections_again_once_the_verdict_expires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("server.upstream_http._DISTRUST_FOR", 0.3)
+    record = Server("")
+    first = True
+
+    async def strays_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal first
+        stray, first = first, False
+        while True:
+            request = await read_request(reader)
+            record.requests.append(request)
+            writer.write(marked(marker_of(request)) + (marked(b"stray") if stray else b""))
+            stray = False
+
+    async with serving(strays_once) as server, client(keepalive=0.4) as upstream:
+        key = ("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]), "tenant-a")
+        assert await tenant_calls(upstream, server.url, "tenant-a", 2) == OWN_TWO
+        assert server.connections == 2 and not upstream._idle.get(key)  # the second was not kept either
+        for _ in range(100):  # bounded wait for the sweep to forget the verdict
+            if key not in upstream._distrusted:
+                break
+            await asyncio.sleep(0.05)
+        assert await tenant_calls(upstream, server.url, "tenant-a", 2) == OWN_TWO
+        assert server.connections == 3  # kept and reused again

@@ -124,9 +124,15 @@ async def post_metered(
     started, status, tokens, received = time.perf_counter(), 200, 0, 0
     try:
         resp = await open_upstream(
-            app[HTTP], "POST", translator.url(route, surface), headers=headers, body=body, route=route
+            app[HTTP],
+            "POST",
+            translator.url(route, surface),
+            headers=headers,
+            body=body,
+            route=route,
+            principal=principal,
         )
-        raw = await read_answer(resp)
+        raw = await read_answer(resp, surface)
         received = len(raw)
         result, tokens = parse(raw)
         return result

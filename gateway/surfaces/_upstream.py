@@ -9,7 +9,7 @@ from aiohttp import web
 
 from gateway.calls import Call
 from gateway.catalog import Route, TaskType
-from gateway.context import HTTP, TRANSLATORS
+from gateway.context import HTTP, PRINCIPAL, TRANSLATORS
 from gateway.providers import Surface, open_upstream, read_answer
 from server.errors import InvalidArgument, UpstreamFailed
 from server.upstream_http import UpstreamResponse
@@ -33,12 +33,15 @@ async def post_json(request: web.Request, route: Route, surface: Surface, payloa
     url = translator.url(route, surface)
     headers = {**_JSON_HEADERS, **translator.headers(route)}
     body = orjson.dumps(translator.body(route, payload))
-    return await open_upstream(app[HTTP], "POST", url, headers=headers, body=body, route=route)
+    return await open_upstream(
+        app[HTTP], "POST", url, headers=headers, body=body, route=route, principal=request[PRINCIPAL]
+    )
 
 
-async def read_upstream_json(resp: UpstreamResponse, call: Call) -> tuple[bytes, Any]:
-    """The upstream's JSON body as bytes and parsed; a non-JSON answer is a backend failure."""
-    raw = await read_answer(resp)
+async def read_upstream_json(resp: UpstreamResponse, call: Call, surface: Surface = Surface.CHAT) -> tuple[bytes, Any]:
+    """The upstream's JSON body (of a request to `surface`) as bytes and parsed; a non-JSON answer is a backend
+    failure."""
+    raw = await read_answer(resp, surface)
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError:

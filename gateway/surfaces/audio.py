@@ -14,7 +14,7 @@ from aiohttp import web
 
 from gateway.calls import metered
 from gateway.catalog import TaskType
-from gateway.context import HTTP, REQUEST_BYTES, TRANSLATORS
+from gateway.context import HTTP, PRINCIPAL, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
 from gateway.multipart import form_errors
 from gateway.providers import Surface, open_upstream, read_answer
@@ -106,8 +106,9 @@ async def transcriptions(request: web.Request) -> web.StreamResponse:
             headers={**translator.headers(route), "Content-Type": content_type},
             body=form,
             route=route,
+            principal=request[PRINCIPAL],
         )
-        body = await read_answer(resp)
+        body = await read_answer(resp, Surface.TRANSCRIPTIONS)
         content_type = resp.content_type or "application/json"
         if content_type.endswith("json"):
             try:

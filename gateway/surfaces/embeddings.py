@@ -82,7 +82,8 @@ async def embeddings(request: web.Request) -> web.StreamResponse:
         require_task(route, TaskType.EMBEDDING)
         if is_query:
             payload["input"] = with_prefix(payload["input"], route.query_prefix)
-        raw, parsed = await read_upstream_json(await post_json(request, route, Surface.EMBEDDINGS, payload), call)
+        resp = await post_json(request, route, Surface.EMBEDDINGS, payload)
+        raw, parsed = await read_upstream_json(resp, call, Surface.EMBEDDINGS)
         call.count(parsed.get("usage"))
         data = parsed.get("data")
         if encoding == "base64" and isinstance(data, list) and any(isinstance(d.get("embedding"), list) for d in data):

@@ -41,7 +41,8 @@ async def rerank(request: web.Request) -> web.StreamResponse:
         require_task(route, TaskType.RERANK)
         if route.query_prefix:
             payload["query"] = route.query_prefix + payload["query"]
-        raw, parsed = await read_upstream_json(await post_json(request, route, Surface.RERANK, payload), call)
+        resp = await post_json(request, route, Surface.RERANK, payload)
+        raw, parsed = await read_upstream_json(resp, call, Surface.RERANK)
         call.count(parsed.get("usage"))
         raw = as_requested(raw, parsed, model, always=False)  # Cohere's shape has no model
         call.response_bytes = len(raw)
