@@ -1,4 +1,4 @@
-"""The demo's MCP server as dev-models serves it: the `mcp` SDK's app mounted on an aiohttp app (server.dev.asgi),
+"""The demo's MCP server as dev-models serves it: the `mcp` SDK's app mounted on an aiohttp app (server.asgi_bridge),
 called by the SDK's own client over streamable HTTP on loopback."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import aiohttp
 from aiohttp import web
 from mcp import Client
 
-from server.dev.asgi import mount_asgi
+from server.asgi_bridge import mount_asgi
 from server.dev.demo_tools import demo_tools_app
 from server.dev.models import MCP_PATH
 from tests.fakes.serve import serve_in_thread

@@ -10,7 +10,7 @@ Each `search` is metered like a /context call (CALL_KIND_RAG_CONTEXT).
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from gateway.rag import service
+from server.asgi_bridge import asgi_lifespan, serve_asgi
 from server.domain.rag_filters import parse_filters
 from server.errors import SwitchboardError, wire_error_for
 from server.store.rag_index import SearchWeights
@@ -127,79 +128,11 @@ async def mcp_lifespan(app: web.Application) -> AsyncIterator[None]:
     """cleanup_ctx: build the SDK app and run its ASGI lifespan (its session manager) for the process's life."""
     asgi = _build()
     app[_ASGI] = asgi
-    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    stopped = asyncio.Event()
-
-    async def receive() -> dict[str, Any]:
-        return await inbox.get()
-
-    async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "lifespan.startup.complete" and not started.done():
-            started.set_result(None)
-        elif message["type"] == "lifespan.startup.failed" and not started.done():
-            started.set_exception(RuntimeError("the MCP app did not start"))
-        elif message["type"].startswith("lifespan.shutdown"):
-            stopped.set()
-
-    task = asyncio.create_task(asgi({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send))
-    await inbox.put({"type": "lifespan.startup"})
-    await started
-    try:
+    async with contextlib.asynccontextmanager(asgi_lifespan(asgi))(app):
         yield
-    finally:
-        await inbox.put({"type": "lifespan.shutdown"})
-        await asyncio.wait_for(stopped.wait(), 10)
-        await task
 
 
 async def mcp_endpoint(request: web.Request) -> web.StreamResponse:
     """{rag_url}/mcp: authorise, then hand the request to the SDK's ASGI app and stream its answer back."""
     await service.authorize(request)
-    body = await request.read()
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": request.method,
-        "scheme": request.scheme,
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "root_path": "",
-        "query_string": request.query_string.encode(),
-        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.items()],
-        "client": request.transport.get_extra_info("peername") if request.transport else None,
-        "server": None,
-        "state": {},
-        _SCOPE_KEY: request,
-    }
-    sent_body = False
-    response: web.StreamResponse | None = None
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent_body
-        if not sent_body:
-            sent_body = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await asyncio.Event().wait()  # the client stays connected until the response is done
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal response
-        if message["type"] == "http.response.start":
-            response = web.StreamResponse(status=message["status"])
-            for key, value in message.get("headers", []):
-                name = key.decode("latin-1")
-                if name.lower() not in ("content-length", "transfer-encoding", "connection"):
-                    response.headers.add(name, value.decode("latin-1"))
-            await response.prepare(request)
-        elif message["type"] == "http.response.body" and response is not None:
-            await response.write(message.get("body", b""))
-            if not message.get("more_body", False):
-                await response.write_eof()
-
-    asgi: Any = request.app[_ASGI]
-    await asgi(scope, receive, send)
-    if response is None:
-        raise web.HTTPInternalServerError()
-    return response
+    return await serve_asgi(request, request.app[_ASGI], path="/mcp", extra={_SCOPE_KEY: request})

@@ -30,8 +30,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from server.asgi_bridge import mount_asgi
 from server.dev import stand_in
-from server.dev.asgi import mount_asgi
 from server.dev.demo_tools import demo_tools_app
 from server.dev.stand_in import STAND_IN_NOTICE, stand_in_reply
 
