@@ -23,6 +23,7 @@ run: $(STAMP)
 test: $(STAMP) lint check-gen
 	$(BIN)/pytest -q
 	$(MAKE) conformance
+	$(MAKE) package-check
 
 ## conformance: the official MCP conformance suite against our MCP client (tools/mcp_conformance).
 conformance: $(STAMP)
@@ -54,3 +55,16 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: package-check image-check
+
+## package-check: lint the Containerfile (hadolint), lint and render the Helm chart with the official Helm binary and
+## validate every manifest against the Kubernetes schemas and the ServiceMonitor CRD (offline, no cluster).
+package-check: $(STAMP)
+	$(BIN)/python tools/package_check.py
+
+## image-check: build the Containerfile with buildah (on a Debian base made with mmdebstrap: no image registry is
+## reachable here) and smoke-test the image: its user, `switchboard --help`, migrate, serve answering /readyz.
+## Needs root; takes minutes, so `make test` does not run it (docs/deploy.md).
+image-check:
+	tools/package_check_image.sh
