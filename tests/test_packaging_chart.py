@@ -195,3 +195,18 @@ def test_the_image_is_non_root_multi_stage_and_copies_only_the_venv() -> None:
     assert "pip" not in runtime.replace("without-pip", "")  # nothing is installed at run time
     copies = [line for line in runtime.splitlines() if line.startswith("COPY")]
     assert copies == ["COPY --from=builder /opt/switchboard /opt/switchboard"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("gateway.worker=3", "additional properties 'worker' not allowed"),  # a misspelt value is not ignored
+        ("gateway.workers=0", "/gateway/workers"),
+        ("image.digest=latest", "/image/digest"),
+        ("logLevel=verbose", "/logLevel"),
+    ],
+)
+def test_values_schema_refuses_misspelt_and_invalid_values(setting: str, named: str) -> None:
+    base = ["database.existingSecret=db", "encryption.existingSecret=k", "identity.jwksUrl=https://i.example/j"]
+    with pytest.raises(pc.RenderError, match=named):
+        pc.render(sets=[*base, setting])
