@@ -22,7 +22,6 @@ fi
 if ! "${B[@]}" inspect --type image "$BASE_IMAGE" >/dev/null 2>&1; then
     echo "== building the offline base $BASE_IMAGE from Debian packages"
     work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
     sources=/etc/apt/sources.list.d/debian.sources
     [ -f "$sources" ] || sources=/etc/apt/sources.list
     mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,libpython3.11,ca-certificates bookworm \
@@ -35,6 +34,7 @@ if ! "${B[@]}" inspect --type image "$BASE_IMAGE" >/dev/null 2>&1; then
     "${B[@]}" config --env LANG=C.UTF-8 --cmd python3 "$c"
     "${B[@]}" commit --quiet "$c" "$BASE_IMAGE" >/dev/null
     "${B[@]}" rm "$c" >/dev/null
+    rm -rf "$work"
 fi
 
 echo "== building $IMAGE from Containerfile"
