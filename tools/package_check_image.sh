@@ -39,7 +39,11 @@ fi
 
 echo "== building $IMAGE from Containerfile"
 start=$(date +%s)
+previous=$("${B[@]}" inspect --type image --format '{{.FromImageID}}' "$IMAGE" 2>/dev/null || true)
 "${B[@]}" bud --quiet --isolation chroot --layers=false --build-arg "BASE=$BASE_IMAGE" -f Containerfile -t "$IMAGE" . >/dev/null
+# vfs storage keeps a full copy per image: drop the build this one replaces.
+current=$("${B[@]}" inspect --type image --format '{{.FromImageID}}' "$IMAGE")
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then "${B[@]}" rmi "$previous" >/dev/null 2>&1 || true; fi
 echo "built in $(( $(date +%s) - start )) s; size $("${B[@]}" images --format '{{.Size}}' "$IMAGE")"
 
 c=$("${B[@]}" from --quiet "$IMAGE")
