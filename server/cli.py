@@ -2,6 +2,8 @@
 
 switchboard serve                  migrate, then serve management (:8080) and the gateway (:8081), restarting
                                    either when it crashes; exits non-zero when one cannot be kept running
+switchboard serve --role gateway   one role only (management | gateway), e.g. one Kubernetes Deployment each
+switchboard serve --no-migrate     leave the schema to `switchboard migrate` (a migrations Job run before replicas)
 switchboard serve --demo           the same plus, for development only, dev-models and a seeded demo (`make run`)
 switchboard migrate                bring the database schema up to date
 switchboard token --user alice     mint a session token (embedded signing key) with chosen platform roles
@@ -21,6 +23,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import make_url
+
 from server import rag_cli
 from server.launch import start_management
 from server.settings import Settings, load_settings
@@ -32,6 +36,11 @@ from server.varfiles import replace
 __all__ = ["main"]
 
 _ADMIN_TTL = 30 * 24 * 3600
+
+
+def _shown(database_url: str) -> str:
+    """The URL without its password: in a deployment it comes from a Secret, and stdout ends up in logs."""
+    return make_url(database_url).render_as_string(hide_password=True)
 
 
 def _prepare(settings: Settings) -> None:
@@ -202,21 +211,24 @@ async def _start_demo(settings: Settings, api_url: str, models: asyncio.Future[N
     print("  # the MCP tool loop, file_search, a guardrail refusal and the preset agent: docs/walkthrough.md")
 
 
-async def _serve(settings: Settings, *, demo: bool = False) -> int:
+async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -> int:
     children: list[_Child] = []
-    if importlib.util.find_spec("gateway.__main__") is not None:
+    if role in ("all", "gateway") and importlib.util.find_spec("gateway.__main__") is not None:
         gateway = _Gateway()
         await gateway.start()
         children.append(gateway)
-    management = _Management(settings)
-    await management.start()
-    children.insert(0, management)
-    admin = _bootstrap_admin(settings)
-    api_url = f"http://{settings.host}:{management.port}"
-    print(f"Switchboard management API  {api_url}  (Connect, gRPC, gRPC-Web)")
-    if len(children) > 1:
+    admin = None
+    api_url = ""
+    if role in ("all", "management"):
+        management = _Management(settings)
+        await management.start()
+        children.insert(0, management)
+        admin = _bootstrap_admin(settings)
+        api_url = f"http://{settings.host}:{management.port}"
+        print(f"Switchboard management API  {api_url}  (Connect, gRPC, gRPC-Web)")
+    if any(isinstance(child, _Gateway) for child in children):
         print(f"Switchboard model gateway   http://{settings.gateway_host}:{settings.gateway_port}/v1")
-    print(f"Database                    {settings.database_url}")
+    print(f"Database                    {_shown(settings.database_url)}")
     if admin:
         print(f"Platform admin token        {admin}   (export TOKEN=$(cat {admin}))")
         print("Mint more with              .venv/bin/switchboard token --user alice --email alice@example.com")
@@ -278,6 +290,17 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="migrate, then serve the management API and the gateway")
     serve.add_argument(
+        "--role",
+        choices=("all", "management", "gateway"),
+        default="all",
+        help="serve both (default) or one of them, e.g. as separate Deployments that scale independently",
+    )
+    serve.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="do not migrate at start: the schema is brought up to date beforehand by `switchboard migrate`",
+    )
+    serve.add_argument(
         "--demo",
         action="store_true",
         help="development only: also run dev-models and seed a demo tenant, key and models (var/demo.env)",
@@ -299,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         return rag_cli.run(args, settings.gateway_public_url, settings.var_dir)
     if args.command == "migrate":
         _prepare(settings)
-        print(f"database schema is up to date ({settings.database_url})")
+        print(f"database schema is up to date ({_shown(settings.database_url)})")
         return 0
     if args.command == "dev-models":
         return asyncio.run(_dev_models(args.port or settings.dev_models_port))
@@ -327,8 +350,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
-    _prepare(settings)
-    return asyncio.run(_serve(settings, demo=args.demo))
+    if args.demo and args.role != "all":
+        parser.error("--demo needs both roles (--role all)")
+    if args.no_migrate:
+        settings.var_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        _prepare(settings)
+    return asyncio.run(_serve(settings, demo=args.demo, role=args.role))
 
 
 if __name__ == "__main__":
