@@ -108,6 +108,12 @@ class Settings:
     # request (larger ones are processed in the background and report status "processing" until done).
     rag_max_file_bytes: int = 64 * 1024 * 1024
     rag_inline_bytes: int = 256 * 1024
+    # Rate limits (gateway.limits): the Redis every gateway replica counts in (empty: each process counts on its own,
+    # right for one node), the prefix of its keys, and whether calls are refused (429) while Redis is unreachable
+    # (fail closed) or admitted unlimited (fail open, the default).
+    redis_url: Secret = field(default_factory=lambda: Secret(""))
+    limits_redis_prefix: str = "switchboard:limits:"
+    limits_fail_closed: bool = False
 
     @property
     def signing_key_path(self) -> Path:
@@ -141,6 +147,13 @@ def _flag(value: str, name: str) -> bool:
     if lowered in ("", "0", "false", "no", "off"):
         return False
     raise ValueError(f"{_PREFIX}{name} must be true or false")
+
+
+def _when_store_down(value: str) -> bool:
+    """SWITCHBOARD_LIMITS_WHEN_REDIS_DOWN: `open` (admit) or `closed` (refuse); True when closed."""
+    if value not in ("open", "closed"):
+        raise ValueError(f"{_PREFIX}LIMITS_WHEN_REDIS_DOWN must be 'open' or 'closed', not {value!r}")
+    return value == "closed"
 
 
 def _origins(value: str) -> tuple[str, ...]:
@@ -206,4 +219,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         mcp_trusted_ca=_ca_name(_get(env, "MCP_TRUSTED_CA", "")),
         rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),
         rag_inline_bytes=int(_get(env, "RAG_INLINE_BYTES", str(256 * 1024))),
+        redis_url=Secret(_get(env, "REDIS_URL", "")),
+        limits_redis_prefix=_get(env, "LIMITS_REDIS_PREFIX", "switchboard:limits:"),
+        limits_fail_closed=_when_store_down(_get(env, "LIMITS_WHEN_REDIS_DOWN", "open")),
     )
