@@ -215,7 +215,7 @@ def _ms(seconds: float) -> int:
 class RedisCounters:
     """Counters shared by every replica, in Redis under `prefix`. Each method is one script call (EVALSHA)."""
 
-    def __init__(self, url: str, *, prefix: str = "switchboard:limits:", timeout: float = 0.5) -> None:
+    def __init__(self, url: str, *, prefix: str = "switchboard:limits:", timeout: float = 2.0) -> None:
         import redis.asyncio as redis
 
         self._redis: Any = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
