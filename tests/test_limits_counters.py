@@ -154,3 +154,20 @@ def test_reservations() -> None:
     assert reservation(CallKind.RESPONSE, 40, {}) == 10 + DEFAULT_OUTPUT_TOKENS
     assert reservation(CallKind.EMBEDDING, 400, {"max_tokens": 50}) == 100
     assert reservation(CallKind.TRANSCRIPTION, 10_000_000, None) == 0
+
+
+async def test_redis_scripts_reload_after_a_flush_and_run_once() -> None:
+    import redis.asyncio as redis
+
+    store = RedisCounters(REDIS_URL, prefix=f"test:{secrets.token_hex(6)}:")
+    admin = redis.Redis.from_url(REDIS_URL)
+    try:
+        now = time.time()
+        assert (await store.acquire([take("n", 10)], [], "a", now)).values == (1,)
+        await admin.script_flush()  # what a Redis restart does to loaded scripts
+        outcomes = await asyncio.gather(*(store.acquire([take("n", 10)], [], f"l{i}", now) for i in range(3)))
+        assert sorted(o.values for o in outcomes) == [(2,), (3,), (4,)]  # each counted exactly once
+        assert await store.peek(["n"], [], now) == (4,)
+    finally:
+        await admin.aclose()
+        await store.close()

@@ -1,6 +1,7 @@
 """Counter stores for rate limits: in process (one node, the embedded default) or Redis (shared by replicas).
 
-Two operations per call, each atomic and each one round trip on Redis (a Lua script):
+Two operations per call, each atomic and each one round trip on Redis (a Lua script, batched with the other calls of
+the same event-loop turn):
 - `acquire(takes, slots, lease)`: for every take (a windowed counter with a limit and an amount: 1 request, or the
   tokens a call reserves) check that the amount still fits, and for every slot (concurrent requests) that a lease is
   free; only if all fit, add every amount and hold a lease in every slot. Nothing is counted for a refused call.
@@ -17,6 +18,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from server.store.redis_scripts import ScriptBatcher, ScriptFailed
 
 __all__ = [
     "LEASE_SECONDS",
@@ -213,24 +216,21 @@ def _ms(seconds: float) -> int:
 
 
 class RedisCounters:
-    """Counters shared by every replica, in Redis under `prefix`. Each method is one script call (EVALSHA)."""
+    """Counters shared by every replica, in Redis under `prefix`. Each method is one script call (EVALSHA), batched
+    with the calls of the same event-loop turn into one round trip (server.store.redis_scripts)."""
 
     def __init__(self, url: str, *, prefix: str = "switchboard:limits:", timeout: float = 2.0) -> None:
         import redis.asyncio as redis
 
         self._redis: Any = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
         self._prefix = prefix
-        self._acquire = self._redis.register_script(_ACQUIRE)
-        self._finish = self._redis.register_script(_FINISH)
-        self._peek = self._redis.register_script(_PEEK)
+        self._scripts = ScriptBatcher(self._redis, {"acquire": _ACQUIRE, "finish": _FINISH, "peek": _PEEK})
 
-    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> list[int]:
-        from redis.exceptions import RedisError
-
+    async def _run(self, script: str, keys: list[str], args: list[Any]) -> list[int]:
         try:
-            return [int(v) for v in await script(keys=keys, args=args)]
-        except (RedisError, OSError) as exc:
-            raise CountersUnavailable(type(exc).__name__) from None
+            return [int(v) for v in await self._scripts.call(script, keys, args)]
+        except ScriptFailed as exc:
+            raise CountersUnavailable(str(exc)) from None
 
     async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
         p = self._prefix
@@ -239,7 +239,7 @@ class RedisCounters:
         for take in takes:
             args += [take.limit, take.amount, _ms(take.expires)]
         args += [slot.limit for slot in slots]
-        reply = await self._run(self._acquire, keys, args)
+        reply = await self._run("acquire", keys, args)
         return Outcome(reply[0] == 1, reply[1] - 1, tuple(reply[2:]))
 
     async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
@@ -248,12 +248,13 @@ class RedisCounters:
         args: list[Any] = [lease, len(adjustments)]
         for adjustment in adjustments:
             args += [adjustment.delta, _ms(adjustment.expires)]
-        return tuple(await self._run(self._finish, keys, args))
+        return tuple(await self._run("finish", keys, args))
 
     async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]:
         p = self._prefix
         keys = [p + c for c in counters] + [p + s for s in slots]
-        return tuple(await self._run(self._peek, keys, [len(counters), _ms(now)]))
+        return tuple(await self._run("peek", keys, [len(counters), _ms(now)]))
 
     async def close(self) -> None:
+        await self._scripts.close()
         await self._redis.aclose()
