@@ -19,23 +19,26 @@ def duration(seconds: float) -> str:
     ms = max(0, math.ceil(seconds * 1000))
     if ms < 1000:
         return f"{ms}ms"
+    if ms < 60_000:  # the common case (a minute window): one format
+        return f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
     hours, ms = divmod(ms, 3_600_000)
     minutes, ms = divmod(ms, 60_000)
-    secs = f"{ms // 1000}" + (f".{ms % 1000:03d}".rstrip("0") if ms % 1000 else "") + "s"
+    secs = f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
     if hours:
         return f"{hours}h{minutes}m{secs}"
-    if minutes:
-        return f"{minutes}m{secs}"
-    return secs
+    return f"{minutes}m{secs}"
 
 
 def window_headers(kind: str, limit: int, remaining: int, reset_seconds: float) -> dict[str, str]:
     """The trio for `kind` (requests or tokens)."""
-    return {
-        f"x-ratelimit-limit-{kind}": str(limit),
-        f"x-ratelimit-remaining-{kind}": str(max(0, remaining)),
-        f"x-ratelimit-reset-{kind}": duration(reset_seconds),
-    }
+    names = _NAMES[kind]
+    return {names[0]: str(limit), names[1]: str(max(0, remaining)), names[2]: duration(reset_seconds)}
+
+
+_NAMES = {
+    kind: (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}")
+    for kind in ("requests", "tokens")
+}
 
 
 # Beyond this the openai SDKs do not wait (MAX_RETRY_AFTER_DELAY), so a retry could not help.

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from opentelemetry import metrics
 
 from gateway.limits.headers import retry_headers, window_headers
-from server.domain.limits import Metric, Policy, ScopeKind, tenant_policies
-from server.domain.limits_plan import Applied, Caller, applied_limits
+from server.domain.limits import BudgetPeriod, Metric, Policy, ScopeKind, tenant_policies
+from server.domain.limits_plan import Applied, Caller, Rule, Window, budget_window, counter, minute_window, rules
 from server.domain.principal import Principal
+from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.store.db import Database, insert_ignoring_duplicates
 from server.store.limit_counters import Adjustment, Counters, CountersUnavailable, Slot, Take
@@ -44,6 +45,9 @@ _MINUTE_MARGIN = 120.0  # a minute counter outlives its window by this much, so 
 _PERIOD_MARGIN = 86_400.0
 _CONCURRENCY_WAIT = 1.0  # what a caller refused by a concurrency cap is told to wait
 _LOG_EVERY = 60.0
+_MAX_PLANS = 50_000
+_TOKEN_METRICS = frozenset({Metric.TOKENS_PER_MINUTE, Metric.TOKEN_BUDGET})
+_HEADER_KINDS = ((Metric.REQUESTS_PER_MINUTE, "requests"), (Metric.TOKENS_PER_MINUTE, "tokens"))
 _SCOPE_NAMES = {
     ScopeKind.TENANT: "tenant",
     ScopeKind.SERVICE_ACCOUNT: "service account",
@@ -79,24 +83,87 @@ class Grant:
 
 
 @dataclass(slots=True)
-class _Merged:
-    """One counter's check: the lowest limit of the policies sharing it."""
+class _Check:
+    """One counter a caller's calls are checked against: the lowest limit of the rules sharing it."""
 
-    applied: Applied
+    rule: Rule
     limit: int
-    amount: int
+    tokens: bool  # reserves the call's tokens (else counts one request, or holds a lease)
 
 
-def _expiry(applied: Applied) -> float:
-    assert applied.window is not None
-    margin = _MINUTE_MARGIN if applied.metric != Metric.TOKEN_BUDGET else _PERIOD_MARGIN
-    return applied.window.end + margin
+@dataclass(slots=True)
+class _Plan:
+    """The checks of one (key, model), built once from the tenant's policies (`source`) and reused while those stay
+    the cached ones. What depends on the windows (counter names, expiries, the one-request Takes) is rebuilt only
+    when a window ends (`until`); per call only the token reservations are new."""
+
+    source: list[Policy]
+    takes: list[_Check]
+    slots: list[_Check]
+    until: float = 0.0
+    windows: list[Window] = field(default_factory=list)
+    fixed: list[Take | None] = field(default_factory=list)  # a request check's Take (amount 1); None for tokens
+    names: list[str] = field(default_factory=list)
+    expiries: list[float] = field(default_factory=list)
+    slot_takes: list[Slot] = field(default_factory=list)
+    token_room: int = 0  # the lowest token limit: a reservation above it can never fit
+
+    def refresh(self, clock: _Windows, now: float) -> None:
+        self.windows = [clock.of(c.rule.period, now) for c in self.takes]
+        self.names = [counter(c.rule, w) for c, w in zip(self.takes, self.windows, strict=True)]
+        self.expiries = [_expiry(c.rule.metric, w) for c, w in zip(self.takes, self.windows, strict=True)]
+        self.fixed = [
+            None if c.tokens else Take(n, c.limit, 1, e)
+            for c, n, e in zip(self.takes, self.names, self.expiries, strict=True)
+        ]
+        self.slot_takes = [Slot(c.rule.base, c.limit) for c in self.slots]
+        self.token_room = min((c.limit for c in self.takes if c.tokens), default=INT64_MAX)
+        self.until = min((w.end for w in self.windows), default=INT64_MAX)
 
 
-def _describe(applied: Applied) -> str:
-    scope = applied.policy.scope
+def _plan(policies: list[Policy], caller: Caller) -> _Plan:
+    takes: dict[str, _Check] = {}
+    slots: dict[str, _Check] = {}
+    for rule in rules(policies, caller):
+        into = slots if rule.metric == Metric.CONCURRENT_REQUESTS else takes
+        # Counters are per (scope, metric, period): a platform and a tenant policy on one scope share one.
+        name = rule.base + (f"|{int(rule.period)}" if rule.period is not None else "")
+        found = into.get(name)
+        if found is None:
+            into[name] = _Check(rule, rule.limit, rule.metric in _TOKEN_METRICS)
+        elif rule.limit < found.limit:
+            found.rule, found.limit = rule, rule.limit
+    return _Plan(policies, list(takes.values()), list(slots.values()))
+
+
+class _Windows:
+    """The current minute and budget periods, recomputed only when one ends."""
+
+    __slots__ = ("_minute", "_periods")
+
+    def __init__(self) -> None:
+        self._minute = minute_window(0)
+        self._periods: dict[BudgetPeriod, Window] = {}
+
+    def of(self, period: BudgetPeriod | None, now: float) -> Window:
+        if period is None:
+            if now >= self._minute.end:
+                self._minute = minute_window(now)
+            return self._minute
+        window = self._periods.get(period)
+        if window is None or now >= window.end:
+            window = self._periods[period] = budget_window(period, now)
+        return window
+
+
+def _expiry(metric: Metric, window: Window) -> float:
+    return window.end + (_PERIOD_MARGIN if metric == Metric.TOKEN_BUDGET else _MINUTE_MARGIN)
+
+
+def _describe(rule: Rule) -> str:
+    scope = rule.policy.scope
     named = f" {scope.id}" if scope.id else ""
-    return f"{_METRIC_NAMES[applied.metric]} of the {_SCOPE_NAMES[scope.kind]}{named}"
+    return f"{_METRIC_NAMES[rule.metric]} of the {_SCOPE_NAMES[scope.kind]}{named}"
 
 
 class Limiter:
@@ -104,6 +171,8 @@ class Limiter:
         self._db = db
         self._counters = counters
         self._policies: TtlCache[list[Policy]] = TtlCache(ttl)
+        self._plans: dict[tuple[str, str, str | None, str], _Plan] = {}
+        self._windows = _Windows()
         self._fail_closed = fail_closed
         self._missed = 0
         self._next_log = 0.0
@@ -118,6 +187,15 @@ class Limiter:
         async with self._db.read() as session:
             return await tenant_policies(session, tenant_id)
 
+    def _plan_for(self, policies: list[Policy], caller: Caller) -> _Plan:
+        lookup = (caller.tenant_id, caller.key_id, caller.service_account_id, caller.model or "")
+        plan = self._plans.get(lookup)
+        if plan is None or plan.source is not policies:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            plan = self._plans[lookup] = _plan(policies, caller)
+        return plan
+
     async def admit(
         self, principal: Principal, model: str, reserve: int, *, with_slots: bool, now: float | None = None
     ) -> Grant | None:
@@ -128,71 +206,65 @@ class Limiter:
         policies = await self._policies.get(key.tenant_id, lambda: self._load(key.tenant_id))
         if not policies:
             return None
-        now = time.time() if now is None else now
-        caller = Caller(key.tenant_id, key.key_id, key.service_account_id, model)
-        takes: dict[str, _Merged] = {}
-        slots: dict[str, _Merged] = {}
-        for applied in applied_limits(policies, caller, now):
-            if applied.metric == Metric.CONCURRENT_REQUESTS:
-                if with_slots:
-                    _merge(slots, applied, 0)
-            else:
-                _merge(takes, applied, 1 if applied.metric == Metric.REQUESTS_PER_MINUTE else reserve)
-        if not takes and not slots:
+        plan = self._plan_for(policies, Caller(key.tenant_id, key.key_id, key.service_account_id, model))
+        if not plan.takes and not (with_slots and plan.slots):
             return None
-        for merged in takes.values():
-            if merged.amount > merged.limit:
-                raise LimitExceeded(
-                    f"Request too large: it may use {merged.amount} tokens, more than the "
-                    f"{_describe(merged.applied)} allows ({merged.limit}). Lower max_tokens or the input size.",
-                    {"x-should-retry": "false"},
-                )
-        return await self._acquire(list(takes.values()), list(slots.values()), reserve, now)
+        now = time.time() if now is None else now
+        if now >= plan.until:
+            plan.refresh(self._windows, now)
+        if reserve > plan.token_room:
+            check = min((c for c in plan.takes if c.tokens), key=lambda c: c.limit)
+            raise LimitExceeded(
+                f"Request too large: it may use {reserve} tokens, more than the {_describe(check.rule)} allows "
+                f"({check.limit}). Lower max_tokens or the input size.",
+                {"x-should-retry": "false"},
+            )
+        takes = [
+            take if take is not None else Take(plan.names[i], plan.takes[i].limit, reserve, plan.expiries[i])
+            for i, take in enumerate(plan.fixed)
+        ]
+        return await self._acquire(plan, takes, plan.slot_takes if with_slots else [], reserve, now)
 
-    async def _acquire(self, takes: list[_Merged], slots: list[_Merged], reserve: int, now: float) -> Grant | None:
+    async def _acquire(
+        self, plan: _Plan, takes: list[Take], slots: list[Slot], reserve: int, now: float
+    ) -> Grant | None:
         lease = f"{random.getrandbits(64):016x}"
         try:
-            outcome = await self._counters.acquire(
-                [Take(m.applied.counter, m.limit, m.amount, _expiry(m.applied)) for m in takes],
-                [Slot(m.applied.counter, m.limit) for m in slots],
-                lease,
-                now,
-            )
+            outcome = await self._counters.acquire(takes, slots, lease, now)
         except CountersUnavailable:
             self._store_down()
             return None
         if not outcome.admitted:
-            raise self._refusal(takes, slots, outcome.refused, outcome.values, now)
+            raise self._refusal(plan, takes, outcome.refused, outcome.values, now)
         token_counters: list[tuple[str, float]] = []
         soft: list[tuple[Applied, int]] = []
-        for merged, value in zip(takes, outcome.values, strict=True):
-            if merged.applied.metric == Metric.REQUESTS_PER_MINUTE:
+        for check, take, window, value in zip(plan.takes, takes, plan.windows, outcome.values, strict=True):
+            if not check.tokens:
                 continue
-            token_counters.append((merged.applied.counter, _expiry(merged.applied)))
-            for applied in _budgets_with_soft(merged):
+            token_counters.append((take.counter, take.expires))
+            if check.rule.metric == Metric.TOKEN_BUDGET and check.rule.policy.soft_budget is not None:
+                # Only the policy whose (lowest) limit the shared counter keeps is watched for its soft threshold.
+                applied = Applied(check.rule.policy, check.rule.metric, check.limit, take.counter, window)
                 soft.append((applied, len(token_counters) - 1))
-                self._check_soft(applied, value - merged.amount, value)
-        headers = _headers(takes, outcome.values, now)
-        return Grant(lease, reserve, token_counters, soft, [m.applied.counter for m in slots], headers)
+                self._check_soft(applied, value - take.amount, value)
+        headers = _headers(plan, outcome.values, now)
+        return Grant(lease, reserve, token_counters, soft, [s.counter for s in slots], headers)
 
     def _refusal(
-        self, takes: list[_Merged], slots: list[_Merged], refused: int, values: tuple[int, ...], now: float
+        self, plan: _Plan, takes: list[Take], refused: int, values: tuple[int, ...], now: float
     ) -> LimitExceeded:
         if refused >= len(takes):
-            cap = slots[refused - len(takes)]
+            cap = plan.slots[refused - len(takes)]
             return LimitExceeded(
-                f"Rate limit reached on the {_describe(cap.applied)}: limit {cap.limit} in flight. "
+                f"Rate limit reached on the {_describe(cap.rule)}: limit {cap.limit} in flight. "
                 f"Please try again in {_CONCURRENCY_WAIT:.0f}s.",
                 retry_headers(_CONCURRENCY_WAIT),
             )
-        merged = takes[refused]
-        window = merged.applied.window
-        assert window is not None
-        wait = window.end - now
-        headers = {**_headers(takes[: refused + 1], values, now), **retry_headers(wait)}
+        check, take = plan.takes[refused], takes[refused]
+        headers = {**_headers(plan, values, now), **retry_headers(plan.windows[refused].end - now)}
         return LimitExceeded(
-            f"Rate limit reached on the {_describe(merged.applied)}: limit {merged.limit}, used {values[refused]}, "
-            f"requested {merged.amount}. Please try again in {headers['retry-after']}s.",
+            f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
+            f"requested {take.amount}. Please try again in {headers['retry-after']}s.",
             headers,
         )
 
@@ -268,34 +340,22 @@ class Limiter:
             log.exception("could not record a soft budget crossing")
 
 
-def _merge(into: dict[str, _Merged], applied: Applied, amount: int) -> None:
-    found = into.get(applied.counter)
-    if found is None:
-        into[applied.counter] = _Merged(applied, applied.limit, amount)
-    elif applied.limit < found.limit:
-        found.applied, found.limit = applied, applied.limit
-
-
-def _budgets_with_soft(merged: _Merged) -> list[Applied]:
-    # Only the policy that set the (lowest) limit is kept in the merge; its soft threshold is the one watched.
-    applied = merged.applied
-    return [applied] if applied.metric == Metric.TOKEN_BUDGET and applied.policy.soft_budget is not None else []
-
-
-def _headers(takes: list[_Merged], values: tuple[int, ...], now: float) -> dict[str, str]:
-    """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known."""
-    best: dict[Metric, tuple[int, _Merged]] = {}
-    for merged, value in zip(takes, values, strict=False):
-        metric = merged.applied.metric
-        if metric not in (Metric.REQUESTS_PER_MINUTE, Metric.TOKENS_PER_MINUTE):
+def _headers(plan: _Plan, values: tuple[int, ...], now: float) -> dict[str, str]:
+    """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known (a refusal
+    knows the counts up to the limit that refused)."""
+    best: dict[Metric, tuple[int, _Check, Window]] = {}
+    for check, value, window in zip(plan.takes, values, plan.windows, strict=False):
+        metric = check.rule.metric
+        if metric == Metric.TOKEN_BUDGET:
             continue
-        left = merged.limit - value
+        left = check.limit - value
         if metric not in best or left < best[metric][0]:
-            best[metric] = (left, merged)
+            best[metric] = (left, check, window)
     headers: dict[str, str] = {}
-    for metric, kind in ((Metric.REQUESTS_PER_MINUTE, "requests"), (Metric.TOKENS_PER_MINUTE, "tokens")):
+    resets: dict[float, float] = {}
+    for metric, kind in _HEADER_KINDS:
         if metric in best:
-            left, merged = best[metric]
-            assert merged.applied.window is not None
-            headers.update(window_headers(kind, merged.limit, left, merged.applied.window.end - now))
+            left, check, window = best[metric]
+            reset = resets.setdefault(window.end, window.end - now)  # both trios mostly share the minute window
+            headers.update(window_headers(kind, check.limit, left, reset))
     return headers

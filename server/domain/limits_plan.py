@@ -20,7 +20,18 @@ from datetime import UTC, datetime, timedelta
 
 from server.domain.limits import METRIC_FIELDS, BudgetPeriod, Metric, Policy, ScopeKind
 
-__all__ = ["Applied", "Caller", "Window", "applied_limits", "budget_window", "minute_window"]
+__all__ = [
+    "Applied",
+    "Caller",
+    "Rule",
+    "Window",
+    "applied_limits",
+    "budget_window",
+    "counter",
+    "minute_window",
+    "rules",
+    "window_of",
+]
 
 MINUTE = 60.0
 
@@ -39,6 +50,21 @@ class Caller:
     key_id: str
     service_account_id: str | None
     model: str | None  # None: leave per-model limits out (a usage read that names no model)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One limit of one policy that applies to a caller, whatever the time: its counter's name without the window."""
+
+    policy: Policy
+    metric: Metric
+    limit: int
+    base: str  # tenant|scope kind|scope id|metric
+
+    @property
+    def period(self) -> BudgetPeriod | None:
+        """The budget's period; None for per-minute limits (and concurrency, which has no window)."""
+        return self.policy.limits.budget_period if self.metric == Metric.TOKEN_BUDGET else None
 
 
 @dataclass(frozen=True)
@@ -88,25 +114,36 @@ def _applies(policy: Policy, caller: Caller) -> bool:
     return scope_id == caller.model
 
 
-def applied_limits(policies: Iterable[Policy], caller: Caller, now: float) -> list[Applied]:
-    """Every limit of every policy that applies to the caller's call now."""
-    found: list[Applied] = []
-    minute: Window | None = None
+def rules(policies: Iterable[Policy], caller: Caller) -> list[Rule]:
+    """Every limit of every policy that applies to the caller's calls."""
+    found: list[Rule] = []
     for policy in policies:
         if not _applies(policy, caller):
             continue
         scope = f"{caller.tenant_id}|{int(policy.scope.kind)}|{policy.scope.id}"
         for name, metric in METRIC_FIELDS.items():
             limit = policy.values.get(name)
-            if limit is None:
-                continue
-            window: Window | None
-            if metric == Metric.CONCURRENT_REQUESTS:
-                window = None
-            elif metric == Metric.TOKEN_BUDGET:
-                window = budget_window(policy.limits.budget_period, now)
-            else:
-                window = minute = minute or minute_window(now)
-            counter = f"{scope}|{int(metric)}" + (f"|{window.id}" if window is not None else "")
-            found.append(Applied(policy, metric, limit, counter, window))
+            if limit is not None:
+                found.append(Rule(policy, metric, limit, f"{scope}|{int(metric)}"))
+    return found
+
+
+def counter(rule: Rule, window: Window | None) -> str:
+    """The rule's counter in a window (concurrency counters have none)."""
+    return rule.base if window is None else f"{rule.base}|{window.id}"
+
+
+def window_of(rule: Rule, now: float) -> Window | None:
+    if rule.metric == Metric.CONCURRENT_REQUESTS:
+        return None
+    period = rule.period
+    return minute_window(now) if period is None else budget_window(period, now)
+
+
+def applied_limits(policies: Iterable[Policy], caller: Caller, now: float) -> list[Applied]:
+    """Every limit of every policy that applies to the caller's call now."""
+    found = []
+    for rule in rules(policies, caller):
+        window = window_of(rule, now)
+        found.append(Applied(rule.policy, rule.metric, rule.limit, counter(rule, window), window))
     return found

@@ -105,24 +105,26 @@ class MemoryCounters:
 
     async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
         self._sweep(now)
-        found: list[int] = []
+        counts = self._counts
+        entries: list[list[float]] = []
         for index, take in enumerate(takes):
-            current = self._value(take.counter, now)
-            found.append(current)
-            if not _fits(current, take.amount, take.limit):
-                return Outcome(False, index, tuple(found))
+            entry = counts.get(take.counter)
+            if entry is None or entry[1] <= now:
+                entry = [0, take.expires]
+            if not _fits(int(entry[0]), take.amount, take.limit):
+                return Outcome(False, index, (*(int(e[0]) for e in entries), int(entry[0])))
+            entries.append(entry)
         for index, slot in enumerate(slots):
             held = self._slots.get(slot.counter)
             if held is not None and len(held) >= slot.limit:
-                return Outcome(False, len(takes) + index, tuple(found))
-        values = []
-        for take, current in zip(takes, found, strict=True):
-            value = current + take.amount
-            self._counts[take.counter] = [value, take.expires]
-            values.append(value)
+                return Outcome(False, len(takes) + index, tuple(int(e[0]) for e in entries))
+        for take, entry in zip(takes, entries, strict=True):
+            entry[0] += take.amount
+            entry[1] = take.expires
+            counts[take.counter] = entry
         for slot in slots:
             self._slots.setdefault(slot.counter, set()).add(lease)
-        return Outcome(True, -1, tuple(values))
+        return Outcome(True, -1, tuple(int(e[0]) for e in entries))
 
     async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
         now = time.time()
