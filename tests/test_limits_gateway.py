@@ -239,6 +239,18 @@ async def test_each_model_call_of_the_tool_loop_counts(
         assert raw.headers["x-ratelimit-remaining-requests"] == "1"
         with pytest.raises(openai.RateLimitError):  # its first model call fits, its second does not
             sdk.responses.create(model=tenant.world.model("lchat"), input="2+3?", tools=tools)
+    # Streamed, a loop call refused after the stream began ends it with response.failed naming the limit.
+    key_id, secret = await tenant.key("loop-stream")
+    await tenant.limit((KEY, key_id), requestsPerMinute="3")
+    await asyncio.sleep(1.2)  # the tenant's policies, cached by the gateway for up to 1 s (the test setting)
+    with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0) as sdk:
+        for expected in ("response.completed", "response.failed"):
+            events = list(
+                sdk.responses.create(model=tenant.world.model("lchat"), input="2+3?", tools=tools, stream=True)
+            )
+            assert events[-1].type == expected, [e.type for e in events]
+        assert "Rate limit reached" in str(events[-1].response.error)  # type: ignore[union-attr]
+    assert "Traceback" not in gw.log()
 
 
 async def test_concurrency_caps_and_the_sdk_retry_backs_off_until_a_slot_frees(

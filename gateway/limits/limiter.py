@@ -77,7 +77,7 @@ class Grant:
     lease: str
     reserved: int
     token_counters: list[tuple[str, float]]
-    soft: list[tuple[Applied, int]]  # budgets with a soft threshold: (limit, index into token_counters)
+    soft: list[tuple[Applied, int, int]]  # budgets with a soft threshold: (budget, token_counters index, take index)
     slots: list[str]
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -107,6 +107,9 @@ class _Plan:
     expiries: list[float] = field(default_factory=list)
     slot_takes: list[Slot] = field(default_factory=list)
     token_room: int = 0  # the lowest token limit: a reservation above it can never fit
+    token_counters: list[tuple[str, float]] = field(default_factory=list)  # what settles: (counter, expiry)
+    soft: list[tuple[Applied, int, int]] = field(default_factory=list)  # (budget, its token_counters index, take index)
+    trios: list[tuple[str, list[int]]] = field(default_factory=list)  # header kind, the take indices it picks from
 
     def refresh(self, clock: _Windows, now: float) -> None:
         self.windows = [clock.of(c.rule.period, now) for c in self.takes]
@@ -119,6 +122,19 @@ class _Plan:
         self.slot_takes = [Slot(c.rule.base, c.limit) for c in self.slots]
         self.token_room = min((c.limit for c in self.takes if c.tokens), default=INT64_MAX)
         self.until = min((w.end for w in self.windows), default=INT64_MAX)
+        tokens = [i for i, c in enumerate(self.takes) if c.tokens]
+        self.token_counters = [(self.names[i], self.expiries[i]) for i in tokens]
+        # Only the policy whose (lowest) limit a shared budget counter keeps is watched for its soft threshold.
+        self.soft = [
+            (Applied(c.rule.policy, c.rule.metric, c.limit, self.names[i], self.windows[i]), position, i)
+            for position, i in enumerate(tokens)
+            if (c := self.takes[i]).rule.metric == Metric.TOKEN_BUDGET and c.rule.policy.soft_budget is not None
+        ]
+        self.trios = [
+            (kind, found)
+            for metric, kind in _HEADER_KINDS
+            if (found := [i for i, c in enumerate(self.takes) if c.rule.metric == metric])
+        ]
 
 
 def _plan(policies: list[Policy], caller: Caller) -> _Plan:
@@ -236,19 +252,11 @@ class Limiter:
             return None
         if not outcome.admitted:
             raise self._refusal(plan, takes, outcome.refused, outcome.values, now)
-        token_counters: list[tuple[str, float]] = []
-        soft: list[tuple[Applied, int]] = []
-        for check, take, window, value in zip(plan.takes, takes, plan.windows, outcome.values, strict=True):
-            if not check.tokens:
-                continue
-            token_counters.append((take.counter, take.expires))
-            if check.rule.metric == Metric.TOKEN_BUDGET and check.rule.policy.soft_budget is not None:
-                # Only the policy whose (lowest) limit the shared counter keeps is watched for its soft threshold.
-                applied = Applied(check.rule.policy, check.rule.metric, check.limit, take.counter, window)
-                soft.append((applied, len(token_counters) - 1))
-                self._check_soft(applied, value - take.amount, value)
-        headers = _headers(plan, outcome.values, now)
-        return Grant(lease, reserve, token_counters, soft, [s.counter for s in slots], headers)
+        values = outcome.values
+        for applied, _, index in plan.soft:
+            self._check_soft(applied, values[index] - reserve, values[index])
+        headers = _headers(plan, values, now)
+        return Grant(lease, reserve, plan.token_counters, plan.soft, [s.counter for s in slots], headers)
 
     def _refusal(
         self, plan: _Plan, takes: list[Take], refused: int, values: tuple[int, ...], now: float
@@ -296,7 +304,7 @@ class Limiter:
         except CountersUnavailable:
             self._store_down_quietly()
             return
-        for applied, index in grant.soft if adjustments else ():
+        for applied, index, _ in grant.soft if adjustments else ():
             self._check_soft(applied, values[index] - delta, values[index])
 
     def _store_down_quietly(self) -> None:
@@ -343,19 +351,14 @@ class Limiter:
 def _headers(plan: _Plan, values: tuple[int, ...], now: float) -> dict[str, str]:
     """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known (a refusal
     knows the counts up to the limit that refused)."""
-    best: dict[Metric, tuple[int, _Check, Window]] = {}
-    for check, value, window in zip(plan.takes, values, plan.windows, strict=False):
-        metric = check.rule.metric
-        if metric == Metric.TOKEN_BUDGET:
-            continue
-        left = check.limit - value
-        if metric not in best or left < best[metric][0]:
-            best[metric] = (left, check, window)
     headers: dict[str, str] = {}
-    resets: dict[float, float] = {}
-    for metric, kind in _HEADER_KINDS:
-        if metric in best:
-            left, check, window = best[metric]
-            reset = resets.setdefault(window.end, window.end - now)  # both trios mostly share the minute window
-            headers.update(window_headers(kind, check.limit, left, reset))
+    known = len(values)
+    for kind, indices in plan.trios:
+        best = -1
+        for i in indices:
+            if i < known and (best < 0 or plan.takes[i].limit - values[i] < plan.takes[best].limit - values[best]):
+                best = i
+        if best >= 0:
+            limit = plan.takes[best].limit
+            headers.update(window_headers(kind, limit, limit - values[best], plan.windows[best].end - now))
     return headers

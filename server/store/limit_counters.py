@@ -68,11 +68,6 @@ class Outcome:
     values: tuple[int, ...]  # admitted: each take's count after it; refused: the counts found up to the refusal
 
 
-def _fits(current: int, amount: int, limit: int) -> bool:
-    # A zero amount still needs room: a counter at its limit admits nothing more.
-    return current + max(amount, 1) <= limit
-
-
 class Counters(Protocol):
     async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome: ...
 
@@ -107,13 +102,13 @@ class MemoryCounters:
         self._sweep(now)
         counts = self._counts
         entries: list[list[float]] = []
-        for index, take in enumerate(takes):
+        for take in takes:
             entry = counts.get(take.counter)
             if entry is None or entry[1] <= now:
                 entry = [0, take.expires]
-            if not _fits(int(entry[0]), take.amount, take.limit):
-                return Outcome(False, index, (*(int(e[0]) for e in entries), int(entry[0])))
             entries.append(entry)
+            if entry[0] + (take.amount or 1) > take.limit:  # a zero amount still needs room: none at the limit
+                return Outcome(False, len(entries) - 1, tuple(int(e[0]) for e in entries))
         for index, slot in enumerate(slots):
             held = self._slots.get(slot.counter)
             if held is not None and len(held) >= slot.limit:
