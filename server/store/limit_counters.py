@@ -219,9 +219,11 @@ class RedisCounters:
     def __init__(self, url: str, *, prefix: str = "switchboard:limits:", timeout: float = 2.0) -> None:
         import redis.asyncio as redis
 
-        self._redis: Any = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        # No per-read socket timeout: each batch has one deadline of `timeout` (server.store.redis_scripts).
+        self._redis: Any = redis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=timeout)
         self._prefix = prefix
-        self._scripts = ScriptBatcher(self._redis, {"acquire": _ACQUIRE, "finish": _FINISH, "peek": _PEEK})
+        scripts = {"acquire": _ACQUIRE, "finish": _FINISH, "peek": _PEEK}
+        self._scripts = ScriptBatcher(self._redis, scripts, timeout=timeout)
 
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> list[int]:
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 from typing import Any
 
 __all__ = ["ScriptBatcher", "ScriptFailed"]
@@ -21,8 +22,9 @@ class ScriptFailed(Exception):
 
 
 class ScriptBatcher:
-    def __init__(self, redis: Any, scripts: dict[str, str]) -> None:
+    def __init__(self, redis: Any, scripts: dict[str, str], *, timeout: float) -> None:
         self._redis = redis
+        self._timeout = timeout
         self._sources = scripts
         self._shas = {
             name: hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest() for name, source in scripts.items()
@@ -48,15 +50,16 @@ class ScriptBatcher:
         from redis.exceptions import NoScriptError, RedisError
 
         try:
-            replies = await self._execute([command for _, command, _ in batch])
-            missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-            if missing:
-                for name in {batch[i][0] for i in missing}:
-                    await self._redis.script_load(self._sources[name])
-                again = await self._execute([batch[i][1] for i in missing])
-                for i, reply in zip(missing, again, strict=True):
-                    replies[i] = reply
-        except (RedisError, OSError) as exc:
+            async with asyncio.timeout(self._timeout):
+                replies = await self._execute([command for _, command, _ in batch])
+                missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+                if missing:
+                    for name in {batch[i][0] for i in missing}:
+                        await self._redis.script_load(self._sources[name])
+                    again = await self._execute([batch[i][1] for i in missing])
+                    for i, reply in zip(missing, again, strict=True):
+                        replies[i] = reply
+        except (RedisError, OSError) as exc:  # TimeoutError is an OSError
             failure = ScriptFailed(type(exc).__name__)
             for _, _, future in batch:
                 if not future.done():
@@ -73,7 +76,8 @@ class ScriptBatcher:
     async def _execute(self, commands: list[list[Any]]) -> list[Any]:
         """Send the EVALSHAs in one write on one pooled connection and read their replies in order; an error reply
         is returned in its place. Commands are packed by hiredis (C): redis-py's own packer costs more per call than
-        the rest of the limiter."""
+        the rest of the limiter. The batch has one deadline (in `_send`), not one per reply: a connection it cuts
+        off mid-batch is closed, never reused out of step."""
         import hiredis
         from redis.exceptions import ResponseError
 
@@ -84,10 +88,13 @@ class ScriptBatcher:
             replies: list[Any] = []
             for _ in commands:
                 try:
-                    replies.append(await connection.read_response())
+                    replies.append(await connection.read_response(timeout=math.inf))
                 except ResponseError as error:  # read whole: the connection stays in step
                     replies.append(error)
             return replies
+        except BaseException:
+            await connection.disconnect(nowait=True)
+            raise
         finally:
             await pool.release(connection)
 
