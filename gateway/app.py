@@ -86,6 +86,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
         app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
         meter.start()
+        db.listen_for_invalidations()  # other processes' changes drop this worker's caches at once
         try:
             yield
         finally:
