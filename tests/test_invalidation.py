@@ -3,7 +3,7 @@
 A fleet on one PostgreSQL database: three management replicas and three gateway replicas (one worker each, so each
 replica is one cache), every cache bound set to 60 s. Only a notification can make a change visible within the
 few seconds each test allows, so these tests fail if NOTIFY does not work. Each test records how long every replica
-took (printed with -s); the goal, p99 <= 1 s, is measured by `python -m bench invalidation`.
+took (printed with -s); the goal, p99 <= 1 s, is measured by `.venv/bin/python -m bench invalidation`.
 """
 
 from __future__ import annotations
