@@ -221,8 +221,9 @@ def _after_commit(session: Session) -> None:
 
 @event.listens_for(Session, "after_soft_rollback")
 def _after_rollback(session: Session, _previous: Any) -> None:
-    session.info.pop(_PENDING, None)
-    session.info.pop(_SENT, None)
+    session.info.pop(_SENT, None)  # a rolled-back savepoint's notifications are gone: resending is harmless
+    if not session.in_transaction():  # the whole transaction rolled back: it changed nothing
+        session.info.pop(_PENDING, None)
 
 
 def _conninfo(database_url: str) -> str:
