@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "TABLE_TOPICS",
     "Invalidations",
     "Listener",
+    "StampWatcher",
     "Topic",
     "invalidations_info",
 ]
@@ -55,6 +57,8 @@ _HUB = "switchboard_invalidations"  # session.info: the process's Invalidations
 _PENDING = "switchboard_invalidations_pending"  # session.info: what this transaction changed, for after the commit
 _SENT = "switchboard_invalidations_sent"  # session.info: payloads already NOTIFYed in this transaction
 _FIRST_DELAY, _MAX_DELAY = 0.1, 5.0
+_STAMP_POLL_SECONDS = 0.1
+_STAMP_MAX_BYTES = 1 << 20
 
 
 class Topic(enum.StrEnum):
@@ -97,8 +101,9 @@ Handler = Callable[[tuple[str, ...]], None]
 class Invalidations:
     """One per process (held by its `Database`): which caches drop what on which topic."""
 
-    def __init__(self, *, notify: bool) -> None:
+    def __init__(self, *, notify: bool, stamp: str | None = None) -> None:
         self.notify = notify  # PostgreSQL: send changes to the other processes
+        self.stamp = stamp  # a SQLite file's stamp: touched after each commit that changed something
         self.received = 0  # notifications from the listener (other processes' changes and this one's own)
         self.listening = False  # the listener's connection is up: changes arrive within milliseconds
         self._handlers: dict[Topic, list[Handler]] = {topic: [] for topic in Topic}
@@ -217,6 +222,19 @@ def _after_commit(session: Session) -> None:
     session.info.pop(_SENT, None)
     if hub is not None and changes:
         hub.apply(sorted(changes))
+        if hub.stamp is not None:
+            _touch(hub.stamp)
+
+
+def _touch(stamp: str) -> None:
+    """One byte more (the size moves even when two commits share a coarse mtime tick); emptied now and then."""
+    try:
+        with open(stamp, "ab") as f:
+            if f.tell() >= _STAMP_MAX_BYTES:
+                f.truncate(0)
+            f.write(b".")
+    except OSError:
+        log.warning("could not touch the invalidation stamp; other processes keep their cache bounds")
 
 
 @event.listens_for(Session, "after_soft_rollback")
@@ -285,3 +303,44 @@ class Listener:
             self._hub.listening = False
             await asyncio.sleep(delay)
             delay = min(delay * 2, _MAX_DELAY)
+
+
+class StampWatcher:
+    """SQLite's stand-in for the listener (one node, several processes on one file: the gateway's workers beside the
+    management server): every 0.1 s, one stat of the file's stamp; when another process committed a change, drop
+    everything cached (coarse, but a stat is all it costs while nothing changes)."""
+
+    def __init__(self, stamp: str, hub: Invalidations) -> None:
+        self._stamp = stamp
+        self._hub = hub
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="invalidation-stamp")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._hub.listening = False
+
+    def _state(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self._stamp)
+        except OSError:
+            return None
+        return (found.st_mtime_ns, found.st_size)
+
+    async def _run(self) -> None:
+        seen = self._state()
+        self._hub.listening = True
+        while True:
+            await asyncio.sleep(_STAMP_POLL_SECONDS)
+            now = self._state()
+            if now != seen:
+                seen = now
+                self._hub.received += 1
+                self._hub.flush()

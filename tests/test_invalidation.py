@@ -278,3 +278,35 @@ async def test_a_lost_listener_reconnects_and_drops_what_it_may_have_missed(flee
                 return len(now) == len(before) and not set(now) & set(before)
 
             await _until(reconnected, time.monotonic())
+
+
+async def test_every_worker_of_a_gateway_drops_a_revoked_key_at_once(database: Database, fakes: Fakes) -> None:
+    """On both backends: a gateway's two workers (separate processes on one database; on SQLite they follow the
+    file's invalidation stamp) stop accepting a key revoked through the management server, bound 60 s."""
+    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-workers-"))
+    manager = await start_server(server_env(database, var_dir, SWITCHBOARD_API_KEY_CACHE_SECONDS=TTL))
+    gw_env = {**gateway_env(database, var_dir, fakes), "SWITCHBOARD_API_KEY_CACHE_SECONDS": TTL}
+    gateway = await start_gateway_process(gw_env, workers=2)
+    try:
+        settings = load_settings({"SWITCHBOARD_VAR_DIR": str(var_dir), "SWITCHBOARD_DATABASE_URL": database.url})
+        server = Server(f"http://127.0.0.1:{manager.listener_port}", manager.listener_port, settings, database.backend)
+        connect = ConnectJsonCaller(server.base_url)
+        world = await make_world(server, connect)
+        gw = GatewayWorld(world.tenant_id, secrets.token_hex(3), tokens=world.tokens, user_ids=world.user_ids)
+        key = await all_resources_key(connect, gw, world.tokens["member"], "workers")
+        url = f"{gateway.base_url}/models"
+        # A new connection per request: the kernel spreads them over both workers (20 misses in a row: 1 in 10^6).
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+            await _warm(http, [url] * 20, key)
+            body = {"tenantId": gw.tenant_id, "apiKeyId": gw.key_ids["workers"]}
+            started = time.monotonic()
+            must(await connect.call(f"{KEYS}/RevokeApiKey", body, token=world.tokens["member"]))
+
+            async def refused_twenty_times() -> bool:
+                return all([await _status(http, url, key) == 401 for _ in range(20)])
+
+            await _every_replica([refused_twenty_times], started, f"revocation on both workers ({database.backend})")
+    finally:
+        gateway.proc.terminate()
+        await asyncio.wait_for(gateway.proc.wait(), 60)
+        await manager.stop()

@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 from sqlalchemy.sql import Select
 
 from server.errors import AlreadyExists
-from server.invalidation import Invalidations, Listener, invalidations_info
+from server.invalidation import Invalidations, Listener, StampWatcher, invalidations_info
 
 __all__ = [
     "Database",
@@ -540,8 +540,14 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         # Writes through this database drop the caches that registered here (server.invalidation).
-        self.invalidations = Invalidations(notify=not url.startswith("sqlite"))
-        self._listener = Listener(url, self.invalidations) if self.invalidations.notify else None
+        sqlite_file = _sqlite_file(url) if url.startswith("sqlite") else None
+        stamp = f"{sqlite_file}.invalidated" if sqlite_file else None
+        self.invalidations = Invalidations(notify=not url.startswith("sqlite"), stamp=stamp)
+        self._listener: Listener | StampWatcher | None = None
+        if self.invalidations.notify:
+            self._listener = Listener(url, self.invalidations)
+        elif stamp is not None:
+            self._listener = StampWatcher(stamp, self.invalidations)
         info = {**(session_info or {}), **invalidations_info(self.invalidations)}
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=info)
         # PostgreSQL: a transaction costs a BEGIN and a COMMIT round trip around the query. SQLite's driver opens none
@@ -589,13 +595,13 @@ class Database:
         return self._lone_reads()
 
     def listen_for_invalidations(self) -> None:
-        """Follow other processes' changes (PostgreSQL LISTEN); call once the event loop runs. Without it, this
-        process's caches see other processes' changes only when their entries expire."""
+        """Follow other processes' changes (PostgreSQL LISTEN; on a SQLite file, its stamp); call once the event loop
+        runs. Without it, this process's caches see other processes' changes only when their entries expire."""
         if self._listener is not None:
             self._listener.start()
 
     @property
-    def listener(self) -> Listener | None:
+    def listener(self) -> Listener | StampWatcher | None:
         return self._listener
 
     async def close(self) -> None:
