@@ -13,8 +13,11 @@ to a `Topic` (`TABLE_TOPICS`). Writers therefore call nothing; a write that must
   connection is lost the caches keep their TTL bound (`api_key_cache_seconds`, `mcp_network_policy_cache_seconds`);
   the listener reconnects with growing delays (0.1 s to 5 s) and on every (re)connect drops everything cached,
   since notifications sent meanwhile were missed.
-- Every backend: the writing process also drops its own caches right after the commit (read-your-writes there,
-  and the whole story on SQLite). Other processes on one SQLite file (the gateway's workers) keep the TTL bound.
+- Every backend: the writing process also drops its own caches right after the commit (read-your-writes there).
+- SQLite (one node, but several processes on one file: the management server and the gateway's workers): the
+  writing process then appends a byte to a stamp beside the database file (`<file>.invalidated`); every process
+  stats it every 0.1 s (`StampWatcher`) and drops everything it caches when it moved. Coarse, but a stat is all it
+  costs while nothing changes.
 
 Payloads name a topic and at most a few ids (a key id, a tenant and user id), never a secret. What is dropped:
 `Topic.KEY` the key's verified lookups; `Topic.ACCESS` every route, model list and RAG list decision;
