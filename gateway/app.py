@@ -89,6 +89,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[LIMITER] = open_limiter(settings, db)
         app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
         meter.start()
+        db.listen_for_invalidations()  # other processes' changes drop this worker's caches at once
         try:
             yield
         finally:

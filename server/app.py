@@ -43,7 +43,7 @@ from server.heap import freeze_startup_heap
 from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
 from server.logs import configure_logging
-from server.permissions import memberships_info
+from server.permissions import follow_membership_changes, memberships_info
 from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
 from server.settings import Settings
@@ -253,6 +253,7 @@ class Router:
             if message["type"] == "lifespan.startup":
                 asyncio.get_running_loop().set_exception_handler(quiet_client_gone)
                 freeze_startup_heap()
+                self._deps.db.listen_for_invalidations()  # other replicas' changes drop this one's caches at once
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._deps.close()
@@ -267,6 +268,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         # Tenant roles are cached for the same bound as API keys (see server.permissions.tenancy).
         info = {**memberships_info(settings.api_key_cache_seconds), **group_lists_info()}
         db = Database(settings.database_url, session_info=info)
+        follow_membership_changes(db.invalidations, info)
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
     interceptors = build_interceptors(authenticator, tracing=tracing_enabled())
