@@ -150,3 +150,45 @@ async def test_forgetting_some_entries_keeps_the_others_and_drops_refusals() -> 
     assert await cache.get("a", lambda: value("a2")) == "a2"
     assert await cache.get("b", lambda: value("b2")) == "b"
     assert await cache.get("r", lambda: value("r2")) == "r2"
+
+
+async def test_a_limit_policy_write_drops_every_replicas_limiter_policies(database: Database) -> None:
+    """The gateway limiter caches each tenant's policies; a policy written anywhere drops them in every process."""
+    from gateway.limits.limiter import Limiter
+    from server.store.limit_counters import MemoryCounters
+    from server.store.models import LimitPolicyRow
+
+    writer = Db(database.url)
+    other = writer if database.backend != "postgresql" else Db(database.url)
+    limiter = Limiter(other, MemoryCounters(), ttl=60, fail_closed=False)
+    loads: list[str] = []
+
+    async def load() -> list[object]:
+        loads.append("loaded")
+        return []
+
+    try:
+        if other is not writer:
+            other.listen_for_invalidations()
+            await _eventually(lambda: other.invalidations.listening)
+        await limiter._policies.get("ten_x", load)  # type: ignore[arg-type]
+        await limiter._policies.get("ten_x", load)  # type: ignore[arg-type]
+        assert loads == ["loaded"]  # cached
+        async with writer.transaction() as session:
+            await session.execute(
+                update(LimitPolicyRow).where(LimitPolicyRow.tenant_id == "ten_x").values(requests_per_minute=1)
+            )
+
+        async def reloaded() -> bool:
+            await limiter._policies.get("ten_x", load)  # type: ignore[arg-type]
+            return len(loads) == 2
+
+        for _ in range(1000):  # 10 s at most, far below the 60 s TTL
+            if await reloaded():
+                break
+            await asyncio.sleep(0.01)
+        assert loads == ["loaded", "loaded"]
+    finally:
+        await writer.close()
+        if other is not writer:
+            await other.close()

@@ -1,12 +1,13 @@
 """Admission of a gateway call against every limit that applies to it, and settlement once it ends.
 
 `admit` runs before each model call: it finds the policies of the key's tenant (cached per process for
-`settings.api_key_cache_seconds`, so no database round trip per request; a changed policy applies on every replica
-within that bound), keeps those whose scope matches (the tenant, the key's service account, the key, the model named)
-and asks the counter store, in one atomic step, to count one request in every requests-per-minute window, reserve
-the call's estimated tokens in every tokens-per-minute window and budget period, and hold a lease in every
-concurrency cap. If any limit has no room, nothing is counted and the call is refused (`LimitExceeded`, a 429 with
-Retry-After). `finish` settles the reservation to the tokens the answer reported and gives the leases back.
+`settings.api_key_cache_seconds`, so no database round trip per request; a changed policy reaches every replica
+through server.invalidation, that TTL being the fallback), keeps those whose scope matches (the tenant, the key's
+service account, the key, the model named) and asks the counter store, in one atomic step, to count one request in
+every requests-per-minute window, reserve the call's estimated tokens in every tokens-per-minute window and budget
+period, and hold a lease in every concurrency cap. If any limit has no room, nothing is counted and the call is
+refused (`LimitExceeded`, a 429 with Retry-After). `finish` settles the reservation to the tokens the answer
+reported and gives the leases back.
 
 When the counter store (Redis) is unreachable the call is admitted without limits (fail open, the default) or refused
 with a 429 (fail closed), never a 5xx; each case counts on the `switchboard.limits.store_unavailable` metric and is
@@ -29,6 +30,7 @@ from server.domain.limits_plan import Applied, Caller, Rule, Window, budget_wind
 from server.domain.principal import Principal
 from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
+from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
 from server.store.limit_counters import Adjustment, Counters, CountersUnavailable, Slot, Take
 from server.store.models import LimitSoftCrossingRow
@@ -187,6 +189,8 @@ class Limiter:
         self._db = db
         self._counters = counters
         self._policies: TtlCache[list[Policy]] = TtlCache(ttl)
+        # A changed policy reaches every process at once (server.invalidation); the TTL is the fallback.
+        db.invalidations.on(Topic.LIMITS, lambda _: self._policies.forget())
         self._plans: dict[tuple[str, str, str | None, str], _Plan] = {}
         self._windows = _Windows()
         self._fail_closed = fail_closed
