@@ -4,7 +4,8 @@ The hot path must not touch the database on every request. Keys: the shared veri
 lookup for at most `settings.api_key_cache_seconds`; the gateway adds no cache of its own on top, so that stays the
 bound on how long a disabled or revoked key works here. Models: a (principal, model) decision, a principal's model
 list and its readable RAGs are trusted for the same bound, so a withdrawn grant or a repointed alias takes effect
-within it.
+within it. Any change to grants, sharing, groups, memberships, the model registry or RAGs drops all three at once
+in every process (`server.invalidation`); the bound is the fallback while this process's listener is down.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from server.crypto import SecretBox
 from server.domain import preset_agents, rags
 from server.domain.principal import Principal
 from server.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
+from server.invalidation import Topic
 from server.permissions import ResourceKind, can_invoke, readable_names
 from server.store.db import Database
 from server.ttlcache import TtlCache
@@ -39,6 +41,14 @@ class Access:
         self._routes: TtlCache[Route | AgentRoute] = TtlCache(ttl)
         self._listings: TtlCache[list[ModelInfo]] = TtlCache(ttl)
         self._rags: TtlCache[list[rags.Rag]] = TtlCache(ttl)
+        db.invalidations.on(Topic.ACCESS, self._forget)
+
+    def _forget(self, _: tuple[str, ...]) -> None:
+        # Which decisions a grant or registry change touches is the permission model's business: drop them all
+        # (changes are rare; each cached decision costs one reload).
+        self._routes.forget()
+        self._listings.forget()
+        self._rags.forget()
 
     async def principal(self, secret: str) -> Principal:
         try:

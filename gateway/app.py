@@ -1,7 +1,8 @@
 """make_app(settings): the gateway's aiohttp application (one per worker process).
 
 cleanup_ctx opens, per process, the Database, the pooled upstream sessions (one per egress Reach, both through the
-egress guard), and the usage meter (whose flusher writes batches in the background and drains on shutdown).
+egress guard), the rate limiter (gateway.limits), and the usage meter (whose flusher writes batches in the
+background and drains on shutdown).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from aiohttp import web
 from sqlalchemy import text
 
 from gateway.access import Access
-from gateway.context import ACCESS, CORS, DB, HTTP, METER, SETTINGS, TRACING, TRANSLATORS
+from gateway.context import ACCESS, CORS, DB, HTTP, LIMITER, METER, SETTINGS, TRACING, TRANSLATORS
+from gateway.limits import open_limiter
 from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_prepare
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
@@ -84,12 +86,15 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[HTTP] = http
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
+        app[LIMITER] = open_limiter(settings, db)
         app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
         meter.start()
+        db.listen_for_invalidations()  # other processes' changes drop this worker's caches at once
         try:
             yield
         finally:
             await meter.close()
+            await app[LIMITER].close()
             await app[MCP_RUNTIME].close()
             await http.close()
             await db.close()

@@ -2,20 +2,28 @@
 
 `async with metered(request, kind) as call:` wraps a surface handler; whatever happens inside (success, refusal,
 upstream failure, client gone mid-stream) exactly one usage event is queued when it exits.
+
+It is also where rate limits hold (gateway.limits): resolving the model admits the call (a 429 when a limit has no
+room), each further model call of the Responses tool loop is admitted again (`next_model_call`), and on exit the
+token reservations settle to the usage the answer reported and concurrency leases are given back. A call cut off
+before its usage was known (the client went away mid-stream) keeps its reservation.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from aiohttp import web
 from opentelemetry import trace
 
 from gateway.agents import AgentRoute
 from gateway.catalog import Route
-from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, TRACING
+from gateway.context import ACCESS, LIMIT_HEADERS, LIMITER, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, TRACING
+from gateway.limits import Grant, LimitExceeded, reservation
 from server.domain.principal import Principal
 from server.errors import wire_error_for
 from server.metering import CallKind, UsageEvent
@@ -23,6 +31,7 @@ from server.metering import CallKind, UsageEvent
 __all__ = ["Call", "metered"]
 
 CLIENT_CLOSED = 499
+log = logging.getLogger("switchboard.gateway")
 
 
 @dataclass
@@ -36,10 +45,14 @@ class Call:
     status: int = 200
     response_bytes: int = 0
     tokens: dict[str, int] = field(default_factory=dict)
+    grants: list[Grant] = field(default_factory=list)  # what the limiter holds for this call's model calls
+    model_calls: int = 0
+    admitted: bool = False  # the request itself was admitted (at its model's resolution)
 
     async def resolve(self, model: str) -> Route:
         self.model = model
         self.route = await self.app[ACCESS].route(self.principal, model)
+        await self._admit_first()
         return self.route
 
     async def resolve_target(self, model: str) -> Route | AgentRoute:
@@ -48,7 +61,32 @@ class Call:
         self.model = model
         found = await self.app[ACCESS].target(self.principal, model)
         self.route = found.base if isinstance(found, AgentRoute) else found
+        await self._admit_first()
         return found
+
+    async def _admit_first(self) -> None:
+        if not self.admitted:
+            self.admitted = True
+            body = self.request.get(REQUEST_BYTES, self.request.content_length or 0)
+            await self._admit(reservation(self.kind, body, self.request.get(PAYLOAD)))
+
+    async def next_model_call(self, payload: dict[str, Any]) -> None:
+        """Before each model call of a multi-call turn (the tool loop): the first was admitted with the request,
+        each later one counts as a request of its own and reserves its own tokens."""
+        self.model_calls += 1
+        if self.model_calls > 1:
+            await self._admit(reservation(self.kind, len(orjson.dumps(payload)), payload))
+
+    async def _admit(self, reserve: int) -> None:
+        request = self.request
+        try:
+            grant = await self.app[LIMITER].admit(self.principal, self.model, reserve, with_slots=not self.grants)
+        except LimitExceeded as exc:
+            request[LIMIT_HEADERS] = exc.headers
+            raise
+        if grant is not None:
+            self.grants.append(grant)
+            request[LIMIT_HEADERS] = grant.headers
 
     def count(self, usage: Any) -> None:
         """Record an OpenAI-style usage object (chat, embeddings, rerank or transcription token usage)."""
@@ -96,6 +134,8 @@ class metered:
             call.status = wire_error_for(exc).http_status
         elif exc is not None:
             call.status = CLIENT_CLOSED  # cancelled: the client went away
+        if call.grants:
+            await _settle(call)
         request = call.request
         app = call.app
         if app[TRACING]:
@@ -123,3 +163,18 @@ class metered:
                 total_tokens=tokens.get("total_tokens", 0),
             )
         )
+
+
+async def _settle(call: Call) -> None:
+    """Settle the call's token reservations (the last model call's carries the difference) and free its leases."""
+    limiter = call.app[LIMITER]
+    total = call.tokens.get("total_tokens", 0) or sum(call.tokens.values())
+    used = None if call.status == CLIENT_CLOSED and not call.tokens else total
+    earlier = call.grants[:-1]
+    try:
+        for grant in earlier:
+            await limiter.finish(grant, grant.reserved)
+        rest = None if used is None else used - sum(g.reserved for g in earlier)
+        await limiter.finish(call.grants[-1], rest)
+    except Exception:  # settling must never cost the call its usage event
+        log.exception("could not settle a call's rate-limit reservation")

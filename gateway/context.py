@@ -6,6 +6,7 @@ from aiohttp import web
 
 from gateway.access import Access
 from gateway.catalog import Provider
+from gateway.limits import Limiter
 from gateway.providers import Translator, UpstreamSessions
 from server.cors import CorsPolicy
 from server.domain.principal import Principal
@@ -18,7 +19,10 @@ __all__ = [
     "CORS",
     "DB",
     "HTTP",
+    "LIMITER",
+    "LIMIT_HEADERS",
     "METER",
+    "PAYLOAD",
     "PRINCIPAL",
     "REQUEST_BYTES",
     "REQUEST_ID",
@@ -34,8 +38,11 @@ METER = web.AppKey("meter", Meter)
 ACCESS = web.AppKey("access", Access)
 TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])
 CORS = web.AppKey("cors", CorsPolicy)
+LIMITER = web.AppKey("limiter", Limiter)
 TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, model ids and counts; never content
 
 PRINCIPAL = web.RequestKey("principal", Principal)
 REQUEST_BYTES = web.RequestKey("request_bytes", int)
 REQUEST_ID = web.RequestKey("request_id", str)  # sent as x-request-id; names the request in our logs
+PAYLOAD = web.RequestKey("payload", dict)  # the parsed JSON body, for what a call reserves against token limits
+LIMIT_HEADERS = web.RequestKey("limit_headers", dict)  # rate-limit headers for whatever answer the request gets

@@ -21,7 +21,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 from opentelemetry import trace
 
-from gateway.context import ACCESS, CORS, METER, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
+from gateway.context import ACCESS, CORS, LIMIT_HEADERS, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
 from server.auth import bearer_token
 from server.errors import (
     FailedPrecondition,
@@ -169,11 +169,15 @@ async def gateway_middleware(request: web.Request, handler: Handler) -> web.Stre
 
 
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
-    """Every response, streamed, failed or not, names its request (the SDK's `err.request_id`), and an allowed
-    origin may read it (a preflight's answer already has its own CORS headers). One signal receiver for both."""
+    """Every response, streamed, failed or not, names its request (the SDK's `err.request_id`), carries the
+    rate-limit headers of the limits its call was counted against (gateway.limits), and an allowed origin may read
+    it (a preflight's answer already has its own CORS headers). One signal receiver for all."""
     request_id = request.get(REQUEST_ID)
     if request_id is not None:
         response.headers["x-request-id"] = request_id
+    limit_headers = request.get(LIMIT_HEADERS)
+    if limit_headers:
+        response.headers.update(limit_headers)
     origin = request.headers.get("Origin")
     if origin is None or "Access-Control-Allow-Origin" in response.headers:
         return
@@ -259,6 +263,7 @@ async def read_json(request: web.Request, limit: int = INFERENCE_LIMIT) -> dict[
         raise InvalidArgument("We could not parse the JSON body of your request.") from None
     if not isinstance(payload, dict):
         raise InvalidArgument("The request body must be a JSON object.")
+    request[PAYLOAD] = payload
     return payload
 
 

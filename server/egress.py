@@ -77,6 +77,7 @@ from yarl import URL
 from server.domain import mcp_network_policies
 from server.domain.networks import IPAddress, IPNetwork, Reach, Verdict, classify
 from server.errors import FailedPrecondition, InvalidArgument, UpstreamFailed
+from server.invalidation import Topic
 from server.settings import Settings
 from server.store.db import Database
 from server.ttlcache import TtlCache
@@ -189,6 +190,8 @@ class EgressGuard:
         self._allow_loopback = allow_loopback
         self._own_ports = own_ports
         self._policies: TtlCache[frozenset[IPNetwork]] = TtlCache(policy_cache_seconds, max_entries=1)
+        if db is not None:  # a policy change reaches every process at once (server.invalidation); TTL: the fallback
+            db.invalidations.on(Topic.NETWORK_POLICY, lambda _: self._policies.forget())
         self._lookup: Lookup = lookup or system_lookup
         # Name lookups may be reused for a while (the gateway's new upstream connections then skip the resolver);
         # safe against rebinding, since a cached answer is still checked on every use and connected to as checked.

@@ -1,9 +1,10 @@
 """Verifying API keys: secret in, `Principal` out, for the management API and the gateway alike.
 
 Every replica caches lookups (valid and invalid alike) for at most `settings.api_key_cache_seconds` (default 5 s).
-That is the bound on how long a disabled, revoked or expired key keeps working anywhere after the change: each
-replica re-reads the key from the database once its cached entry is that old (one read per key, however many
-requests arrive at that moment: `server.ttlcache`). Unknown, disabled, revoked and
+A change to a key (revoked, disabled, enabled, a new expiry) drops its lookups in every replica as soon as it
+commits (`server.invalidation`, PostgreSQL LISTEN/NOTIFY); the cache bound is the fallback while a replica's
+listener is down: each replica re-reads the key from the database once its cached entry is that old (one read per
+key, however many requests arrive at that moment: `server.ttlcache`). Unknown, disabled, revoked and
 expired keys all get the same refusal, so the answer tells an attacker nothing.
 """
 
@@ -17,6 +18,7 @@ from sqlalchemy import select, update
 from server.domain.api_keys import KeyState, hash_secret
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.errors import Unauthenticated
+from server.invalidation import QUIET, Topic
 from server.store.db import Database, as_utc
 from server.store.models import ApiKeyRow, UserRow, utcnow
 from server.ttlcache import TtlCache
@@ -41,6 +43,19 @@ class ApiKeyVerifier:
     def __init__(self, db: Database, cache_seconds: float) -> None:
         self._db = db
         self._cache: TtlCache[_Entry] = TtlCache(cache_seconds, _MAX_ENTRIES)
+        db.invalidations.on(Topic.KEY, self._forget)
+
+    def _forget(self, key_ids: tuple[str, ...]) -> None:
+        if not key_ids:
+            self._cache.forget()
+            return
+
+        # Refusals go too: a key that was disabled and is enabled again was cached as unknown.
+        def named(_: object, entry: _Entry) -> bool:
+            key = entry.principal.api_key if entry.principal is not None else None
+            return entry.principal is None or (key is not None and key.key_id in key_ids)
+
+        self._cache.forget(named)
 
     async def __call__(self, secret: str) -> Principal:
         digest = hash_secret(secret)
@@ -59,7 +74,9 @@ class ApiKeyVerifier:
             owner = await session.get(UserRow, row.owner_user_id) if row.owner_user_id else None
             last_used = as_utc(row.last_used_at)
             if last_used is None or utcnow() - last_used > _LAST_USED_EVERY:
-                await session.execute(update(ApiKeyRow).where(ApiKeyRow.id == row.id).values(last_used_at=utcnow()))
+                # Quiet: bookkeeping no cache holds, or every first use would drop the key's lookups everywhere.
+                bump = update(ApiKeyRow).where(ApiKeyRow.id == row.id).values(last_used_at=utcnow())
+                await session.execute(bump.execution_options(**QUIET))
             identity = ApiKeyIdentity(
                 key_id=row.id,
                 tenant_id=row.tenant_id,

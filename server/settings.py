@@ -116,6 +116,12 @@ class Settings:
     # Envoy's request_headers_timeout, the gateway per connection): slow senders cannot hold connections open.
     # Idle keep-alive connections between requests are not affected.
     request_header_timeout_seconds: float = 15.0
+    # Rate limits (gateway.limits): the Redis every gateway replica counts in (empty: each process counts on its own,
+    # right for one node), the prefix of its keys, and whether calls are refused (429) while Redis is unreachable
+    # (fail closed) or admitted unlimited (fail open, the default).
+    redis_url: Secret = field(default_factory=lambda: Secret(""))
+    limits_redis_prefix: str = "switchboard:limits:"
+    limits_fail_closed: bool = False
 
     @property
     def signing_key_path(self) -> Path:
@@ -156,6 +162,13 @@ def _positive(value: str, name: str) -> float:
     if not 0 < number < math.inf:  # also refuses NaN
         raise ValueError(f"{_PREFIX}{name} must be a positive number of seconds")
     return number
+
+
+def _when_store_down(value: str) -> bool:
+    """SWITCHBOARD_LIMITS_WHEN_REDIS_DOWN: `open` (admit) or `closed` (refuse); True when closed."""
+    if value not in ("open", "closed"):
+        raise ValueError(f"{_PREFIX}LIMITS_WHEN_REDIS_DOWN must be 'open' or 'closed', not {value!r}")
+    return value == "closed"
 
 
 def _origins(value: str) -> tuple[str, ...]:
@@ -225,4 +238,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         request_header_timeout_seconds=_positive(
             _get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15"), "REQUEST_HEADER_TIMEOUT_SECONDS"
         ),
+        redis_url=Secret(_get(env, "REDIS_URL", "")),
+        limits_redis_prefix=_get(env, "LIMITS_REDIS_PREFIX", "switchboard:limits:"),
+        limits_fail_closed=_when_store_down(_get(env, "LIMITS_WHEN_REDIS_DOWN", "open")),
     )

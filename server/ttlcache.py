@@ -5,6 +5,10 @@ instead of stampeding the database (at 32 requests in flight, an expiring hot en
 queries). Refusals (`SwitchboardError`) are cached like answers; unexpected failures are not. An entry's age counts
 from the start of the load that produced it, so `ttl` is a true bound on how stale a served answer can be. The cache
 is cleared wholesale when it grows past `max_entries` (no per-entry bookkeeping on the hot path).
+
+`forget()` drops entries before their time (a change announced by `server.invalidation`); a load already under way
+when it is called may have read the old rows, so its answer reaches the callers waiting on it but is not kept, and
+later callers start a load of their own.
 """
 
 from __future__ import annotations
@@ -27,6 +31,17 @@ class TtlCache(Generic[T]):
         self._max_entries = max_entries
         self._entries: dict[Hashable, tuple[float, T | SwitchboardError]] = {}
         self._loading: dict[Hashable, asyncio.Future[tuple[float, T | SwitchboardError]]] = {}
+        self._generation = 0  # moved by forget(): a load that began before it is not kept
+
+    def forget(self, match: Callable[[Hashable, T], bool] | None = None) -> None:
+        """Drop every entry, or those whose key and answer `match` (refusals are dropped too: they name no one)."""
+        self._generation += 1
+        self._loading.clear()
+        if match is None:
+            self._entries.clear()
+            return
+        for key in [k for k, (_, v) in self._entries.items() if isinstance(v, SwitchboardError) or match(k, v)]:
+            del self._entries[key]
 
     async def get(self, key: Hashable, load: Callable[[], Awaitable[T]]) -> T:
         hit = self._entries.get(key)
@@ -42,16 +57,17 @@ class TtlCache(Generic[T]):
             return await asyncio.shield(pending)
         future: asyncio.Future[tuple[float, T | SwitchboardError]] = asyncio.get_running_loop().create_future()
         self._loading[key] = future
-        started = time.monotonic()
+        started, generation = time.monotonic(), self._generation
         try:
             try:
                 value: T | SwitchboardError = await load()
             except SwitchboardError as exc:
                 value = exc
-            if len(self._entries) >= self._max_entries:
-                self._entries.clear()
             hit = (started + self._ttl, value)
-            self._entries[key] = hit
+            if generation == self._generation:
+                if len(self._entries) >= self._max_entries:
+                    self._entries.clear()
+                self._entries[key] = hit
             future.set_result(hit)
             return hit
         except asyncio.CancelledError:
@@ -62,4 +78,5 @@ class TtlCache(Generic[T]):
             future.exception()  # mark it retrieved when nobody waits
             raise
         finally:
-            del self._loading[key]
+            if self._loading.get(key) is future:  # forget() may have let a newer load take its place
+                del self._loading[key]

@@ -343,6 +343,7 @@ def _execution_error(text: str) -> dict[str, Any]:
 
 async def _model(turn: _Turn, chat: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One model call: (its answer in the Chat Completions shape, the message item already streamed or None)."""
+    await turn.call.next_model_call(chat)  # each model call of the loop is rate-limited (gateway.limits)
     if turn.events is not None:
         return await _streamed_model(turn, turn.events, chat)
 

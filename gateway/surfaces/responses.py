@@ -21,6 +21,7 @@ from gateway.agents import AgentRoute, shape_chat_request
 from gateway.calls import Call, metered
 from gateway.catalog import Route, TaskType
 from gateway.context import DB, PRINCIPAL
+from gateway.limits import LimitExceeded
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
 from gateway.responses import loop, mcp_tools, rag_tools, translate
@@ -323,6 +324,10 @@ async def _with_loop(
             result = await turn(events)
         except UpstreamFailed as exc:
             call.status = 502
+            await events.fail(exc.message)
+            return out
+        except LimitExceeded as exc:  # a later model call of the loop was refused by a rate limit
+            call.status = 429
             await events.fail(exc.message)
             return out
         except (ConnectionError, asyncio.CancelledError):

@@ -31,6 +31,7 @@ from sqlalchemy import ColumnElement, case, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.errors import InvalidArgument, NotFound, QuotaExceeded
+from server.invalidation import QUIET
 from server.store.db import insert_ignoring_duplicates
 from server.store.models import RagDeploymentRow, RagTenantQuotaRow, utcnow
 
@@ -85,7 +86,7 @@ async def reserve_storage(session: AsyncSession, *, rag_id: str, nbytes: int) ->
         update(Rag)
         .where(Rag.id == rag_id, _fits(nbytes, default_quota))
         .values(used_bytes=Rag.used_bytes + nbytes)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False, **QUIET)  # accounting no cache holds: invalidates nothing
     )
     if result.rowcount == 0:  # type: ignore[attr-defined]
         await _refuse(session, rag_id, nbytes)
@@ -121,5 +122,5 @@ async def release_storage(session: AsyncSession, *, rag_id: str, nbytes: int) ->
         update(Rag)
         .where(Rag.id == rag_id)
         .values(used_bytes=case((Rag.used_bytes >= nbytes, Rag.used_bytes - nbytes), else_=0))
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False, **QUIET)
     )

@@ -5,6 +5,8 @@
               to subjects (user, group, service account, tenant, API key) with roles, and API-key grants; answers
               can_read / can_admin / can_invoke and lists what a principal can read in one query.
 - `credentials` what an API key may call on the management API at all (deny by default), checked once per RPC.
+- `limits`    who sets rate limits and budgets (operators: platform tier; tenant admins: tenant tier; never
+              keys) and who reads their use (a key's holder, tenant admins, operators).
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
@@ -15,6 +17,7 @@ from server.permissions.conversations import (
     owns_conversation,
 )
 from server.permissions.credentials import key_may_call, require_callable
+from server.permissions.limits import KeyHolder, require_limit_writer, require_usage_reader
 from server.permissions.resources import (
     Ownership,
     Permission,
@@ -47,6 +50,7 @@ from server.permissions.tenancy import (
     can_admin_tenant,
     can_attach_key_to_group,
     can_read_group,
+    follow_membership_changes,
     forget_membership,
     has_capability,
     member_user_ids,
@@ -70,6 +74,7 @@ from server.permissions.tenancy import (
 __all__ = [
     "Capability",
     "ConversationOwner",
+    "KeyHolder",
     "Memberships",
     "Ownership",
     "Permission",
@@ -89,6 +94,7 @@ __all__ = [
     "conversation_owner",
     "create_resource",
     "delete_resource",
+    "follow_membership_changes",
     "forget_membership",
     "forget_subject",
     "has_capability",
@@ -108,6 +114,7 @@ __all__ = [
     "require_callable",
     "require_capability",
     "require_group_read",
+    "require_limit_writer",
     "require_listed_tenant",
     "require_logged_in_user",
     "require_platform_role",
@@ -117,6 +124,7 @@ __all__ = [
     "require_tenant_admin",
     "require_tenant_member",
     "require_tenant_scope",
+    "require_usage_reader",
     "resolve_tenant",
     "set_sharing",
     "tenant_role",

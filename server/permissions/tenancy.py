@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import ApiKeyType, Principal
 from server.errors import InvalidArgument, NotFound, PermissionDenied
+from server.invalidation import Invalidations, Topic
 from server.store.db import AFTER_COMMIT
 from server.store.models import GroupMemberRow, GroupRow, TenantMemberRow, TenantRow
 
@@ -42,6 +43,7 @@ __all__ = [
     "can_admin_tenant",
     "can_attach_key_to_group",
     "can_read_group",
+    "follow_membership_changes",
     "forget_membership",
     "has_capability",
     "member_user_ids",
@@ -180,6 +182,21 @@ async def user_memberships(session: AsyncSession, user_id: str, load: Callable[[
 def memberships_info(ttl: float) -> dict[str, Any]:
     """The session info that makes this package's membership reads go through one process-wide cache."""
     return {_MEMBERSHIPS: Memberships(ttl)}
+
+
+def follow_membership_changes(hub: Invalidations, info: dict[str, Any]) -> None:
+    """Let other processes' membership changes (`server.invalidation`) drop this process's cached roles at once."""
+    cache: Memberships | None = info.get(_MEMBERSHIPS)
+    if cache is None:
+        return
+
+    def forget(ids: tuple[str, ...]) -> None:
+        if len(ids) == 2:
+            cache.forget(ids[0], ids[1])
+        else:  # a whole tenant, or everything (the listener reconnected): forget(_, None) drops all
+            cache.forget(ids[0] if ids else "", None)
+
+    hub.on(Topic.MEMBERSHIP, forget)
 
 
 async def _load(session: AsyncSession, tenant_id: str, user_id: str) -> _Answer:

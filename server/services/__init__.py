@@ -19,6 +19,7 @@ from server.metering import Meter
 from server.observability import Sources, sources_from
 from server.settings import Settings
 from server.store.db import Database
+from server.store.limit_counters import Counters, RedisCounters
 
 __all__ = ["HANDLERS", "Deps"]
 
@@ -35,6 +36,7 @@ class Deps:
     _egress: EgressGuard | None = field(default=None, init=False, repr=False)
     _http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _sources: Sources | None = field(default=None, init=False, repr=False)
+    _limit_counters: Counters | None = field(default=None, init=False, repr=False)
 
     def egress_guard(self) -> EgressGuard:
         """The process's one egress guard: every outbound MCP/OAuth connection goes through it."""
@@ -54,6 +56,8 @@ class Deps:
             await self._http.close()
         if self._meter is not None:
             await self._meter.close()  # flush the traffic counted so far
+        if self._limit_counters is not None:
+            await self._limit_counters.close()
         await self.db.close()
 
     def meter(self) -> Meter:
@@ -65,6 +69,14 @@ class Deps:
         if self._sources is None:
             self._sources = sources_from(self.settings)
         return self._sources
+
+    def shared_limit_counters(self) -> Counters | None:
+        """The rate-limit counters the gateways share (Redis), for usage reads; None when each gateway process
+        counts on its own (no SWITCHBOARD_REDIS_URL)."""
+        url = self.settings.redis_url.reveal()
+        if self._limit_counters is None and url:
+            self._limit_counters = RedisCounters(url, prefix=self.settings.limits_redis_prefix)
+        return self._limit_counters
 
     def secret_box(self) -> SecretBox:
         if self._box is None:
@@ -82,6 +94,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.agents.preset_agent_service import PresetAgentServiceHandler
     from server.services.conversations.conversation_item_service import ConversationItemServiceHandler
     from server.services.conversations.conversation_service import ConversationServiceHandler
+    from server.services.limits.limit_service import LimitServiceHandler
     from server.services.metering.platform_usage_service import PlatformUsageServiceHandler
     from server.services.modelmanager.external_model_service import ExternalModelServiceHandler
     from server.services.modelmanager.model_alias_service import ModelAliasServiceHandler
@@ -116,6 +129,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.tenants.v1.ServiceAccountService": ServiceAccountServiceHandler,
         "platform.tenants.v1.TenantService": TenantServiceHandler,
         "platform.tenants.v1.UserService": UserServiceHandler,
+        "switchboard.limits.v1.LimitService": LimitServiceHandler,
     }
 
 

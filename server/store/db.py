@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 from sqlalchemy.sql import Select
 
 from server.errors import AlreadyExists
+from server.invalidation import Invalidations, Listener, StampWatcher, invalidations_info
 
 __all__ = [
     "Database",
@@ -538,7 +539,16 @@ class Database:
     def __init__(self, url: str, *, session_info: dict[str, Any] | None = None) -> None:
         self.url = url
         self.engine = make_engine(url)
-        info = session_info or {}
+        # Writes through this database drop the caches that registered here (server.invalidation).
+        sqlite_file = _sqlite_file(url) if url.startswith("sqlite") else None
+        stamp = f"{sqlite_file}.invalidated" if sqlite_file else None
+        self.invalidations = Invalidations(notify=not url.startswith("sqlite"), stamp=stamp)
+        self._listener: Listener | StampWatcher | None = None
+        if self.invalidations.notify:
+            self._listener = Listener(url, self.invalidations)
+        elif stamp is not None:
+            self._listener = StampWatcher(stamp, self.invalidations)
+        info = {**(session_info or {}), **invalidations_info(self.invalidations)}
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=info)
         # PostgreSQL: a transaction costs a BEGIN and a COMMIT round trip around the query. SQLite's driver opens none
         # for a SELECT anyway; a file database answers lone reads on the event loop from read-only connections.
@@ -584,7 +594,19 @@ class Database:
         without a generator-based one around it on every read."""
         return self._lone_reads()
 
+    def listen_for_invalidations(self) -> None:
+        """Follow other processes' changes (PostgreSQL LISTEN; on a SQLite file, its stamp); call once the event loop
+        runs. Without it, this process's caches see other processes' changes only when their entries expire."""
+        if self._listener is not None:
+            self._listener.start()
+
+    @property
+    def listener(self) -> Listener | StampWatcher | None:
+        return self._listener
+
     async def close(self) -> None:
+        if self._listener is not None:
+            await self._listener.close()
         if self._statements is not None:
             await self._statements.close()
         if self._read_engine is not None:

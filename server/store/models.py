@@ -32,6 +32,8 @@ __all__ = [
     "GroupListVersionRow",
     "GroupMemberRow",
     "GroupRow",
+    "LimitPolicyRow",
+    "LimitSoftCrossingRow",
     "PresetAgentRow",
     "PublicModelIdRow",
     "RagDeploymentRow",
@@ -537,3 +539,39 @@ class RagIndexGenerationRow(Base):
     __tablename__ = "rag_index_generations"
     rag_id: Mapped[str] = mapped_column(ForeignKey("rag_deployments.id", ondelete="CASCADE"), primary_key=True)
     generation: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+# --- Rate limits, concurrency caps and token budgets (issue 25): policies, and the soft-budget crossings the gateway
+# records. Current counts live in the gateway's counter store (in process, or Redis), not here.
+
+
+class LimitPolicyRow(Base):
+    """The limits one tier (1 platform, 2 tenant) sets on one scope (1 tenant, 2 service account, 3 API key, 4 model)
+    of a tenant. Each limit is kept as its value and, in `quantities`, as the quantity string that was set."""
+
+    __tablename__ = "limit_policies"
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    tier: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    requests_per_minute: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    tokens_per_minute: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    concurrent_requests: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    token_budget: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    budget_period: Mapped[int] = mapped_column(Integer, default=0)
+    soft_budget: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    quantities: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LimitSoftCrossingRow(Base):
+    """The first time a budget's use crossed its soft threshold in one period (`period` names it: 2026-11-25,
+    2026-W48, 2026-11)."""
+
+    __tablename__ = "limit_soft_crossings"
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    tier: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    period: Mapped[str] = mapped_column(String(16), primary_key=True)
+    crossed_at: Mapped[datetime] = mapped_column(default=utcnow)

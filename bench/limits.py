@@ -1,0 +1,202 @@
+"""Rate-limit cost and accuracy (issue 25).
+
+Cost: the same non-streaming chat completion at concurrency 32 through one gateway worker, with a key that no limit
+applies to and with a key under limits on every scope (the tenant: requests and tokens per minute; the key: requests
+per minute, concurrent requests and a monthly token budget with a soft threshold; the model: requests per minute),
+set high enough never to refuse. Once with the in-process counters, once with Redis (127.0.0.1:6379). Rounds are
+interleaved; the ratio is limited / unlimited throughput of the same gateway, goal >= 0.97 (limiter cost <= 3 %).
+The gateway worker's CPU per request is printed beside it (with the share the limits add): on a shared, busy host it
+is the steadier figure.
+
+Accuracy: three gateway replicas sharing Redis under 64 concurrent calls: a 600 requests/minute limit must admit
+600 +- 1 in a window; a token budget must not end above what it allows plus the reservations of calls in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import shutil
+import statistics
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+
+from bench.common import running_server
+from bench.gateway import MODEL, Case, Served, _api_key, _asyncio_case, _calls, _process, _ready, _wrk_case
+from server.settings import Settings
+from server.tokens import PLATFORM_ROLES, mint_token
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+ROUNDS = 3
+C32_REQUESTS = 3000  # without wrk
+_PLAIN = b'{"model":"%s","messages":[{"role":"user","content":"hi"}]}' % MODEL.encode()
+_HIGH = "1G"  # never reached in a bench run: every limit is checked and counted, none refuses
+
+
+class _Api:
+    def __init__(self, http: aiohttp.ClientSession, base_url: str) -> None:
+        self.http, self.base_url = http, base_url
+
+    async def __call__(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
+        async with self.http.post(f"{self.base_url}/{method}", json=body) as resp:
+            payload: dict[str, Any] = await resp.json()
+            assert resp.status == 200, payload
+            return payload
+
+
+async def _limited_key(base_url: str, settings: Settings, *, tenant_name: str, **policy: dict[str, str]) -> str:
+    """A service-account key of a new tenant, granted the bench model, under `policy` (scope name -> limits)."""
+    token = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
+        api = _Api(http, base_url)
+        tenant = (await api("platform.tenants.v1.TenantService/CreateTenant", {"name": tenant_name}))["tenant"]["id"]
+        account = await api(
+            "platform.tenants.v1.ServiceAccountService/CreateServiceAccount", {"tenantId": tenant, "name": "bench"}
+        )
+        created = await api(
+            "platform.tenants.v1.ApiKeyService/CreateApiKey",
+            {
+                "tenantId": tenant,
+                "type": "API_KEY_TYPE_SERVICE_ACCOUNT",
+                "name": "bench",
+                "serviceAccountId": account["serviceAccount"]["id"],
+                "grants": [{"kind": "RESOURCE_KIND_MODEL_DEPLOYMENT", "name": "bench-chat"}],
+            },
+        )
+        scopes = {"tenant": ("TENANT", ""), "key": ("API_KEY", created["apiKey"]["id"]), "model": ("MODEL", MODEL)}
+        for scope, limits in policy.items():
+            kind, scope_id = scopes[scope]
+            body = {
+                "tenantId": tenant,
+                "tier": "LIMIT_TIER_PLATFORM",
+                "scope": {"kind": f"LIMIT_SCOPE_KIND_{kind}", "id": scope_id},
+                "limits": limits,
+            }
+            await api("switchboard.limits.v1.LimitService/SetLimitPolicy", body)
+        return str(created["secret"])
+
+
+def _env(settings: Settings, **extra: str) -> dict[str, str]:
+    return {
+        "SWITCHBOARD_DATABASE_URL": settings.database_url,
+        "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
+        "SWITCHBOARD_LOG_LEVEL": "WARNING",
+        "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
+        **extra,
+    }
+
+
+async def _c32(http: aiohttp.ClientSession, served: Served, key: str, wrk: bool) -> Case:
+    headers = {"Authorization": f"Bearer {key}"}
+    url = f"{served.url}/v1/chat/completions"
+    if wrk:
+        return await _wrk_case(url, headers, _PLAIN, 32, served)
+    non_stream, _ = _calls(http, url, headers)
+    return await _asyncio_case(non_stream, C32_REQUESTS, 32, served)
+
+
+async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
+    free = await _api_key(base_url, settings, upstream.url)
+    everywhere = {
+        "tenant": {"requestsPerMinute": _HIGH, "tokensPerMinute": _HIGH},
+        "key": {
+            "requestsPerMinute": _HIGH,
+            "concurrentRequests": "10k",
+            "tokenBudget": "1P",
+            "budgetPeriod": "BUDGET_PERIOD_MONTH",
+            "softBudget": "1T",
+        },
+        "model": {"requestsPerMinute": _HIGH},
+    }
+    limited = await _limited_key(base_url, settings, tenant_name="bench-limited", **everywhere)
+    wrk = shutil.which("wrk") is not None
+    stores = {
+        "in-process": _env(settings),
+        "redis": _env(
+            settings, SWITCHBOARD_REDIS_URL=REDIS_URL, SWITCHBOARD_LIMITS_REDIS_PREFIX=f"bench:{secrets.token_hex(4)}:"
+        ),
+    }
+    print(f"-- cost: c=32 non-streaming, {ROUNDS} interleaved rounds, by {'wrk' if wrk else 'the asyncio generator'}")
+    print(
+        f"{'counters':<11} {'no limits req/s':>16} {'limited req/s':>14} {'ratio':>7}  goal"
+        f"{'':>17} {'CPU us/req':>11} {'limited':>8} {'added':>7}"
+    )
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        for store, env in stores.items():
+            with _process("gateway", env) as gateway:
+                for key in (free, limited):
+                    await _ready(http, f"{gateway.url}/v1/chat/completions", {"Authorization": f"Bearer {key}"})
+                runs: dict[str, list[Case]] = {"free": [], "limited": []}
+                for _ in range(ROUNDS):
+                    runs["free"].append(await _c32(http, gateway, free, wrk))
+                    runs["limited"].append(await _c32(http, gateway, limited, wrk))
+            f, lim = (statistics.median(c.rps for c in runs[k]) for k in ("free", "limited"))
+            cpu_f, cpu_l = (statistics.median(c.cpu_us for c in runs[k]) for k in ("free", "limited"))
+            verdict = "ok" if lim / f >= 0.97 else "MISSED"
+            print(
+                f"{store:<11} {f:>16.0f} {lim:>14.0f} {lim / f:>6.3f}x  >= 0.97x {verdict:<6}"
+                f"{'':>10} {cpu_f:>11.0f} {cpu_l:>8.0f} {cpu_l / cpu_f - 1:>6.1%}"
+            )
+
+
+@contextlib.contextmanager
+def _replicas(env: dict[str, str], count: int) -> Iterator[list[Served]]:
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(_process("gateway", env)) for _ in range(count)]
+
+
+async def _burst(http: aiohttp.ClientSession, replicas: list[Served], key: str, body: bytes, calls: int) -> list[int]:
+    gate = asyncio.Semaphore(64)
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    async def one(index: int) -> int:
+        async with (
+            gate,
+            http.post(f"{replicas[index % len(replicas)].url}/v1/chat/completions", data=body, headers=headers) as r,
+        ):
+            await r.read()
+            return r.status
+
+    return list(await asyncio.gather(*(one(i) for i in range(calls))))
+
+
+async def _accuracy(base_url: str, settings: Settings) -> None:
+    prefix = f"bench:{secrets.token_hex(4)}:"
+    rpm_key = await _limited_key(base_url, settings, tenant_name="bench-rpm", key={"requestsPerMinute": "600"})
+    budget = {"tokenBudget": "20000", "budgetPeriod": "BUDGET_PERIOD_DAY"}
+    budget_key = await _limited_key(base_url, settings, tenant_name="bench-budget", key=budget)
+    env = _env(settings, SWITCHBOARD_REDIS_URL=REDIS_URL, SWITCHBOARD_LIMITS_REDIS_PREFIX=prefix)
+    print("-- accuracy: 3 gateway replicas sharing Redis, 64 concurrent calls")
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        with _replicas(env, 3) as replicas:
+            for served in replicas:
+                await _ready(http, f"{served.url}/v1/chat/completions", {"Authorization": f"Bearer {budget_key}"})
+            left = 60 - time.time() % 60
+            if left < 30:  # the whole burst inside one minute window
+                await asyncio.sleep(left + 0.1)
+            statuses = await _burst(http, replicas, rpm_key, _PLAIN, 1500)
+            admitted = statuses.count(200)
+            verdict = "ok" if abs(admitted - 600) <= 1 else "MISSED"
+            print(f"600 requests/minute, 1500 sent in one window: {admitted} admitted (goal 600 +- 1) {verdict}")
+            # Each call reserves ceil(body/4) + 1024 (no max_tokens) and uses 7 tokens (the bench upstream's usage).
+            statuses = await _burst(http, replicas, budget_key, _PLAIN, 3000)
+    reservation = -(-len(_PLAIN) // 4) + 1024
+    used = statuses.count(200) * 7
+    bound = 20000 + 64 * reservation
+    verdict = "ok" if used <= bound else "MISSED"
+    print(
+        f"token budget 20000: {statuses.count(200)} calls admitted, {used} tokens used "
+        f"(bound: budget + 64 in-flight reservations of {reservation} = {bound}) {verdict}"
+    )
+
+
+async def main() -> None:
+    async with running_server() as (base_url, _port, settings):
+        with _process("upstream") as upstream:
+            await _cost(base_url, settings, upstream)
+            await _accuracy(base_url, settings)

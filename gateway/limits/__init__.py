@@ -1,0 +1,12 @@
+"""Rate limits, concurrency caps and token budgets in the gateway (issue 25).
+
+`limiter` admits and settles calls against the policies of server.domain.limits, counting in the store
+server.store.limit_counters names (in process, or Redis shared by replicas); `estimate` is what a call reserves;
+`headers` writes OpenAI's rate-limit headers. gateway.calls is the one place every inference surface passes through.
+"""
+
+from gateway.limits.estimate import reservation
+from gateway.limits.limiter import Grant, Limiter, LimitExceeded
+from gateway.limits.setup import open_limiter
+
+__all__ = ["Grant", "LimitExceeded", "Limiter", "open_limiter", "reservation"]

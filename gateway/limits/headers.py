@@ -1,0 +1,55 @@
+"""The rate-limit headers OpenAI sends, in its formats, so SDKs and clients read ours the same way.
+
+`x-ratelimit-{limit,remaining,reset}-{requests,tokens}` describe the tightest requests-per-minute and tokens-per-minute
+limits that apply (the one with the least left); resets are durations in Go's notation as OpenAI sends them ("1s",
+"59.5s", "6m0s", "20ms"). A refusal adds `retry-after` (whole seconds, rounded up) and `retry-after-ms`, which the
+openai SDKs honour up to two minutes; a refusal no wait can cure (a request larger than the limit, a budget that
+resets in days) says `x-should-retry: false`.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["duration", "retry_headers", "window_headers"]
+
+
+def duration(seconds: float) -> str:
+    """Go's time.Duration notation, to the millisecond: 20ms, 1s, 59.5s, 6m0s, 1h2m3s."""
+    ms = max(0, math.ceil(seconds * 1000))
+    if ms < 1000:
+        return f"{ms}ms"
+    if ms < 60_000:  # the common case (a minute window): one format
+        return f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+    hours, ms = divmod(ms, 3_600_000)
+    minutes, ms = divmod(ms, 60_000)
+    secs = f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{hours}h{minutes}m{secs}"
+    return f"{minutes}m{secs}"
+
+
+def window_headers(kind: str, limit: int, remaining: int, reset_seconds: float) -> dict[str, str]:
+    """The trio for `kind` (requests or tokens)."""
+    names = _NAMES[kind]
+    return {names[0]: str(limit), names[1]: str(max(0, remaining)), names[2]: duration(reset_seconds)}
+
+
+_NAMES = {
+    kind: (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}")
+    for kind in ("requests", "tokens")
+}
+
+
+# Beyond this the openai SDKs do not wait (MAX_RETRY_AFTER_DELAY), so a retry could not help.
+SDK_RETRY_LIMIT = 120.0
+
+
+def retry_headers(wait_seconds: float, *, curable: bool = True) -> dict[str, str]:
+    wait = max(wait_seconds, 0.001)
+    retry = curable and wait <= SDK_RETRY_LIMIT
+    return {
+        "retry-after": str(math.ceil(wait)),
+        "retry-after-ms": str(math.ceil(wait * 1000)),
+        "x-should-retry": "true" if retry else "false",
+    }

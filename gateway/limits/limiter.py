@@ -1,0 +1,368 @@
+"""Admission of a gateway call against every limit that applies to it, and settlement once it ends.
+
+`admit` runs before each model call: it finds the policies of the key's tenant (cached per process for
+`settings.api_key_cache_seconds`, so no database round trip per request; a changed policy reaches every replica
+through server.invalidation, that TTL being the fallback), keeps those whose scope matches (the tenant, the key's
+service account, the key, the model named) and asks the counter store, in one atomic step, to count one request in
+every requests-per-minute window, reserve the call's estimated tokens in every tokens-per-minute window and budget
+period, and hold a lease in every concurrency cap. If any limit has no room, nothing is counted and the call is
+refused (`LimitExceeded`, a 429 with Retry-After). `finish` settles the reservation to the tokens the answer
+reported and gives the leases back.
+
+When the counter store (Redis) is unreachable the call is admitted without limits (fail open, the default) or refused
+with a 429 (fail closed), never a 5xx; each case counts on the `switchboard.limits.store_unavailable` metric and is
+logged at most once a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+
+from opentelemetry import metrics
+
+from gateway.limits.headers import retry_headers, window_headers
+from server.domain.limits import BudgetPeriod, Metric, Policy, ScopeKind, tenant_policies
+from server.domain.limits_plan import Applied, Caller, Rule, Window, budget_window, counter, minute_window, rules
+from server.domain.principal import Principal
+from server.domain.quantities import INT64_MAX
+from server.errors import QuotaExceeded
+from server.invalidation import Topic
+from server.store.db import Database, insert_ignoring_duplicates
+from server.store.limit_counters import Adjustment, Counters, CountersUnavailable, Slot, Take
+from server.store.models import LimitSoftCrossingRow
+from server.ttlcache import TtlCache
+
+__all__ = ["Grant", "LimitExceeded", "Limiter"]
+
+log = logging.getLogger("switchboard.gateway.limits")
+_unavailable = metrics.get_meter("switchboard.gateway.limits").create_counter(
+    "switchboard.limits.store_unavailable", description="Calls admitted or refused without the rate-limit store"
+)
+
+_MINUTE_MARGIN = 120.0  # a minute counter outlives its window by this much, so late settlements still find it
+_PERIOD_MARGIN = 86_400.0
+_CONCURRENCY_WAIT = 1.0  # what a caller refused by a concurrency cap is told to wait
+_LOG_EVERY = 60.0
+_MAX_PLANS = 50_000
+_TOKEN_METRICS = frozenset({Metric.TOKENS_PER_MINUTE, Metric.TOKEN_BUDGET})
+_HEADER_KINDS = ((Metric.REQUESTS_PER_MINUTE, "requests"), (Metric.TOKENS_PER_MINUTE, "tokens"))
+_SCOPE_NAMES = {
+    ScopeKind.TENANT: "tenant",
+    ScopeKind.SERVICE_ACCOUNT: "service account",
+    ScopeKind.API_KEY: "API key",
+    ScopeKind.MODEL: "model",
+}
+_METRIC_NAMES = {
+    Metric.REQUESTS_PER_MINUTE: "requests per minute",
+    Metric.TOKENS_PER_MINUTE: "tokens per minute",
+    Metric.CONCURRENT_REQUESTS: "concurrent requests",
+    Metric.TOKEN_BUDGET: "token budget",
+}
+
+
+class LimitExceeded(QuotaExceeded):
+    """A call refused by a limit; `headers` go on the 429 (Retry-After and the rate-limit trios)."""
+
+    def __init__(self, message: str, headers: dict[str, str]) -> None:
+        super().__init__(message)
+        self.headers = headers
+
+
+@dataclass(slots=True)
+class Grant:
+    """What one admitted model call holds: its token reservations (counter, expiry) and its leases."""
+
+    lease: str
+    reserved: int
+    token_counters: list[tuple[str, float]]
+    soft: list[tuple[Applied, int, int]]  # budgets with a soft threshold: (budget, token_counters index, take index)
+    slots: list[str]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Check:
+    """One counter a caller's calls are checked against: the lowest limit of the rules sharing it."""
+
+    rule: Rule
+    limit: int
+    tokens: bool  # reserves the call's tokens (else counts one request, or holds a lease)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The checks of one (key, model), built once from the tenant's policies (`source`) and reused while those stay
+    the cached ones. What depends on the windows (counter names, expiries, the one-request Takes) is rebuilt only
+    when a window ends (`until`); per call only the token reservations are new."""
+
+    source: list[Policy]
+    takes: list[_Check]
+    slots: list[_Check]
+    until: float = 0.0
+    windows: list[Window] = field(default_factory=list)
+    fixed: list[Take | None] = field(default_factory=list)  # a request check's Take (amount 1); None for tokens
+    names: list[str] = field(default_factory=list)
+    expiries: list[float] = field(default_factory=list)
+    slot_takes: list[Slot] = field(default_factory=list)
+    token_room: int = 0  # the lowest token limit: a reservation above it can never fit
+    token_counters: list[tuple[str, float]] = field(default_factory=list)  # what settles: (counter, expiry)
+    soft: list[tuple[Applied, int, int]] = field(default_factory=list)  # (budget, its token_counters index, take index)
+    trios: list[tuple[str, list[int]]] = field(default_factory=list)  # header kind, the take indices it picks from
+
+    def refresh(self, clock: _Windows, now: float) -> None:
+        self.windows = [clock.of(c.rule.period, now) for c in self.takes]
+        self.names = [counter(c.rule, w) for c, w in zip(self.takes, self.windows, strict=True)]
+        self.expiries = [_expiry(c.rule.metric, w) for c, w in zip(self.takes, self.windows, strict=True)]
+        self.fixed = [
+            None if c.tokens else Take(n, c.limit, 1, e)
+            for c, n, e in zip(self.takes, self.names, self.expiries, strict=True)
+        ]
+        self.slot_takes = [Slot(c.rule.base, c.limit) for c in self.slots]
+        self.token_room = min((c.limit for c in self.takes if c.tokens), default=INT64_MAX)
+        self.until = min((w.end for w in self.windows), default=INT64_MAX)
+        tokens = [i for i, c in enumerate(self.takes) if c.tokens]
+        self.token_counters = [(self.names[i], self.expiries[i]) for i in tokens]
+        # Only the policy whose (lowest) limit a shared budget counter keeps is watched for its soft threshold.
+        self.soft = [
+            (Applied(c.rule.policy, c.rule.metric, c.limit, self.names[i], self.windows[i]), position, i)
+            for position, i in enumerate(tokens)
+            if (c := self.takes[i]).rule.metric == Metric.TOKEN_BUDGET and c.rule.policy.soft_budget is not None
+        ]
+        self.trios = [
+            (kind, found)
+            for metric, kind in _HEADER_KINDS
+            if (found := [i for i, c in enumerate(self.takes) if c.rule.metric == metric])
+        ]
+
+
+def _plan(policies: list[Policy], caller: Caller) -> _Plan:
+    takes: dict[str, _Check] = {}
+    slots: dict[str, _Check] = {}
+    for rule in rules(policies, caller):
+        into = slots if rule.metric == Metric.CONCURRENT_REQUESTS else takes
+        # Counters are per (scope, metric, period): a platform and a tenant policy on one scope share one.
+        name = rule.base + (f"|{int(rule.period)}" if rule.period is not None else "")
+        found = into.get(name)
+        if found is None:
+            into[name] = _Check(rule, rule.limit, rule.metric in _TOKEN_METRICS)
+        elif rule.limit < found.limit:
+            found.rule, found.limit = rule, rule.limit
+    return _Plan(policies, list(takes.values()), list(slots.values()))
+
+
+class _Windows:
+    """The current minute and budget periods, recomputed only when one ends."""
+
+    __slots__ = ("_minute", "_periods")
+
+    def __init__(self) -> None:
+        self._minute = minute_window(0)
+        self._periods: dict[BudgetPeriod, Window] = {}
+
+    def of(self, period: BudgetPeriod | None, now: float) -> Window:
+        if period is None:
+            if now >= self._minute.end:
+                self._minute = minute_window(now)
+            return self._minute
+        window = self._periods.get(period)
+        if window is None or now >= window.end:
+            window = self._periods[period] = budget_window(period, now)
+        return window
+
+
+def _expiry(metric: Metric, window: Window) -> float:
+    return window.end + (_PERIOD_MARGIN if metric == Metric.TOKEN_BUDGET else _MINUTE_MARGIN)
+
+
+def _describe(rule: Rule) -> str:
+    scope = rule.policy.scope
+    named = f" {scope.id}" if scope.id else ""
+    return f"{_METRIC_NAMES[rule.metric]} of the {_SCOPE_NAMES[scope.kind]}{named}"
+
+
+class Limiter:
+    def __init__(self, db: Database, counters: Counters, *, ttl: float, fail_closed: bool) -> None:
+        self._db = db
+        self._counters = counters
+        self._policies: TtlCache[list[Policy]] = TtlCache(ttl)
+        # A changed policy reaches every process at once (server.invalidation); the TTL is the fallback.
+        db.invalidations.on(Topic.LIMITS, lambda _: self._policies.forget())
+        self._plans: dict[tuple[str, str, str | None, str], _Plan] = {}
+        self._windows = _Windows()
+        self._fail_closed = fail_closed
+        self._missed = 0
+        self._next_log = 0.0
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def close(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self._counters.close()
+
+    async def _load(self, tenant_id: str) -> list[Policy]:
+        async with self._db.read() as session:
+            return await tenant_policies(session, tenant_id)
+
+    def _plan_for(self, policies: list[Policy], caller: Caller) -> _Plan:
+        lookup = (caller.tenant_id, caller.key_id, caller.service_account_id, caller.model or "")
+        plan = self._plans.get(lookup)
+        if plan is None or plan.source is not policies:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            plan = self._plans[lookup] = _plan(policies, caller)
+        return plan
+
+    async def admit(
+        self, principal: Principal, model: str, reserve: int, *, with_slots: bool, now: float | None = None
+    ) -> Grant | None:
+        """Count one model call; None when no limit applies (or the store is down and we fail open)."""
+        key = principal.api_key
+        if key is None:
+            return None
+        policies = await self._policies.get(key.tenant_id, lambda: self._load(key.tenant_id))
+        if not policies:
+            return None
+        plan = self._plan_for(policies, Caller(key.tenant_id, key.key_id, key.service_account_id, model))
+        if not plan.takes and not (with_slots and plan.slots):
+            return None
+        now = time.time() if now is None else now
+        if now >= plan.until:
+            plan.refresh(self._windows, now)
+        if reserve > plan.token_room:
+            check = min((c for c in plan.takes if c.tokens), key=lambda c: c.limit)
+            raise LimitExceeded(
+                f"Request too large: it may use {reserve} tokens, more than the {_describe(check.rule)} allows "
+                f"({check.limit}). Lower max_tokens or the input size.",
+                {"x-should-retry": "false"},
+            )
+        takes = [
+            take if take is not None else Take(plan.names[i], plan.takes[i].limit, reserve, plan.expiries[i])
+            for i, take in enumerate(plan.fixed)
+        ]
+        return await self._acquire(plan, takes, plan.slot_takes if with_slots else [], reserve, now)
+
+    async def _acquire(
+        self, plan: _Plan, takes: list[Take], slots: list[Slot], reserve: int, now: float
+    ) -> Grant | None:
+        lease = f"{random.getrandbits(64):016x}"
+        try:
+            outcome = await self._counters.acquire(takes, slots, lease, now)
+        except CountersUnavailable:
+            self._store_down()
+            return None
+        if not outcome.admitted:
+            raise self._refusal(plan, takes, outcome.refused, outcome.values, now)
+        values = outcome.values
+        for applied, _, index in plan.soft:
+            self._check_soft(applied, values[index] - reserve, values[index])
+        headers = _headers(plan, values, now)
+        return Grant(lease, reserve, plan.token_counters, plan.soft, [s.counter for s in slots], headers)
+
+    def _refusal(
+        self, plan: _Plan, takes: list[Take], refused: int, values: tuple[int, ...], now: float
+    ) -> LimitExceeded:
+        if refused >= len(takes):
+            cap = plan.slots[refused - len(takes)]
+            return LimitExceeded(
+                f"Rate limit reached on the {_describe(cap.rule)}: limit {cap.limit} in flight. "
+                f"Please try again in {_CONCURRENCY_WAIT:.0f}s.",
+                retry_headers(_CONCURRENCY_WAIT),
+            )
+        check, take = plan.takes[refused], takes[refused]
+        headers = {**_headers(plan, values, now), **retry_headers(plan.windows[refused].end - now)}
+        return LimitExceeded(
+            f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
+            f"requested {take.amount}. Please try again in {headers['retry-after']}s.",
+            headers,
+        )
+
+    def _store_down(self) -> None:
+        _unavailable.add(1, {"outcome": "refused" if self._fail_closed else "admitted"})
+        self._missed += 1
+        now = time.monotonic()
+        if now >= self._next_log:
+            self._next_log = now + _LOG_EVERY
+            log.warning(
+                "the rate-limit counter store is unreachable: %d call(s) %s without limits since the last report",
+                self._missed,
+                "refused" if self._fail_closed else "admitted",
+            )
+            self._missed = 0
+        if self._fail_closed:
+            raise LimitExceeded(
+                "Rate limits cannot be checked right now. Please try again shortly.", retry_headers(_CONCURRENCY_WAIT)
+            )
+
+    async def finish(self, grant: Grant, used: int | None) -> None:
+        """Settle the reservation to `used` tokens (None: keep it, the usage is unknown) and free the leases."""
+        delta = 0 if used is None else used - grant.reserved
+        adjustments = [Adjustment(c, delta, expires) for c, expires in grant.token_counters] if delta else []
+        if not adjustments and not grant.slots:
+            return
+        try:
+            values = await self._counters.finish(adjustments, grant.slots, grant.lease)
+        except CountersUnavailable:
+            self._store_down_quietly()
+            return
+        for applied, index, _ in grant.soft if adjustments else ():
+            self._check_soft(applied, values[index] - delta, values[index])
+
+    def _store_down_quietly(self) -> None:
+        # A settlement that cannot reach the store leaves the reservation standing (its leases expire in Redis).
+        _unavailable.add(1, {"outcome": "unsettled"})
+
+    def _check_soft(self, applied: Applied, before: int, after: int) -> None:
+        soft = applied.policy.soft_budget
+        if soft is None or not (before < soft <= after):
+            return
+        policy = applied.policy
+        log.warning(
+            "soft token budget crossed: tenant %s, %s scope %r, period %s (%d of %d)",
+            policy.tenant_id,
+            _SCOPE_NAMES[policy.scope.kind],
+            policy.scope.id,
+            applied.period,
+            after,
+            soft,
+        )
+        task = asyncio.ensure_future(self._record_soft(applied))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _record_soft(self, applied: Applied) -> None:
+        policy = applied.policy
+        try:
+            async with self._db.transaction() as session:
+                await insert_ignoring_duplicates(
+                    session,
+                    LimitSoftCrossingRow,
+                    {
+                        "tenant_id": policy.tenant_id,
+                        "tier": int(policy.tier),
+                        "scope_kind": int(policy.scope.kind),
+                        "scope_id": policy.scope.id,
+                        "period": applied.period,
+                    },
+                )
+        except Exception:
+            log.exception("could not record a soft budget crossing")
+
+
+def _headers(plan: _Plan, values: tuple[int, ...], now: float) -> dict[str, str]:
+    """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known (a refusal
+    knows the counts up to the limit that refused)."""
+    headers: dict[str, str] = {}
+    known = len(values)
+    for kind, indices in plan.trios:
+        best = -1
+        for i in indices:
+            if i < known and (best < 0 or plan.takes[i].limit - values[i] < plan.takes[best].limit - values[best]):
+                best = i
+        if best >= 0:
+            limit = plan.takes[best].limit
+            headers.update(window_headers(kind, limit, limit - values[best], plan.windows[best].end - now))
+    return headers

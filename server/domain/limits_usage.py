@@ -1,0 +1,97 @@
+"""Reads of the current use of every limit that applies to one API key's calls (GetLimitUsage).
+
+The counts come from the counter store the gateways share (Redis). Without one, each gateway process counts on its
+own and the management server cannot see those counts: `used`/`remaining` are then absent, never a made-up zero.
+Soft-budget crossings come from the database, where the gateways record them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server import permissions
+from server.domain.limits import BudgetPeriod, Metric, Policy, tenant_policies
+from server.domain.limits_plan import Applied, Caller, applied_limits
+from server.domain.principal import Principal
+from server.store.limit_counters import Counters
+from server.store.models import LimitSoftCrossingRow
+
+__all__ = ["LimitUse", "limit_usage"]
+
+
+@dataclass(frozen=True)
+class LimitUse:
+    policy: Policy
+    metric: Metric
+    limit: int
+    used: int | None
+    reset_at: datetime | None
+    budget_period: BudgetPeriod
+    soft_limit: int | None
+    soft_crossed_at: datetime | None
+
+    @property
+    def remaining(self) -> int | None:
+        return max(0, self.limit - self.used) if self.used is not None else None
+
+
+async def _crossings(
+    session: AsyncSession, tenant_id: str, budgets: list[Applied]
+) -> dict[tuple[int, int, str, str], datetime]:
+    if not budgets:
+        return {}
+    rows = await session.execute(
+        select(LimitSoftCrossingRow).where(
+            LimitSoftCrossingRow.tenant_id == tenant_id,
+            LimitSoftCrossingRow.period.in_({a.period for a in budgets}),
+        )
+    )
+    return {(r.tier, r.scope_kind, r.scope_id, r.period): r.crossed_at for (r,) in rows}
+
+
+async def limit_usage(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    tenant_id: str,
+    api_key_id: str,
+    model: str,
+    counters: Counters | None,
+    now: float,
+) -> list[LimitUse]:
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    key_id, service_account_id = await permissions.require_usage_reader(session, principal, tenant_id, api_key_id)
+    caller = Caller(tenant_id, key_id, service_account_id, model or None)
+    applied = applied_limits(await tenant_policies(session, tenant_id), caller, now)
+    used: list[int | None] = [None] * len(applied)
+    if counters is not None and applied:
+        windowed = [i for i, a in enumerate(applied) if a.window is not None]
+        leased = [i for i, a in enumerate(applied) if a.window is None]
+        values = await counters.peek([applied[i].counter for i in windowed], [applied[i].counter for i in leased], now)
+        for index, count in zip(windowed + leased, values, strict=True):
+            used[index] = count
+    budgets = [a for a in applied if a.metric == Metric.TOKEN_BUDGET]
+    crossed = await _crossings(session, tenant_id, budgets)
+    found = []
+    for a, value in zip(applied, used, strict=True):
+        policy = a.policy
+        is_budget = a.metric == Metric.TOKEN_BUDGET
+        found.append(
+            LimitUse(
+                policy=policy,
+                metric=a.metric,
+                limit=a.limit,
+                used=value,
+                reset_at=datetime.fromtimestamp(a.window.end, UTC) if a.window is not None else None,
+                budget_period=policy.limits.budget_period if is_budget else BudgetPeriod.UNSPECIFIED,
+                soft_limit=policy.soft_budget if is_budget else None,
+                soft_crossed_at=crossed.get((int(policy.tier), int(policy.scope.kind), policy.scope.id, a.period))
+                if is_budget
+                else None,
+            )
+        )
+    return found

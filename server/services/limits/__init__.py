@@ -1,0 +1,1 @@
+"""switchboard.limits.v1 handlers."""

@@ -1,0 +1,61 @@
+"""/switchboard.limits.v1.LimitService/* — rules in server.domain.limits, gates in server.permissions.limits."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from connectrpc.request import RequestContext
+
+from gen.switchboard.limits.v1 import limit_service_pb2 as pb
+from gen.switchboard.limits.v1.limit_service_connect import LimitService
+from server.domain import limits
+from server.domain.limits_usage import limit_usage
+from server.services import Deps
+from server.services.context import current_principal
+from server.services.limits import convert
+
+__all__ = ["LimitServiceHandler"]
+
+Ctx = RequestContext[Any, Any]
+
+
+class LimitServiceHandler(LimitService):
+    def __init__(self, deps: Deps) -> None:
+        self._deps = deps
+        self._db = deps.db
+
+    async def set_limit_policy(self, request: pb.SetLimitPolicyRequest, ctx: Ctx) -> pb.SetLimitPolicyResponse:
+        tier = convert.tier(request.tier)
+        scope = convert.scope(request.scope)
+        values = convert.limit_values(request.limits)
+        async with self._db.transaction() as s:
+            found = await limits.set_policy(
+                s, current_principal(), tenant_id=request.tenant_id, tier=tier, scope=scope, limits=values
+            )
+        return pb.SetLimitPolicyResponse(policy=convert.policy(found))
+
+    async def delete_limit_policy(self, request: pb.DeleteLimitPolicyRequest, ctx: Ctx) -> pb.DeleteLimitPolicyResponse:
+        tier = convert.tier(request.tier)
+        scope = convert.scope(request.scope)
+        async with self._db.transaction() as s:
+            await limits.delete_policy(s, current_principal(), tenant_id=request.tenant_id, tier=tier, scope=scope)
+        return pb.DeleteLimitPolicyResponse()
+
+    async def list_limit_policies(self, request: pb.ListLimitPoliciesRequest, ctx: Ctx) -> pb.ListLimitPoliciesResponse:
+        async with self._db.read() as s:
+            found = await limits.list_policies(s, current_principal(), tenant_id=request.tenant_id)
+        return pb.ListLimitPoliciesResponse(policies=[convert.policy(p) for p in found])
+
+    async def get_limit_usage(self, request: pb.GetLimitUsageRequest, ctx: Ctx) -> pb.GetLimitUsageResponse:
+        async with self._db.read() as s:
+            found = await limit_usage(
+                s,
+                current_principal(),
+                tenant_id=request.tenant_id,
+                api_key_id=request.api_key_id,
+                model=request.model,
+                counters=self._deps.shared_limit_counters(),
+                now=time.time(),
+            )
+        return pb.GetLimitUsageResponse(limits=[convert.limit_use(u) for u in found])

@@ -1,0 +1,206 @@
+"""What the rate-limit tests share: a model upstream whose usage they can predict, gateway processes configured for
+limits (in process or on Redis), a fresh tenant with models and keys, and setting policies through LimitService.
+
+The upstream answers every chat call with 10 prompt tokens and min(60, max_tokens) completion tokens (so a call never
+uses more than it reserved), embeddings with 8 tokens, rerank with 5, transcriptions with 4; `slow` answers after
+1.5 s; with tools it first calls the tool whose name ends in `add`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import signal
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from tests.clients import ConnectJsonCaller
+from tests.conftest import Database, Server
+from tests.gateway_fixtures import start_gateway_process
+from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
+from tests.world import make_world, must
+
+LIMITS = "switchboard.limits.v1.LimitService"
+REDIS_URL = "redis://127.0.0.1:6379/0"
+PROMPT = 10
+
+
+def _usage(payload: dict[str, Any]) -> dict[str, int]:
+    wanted = payload.get("max_completion_tokens") or payload.get("max_tokens") or 60
+    completion = min(60, int(wanted))
+    return {"prompt_tokens": PROMPT, "completion_tokens": completion, "total_tokens": PROMPT + completion}
+
+
+def _tool_call(tools: list[Any]) -> dict[str, Any] | None:
+    for tool in tools:
+        name = str((tool.get("function") or {}).get("name", ""))
+        if name.endswith("add"):
+            arguments = '{"a": 2, "b": 3}'
+            return {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return None
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    payload = await request.json()
+    if payload.get("model") == "slow":
+        await asyncio.sleep(1.5)
+    messages = payload.get("messages") or [{}]
+    call = _tool_call(payload.get("tools") or []) if messages[-1].get("role") != "tool" else None
+    message: dict[str, Any] = (
+        {"role": "assistant", "content": "counted"}
+        if call is None
+        else {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call],
+        }
+    )
+    finish = "stop" if call is None else "tool_calls"
+    base = {"id": "chatcmpl-l", "created": 1, "model": payload.get("model")}
+    if not payload.get("stream"):
+        choice = {"index": 0, "finish_reason": finish, "message": message}
+        return web.json_response({**base, "object": "chat.completion", "choices": [choice], "usage": _usage(payload)})
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+
+    async def send(chunk: dict[str, Any]) -> None:
+        await resp.write(b"data: " + orjson.dumps({**base, "object": "chat.completion.chunk", **chunk}) + b"\n\n")
+
+    delta = {"role": "assistant", "content": "counted"} if call is None else {"tool_calls": [{"index": 0, **call}]}
+    await send({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+    await send({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    if (payload.get("stream_options") or {}).get("include_usage"):
+        await send({"choices": [], "usage": _usage(payload)})
+    await resp.write(b"data: [DONE]\n\n")
+    return resp
+
+
+async def _embeddings(request: web.Request) -> web.StreamResponse:
+    payload = await request.json()
+    count = len(payload["input"]) if isinstance(payload["input"], list) else 1
+    data = [{"object": "embedding", "index": i, "embedding": [0.5, 0.25]} for i in range(count)]
+    return web.json_response({"object": "list", "data": data, "usage": {"prompt_tokens": 8, "total_tokens": 8}})
+
+
+async def _rerank(request: web.Request) -> web.StreamResponse:
+    payload = await request.json()
+    results = [{"index": i, "relevance_score": 1.0 / (i + 1)} for i in range(len(payload["documents"]))]
+    return web.json_response({"results": results, "usage": {"total_tokens": 5}})
+
+
+async def _transcriptions(request: web.Request) -> web.StreamResponse:
+    await request.read()
+    return web.json_response(
+        {"text": "hi", "usage": {"type": "tokens", "input_tokens": 3, "output_tokens": 1, "total_tokens": 4}}
+    )
+
+
+def upstream_app() -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", _chat)
+    app.router.add_post("/v1/embeddings", _embeddings)
+    app.router.add_post("/v1/rerank", _rerank)
+    app.router.add_post("/v1/audio/transcriptions", _transcriptions)
+    return app
+
+
+def specs(upstream: str) -> list[ModelSpec]:
+    return [
+        ModelSpec("lchat", upstream=upstream, upstream_model="counted"),
+        ModelSpec("lchat2", upstream=upstream, upstream_model="counted"),
+        ModelSpec("lslow", upstream=upstream, upstream_model="slow"),
+        ModelSpec("lembed", upstream=upstream, upstream_model="e", task=2),
+        ModelSpec("lrerank", upstream=upstream, upstream_model="r", task=3),
+        ModelSpec("lwhisper", upstream=upstream, upstream_model="w", task=4, modalities=(3,)),
+    ]
+
+
+@dataclass
+class LimitsGateway:
+    base_url: str
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@contextlib.asynccontextmanager
+async def limits_gateway(
+    database: Database, server: Server, *, workers: int = 1, **extra: str
+) -> AsyncIterator[LimitsGateway]:
+    """A gateway process of its own (`SWITCHBOARD_<name>` settings in `extra`), on the run's database."""
+    env = {
+        "SWITCHBOARD_DATABASE_URL": database.url,
+        "SWITCHBOARD_VAR_DIR": str(server.settings.var_dir),
+        "SWITCHBOARD_LOG_LEVEL": "WARNING",
+        "SWITCHBOARD_API_KEY_CACHE_SECONDS": "1",
+        "SWITCHBOARD_GATEWAY_HOST": "127.0.0.1",
+        "SWITCHBOARD_GATEWAY_PORT": "0",
+        "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
+        **{f"SWITCHBOARD_{k.upper()}": v for k, v in extra.items()},
+    }
+    log_path = Path(tempfile.mkdtemp(prefix="switchboard-limits-")) / "gateway.log"
+    with log_path.open("wb") as log:
+        proc = await start_gateway_process(env, workers=workers, stderr=log)
+        try:
+            yield LimitsGateway(proc.base_url, log_path)
+        finally:
+            proc.proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.proc.wait(), 60)
+
+
+async def models_world(server: Server, upstream: str) -> GatewayWorld:
+    """The limit tests' models (platform-owned, shared with every tenant), registered once."""
+    connect = ConnectJsonCaller(server.base_url)
+    world = GatewayWorld(tenant_id="", tag=secrets.token_hex(3))
+    await create_models(connect, server.admin_token, world, specs(upstream))
+    return world
+
+
+@dataclass
+class Tenant:
+    """A fresh tenant (so no policy cached by an earlier test applies) and its admin's and member's tokens."""
+
+    world: GatewayWorld
+    connect: ConnectJsonCaller
+    admin_token: str  # the platform operator's
+
+    @property
+    def id(self) -> str:
+        return self.world.tenant_id
+
+    async def key(self, label: str, person: str = "member") -> tuple[str, str]:
+        """(key id, secret) of a new Personal (all resources) key."""
+        secret = await all_resources_key(self.connect, self.world, self.world.tokens[person], label)
+        return self.world.key_ids[label], secret
+
+    async def limit(self, scope: tuple[str, str], tier: str = "LIMIT_TIER_PLATFORM", **limits: Any) -> None:
+        kind, scope_id = scope
+        body = {
+            "tenantId": self.id,
+            "tier": tier,
+            "scope": {"kind": f"LIMIT_SCOPE_KIND_{kind}", "id": scope_id},
+            "limits": limits,
+        }
+        token = self.admin_token if tier == "LIMIT_TIER_PLATFORM" else self.world.tokens["admin"]
+        must(await self.connect.call(f"{LIMITS}/SetLimitPolicy", body, token=token))
+
+
+async def new_tenant(server: Server, models: GatewayWorld) -> Tenant:
+    connect = ConnectJsonCaller(server.base_url)
+    people = await make_world(server, connect)
+    world = GatewayWorld(
+        tenant_id=people.tenant_id,
+        tag=models.tag,
+        names=dict(models.names),
+        tokens=dict(people.tokens),
+        user_ids=dict(people.user_ids),
+    )
+    return Tenant(world, connect, server.admin_token)

@@ -1,0 +1,173 @@
+"""The rate-limit counter stores (server.store.limit_counters): one contract, in process and on a real Redis
+(127.0.0.1:6379, a fresh key prefix per test), plus the windows, header formats and reservations built on them."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+
+from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, reservation
+from gateway.limits.headers import duration, retry_headers
+from server.domain.limits import BudgetPeriod
+from server.domain.limits_plan import budget_window, minute_window
+from server.metering import CallKind
+from server.store.limit_counters import (
+    Adjustment,
+    Counters,
+    CountersUnavailable,
+    MemoryCounters,
+    RedisCounters,
+    Slot,
+    Take,
+)
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def _redis_reachable() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def counters(request: pytest.FixtureRequest) -> AsyncIterator[Counters]:
+    if request.param == "memory":
+        yield MemoryCounters()
+        return
+    if not _redis_reachable():
+        pytest.fail("Redis is not running on 127.0.0.1:6379 (the tests and CI expect it there)")
+    store = RedisCounters(REDIS_URL, prefix=f"test:{secrets.token_hex(6)}:")
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def take(counter: str, limit: int, amount: int = 1) -> Take:
+    return Take(counter, limit, amount, time.time() + 60)
+
+
+async def test_takes_admit_up_to_the_limit_and_count_nothing_when_refused(counters: Counters) -> None:
+    now = time.time()
+    for expected in (1, 2, 3):
+        outcome = await counters.acquire([take("rpm", 3), take("tpm", 100, 10)], [], "l", now)
+        assert outcome.admitted and outcome.values == (expected, expected * 10)
+    refused = await counters.acquire([take("tpm", 100, 10), take("rpm", 3)], [], "l", now)
+    assert not refused.admitted and refused.refused == 1 and refused.values == (30, 3)
+    # The refusal by the second limit counted nothing against the first.
+    assert await counters.peek(["rpm", "tpm"], [], now) == (3, 30)
+    too_big = await counters.acquire([take("tpm", 100, 71)], [], "l", now)
+    assert not too_big.admitted and too_big.refused == 0
+    assert (await counters.acquire([take("tpm", 100, 70)], [], "l", now)).values == (100,)
+    # A counter at its limit admits nothing more, not even a call that reserves no tokens.
+    assert not (await counters.acquire([take("tpm", 100, 0)], [], "l", now)).admitted
+
+
+async def test_slots_hold_leases_until_finished(counters: Counters) -> None:
+    now = time.time()
+    assert (await counters.acquire([], [Slot("cc", 2)], "a", now)).admitted
+    assert (await counters.acquire([take("rpm", 10)], [Slot("cc", 2)], "b", now)).admitted
+    refused = await counters.acquire([take("rpm", 10)], [Slot("cc", 2)], "c", now)
+    assert not refused.admitted and refused.refused == 1
+    assert await counters.peek(["rpm"], ["cc"], now) == (1, 2)  # the refused call took no request either
+    await counters.finish([], ["cc"], "a")
+    assert (await counters.acquire([], [Slot("cc", 2)], "c", now)).admitted
+    assert await counters.peek([], ["cc"], now) == (2,)
+
+
+async def test_finish_settles_reservations(counters: Counters) -> None:
+    now = time.time()
+    await counters.acquire([take("tpm", 1000, 500)], [], "a", now)
+    assert await counters.finish([Adjustment("tpm", -380, now + 60)], [], "a") == (120,)
+    assert await counters.finish([Adjustment("tpm", 30, now + 60)], [], "a") == (150,)
+    # A settlement that comes after its window's counter expired leaves nothing behind.
+    await counters.finish([Adjustment("old", -10, now - 1)], [], "a")
+    assert await counters.peek(["old", "tpm"], [], now) == (0, 150)
+
+
+async def test_concurrent_acquires_never_overshoot(counters: Counters) -> None:
+    """64 callers at once against a limit of 25 (and, on Redis, through two clients standing for two replicas):
+    exactly 25 admitted."""
+    stores = [counters]
+    if isinstance(counters, RedisCounters):
+        stores.append(RedisCounters(REDIS_URL, prefix=counters._prefix))
+    now = time.time()
+    try:
+        outcomes = await asyncio.gather(
+            *(stores[i % len(stores)].acquire([take("burst", 25)], [], f"l{i}", now) for i in range(64))
+        )
+    finally:
+        for extra in stores[1:]:
+            await extra.close()
+    assert sum(o.admitted for o in outcomes) == 25
+
+
+async def test_redis_unreachable_is_reported_as_such() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    store = RedisCounters(f"redis://127.0.0.1:{port}/0", prefix="test:down:")
+    try:
+        with pytest.raises(CountersUnavailable):
+            await store.acquire([take("x", 1)], [], "l", time.time())
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.02, "20ms"), (0.0004, "1ms"), (1, "1s"), (59.5, "59.5s"), (60, "1m0s"), (360, "6m0s"), (3723.25, "1h2m3.25s")],
+)
+def test_durations_are_written_as_openai_sends_them(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
+
+
+def test_retry_headers_say_when_waiting_cannot_help() -> None:
+    assert retry_headers(1.2) == {"retry-after": "2", "retry-after-ms": "1200", "x-should-retry": "true"}
+    assert retry_headers(3600)["x-should-retry"] == "false"  # past what the SDK would wait
+
+
+def test_windows() -> None:
+    now = datetime(2026, 11, 25, 22, 30, 15, tzinfo=UTC).timestamp()
+    minute = minute_window(now)
+    assert minute.end - now == 45
+    assert budget_window(BudgetPeriod.DAY, now).id == "d2026-11-25"
+    assert budget_window(BudgetPeriod.DAY, now).end == datetime(2026, 11, 26, tzinfo=UTC).timestamp()
+    week = budget_window(BudgetPeriod.WEEK, now)  # a Wednesday: the ISO week ends the next Monday
+    assert week.id == "w2026-W48" and week.end == datetime(2026, 11, 30, tzinfo=UTC).timestamp()
+    month = budget_window(BudgetPeriod.MONTH, datetime(2026, 12, 31, 23, 59, tzinfo=UTC).timestamp())
+    assert month.id == "M2026-12" and month.end == datetime(2027, 1, 1, tzinfo=UTC).timestamp()
+
+
+def test_reservations() -> None:
+    assert reservation(CallKind.CHAT_COMPLETION, 400, {"max_tokens": 50}) == 150
+    assert reservation(CallKind.CHAT_COMPLETION, 401, {"max_completion_tokens": 7, "max_tokens": 50}) == 108
+    assert reservation(CallKind.RESPONSE, 40, {}) == 10 + DEFAULT_OUTPUT_TOKENS
+    assert reservation(CallKind.EMBEDDING, 400, {"max_tokens": 50}) == 100
+    assert reservation(CallKind.TRANSCRIPTION, 10_000_000, None) == 0
+
+
+async def test_redis_scripts_reload_after_a_flush_and_run_once() -> None:
+    import redis.asyncio as redis
+
+    store = RedisCounters(REDIS_URL, prefix=f"test:{secrets.token_hex(6)}:")
+    admin = redis.Redis.from_url(REDIS_URL)
+    try:
+        now = time.time()
+        assert (await store.acquire([take("n", 10)], [], "a", now)).values == (1,)
+        await admin.script_flush()  # what a Redis restart does to loaded scripts
+        outcomes = await asyncio.gather(*(store.acquire([take("n", 10)], [], f"l{i}", now) for i in range(3)))
+        assert sorted(o.values for o in outcomes) == [(2,), (3,), (4,)]  # each counted exactly once
+        assert await store.peek(["n"], [], now) == (4,)
+    finally:
+        await admin.aclose()
+        await store.close()

@@ -1,0 +1,298 @@
+"""Rate limits in a real gateway process counting in process (one worker): 429s with OpenAI's body and headers,
+the rate-limit headers on every answer, reservations settled to usage (streams included), budgets and their soft
+threshold, concurrency caps, the tightest limit winning, every inference surface, each model call of the tool loop,
+and the openai SDK's own retry backing off and succeeding."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import httpx2 as httpx
+import openai
+import orjson
+import pytest
+from sqlalchemy import select
+
+from server.store.db import Database as Db
+from server.store.models import LimitSoftCrossingRow
+from tests.conftest import Database, Server
+from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
+from tests.fakes.serve import serve_in_thread
+from tests.gateway_world import GatewayWorld
+from tests.limits_world import LimitsGateway, Tenant, limits_gateway, models_world, new_tenant, upstream_app
+from tests.world import must
+
+RESET = re.compile(r"^(\d+ms|\d+(\.\d+)?s)$")
+KEY, MODEL, TENANT = "API_KEY", "MODEL", "TENANT"
+
+
+@pytest.fixture(scope="module")
+def upstream_url() -> Iterator[str]:
+    with serve_in_thread(upstream_app) as port:
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture(scope="module")
+async def models(server: Server, upstream_url: str) -> GatewayWorld:
+    return await models_world(server, upstream_url)
+
+
+@pytest.fixture(scope="module")
+async def gw(database: Database, server: Server) -> AsyncIterator[LimitsGateway]:
+    async with limits_gateway(database, server) as gateway:
+        yield gateway
+
+
+@pytest.fixture
+async def tenant(server: Server, models: GatewayWorld) -> Tenant:
+    return await new_tenant(server, models)
+
+
+async def post(gw: LimitsGateway, secret: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+    """(status, headers, parsed body) of one raw request; the body's exact bytes decide the reservation."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{gw.base_url}{path}", data=orjson.dumps(body), headers={"Authorization": f"Bearer {secret}"}
+        ) as resp,
+    ):
+        raw = await resp.read()
+        parsed = orjson.loads(raw) if resp.content_type == "application/json" else raw
+        return resp.status, {k.lower(): v for k, v in resp.headers.items()}, parsed
+
+
+def chat(model: str, **extra: Any) -> dict[str, Any]:
+    return {"model": model, "messages": [{"role": "user", "content": "hi"}], **extra}
+
+
+def reserved(body: dict[str, Any]) -> int:
+    """What the gateway reserves for a chat body (gateway.limits.estimate): its bytes / 4, plus max_tokens."""
+    return -(-len(orjson.dumps(body)) // 4) + int(body.get("max_tokens", 1024))
+
+
+async def test_requests_per_minute_refuse_with_openais_429(gw: LimitsGateway, tenant: Tenant) -> None:
+    key_id, secret = await tenant.key("rpm")
+    _, other = await tenant.key("unlimited")
+    await tenant.limit((KEY, key_id), requestsPerMinute="3")
+    model = tenant.world.model("lchat")
+    for remaining in ("2", "1", "0"):
+        status, headers, _ = await post(gw, secret, "/chat/completions", chat(model))
+        assert status == 200
+        assert headers["x-ratelimit-limit-requests"] == "3"
+        assert headers["x-ratelimit-remaining-requests"] == remaining
+        assert RESET.match(headers["x-ratelimit-reset-requests"]), headers
+        assert "x-ratelimit-limit-tokens" not in headers  # no tokens-per-minute limit applies
+    status, headers, body = await post(gw, secret, "/chat/completions", chat(model))
+    assert status == 429
+    assert body["error"]["type"] == "rate_limit_error" and body["error"]["code"] == "rate_limit_exceeded"
+    assert "requests per minute of the API key" in body["error"]["message"]
+    assert 1 <= int(headers["retry-after"]) <= 60 and headers["x-should-retry"] == "true"
+    assert headers["x-ratelimit-remaining-requests"] == "0"
+    # Another key of the tenant is not limited, and its answers carry no rate-limit headers.
+    status, headers, _ = await post(gw, other, "/chat/completions", chat(model))
+    assert status == 200 and not any(h.startswith("x-ratelimit") for h in headers)
+    # The SDK sees a RateLimitError carrying the same headers.
+    with (
+        openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0) as sdk,
+        pytest.raises(openai.RateLimitError) as raised,
+    ):
+        sdk.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+    assert raised.value.code == "rate_limit_exceeded"
+    assert raised.value.response.headers["x-ratelimit-limit-requests"] == "3"
+
+
+async def test_tokens_reserve_and_settle_to_usage_streams_included(gw: LimitsGateway, tenant: Tenant) -> None:
+    key_id, secret = await tenant.key("tpm")
+    await tenant.limit((KEY, key_id), tokensPerMinute="2000")
+    model = tenant.world.model("lchat")
+    first = chat(model, max_tokens=50)
+    status, headers, body = await post(gw, secret, "/chat/completions", first)
+    assert status == 200 and body["usage"]["total_tokens"] == 60
+    assert headers["x-ratelimit-limit-tokens"] == "2000"
+    assert headers["x-ratelimit-remaining-tokens"] == str(2000 - reserved(first))  # reserved before the call
+    streamed = chat(model, max_tokens=20, stream=True)
+    status, headers, _ = await post(gw, secret, "/chat/completions", streamed)
+    assert status == 200
+    # The first call settled to its 60 tokens; the stream's reservation is taken now.
+    assert headers["x-ratelimit-remaining-tokens"] == str(2000 - 60 - reserved(streamed))
+    third = chat(model, max_tokens=10)
+    status, headers, _ = await post(gw, secret, "/chat/completions", third)
+    # The stream settled to the usage its last chunk reported (10 + 20), though the client did not ask for usage.
+    assert headers["x-ratelimit-remaining-tokens"] == str(2000 - 60 - 30 - reserved(third))
+    # A call that could never fit is refused for good: the SDK is told not to retry.
+    status, headers, body = await post(gw, secret, "/chat/completions", chat(model, max_tokens=5000))
+    assert status == 429 and headers["x-should-retry"] == "false"
+    assert "Request too large" in body["error"]["message"]
+
+
+async def test_a_budget_refuses_once_spent_and_its_soft_threshold_is_recorded(
+    gw: LimitsGateway, tenant: Tenant, database: Database
+) -> None:
+    key_id, secret = await tenant.key("budget")
+    budget = {"tokenBudget": "250", "budgetPeriod": "BUDGET_PERIOD_DAY", "softBudget": "100"}
+    await tenant.limit((KEY, key_id), tier="LIMIT_TIER_TENANT", **budget)
+    model = tenant.world.model("lchat")
+    body = chat(model, max_tokens=60)
+    assert 75 <= reserved(body) <= 90
+    statuses = []
+    for _ in range(6):
+        status, headers, answer = await post(gw, secret, "/chat/completions", body)
+        statuses.append(status)
+    # Each call reserves about 80 tokens and uses 70: three fit in 250 (the third settles to 210), a fourth not.
+    assert statuses == [200, 200, 200, 429, 429, 429]
+    assert "retry-after" in headers and "token budget of the API key" in answer["error"]["message"]
+    db = Db(database.url)
+    try:
+        for _attempt in range(50):  # recorded off the request path
+            async with db.read() as session:
+                rows = (
+                    await session.scalars(select(LimitSoftCrossingRow).where(LimitSoftCrossingRow.scope_id == key_id))
+                ).all()
+            if rows:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await db.close()
+    assert [(r.tenant_id, r.tier, r.period) for r in rows] == [(tenant.id, 2, time.strftime("%Y-%m-%d", time.gmtime()))]
+    assert "soft token budget crossed" in gw.log()
+
+
+async def test_the_tightest_applicable_limit_wins(gw: LimitsGateway, tenant: Tenant) -> None:
+    _, secret = await tenant.key("tight")
+    chat_model, other_model = tenant.world.model("lchat"), tenant.world.model("lchat2")
+    await tenant.limit((TENANT, ""), requestsPerMinute="5")
+    await tenant.limit((MODEL, chat_model), tier="LIMIT_TIER_TENANT", requestsPerMinute="2")
+    results = [(await post(gw, secret, "/chat/completions", chat(chat_model)))[0] for _ in range(3)]
+    assert results == [200, 200, 429]
+    # The other model is limited by the tenant's 5 only, which the two admitted calls above already used from.
+    _, headers, _ = await post(gw, secret, "/chat/completions", chat(other_model))
+    assert headers["x-ratelimit-limit-requests"] == "5" and headers["x-ratelimit-remaining-requests"] == "2"
+    results = [(await post(gw, secret, "/chat/completions", chat(other_model)))[0] for _ in range(3)]
+    assert results == [200, 200, 429]
+
+
+async def test_every_inference_surface_is_limited(gw: LimitsGateway, tenant: Tenant) -> None:
+    _, secret = await tenant.key("surfaces")
+    m = tenant.world.model
+    for name in ("lchat", "lembed", "lrerank", "lwhisper"):
+        await tenant.limit((MODEL, m(name)), requestsPerMinute="1")
+    calls = {
+        "chat": ("/chat/completions", chat(m("lchat"))),
+        "embeddings": ("/embeddings", {"model": m("lembed"), "input": ["a", "b"]}),
+        "rerank": ("/rerank", {"model": m("lrerank"), "query": "q", "documents": ["a", "b"]}),
+    }
+    for surface, (path, body) in calls.items():
+        first = await post(gw, secret, path, body)
+        assert first[0] == 200 and first[1]["x-ratelimit-remaining-requests"] == "0", surface
+        assert (await post(gw, secret, path, body))[0] == 429, surface
+    with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0) as sdk:
+        answer = sdk.audio.transcriptions.with_raw_response.create(model=m("lwhisper"), file=("a.wav", b"RIFF0000"))
+        assert answer.headers["x-ratelimit-remaining-requests"] == "0"
+        with pytest.raises(openai.RateLimitError):
+            sdk.audio.transcriptions.create(model=m("lwhisper"), file=("a.wav", b"RIFF0000"))
+        # /v1/responses: its model call is /v1/chat/completions' model, already spent above.
+        with pytest.raises(openai.RateLimitError):
+            sdk.responses.create(model=m("lchat"), input="hi")
+
+
+@pytest.fixture(scope="module")
+def tools_url() -> Iterator[str]:
+    with serve_asgi(loop_tools_server({})) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+async def test_each_model_call_of_the_tool_loop_counts(
+    gw: LimitsGateway, tenant: Tenant, server: Server, tools_url: str
+) -> None:
+    import secrets as random_names
+
+    label = f"s{random_names.token_hex(3)}_"
+    registration = {
+        "externalMcpServer": {
+            "name": label,
+            "serverUrl": tools_url,
+            "auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"},
+            "sharing": {"shareToAll": True},
+        }
+    }
+    must(
+        await tenant.connect.call(
+            "platform.agents.v1.ExternalMcpServerService/CreatePlatformExternalMcpServer",
+            registration,
+            token=server.admin_token,
+        )
+    )
+    key_id, secret = await tenant.key("loop")
+    await tenant.limit((KEY, key_id), requestsPerMinute="3")
+    tools = [{"type": "mcp", "server_label": label, "require_approval": "never"}]
+    with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0) as sdk:
+        raw = sdk.responses.with_raw_response.create(model=tenant.world.model("lchat"), input="2+3?", tools=tools)
+        result = raw.parse()
+        assert [item.type for item in result.output] == ["mcp_list_tools", "mcp_call", "message"]
+        # Two model calls (the tool call, then the answer): two of the three requests.
+        assert raw.headers["x-ratelimit-remaining-requests"] == "1"
+        with pytest.raises(openai.RateLimitError):  # its first model call fits, its second does not
+            sdk.responses.create(model=tenant.world.model("lchat"), input="2+3?", tools=tools)
+    # Streamed, a loop call refused after the stream began ends it with response.failed naming the limit.
+    key_id, secret = await tenant.key("loop-stream")
+    await tenant.limit((KEY, key_id), requestsPerMinute="3")
+    await asyncio.sleep(1.2)  # the tenant's policies, cached by the gateway for up to 1 s (the test setting)
+    with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0) as sdk:
+        for expected in ("response.completed", "response.failed"):
+            events = list(
+                sdk.responses.create(model=tenant.world.model("lchat"), input="2+3?", tools=tools, stream=True)
+            )
+            assert events[-1].type == expected, [e.type for e in events]
+        assert "Rate limit reached" in str(events[-1].response.error)  # type: ignore[union-attr]
+    assert "Traceback" not in gw.log()
+
+
+async def test_concurrency_caps_and_the_sdk_retry_backs_off_until_a_slot_frees(
+    gw: LimitsGateway, tenant: Tenant
+) -> None:
+    key_id, secret = await tenant.key("cc")
+    await tenant.limit((KEY, key_id), concurrentRequests="1")
+    slow = tenant.world.model("lslow")
+    statuses: list[int] = []
+    client = httpx.Client(event_hooks={"response": [lambda r: statuses.append(r.status_code)]})
+    holder = threading.Thread(
+        target=lambda: openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0).chat.completions.create(
+            model=slow, messages=[{"role": "user", "content": "hold the slot"}]
+        )
+    )
+    holder.start()
+    await asyncio.sleep(0.5)  # the slow call holds the one slot for 1.5 s
+    with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=4, http_client=client) as sdk:
+        started = time.monotonic()
+        answer = await asyncio.to_thread(
+            sdk.chat.completions.create, model=slow, messages=[{"role": "user", "content": "wait for it"}]
+        )
+    holder.join()
+    assert answer.choices[0].message.content == "counted"
+    assert statuses[0] == 429 and statuses[-1] == 200  # refused while the slot was held, then admitted
+    assert time.monotonic() - started >= 1.0  # it waited as Retry-After said
+
+
+@pytest.mark.timeout(150)
+async def test_the_sdk_retry_succeeds_after_the_window(gw: LimitsGateway, tenant: Tenant) -> None:
+    """A refused call's Retry-After runs to the end of the minute window; the SDK waits that long and succeeds."""
+    key_id, secret = await tenant.key("window")
+    await tenant.limit((KEY, key_id), requestsPerMinute="1")
+    if 60 - time.time() % 60 < 5:  # both calls must start in one window
+        await asyncio.sleep(60 - time.time() % 60 + 0.1)
+    model = tenant.world.model("lchat")
+    statuses: list[int] = []
+    client = httpx.Client(event_hooks={"response": [lambda r: statuses.append(r.status_code)]})
+    with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=2, http_client=client) as sdk:
+        sdk.chat.completions.create(model=model, messages=[{"role": "user", "content": "one"}])
+        answer = await asyncio.to_thread(
+            sdk.chat.completions.create, model=model, messages=[{"role": "user", "content": "two"}]
+        )
+    assert answer.choices[0].message.content == "counted"
+    assert statuses == [200, 429, 200]

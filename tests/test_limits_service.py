@@ -1,0 +1,189 @@
+"""LimitService (switchboard.limits.v1): policies set, echoed, listed and deleted; field errors; who may do what
+(operators: platform tier; tenant admins: tenant tier within the operator's limits; never keys); usage reads."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+from tests.clients import Caller, ConnectJsonCaller, Result
+from tests.conftest import Server
+from tests.world import World, make_world, must
+
+LIMITS = "switchboard.limits.v1.LimitService"
+KEYS = "platform.tenants.v1.ApiKeyService"
+ACCOUNTS = "platform.tenants.v1.ServiceAccountService"
+PLATFORM, TENANT = "LIMIT_TIER_PLATFORM", "LIMIT_TIER_TENANT"
+TENANT_SCOPE = {"kind": "LIMIT_SCOPE_KIND_TENANT"}
+
+
+@pytest.fixture
+async def world(server: Server, connect: ConnectJsonCaller) -> World:
+    return await make_world(server, connect)
+
+
+async def call(connect: ConnectJsonCaller, method: str, body: dict[str, Any], token: str) -> Result:
+    return await connect.call(f"{LIMITS}/{method}", body, token=token, get=method.startswith(("Get", "List")))
+
+
+def policy(tenant: str, tier: str, scope: dict[str, str], **limits: Any) -> dict[str, Any]:
+    return {"tenantId": tenant, "tier": tier, "scope": scope, "limits": limits}
+
+
+async def personal_key(connect: ConnectJsonCaller, world: World, person: str) -> tuple[str, str]:
+    """(key id, secret) of a Personal (all resources) key of `person`."""
+    body = {"tenantId": world.tenant_id, "type": "API_KEY_TYPE_PERSONAL_ALL_RESOURCES", "name": f"k-{person}"}
+    created = must(await connect.call(f"{KEYS}/CreateApiKey", body, token=world.tokens[person]))
+    return created["apiKey"]["id"], created["secret"]
+
+
+async def test_set_list_echo_and_delete_through_every_client(
+    caller: Caller, server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    admin, t = server.admin_token, world.tenant_id
+    ceiling = policy(t, PLATFORM, TENANT_SCOPE, requestsPerMinute="600", tokensPerMinute="1M")
+    got = await caller.call(f"{LIMITS}/SetLimitPolicy", ceiling, token=admin)
+    assert got.ok, got
+    stored = got.body["policy"]
+    assert stored["limits"] == {"requestsPerMinute": "600", "tokensPerMinute": "1M"}
+    assert stored["tier"] == PLATFORM and stored["scope"] == TENANT_SCOPE and "updateTime" in stored
+    key_id, _ = await personal_key(connect, world, "member")
+    mine = policy(
+        t,
+        TENANT,
+        {"kind": "LIMIT_SCOPE_KIND_API_KEY", "id": key_id},
+        requestsPerMinute="10",
+        concurrentRequests="2",
+        tokenBudget="2.5M",
+        budgetPeriod="BUDGET_PERIOD_MONTH",
+        softBudget="2M",
+    )
+    assert (await caller.call(f"{LIMITS}/SetLimitPolicy", mine, token=world.tokens["admin"])).ok
+    listed = await caller.call(f"{LIMITS}/ListLimitPolicies", {"tenantId": t}, token=world.tokens["admin"], get=True)
+    assert listed.ok, listed
+    assert [(p["tier"], p["scope"].get("id", "")) for p in listed.body["policies"]] == [
+        (PLATFORM, ""),
+        (TENANT, key_id),
+    ]
+    assert listed.body["policies"][1]["limits"]["tokenBudget"] == "2.5M"
+    gone = {"tenantId": t, "tier": TENANT, "scope": mine["scope"]}
+    assert (await caller.call(f"{LIMITS}/DeleteLimitPolicy", gone, token=world.tokens["admin"])).ok
+    again = await caller.call(f"{LIMITS}/DeleteLimitPolicy", gone, token=world.tokens["admin"])
+    assert again.code == "not_found"
+    listed = must(await call(connect, "ListLimitPolicies", {"tenantId": t}, world.tokens["admin"]))
+    assert len(listed["policies"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("limits", "field"),
+    [
+        ({"requestsPerMinute": "ten"}, "limits.requests_per_minute"),
+        ({"tokensPerMinute": "-5"}, "limits.tokens_per_minute"),
+        ({"concurrentRequests": "0"}, "limits.concurrent_requests"),
+        ({"tokenBudget": "1M"}, "limits.budget_period"),
+        ({"softBudget": "1M"}, "limits.token_budget"),
+        ({"tokenBudget": "1M", "budgetPeriod": "BUDGET_PERIOD_DAY", "softBudget": "2M"}, "limits.soft_budget"),
+        ({}, "limits"),
+    ],
+)
+async def test_bad_limits_name_their_field(
+    server: Server, connect: ConnectJsonCaller, world: World, limits: dict[str, str], field: str
+) -> None:
+    got = await call(
+        connect, "SetLimitPolicy", policy(world.tenant_id, PLATFORM, TENANT_SCOPE, **limits), server.admin_token
+    )
+    assert got.code == "invalid_argument", got
+    assert field in got.message
+    listed = must(await call(connect, "ListLimitPolicies", {"tenantId": world.tenant_id}, server.admin_token))
+    assert listed.get("policies", []) == []  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "field"),
+    [
+        ({"tier": "LIMIT_TIER_UNSPECIFIED", "scope": TENANT_SCOPE}, "invalid_argument", "tier"),
+        ({"tier": PLATFORM, "scope": {"kind": "LIMIT_SCOPE_KIND_UNSPECIFIED"}}, "invalid_argument", "scope.kind"),
+        ({"tier": PLATFORM, "scope": {"kind": "LIMIT_SCOPE_KIND_TENANT", "id": "x"}}, "invalid_argument", "scope.id"),
+        ({"tier": PLATFORM, "scope": {"kind": "LIMIT_SCOPE_KIND_API_KEY"}}, "invalid_argument", "scope.id"),
+        ({"tier": PLATFORM, "scope": {"kind": "LIMIT_SCOPE_KIND_API_KEY", "id": "nope"}}, "not_found", "API key"),
+        ({"tier": PLATFORM, "scope": {"kind": "LIMIT_SCOPE_KIND_MODEL", "id": "no-such-model"}}, "not_found", "model"),
+        (
+            {"tier": PLATFORM, "scope": {"kind": "LIMIT_SCOPE_KIND_SERVICE_ACCOUNT", "id": "nope"}},
+            "not_found",
+            "service account",
+        ),
+    ],
+)
+async def test_bad_scopes_are_refused(
+    server: Server, connect: ConnectJsonCaller, world: World, *, body: dict[str, Any], code: str, field: str
+) -> None:
+    full = {"tenantId": world.tenant_id, "limits": {"requestsPerMinute": "5"}, **body}
+    got = await call(connect, "SetLimitPolicy", full, server.admin_token)
+    assert got.code == code, got
+    assert field in got.message
+
+
+async def test_who_may_set_limits(server: Server, connect: ConnectJsonCaller, world: World) -> None:
+    t = world.tenant_id
+    ceiling = policy(t, PLATFORM, TENANT_SCOPE, requestsPerMinute="100")
+    for person in ("admin", "editor", "member", "outsider"):  # the platform tier is the operator's alone
+        assert (await call(connect, "SetLimitPolicy", ceiling, world.tokens[person])).code == "permission_denied"
+    must(await call(connect, "SetLimitPolicy", ceiling, server.admin_token))
+    narrower = policy(t, TENANT, TENANT_SCOPE, requestsPerMinute="50")
+    for person in ("editor", "member", "outsider"):
+        assert (await call(connect, "SetLimitPolicy", narrower, world.tokens[person])).code == "permission_denied"
+    must(await call(connect, "SetLimitPolicy", narrower, world.tokens["admin"]))
+    # A tenant admin cannot widen what the operator set for the tenant.
+    wider = policy(t, TENANT, TENANT_SCOPE, requestsPerMinute="101")
+    got = await call(connect, "SetLimitPolicy", wider, world.tokens["admin"])
+    assert got.code == "invalid_argument" and "limits.requests_per_minute" in got.message
+    # Keys never set limits, not even a tenant admin's own key (refused before the body is read).
+    _, secret = await personal_key(connect, world, "admin")
+    assert (await call(connect, "SetLimitPolicy", narrower, secret)).code == "permission_denied"
+    gone = {"tenantId": t, "tier": TENANT, "scope": TENANT_SCOPE}
+    assert (await call(connect, "DeleteLimitPolicy", gone, secret)).code == "permission_denied"
+    assert (
+        await call(connect, "ListLimitPolicies", {"tenantId": t}, world.tokens["member"])
+    ).code == "permission_denied"
+    assert (await call(connect, "ListLimitPolicies", {"tenantId": t}, secret)).code == "permission_denied"
+
+
+async def test_usage_reads_for_the_keys_holder_and_admins(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    t = world.tenant_id
+    key_id, secret = await personal_key(connect, world, "member")
+    body = {"tenantId": t, "name": f"sa-{secrets.token_hex(3)}"}
+    account = must(await connect.call(f"{ACCOUNTS}/CreateServiceAccount", body, token=world.tokens["admin"]))
+    account_id = account["serviceAccount"]["id"]
+    must(
+        await call(
+            connect, "SetLimitPolicy", policy(t, PLATFORM, TENANT_SCOPE, requestsPerMinute="600"), server.admin_token
+        )
+    )
+    scoped = {"kind": "LIMIT_SCOPE_KIND_API_KEY", "id": key_id}
+    budget = {"tokenBudget": "1M", "budgetPeriod": "BUDGET_PERIOD_DAY", "softBudget": "800k", "concurrentRequests": "4"}
+    must(await call(connect, "SetLimitPolicy", policy(t, TENANT, scoped, **budget), world.tokens["admin"]))
+    other = {"kind": "LIMIT_SCOPE_KIND_SERVICE_ACCOUNT", "id": account_id}  # does not apply to the member's key
+    must(await call(connect, "SetLimitPolicy", policy(t, TENANT, other, requestsPerMinute="1"), world.tokens["admin"]))
+    for token, ask in ((secret, ""), (world.tokens["member"], key_id), (world.tokens["admin"], key_id)):
+        got = must(await call(connect, "GetLimitUsage", {"tenantId": t, "apiKeyId": ask}, token))
+        rows = {(r["scope"].get("id", ""), r["metric"]): r for r in got["limits"]}
+        assert set(rows) == {
+            ("", "LIMIT_METRIC_REQUESTS_PER_MINUTE"),
+            (key_id, "LIMIT_METRIC_CONCURRENT_REQUESTS"),
+            (key_id, "LIMIT_METRIC_TOKEN_BUDGET"),
+        }
+        budget_row = rows[(key_id, "LIMIT_METRIC_TOKEN_BUDGET")]
+        assert budget_row["limit"] == "1000000" and budget_row["softLimit"] == "800000"
+        assert budget_row["budgetPeriod"] == "BUDGET_PERIOD_DAY" and "resetTime" in budget_row
+        # No shared counter store for this server: use is absent, never a made-up zero.
+        assert "used" not in budget_row and "remaining" not in budget_row
+        assert "resetTime" not in rows[(key_id, "LIMIT_METRIC_CONCURRENT_REQUESTS")]
+    for person in ("editor", "outsider"):
+        got = await call(connect, "GetLimitUsage", {"tenantId": t, "apiKeyId": key_id}, world.tokens[person])
+        assert got.code == "permission_denied", (person, got)
+    got = await call(connect, "GetLimitUsage", {"tenantId": t, "apiKeyId": "nope"}, world.tokens["admin"])
+    assert got.code == "not_found"
