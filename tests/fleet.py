@@ -33,7 +33,7 @@ from cryptography.fernet import Fernet
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, ensure_signing_key, mint_token
 
-__all__ = ["Fleet", "Replica", "running_fleet"]
+__all__ = ["Fleet", "Replica", "pg_unreachable", "redis_unreachable", "running_fleet"]
 
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -53,6 +53,17 @@ def pg_unreachable() -> str | None:
         psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3).close()
     except Exception as exc:
         return f"PostgreSQL unreachable at {PG_ADMIN_URL} ({type(exc).__name__})"
+    return None
+
+
+def redis_unreachable() -> str | None:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=3) as sock:
+            sock.sendall(b"PING\r\n")
+            if not sock.recv(16).startswith(b"+PONG"):
+                return "Redis at 127.0.0.1:6379 did not answer PING"
+    except OSError as exc:
+        return f"Redis unreachable at 127.0.0.1:6379 ({type(exc).__name__})"
     return None
 
 
@@ -381,7 +392,8 @@ async def running_fleet(
         common = {
             **os.environ,
             "SWITCHBOARD_DATABASE_URL": database_url,
-            "SWITCHBOARD_REDIS_URL": REDIS_URL,
+            "SWITCHBOARD_REDIS_URL": REDIS_URL,  # the gateway limiter's shared counters
+            "SWITCHBOARD_LIMITS_REDIS_PREFIX": f"switchboard:{db_name}:",  # apart from other runs' counters
             "SWITCHBOARD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
             "SWITCHBOARD_LOG_LEVEL": "WARNING",
             "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",  # the stand-in model listens on loopback (test setting)
