@@ -9,6 +9,7 @@ from gateway.catalog import Provider
 from gateway.providers import Translator, UpstreamSessions
 from server.cors import CorsPolicy
 from server.domain.principal import Principal
+from server.draining import Draining
 from server.metering import Meter
 from server.settings import Settings
 from server.store.db import Database
@@ -17,6 +18,7 @@ __all__ = [
     "ACCESS",
     "CORS",
     "DB",
+    "DRAINING",
     "HTTP",
     "METER",
     "PRINCIPAL",
@@ -34,6 +36,7 @@ METER = web.AppKey("meter", Meter)
 ACCESS = web.AppKey("access", Access)
 TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])
 CORS = web.AppKey("cors", CorsPolicy)
+DRAINING = web.AppKey("draining", Draining)  # set on SIGTERM: readiness answers 503 from then on
 TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, model ids and counts; never content
 
 PRINCIPAL = web.RequestKey("principal", Principal)
