@@ -69,12 +69,10 @@ def _run(kind: str, arg: object, port: int) -> None:
 
     if kind == "gateway":  # served exactly as a `python -m gateway` worker serves it
         from gateway.__main__ import serve_worker
-        from server.listening import listen_exclusively
 
         assert isinstance(arg, dict)
-        sock = listen_exclusively("127.0.0.1", port, "gateway", 1024)
         with runner_cm as runner:
-            runner.run(serve_worker(load_settings(arg), sock))
+            runner.run(serve_worker(load_settings(arg), port))
         return
     app_factory = _upstream_app if kind == "upstream" else _bare_proxy_app(str(arg))
 

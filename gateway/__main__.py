@@ -1,10 +1,10 @@
 """`python -m gateway`: serve the gateway on every core.
 
-The parent process binds the listening socket once, without SO_REUSEPORT (server.listening: a second gateway on
-the same address is refused with "address in use" instead of silently taking half the traffic), then forks
-`settings.gateway_workers` workers (0 = os.cpu_count()), which all accept from that one socket; its backlog also
-holds new connections while a dead worker is being replaced. SIGTERM/SIGINT on the parent closes the parent's copy
-and is passed to every worker, which closes its copy (so the port refuses new connections), reports not ready to
+The parent process claims the address (server.listening: a second server on the port is refused with "address in
+use" instead of silently taking part of the traffic) and reserves it with SO_REUSEPORT (resolving port 0 to a real
+port), then forks `settings.gateway_workers` workers (0 = os.cpu_count()); each binds the same address with
+SO_REUSEPORT, so the kernel spreads connections across them. SIGTERM/SIGINT on the parent is passed to every
+worker, which closes its listening socket (once all have, the port refuses new connections), reports not ready to
 requests on open connections, lets in-flight requests and streams finish for at most
 `settings.shutdown_grace_seconds`, and flushes its usage meter before exiting; the parent kills any worker still
 running past that bound (docs/lifecycle.md). A worker that dies is replaced after a growing delay; when workers
@@ -37,7 +37,7 @@ from gateway.app import make_app
 from gateway.context import DRAINING
 from gateway.parse_errors import listen
 from server.heap import freeze_startup_heap
-from server.listening import AddressInUseError, listen_exclusively
+from server.listening import AddressInUseError, claim_port
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
 from server.supervision import Heartbeat, RestartBudget, describe_exit
@@ -51,11 +51,10 @@ _FLUSH_SECONDS = 10.0
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-async def serve_worker(settings: Settings, sock: socket.socket, heartbeat: Heartbeat | None = None) -> None:
-    """One worker: serve the listening `sock` (shared with the other workers) until SIGTERM or SIGINT, beating
-    `heartbeat` (its parent's watchdog) meanwhile; then drain within `settings.shutdown_grace_seconds`."""
+async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | None = None) -> None:
+    """One worker: serve `settings.gateway_host`:port (shared with the other workers) until SIGTERM or SIGINT,
+    beating `heartbeat` (its parent's watchdog) meanwhile; then drain within `settings.shutdown_grace_seconds`."""
     beats = asyncio.create_task(heartbeat.run()) if heartbeat is not None else None
-    port = int(sock.getsockname()[1])
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
     handler_options: dict[str, Any] = {"access_log": None, "lingering_time": 1.0}
     app = make_app(dataclasses.replace(settings, gateway_port=port))  # the real port: the egress guard refuses it
@@ -64,7 +63,7 @@ async def serve_worker(settings: Settings, sock: socket.socket, heartbeat: Heart
     )
     await runner.setup()
     freeze_startup_heap()
-    listener = await listen(runner, sock, **handler_options)
+    listener = await listen(runner, settings.gateway_host, port, backlog=_BACKLOG, **handler_options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -73,8 +72,7 @@ async def serve_worker(settings: Settings, sock: socket.socket, heartbeat: Heart
         await stop.wait()
     finally:
         app[DRAINING].begin()
-        listener.close()  # stop accepting: closes this process's copy of the socket
-        sock.close()
+        listener.close()  # stop accepting
         await runner.cleanup()  # lets in-flight requests finish (up to the grace), runs cleanup_ctx (meter flush)
         await listener.wait_closed()
         if beats is not None:
@@ -82,8 +80,8 @@ async def serve_worker(settings: Settings, sock: socket.socket, heartbeat: Heart
 
 
 def _die_with_parent(parent: int) -> None:
-    """A worker whose parent crashed would keep serving the inherited socket unsupervised (and keep the port from
-    the restarted gateway): ask Linux to send it SIGTERM when the parent dies."""
+    """A worker whose parent crashed would keep serving the port unsupervised (and keep the restarted gateway from
+    claiming it): ask Linux to send it SIGTERM when the parent dies."""
     if sys.platform == "linux":
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
@@ -92,7 +90,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def _worker(settings: Settings, sock: socket.socket, parent: int, heartbeat: Heartbeat) -> None:
+def _worker(settings: Settings, port: int, parent: int, heartbeat: Heartbeat) -> None:
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays Ctrl-C as SIGTERM
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # until the event loop installs its own handler
@@ -103,15 +101,16 @@ def _worker(settings: Settings, sock: socket.socket, parent: int, heartbeat: Hea
     except ImportError:
         runner = asyncio.Runner()
     with runner:
-        runner.run(serve_worker(settings, sock, heartbeat))
+        runner.run(serve_worker(settings, port, heartbeat))
 
 
 class _Workers:
     """The parent's side: fork the workers, replace dead and hung ones, and on SIGTERM stop them within the bound."""
 
-    def __init__(self, settings: Settings, sock: socket.socket) -> None:
+    def __init__(self, settings: Settings, reserved: socket.socket) -> None:
         self._settings = settings
-        self._sock = sock
+        self._reserved = reserved  # bound, never listening: holds the port between worker restarts
+        self._port = int(reserved.getsockname()[1])
         self._context = multiprocessing.get_context("fork")
         self._workers: dict[BaseProcess, Heartbeat] = {}
         self._killed: set[int] = set()  # workers already sent SIGKILL (hung, or overdue at shutdown)
@@ -124,7 +123,7 @@ class _Workers:
         if not self._stopping:
             self._deadline = time.monotonic() + self._settings.shutdown_grace_seconds + _FLUSH_SECONDS
         self._stopping = True
-        self._sock.close()  # the workers close their copies: then the port refuses new connections
+        self._reserved.close()  # with the workers' listeners closed too, the port refuses new connections
         for proc in self._workers:
             if proc.pid is not None and proc.is_alive():
                 with contextlib.suppress(ProcessLookupError):
@@ -132,7 +131,7 @@ class _Workers:
 
     def _spawn(self) -> None:
         heartbeat = Heartbeat(self._context, self._settings.gateway_liveness_seconds)
-        args = (self._settings, self._sock, os.getpid(), heartbeat)
+        args = (self._settings, self._port, os.getpid(), heartbeat)
         worker = self._context.Process(target=_worker, args=args, daemon=False)
         worker.start()
         self._workers[worker] = heartbeat
@@ -165,8 +164,8 @@ class _Workers:
     def run(self, count: int) -> int:
         for _ in range(count):
             self._spawn()
-        port = self._sock.getsockname()[1]
-        print(f"gateway listening on http://{self._settings.gateway_host}:{port}/v1 ({count} workers)", flush=True)
+        host = self._settings.gateway_host
+        print(f"gateway listening on http://{host}:{self._port}/v1 ({count} workers)", flush=True)
         budget = RestartBudget(self._settings.restart_limit, self._settings.restart_window_seconds)
         while self._workers:
             # Woken by a worker's death, or every quarter liveness period to look for hung ones (during a stop too:
@@ -195,7 +194,7 @@ class _Workers:
                 time.sleep(delay)
                 if not self._stopping:
                     self._spawn()
-        self._sock.close()
+        self._reserved.close()
         return 1 if self._failed else 0
 
 
@@ -203,11 +202,12 @@ def main() -> int:
     settings = load_settings()
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
     try:
-        sock = listen_exclusively(settings.gateway_host, settings.gateway_port, "model gateway", _BACKLOG)
+        # The lock is inherited by the workers and held until the last of them exits: never closed here.
+        reserved, _lock = claim_port(settings.gateway_host, settings.gateway_port, "model gateway")
     except AddressInUseError as exc:
         print(f"switchboard gateway: {exc}", file=sys.stderr, flush=True)
         return 2
-    workers = _Workers(settings, sock)
+    workers = _Workers(settings, reserved)
     signal.signal(signal.SIGTERM, workers.stop)  # before forking, so no signal is missed; workers reset it
     signal.signal(signal.SIGINT, workers.stop)
     return workers.run(settings.gateway_workers or os.cpu_count() or 1)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from typing import Any
 
 import orjson
@@ -40,13 +39,16 @@ class _Handler(web.RequestHandler):
         return answer
 
 
-async def listen(runner: web.AppRunner, sock: socket.socket, **handler_options: Any) -> asyncio.AbstractServer:
-    """Accept connections on the listening `sock` (bound once by the gateway's parent, shared by its workers) for
-    the set-up `runner`'s app, each served with `handler_options` (the request handler options given to the
-    AppRunner, e.g. `lingering_time`). Close the returned server before `runner.cleanup()`, which then lets
-    in-flight requests finish."""
+async def listen(
+    runner: web.AppRunner, host: str, port: int, *, backlog: int, **handler_options: Any
+) -> asyncio.AbstractServer:
+    """Accept connections on host:port (SO_REUSEPORT: the workers share it) for the set-up `runner`'s app, each
+    served with `handler_options` (the request handler options given to the AppRunner, e.g. `lingering_time`).
+    Close the returned server before `runner.cleanup()`, which then lets in-flight requests finish."""
     server = runner.server
     if server is None:
         raise RuntimeError("listen() needs a runner that has been set up")
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: _Handler(server, loop=loop, **handler_options), sock=sock)
+    return await loop.create_server(
+        lambda: _Handler(server, loop=loop, **handler_options), host, port, reuse_port=True, backlog=backlog
+    )

@@ -101,8 +101,16 @@ async def serve(database: Database, var_dir: Path | None = None, **extra: str) -
     proc, log_path = await start_serve(database, var_dir, port, gateway_port, **extra)
     handle = Serve(proc, port, gateway_port, log_path)
     try:
-        await until(lambda: ready(f"http://127.0.0.1:{port}/readyz"))
-        await until(lambda: ready(f"http://127.0.0.1:{gateway_port}/readyz"))
+        for url in (f"http://127.0.0.1:{port}/readyz", f"http://127.0.0.1:{gateway_port}/readyz"):
+
+            async def up_or_gone(url: str = url) -> bool:
+                return proc.returncode is not None or await ready(url)
+
+            try:  # a busy machine may take a while to start both; a serve that exits has failed at once
+                await until(up_or_gone, attempts=900)
+            except AssertionError:
+                raise AssertionError(f"serve did not become ready:\n{log_path.read_text(errors='replace')}") from None
+            assert proc.returncode is None, f"serve exited {proc.returncode}:\n{log_path.read_text(errors='replace')}"
         yield handle
     finally:
         if proc.returncode is None:
