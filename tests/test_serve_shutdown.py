@@ -16,12 +16,16 @@ import orjson
 import pytest
 from sqlalchemy import select
 
+from gateway.app import make_app
+from gateway.context import DRAINING
+from server.settings import load_settings
 from server.store.db import Database as Db
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
+from tests.fakes.serve import serve_in_thread
 from tests.fakes.upstream import SLOW_STREAM_PIECES
-from tests.gateway_fixtures import Fakes
+from tests.gateway_fixtures import Fakes, gateway_env
 from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
 from tests.serving import children, running_process, serve, until
 from tests.world import make_world
@@ -105,3 +109,15 @@ async def test_an_idle_serve_exits_on_sigterm(database: Database) -> None:
         running.proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(running.proc.wait(), GRACE + FLUSH) == 0
         assert not any(running_process(pid) for pid in started)
+
+
+async def test_a_draining_gateway_reports_not_ready(database: Database, server: Server, fakes: Fakes) -> None:
+    """Once a worker has begun its shutdown, a readiness probe on a connection still open is told 503 draining."""
+    app = make_app(load_settings(gateway_env(database, server.settings.var_dir, fakes)))
+    with serve_in_thread(lambda: app) as port:
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                assert resp.status == 200
+            app[DRAINING].begin()
+            async with http.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                assert (resp.status, await resp.json()) == (503, {"status": "draining"})
