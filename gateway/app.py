@@ -15,7 +15,7 @@ from aiohttp import web
 from sqlalchemy import text
 
 from gateway.access import Access
-from gateway.context import ACCESS, CORS, DB, HTTP, LIMITER, METER, SETTINGS, TRACING, TRANSLATORS
+from gateway.context import ACCESS, CORS, DB, DRAINING, HTTP, LIMITER, METER, SETTINGS, TRACING, TRANSLATORS
 from gateway.limits import open_limiter
 from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_prepare
 from gateway.providers import UpstreamSessions, translators
@@ -31,6 +31,7 @@ from gateway.surfaces.responses import create_response, delete_response, get_res
 from server.auth import KeyVerifier
 from server.cors import GATEWAY, CorsPolicy
 from server.crypto import SecretBox
+from server.draining import Draining
 from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
@@ -57,6 +58,8 @@ async def _healthz(request: web.Request) -> web.StreamResponse:
 
 
 async def _readyz(request: web.Request) -> web.StreamResponse:
+    if request.app[DRAINING].started:  # shutting down: send new work elsewhere while in-flight requests finish
+        return web.Response(status=503, body=b'{"status":"draining"}', content_type="application/json")
     try:
         async with request.app[DB].read() as session:
             await session.execute(text("SELECT 1"))
@@ -74,6 +77,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app[TRACING] = settings.otel_exporter != "none"
     app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
     app[TRANSLATORS] = translators(settings)
+    app[DRAINING] = Draining()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)

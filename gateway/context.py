@@ -10,6 +10,7 @@ from gateway.limits import Limiter
 from gateway.providers import Translator, UpstreamSessions
 from server.cors import CorsPolicy
 from server.domain.principal import Principal
+from server.draining import Draining
 from server.metering import Meter
 from server.settings import Settings
 from server.store.db import Database
@@ -18,6 +19,7 @@ __all__ = [
     "ACCESS",
     "CORS",
     "DB",
+    "DRAINING",
     "HTTP",
     "LIMITER",
     "LIMIT_HEADERS",
@@ -39,6 +41,7 @@ ACCESS = web.AppKey("access", Access)
 TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])
 CORS = web.AppKey("cors", CorsPolicy)
 LIMITER = web.AppKey("limiter", Limiter)
+DRAINING = web.AppKey("draining", Draining)  # set on SIGTERM: readiness answers 503 from then on
 TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, model ids and counts; never content
 
 PRINCIPAL = web.RequestKey("principal", Principal)

@@ -77,6 +77,9 @@ class Settings:
     # A gateway worker whose event loop has not run for this long (a hung worker, which never exits by itself) is
     # killed and replaced by the gateway's parent (server.supervision.Heartbeat).
     gateway_liveness_seconds: float = 20.0
+    # On SIGTERM a replica stops accepting, lets in-flight requests and streams finish for at most this long, flushes
+    # its usage meter and exits (docs/lifecycle.md): keep it below Kubernetes' terminationGracePeriodSeconds.
+    shutdown_grace_seconds: float = 20.0
     # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
     # base + /rag/{id}.
     gateway_public_url: str = "http://127.0.0.1:8081"
@@ -220,6 +223,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         restart_limit=int(_get(env, "RESTART_LIMIT", "5")),
         restart_window_seconds=float(_get(env, "RESTART_WINDOW_SECONDS", "60")),
         gateway_liveness_seconds=_positive(_get(env, "GATEWAY_LIVENESS_SECONDS", "20"), "GATEWAY_LIVENESS_SECONDS"),
+        shutdown_grace_seconds=_positive(_get(env, "SHUTDOWN_GRACE_SECONDS", "20"), "SHUTDOWN_GRACE_SECONDS"),
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
         cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
