@@ -30,6 +30,7 @@ from aiohttp import web
 
 from gateway.app import make_app
 from gateway.parse_errors import listen
+from server import metrics
 from server.heap import freeze_startup_heap
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
@@ -111,6 +112,8 @@ def main() -> int:
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
     workers = settings.gateway_workers or os.cpu_count() or 1
     reserved = _reserve(settings.gateway_host, settings.gateway_port)
+    if settings.metrics_enabled:  # before forking: every worker then writes its samples where any worker reads them
+        metrics.use_multiprocess_dir(settings.metrics_dir)
     port = reserved.getsockname()[1]
     context = multiprocessing.get_context("fork")
     procs: list[BaseProcess] = []
@@ -135,6 +138,8 @@ def main() -> int:
         for proc in [p for p in procs if not p.is_alive()]:
             procs.remove(proc)
             proc.join()
+            if proc.pid is not None:
+                metrics.worker_exited(proc.pid)
             if stopping:
                 failed = failed or proc.exitcode not in (0, -signal.SIGTERM)
                 continue

@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 from opentelemetry import trace
 
+from gateway import metrics
 from gateway.agents import AgentRoute
 from gateway.catalog import Route
 from gateway.context import ACCESS, METER, PRINCIPAL, REQUEST_BYTES, TRACING
@@ -36,6 +37,7 @@ class Call:
     status: int = 200
     response_bytes: int = 0
     tokens: dict[str, int] = field(default_factory=dict)
+    first_chunk_at: float = 0.0  # perf_counter() when a streamed answer's first bytes arrived (0: not streamed)
 
     async def resolve(self, model: str) -> Route:
         self.model = model
@@ -103,6 +105,10 @@ class metered:
         key = call.principal.api_key
         route = call.route
         tokens = call.tokens
+        if route is not None:  # a registered model: the only model label metrics take
+            metrics.observe_tokens(route.public_model_id, tokens)
+            if call.first_chunk_at:
+                metrics.observe_first_token(route.public_model_id, call.first_chunk_at - self._start)
         app[METER].usage(
             UsageEvent(
                 tenant_id=key.tenant_id if key else (call.principal.scoped_tenant_id or ""),

@@ -10,6 +10,7 @@ from gateway.providers import Translator, UpstreamSessions
 from server.cors import CorsPolicy
 from server.domain.principal import Principal
 from server.metering import Meter
+from server.readiness import Readiness
 from server.settings import Settings
 from server.store.db import Database
 
@@ -19,7 +20,9 @@ __all__ = [
     "DB",
     "HTTP",
     "METER",
+    "METRICS",
     "PRINCIPAL",
+    "READINESS",
     "REQUEST_BYTES",
     "REQUEST_ID",
     "SETTINGS",
@@ -34,6 +37,8 @@ METER = web.AppKey("meter", Meter)
 ACCESS = web.AppKey("access", Access)
 TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])
 CORS = web.AppKey("cors", CorsPolicy)
+READINESS = web.AppKey("readiness", Readiness)  # /readyz; drain() on shutdown
+METRICS = web.AppKey("metrics", bool)  # record Prometheus metrics (gateway.metrics)
 TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, model ids and counts; never content
 
 PRINCIPAL = web.RequestKey("principal", Principal)

@@ -40,7 +40,7 @@ _UNKNOWN = _Entry(None, None)
 class ApiKeyVerifier:
     def __init__(self, db: Database, cache_seconds: float) -> None:
         self._db = db
-        self._cache: TtlCache[_Entry] = TtlCache(cache_seconds, _MAX_ENTRIES)
+        self._cache: TtlCache[_Entry] = TtlCache(cache_seconds, _MAX_ENTRIES, name="api_keys")
 
     async def __call__(self, secret: str) -> Principal:
         digest = hash_secret(secret)
