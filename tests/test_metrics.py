@@ -32,15 +32,17 @@ async def _chat(base_url: str, key: str, model: str, *, stream: bool) -> None:
     # A client per call: a new connection each time, so the kernel spreads the calls over the workers.
     sdk = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0)
     try:
-        messages: list[dict[str, str]] = [{"role": "user", "content": MARKER}]
         if stream:
             chunks = await sdk.chat.completions.create(
-                model=model, messages=messages, stream=True, stream_options={"include_usage": True}
-            )  # type: ignore[call-overload]
+                model=model,
+                messages=[{"role": "user", "content": MARKER}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
             async for _ in chunks:
                 pass
         else:
-            await sdk.chat.completions.create(model=model, messages=messages)  # type: ignore[call-overload]
+            await sdk.chat.completions.create(model=model, messages=[{"role": "user", "content": MARKER}])
     finally:
         await sdk.close()
 
