@@ -8,6 +8,7 @@ Probes: /livez (alias /healthz) answers while the loop does; /readyz while not d
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -110,9 +111,13 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
         app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
         meter.start()
+        flusher = asyncio.create_task(metrics.BATCH.flush_every(metrics.FLUSH_SECONDS)) if app[METRICS] else None
         try:
             yield
         finally:
+            if flusher is not None:
+                flusher.cancel()  # it folds a last time
+                await asyncio.gather(flusher, return_exceptions=True)
             await meter.close()
             await app[MCP_RUNTIME].close()
             await http.close()

@@ -1,8 +1,9 @@
 """The gateway's Prometheus metrics (see server.metrics for the registry, the exposition and multiprocess mode).
 
 Recording is switched on per process by `enable()` (make_app does, unless SWITCHBOARD_METRICS_ENABLED is off); off,
-every recorder returns at once. Each recorder keeps the labelled children it observes into, keyed by its bounded
-label values, so the hot path pays a dict lookup rather than prometheus-client's labels().
+every recorder returns at once. Each recorder keeps the labelled children it records into, keyed by its bounded
+label values, so the hot path pays a dict lookup rather than prometheus-client's labels(), and records through
+`server.metrics.BATCH` (folded into the multiprocess files once a second by each worker, see make_app).
 
 Label values: `route` is the matched route's template (`/v1/responses/{response_id}`, never the raw path; "unmatched"
 for a 404), `method` one of the HTTP methods below (else "other"), `status` the HTTP status, `model` the registered
@@ -17,7 +18,7 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
 from server import metrics
-from server.metrics import GATEWAY
+from server.metrics import BATCH, GATEWAY
 
 __all__ = [
     "enable",
@@ -91,6 +92,8 @@ _RAG_CHUNKS = Counter(
 )
 _TOKEN_KINDS = ("prompt_tokens", "completion_tokens", "embedding_tokens", "rerank_tokens")
 
+_observe = BATCH.observe
+_add = BATCH.add
 _on = False
 _requests: dict[tuple[str, web.AbstractResource | None, int], Any] = {}
 _upstream: dict[str, Any] = {}
@@ -115,7 +118,7 @@ def observe_request(method: str, resource: web.AbstractResource | None, status: 
         route = resource.canonical if resource is not None else "unmatched"
         child = _REQUESTS.labels(method if method in _METHODS else "other", route, str(status))
         _requests[key] = child
-    child.observe(seconds)
+    _observe(child, seconds)
 
 
 def observe_upstream(model: str, seconds: float) -> None:
@@ -123,7 +126,7 @@ def observe_upstream(model: str, seconds: float) -> None:
         child = _upstream.get(model)
         if child is None:
             child = _upstream[model] = _UPSTREAM.labels(model)
-        child.observe(seconds)
+        _observe(child, seconds)
 
 
 def observe_first_token(model: str, seconds: float) -> None:
@@ -131,7 +134,7 @@ def observe_first_token(model: str, seconds: float) -> None:
         child = _first_token.get(model)
         if child is None:
             child = _first_token[model] = _FIRST_TOKEN.labels(model)
-        child.observe(seconds)
+        _observe(child, seconds)
 
 
 def observe_tokens(model: str, tokens: dict[str, int]) -> None:
@@ -144,22 +147,22 @@ def observe_tokens(model: str, tokens: dict[str, int]) -> None:
             child = _tokens.get(key)
             if child is None:
                 child = _tokens[key] = _TOKENS.labels(model, kind.removesuffix("_tokens"))
-            child.inc(count)
+            _add(child, count)
 
 
 def observe_tool_call(status: int) -> None:
     if _on:
-        _TOOL_CALLS.labels("ok" if status < 400 else "tool_error" if status == 422 else "failed").inc()
+        _add(_TOOL_CALLS.labels("ok" if status < 400 else "tool_error" if status == 422 else "failed"))
 
 
 def rag_backlog(change: int) -> None:
     """+n when background files are queued, -n when their job ends."""
     if _on:
-        _RAG_BACKLOG.labels("background").inc(change)
+        _add(_RAG_BACKLOG.labels("background"), change)
 
 
 def rag_ingested(mode: str, files: int, chunks: int, *, ok: bool) -> None:
     if _on:
-        _RAG_FILES.labels(mode, "ready" if ok else "failed").inc(files)
+        _add(_RAG_FILES.labels(mode, "ready" if ok else "failed"), files)
         if ok and chunks:
-            _RAG_CHUNKS.labels(mode).inc(chunks)
+            _add(_RAG_CHUNKS.labels(mode), chunks)

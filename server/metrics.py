@@ -11,8 +11,9 @@ writes its samples to files there (prometheus-client's multiprocess mode) and an
 the sum over all of them; the parent calls `worker_exited` for a worker that ended (its live gauges are dropped,
 its counters kept). The management server is one process and keeps its samples in memory.
 
-Hot-path cost: callers keep the labelled child (`metric.labels(...)`) they observe into, rather than paying the
-labels() lookup on every call.
+Hot-path cost: callers keep the labelled child (`metric.labels(...)`) they record into, rather than paying the
+labels() lookup on every call, and record through `BATCH` (server.metric_batch), which sums in plain dicts and
+folds the sums into prometheus-client once a second and before this process answers a scrape.
 """
 
 from __future__ import annotations
@@ -38,10 +39,13 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from server.metric_batch import Batch
 from server.settings import Settings
 
 __all__ = [
+    "BATCH",
     "CONTENT_TYPE",
+    "FLUSH_SECONDS",
     "GATEWAY",
     "MANAGEMENT",
     "cache_counters",
@@ -57,6 +61,8 @@ __all__ = [
 ]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+BATCH = Batch()
+FLUSH_SECONDS = 1.0
 MANAGEMENT = CollectorRegistry(auto_describe=True)
 GATEWAY = CollectorRegistry(auto_describe=True)
 
@@ -104,13 +110,14 @@ def rpc_observer(methods: frozenset[str]) -> Any:
     the contract's `methods` (or a probe), else "other"; the labelled child is kept per (method, status)."""
     children: dict[tuple[str, int], Any] = {}
     known = methods | {"/healthz", "/livez", "/readyz", "/metrics"}
+    record = BATCH.observe
 
     def observe(path: str, status: int, seconds: float) -> None:
         key = (path if path in known else _OTHER, status)
         child = children.get(key)
         if child is None:
             child = children[key] = _RPC_DURATION.labels(key[0], str(status))
-        child.observe(seconds)
+        record(child, seconds)
 
     return observe
 
@@ -141,12 +148,14 @@ def watch_pool(engine: AsyncEngine, pool: str = "main") -> None:
     in_use = _DB_IN_USE.labels(pool)
     checkouts = _DB_CHECKOUTS.labels(pool)
 
+    add = BATCH.add
+
     def on_checkout(*_: Any) -> None:
-        in_use.inc()
-        checkouts.inc()
+        add(in_use)
+        add(checkouts)
 
     def on_checkin(*_: Any) -> None:
-        in_use.dec()
+        add(in_use, -1.0)
 
     event.listen(engine.sync_engine.pool, "checkout", on_checkout)
     event.listen(engine.sync_engine.pool, "checkin", on_checkin)
@@ -203,7 +212,9 @@ def _render(registry: CollectorRegistry) -> bytes:
 
 
 async def exposition(registry: CollectorRegistry) -> bytes:
-    """The registry in Prometheus text format; in multiprocess mode, every worker's samples, read off the loop."""
+    """The registry in Prometheus text format (this process's batch folded in first); in multiprocess mode, every
+    worker's samples, read off the loop."""
+    BATCH.flush()
     if _multiprocess_dir is None:
         return _render(registry)
     return await asyncio.to_thread(_render, registry)

@@ -37,10 +37,10 @@ class TtlCache(Generic[T]):
         hit = self._entries.get(key)
         if hit is None or hit[0] <= time.monotonic():
             if self._misses is not None:
-                self._misses.inc()
+                metrics.BATCH.add(self._misses)
             hit = await self._load(key, load)
         elif self._hits is not None:
-            self._hits.inc()
+            metrics.BATCH.add(self._hits)
         if isinstance(hit[1], SwitchboardError):
             raise hit[1]
         return hit[1]

@@ -62,10 +62,16 @@ async def test_gateway_metrics_sum_every_worker_and_survive_a_dead_one(
             http.get(f"{gw.base_url}/no-such-SECRETPATH-42", headers={"Authorization": f"Bearer {key}"}) as r,
         ):
             assert r.status == 404
-        # Whichever worker answers a scrape reports the calls of both.
+        # Each worker folds its figures into the shared files every second: bounded wait until both have.
+        chat = {"method": "POST", "route": "/v1/chat/completions", "status": "200"}
+        for _ in range(50):
+            if (await scrape(base)).value(REQUESTS, **chat) == 12:
+                break
+            await asyncio.sleep(0.1)
+        # From then on, whichever worker answers a scrape reports the calls of both.
         for _ in range(4):
             seen = await scrape(base)
-            assert seen.value(REQUESTS, method="POST", route="/v1/chat/completions", status="200") == 12
+            assert seen.value(REQUESTS, **chat) == 12
             assert seen.value(REQUESTS, route="unmatched", status="404") == 1
         tokens = "switchboard_gateway_tokens_total"
         assert seen.value(tokens, model=model, kind="prompt") == 12 * PROMPT_TOKENS
@@ -94,7 +100,7 @@ async def test_gateway_metrics_sum_every_worker_and_survive_a_dead_one(
                 break
             await asyncio.sleep(0.1)
         after = await scrape(base)
-        assert after.value(REQUESTS, method="POST", route="/v1/chat/completions", status="200") == 12
+        assert after.value(REQUESTS, **chat) == 12
         assert not list(directory.glob(f"gauge_live*_{victim}.db"))
     finally:
         gw.proc.send_signal(signal.SIGTERM)
