@@ -67,6 +67,12 @@ async def _readyz(request: web.Request) -> web.StreamResponse:
     return web.Response(body=b'{"status":"ready"}', content_type="application/json")
 
 
+async def _drain(app: web.Application) -> None:
+    """Shutdown began (the worker stopped accepting): whatever still asks /readyz hears "draining"."""
+    if READINESS in app:
+        app[READINESS].drain()
+
+
 async def _metrics(request: web.Request) -> web.StreamResponse:
     if not metrics.scrape_allowed(request.app[SETTINGS], request.headers.get("Authorization")):
         refusal = {"error": {"message": "/metrics needs the metrics bearer token", "type": "invalid_request_error"}}
@@ -124,6 +130,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
             await db.close()
 
     app.cleanup_ctx.append(resources)
+    app.on_shutdown.append(_drain)
     app.on_response_prepare.append(on_response_prepare)
     _operations_routes(app, settings)
     app.router.add_get("/v1/models", list_models)

@@ -259,6 +259,7 @@ class Router:
                 freeze_startup_heap()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.readiness.drain()  # whatever still asks /readyz from now on hears "draining"
                 await self._deps.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

@@ -11,6 +11,9 @@ Histograms are folded through prometheus-client's per-child `_sum`, `_buckets` a
 its own observe() updates): it has no public call for adding many observations at once. tests/test_metrics_batch.py
 checks that a folded histogram exposes exactly what direct observe() calls would, so an upgrade that changes them
 fails there; pyproject.toml bounds the version.
+
+Not thread-safe, on purpose (a lock would cost what the batch saves): record from the event loop's thread, as both
+servers do (pyvoy runs the ASGI app on one loop thread; SQLAlchemy's pool events fire on the loop's thread too).
 """
 
 from __future__ import annotations

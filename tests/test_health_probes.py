@@ -115,19 +115,22 @@ async def test_gateway_metrics_token(gateway_app: tuple[str, web.Application]) -
     assert TOKEN not in seen.text
 
 
-async def test_gateway_metrics_off(doomed_database: tuple[str, str]) -> None:
+async def test_gateway_metrics_off_and_shutdown_drains(doomed_database: tuple[str, str]) -> None:
     env = {
         "SWITCHBOARD_DATABASE_URL": doomed_database[1],
         "SWITCHBOARD_VAR_DIR": tempfile.mkdtemp(prefix="switchboard-nometrics-"),
         "SWITCHBOARD_METRICS_ENABLED": "false",
     }
-    server = TestServer(make_app(load_settings(env)), host="127.0.0.1")
+    app = make_app(load_settings(env))
+    server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     try:
         assert (await _get(str(server.make_url("/metrics"))))[0] == 404
         assert (await _get(str(server.make_url("/livez"))))[0] == 200
+        assert not app[READINESS].draining
     finally:
         await server.close()
+    assert app[READINESS].draining  # shutting down drains
 
 
 async def test_management_ready_follows_the_database(doomed_database: tuple[str, str]) -> None:
