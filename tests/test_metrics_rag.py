@@ -46,7 +46,10 @@ async def test_rag_ingest_is_counted_inline_and_in_the_background(
     base = gw.base_url.removesuffix("/v1")
     files_url = f"{base}/rag/{rag['id']}/files"
     try:
-        small = [("a.txt", SECRET_TEXT.encode(), "text/plain"), ("b.txt", b"Honey bees like lavender.", "text/plain")]
+        small: list[tuple[str, bytes, str | None]] = [
+            ("a.txt", SECRET_TEXT.encode(), "text/plain"),
+            ("b.txt", b"Honey bees like lavender.", "text/plain"),
+        ]
         inline = await call("POST", files_url, key, data=multipart(small))
         assert inline.status == 201, inline
         assert all(f["status"] == "ready" for f in inline.body["data"])
@@ -54,8 +57,8 @@ async def test_rag_ingest_is_counted_inline_and_in_the_background(
         seen = await _until(base, FILES, 2, mode="inline", outcome="ready")
         assert seen.value(CHUNKS, mode="inline") == inline_chunks
 
-        big = [("c.txt", (SECRET_TEXT + " ") * 20, "text/plain")]
-        queued = await call("POST", files_url, key, data=multipart([(n, d.encode(), t) for n, d, t in big]))
+        big: list[tuple[str, bytes, str | None]] = [("c.txt", ((SECRET_TEXT + " ") * 20).encode(), "text/plain")]
+        queued = await call("POST", files_url, key, data=multipart(big))
         assert queued.status == 201, queued
         seen = await _until(base, FILES, 1, mode="background", outcome="ready")
         assert seen.value(BACKLOG, stage="background") == 0
