@@ -70,7 +70,8 @@ async def _run_cases(base_url: str, settings: Settings) -> None:
         for t, cases in runs.items()
     }
     for target, m in med.items():
-        print(f"{target:<12} {m['rps']:>8.0f} {m['p50_ms']:>8.2f} {m['p99_ms']:>8.2f} {m['cpu_us']:>11.0f}")
+        rounds = " ".join(f"{c.rps:.0f}" for c in runs[target])  # the spread shows how noisy the machine was
+        print(f"{target:<12} {m['rps']:>8.0f} {m['p50_ms']:>8.2f} {m['p99_ms']:>8.2f} {m['cpu_us']:>11.0f}  [{rounds}]")
     ratio = med["metrics on"]["rps"] / med["metrics off"]["rps"]
     cpu = med["metrics on"]["cpu_us"] / med["metrics off"]["cpu_us"]
     verdict = "ok" if ratio >= 0.97 else "MISSED"

@@ -98,7 +98,7 @@ _on = False
 _requests: dict[tuple[str, web.AbstractResource | None, int], Any] = {}
 _upstream: dict[str, Any] = {}
 _first_token: dict[str, Any] = {}
-_tokens: dict[tuple[str, str], Any] = {}
+_tokens: dict[str, dict[str, Any]] = {}  # model -> token kind -> child
 
 
 def enable() -> None:
@@ -138,15 +138,15 @@ def observe_first_token(model: str, seconds: float) -> None:
 
 
 def observe_tokens(model: str, tokens: dict[str, int]) -> None:
+    """`tokens` as gateway.calls.Call keeps them (`prompt_tokens`, ..., `total_tokens`, which is not recorded)."""
     if not _on:
         return
-    for kind in _TOKEN_KINDS:
-        count = tokens.get(kind)
-        if count:
-            key = (model, kind)
-            child = _tokens.get(key)
-            if child is None:
-                child = _tokens[key] = _TOKENS.labels(model, kind.removesuffix("_tokens"))
+    children = _tokens.get(model)
+    if children is None:
+        children = _tokens[model] = {kind: _TOKENS.labels(model, kind.removesuffix("_tokens")) for kind in _TOKEN_KINDS}
+    for kind, count in tokens.items():
+        child = children.get(kind)
+        if child is not None and count:
             _add(child, count)
 
 
