@@ -3,7 +3,7 @@
 cleanup_ctx opens, per process, the Database, the pooled upstream sessions (one per egress Reach, both through the
 egress guard), and the usage meter (whose flusher writes batches in the background and drains on shutdown).
 Probes: /livez (alias /healthz) answers while the loop does; /readyz while not draining and the database answers
-(server.services.health). /metrics serves Prometheus (gateway.metrics, server.metrics).
+(server.readiness). /metrics serves Prometheus (gateway.metrics, server.metrics).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every service generated under `gen.platform` is mounted at its `.path`. A servic
 `server.services.HANDLERS` is served by it; any other answers `unimplemented` naming the method, so no method of
 the contract is ever missing from the router. gRPC health checking and server reflection are mounted beside them,
 `/livez` (alias `/healthz`: the process answers) and `/readyz` (not draining, database reachable; see
-server.services.health) suit Kubernetes probes, and `/metrics` serves Prometheus (server.metrics).
+server.readiness) suit Kubernetes probes, and `/metrics` serves Prometheus (server.metrics).
 """
 
 from __future__ import annotations
