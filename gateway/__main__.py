@@ -34,8 +34,9 @@ from typing import Any
 from aiohttp import web
 
 from gateway.app import make_app
-from gateway.context import DRAINING
+from gateway.context import READINESS
 from gateway.parse_errors import listen
+from server import metrics
 from server.heap import freeze_startup_heap
 from server.listening import AddressInUseError, claim_port
 from server.logs import configure_logging
@@ -78,7 +79,8 @@ async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | Non
     try:
         await stop.wait()
     finally:
-        app[DRAINING].begin()
+        if READINESS in app:  # whatever still asks /readyz while in-flight requests finish hears "draining"
+            app[READINESS].drain()
         listener.close()  # stop accepting
         await runner.cleanup()  # lets in-flight requests finish (up to the grace), runs cleanup_ctx (meter flush)
         await listener.wait_closed()
@@ -186,6 +188,8 @@ class _Workers:
                 del self._workers[proc]
                 proc.join()
                 self._killed.discard(proc.pid or 0)  # its pid may be a new worker's one day
+                if proc.pid is not None:
+                    metrics.worker_exited(proc.pid)
                 if self._stopping:
                     self._failed = self._failed or proc.exitcode not in (0, -signal.SIGTERM)
                     continue
@@ -214,6 +218,8 @@ def main() -> int:
     except AddressInUseError as exc:
         print(f"switchboard gateway: {exc}", file=sys.stderr, flush=True)
         return 2
+    if settings.metrics_enabled:  # before forking: every worker then writes its samples where any worker reads them
+        metrics.use_multiprocess_dir(settings.metrics_dir)
     workers = _Workers(settings, reserved)
     signal.signal(signal.SIGTERM, workers.stop)  # before forking, so no signal is missed; workers reset it
     signal.signal(signal.SIGINT, workers.stop)

@@ -3,19 +3,34 @@
 cleanup_ctx opens, per process, the Database, the pooled upstream sessions (one per egress Reach, both through the
 egress guard), the rate limiter (gateway.limits), and the usage meter (whose flusher writes batches in the
 background and drains on shutdown).
+Probes: /livez (alias /healthz) answers while the loop does; /readyz while not draining and the database answers
+(server.readiness). /metrics serves Prometheus (gateway.metrics, server.metrics).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
 import orjson
 from aiohttp import web
-from sqlalchemy import text
 
+from gateway import metrics as gateway_metrics
 from gateway.access import Access
-from gateway.context import ACCESS, CORS, DB, DRAINING, HTTP, LIMITER, METER, SETTINGS, TRACING, TRANSLATORS
+from gateway.context import (
+    ACCESS,
+    CORS,
+    DB,
+    HTTP,
+    LIMITER,
+    METER,
+    METRICS,
+    READINESS,
+    SETTINGS,
+    TRACING,
+    TRANSLATORS,
+)
 from gateway.limits import open_limiter
 from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_prepare
 from gateway.providers import UpstreamSessions, translators
@@ -28,13 +43,14 @@ from gateway.surfaces.embeddings import embeddings
 from gateway.surfaces.models import get_model, list_models
 from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
+from server import metrics
 from server.auth import KeyVerifier
 from server.cors import GATEWAY, CorsPolicy
 from server.crypto import SecretBox
-from server.draining import Draining
 from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
+from server.readiness import Readiness
 from server.settings import Settings
 from server.store.db import Database
 from server.telemetry import configure_tracing
@@ -58,26 +74,46 @@ async def _healthz(request: web.Request) -> web.StreamResponse:
 
 
 async def _readyz(request: web.Request) -> web.StreamResponse:
-    if request.app[DRAINING].started:  # shutting down: send new work elsewhere while in-flight requests finish
-        return web.Response(status=503, body=b'{"status":"draining"}', content_type="application/json")
-    try:
-        async with request.app[DB].read() as session:
-            await session.execute(text("SELECT 1"))
-    except Exception:
-        log.exception("readiness check failed")
-        return web.Response(status=503, body=orjson.dumps({"status": "unavailable"}), content_type="application/json")
+    reason = await request.app[READINESS].unready_reason()
+    if reason is not None:
+        body = orjson.dumps({"status": "unavailable", "reason": reason})
+        return web.Response(status=503, body=body, content_type="application/json")
     return web.Response(body=b'{"status":"ready"}', content_type="application/json")
+
+
+async def _drain(app: web.Application) -> None:
+    """Shutdown began (the worker stopped accepting): whatever still asks /readyz hears "draining"."""
+    if READINESS in app:
+        app[READINESS].drain()
+
+
+async def _metrics(request: web.Request) -> web.StreamResponse:
+    if not metrics.scrape_allowed(request.app[SETTINGS], request.headers.get("Authorization")):
+        refusal = {"error": {"message": "/metrics needs the metrics bearer token", "type": "invalid_request_error"}}
+        return web.Response(status=401, body=orjson.dumps(refusal), content_type="application/json")
+    body = await metrics.exposition(metrics.GATEWAY)
+    return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
+
+
+def _operations_routes(app: web.Application, settings: Settings) -> None:
+    """The probes, and /metrics with recording switched on unless metrics are off."""
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/livez", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    app[METRICS] = settings.metrics_enabled
+    if settings.metrics_enabled:
+        gateway_metrics.enable()
+        app.router.add_get("/metrics", _metrics)
 
 
 def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> web.Application:
     # Bodies are capped per surface by the handlers (before buffering); this is only the outer bound.
     app = web.Application(middlewares=middlewares(), client_max_size=TRANSCRIPTION_LIMIT + 1024 * 1024)
     app[SETTINGS] = settings
-    configure_tracing(settings)
+    configure_tracing(settings, "switchboard-gateway")
     app[TRACING] = settings.otel_exporter != "none"
     app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
     app[TRANSLATORS] = translators(settings)
-    app[DRAINING] = Draining()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)
@@ -86,7 +122,10 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
         http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
         meter = Meter(db)
+        if settings.metrics_enabled:
+            metrics.watch_pool(db.engine)
         app[DB] = db
+        app[READINESS] = Readiness(db)
         app[HTTP] = http
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
@@ -94,9 +133,13 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
         meter.start()
         db.listen_for_invalidations()  # other processes' changes drop this worker's caches at once
+        flusher = asyncio.create_task(metrics.BATCH.flush_every(metrics.FLUSH_SECONDS)) if app[METRICS] else None
         try:
             yield
         finally:
+            if flusher is not None:
+                flusher.cancel()  # it folds a last time
+                await asyncio.gather(flusher, return_exceptions=True)
             await meter.close()
             await app[LIMITER].close()
             await app[MCP_RUNTIME].close()
@@ -104,9 +147,15 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
             await db.close()
 
     app.cleanup_ctx.append(resources)
+    app.on_shutdown.append(_drain)
     app.on_response_prepare.append(on_response_prepare)
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
+    _operations_routes(app, settings)
+    _v1_routes(app)
+    return app
+
+
+def _v1_routes(app: web.Application) -> None:
+    """The OpenAI-compatible surfaces, conversations and the RAG APIs."""
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model:.+}", get_model)
     app.router.add_post("/v1/chat/completions", chat_completions)
@@ -120,4 +169,3 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
     conversations.routes(app)
     rag_routes(app)
-    return app

@@ -10,8 +10,8 @@ from gateway.limits import Limiter
 from gateway.providers import Translator, UpstreamSessions
 from server.cors import CorsPolicy
 from server.domain.principal import Principal
-from server.draining import Draining
 from server.metering import Meter
+from server.readiness import Readiness
 from server.settings import Settings
 from server.store.db import Database
 
@@ -19,13 +19,14 @@ __all__ = [
     "ACCESS",
     "CORS",
     "DB",
-    "DRAINING",
     "HTTP",
     "LIMITER",
     "LIMIT_HEADERS",
     "METER",
+    "METRICS",
     "PAYLOAD",
     "PRINCIPAL",
+    "READINESS",
     "REQUEST_BYTES",
     "REQUEST_ID",
     "SETTINGS",
@@ -41,7 +42,8 @@ ACCESS = web.AppKey("access", Access)
 TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])
 CORS = web.AppKey("cors", CorsPolicy)
 LIMITER = web.AppKey("limiter", Limiter)
-DRAINING = web.AppKey("draining", Draining)  # set on SIGTERM: readiness answers 503 from then on
+READINESS = web.AppKey("readiness", Readiness)  # /readyz; drain() on shutdown
+METRICS = web.AppKey("metrics", bool)  # record Prometheus metrics (gateway.metrics)
 TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, model ids and counts; never content
 
 PRINCIPAL = web.RequestKey("principal", Principal)

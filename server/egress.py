@@ -189,14 +189,16 @@ class EgressGuard:
         self._db = db
         self._allow_loopback = allow_loopback
         self._own_ports = own_ports
-        self._policies: TtlCache[frozenset[IPNetwork]] = TtlCache(policy_cache_seconds, max_entries=1)
+        self._policies: TtlCache[frozenset[IPNetwork]] = TtlCache(
+            policy_cache_seconds, max_entries=1, name="network_policies"
+        )
         if db is not None:  # a policy change reaches every process at once (server.invalidation); TTL: the fallback
             db.invalidations.on(Topic.NETWORK_POLICY, lambda _: self._policies.forget())
         self._lookup: Lookup = lookup or system_lookup
         # Name lookups may be reused for a while (the gateway's new upstream connections then skip the resolver);
         # safe against rebinding, since a cached answer is still checked on every use and connected to as checked.
         self._lookups: TtlCache[Sequence[str]] | None = (
-            TtlCache(lookup_cache_seconds, max_entries=10_000) if lookup_cache_seconds > 0 else None
+            TtlCache(lookup_cache_seconds, max_entries=10_000, name="dns_lookups") if lookup_cache_seconds > 0 else None
         )
 
     @classmethod

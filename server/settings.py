@@ -56,6 +56,13 @@ class Settings:
     api_key_cache_seconds: float = 5.0
     encryption_key: Secret = field(default_factory=lambda: Secret(""))
     otel_exporter: str = "none"  # none | console | otlp
+    # OTLP/HTTP collector base URL (e.g. http://otel-collector:4318); spans go to <base>/v1/traces. Empty: the
+    # OpenTelemetry SDK's own OTEL_EXPORTER_OTLP_* variables decide (default http://localhost:4318).
+    otel_endpoint: str = ""
+    # Prometheus /metrics on both servers (server.metrics). Off: no endpoint and nothing recorded on the hot path.
+    # With a token, a scrape must send `Authorization: Bearer <token>`.
+    metrics_enabled: bool = True
+    metrics_token: Secret = field(default_factory=lambda: Secret(""))
     vendor_a_base_url: str = "https://api.vendor-a.invalid/v1"
     # The chat client's OAuth callback, registered with MCP servers' OAuth providers; handed to invokers.
     mcp_oauth_redirect_uri: str = "http://127.0.0.1:3000/oauth/callback"
@@ -143,6 +150,11 @@ class Settings:
         return self.var_dir / "demo.env"
 
     @property
+    def metrics_dir(self) -> Path:
+        """Where each gateway keeps its workers' metric files (gateway-<pid>/, prometheus-client multiprocess mode)."""
+        return self.var_dir / "metrics"
+
+    @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
@@ -190,6 +202,12 @@ def _ca_name(value: str) -> str:
     return value
 
 
+def _otel_exporter(value: str) -> str:
+    if value not in ("none", "console", "otlp"):
+        raise ValueError(f"{_PREFIX}OTEL_EXPORTER must be none, console or otlp")
+    return value
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build settings from the environment (or a given mapping, for tests)."""
     env = dict(os.environ if env is None else env)
@@ -210,7 +228,10 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         bootstrap_admin=_get(env, "BOOTSTRAP_ADMIN", "admin"),
         api_key_cache_seconds=float(_get(env, "API_KEY_CACHE_SECONDS", "5")),
         encryption_key=Secret(_get(env, "ENCRYPTION_KEY", "")),
-        otel_exporter=_get(env, "OTEL_EXPORTER", "none"),
+        otel_exporter=_otel_exporter(_get(env, "OTEL_EXPORTER", "none")),
+        otel_endpoint=_get(env, "OTEL_ENDPOINT", "").rstrip("/"),
+        metrics_enabled=_flag(_get(env, "METRICS_ENABLED", "true"), "METRICS_ENABLED"),
+        metrics_token=Secret(_get(env, "METRICS_TOKEN", "")),
         vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
         mcp_oauth_redirect_uri=_get(env, "MCP_OAUTH_REDIRECT_URI", "http://127.0.0.1:3000/oauth/callback"),
         log_level=_get(env, "LOG_LEVEL", "INFO"),

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import select
 
 from gateway.app import make_app
-from gateway.context import DRAINING
+from gateway.context import READINESS
 from server.settings import load_settings
 from server.store.db import Database as Db
 from server.store.models import UsageEventRow
@@ -118,6 +118,6 @@ async def test_a_draining_gateway_reports_not_ready(database: Database, server: 
         async with aiohttp.ClientSession() as http:
             async with http.get(f"http://127.0.0.1:{port}/readyz") as resp:
                 assert resp.status == 200
-            app[DRAINING].begin()
+            app[READINESS].drain()
             async with http.get(f"http://127.0.0.1:{port}/readyz") as resp:
-                assert (resp.status, await resp.json()) == (503, {"status": "draining"})
+                assert (resp.status, await resp.json()) == (503, {"status": "unavailable", "reason": "draining"})

@@ -35,6 +35,7 @@ import orjson
 from aiohttp import web
 from opentelemetry import trace
 
+from gateway import metrics
 from gateway.calls import Call
 from gateway.catalog import Route
 from gateway.context import METER, PRINCIPAL, TRACING
@@ -252,6 +253,7 @@ async def _run_tool(turn: _Turn, tool: _Tool, arguments: dict[str, Any]) -> tupl
     except ToolFailure as exc:
         status, failure = (504 if exc.timed_out else 502), exc.message
     finally:
+        metrics.observe_tool_call(status)
         if tool.spec.rag is None:  # a RAG search meters itself (CALL_KIND_RAG_CONTEXT)
             _meter(turn, label, name, status, started)
         if span is not None:
