@@ -266,7 +266,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         db = Database(settings.database_url, session_info=info)
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
-    interceptors = build_interceptors(authenticator, tracing=tracing_enabled())
+    interceptors = build_interceptors(authenticator, deps.audit_recorder(), tracing=tracing_enabled())
     apps: dict[str, ASGIApp] = {}
     descriptors: list[ServiceDescriptor] = []
     # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
+from server.audit.calls import CallRecorder
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.egress import EgressGuard
@@ -35,6 +36,13 @@ class Deps:
     _egress: EgressGuard | None = field(default=None, init=False, repr=False)
     _http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _sources: Sources | None = field(default=None, init=False, repr=False)
+    _audit: CallRecorder | None = field(default=None, init=False, repr=False)
+
+    def audit_recorder(self) -> CallRecorder:
+        """The audit trail of management calls (it hooks the database's transactions: one per process)."""
+        if self._audit is None:
+            self._audit = CallRecorder(self.db)
+        return self._audit
 
     def egress_guard(self) -> EgressGuard:
         """The process's one egress guard: every outbound MCP/OAuth connection goes through it."""
