@@ -1,6 +1,7 @@
 """build_app(settings): one ASGI app serving every service over Connect, gRPC and gRPC-Web on one port.
 
-Every service generated under `gen.platform` is mounted at its `.path`. A service with a handler registered in
+Every service generated under `gen.platform` (the spec's contract) and `gen.switchboard` (our own additive
+packages) is mounted at its `.path`. A service with a handler registered in
 `server.services.HANDLERS` is served by it; any other answers `unimplemented` naming the method, so no method of
 the contract is ever missing from the router. gRPC health checking and server reflection are mounted beside them,
 and `/readyz` (database reachable) and `/healthz` (process alive) suit Kubernetes probes.
@@ -32,6 +33,7 @@ from protobuf.wkt import FileDescriptorSet
 from sqlalchemy import text
 
 import gen.platform
+import gen.switchboard
 from server.auth import Authenticator
 from server.codecs import management_codecs, management_compressions, reflection_codecs
 from server.connect_errors import connect_error_bodies, error_body
@@ -72,9 +74,10 @@ class ServiceApp:
 
 
 def _connect_modules() -> Iterator[ModuleType]:
-    for info in pkgutil.walk_packages(gen.platform.__path__, prefix="gen.platform."):
-        if info.name.endswith("_connect"):
-            yield importlib.import_module(info.name)
+    for package in (gen.platform, gen.switchboard):
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+            if info.name.endswith("_connect"):
+                yield importlib.import_module(info.name)
 
 
 def generated_services() -> list[ServiceApp]:
@@ -250,6 +253,7 @@ class Router:
             if message["type"] == "lifespan.startup":
                 asyncio.get_running_loop().set_exception_handler(quiet_client_gone)
                 freeze_startup_heap()
+                self._deps.start_background()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._deps.close()

@@ -116,6 +116,8 @@ class Settings:
     # Envoy's request_headers_timeout, the gateway per connection): slow senders cannot hold connections open.
     # Idle keep-alive connections between requests are not affected.
     request_header_timeout_seconds: float = 15.0
+    # Audit events (server.audit) older than this are pruned by the management server.
+    audit_retention_days: float = 365.0
 
     @property
     def signing_key_path(self) -> Path:
@@ -225,4 +227,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         request_header_timeout_seconds=_positive(
             _get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15"), "REQUEST_HEADER_TIMEOUT_SECONDS"
         ),
+        audit_retention_days=_positive(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS"),
     )

@@ -5,9 +5,11 @@
               to subjects (user, group, service account, tenant, API key) with roles, and API-key grants; answers
               can_read / can_admin / can_invoke and lists what a principal can read in one query.
 - `credentials` what an API key may call on the management API at all (deny by default), checked once per RPC.
+- `audit`     who reads the audit trail (operators: every tenant; tenant admins: their own).
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
+from server.permissions.audit import audit_reach
 from server.permissions.conversations import (
     ConversationOwner,
     conversation_owner,
@@ -80,6 +82,7 @@ __all__ = [
     "SubjectType",
     "TenantRole",
     "add_permission",
+    "audit_reach",
     "can_admin",
     "can_admin_tenant",
     "can_attach_key_to_group",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from server.audit.calls import CallRecorder
+from server.audit.retention import Retention
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.egress import EgressGuard
@@ -37,6 +38,13 @@ class Deps:
     _http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _sources: Sources | None = field(default=None, init=False, repr=False)
     _audit: CallRecorder | None = field(default=None, init=False, repr=False)
+    _retention: Retention | None = field(default=None, init=False, repr=False)
+
+    def start_background(self) -> None:
+        """The management process's own background work (started with its event loop): audit retention."""
+        if self._retention is None:
+            self._retention = Retention(self.db, self.settings.audit_retention_days)
+        self._retention.start()
 
     def audit_recorder(self) -> CallRecorder:
         """The audit trail of management calls (it hooks the database's transactions: one per process)."""
@@ -58,6 +66,8 @@ class Deps:
         return self._http
 
     async def close(self) -> None:
+        if self._retention is not None:
+            await self._retention.close()
         if self._http is not None:
             await self._http.close()
         if self._meter is not None:
@@ -88,6 +98,7 @@ class Deps:
 def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.agents.external_mcp_server_service import ExternalMcpServerServiceHandler
     from server.services.agents.preset_agent_service import PresetAgentServiceHandler
+    from server.services.audit.audit_service import AuditServiceHandler
     from server.services.conversations.conversation_item_service import ConversationItemServiceHandler
     from server.services.conversations.conversation_service import ConversationServiceHandler
     from server.services.metering.platform_usage_service import PlatformUsageServiceHandler
@@ -124,6 +135,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.tenants.v1.ServiceAccountService": ServiceAccountServiceHandler,
         "platform.tenants.v1.TenantService": TenantServiceHandler,
         "platform.tenants.v1.UserService": UserServiceHandler,
+        "switchboard.audit.v1.AuditService": AuditServiceHandler,
     }
 
 
