@@ -6,6 +6,7 @@ egress guard), and the usage meter (whose flusher writes batches in the backgrou
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 
@@ -19,6 +20,7 @@ from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_pre
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
+from gateway.security_events import SECURITY_EVENTS, egress_refused
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -26,6 +28,7 @@ from gateway.surfaces.embeddings import embeddings
 from gateway.surfaces.models import get_model, list_models
 from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
+from server.audit.security import SecurityEventWriter
 from server.auth import KeyVerifier
 from server.cors import GATEWAY, CorsPolicy
 from server.crypto import SecretBox
@@ -76,7 +79,9 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)
         verifier = key_verifier if key_verifier is not None else default_key_verifier(settings, db)
-        guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS)
+        events = SecurityEventWriter(db)
+        refused = functools.partial(egress_refused, events)
+        guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS, on_refused=refused)
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
         http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
         meter = Meter(db)
@@ -84,11 +89,15 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[HTTP] = http
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
-        app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
+        app[SECURITY_EVENTS] = events
+        mcp_guard = EgressGuard.from_settings(settings, db, on_refused=refused)
+        app[MCP_RUNTIME] = McpRuntime(mcp_guard, SecretBox(settings), settings)
         meter.start()
+        events.start()
         try:
             yield
         finally:
+            await events.close()
             await meter.close()
             await app[MCP_RUNTIME].close()
             await http.close()
