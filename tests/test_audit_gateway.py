@@ -8,15 +8,21 @@ import secrets
 from datetime import UTC, datetime
 
 import aiohttp
+import openai
 from sqlalchemy import select
 
 from server.audit.events import ActorType, Outcome, Source
 from server.store.db import Database as Db
 from server.store.models import AuditEventRow
+from tests import test_gateway_agents as agent_tests
+from tests import test_gateway_mcp_loop as loop_tests
 from tests import test_model_egress as egress
+from tests.agent_world import AgentWorld
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
-from tests.gateway_fixtures import Gateway
+from tests.fakes.upstream import tool_calls
+from tests.gateway_fixtures import Fakes, Gateway
+from tests.gateway_world import GatewayWorld
 from tests.test_model_egress import Canary, Guarded, _chat, _unique_model
 from tests.world import World, must
 
@@ -86,3 +92,54 @@ async def test_an_egress_refusal_names_the_host_and_the_key(
         "127.0.0.1",
     )
     assert canary.upstream.received == []
+
+
+aw = agent_tests.aw
+sdk, servers, mcp_ports = loop_tests.sdk, loop_tests.servers, loop_tests.mcp_ports
+
+
+async def test_a_guardrail_refusal_names_the_agent_and_the_key_never_the_content(
+    database: Database, gateway: Gateway, aw: AgentWorld
+) -> None:
+    since = datetime.now(UTC)
+    key = aw.gw.keys["all"]
+    async with openai.AsyncOpenAI(base_url=gateway.base_url, api_key=key, max_retries=0) as sdk_client:
+        result = await sdk_client.chat.completions.create(
+            model=aw.agents["guarded"], messages=[{"role": "user", "content": "FORBIDDEN-A please"}]
+        )
+    assert result.choices[0].finish_reason == "content_filter"
+    events = await _events_since(database, "gateway.guardrail_refused", since)
+    [event] = [e for e in events if e.resource_name == aw.agents["guarded"]]
+    assert (event.outcome, event.resource_kind, event.actor_type) == (
+        Outcome.REFUSED,
+        "PresetAgent",
+        ActorType.API_KEY,
+    )
+    assert event.api_key_id and event.tenant_id == aw.gw.tenant_id
+    assert "FORBIDDEN" not in str([getattr(event, c.key) for c in AuditEventRow.__table__.columns])
+
+
+async def test_approval_decisions_are_recorded(
+    database: Database, sdk: openai.OpenAI, gw_world: GatewayWorld, fakes: Fakes, servers: loop_tests.Servers
+) -> None:
+    since = datetime.now(UTC)
+    add = f"{servers.tools}add"
+    tool = {"type": "mcp", "server_label": servers.tools, "require_approval": "always"}
+    for approve in (True, False):
+        fakes.openai.script.append(tool_calls((add, '{"a": 20, "b": 22}')))
+        first = await asyncio.to_thread(
+            sdk.responses.create, model=gw_world.model("chat"), input="20+22?", tools=[tool]
+        )
+        asked = first.output[1]
+        answer = {"type": "mcp_approval_response", "approval_request_id": asked.id, "approve": approve}
+        await asyncio.to_thread(
+            sdk.responses.create,
+            model=gw_world.model("chat"),
+            previous_response_id=first.id,
+            input=[answer],
+            tools=[tool],
+        )
+    events = await _events_since(database, "gateway.approval_decided", since, count=2)
+    mine = [e for e in events if e.resource_name == f"{servers.tools}/add"]
+    assert sorted((e.outcome, e.code) for e in mine) == [(Outcome.ALLOWED, ""), (Outcome.REFUSED, "declined")]
+    assert all(e.resource_kind == "McpTool" and e.api_key_id for e in mine)
