@@ -20,7 +20,7 @@ from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_pre
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
-from gateway.security_events import SECURITY_EVENTS, egress_refused
+from gateway.security_events import SECURITY_EVENTS, audit_trail, egress_refused
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -28,7 +28,6 @@ from gateway.surfaces.embeddings import embeddings
 from gateway.surfaces.models import get_model, list_models
 from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
-from server.audit.security import SecurityEventWriter
 from server.auth import KeyVerifier
 from server.cors import GATEWAY, CorsPolicy
 from server.crypto import SecretBox
@@ -79,7 +78,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)
         verifier = key_verifier if key_verifier is not None else default_key_verifier(settings, db)
-        events = SecurityEventWriter(db)
+        events, export = audit_trail(settings, db)
         refused = functools.partial(egress_refused, events)
         guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS, on_refused=refused)
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
@@ -94,10 +93,12 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[MCP_RUNTIME] = McpRuntime(mcp_guard, SecretBox(settings), settings)
         meter.start()
         events.start()
+        export.start()
         try:
             yield
         finally:
             await events.close()
+            await export.close()
             await meter.close()
             await app[MCP_RUNTIME].close()
             await http.close()

@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from aiohttp import web
 
 from server.audit.events import AuditEvent, Outcome, Source, actor_of
+from server.audit.export import AuditExport
 from server.audit.security import (
     APPROVAL_DECIDED,
     EGRESS_REFUSED,
@@ -15,11 +16,16 @@ from server.audit.security import (
     KEY_REFUSED,
     SecurityEventWriter,
 )
+from server.domain.networks import Reach
 from server.domain.principal import Principal
+from server.egress import EgressGuard
+from server.settings import Settings
+from server.store.db import Database
 
 __all__ = [
     "SECURITY_EVENTS",
     "approval_decided",
+    "audit_trail",
     "authenticated",
     "egress_refused",
     "guardrail_refused",
@@ -30,6 +36,17 @@ SECURITY_EVENTS = web.AppKey("security_events", SecurityEventWriter)
 
 # Who the request being served is, for events raised below the handler (the egress guard knows no request).
 _CALLER: ContextVar[tuple[Principal, str] | None] = ContextVar("switchboard_gateway_caller", default=None)
+
+
+def audit_trail(settings: Settings, db: Database) -> tuple[SecurityEventWriter, AuditExport]:
+    """The worker's event writer and the SIEM export it feeds (OTLP posts pass an egress guard of their own)."""
+    guard = EgressGuard.from_settings(settings, db)
+    export = AuditExport(
+        settings.audit_export,
+        service="switchboard-gateway",
+        session_factory=lambda: guard.session(Reach.PLATFORM),
+    )
+    return SecurityEventWriter(db, export.publish), export
 
 
 def _peer(request: web.Request) -> str:

@@ -118,6 +118,8 @@ class Settings:
     request_header_timeout_seconds: float = 15.0
     # Audit events (server.audit) older than this are pruned by the management server.
     audit_retention_days: float = 365.0
+    # The audit trail as a stream for a SIEM: "" (off), "jsonl:-" (stdout), "jsonl:<file>" or "otlp:<URL of /v1/logs>".
+    audit_export: str = ""
 
     @property
     def signing_key_path(self) -> Path:
@@ -158,6 +160,20 @@ def _positive(value: str, name: str) -> float:
     if not 0 < number < math.inf:  # also refuses NaN
         raise ValueError(f"{_PREFIX}{name} must be a positive number of seconds")
     return number
+
+
+def _days(value: str, name: str) -> float:
+    number = float(value)
+    if not 0 < number < math.inf:  # also refuses NaN
+        raise ValueError(f"{_PREFIX}{name} must be a positive number of days")
+    return number
+
+
+def _audit_export(value: str) -> str:
+    kind, _, where = value.partition(":")
+    if value and not ((kind == "jsonl" and where) or (kind == "otlp" and where.startswith(("http://", "https://")))):
+        raise ValueError(f"{_PREFIX}AUDIT_EXPORT must be jsonl:-, jsonl:<file> or otlp:<http(s) URL of /v1/logs>")
+    return value
 
 
 def _origins(value: str) -> tuple[str, ...]:
@@ -227,5 +243,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         request_header_timeout_seconds=_positive(
             _get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15"), "REQUEST_HEADER_TIMEOUT_SECONDS"
         ),
-        audit_retention_days=_positive(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS"),
+        audit_retention_days=_days(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS"),
+        audit_export=_audit_export(_get(env, "AUDIT_EXPORT", "")),
     )
