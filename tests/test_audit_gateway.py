@@ -4,20 +4,21 @@ the host and the key that asked), written off the request path."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 from datetime import UTC, datetime
 
 import aiohttp
 import openai
+import pytest_asyncio
 from sqlalchemy import select
 
 from server.audit.events import ActorType, Outcome, Source
 from server.store.db import Database as Db
 from server.store.models import AuditEventRow
-from tests import test_gateway_agents as agent_tests
 from tests import test_gateway_mcp_loop as loop_tests
 from tests import test_model_egress as egress
-from tests.agent_world import AgentWorld
+from tests.agent_world import AgentWorld, build_agent_world
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.upstream import tool_calls
@@ -94,7 +95,13 @@ async def test_an_egress_refusal_names_the_host_and_the_key(
     assert canary.upstream.received == []
 
 
-aw = agent_tests.aw
+@pytest_asyncio.fixture(scope="module")
+async def aw(server: Server, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> AgentWorld:
+    """Agents of this module's own (names carry their own tag: the agent tests' module builds the same world)."""
+    own = dataclasses.replace(gw_world, tag=secrets.token_hex(3), names=dict(gw_world.names))
+    return await build_agent_world(ConnectJsonCaller(server.base_url), server.admin_token, own, fakes.openai_url)
+
+
 sdk, servers, mcp_ports = loop_tests.sdk, loop_tests.servers, loop_tests.mcp_ports
 
 
