@@ -150,3 +150,29 @@ async def test_approval_decisions_are_recorded(
     mine = [e for e in events if e.resource_name == f"{servers.tools}/add"]
     assert sorted((e.outcome, e.code) for e in mine) == [(Outcome.ALLOWED, ""), (Outcome.REFUSED, "declined")]
     assert all(e.resource_kind == "McpTool" and e.api_key_id for e in mine)
+
+
+async def test_model_content_reaches_no_table_nor_the_log(
+    database: Database, gateway: Gateway, gw_world: GatewayWorld, aw: AgentWorld
+) -> None:
+    """Content capture is off (the only state there is): a chat's canary, refused by a guardrail or answered, is
+    nowhere in the database (audit trail and usage rows included) nor in the gateway's log."""
+    canary_text = f"CANARY-{secrets.token_hex(6)}"
+    since = datetime.now(UTC)
+    async with openai.AsyncOpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as sdk:
+        await sdk.chat.completions.create(
+            model=gw_world.model("chat"), messages=[{"role": "user", "content": canary_text}]
+        )
+        await sdk.chat.completions.create(
+            model=aw.agents["guarded"], messages=[{"role": "user", "content": f"{canary_text} FORBIDDEN-A"}]
+        )
+    assert await _events_since(database, "gateway.guardrail_refused", since)  # the writer has written since
+    db = Db(database.url)
+    try:
+        async with db.read() as session:
+            for table in AuditEventRow.metadata.sorted_tables:
+                rows = (await session.execute(select(table))).all()
+                assert canary_text not in str(rows), table.name
+    finally:
+        await db.close()
+    assert canary_text not in gateway.log()
