@@ -10,6 +10,7 @@ Probes: /livez (alias /healthz) answers while the loop does; /readyz while not d
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator
 
@@ -36,6 +37,7 @@ from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_pre
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
+from gateway.security_events import SECURITY_EVENTS, audit_trail, egress_refused
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -118,7 +120,9 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)
         verifier = key_verifier if key_verifier is not None else default_key_verifier(settings, db)
-        guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS)
+        events, export = audit_trail(settings, db)
+        refused = functools.partial(egress_refused, events)
+        guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS, on_refused=refused)
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
         http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
         meter = Meter(db)
@@ -130,8 +134,12 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
         app[LIMITER] = open_limiter(settings, db)
-        app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
+        app[SECURITY_EVENTS] = events
+        mcp_guard = EgressGuard.from_settings(settings, db, on_refused=refused)
+        app[MCP_RUNTIME] = McpRuntime(mcp_guard, SecretBox(settings), settings)
         meter.start()
+        events.start()
+        export.start()
         db.listen_for_invalidations()  # other processes' changes drop this worker's caches at once
         flusher = asyncio.create_task(metrics.BATCH.flush_every(metrics.FLUSH_SECONDS)) if app[METRICS] else None
         try:
@@ -140,6 +148,8 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
             if flusher is not None:
                 flusher.cancel()  # it folds a last time
                 await asyncio.gather(flusher, return_exceptions=True)
+            await events.close()
+            await export.close()
             await meter.close()
             await app[LIMITER].close()
             await app[MCP_RUNTIME].close()

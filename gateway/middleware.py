@@ -35,6 +35,7 @@ from gateway.context import (
     REQUEST_ID,
     TRACING,
 )
+from gateway.security_events import authenticated, key_refused
 from server.auth import bearer_token
 from server.errors import (
     FailedPrecondition,
@@ -142,8 +143,15 @@ async def _authenticate(request: web.Request, app: web.Application) -> None:
     try:
         secret = bearer_token(request.headers)
     except Unauthenticated:
+        key_refused(request)
         raise Unauthenticated("You didn't provide an API key. Send it as 'Authorization: Bearer <API key>'.") from None
-    request[PRINCIPAL] = await app[ACCESS].principal(secret)
+    try:
+        principal = await app[ACCESS].principal(secret)
+    except Unauthenticated:
+        key_refused(request)  # recorded without the key: a refused secret may be anyone's credential
+        raise
+    request[PRINCIPAL] = principal
+    authenticated(request, principal)
 
 
 def _sent_bytes(response: web.StreamResponse) -> int:

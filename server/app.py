@@ -266,6 +266,7 @@ class Router:
                 asyncio.get_running_loop().set_exception_handler(quiet_client_gone)
                 freeze_startup_heap()
                 self._deps.db.listen_for_invalidations()  # other replicas' changes drop this one's caches at once
+                self._deps.start_background()  # audit retention and export
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.readiness.drain()  # whatever still asks /readyz from now on hears "draining"
@@ -286,7 +287,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         follow_membership_changes(db.invalidations, info)
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
-    interceptors = build_interceptors(authenticator, tracing=tracing_enabled())
+    interceptors = build_interceptors(authenticator, deps.audit_recorder(), tracing=tracing_enabled())
     apps: dict[str, ASGIApp] = {}
     descriptors: list[ServiceDescriptor] = []
     # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).

@@ -132,6 +132,10 @@ class Settings:
     redis_url: Secret = field(default_factory=lambda: Secret(""))
     limits_redis_prefix: str = "switchboard:limits:"
     limits_fail_closed: bool = False
+    # Audit events (server.audit) older than this are pruned by the management server.
+    audit_retention_days: float = 365.0
+    # The audit trail as a stream for a SIEM: "" (off), "jsonl:-" (stdout), "jsonl:<file>" or "otlp:<URL of /v1/logs>".
+    audit_export: str = ""
 
     @property
     def signing_key_path(self) -> Path:
@@ -172,10 +176,10 @@ def _flag(value: str, name: str) -> bool:
     raise ValueError(f"{_PREFIX}{name} must be true or false")
 
 
-def _positive(value: str, name: str) -> float:
+def _positive(value: str, name: str, unit: str = "seconds") -> float:
     number = float(value)
     if not 0 < number < math.inf:  # also refuses NaN
-        raise ValueError(f"{_PREFIX}{name} must be a positive number of seconds")
+        raise ValueError(f"{_PREFIX}{name} must be a positive number of {unit}")
     return number
 
 
@@ -184,6 +188,13 @@ def _when_store_down(value: str) -> bool:
     if value not in ("open", "closed"):
         raise ValueError(f"{_PREFIX}LIMITS_WHEN_REDIS_DOWN must be 'open' or 'closed', not {value!r}")
     return value == "closed"
+
+
+def _audit_export(value: str) -> str:
+    kind, _, where = value.partition(":")
+    if value and not ((kind == "jsonl" and where) or (kind == "otlp" and where.startswith(("http://", "https://")))):
+        raise ValueError(f"{_PREFIX}AUDIT_EXPORT must be jsonl:-, jsonl:<file> or otlp:<http(s) URL of /v1/logs>")
+    return value
 
 
 def _origins(value: str) -> tuple[str, ...]:
@@ -266,4 +277,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         redis_url=Secret(_get(env, "REDIS_URL", "")),
         limits_redis_prefix=_get(env, "LIMITS_REDIS_PREFIX", "switchboard:limits:"),
         limits_fail_closed=_when_store_down(_get(env, "LIMITS_WHEN_REDIS_DOWN", "open")),
+        audit_retention_days=_positive(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS", "days"),
+        audit_export=_audit_export(_get(env, "AUDIT_EXPORT", "")),
     )

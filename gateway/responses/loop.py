@@ -44,6 +44,7 @@ from gateway.responses import translate
 from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
 from gateway.responses.rag_tools import INCLUDE_RESULTS, RagConnection, results_of
+from gateway.security_events import approval_decided
 from gateway.streaming import chat_chunks
 from gateway.surfaces._upstream import post_json, read_upstream_json
 from server.mcp.tool_client import McpTool, ToolFailure, ToolResult
@@ -497,11 +498,16 @@ async def _answer_approvals(
     reason: str | None = None
     requests = {i.get("id"): i for i in prior_items if i.get("type") == "mcp_approval_request"}
     for item in input_items:
-        if item.get("type") != "mcp_approval_response" or not item.get("approve"):
+        if item.get("type") != "mcp_approval_response":
             continue
         asked = requests.get(item.get("approval_request_id"))
         if asked is None:
             continue  # not a request of this chain: nothing to run
+        approved = bool(item.get("approve"))
+        label, name = str(asked.get("server_label") or ""), str(asked.get("name") or "")
+        approval_decided(turn.request, turn.request[PRINCIPAL], label, name, approved)
+        if not approved:
+            continue
         target = next(
             (
                 t
