@@ -69,10 +69,14 @@ def _run(kind: str, arg: object, port: int) -> None:
 
     if kind == "gateway":  # served exactly as a `python -m gateway` worker serves it
         from gateway.__main__ import serve_worker
+        from server import metrics
 
         assert isinstance(arg, dict)
+        settings = load_settings(arg)
+        if settings.metrics_enabled:  # as `python -m gateway` does before forking: multiprocess metric files
+            metrics.use_multiprocess_dir(settings.metrics_dir)
         with runner_cm as runner:
-            runner.run(serve_worker(load_settings(arg), port))
+            runner.run(serve_worker(settings, port))
         return
     app_factory = _upstream_app if kind == "upstream" else _bare_proxy_app(str(arg))
 

@@ -1,12 +1,15 @@
 """`python -m gateway`: serve the gateway on every core.
 
-The parent process reserves the address with SO_REUSEPORT (resolving port 0 to a real port), then forks
-`settings.gateway_workers` workers (0 = os.cpu_count()); each binds the same address with SO_REUSEPORT, so the kernel
-spreads connections across them. SIGTERM/SIGINT on the parent is passed to every worker, which stops accepting,
-finishes in-flight requests and flushes its usage meter before exiting. A worker that dies is replaced after a
-growing delay; when workers keep dying (`server.supervision.RestartBudget`) the gateway stops and exits 1. A worker
-whose event loop stops running (`server.supervision.Heartbeat`, `SWITCHBOARD_GATEWAY_LIVENESS_SECONDS`) is killed
-and replaced the same way.
+The parent process claims the address (server.listening: a second server on the port is refused with "address in
+use" instead of silently taking part of the traffic) and reserves it with SO_REUSEPORT (resolving port 0 to a real
+port), then forks `settings.gateway_workers` workers (0 = os.cpu_count()); each binds the same address with
+SO_REUSEPORT, so the kernel spreads connections across them. SIGTERM/SIGINT on the parent is passed to every
+worker, which closes its listening socket (once all have, the port refuses new connections), reports not ready to
+requests on open connections, lets in-flight requests and streams finish for at most
+`settings.shutdown_grace_seconds`, and flushes its usage meter before exiting; the parent kills any worker still
+running past that bound (docs/lifecycle.md). A worker that dies is replaced after a growing delay; when workers
+keep dying (`server.supervision.RestartBudget`) the gateway stops and exits 1. A worker whose event loop stops
+running (`server.supervision.Heartbeat`, `SWITCHBOARD_GATEWAY_LIVENESS_SECONDS`) is killed and replaced the same way.
 """
 
 from __future__ import annotations
@@ -31,38 +34,33 @@ from typing import Any
 from aiohttp import web
 
 from gateway.app import make_app
+from gateway.context import READINESS
 from gateway.parse_errors import listen
+from server import metrics
 from server.heap import freeze_startup_heap
+from server.listening import AddressInUseError, claim_port
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
 from server.supervision import Heartbeat, RestartBudget, describe_exit
 
 log = logging.getLogger("switchboard.gateway")
 
-_SHUTDOWN_TIMEOUT = 30.0
+_BACKLOG = 1024
+# Past the grace period a worker still closes its upstream sessions and writes its last usage batch: this long at
+# most before its parent kills it.
+_FLUSH_SECONDS = 10.0
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-def _reserve(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    return sock  # bound, never listening: it holds the port without taking connections
 
 
 async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | None = None) -> None:
     """One worker: serve `settings.gateway_host`:port (shared with the other workers) until SIGTERM or SIGINT,
-    beating `heartbeat` (its parent's watchdog) meanwhile."""
+    beating `heartbeat` (its parent's watchdog) meanwhile; then drain within `settings.shutdown_grace_seconds`."""
     beats = asyncio.create_task(heartbeat.run()) if heartbeat is not None else None
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
     handler_options: dict[str, Any] = {"access_log": None, "lingering_time": 1.0}
+    app = make_app(dataclasses.replace(settings, gateway_port=port))  # the real port: the egress guard refuses it
     runner = web.AppRunner(
-        make_app(dataclasses.replace(settings, gateway_port=port)),  # the real port: the egress guard refuses it
-        handle_signals=False,
-        shutdown_timeout=_SHUTDOWN_TIMEOUT,
-        **handler_options,
+        app, handle_signals=False, shutdown_timeout=settings.shutdown_grace_seconds, **handler_options
     )
     await runner.setup()
     freeze_startup_heap()
@@ -70,7 +68,7 @@ async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | Non
         runner,
         settings.gateway_host,
         port,
-        backlog=1024,
+        backlog=_BACKLOG,
         header_timeout=settings.request_header_timeout_seconds,
         **handler_options,
     )
@@ -81,16 +79,18 @@ async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | Non
     try:
         await stop.wait()
     finally:
+        if READINESS in app:  # whatever still asks /readyz while in-flight requests finish hears "draining"
+            app[READINESS].drain()
         listener.close()  # stop accepting
-        await runner.cleanup()  # waits for in-flight requests, runs cleanup_ctx (meter flush)
+        await runner.cleanup()  # lets in-flight requests finish (up to the grace), runs cleanup_ctx (meter flush)
         await listener.wait_closed()
         if beats is not None:
             beats.cancel()
 
 
 def _die_with_parent(parent: int) -> None:
-    """A worker whose parent crashed would keep serving the port unsupervised (SO_REUSEPORT lets the restarted
-    gateway bind beside it): ask Linux to send it SIGTERM when the parent dies."""
+    """A worker whose parent crashed would keep serving the port unsupervised (and keep the restarted gateway from
+    claiming it): ask Linux to send it SIGTERM when the parent dies."""
     if sys.platform == "linux":
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
@@ -113,81 +113,124 @@ def _worker(settings: Settings, port: int, parent: int, heartbeat: Heartbeat) ->
         runner.run(serve_worker(settings, port, heartbeat))
 
 
-def _spawn(
-    context: multiprocessing.context.ForkContext, settings: Settings, port: int
-) -> tuple[BaseProcess, Heartbeat]:
-    heartbeat = Heartbeat(context, settings.gateway_liveness_seconds)
-    worker = context.Process(target=_worker, args=(settings, port, os.getpid(), heartbeat), daemon=False)
-    worker.start()
-    return worker, heartbeat
+class _Workers:
+    """The parent's side: fork the workers, replace dead and hung ones, and on SIGTERM stop them within the bound."""
 
+    def __init__(self, settings: Settings, reserved: socket.socket) -> None:
+        self._settings = settings
+        self._reserved = reserved  # bound, never listening: holds the port between worker restarts
+        self._port = int(reserved.getsockname()[1])
+        self._context = multiprocessing.get_context("fork")
+        self._workers: dict[BaseProcess, Heartbeat] = {}
+        self._killed: set[int] = set()  # workers already sent SIGKILL (hung, or overdue at shutdown)
+        self._stopping = False
+        self._deadline = 0.0  # when stopping: past this, workers still running are killed
+        self._failed = False
 
-def _kill_hung(workers: dict[BaseProcess, Heartbeat], killed: set[int]) -> None:
-    """SIGKILL each worker whose loop stopped beating (it cannot run a SIGTERM handler); its death is then handled
-    like any other."""
-    for proc, heartbeat in workers.items():
-        silent = heartbeat.stale()
-        if silent is None or proc.pid is None or proc.pid in killed or not proc.is_alive():
-            continue
-        log.warning(
-            "gateway worker %s stopped answering (its event loop has not run for %.1f s); killing it", proc.pid, silent
-        )
-        killed.add(proc.pid)
+    def stop(self, _signum: int = signal.SIGTERM, _frame: FrameType | None = None) -> None:
+        """The SIGTERM/SIGINT handler (also called when workers keep failing)."""
+        if not self._stopping:
+            self._deadline = time.monotonic() + self._settings.shutdown_grace_seconds + _FLUSH_SECONDS
+        self._stopping = True
+        self._reserved.close()  # with the workers' listeners closed too, the port refuses new connections
+        for proc in self._workers:
+            if proc.pid is not None and proc.is_alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+
+    def _spawn(self) -> None:
+        heartbeat = Heartbeat(self._context, self._settings.gateway_liveness_seconds)
+        args = (self._settings, self._port, os.getpid(), heartbeat)
+        worker = self._context.Process(target=_worker, args=args, daemon=False)
+        worker.start()
+        self._workers[worker] = heartbeat
+
+    def _kill(self, proc: BaseProcess) -> None:
+        assert proc.pid is not None
+        self._killed.add(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGKILL)
+
+    def _kill_stuck(self) -> None:
+        """SIGKILL each worker whose loop stopped beating (it cannot run a SIGTERM handler), and at shutdown each
+        still running past the bound; their deaths are then handled like any other."""
+        overdue = self._stopping and time.monotonic() > self._deadline
+        for proc, heartbeat in self._workers.items():
+            if proc.pid is None or proc.pid in self._killed or not proc.is_alive():
+                continue
+            silent = heartbeat.stale()
+            if silent is not None:
+                log.warning(
+                    "gateway worker %s stopped answering (its event loop has not run for %.1f s); killing it",
+                    proc.pid,
+                    silent,
+                )
+                self._kill(proc)
+            elif overdue:
+                log.error("gateway worker %s did not stop within the shutdown bound; killing it", proc.pid)
+                self._kill(proc)
+
+    def run(self, count: int) -> int:
+        for _ in range(count):
+            self._spawn()
+        host = self._settings.gateway_host
+        print(f"gateway listening on http://{host}:{self._port}/v1 ({count} workers)", flush=True)
+        budget = RestartBudget(self._settings.restart_limit, self._settings.restart_window_seconds)
+        while self._workers:
+            # Woken by a worker's death, or every quarter liveness period to look for hung ones (during a stop too:
+            # a hung worker would never finish it), and at the shutdown deadline.
+            timeout = self._settings.gateway_liveness_seconds / 4
+            if self._stopping:
+                timeout = min(timeout, max(0.0, self._deadline - time.monotonic()) + 0.1)
+            multiprocessing.connection.wait([p.sentinel for p in self._workers], timeout=timeout)
+            self._kill_stuck()
+            for proc in [p for p in self._workers if not p.is_alive()]:
+                del self._workers[proc]
+                proc.join()
+                self._killed.discard(proc.pid or 0)  # its pid may be a new worker's one day
+                if proc.pid is not None:
+                    metrics.worker_exited(proc.pid)
+                if self._stopping:
+                    self._failed = self._failed or proc.exitcode not in (0, -signal.SIGTERM)
+                    continue
+                # A worker died on its own: replace it (the others kept serving), unless workers keep dying.
+                delay = budget.next_delay()
+                exit_ = describe_exit(proc.exitcode)
+                if delay is None:
+                    log.error("worker %s %s; workers keep failing: stopping", proc.pid, exit_)
+                    self._failed = True
+                    self.stop()
+                    continue
+                log.error("gateway worker %s %s; starting a new one in %g s", proc.pid, exit_, delay)
+                time.sleep(delay)
+                if not self._stopping:
+                    self._spawn()
+        self._reserved.close()
+        return 1 if self._failed else 0
 
 
 def main() -> int:
     settings = load_settings()
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
-    count = settings.gateway_workers or os.cpu_count() or 1
-    reserved = _reserve(settings.gateway_host, settings.gateway_port)
-    port = reserved.getsockname()[1]
-    context = multiprocessing.get_context("fork")
-    workers: dict[BaseProcess, Heartbeat] = {}
-    killed: set[int] = set()  # hung workers already sent SIGKILL
-    stopping = False
-
-    def relay(signum: int, _frame: FrameType | None) -> None:
-        nonlocal stopping
-        stopping = True
-        for proc in workers:
-            if proc.pid is not None and proc.is_alive():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, relay)  # before forking, so no signal is missed; workers reset it
-    signal.signal(signal.SIGINT, relay)
-    workers.update(_spawn(context, settings, port) for _ in range(count))
-    print(f"gateway listening on http://{settings.gateway_host}:{port}/v1 ({count} workers)", flush=True)
-    budget = RestartBudget(settings.restart_limit, settings.restart_window_seconds)
-    failed = False
-    while workers:
-        # Woken by a worker's death, or every quarter liveness period to look for hung ones (during a stop too:
-        # a hung worker would never finish it).
-        multiprocessing.connection.wait([p.sentinel for p in workers], timeout=settings.gateway_liveness_seconds / 4)
-        _kill_hung(workers, killed)
-        for proc in [p for p in workers if not p.is_alive()]:
-            del workers[proc]
-            proc.join()
-            killed.discard(proc.pid or 0)  # its pid may be a new worker's one day
-            if stopping:
-                failed = failed or proc.exitcode not in (0, -signal.SIGTERM)
-                continue
-            # A worker died on its own: replace it (the others kept serving), unless workers keep dying.
-            delay = budget.next_delay()
-            if delay is None:
-                log.error("worker %s %s; workers keep failing: stopping", proc.pid, describe_exit(proc.exitcode))
-                failed = True
-                relay(signal.SIGTERM, None)
-                continue
-            log.error("gateway worker %s %s; starting a new one in %g s", proc.pid, describe_exit(proc.exitcode), delay)
-            time.sleep(delay)
-            if not stopping:
-                workers.update([_spawn(context, settings, port)])
-    reserved.close()
-    return 1 if failed else 0
+    try:
+        # The lock is inherited by the workers and held until the last of them exits: never closed here.
+        reserved, _lock = claim_port(settings.gateway_host, settings.gateway_port, "model gateway")
+    except AddressInUseError as exc:
+        print(f"switchboard gateway: {exc}", file=sys.stderr, flush=True)
+        return 2
+    if settings.metrics_enabled:  # before forking: every worker then writes its samples where any worker reads them
+        metrics.use_multiprocess_dir(settings.metrics_dir)
+    workers = _Workers(settings, reserved)
+    signal.signal(signal.SIGTERM, workers.stop)  # before forking, so no signal is missed; workers reset it
+    signal.signal(signal.SIGINT, workers.stop)
+    return workers.run(settings.gateway_workers or os.cpu_count() or 1)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # The workers flushed what mattered; tearing down this process's imported heap cost 1-2 s under load, for
+    # nothing: exit now.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -38,9 +38,9 @@ class Access:
         self._db = db
         self._box = box
         self._verifier = verifier
-        self._routes: TtlCache[Route | AgentRoute] = TtlCache(ttl)
-        self._listings: TtlCache[list[ModelInfo]] = TtlCache(ttl)
-        self._rags: TtlCache[list[rags.Rag]] = TtlCache(ttl)
+        self._routes: TtlCache[Route | AgentRoute] = TtlCache(ttl, name="model_routes")
+        self._listings: TtlCache[list[ModelInfo]] = TtlCache(ttl, name="model_listings")
+        self._rags: TtlCache[list[rags.Rag]] = TtlCache(ttl, name="rag_listings")
         db.invalidations.on(Topic.ACCESS, self._forget)
 
     def _forget(self, _: tuple[str, ...]) -> None:

@@ -3,24 +3,41 @@
 cleanup_ctx opens, per process, the Database, the pooled upstream sessions (one per egress Reach, both through the
 egress guard), the rate limiter (gateway.limits), and the usage meter (whose flusher writes batches in the
 background and drains on shutdown).
+Probes: /livez (alias /healthz) answers while the loop does; /readyz while not draining and the database answers
+(server.readiness). /metrics serves Prometheus (gateway.metrics, server.metrics).
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator
 
 import orjson
 from aiohttp import web
-from sqlalchemy import text
 
+from gateway import metrics as gateway_metrics
 from gateway.access import Access
-from gateway.context import ACCESS, CORS, DB, HTTP, LIMITER, METER, SETTINGS, TRACING, TRANSLATORS
+from gateway.context import (
+    ACCESS,
+    CORS,
+    DB,
+    HTTP,
+    LIMITER,
+    METER,
+    METRICS,
+    READINESS,
+    SETTINGS,
+    TRACING,
+    TRANSLATORS,
+)
 from gateway.limits import open_limiter
 from gateway.middleware import TRANSCRIPTION_LIMIT, middlewares, on_response_prepare
 from gateway.providers import UpstreamSessions, translators
 from gateway.rag import routes as rag_routes
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpRuntime
+from gateway.security_events import SECURITY_EVENTS, audit_trail, egress_refused
 from gateway.surfaces import conversations
 from gateway.surfaces.audio import transcriptions
 from gateway.surfaces.chat import chat_completions
@@ -28,12 +45,14 @@ from gateway.surfaces.embeddings import embeddings
 from gateway.surfaces.models import get_model, list_models
 from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
+from server import metrics
 from server.auth import KeyVerifier
 from server.cors import GATEWAY, CorsPolicy
 from server.crypto import SecretBox
 from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
+from server.readiness import Readiness
 from server.settings import Settings
 from server.store.db import Database
 from server.telemetry import configure_tracing
@@ -57,20 +76,43 @@ async def _healthz(request: web.Request) -> web.StreamResponse:
 
 
 async def _readyz(request: web.Request) -> web.StreamResponse:
-    try:
-        async with request.app[DB].read() as session:
-            await session.execute(text("SELECT 1"))
-    except Exception:
-        log.exception("readiness check failed")
-        return web.Response(status=503, body=orjson.dumps({"status": "unavailable"}), content_type="application/json")
+    reason = await request.app[READINESS].unready_reason()
+    if reason is not None:
+        body = orjson.dumps({"status": "unavailable", "reason": reason})
+        return web.Response(status=503, body=body, content_type="application/json")
     return web.Response(body=b'{"status":"ready"}', content_type="application/json")
+
+
+async def _drain(app: web.Application) -> None:
+    """Shutdown began (the worker stopped accepting): whatever still asks /readyz hears "draining"."""
+    if READINESS in app:
+        app[READINESS].drain()
+
+
+async def _metrics(request: web.Request) -> web.StreamResponse:
+    if not metrics.scrape_allowed(request.app[SETTINGS], request.headers.get("Authorization")):
+        refusal = {"error": {"message": "/metrics needs the metrics bearer token", "type": "invalid_request_error"}}
+        return web.Response(status=401, body=orjson.dumps(refusal), content_type="application/json")
+    body = await metrics.exposition(metrics.GATEWAY)
+    return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
+
+
+def _operations_routes(app: web.Application, settings: Settings) -> None:
+    """The probes, and /metrics with recording switched on unless metrics are off."""
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/livez", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    app[METRICS] = settings.metrics_enabled
+    if settings.metrics_enabled:
+        gateway_metrics.enable()
+        app.router.add_get("/metrics", _metrics)
 
 
 def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> web.Application:
     # Bodies are capped per surface by the handlers (before buffering); this is only the outer bound.
     app = web.Application(middlewares=middlewares(), client_max_size=TRANSCRIPTION_LIMIT + 1024 * 1024)
     app[SETTINGS] = settings
-    configure_tracing(settings)
+    configure_tracing(settings, "switchboard-gateway")
     app[TRACING] = settings.otel_exporter != "none"
     app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
     app[TRANSLATORS] = translators(settings)
@@ -78,21 +120,36 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         db = Database(settings.database_url)
         verifier = key_verifier if key_verifier is not None else default_key_verifier(settings, db)
-        guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS)
+        events, export = audit_trail(settings, db)
+        refused = functools.partial(egress_refused, events)
+        guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS, on_refused=refused)
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
         http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
         meter = Meter(db)
+        if settings.metrics_enabled:
+            metrics.watch_pool(db.engine)
         app[DB] = db
+        app[READINESS] = Readiness(db)
         app[HTTP] = http
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
         app[LIMITER] = open_limiter(settings, db)
-        app[MCP_RUNTIME] = McpRuntime(EgressGuard.from_settings(settings, db), SecretBox(settings), settings)
+        app[SECURITY_EVENTS] = events
+        mcp_guard = EgressGuard.from_settings(settings, db, on_refused=refused)
+        app[MCP_RUNTIME] = McpRuntime(mcp_guard, SecretBox(settings), settings)
         meter.start()
+        events.start()
+        export.start()
         db.listen_for_invalidations()  # other processes' changes drop this worker's caches at once
+        flusher = asyncio.create_task(metrics.BATCH.flush_every(metrics.FLUSH_SECONDS)) if app[METRICS] else None
         try:
             yield
         finally:
+            if flusher is not None:
+                flusher.cancel()  # it folds a last time
+                await asyncio.gather(flusher, return_exceptions=True)
+            await events.close()
+            await export.close()
             await meter.close()
             await app[LIMITER].close()
             await app[MCP_RUNTIME].close()
@@ -100,9 +157,15 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
             await db.close()
 
     app.cleanup_ctx.append(resources)
+    app.on_shutdown.append(_drain)
     app.on_response_prepare.append(on_response_prepare)
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
+    _operations_routes(app, settings)
+    _v1_routes(app)
+    return app
+
+
+def _v1_routes(app: web.Application) -> None:
+    """The OpenAI-compatible surfaces, conversations and the RAG APIs."""
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model:.+}", get_model)
     app.router.add_post("/v1/chat/completions", chat_completions)
@@ -116,4 +179,3 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
     conversations.routes(app)
     rag_routes(app)
-    return app

@@ -20,6 +20,7 @@ import orjson
 from aiohttp import web
 from opentelemetry import trace
 
+from gateway import metrics
 from gateway.agents import AgentRoute
 from gateway.catalog import Route
 from gateway.context import ACCESS, LIMIT_HEADERS, LIMITER, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, TRACING
@@ -48,6 +49,7 @@ class Call:
     grants: list[Grant] = field(default_factory=list)  # what the limiter holds for this call's model calls
     model_calls: int = 0
     admitted: bool = False  # the request itself was admitted (at its model's resolution)
+    first_chunk_at: float = 0.0  # perf_counter() when a streamed answer's first bytes arrived (0: not streamed)
 
     async def resolve(self, model: str) -> Route:
         self.model = model
@@ -143,6 +145,10 @@ class metered:
         key = call.principal.api_key
         route = call.route
         tokens = call.tokens
+        if route is not None:  # a registered model: the only model label metrics take
+            metrics.observe_tokens(route.public_model_id, tokens)
+            if call.first_chunk_at:
+                metrics.observe_first_token(route.public_model_id, call.first_chunk_at - self._start)
         app[METER].usage(
             UsageEvent(
                 tenant_id=key.tenant_id if key else (call.principal.scoped_tenant_id or ""),

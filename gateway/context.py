@@ -11,6 +11,7 @@ from gateway.providers import Translator, UpstreamSessions
 from server.cors import CorsPolicy
 from server.domain.principal import Principal
 from server.metering import Meter
+from server.readiness import Readiness
 from server.settings import Settings
 from server.store.db import Database
 
@@ -22,8 +23,10 @@ __all__ = [
     "LIMITER",
     "LIMIT_HEADERS",
     "METER",
+    "METRICS",
     "PAYLOAD",
     "PRINCIPAL",
+    "READINESS",
     "REQUEST_BYTES",
     "REQUEST_ID",
     "SETTINGS",
@@ -39,6 +42,8 @@ ACCESS = web.AppKey("access", Access)
 TRANSLATORS = web.AppKey("translators", dict[Provider, Translator])
 CORS = web.AppKey("cors", CorsPolicy)
 LIMITER = web.AppKey("limiter", Limiter)
+READINESS = web.AppKey("readiness", Readiness)  # /readyz; drain() on shutdown
+METRICS = web.AppKey("metrics", bool)  # record Prometheus metrics (gateway.metrics)
 TRACING = web.AppKey("tracing", bool)  # spans carry methods, routes, statuses, model ids and counts; never content
 
 PRINCIPAL = web.RequestKey("principal", Principal)

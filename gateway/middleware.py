@@ -1,5 +1,5 @@
-"""The gateway's middleware (CORS preflights, auth → handler, errors → OpenAI bodies, traffic counting) and capped
-body readers.
+"""The gateway's middleware (CORS preflights, auth → handler, errors → OpenAI bodies, traffic counting and the
+request-duration metric) and capped body readers.
 
 Errors: every `SwitchboardError` becomes an OpenAI error body through `server.errors.wire_error_for` (the one
 mapping table), with `x-should-retry` saying whether a retry can help. Anything unexpected is logged with a
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,7 +22,20 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 from opentelemetry import trace
 
-from gateway.context import ACCESS, CORS, LIMIT_HEADERS, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, REQUEST_ID, TRACING
+from gateway import metrics
+from gateway.context import (
+    ACCESS,
+    CORS,
+    LIMIT_HEADERS,
+    METER,
+    METRICS,
+    PAYLOAD,
+    PRINCIPAL,
+    REQUEST_BYTES,
+    REQUEST_ID,
+    TRACING,
+)
+from gateway.security_events import authenticated, key_refused
 from server.auth import bearer_token
 from server.errors import (
     FailedPrecondition,
@@ -55,7 +69,7 @@ MiB = 1024 * 1024
 INFERENCE_LIMIT = 32 * MiB
 TRANSCRIPTION_LIMIT = 128 * MiB
 SERVICE = "gateway"
-_PUBLIC = frozenset({"/healthz", "/readyz"})
+_PUBLIC = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})  # /metrics checks its own token
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _tracer = trace.get_tracer("switchboard.gateway")
 
@@ -129,8 +143,15 @@ async def _authenticate(request: web.Request, app: web.Application) -> None:
     try:
         secret = bearer_token(request.headers)
     except Unauthenticated:
+        key_refused(request)
         raise Unauthenticated("You didn't provide an API key. Send it as 'Authorization: Bearer <API key>'.") from None
-    request[PRINCIPAL] = await app[ACCESS].principal(secret)
+    try:
+        principal = await app[ACCESS].principal(secret)
+    except Unauthenticated:
+        key_refused(request)  # recorded without the key: a refused secret may be anyone's credential
+        raise
+    request[PRINCIPAL] = principal
+    authenticated(request, principal)
 
 
 def _sent_bytes(response: web.StreamResponse) -> int:
@@ -192,6 +213,7 @@ def _request_id() -> str:
 
 async def _serve(request: web.Request, handler: Handler, app: web.Application) -> web.StreamResponse:
     response: web.StreamResponse | None = None
+    started = time.perf_counter()
     request[REQUEST_ID] = _request_id()
     try:
         if request.path not in _PUBLIC:
@@ -216,6 +238,10 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
         sent = _sent_bytes(response) if response is not None else 0
         received = request.get(REQUEST_BYTES, request.content_length or 0)
         app[METER].traffic(SERVICE, status, received, sent)
+        if app[METRICS]:
+            metrics.observe_request(
+                request.method, request.match_info.route.resource, status, time.perf_counter() - started
+            )
     return response
 
 

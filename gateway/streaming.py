@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -202,6 +203,8 @@ async def _relay(upstream: UpstreamResponse, out: web.Response, call: Call, incl
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
     async for data in upstream.chunks():
+        if not call.first_chunk_at:
+            call.first_chunk_at = time.perf_counter()
         text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
         if pending:
             text = pending + text

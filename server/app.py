@@ -4,7 +4,8 @@ Every service generated under `gen.platform` (the spec's packages) and `gen.swit
 mounted at its `.path`. A service with a handler registered in
 `server.services.HANDLERS` is served by it; any other answers `unimplemented` naming the method, so no method of
 the contract is ever missing from the router. gRPC health checking and server reflection are mounted beside them,
-and `/readyz` (database reachable) and `/healthz` (process alive) suit Kubernetes probes.
+`/livez` (alias `/healthz`: the process answers) and `/readyz` (not draining, database reachable; see
+server.readiness) suit Kubernetes probes, and `/metrics` serves Prometheus (server.metrics).
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor, ServiceDescriptor
 from protobuf import DescService
 from protobuf.wkt import FileDescriptorSet
-from sqlalchemy import text
 
 import gen.platform
 import gen.switchboard
+from server import metrics
 from server.auth import Authenticator
 from server.codecs import management_codecs, management_compressions, reflection_codecs
 from server.connect_errors import connect_error_bodies, error_body
@@ -44,6 +45,7 @@ from server.input_bounds import MANAGEMENT_MESSAGE_LIMIT
 from server.interceptors import build_interceptors
 from server.logs import configure_logging
 from server.permissions import follow_membership_changes, memberships_info
+from server.readiness import Readiness
 from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
 from server.settings import Settings
@@ -203,10 +205,11 @@ def quiet_client_gone(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) 
 
 
 class Router:
-    def __init__(self, deps: Deps, apps: dict[str, ASGIApp], streaming: set[str]) -> None:
+    def __init__(self, deps: Deps, apps: dict[str, ASGIApp], streaming: set[str], readiness: Readiness) -> None:
         self._deps = deps
         self._apps = apps
         self._streaming = streaming  # paths of streaming methods, which keep watching for disconnects
+        self.readiness = readiness
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -226,10 +229,12 @@ class Router:
             elif path not in self._streaming:
                 receive = _unary_receive(receive)
             await app(scope, receive, connect_error_bodies(scope, send))
-        elif path == "/healthz":
+        elif path in ("/livez", "/healthz"):
             await _json(send, 200, {"status": "ok"})
         elif path == "/readyz":
             await self._ready(send)
+        elif path == "/metrics" and self._deps.settings.metrics_enabled:
+            await self._metrics(scope, send)
         else:
             # An unknown procedure: Connect's code for it (a bare 404 is read as unimplemented too).
             body = error_body("unimplemented", f"no service at {path[:100]}")
@@ -238,14 +243,21 @@ class Router:
             await send({"type": "http.response.body", "body": body})
 
     async def _ready(self, send: Send) -> None:
-        try:
-            async with self._deps.db.read() as session:
-                await session.execute(text("SELECT 1"))
-        except Exception:
-            log.exception("readiness check failed")
-            await _json(send, 503, {"status": "unavailable"})
+        reason = await self.readiness.unready_reason()
+        if reason is not None:
+            await _json(send, 503, {"status": "unavailable", "reason": reason})
             return
         await _json(send, 200, {"status": "ready"})
+
+    async def _metrics(self, scope: Scope, send: Send) -> None:
+        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        if not metrics.scrape_allowed(self._deps.settings, authorization):
+            await _json(send, 401, {"code": "unauthenticated", "message": "/metrics needs the metrics bearer token"})
+            return
+        body = await metrics.exposition(metrics.MANAGEMENT)
+        headers = [(b"content-type", metrics.CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -254,8 +266,10 @@ class Router:
                 asyncio.get_running_loop().set_exception_handler(quiet_client_gone)
                 freeze_startup_heap()
                 self._deps.db.listen_for_invalidations()  # other replicas' changes drop this one's caches at once
+                self._deps.start_background()  # audit retention and export
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.readiness.drain()  # whatever still asks /readyz from now on hears "draining"
                 await self._deps.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -263,7 +277,9 @@ class Router:
 
 def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(name)s %(message)s")
-    configure_tracing(settings)
+    configure_tracing(settings, "switchboard-management")
+    if settings.metrics_enabled:
+        metrics.enable()  # before the caches below are made: they bind their counters then
     if deps is None:
         # Tenant roles are cached for the same bound as API keys (see server.permissions.tenancy).
         info = {**memberships_info(settings.api_key_cache_seconds), **group_lists_info()}
@@ -271,7 +287,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         follow_membership_changes(db.invalidations, info)
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
-    interceptors = build_interceptors(authenticator, tracing=tracing_enabled())
+    interceptors = build_interceptors(authenticator, deps.audit_recorder(), tracing=tracing_enabled())
     apps: dict[str, ASGIApp] = {}
     descriptors: list[ServiceDescriptor] = []
     # Every service, health and reflection included, decodes through the bounded codecs (server.codecs).
@@ -286,7 +302,8 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         app = service.asgi_app(handler, interceptors=interceptors, **bounds)
         apps[app.path] = app
         descriptors.append(service.descriptor)
-    health = HealthHandler(deps.db)
+    readiness = Readiness(deps.db)
+    health = HealthHandler(readiness)
     for app in health.apps(**bounds):
         apps[app.path] = app
     reflected = reflection_descriptors([*descriptors, *health.descriptors()])
@@ -302,5 +319,14 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         for method in service.methods
         if method.client_streaming or method.server_streaming
     }
-    router = CorsASGI(Router(deps, apps, streaming), CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
-    return TrafficCounter(router, deps.meter())
+    router = CorsASGI(Router(deps, apps, streaming, readiness), CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
+    observe = None
+    if settings.metrics_enabled:
+        metrics.watch_pool(deps.db.engine)
+        contract = frozenset(
+            f"/{service.full_name}/{method.name}"
+            for service in (*descriptors, *health.descriptors())
+            for method in service.methods
+        )
+        observe = metrics.rpc_observer(contract)
+    return TrafficCounter(router, deps.meter(), observe=observe)

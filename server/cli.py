@@ -26,7 +26,8 @@ from typing import Any
 from sqlalchemy.engine import make_url
 
 from server import rag_cli
-from server.launch import start_management
+from server.launch import drain_management, start_management
+from server.listening import AddressInUseError, ensure_free
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
 from server.supervision import RestartBudget, describe_exit
@@ -36,6 +37,8 @@ from server.varfiles import replace
 __all__ = ["main"]
 
 _ADMIN_TTL = 30 * 24 * 3600
+# Beyond the grace period the gateway may spend this long on its last usage batch before `serve` kills it.
+_GATEWAY_FLUSH_SECONDS = 15.0
 
 
 def _shown(database_url: str) -> str:
@@ -93,13 +96,14 @@ class _Management(_Child):
 
     async def stop(self) -> None:
         if self._server is not None:
-            await self._server.stop()
+            await drain_management(self._server, self._settings.shutdown_grace_seconds)
 
 
 class _Gateway(_Child):
     name = "model gateway"
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
         self._proc: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
@@ -113,8 +117,8 @@ class _Gateway(_Child):
         if self._proc is None or self._proc.returncode is not None:
             return
         self._proc.terminate()
-        try:
-            await asyncio.wait_for(self._proc.wait(), 30)
+        try:  # the gateway bounds its own drain (grace, then its last flush): this is only a backstop
+            await asyncio.wait_for(self._proc.wait(), self._settings.shutdown_grace_seconds + _GATEWAY_FLUSH_SECONDS)
         except TimeoutError:
             self._proc.kill()
             await self._proc.wait()
@@ -166,8 +170,8 @@ async def _supervise(children: list[_Child], settings: Settings, stop: asyncio.E
     finally:
         for waiter in (stopper, *exits):
             waiter.cancel()
-        for child in reversed(children):
-            await child.stop()
+        # Together, not one after the other: each drains within the grace, so serve exits within it too.
+        await asyncio.gather(*(child.stop() for child in children))
 
 
 def _answers(url: str) -> bool:
@@ -211,18 +215,45 @@ async def _start_demo(settings: Settings, api_url: str, models: asyncio.Future[N
     print("  # the MCP tool loop, file_search, a guardrail refusal and the preset agent: docs/walkthrough.md")
 
 
-async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -> int:
+async def _start_children(settings: Settings, role: str) -> tuple[_Management | None, list[_Child]]:
+    """The role's servers, management first; AddressInUseError (nothing left running) when another server holds a
+    port this one needs."""
+    serves_gateway = role in ("all", "gateway") and importlib.util.find_spec("gateway.__main__") is not None
+    serves_management = role in ("all", "management")
+    if serves_management:
+        ensure_free(settings.host, settings.port, "management API")
+    if serves_gateway:
+        ensure_free(settings.gateway_host, settings.gateway_port, "model gateway")
     children: list[_Child] = []
-    if role in ("all", "gateway") and importlib.util.find_spec("gateway.__main__") is not None:
-        gateway = _Gateway()
+    if serves_gateway:
+        gateway = _Gateway(settings)
         await gateway.start()
         children.append(gateway)
+    if not serves_management:
+        return None, children
+    management = _Management(settings)
+    try:
+        await management.start()
+    except AddressInUseError:  # taken since the check above
+        await asyncio.gather(*(child.stop() for child in children))
+        raise
+    return management, [management, *children]
+
+
+async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -> int:
+    # First of all: a SIGTERM while starting must stop what has started, not kill serve and orphan its children.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        management, children = await _start_children(settings, role)
+    except AddressInUseError as exc:
+        _say(str(exc))
+        return 1
     admin = None
     api_url = ""
-    if role in ("all", "management"):
-        management = _Management(settings)
-        await management.start()
-        children.insert(0, management)
+    if management is not None:
         admin = _bootstrap_admin(settings)
         api_url = f"http://{settings.host}:{management.port}"
         print(f"Switchboard management API  {api_url}  (Connect, gRPC, gRPC-Web)")
@@ -232,10 +263,6 @@ async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -
     if admin:
         print(f"Platform admin token        {admin}   (export TOKEN=$(cat {admin}))")
         print("Mint more with              .venv/bin/switchboard token --user alice --email alice@example.com")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     failed = False
     models: asyncio.Future[None] | None = None
     if demo and not (admin and len(children) > 1):

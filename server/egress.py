@@ -185,23 +185,33 @@ class EgressGuard:
         lookup: Lookup | None = None,
         lookup_cache_seconds: float = 0.0,
         own_ports: frozenset[int] = frozenset(),
+        on_refused: Callable[[str], None] | None = None,
     ) -> None:
         self._db = db
+        self._on_refused = on_refused  # told the host of every refusal (the gateway's audit trail)
         self._allow_loopback = allow_loopback
         self._own_ports = own_ports
-        self._policies: TtlCache[frozenset[IPNetwork]] = TtlCache(policy_cache_seconds, max_entries=1)
+        self._policies: TtlCache[frozenset[IPNetwork]] = TtlCache(
+            policy_cache_seconds, max_entries=1, name="network_policies"
+        )
         if db is not None:  # a policy change reaches every process at once (server.invalidation); TTL: the fallback
             db.invalidations.on(Topic.NETWORK_POLICY, lambda _: self._policies.forget())
         self._lookup: Lookup = lookup or system_lookup
         # Name lookups may be reused for a while (the gateway's new upstream connections then skip the resolver);
         # safe against rebinding, since a cached answer is still checked on every use and connected to as checked.
         self._lookups: TtlCache[Sequence[str]] | None = (
-            TtlCache(lookup_cache_seconds, max_entries=10_000) if lookup_cache_seconds > 0 else None
+            TtlCache(lookup_cache_seconds, max_entries=10_000, name="dns_lookups") if lookup_cache_seconds > 0 else None
         )
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, db: Database, *, lookup: Lookup | None = None, lookup_cache_seconds: float = 0.0
+        cls,
+        settings: Settings,
+        db: Database,
+        *,
+        lookup: Lookup | None = None,
+        lookup_cache_seconds: float = 0.0,
+        on_refused: Callable[[str], None] | None = None,
     ) -> EgressGuard:
         return cls(
             db,
@@ -210,7 +220,14 @@ class EgressGuard:
             lookup=lookup,
             lookup_cache_seconds=lookup_cache_seconds,
             own_ports=frozenset(p for p in (settings.port, settings.gateway_port) if p),
+            on_refused=on_refused,
         )
+
+    def refusal(self, host: str) -> FailedPrecondition:
+        """The refusal to raise for `host`, told to `on_refused` first."""
+        if self._on_refused is not None:
+            self._on_refused(host)
+        return _refused(host)
 
     async def _load_policies(self) -> frozenset[IPNetwork]:
         if self._db is None:
@@ -253,7 +270,7 @@ class EgressGuard:
     async def check_addresses(self, host: str, addresses: Sequence[IPAddress], reach: Reach = Reach.TENANT) -> None:
         """Refuse (FailedPrecondition) unless every address may be reached."""
         if not addresses:
-            raise _refused(host)
+            raise self.refusal(host)
         if all(self.plainly_allowed(a, reach) for a in addresses):
             return
         networks: frozenset[IPNetwork] = frozenset()
@@ -263,13 +280,13 @@ class EgressGuard:
             reason = self._why_refused(address, networks, reach)
             if reason is not None:
                 log.warning("egress refused: host %r address %s (%s)", host, address, reason)
-                raise _refused(host)
+                raise self.refusal(host)
 
     def check_own_port(self, host: str, addresses: Sequence[IPAddress], port: int) -> None:
         """Refuse (FailedPrecondition) a platform port on an address of this machine."""
         if port in self._own_ports and any(_is_local(a) for a in addresses):
             log.warning("egress refused: host %r port %d is one of the platform's own", host, port)
-            raise _refused(host)
+            raise self.refusal(host)
 
     async def check_peer(self, host: str, address: IPAddress, port: int, reach: Reach) -> bool:
         """Refuse (FailedPrecondition) a connection's peer the guard refuses; True when it is allowed whatever the
@@ -300,7 +317,7 @@ class EgressGuard:
             try:
                 addresses = tuple(dict.fromkeys(ip_address(a) for a in found))
             except ValueError:  # a lookup answer that is not an address: never connect on a guess
-                raise _refused(host) from None
+                raise self.refusal(host) from None
         await self.check_addresses(host, addresses, reach)
         self.check_own_port(host, addresses, port)
         return addresses
@@ -564,7 +581,7 @@ class GuardedConnector(aiohttp.TCPConnector):
         peer = _peer_address(connection)
         try:  # the ground truth, also for a connection reused from the keep-alive pool
             if peer is None:
-                raise _refused(host)
+                raise self._guard.refusal(host)
             if peer == literal:  # the address just checked (or settled before)
                 settled = (host, port) in self._settled_literals
             else:

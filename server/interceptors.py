@@ -1,4 +1,4 @@
-"""The interceptor chain, in order: authentication (before the body is read) → error mapping → tracing.
+"""The interceptor chain, in order: audit → authentication (before the body is read) → error mapping → tracing.
 
 Error mapping is the only place where domain errors become Connect errors (through `server.errors.MAPPING`), and
 where unexpected failures are logged with a correlation id that the client also receives, without any detail.
@@ -19,6 +19,8 @@ from connectrpc.request import RequestContext
 from connectrpc_otel import OpenTelemetryInterceptor
 
 from server import permissions
+from server.audit.calls import CallRecorder
+from server.audit.interceptor import AuditInterceptor, AuditRequests
 from server.auth import Authenticator
 from server.errors import SwitchboardError, wire_error_for
 from server.services.context import set_principal
@@ -42,6 +44,7 @@ class AuthInterceptor:
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         try:
             principal = await self._authenticator.authenticate(ctx.request_headers)
+            CallRecorder.authenticated(principal)  # the audit event names who was refused below, too
             permissions.require_callable(
                 principal,
                 ctx.method.service_name,
@@ -91,10 +94,16 @@ class ErrorInterceptor:
             raise to_connect_error(exc, ctx) from None
 
 
-def build_interceptors(authenticator: Authenticator, *, tracing: bool) -> list[Interceptor]:
+def build_interceptors(authenticator: Authenticator, audit: CallRecorder, *, tracing: bool) -> list[Interceptor]:
     """`tracing`: add the span-per-RPC interceptor (off when no exporter is configured: its propagation and no-op
-    spans were a tenth of a short read's CPU)."""
-    chain: list[Interceptor] = [AuthInterceptor(authenticator), ErrorInterceptor()]
+    spans were a tenth of a short read's CPU). The audit trail's interceptor comes first so that it sees a refused
+    credential too (`server.audit.calls`)."""
+    chain: list[Interceptor] = [
+        AuditInterceptor(audit),
+        AuthInterceptor(authenticator),
+        AuditRequests(),
+        ErrorInterceptor(),
+    ]
     if tracing:
         chain.append(OpenTelemetryInterceptor())
     return chain

@@ -40,6 +40,8 @@ import orjson
 from sqlalchemy import event, func, inspect, make_url, select
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction
 
+from server import metrics
+
 __all__ = [
     "APPLICATION_NAME",
     "CHANNEL",
@@ -137,8 +139,10 @@ class Invalidations:
             change = (Topic(parts[0]), tuple(str(p) for p in parts[1:]))
         except (orjson.JSONDecodeError, ValueError, TypeError, IndexError):
             log.warning("ignoring a malformed invalidation; dropping every cache instead")
+            metrics.record_invalidation("all")
             self.flush()
             return
+        metrics.record_invalidation(change[0].value)
         self.apply([change])
 
 
@@ -349,4 +353,5 @@ class StampWatcher:
             if now != seen:
                 seen = now
                 self._hub.received += 1
+                metrics.record_invalidation("all")
                 self._hub.flush()

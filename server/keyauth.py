@@ -42,7 +42,7 @@ _UNKNOWN = _Entry(None, None)
 class ApiKeyVerifier:
     def __init__(self, db: Database, cache_seconds: float) -> None:
         self._db = db
-        self._cache: TtlCache[_Entry] = TtlCache(cache_seconds, _MAX_ENTRIES)
+        self._cache: TtlCache[_Entry] = TtlCache(cache_seconds, _MAX_ENTRIES, name="api_keys")
         db.invalidations.on(Topic.KEY, self._forget)
 
     def _forget(self, key_ids: tuple[str, ...]) -> None:

@@ -1,4 +1,4 @@
-"""Start the management server (pyvoy serving server.asgi:app) and wait until it is ready.
+"""Start the management server (pyvoy serving server.asgi:app) and wait until it is ready; stop it gracefully.
 
 Used by `switchboard serve`, the tests and the benchmarks, so all three run the server the same way. pyvoy builds
 Envoy's configuration; `with_request_deadlines` adds a deadline of `request_header_timeout_seconds` on receiving
@@ -8,17 +8,30 @@ request headers (slowloris), in two parts:
 - Envoy's HTTP inspector as a listener filter, with `listener_filters_timeout`: it waits for the first request line
   of a new connection (to tell HTTP/1.1 from h2c), and a connection that has not sent one in time is closed. That
   covers a connection that sends nothing at all, which the first part never arms for.
+
+Envoy binds its listener with SO_REUSEPORT by default, which let a second server bind the same port and take part of
+the traffic; ours is bound once for all of Envoy's threads (`enable_reuse_port: false`), so a second one is refused
+(server.listening). A graceful stop (`drain_management`) first closes that listener through Envoy's admin API, waits
+for the requests in flight to finish, then sends SIGTERM, on which pyvoy runs the app's lifespan shutdown (the
+traffic meter's last batch).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
+import time
 import urllib.request
 from typing import IO, Any, Literal
 
+from server.listening import ensure_free
 from server.settings import load_settings
 
-__all__ = ["start_management", "with_request_deadlines"]
+__all__ = ["drain_management", "start_management", "with_request_deadlines"]
+
+_WHAT = "management API"
+_ACTIVE = re.compile(rb"^http\.ingress_http\.downstream_rq_active: (\d+)$", re.MULTILINE)
 
 _CONNECTION_MANAGER = "envoy.filters.network.http_connection_manager"
 _HTTP_INSPECTOR = {
@@ -51,6 +64,19 @@ def _ready(url: str) -> bool:
         return False
 
 
+def _exclusive_server(header_timeout: float, **options: Any) -> Any:
+    from pyvoy import PyvoyServer
+
+    class ExclusiveServer(PyvoyServer):
+        def get_envoy_config(self) -> dict[str, Any]:
+            config: dict[str, Any] = with_request_deadlines(super().get_envoy_config(), header_timeout)
+            for listener in config["static_resources"]["listeners"]:
+                listener["enable_reuse_port"] = False
+            return config
+
+    return ExclusiveServer("server.asgi:app", **options)
+
+
 async def start_management(
     env: dict[str, str] | None = None,
     *,
@@ -60,20 +86,20 @@ async def start_management(
     stderr: int | IO[bytes] | None = None,
     log_level: Literal["debug", "info", "warning", "error"] = "error",
 ) -> Any:
-    """Start pyvoy and return the running PyvoyServer once /readyz answers 200."""
-    from pyvoy import PyvoyServer
+    """Start pyvoy and return the running PyvoyServer once /readyz answers 200; AddressInUseError when another
+    server listens on host:port."""
+    from pyvoy import StartupError
 
     # The served app reads its settings from the environment pyvoy hands it: `env` when given, else this process's.
     header_timeout = (load_settings(env) if env else load_settings()).request_header_timeout_seconds
-
-    class Server(PyvoyServer):
-        def get_envoy_config(self) -> dict[str, Any]:
-            return with_request_deadlines(super().get_envoy_config(), header_timeout)
-
-    server = Server(
-        "server.asgi:app", address=host, port=port, env=env or {}, stdout=stdout, stderr=stderr, log_level=log_level
-    )
-    await server.start()
+    ensure_free(host, port, _WHAT)
+    options = {"address": host, "port": port, "env": env or {}, "stdout": stdout, "stderr": stderr}
+    server = _exclusive_server(header_timeout, **options, log_level=log_level)
+    try:
+        await server.start()
+    except StartupError:
+        ensure_free(host, port, _WHAT)  # another server took the port meanwhile: say so
+        raise
     url = f"http://{host}:{server.listener_port}/readyz"
     for _ in range(150):
         if await asyncio.to_thread(_ready, url):
@@ -81,3 +107,31 @@ async def start_management(
         await asyncio.sleep(0.1)
     await server.stop()
     raise RuntimeError("the management server did not become ready")
+
+
+def _admin(address: str, path: str, method: str = "GET") -> bytes:
+    request = urllib.request.Request(f"http://{address}{path}", method=method)
+    with urllib.request.urlopen(request, timeout=2) as resp:  # noqa: S310 - Envoy's loopback admin address
+        return bytes(resp.read())
+
+
+def _drain(address: str, grace_seconds: float) -> None:
+    """Close the listener, then wait (at most the grace) until no request is in flight."""
+    _admin(address, "/drain_listeners", "POST")
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline:
+        found = _ACTIVE.search(_admin(address, "/stats?filter=downstream_rq_active"))
+        if found is None or int(found.group(1)) == 0:
+            return
+        time.sleep(0.1)
+
+
+async def drain_management(server: Any, grace_seconds: float) -> None:
+    """Stop accepting, let in-flight requests finish for at most `grace_seconds`, then stop the server (which
+    flushes its meter on the way out)."""
+    address = getattr(server, "_admin_address", None)  # pyvoy keeps Envoy's admin address; no public accessor
+    if address and not server.stopped:
+        # Envoy already gone or not answering: stopping it is all that is left.
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(_drain, address, grace_seconds)
+    await server.stop()

@@ -56,6 +56,13 @@ class Settings:
     api_key_cache_seconds: float = 5.0
     encryption_key: Secret = field(default_factory=lambda: Secret(""))
     otel_exporter: str = "none"  # none | console | otlp
+    # OTLP/HTTP collector base URL (e.g. http://otel-collector:4318); spans go to <base>/v1/traces. Empty: the
+    # OpenTelemetry SDK's own OTEL_EXPORTER_OTLP_* variables decide (default http://localhost:4318).
+    otel_endpoint: str = ""
+    # Prometheus /metrics on both servers (server.metrics). Off: no endpoint and nothing recorded on the hot path.
+    # With a token, a scrape must send `Authorization: Bearer <token>`.
+    metrics_enabled: bool = True
+    metrics_token: Secret = field(default_factory=lambda: Secret(""))
     vendor_a_base_url: str = "https://api.vendor-a.invalid/v1"
     # The chat client's OAuth callback, registered with MCP servers' OAuth providers; handed to invokers.
     mcp_oauth_redirect_uri: str = "http://127.0.0.1:3000/oauth/callback"
@@ -77,6 +84,9 @@ class Settings:
     # A gateway worker whose event loop has not run for this long (a hung worker, which never exits by itself) is
     # killed and replaced by the gateway's parent (server.supervision.Heartbeat).
     gateway_liveness_seconds: float = 20.0
+    # On SIGTERM a replica stops accepting, lets in-flight requests and streams finish for at most this long, flushes
+    # its usage meter and exits (docs/lifecycle.md): keep it below Kubernetes' terminationGracePeriodSeconds.
+    shutdown_grace_seconds: float = 20.0
     # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
     # base + /rag/{id}.
     gateway_public_url: str = "http://127.0.0.1:8081"
@@ -122,6 +132,10 @@ class Settings:
     redis_url: Secret = field(default_factory=lambda: Secret(""))
     limits_redis_prefix: str = "switchboard:limits:"
     limits_fail_closed: bool = False
+    # Audit events (server.audit) older than this are pruned by the management server.
+    audit_retention_days: float = 365.0
+    # The audit trail as a stream for a SIEM: "" (off), "jsonl:-" (stdout), "jsonl:<file>" or "otlp:<URL of /v1/logs>".
+    audit_export: str = ""
 
     @property
     def signing_key_path(self) -> Path:
@@ -138,6 +152,11 @@ class Settings:
     @property
     def demo_env_path(self) -> Path:
         return self.var_dir / "demo.env"
+
+    @property
+    def metrics_dir(self) -> Path:
+        """Where each gateway keeps its workers' metric files (gateway-<pid>/, prometheus-client multiprocess mode)."""
+        return self.var_dir / "metrics"
 
     @property
     def is_sqlite(self) -> bool:
@@ -157,10 +176,10 @@ def _flag(value: str, name: str) -> bool:
     raise ValueError(f"{_PREFIX}{name} must be true or false")
 
 
-def _positive(value: str, name: str) -> float:
+def _positive(value: str, name: str, unit: str = "seconds") -> float:
     number = float(value)
     if not 0 < number < math.inf:  # also refuses NaN
-        raise ValueError(f"{_PREFIX}{name} must be a positive number of seconds")
+        raise ValueError(f"{_PREFIX}{name} must be a positive number of {unit}")
     return number
 
 
@@ -169,6 +188,13 @@ def _when_store_down(value: str) -> bool:
     if value not in ("open", "closed"):
         raise ValueError(f"{_PREFIX}LIMITS_WHEN_REDIS_DOWN must be 'open' or 'closed', not {value!r}")
     return value == "closed"
+
+
+def _audit_export(value: str) -> str:
+    kind, _, where = value.partition(":")
+    if value and not ((kind == "jsonl" and where) or (kind == "otlp" and where.startswith(("http://", "https://")))):
+        raise ValueError(f"{_PREFIX}AUDIT_EXPORT must be jsonl:-, jsonl:<file> or otlp:<http(s) URL of /v1/logs>")
+    return value
 
 
 def _origins(value: str) -> tuple[str, ...]:
@@ -184,6 +210,12 @@ def _origins(value: str) -> tuple[str, ...]:
 def _ca_name(value: str) -> str:
     if value and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,29}", value):
         raise ValueError(f"{_PREFIX}MCP_TRUSTED_CA must be a name of up to 30 letters, digits, '.', '_' or '-'")
+    return value
+
+
+def _otel_exporter(value: str) -> str:
+    if value not in ("none", "console", "otlp"):
+        raise ValueError(f"{_PREFIX}OTEL_EXPORTER must be none, console or otlp")
     return value
 
 
@@ -207,7 +239,10 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         bootstrap_admin=_get(env, "BOOTSTRAP_ADMIN", "admin"),
         api_key_cache_seconds=float(_get(env, "API_KEY_CACHE_SECONDS", "5")),
         encryption_key=Secret(_get(env, "ENCRYPTION_KEY", "")),
-        otel_exporter=_get(env, "OTEL_EXPORTER", "none"),
+        otel_exporter=_otel_exporter(_get(env, "OTEL_EXPORTER", "none")),
+        otel_endpoint=_get(env, "OTEL_ENDPOINT", "").rstrip("/"),
+        metrics_enabled=_flag(_get(env, "METRICS_ENABLED", "true"), "METRICS_ENABLED"),
+        metrics_token=Secret(_get(env, "METRICS_TOKEN", "")),
         vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
         mcp_oauth_redirect_uri=_get(env, "MCP_OAUTH_REDIRECT_URI", "http://127.0.0.1:3000/oauth/callback"),
         log_level=_get(env, "LOG_LEVEL", "INFO"),
@@ -220,6 +255,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         restart_limit=int(_get(env, "RESTART_LIMIT", "5")),
         restart_window_seconds=float(_get(env, "RESTART_WINDOW_SECONDS", "60")),
         gateway_liveness_seconds=_positive(_get(env, "GATEWAY_LIVENESS_SECONDS", "20"), "GATEWAY_LIVENESS_SECONDS"),
+        shutdown_grace_seconds=_positive(_get(env, "SHUTDOWN_GRACE_SECONDS", "20"), "SHUTDOWN_GRACE_SECONDS"),
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
         cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
@@ -241,4 +277,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         redis_url=Secret(_get(env, "REDIS_URL", "")),
         limits_redis_prefix=_get(env, "LIMITS_REDIS_PREFIX", "switchboard:limits:"),
         limits_fail_closed=_when_store_down(_get(env, "LIMITS_WHEN_REDIS_DOWN", "open")),
+        audit_retention_days=_positive(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS", "days"),
+        audit_export=_audit_export(_get(env, "AUDIT_EXPORT", "")),
     )

@@ -1,6 +1,9 @@
-"""OpenTelemetry setup: one span per RPC (connectrpc-otel); the exporter is configurable and off by default.
+"""OpenTelemetry setup: one span per RPC (connectrpc-otel) or gateway request; the exporter is configurable and off
+by default: `console`, or `otlp` (OTLP/HTTP protobuf to SWITCHBOARD_OTEL_ENDPOINT + /v1/traces, batched).
 
-Spans carry method names, codes and timings only; no request or response bodies, so no secrets or model content.
+Spans carry method names, routes, codes, model ids, token counts and timings only; no request or response bodies,
+so no secrets or model content. The collector is operator infrastructure (like the database), not a destination a
+tenant registers, so the exporter's connection is not an egress-guard matter.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from opentelemetry import trace
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
@@ -24,27 +28,26 @@ log = logging.getLogger("switchboard.telemetry")
 _configured = False
 
 
-def _exporter(name: str) -> SpanExporter | None:
-    if name == "console":
+def _exporter(settings: Settings) -> SpanExporter | None:
+    if settings.otel_exporter == "console":
         return ConsoleSpanExporter()
-    if name == "otlp":
-        try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        except ImportError:
-            log.error("SWITCHBOARD_OTEL_EXPORTER=otlp needs opentelemetry-exporter-otlp-proto-http installed")
-            return None
-        return OTLPSpanExporter()  # type: ignore[no-any-return]
+    if settings.otel_exporter == "otlp":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        endpoint = f"{settings.otel_endpoint}/v1/traces" if settings.otel_endpoint else None
+        return OTLPSpanExporter(endpoint=endpoint)
     return None
 
 
-def configure_tracing(settings: Settings) -> None:
+def configure_tracing(settings: Settings, service: str = "switchboard") -> None:
+    """Install the tracer provider once per process; `service` names this server in the spans' resource."""
     global _configured  # noqa: PLW0603 - the global tracer provider can be set once per process
     if _configured or settings.otel_exporter == "none":
         return
-    exporter = _exporter(settings.otel_exporter)
+    exporter = _exporter(settings)
     if exporter is None:
         return
-    provider = TracerProvider()
+    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
     # The console exporter is for people watching a terminal: show each span as it ends.
     processor = SimpleSpanProcessor(exporter) if settings.otel_exporter == "console" else BatchSpanProcessor(exporter)
     provider.add_span_processor(processor)

@@ -1,12 +1,13 @@
 """Counting the management server's HTTP traffic: every request counted by the meter, for platform traffic reads.
 
-An ASGI middleware around the router. It sees the status (for gRPC, the `grpc-status` of the trailers or of a
-trailers-only answer: gRPC errors travel over HTTP 200) and the body bytes sent, and counts the request with the meter,
-which writes batches off the hot path.
+An ASGI middleware around the router (given `observe`, also what feeds the request-duration metric). It sees the
+status (for gRPC, the `grpc-status` of the trailers or of a trailers-only answer: gRPC errors travel over HTTP 200)
+and the body bytes sent, and counts the request with the meter, which writes batches off the hot path.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -20,6 +21,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Observe = Callable[[str, int, float], None]  # (path, status, seconds): server.metrics.rpc_observer
 
 _CLIENT_CLOSED = 499
 # gRPC codes that are the server's fault (UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE, DATA_LOSS) count as
@@ -42,10 +44,11 @@ def _content_length(scope: Scope) -> int:
 
 
 class TrafficCounter:
-    def __init__(self, app: ASGIApp, meter: Meter, service: str = SERVICE) -> None:
+    def __init__(self, app: ASGIApp, meter: Meter, service: str = SERVICE, observe: Observe | None = None) -> None:
         self._app = app
         self._meter = meter
         self._service = service
+        self._observe = observe  # the Prometheus histogram too, with the same status
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -54,6 +57,7 @@ class TrafficCounter:
         self._meter.start()  # idempotent; it needs the running loop, which a request always has
         status = _CLIENT_CLOSED
         sent = 0
+        started = time.perf_counter()
 
         async def counting_send(message: Message) -> None:
             nonlocal status, sent
@@ -75,3 +79,5 @@ class TrafficCounter:
             await self._app(scope, receive, counting_send)
         finally:
             self._meter.traffic(self._service, status, _content_length(scope), sent)
+            if self._observe is not None:
+                self._observe(scope["path"], status, time.perf_counter() - started)

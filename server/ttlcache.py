@@ -4,7 +4,8 @@ When an entry is missing or stale, one caller loads it and concurrent callers fo
 instead of stampeding the database (at 32 requests in flight, an expiring hot entry otherwise costs 32 identical
 queries). Refusals (`SwitchboardError`) are cached like answers; unexpected failures are not. An entry's age counts
 from the start of the load that produced it, so `ttl` is a true bound on how stale a served answer can be. The cache
-is cleared wholesale when it grows past `max_entries` (no per-entry bookkeeping on the hot path).
+is cleared wholesale when it grows past `max_entries` (no per-entry bookkeeping on the hot path). A named cache counts
+its hits and misses (server.metrics, `switchboard_cache_lookups_total{cache=name}`) while metrics are on.
 
 `forget()` drops entries before their time (a change announced by `server.invalidation`); a load already under way
 when it is called may have read the old rows, so its answer reaches the callers waiting on it but is not kept, and
@@ -16,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from server import metrics
 from server.errors import SwitchboardError
 
 __all__ = ["TtlCache"]
@@ -26,9 +28,12 @@ T = TypeVar("T")
 
 
 class TtlCache(Generic[T]):
-    def __init__(self, ttl: float, max_entries: int = 50_000) -> None:
+    def __init__(self, ttl: float, max_entries: int = 50_000, *, name: str = "") -> None:
         self._ttl = ttl
         self._max_entries = max_entries
+        counters = metrics.cache_counters(name) if name else None
+        self._hits: Any = counters[0] if counters is not None else None
+        self._misses: Any = counters[1] if counters is not None else None
         self._entries: dict[Hashable, tuple[float, T | SwitchboardError]] = {}
         self._loading: dict[Hashable, asyncio.Future[tuple[float, T | SwitchboardError]]] = {}
         self._generation = 0  # moved by forget(): a load that began before it is not kept
@@ -46,7 +51,11 @@ class TtlCache(Generic[T]):
     async def get(self, key: Hashable, load: Callable[[], Awaitable[T]]) -> T:
         hit = self._entries.get(key)
         if hit is None or hit[0] <= time.monotonic():
+            if self._misses is not None:
+                metrics.BATCH.add(self._misses)
             hit = await self._load(key, load)
+        elif self._hits is not None:
+            metrics.BATCH.add(self._hits)
         if isinstance(hit[1], SwitchboardError):
             raise hit[1]
         return hit[1]

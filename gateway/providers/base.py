@@ -13,10 +13,12 @@ backend failure), so a provider key never travels to a second address.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from gateway import metrics
 from gateway.catalog import Route
 from server.domain.networks import Reach
 from server.domain.principal import Principal
@@ -169,6 +171,7 @@ async def open_upstream(
 ) -> UpstreamResponse:
     """Send the request on behalf of `principal`; return the response when its status is 2xx, else raise the mapped
     error. A destination the egress guard refuses raises its FailedPrecondition (naming the host only)."""
+    started = time.perf_counter()
     try:
         resp = await http.for_route(route).request(
             method, url, headers=headers, body=body, partition=pool_partition(principal)
@@ -179,6 +182,7 @@ async def open_upstream(
     except (TimeoutError, OSError, UpstreamBroke) as exc:
         log.warning("upstream of %s unreachable: %s", route.ref.name, type(exc).__name__)
         raise UpstreamFailed(_UNREACHABLE.message, retryable=True) from None
+    metrics.observe_upstream(route.public_model_id, time.perf_counter() - started)
     if resp.status >= 300:  # 3xx included: redirects are never followed
         log.warning("upstream of %s answered HTTP %d", route.ref.name, resp.status)
         resp.release()

@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from gateway import metrics
 from gateway.context import DB, METER, PRINCIPAL, SETTINGS
 from gateway.rag.embedder import GatewayEmbedder
 from server.domain import rag_files, rags
@@ -87,14 +88,18 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     embedder = GatewayEmbedder(app, rag, request[PRINCIPAL])
     pending = [(file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)]
     if sum(p.stored_bytes for p in prepared) <= settings.rag_inline_bytes:  # the text to embed, not the upload
+        job = _Job(app, index, embedder, rag.id, pending)
         try:  # one embedding batch and one transaction for the whole request
-            await _Job(app, index, embedder, rag.id, pending).run()
+            await job.run()
         except BaseException:
+            metrics.rag_ingested("inline", len(files), 0, ok=False)
             await _forget(app, index, rag.id, [f.id for f in files])
             raise
+        metrics.rag_ingested("inline", len(files), job.chunks, ok=True)
         async with app[DB].read() as session:
             done = await rag_files.get_files(session, rag_id=rag.id, file_ids=[f.id for f in files])
         return [done[f.id] for f in files if f.id in done]  # a file deleted meanwhile is gone
+    metrics.rag_backlog(len(pending))
     for one in pending:  # each file on its own, so that one failure fails only its file
         task = asyncio.create_task(_Job(app, index, embedder, rag.id, [one]).run_in_background())
         app[TASKS].running.add(task)
@@ -112,6 +117,10 @@ class _Job:
     rag_id: str
     files: list[tuple[str, list[Chunk]]]  # (file id, its chunks)
 
+    @property
+    def chunks(self) -> int:
+        return sum(len(chunks) for _, chunks in self.files)
+
     async def run(self) -> None:
         vectors = await self.embedder.passages([c.text for _, chunks in self.files for c in chunks])
         async with self.app[DB].transaction() as session:
@@ -125,8 +134,10 @@ class _Job:
 
     async def run_in_background(self) -> None:
         """`run`, with the files marked failed (and why) instead of an error to raise."""
+        ok = False
         try:
             await self.run()
+            ok = True
         except asyncio.CancelledError:
             await self._fail(_INTERRUPTED)
             raise
@@ -135,6 +146,9 @@ class _Job:
         except Exception:
             log.exception("processing a RAG file failed")
             await self._fail("internal error while processing the file")
+        finally:
+            metrics.rag_backlog(-len(self.files))
+            metrics.rag_ingested("background", len(self.files), self.chunks if ok else 0, ok=ok)
 
     async def _fail(self, reason: str) -> None:
         for file_id, _ in self.files:

@@ -35,6 +35,7 @@ import orjson
 from aiohttp import web
 from opentelemetry import trace
 
+from gateway import metrics
 from gateway.calls import Call
 from gateway.catalog import Route
 from gateway.context import METER, PRINCIPAL, TRACING
@@ -43,6 +44,7 @@ from gateway.responses import translate
 from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
 from gateway.responses.rag_tools import INCLUDE_RESULTS, RagConnection, results_of
+from gateway.security_events import approval_decided
 from gateway.streaming import chat_chunks
 from gateway.surfaces._upstream import post_json, read_upstream_json
 from server.mcp.tool_client import McpTool, ToolFailure, ToolResult
@@ -252,6 +254,7 @@ async def _run_tool(turn: _Turn, tool: _Tool, arguments: dict[str, Any]) -> tupl
     except ToolFailure as exc:
         status, failure = (504 if exc.timed_out else 502), exc.message
     finally:
+        metrics.observe_tool_call(status)
         if tool.spec.rag is None:  # a RAG search meters itself (CALL_KIND_RAG_CONTEXT)
             _meter(turn, label, name, status, started)
         if span is not None:
@@ -495,11 +498,16 @@ async def _answer_approvals(
     reason: str | None = None
     requests = {i.get("id"): i for i in prior_items if i.get("type") == "mcp_approval_request"}
     for item in input_items:
-        if item.get("type") != "mcp_approval_response" or not item.get("approve"):
+        if item.get("type") != "mcp_approval_response":
             continue
         asked = requests.get(item.get("approval_request_id"))
         if asked is None:
             continue  # not a request of this chain: nothing to run
+        approved = bool(item.get("approve"))
+        label, name = str(asked.get("server_label") or ""), str(asked.get("name") or "")
+        approval_decided(turn.request, turn.request[PRINCIPAL], label, name, approved)
+        if not approved:
+            continue
         target = next(
             (
                 t

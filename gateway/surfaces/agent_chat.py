@@ -28,9 +28,10 @@ from gateway import guardrails
 from gateway.agents import AgentRoute
 from gateway.calls import CLIENT_CLOSED, Call
 from gateway.catalog import TaskType
-from gateway.context import REQUEST_ID
+from gateway.context import PRINCIPAL, REQUEST_ID
 from gateway.middleware import error_payload
 from gateway.providers import Surface
+from gateway.security_events import guardrail_refused
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
 from server.errors import SwitchboardError, UpstreamFailed, wire_error_for
 
@@ -103,6 +104,7 @@ async def _answer(request: web.Request, call: Call, agent: AgentRoute, body: dic
         refusal = await guardrails.check(request, agent.guardrails, prompt, _checked_text(message))
         if refusal is not None:
             call.status = GUARDRAIL_REFUSED
+            guardrail_refused(request, request[PRINCIPAL], agent.public_model_id)
             return _refused(completion, refusal)
     return completion
 

@@ -24,9 +24,10 @@ from aiohttp import web
 from gateway import guardrails
 from gateway.agents import AgentRoute
 from gateway.calls import CLIENT_CLOSED, Call
-from gateway.context import REQUEST_ID
+from gateway.context import PRINCIPAL, REQUEST_ID
 from gateway.responses import loop, translate
 from gateway.responses.events import ResponseStream
+from gateway.security_events import guardrail_refused
 from gateway.surfaces.agent_chat import GUARDRAIL_REFUSED, kept_alive
 from server.errors import SwitchboardError, wire_error_for
 
@@ -67,6 +68,7 @@ async def _checked(
     if refusal is None:
         return result
     call.status = GUARDRAIL_REFUSED
+    guardrail_refused(request, request[PRINCIPAL], agent.public_model_id)
     text = refusal.message()
     added = [{"role": "assistant", "content": text}]
     return dataclasses.replace(result, output=[translate.refusal_item(text)], added=added, incomplete_reason=None)

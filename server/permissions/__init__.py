@@ -7,9 +7,11 @@
 - `credentials` what an API key may call on the management API at all (deny by default), checked once per RPC.
 - `limits`    who sets rate limits and budgets (operators: platform tier; tenant admins: tenant tier; never
               keys) and who reads their use (a key's holder, tenant admins, operators).
+- `audit`     who reads the audit trail (operators: every tenant; tenant admins: their own).
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
+from server.permissions.audit import audit_reach
 from server.permissions.conversations import (
     ConversationOwner,
     conversation_owner,
@@ -85,6 +87,7 @@ __all__ = [
     "SubjectType",
     "TenantRole",
     "add_permission",
+    "audit_reach",
     "can_admin",
     "can_admin_tenant",
     "can_attach_key_to_group",

@@ -30,7 +30,13 @@ from server.errors import PermissionDenied
 __all__ = ["KEY_CLOSED_READS", "KEY_CLOSED_SERVICES", "KEY_WRITES", "key_may_call", "require_callable"]
 
 # Services a key may not call at all, reads included: managing credentials and who holds them.
-KEY_CLOSED_SERVICES = frozenset({"platform.tenants.v1.ApiKeyService", "platform.tenants.v1.ServiceAccountService"})
+KEY_CLOSED_SERVICES = frozenset(
+    {
+        "platform.tenants.v1.ApiKeyService",
+        "platform.tenants.v1.ServiceAccountService",
+        "switchboard.audit.v1.AuditService",  # the audit trail: who did what, read in a signed-in session only
+    }
+)
 
 # Reads closed to keys: who the tenant's people are (members, invites, group members) is never within a key's reach.
 KEY_CLOSED_READS = frozenset(

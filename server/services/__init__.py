@@ -11,8 +11,12 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
+from server.audit.calls import CallRecorder
+from server.audit.export import AuditExport
+from server.audit.retention import Retention
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
+from server.domain.networks import Reach
 from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
 from server.metering import Meter
@@ -37,6 +41,32 @@ class Deps:
     _http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _sources: Sources | None = field(default=None, init=False, repr=False)
     _limit_counters: Counters | None = field(default=None, init=False, repr=False)
+    _audit: CallRecorder | None = field(default=None, init=False, repr=False)
+    _retention: Retention | None = field(default=None, init=False, repr=False)
+    _export: AuditExport | None = field(default=None, init=False, repr=False)
+
+    def audit_export(self) -> AuditExport:
+        """The audit trail's stream for a SIEM (SWITCHBOARD_AUDIT_EXPORT); its OTLP posts pass the egress guard."""
+        if self._export is None:
+            self._export = AuditExport(
+                self.settings.audit_export,
+                service="switchboard-management",
+                session_factory=lambda: self.egress_guard().session(Reach.PLATFORM),
+            )
+        return self._export
+
+    def start_background(self) -> None:
+        """The management process's own background work (started with its event loop): audit retention and export."""
+        if self._retention is None:
+            self._retention = Retention(self.db, self.settings.audit_retention_days)
+        self._retention.start()
+        self.audit_export().start()
+
+    def audit_recorder(self) -> CallRecorder:
+        """The audit trail of management calls (it hooks the database's transactions: one per process)."""
+        if self._audit is None:
+            self._audit = CallRecorder(self.db, self.audit_export().publish)
+        return self._audit
 
     def egress_guard(self) -> EgressGuard:
         """The process's one egress guard: every outbound MCP/OAuth connection goes through it."""
@@ -52,6 +82,10 @@ class Deps:
         return self._http
 
     async def close(self) -> None:
+        if self._retention is not None:
+            await self._retention.close()
+        if self._export is not None:
+            await self._export.close()
         if self._http is not None:
             await self._http.close()
         if self._meter is not None:
@@ -92,6 +126,7 @@ class Deps:
 def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.agents.external_mcp_server_service import ExternalMcpServerServiceHandler
     from server.services.agents.preset_agent_service import PresetAgentServiceHandler
+    from server.services.audit.audit_service import AuditServiceHandler
     from server.services.conversations.conversation_item_service import ConversationItemServiceHandler
     from server.services.conversations.conversation_service import ConversationServiceHandler
     from server.services.limits.limit_service import LimitServiceHandler
@@ -130,6 +165,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.tenants.v1.TenantService": TenantServiceHandler,
         "platform.tenants.v1.UserService": UserServiceHandler,
         "switchboard.limits.v1.LimitService": LimitServiceHandler,
+        "switchboard.audit.v1.AuditService": AuditServiceHandler,
     }
 
 

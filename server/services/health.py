@@ -1,4 +1,5 @@
-"""grpc.health.v1.Health: SERVING while the database answers. Unauthenticated on purpose (probes carry no token)."""
+"""grpc.health.v1.Health: SERVING while the replica is ready (server.readiness: not draining, database answering).
+Unauthenticated on purpose (probes carry no token)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from typing import Any
 
 from connectrpc.request import RequestContext
 from google.protobuf.descriptor import ServiceDescriptor
-from sqlalchemy import text
 
 from gen.grpc.health.v1.health_connect import Health, HealthASGIApplication
 from gen.grpc.health.v1.health_pb2 import DESCRIPTOR, HealthCheckRequest, HealthCheckResponse
-from server.store.db import Database
+from server.readiness import Readiness
 
 __all__ = ["HealthHandler"]
 
@@ -27,8 +27,8 @@ _CACHE_SECONDS = 1.0
 class HealthHandler(Health):
     """Probes may call Check often; the database is asked at most once per second."""
 
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, readiness: Readiness) -> None:
+        self._readiness = readiness
         self._cached: tuple[float, HealthCheckResponse.ServingStatus] | None = None
 
     async def _status(self) -> HealthCheckResponse.ServingStatus:
@@ -40,13 +40,7 @@ class HealthHandler(Health):
         return status
 
     async def _probe(self) -> HealthCheckResponse.ServingStatus:
-        try:
-            async with self._db.read() as session:
-                await session.execute(text("SELECT 1"))
-        except Exception:
-            log.warning("health check: database unreachable", exc_info=True)
-            return Status.NOT_SERVING
-        return Status.SERVING
+        return Status.SERVING if await self._readiness.unready_reason() is None else Status.NOT_SERVING
 
     async def check(self, request: HealthCheckRequest, ctx: RequestContext[Any, Any]) -> HealthCheckResponse:
         return HealthCheckResponse(status=await self._status())

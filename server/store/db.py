@@ -533,11 +533,18 @@ async def lone_value(session: AsyncSession, lookup: KeyLookup, key: Any) -> Any:
     return found[0][1] if found else None
 
 
+BeforeCommit = Callable[[AsyncSession], Awaitable[None]]
+
+
 class Database:
-    """`session_info` is copied into every session's `info` (e.g. a process-wide cache the permission checks use)."""
+    """`session_info` is copied into every session's `info` (e.g. a process-wide cache the permission checks use).
+
+    `before_commit`, when set, runs in every `transaction()` that is about to commit, inside it: the audit trail adds
+    the event of the RPC being served there, so the change and its event commit together or not at all."""
 
     def __init__(self, url: str, *, session_info: dict[str, Any] | None = None) -> None:
         self.url = url
+        self.before_commit: BeforeCommit | None = None
         self.engine = make_engine(url)
         # Writes through this database drop the caches that registered here (server.invalidation).
         sqlite_file = _sqlite_file(url) if url.startswith("sqlite") else None
@@ -575,6 +582,8 @@ class Database:
         async with self._sessions() as session:
             async with session.begin():
                 yield session
+                if self.before_commit is not None:
+                    await self.before_commit(session)
             for hook in session.info.pop(AFTER_COMMIT, ()):
                 hook()
 

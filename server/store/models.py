@@ -28,6 +28,7 @@ __all__ = [
     "ApiKeyGrantRow",
     "ApiKeyGroupRow",
     "ApiKeyRow",
+    "AuditEventRow",
     "Base",
     "GroupListVersionRow",
     "GroupMemberRow",
@@ -260,6 +261,31 @@ class ApiTrafficRow(Base):
     requests: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class AuditEventRow(Base):
+    """One audit event (server.audit): a state-changing management call, written in the transaction of the change it
+    records, or a security-relevant gateway event. Never a secret nor model content: ids, names and codes only."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        Index("ix_audit_events_time", "occurred_at", "id"),
+        Index("ix_audit_events_tenant_time", "tenant_id", "occurred_at", "id"),
+    )
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
+    tenant_id: Mapped[str] = mapped_column(String(64), default="")
+    actor_type: Mapped[int] = mapped_column(Integer, default=0)
+    user_id: Mapped[str] = mapped_column(String(128), default="")
+    service_account_id: Mapped[str] = mapped_column(String(64), default="")
+    api_key_id: Mapped[str] = mapped_column(String(64), default="")
+    peer_address: Mapped[str] = mapped_column(String(128), default="")
+    source: Mapped[int] = mapped_column(Integer, default=0)
+    method: Mapped[str] = mapped_column(String(200))
+    resource_kind: Mapped[str] = mapped_column(String(64), default="")
+    resource_name: Mapped[str] = mapped_column(String(256), default="")
+    outcome: Mapped[int] = mapped_column(Integer)
+    code: Mapped[str] = mapped_column(String(32), default="")
 
 
 class StoredResponseRow(Base):

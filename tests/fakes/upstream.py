@@ -4,6 +4,7 @@
 Behaviour is chosen by the model id the gateway sends (or the Azure deployment in the path):
 - `fail-500` / `fail-400` / `fail-429`: answer that status with a body full of upstream secrets;
 - `break-stream`: stream two chunks, then drop the connection;
+- `slow-stream`: stream six pieces a second apart (a long generation in flight when a replica shuts down);
 - `error-stream`: stream one chunk, then an upstream error event;
 - `crlf-stream`: a stream framed with CRLF line endings;
 - `snapshot-stream`: stream chunks naming a dated snapshot (`snapshot-stream-2026-01-01`), not the id it was sent;
@@ -34,6 +35,7 @@ from aiohttp import web
 UPSTREAM_SECRET = "UPSTREAM-INTERNAL-DETAIL-sk-live-0000"
 PROMPT_TOKENS = 7
 COMPLETION_TOKENS = 3
+SLOW_STREAM_PIECES = ("Slowly", " ", "and", " ", "surely", ".")
 
 
 @dataclass
@@ -158,7 +160,12 @@ class FakeUpstream:
             scripted = _scripted(model, messages)
             if not scripted and messages[-1].get("role") == "tool":
                 scripted = f"The tool said: {messages[-1]['content']}"
-            for piece in (scripted,) if scripted else ("Hello", " from ", model):
+            pieces: tuple[str, ...] = (scripted,) if scripted else ("Hello", " from ", model)
+            if model == "slow-stream":
+                pieces = SLOW_STREAM_PIECES
+            for piece in pieces:
+                if model == "slow-stream":
+                    await asyncio.sleep(1.0)
                 await send([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
                 if model == "break-stream" and piece == " from ":
                     await asyncio.sleep(0.05)

@@ -1,0 +1,1 @@
+"""Handlers of our own additive package switchboard.audit.v1."""

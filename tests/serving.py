@@ -1,0 +1,122 @@
+"""`switchboard serve` as a process of its own, on loopback ports, for the tests of supervision and lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from tests.conftest import Database, server_env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def children(pid: int) -> dict[int, str]:
+    """Child pids of `pid` with their command lines."""
+    found = {}
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found[int(child)] = cmdline
+    return found
+
+
+def running_process(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@dataclass
+class Serve:
+    proc: asyncio.subprocess.Process
+    port: int
+    gateway_port: int
+    log_path: Path
+
+    def child(self, marker: str) -> int | None:
+        matches = [pid for pid, cmd in children(self.proc.pid).items() if marker in cmd]
+        return matches[0] if matches else None
+
+    def management(self) -> int | None:
+        return self.child("envoy")
+
+    def gateway(self) -> int | None:
+        return self.child("-m gateway")
+
+
+async def ready(url: str) -> bool:
+    with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
+        async with aiohttp.ClientSession() as http, http.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp:
+            return resp.status == 200
+    return False
+
+
+async def until(predicate: object, attempts: int = 300) -> None:
+    """Poll a condition a bounded number of times (a wait, not a timing assertion)."""
+    for _ in range(attempts):
+        value = predicate() if callable(predicate) else None
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("condition not reached")
+
+
+async def start_serve(
+    database: Database, var_dir: Path, port: int, gateway_port: int, **extra: str
+) -> tuple[asyncio.subprocess.Process, Path]:
+    """`switchboard serve` on these ports (one gateway worker unless `extra` says otherwise), logging to a file in
+    its var dir; returns at once."""
+    settings = {"SWITCHBOARD_PORT": str(port), "SWITCHBOARD_GATEWAY_PORT": str(gateway_port)}
+    env = server_env(database, var_dir, **{**settings, "SWITCHBOARD_GATEWAY_WORKERS": "1", **extra})
+    log_path = var_dir / "serve.log"
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server.cli", "serve", env=env, stdout=log, stderr=log
+        )
+    return proc, log_path
+
+
+@contextlib.asynccontextmanager
+async def serve(database: Database, var_dir: Path | None = None, **extra: str) -> AsyncIterator[Serve]:
+    """`switchboard serve` on free ports, once both servers are ready; stopped (SIGTERM) on the way out."""
+    var_dir = var_dir or Path(tempfile.mkdtemp(prefix="switchboard-serve-"))
+    port, gateway_port = free_port(), free_port()
+    proc, log_path = await start_serve(database, var_dir, port, gateway_port, **extra)
+    handle = Serve(proc, port, gateway_port, log_path)
+    try:
+        for url in (f"http://127.0.0.1:{port}/readyz", f"http://127.0.0.1:{gateway_port}/readyz"):
+
+            async def up_or_gone(url: str = url) -> bool:
+                return proc.returncode is not None or await ready(url)
+
+            try:  # a busy machine may take a while to start both; a serve that exits has failed at once
+                await until(up_or_gone, attempts=900)
+            except AssertionError:
+                raise AssertionError(f"serve did not become ready:\n{log_path.read_text(errors='replace')}") from None
+            assert proc.returncode is None, f"serve exited {proc.returncode}:\n{log_path.read_text(errors='replace')}"
+        yield handle
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 60)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

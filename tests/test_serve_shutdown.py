@@ -1,0 +1,123 @@
+"""Graceful shutdown of `switchboard serve` (docs/lifecycle.md): on SIGTERM both servers stop accepting, a stream in
+flight finishes, its usage is written exactly once, and serve exits 0 within SWITCHBOARD_SHUTDOWN_GRACE_SECONDS;
+idle, it simply exits. Waits are bounded by the configured grace, never by tighter timings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import shutil
+import signal
+from pathlib import Path
+
+import aiohttp
+import orjson
+import pytest
+from sqlalchemy import select
+
+from gateway.app import make_app
+from gateway.context import READINESS
+from server.settings import load_settings
+from server.store.db import Database as Db
+from server.store.models import UsageEventRow
+from tests.clients import ConnectJsonCaller
+from tests.conftest import Database, Server
+from tests.fakes.serve import serve_in_thread
+from tests.fakes.upstream import SLOW_STREAM_PIECES
+from tests.gateway_fixtures import Fakes, gateway_env
+from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
+from tests.serving import children, running_process, serve, until
+from tests.world import make_world
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+
+GRACE = 30  # seconds; the slow stream takes about 6
+# Beyond the grace, serve may spend this long on the last usage batch: the test's outer bound, not a timing claim.
+FLUSH = 15
+
+
+async def _slow_model_and_key(server: Server, fakes: Fakes) -> tuple[str, str, str]:
+    """A model that streams slowly and a key that may call it: (model id, key secret, key id)."""
+    connect = ConnectJsonCaller(server.base_url)
+    world = await make_world(server, connect)
+    gw = GatewayWorld(tenant_id=world.tenant_id, tag=secrets.token_hex(3), tokens=dict(world.tokens))
+    spec = ModelSpec("slow", upstream=fakes.openai_url, upstream_model="slow-stream")
+    await create_models(connect, server.admin_token, gw, [spec])
+    secret = await all_resources_key(connect, gw, world.tokens["member"], "all")
+    return gw.model("slow"), secret, gw.key_ids["all"]
+
+
+async def _refused(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except ConnectionRefusedError:
+        return True
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return False
+
+
+def _text(body: bytes) -> str:
+    pieces = []
+    for line in body.splitlines():
+        if line.startswith(b"data: {"):
+            for choice in orjson.loads(line[6:]).get("choices", []):
+                pieces.append(choice.get("delta", {}).get("content") or "")
+    return "".join(pieces)
+
+
+async def test_sigterm_lets_a_stream_finish_refuses_new_connections_and_meters_it_once(
+    database: Database, server: Server, fakes: Fakes, tmp_path: Path
+) -> None:
+    model, secret, key_id = await _slow_model_and_key(server, fakes)
+    var_dir = tmp_path / "var"
+    shutil.copytree(server.settings.var_dir, var_dir)  # the keys that decrypt and sign what the server stored
+    extra = {"SWITCHBOARD_GATEWAY_WORKERS": "2", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS": str(GRACE)}
+    async with serve(database, var_dir, **extra) as running:
+        url = f"http://127.0.0.1:{running.gateway_port}/v1/chat/completions"
+        body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(url, json=body, headers={"Authorization": f"Bearer {secret}"}) as resp,
+        ):
+            assert resp.status == 200
+            received = await resp.content.readline()  # the stream has begun
+            running.proc.send_signal(signal.SIGTERM)
+            await until(lambda: _refused(running.gateway_port))
+            await until(lambda: _refused(running.port))
+            assert running.proc.returncode is None  # still draining while refusing
+            received += await resp.read()
+        assert _text(received) == "".join(SLOW_STREAM_PIECES)
+        assert b"data: [DONE]" in received
+        assert await asyncio.wait_for(running.proc.wait(), GRACE + FLUSH) == 0
+
+    db = Db(database.url)
+    try:
+        async with db.read() as session:
+            rows = list(await session.scalars(select(UsageEventRow).where(UsageEventRow.api_key_id == key_id)))
+    finally:
+        await db.close()
+    assert [(row.model_id, row.status) for row in rows] == [(model, 200)]
+
+
+async def test_an_idle_serve_exits_on_sigterm(database: Database) -> None:
+    async with serve(database, SWITCHBOARD_SHUTDOWN_GRACE_SECONDS=str(GRACE)) as running:
+        started = set(children(running.proc.pid))
+        assert started  # the management server and the gateway
+        running.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(running.proc.wait(), GRACE + FLUSH) == 0
+        assert not any(running_process(pid) for pid in started)
+
+
+async def test_a_draining_gateway_reports_not_ready(database: Database, server: Server, fakes: Fakes) -> None:
+    """Once a worker has begun its shutdown, a readiness probe on a connection still open is told 503 draining."""
+    app = make_app(load_settings(gateway_env(database, server.settings.var_dir, fakes)))
+    with serve_in_thread(lambda: app) as port:
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                assert resp.status == 200
+            app[READINESS].drain()
+            async with http.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                assert (resp.status, await resp.json()) == (503, {"status": "unavailable", "reason": "draining"})
