@@ -77,7 +77,9 @@ class ChaosRun:
     revocation_seconds: dict[str, float]  # gateway replica -> seconds from the revoke returning to its first 401
     metered: dict[tuple[str, int], int]  # (key id, request bytes) -> usage rows
     key_ids: list[str]
-    logs: dict[str, str] = field(default_factory=dict)
+    # Replicas that PostgreSQL refused a connection ("too many clients"): its max_connections is shared by every
+    # process on the server (100 by default), each replica's pool takes up to 64, so a busy shared server can run out.
+    refused_by_postgres: list[str] = field(default_factory=list)
 
 
 def _body(length: int, stream: bool) -> bytes:
@@ -181,8 +183,19 @@ def _metered(fleet: Fleet, key_ids: list[str]) -> dict[tuple[str, int], int]:
     return {(str(key), int(length)): int(count) for key, length, count in rows}
 
 
+async def _warm(fleet: Fleet) -> None:
+    """Every replica looks up every load key once, one at a time, before the load: otherwise the first burst looks
+    up all of them at once on every replica, each lookup on a connection of its own, and on a PostgreSQL server shared
+    with other work that can exhaust its connections (a cold start is not what this test is about)."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+        for replica in fleet.gateways:
+            for _, secret in fleet.keys:
+                assert await _status(http, replica.url, secret) == 200, replica.name
+
+
 async def _chaos(fleet: Fleet) -> ChaosRun:
     revoke_id, revoke_secret = await fleet.new_key("revoked-mid-run")
+    await _warm(fleet)
     outcomes: list[Outcome] = []
     management: list[tuple[int, str]] = []
     until = asyncio.Event()
@@ -222,7 +235,11 @@ async def _chaos(fleet: Fleet) -> ChaosRun:
         revocation_seconds=revocation,
         metered=_metered(fleet, key_ids),
         key_ids=key_ids,
-        logs={r.name: r.tail() for r in [*fleet.gateways, *fleet.managements]},
+        refused_by_postgres=[
+            r.name
+            for r in [*fleet.gateways, *fleet.managements]
+            if "too many clients" in r.log.read_text(errors="replace")
+        ],
     )
 
 
@@ -251,7 +268,7 @@ def test_only_requests_in_flight_on_the_killed_replica_fail_and_retryably(chaos:
         (o.status, o.error, o.replica, round(o.started - chaos.killed_at, 3), round(o.ended - chaos.killed_at, 3))
         for o in failed
     ]
-    assert all(o.retryable for o in failed), summary
+    assert all(o.retryable for o in failed), (f"PostgreSQL refused connections to {chaos.refused_by_postgres}", summary)
     assert all(o.replica in ("", chaos.killed) for o in failed), summary
     # In flight at the kill: sent before the replica was gone (plus the moment Envoy takes to see its connections
     # closed: a request it wrote to one of them just then was in flight there), ended after the kill began.
@@ -264,8 +281,9 @@ def test_only_requests_in_flight_on_the_killed_replica_fail_and_retryably(chaos:
 
 
 @pytest.mark.xfail(
-    reason="a management replica's SIGTERM closes its connections at once: a call Envoy has just written to one "
-    "fails with 503 (graceful draining, issue 23's Health and shutdown, is not on main yet)",
+    reason="a management replica's drain (server/launch.py) stops it as soon as nothing is in flight, before "
+    "Envoy's health check has taken it out of rotation: a call Envoy writes just then to a pooled connection is reset "
+    "(503). Staying up, unready, for a health-check interval before closing would fix it",
     strict=False,
 )
 def test_management_restart_fails_no_call(chaos: ChaosRun) -> None:
