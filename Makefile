@@ -96,3 +96,11 @@ package-check: $(STAMP)
 # `switchboard --help`, migrate, and serve answering /readyz (docs/deploy.md).
 image-check:
 	tools/package_check_image.sh
+
+.PHONY: topology
+
+## topology: the fleet under chaos: Envoy before 3 gateway and 2 management replicas on PostgreSQL (also in make test).
+# kill -9 of a gateway replica, a management restart and a key revoked mid-run under load (tests/test_topology.py,
+# tests/fleet.py); `make test` runs it as part of its pytest run.
+topology: $(STAMP)
+	$(BIN)/pytest -q tests/test_topology.py
