@@ -113,6 +113,18 @@ class PostgresChunkIndex(ChunkIndex):
     async def remove_file(self, session: AsyncSession, *, rag_id: str, file_id: str) -> None:
         await delete_chunk_rows(session, rag_id=rag_id, file_id=file_id)  # vectors go by ON DELETE CASCADE
 
+    async def drop_rag(self, session: AsyncSession, *, rag_id: str) -> None:
+        if not self.pgvector or not _SAFE_ID.fullmatch(rag_id):
+            return
+        prefix = f"ix_rag_vec_{rag_id.lower()}_"
+        names = await session.scalars(
+            text("SELECT indexname FROM pg_indexes WHERE tablename = 'rag_chunk_vectors' AND indexname LIKE :p"),
+            {"p": prefix.replace("_", "\\_") + "%"},
+        )
+        for name in list(names):
+            await session.execute(text(f'DROP INDEX IF EXISTS "{name}"'))
+        self._indexed = {key for key in self._indexed if key[0] != rag_id}
+
     async def dense(
         self, session: AsyncSession, *, rag_id: str, vector: Vector, limit: int, file_ids: Sequence[str] | None
     ) -> list[Candidate]:
