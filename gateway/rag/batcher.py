@@ -3,9 +3,10 @@
 An upload embeds its own chunks; a client uploading many small files (`switchboard rag ingest`, one file per request)
 made one embedding call per file, so per-call costs bounded ingest at a fraction of what the model serves in
 batches (issue 27: 10 docs/s against 15). Here every upload's passages join one queue per (RAG, caller): a batch
-leaves when it holds `size` texts or its oldest text has waited `wait` seconds (the latency bound), and up to
-`in_flight` batches are out at once, so while the model works on some, the next fill up. Texts of different RAGs or
-callers are never mixed: each call is metered to its RAG's owner by the key that caused it, as before.
+leaves when it holds `size` texts, when no batch is out, or when its oldest text has waited `wait` seconds (the
+latency bound); up to `in_flight` batches are out at once, so while the model works on some, the next fill up.
+Texts of different RAGs or callers are never mixed: each call is metered to its RAG's owner by the key that caused
+it, as before.
 
 A caller that goes away (a cancelled upload) leaves its queued texts behind, unsent; one batch failing fails the
 uploads with texts in it, no other.
@@ -62,7 +63,9 @@ class Batcher:
             if not self._queue:
                 break
             due = self._queue[0][3] + self._wait
-            if len(self._queue) < self._size and loop.time() < due:
+            # A partial batch leaves at once when nothing is out (the model idles), else when its oldest text waited
+            # `wait`: texts arriving while the model works fill it meanwhile.
+            if len(self._queue) < self._size and self._running and loop.time() < due:
                 self._timer = loop.call_at(due, self._dispatch)
                 return
             batch: list[_Item] = []

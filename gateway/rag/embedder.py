@@ -37,7 +37,7 @@ _BATCH = 32
 # embed in about a quarter of the time a remote model takes one batch after another, without one upload taking all
 # of a provider's capacity.
 _IN_FLIGHT = 4
-_BATCH_WAIT = 0.005  # seconds a passage may wait for others to fill its batch (uploads arriving together)
+_BATCH_WAIT = 0.02  # seconds a passage may wait for others to fill its batch while another batch is out
 BATCHERS = web.AppKey("rag_batchers", Batchers)
 
 

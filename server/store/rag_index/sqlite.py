@@ -136,10 +136,10 @@ class SqliteChunkIndex(ChunkIndex):
                     self._created.add(table)
 
     async def _ensure_table(self, session: AsyncSession, rag_id: str) -> str:
+        # Asked in every writing transaction (a no-op once the table exists): a table this process created in a
+        # transaction that then rolled back must not be taken as existing.
         table = fts_table(rag_id)
-        if table not in self._created:
-            await session.execute(text(_create(table)))
-            self._created.add(table)
+        await session.execute(text(_create(table)))
         return table
 
     async def _existing_table(self, session: AsyncSession, rag_id: str) -> str | None:
