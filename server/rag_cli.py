@@ -10,7 +10,11 @@ unchanged while the RAG still holds that file (one listing of the RAG's files te
 Each file is uploaded with its absolute path as `external_id`, so a changed or forced file replaces its earlier
 version on the server instead of adding a second copy.
 
-The progress bar counts bytes as they are sent (the files stream from disk), not files as they finish.
+Two progress bars: bytes as they are sent (the files stream from disk), and chunks as the gateway reports them
+embedded and indexed (files large enough to be embedded in the background count once they are registered, as
+`queued`). Several uploads are in flight at once (`--concurrency`, default 16): the gateway embeds the chunks of
+concurrent uploads to one RAG together (gateway.rag.batcher), so it is concurrency that lets a folder of small files
+reach the embedding model in full batches.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ def add_parser(sub: Any) -> None:
     ingest.add_argument("--gateway", default="", help="gateway base URL (default: SWITCHBOARD_GATEWAY_PUBLIC_URL)")
     ingest.add_argument("--key", default="", help="API key (default: the SWITCHBOARD_API_KEY environment variable)")
     ingest.add_argument("--metadata", default="", help="JSON object of metadata given to every file")
-    ingest.add_argument("--concurrency", type=int, default=4, help="uploads in flight at once")
+    ingest.add_argument("--concurrency", type=int, default=16, help="uploads in flight at once")
     ingest.add_argument("--force", action="store_true", help="upload every file, even those uploaded unchanged before")
 
 
@@ -54,6 +58,8 @@ def add_parser(sub: Any) -> None:
 class Outcome:
     uploaded: int = 0
     uploaded_bytes: int = 0
+    chunks: int = 0  # embedded and indexed when the upload answered
+    queued_chunks: int = 0  # of files embedded in the background
     unchanged: int = 0
     skipped: list[Path] = field(default_factory=list)
     failures: list[tuple[Path, str]] = field(default_factory=list)
@@ -194,6 +200,7 @@ async def _upload_all(
 ) -> None:
     gate = asyncio.Semaphore(job.concurrency)
     bar = tqdm(total=sum(seen[p].size for p in files), unit="B", unit_scale=True, desc="ingest", dynamic_ncols=True)
+    chunk_bar = tqdm(unit=" chunks", desc="indexed", dynamic_ncols=True, position=1)
 
     async def one(path: Path) -> None:
         async with gate:
@@ -209,8 +216,9 @@ async def _upload_all(
                     if resp.status == 201:
                         outcome.uploaded += 1
                         outcome.uploaded_bytes += seen[path].size
-                        file_id = orjson.loads(body)["data"][0]["id"]
-                        state[external_id] = {"sha256": seen[path].sha256, "file_id": file_id}
+                        answer = orjson.loads(body)["data"][0]
+                        state[external_id] = {"sha256": seen[path].sha256, "file_id": answer["id"]}
+                        _count_chunks(answer, outcome, chunk_bar)
                     else:
                         outcome.failures.append((path, _reason(resp.status, body)))
             except aiohttp.ClientError as exc:
@@ -222,7 +230,18 @@ async def _upload_all(
     try:
         await asyncio.gather(*(one(p) for p in files))
     finally:
+        chunk_bar.close()
         bar.close()
+
+
+def _count_chunks(answer: dict[str, Any], outcome: Outcome, bar: tqdm[Any]) -> None:
+    count = int(answer.get("chunk_count") or 0)
+    if answer.get("status") == "ready":
+        outcome.chunks += count
+        bar.update(count)
+    else:
+        outcome.queued_chunks += count
+        bar.set_postfix(queued=outcome.queued_chunks)
 
 
 async def _streamed(path: Path, bar: tqdm[Any]) -> AsyncIterator[bytes]:
@@ -243,7 +262,9 @@ def _reason(status: int, body: bytes) -> str:
 
 def _summary(outcome: Outcome) -> None:
     print(
-        f"uploaded {outcome.uploaded} files ({outcome.uploaded_bytes} bytes); {outcome.unchanged} unchanged; "
+        f"uploaded {outcome.uploaded} files ({outcome.uploaded_bytes} bytes, {outcome.chunks} chunks indexed"
+        + (f", {outcome.queued_chunks} queued" if outcome.queued_chunks else "")
+        + f"); {outcome.unchanged} unchanged; "
         f"{len(outcome.failures)} failed; {len(outcome.skipped)} skipped (unsupported type)"
     )
     for path, reason in outcome.failures:

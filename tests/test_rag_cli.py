@@ -50,11 +50,12 @@ async def test_a_second_ingest_uploads_only_what_changed(rw: RagWorld, tmp_path:
     (docs / "b.md").write_text("# Llamas\n\nLlamas carry loads in the Andes.")
     code, out, err = await _ingest(rw, rag, var_dir, str(docs))
     assert code == 0 and "uploaded 2 files" in out and "0 unchanged" in out, (out, err)
+    assert "2 chunks indexed" in out and "indexed" in err  # progress by chunks: one chunk per short file
     first = {f["filename"]: f for f in await _listed(rw, rag)}
     assert first["a.txt"]["external_id"] == str((docs / "a.txt").resolve())
 
     code, out, err = await _ingest(rw, rag, var_dir, str(docs))
-    assert code == 0 and "uploaded 0 files (0 bytes); 2 unchanged" in out, (out, err)
+    assert code == 0 and "uploaded 0 files (0 bytes, 0 chunks indexed); 2 unchanged" in out, (out, err)
     assert {f["id"] for f in await _listed(rw, rag)} == {f["id"] for f in first.values()}
 
     (docs / "a.txt").write_text("Alpacas are shorn once a year, in spring.")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import pytest_asyncio
+from sqlalchemy import delete
 
 from server.store.db import Database as Store
 from server.store.db import new_id
@@ -312,3 +313,118 @@ async def test_pgvector_gives_each_rag_its_own_hnsw_index_and_uses_it(rag: Rag, 
             )
         )
     assert "ix_rag_vec_" in plan
+
+
+QUERIES = [
+    "solar electricity on the roof",
+    "keep a house warm in winter",
+    "bread with yeast",
+    "coffee brewed with hot water",
+    "night train across the Alps",
+    "summer tomatoes sauce",
+]
+
+
+async def _rankings(rag: Rag) -> list[list[tuple[int, float, float | None, float | None]]]:
+    out = []
+    for query in QUERIES:
+        for weights in (SearchWeights(dense=0, lexical=1), SearchWeights(), SearchWeights(dense=1, lexical=0)):
+            hits = await rag.query(query, top_k=10, weights=weights)
+            out.append([(h.chunk_id, h.score, h.dense_similarity, h.lexical_score) for h in hits])
+    return out
+
+
+async def test_a_rags_ranking_does_not_depend_on_other_rags(rag: Rag) -> None:
+    # Same queries, same answers and the same scores, before and after a large unrelated RAG full of the queries'
+    # own words (at every length, so every collection statistic a shared index would count moves) is ingested beside
+    # it; one shared BM25 table gave different scores and orders here (issue 27).
+    before = await _rankings(rag)
+    assert any(hit[3] is not None for ranking in before for hit in ranking)
+    words = sorted({w for q in QUERIES for w in q.lower().split()} | {"heat", "sourdough", "espresso"})
+    rng = np.random.default_rng(27)
+    vectors = rng.normal(size=(3000, 384)).astype(np.float32)
+    chunks = [
+        ChunkInput(
+            text=" ".join(rng.choice(words, size=int(rng.integers(1, 40)))), token_count=10, vector=vectors[i].tolist()
+        )
+        for i in range(len(vectors))
+    ]
+    crowd = await Rag(rag.store, rag.index).create()
+    file_id = new_id("rf")
+    async with crowd.store.transaction() as session:
+        session.add(RagFileRow(id=file_id, rag_id=crowd.id, filename="crowd.txt", status="ready", chunk_count=3000))
+        await session.flush()
+        await crowd.index.add(session, rag_id=crowd.id, file_id=file_id, chunks=chunks)
+    assert await crowd.query("solar sourdough", top_k=3, weights=SearchWeights(dense=0, lexical=1))
+    assert await _rankings(rag) == before
+    async with crowd.store.transaction() as session:
+        await crowd.index.remove_file(session, rag_id=crowd.id, file_id=file_id)
+    assert await _rankings(rag) == before
+
+
+async def test_deleting_a_rag_drops_what_its_index_kept_beside_the_rows(rag: Rag, rag_database: Database) -> None:
+    from sqlalchemy import text
+
+    other = await Rag(rag.store, rag.index).create()
+    await other.add("travel")
+    listing = (
+        "SELECT name FROM sqlite_master WHERE type = 'table'"
+        if rag_database.backend == "sqlite"
+        else "SELECT indexname FROM pg_indexes WHERE tablename = 'rag_chunk_vectors'"
+    )
+    async with rag.store.transaction() as session:
+        names = [str(n) for n in (await session.scalars(text(listing))).all()]
+        assert any(other.id in n for n in names) == (rag_database.backend != "postgresql")
+        await rag.index.drop_rag(session, rag_id=other.id)
+        await session.execute(delete(RagDeploymentRow).where(RagDeploymentRow.id == other.id))
+        assert not [n for n in (await session.scalars(text(listing))).all() if other.id in str(n)]
+    assert texts(await rag.query("night train", top_k=1)) == [FILES["travel"][0]]
+
+
+async def test_chunks_of_the_shared_fts_table_move_to_their_rags_own(tmp_path: Any) -> None:
+    # A database indexed by an earlier version (one FTS5 table for every RAG, kept by triggers) is searchable after
+    # the upgrade, each RAG from its own table, and the shared table is gone.
+    from sqlalchemy import text
+
+    from server.store.migrate import upgrade
+    from server.store.rag_index.sqlite import SqliteChunkIndex
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'old.db'}"
+    upgrade(url)
+    store = Store(url)
+    try:
+        async with store.transaction() as session:
+            await session.execute(
+                text(
+                    "CREATE VIRTUAL TABLE rag_chunks_fts USING fts5(text, content='rag_chunks', content_rowid='id', "
+                    "tokenize='porter unicode61 remove_diacritics 2')"
+                )
+            )
+            await session.execute(
+                text(
+                    "CREATE TRIGGER rag_chunks_fts_insert AFTER INSERT ON rag_chunks BEGIN "
+                    "INSERT INTO rag_chunks_fts(rowid, text) VALUES (new.id, new.text); END"
+                )
+            )
+        rag = await Rag(store, SqliteChunkIndex()).create()
+        file_id = new_id("rf")
+        async with store.transaction() as session:
+            session.add(RagFileRow(id=file_id, rag_id=rag.id, filename="c.txt", status="ready", chunk_count=4))
+            await session.flush()
+            await session.execute(
+                text("INSERT INTO rag_chunks (rag_id, file_id, ordinal, text, token_count) VALUES (:r, :f, :o, :t, 1)"),
+                [{"r": rag.id, "f": file_id, "o": i, "t": t} for i, t in enumerate(FILES["cooking"])],
+            )
+        rag.index = SqliteChunkIndex()
+        await rag.index.prepare(store.engine)
+        async with store.read() as session:
+            hits = await search(
+                rag.index, session, rag_id=rag.id, query="sourdough", vector=None, top_k=3, weights=SearchWeights(0, 1)
+            )
+            assert [h.text for h in hits] == [FILES["cooking"][0]]
+            left = await session.scalar(text("SELECT count(*) FROM sqlite_master WHERE name LIKE 'rag_chunks_fts%'"))
+            assert left and not await session.scalar(
+                text("SELECT count(*) FROM sqlite_master WHERE name IN ('rag_chunks_fts', 'rag_chunks_fts_insert')")
+            )
+    finally:
+        await store.close()

@@ -20,6 +20,7 @@ from aiohttp import web
 from gateway.catalog import Route, TaskType
 from gateway.context import ACCESS, HTTP, METER, TRANSLATORS
 from gateway.providers import Surface, open_upstream, read_answer
+from gateway.rag.batcher import Batchers
 from gateway.surfaces._upstream import require_task
 from gateway.surfaces.embeddings import with_prefix
 from server.domain.principal import Principal
@@ -27,14 +28,21 @@ from server.domain.rags import Rag
 from server.errors import UpstreamFailed
 from server.metering import CallKind, UsageEvent
 
-__all__ = ["GatewayEmbedder", "post_metered"]
+__all__ = ["BATCHERS", "GatewayEmbedder", "new_batchers", "post_metered"]
 
 T = TypeVar("T")
 
 _BATCH = 32
-# Batches of one text list in flight at once: a large file's chunks embed in about a quarter of the time a remote
-# model takes one batch after another, without one upload taking all of a provider's capacity.
+# Batches of one text list (or of one RAG's and caller's uploads together) in flight at once: a large file's chunks
+# embed in about a quarter of the time a remote model takes one batch after another, without one upload taking all
+# of a provider's capacity.
 _IN_FLIGHT = 4
+_BATCH_WAIT = 0.02  # seconds a passage may wait for others to fill its batch while another batch is out
+BATCHERS = web.AppKey("rag_batchers", Batchers)
+
+
+def new_batchers() -> Batchers:
+    return Batchers(size=_BATCH, wait=_BATCH_WAIT, in_flight=_IN_FLIGHT)
 
 
 class GatewayEmbedder:
@@ -42,7 +50,15 @@ class GatewayEmbedder:
         self._app, self._rag, self._principal = app, rag, principal
 
     async def passages(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self._embed(texts, query=False)
+        """Through the RAG's and caller's batcher (gateway.rag.batcher): other uploads' passages share the calls."""
+        key = self._principal.api_key
+        owner = (self._rag.id, self._rag.embedding_model, key.key_id if key else "", self._principal.user_id or "")
+        return await self._app[BATCHERS].get(owner).embed(texts, self._passage_batch)
+
+    async def _passage_batch(self, batch: list[str]) -> list[list[float]]:
+        route = await self._app[ACCESS].system_route(self._rag.embedding_model)
+        require_task(route, TaskType.EMBEDDING)
+        return await self._call(route, batch)
 
     async def query(self, text: str) -> list[float]:
         return (await self._embed([text], query=True))[0]

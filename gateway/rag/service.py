@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway import metrics
 from gateway.context import DB, METER, PRINCIPAL, SETTINGS
-from gateway.rag.embedder import GatewayEmbedder
+from gateway.rag.embedder import BATCHERS, GatewayEmbedder, new_batchers
 from server.domain import rag_files, rags
 from server.domain.rag_chunking import Chunk, e5_token_counter
 from server.domain.rag_filters import MetadataCondition
@@ -52,6 +52,7 @@ _INTERRUPTED = "processing was interrupted by a gateway shutdown; upload the fil
 async def background_tasks(app: web.Application) -> AsyncIterator[None]:
     """cleanup_ctx: the in-process queue; on shutdown running tasks are cancelled and their files marked failed."""
     app[TASKS] = _Tasks()
+    app[BATCHERS] = new_batchers()
     yield
     tasks = list(app[TASKS].running)
     for task in tasks:

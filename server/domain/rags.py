@@ -36,6 +36,7 @@ from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.db import integrity_as, new_id
 from server.store.models import RagDeploymentRow, utcnow
+from server.store.rag_index import ChunkIndex
 
 __all__ = [
     "DEFAULT_CHUNK_OVERLAP_TOKENS",
@@ -303,10 +304,12 @@ async def update(session: AsyncSession, principal: Principal, spec: RagSpec) -> 
     return _build(row, (await permissions.ownership(session, _ref(rag_id))).sharing)
 
 
-async def delete(session: AsyncSession, principal: Principal, rag_id: str) -> None:
-    """Delete the RAG, its content (ON DELETE CASCADE from the content tables) and its access record."""
+async def delete(session: AsyncSession, principal: Principal, index: ChunkIndex, rag_id: str) -> None:
+    """Delete the RAG, its content (ON DELETE CASCADE from the content tables), what the chunk index keeps for it
+    beside the rows, and its access record."""
     await permissions.require_admin(session, principal, _ref(rag_id))
     row = await _row(session, rag_id)
+    await index.drop_rag(session, rag_id=rag_id)
     await session.execute(sql_delete(RagDeploymentRow).where(RagDeploymentRow.id == rag_id))
     session.expunge(row)  # deleted by the statement above, not by the unit of work
     await permissions.delete_resource(session, _ref(rag_id))

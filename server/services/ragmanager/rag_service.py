@@ -14,6 +14,7 @@ from server.permissions import ResourceKind
 from server.services import Deps, resource_calls
 from server.services.context import current_principal
 from server.services.ragmanager import convert
+from server.store.rag_index import chunk_index_for
 
 __all__ = ["RagServiceHandler"]
 
@@ -51,7 +52,8 @@ class RagServiceHandler(RagService):
 
     async def delete_rag(self, request: pb.DeleteRagRequest, ctx: Ctx) -> pb.DeleteRagResponse:
         async with self._db.transaction() as s:
-            await rags.delete(s, current_principal(), require_nonempty(request.id, "id"))
+            index = await chunk_index_for(self._db.engine)
+            await rags.delete(s, current_principal(), index, require_nonempty(request.id, "id"))
         return pb.DeleteRagResponse()
 
     async def list_rags(self, request: pb.ListRagsRequest, ctx: Ctx) -> pb.ListRagsResponse:

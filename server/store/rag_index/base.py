@@ -138,6 +138,10 @@ class ChunkIndex(ABC):
     async def remove_file(self, session: AsyncSession, *, rag_id: str, file_id: str) -> None: ...
 
     @abstractmethod
+    async def drop_rag(self, session: AsyncSession, *, rag_id: str) -> None:
+        """Drop what the engine keeps for a RAG beside its rows (which go by ON DELETE CASCADE with the RAG)."""
+
+    @abstractmethod
     async def dense(
         self, session: AsyncSession, *, rag_id: str, vector: Vector, limit: int, file_ids: Sequence[str] | None
     ) -> list[Candidate]: ...

