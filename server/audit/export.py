@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,12 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from server.audit.events import ActorType, AuditEvent, Outcome, Source
+from server.audit.outbox import Outbox
 
 __all__ = ["AuditExport", "event_json", "otlp_request", "parse_target"]
 
 log = logging.getLogger("switchboard.audit")
 
-_MAX_PENDING = 10_000
-_BATCH = 512
 _ATTEMPTS = 3
 
 
@@ -94,9 +93,6 @@ def otlp_request(events: list[AuditEvent], service: str) -> ExportLogsServiceReq
     return ExportLogsServiceRequest(resource_logs=[ResourceLogs(resource=resource, scope_logs=[scope])])
 
 
-Send = Callable[[list[AuditEvent]], Awaitable[None]]
-
-
 def parse_target(value: str) -> tuple[str, str]:
     """A target the settings accepted (`jsonl:-`, `jsonl:<file>`, `otlp:<URL>`) -> (kind, where); empty: off."""
     kind, _, where = value.partition(":")
@@ -113,53 +109,33 @@ class AuditExport:
         self._service = service
         self._session_factory = session_factory
         self._session: aiohttp.ClientSession | None = None
-        self._pending: list[AuditEvent] = []
-        self._dropped = 0
-        self._wakeup: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._outbox = Outbox(self._deliver, what="audit events (not exported: the export fell behind)")
 
     @property
     def enabled(self) -> bool:
         return bool(self._kind)
 
     def publish(self, event: AuditEvent) -> None:
-        if not self._kind:
-            return
-        if len(self._pending) >= _MAX_PENDING:
-            self._dropped += 1
-            return
-        self._pending.append(event)
-        if self._wakeup is not None:
-            self._wakeup.set()
+        if self._kind:
+            self._outbox.put(event)
 
     def start(self) -> None:
-        if not self._kind or self._task is not None:
-            return
-        self._wakeup = asyncio.Event()
-        self._task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        assert self._wakeup is not None  # set by start()
-        while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            await self.flush()
+        if self._kind:
+            self._outbox.start()
 
     async def flush(self) -> None:
-        if self._dropped:
-            log.warning("%d audit events were not exported (the export fell behind)", self._dropped)
-            self._dropped = 0
-        while self._pending:
-            batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
-            for attempt in range(_ATTEMPTS):
-                try:
-                    await (self._post(batch) if self._kind == "otlp" else self._write(batch))
-                    break
-                except Exception:
-                    if attempt == _ATTEMPTS - 1:
-                        log.exception("exporting %d audit events failed; they stay in the database", len(batch))
-                    else:
-                        await asyncio.sleep(0.5 * 2**attempt)
+        await self._outbox.flush()
+
+    async def _deliver(self, batch: list[AuditEvent]) -> None:
+        for attempt in range(_ATTEMPTS):
+            try:
+                await (self._post(batch) if self._kind == "otlp" else self._write(batch))
+                return
+            except Exception:
+                if attempt == _ATTEMPTS - 1:
+                    log.exception("exporting %d audit events failed; they stay in the database", len(batch))
+                else:
+                    await asyncio.sleep(0.5 * 2**attempt)
 
     async def _write(self, batch: list[AuditEvent]) -> None:
         lines = b"".join(orjson.dumps(event_json(e)) + b"\n" for e in batch)
@@ -186,13 +162,8 @@ class AuditExport:
                 raise RuntimeError(f"the OTLP receiver answered {response.status}")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
         with contextlib.suppress(Exception):
-            await self.flush()
+            await self._outbox.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
