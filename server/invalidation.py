@@ -260,18 +260,19 @@ def _conninfo(database_url: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-class Listener:
-    """The process's LISTEN connection (PostgreSQL only): `start()` once the event loop runs, `close()` at shutdown."""
+class _Follower:
+    """What keeps this process's caches in step with other processes' writes: one task, started once the event loop
+    runs, cancelled at shutdown."""
 
-    def __init__(self, database_url: str, hub: Invalidations) -> None:
-        self._conninfo = _conninfo(database_url)
+    _task_name = "invalidation"
+
+    def __init__(self, hub: Invalidations) -> None:
         self._hub = hub
         self._task: asyncio.Task[None] | None = None
-        self.connects = 0  # successful (re)connects: tests and operators see reconnection happen
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="invalidation-listener")
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=self._task_name)
 
     async def close(self) -> None:
         if self._task is not None:
@@ -280,6 +281,20 @@ class Listener:
                 await self._task
             self._task = None
         self._hub.listening = False
+
+    async def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Listener(_Follower):
+    """The process's LISTEN connection (PostgreSQL only): `start()` once the event loop runs, `close()` at shutdown."""
+
+    _task_name = "invalidation-listener"
+
+    def __init__(self, database_url: str, hub: Invalidations) -> None:
+        super().__init__(hub)
+        self._conninfo = _conninfo(database_url)
+        self.connects = 0  # successful (re)connects: tests and operators see reconnection happen
 
     async def _run(self) -> None:
         import psycopg
@@ -315,27 +330,16 @@ class Listener:
             delay = min(delay * 2, _MAX_DELAY)
 
 
-class StampWatcher:
+class StampWatcher(_Follower):
     """SQLite's stand-in for the listener (one node, several processes on one file: the gateway's workers beside the
     management server): every 0.1 s, one stat of the file's stamp; when another process committed a change, drop
     everything cached (coarse, but a stat is all it costs while nothing changes)."""
 
+    _task_name = "invalidation-stamp"
+
     def __init__(self, stamp: str, hub: Invalidations) -> None:
+        super().__init__(hub)
         self._stamp = stamp
-        self._hub = hub
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="invalidation-stamp")
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        self._hub.listening = False
 
     def _state(self) -> tuple[int, int] | None:
         try:
