@@ -16,7 +16,7 @@ from server.launch import start_management
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
 
-__all__ = ["Measurement", "measure", "print_table", "running_server"]
+__all__ = ["Measurement", "gateway_env", "measure", "print_table", "running_server"]
 
 
 @dataclass
@@ -70,6 +70,17 @@ def print_table(rows: list[Measurement], baseline: Measurement) -> None:
         print(
             f"{row.label:<44} {row.rps:>9.0f} {row.percentile(0.5):>8.2f} {row.percentile(0.99):>8.2f} {ratio:>11.2f}x"
         )
+
+
+def gateway_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """A gateway's environment on the benchmark's management server's database (its upstreams are on loopback)."""
+    return {
+        "SWITCHBOARD_DATABASE_URL": settings.database_url,
+        "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
+        "SWITCHBOARD_LOG_LEVEL": "WARNING",
+        "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
+        **extra,
+    }
 
 
 @contextlib.asynccontextmanager

@@ -32,7 +32,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bench.common import measure, running_server
+from bench.common import gateway_env, measure, running_server
 from server.heap import freeze_startup_heap
 from server.settings import Settings, load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
@@ -380,12 +380,7 @@ async def main() -> None:
 
 
 async def _run_cases(base_url: str, settings: Settings) -> None:
-    env = {
-        "SWITCHBOARD_DATABASE_URL": settings.database_url,
-        "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
-        "SWITCHBOARD_LOG_LEVEL": "WARNING",
-        "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",  # the upstream listens on loopback
-    }
+    env = gateway_env(settings)
     wrk = shutil.which("wrk") is not None
     with _process("upstream") as upstream:
         key = await _api_key(base_url, settings, upstream.url)

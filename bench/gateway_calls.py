@@ -19,7 +19,7 @@ import aiohttp
 from aiohttp import web
 
 from bench import gateway as g
-from bench.common import running_server
+from bench.common import gateway_env, running_server
 from server.settings import load_settings
 
 REQUESTS = 600
@@ -74,12 +74,7 @@ async def _calls_per_request(app: web.Application, headers: dict[str, str], body
 
 async def main() -> None:
     async with running_server() as (base_url, _port, settings):
-        env = {
-            "SWITCHBOARD_DATABASE_URL": settings.database_url,
-            "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
-            "SWITCHBOARD_LOG_LEVEL": "WARNING",
-            "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",  # the upstream listens on loopback
-        }
+        env = gateway_env(settings)
         with g._process("upstream") as upstream:
             key = await g._api_key(base_url, settings, upstream.url)
             from gateway.app import make_app  # imported here: the module is not needed to run other benchmarks

@@ -20,7 +20,7 @@ import tempfile
 
 import aiohttp
 
-from bench.common import running_server
+from bench.common import gateway_env, running_server
 from bench.gateway import (
     _PLAIN,
     C32_REQUESTS,
@@ -50,12 +50,7 @@ async def main() -> None:
 
 
 async def _run_cases(base_url: str, settings: Settings) -> None:
-    env = {
-        "SWITCHBOARD_DATABASE_URL": settings.database_url,
-        "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
-        "SWITCHBOARD_LOG_LEVEL": "WARNING",
-        "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",  # the upstream listens on loopback
-    }
+    env = gateway_env(settings)
     wrk = shutil.which("wrk") is not None
     runs: dict[str, list[Case]] = {"metrics on": [], "metrics off": []}
     share: float | None = None

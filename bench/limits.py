@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.common import running_server
+from bench.common import gateway_env, running_server
 from bench.gateway import MODEL, Case, Served, _api_key, _asyncio_case, _calls, _process, _ready, _wrk_case
 from server.settings import Settings
 from server.tokens import PLATFORM_ROLES, mint_token
@@ -80,16 +80,6 @@ async def _limited_key(base_url: str, settings: Settings, *, tenant_name: str, *
         return str(created["secret"])
 
 
-def _env(settings: Settings, **extra: str) -> dict[str, str]:
-    return {
-        "SWITCHBOARD_DATABASE_URL": settings.database_url,
-        "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
-        "SWITCHBOARD_LOG_LEVEL": "WARNING",
-        "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
-        **extra,
-    }
-
-
 async def _c32(http: aiohttp.ClientSession, served: Served, key: str, wrk: bool) -> Case:
     headers = {"Authorization": f"Bearer {key}"}
     url = f"{served.url}/v1/chat/completions"
@@ -115,8 +105,8 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
     limited = await _limited_key(base_url, settings, tenant_name="bench-limited", **everywhere)
     wrk = shutil.which("wrk") is not None
     stores = {
-        "in-process": _env(settings),
-        "redis": _env(
+        "in-process": gateway_env(settings),
+        "redis": gateway_env(
             settings, SWITCHBOARD_REDIS_URL=REDIS_URL, SWITCHBOARD_LIMITS_REDIS_PREFIX=f"bench:{secrets.token_hex(4)}:"
         ),
     }
@@ -170,7 +160,7 @@ async def _accuracy(base_url: str, settings: Settings) -> None:
     rpm_key = await _limited_key(base_url, settings, tenant_name="bench-rpm", key={"requestsPerMinute": "600"})
     budget = {"tokenBudget": "20000", "budgetPeriod": "BUDGET_PERIOD_DAY"}
     budget_key = await _limited_key(base_url, settings, tenant_name="bench-budget", key=budget)
-    env = _env(settings, SWITCHBOARD_REDIS_URL=REDIS_URL, SWITCHBOARD_LIMITS_REDIS_PREFIX=prefix)
+    env = gateway_env(settings, SWITCHBOARD_REDIS_URL=REDIS_URL, SWITCHBOARD_LIMITS_REDIS_PREFIX=prefix)
     print("-- accuracy: 3 gateway replicas sharing Redis, 64 concurrent calls")
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
         with _replicas(env, 3) as replicas:

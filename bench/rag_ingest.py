@@ -19,7 +19,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from bench.common import running_server
+from bench.common import gateway_env, running_server
 from bench.rag import _rag_and_key, _serve
 from server.settings import load_settings
 
@@ -90,12 +90,7 @@ async def main() -> None:
     embed_runner, embed_url = await _serve(embed_app)
     try:
         async with running_server() as (base_url, _port, settings):
-            env = {
-                "SWITCHBOARD_DATABASE_URL": settings.database_url,
-                "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
-                "SWITCHBOARD_LOG_LEVEL": "WARNING",
-                "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
-            }
+            env = gateway_env(settings)
             rag_id, key = await _rag_and_key(base_url, settings, embed_url)
             gateway_runner, gateway_url = await _serve(make_app(load_settings(env)))
             try:
