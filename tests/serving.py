@@ -113,10 +113,15 @@ async def serve(database: Database, var_dir: Path | None = None, **extra: str) -
             assert proc.returncode is None, f"serve exited {proc.returncode}:\n{log_path.read_text(errors='replace')}"
         yield handle
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 60)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        await stop(proc)
+
+
+async def stop(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within a minute."""
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 60)
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()

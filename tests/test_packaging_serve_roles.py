@@ -21,6 +21,7 @@ import pytest
 
 from server.store.migrate import upgrade
 from tests.conftest import Database, server_env
+from tests.serving import stop
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 
@@ -93,13 +94,7 @@ async def _serve(
     try:
         yield proc, port, gateway_port
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 60)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        await stop(proc)
 
 
 def _tables(db_file: Path) -> set[str]:
