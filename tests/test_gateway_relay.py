@@ -67,6 +67,7 @@ class _Call:
 
     def __init__(self) -> None:
         self.usages: list[dict[str, int]] = []
+        self.first_chunk_at = 0.0
 
     def count(self, usage: dict[str, int]) -> None:
         self.usages.append(usage)

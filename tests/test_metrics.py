@@ -125,5 +125,6 @@ async def test_management_metrics_label_contract_methods_only(server: Server) ->
     assert server.admin_token not in seen.text
     methods = seen.label_values(name, "method")
     assert all(
-        m == "other" or m.startswith(("/platform.", "/grpc.")) or m.endswith("z") for m in methods - {"/metrics"}
+        m == "other" or m.startswith(("/platform.", "/switchboard.", "/grpc.")) or m.endswith("z")
+        for m in methods - {"/metrics"}
     )

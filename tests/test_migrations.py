@@ -8,13 +8,15 @@ from sqlalchemy import Connection
 
 from server.store.db import Database as Store
 from server.store.models import Base
-from server.store.rag_index import RUNTIME_SCHEMA_PREFIXES
+from server.store.rag_index import RUNTIME_SCHEMA_COLUMNS, RUNTIME_SCHEMA_PREFIXES
 from tests.conftest import Database
 
 
-def _managed_by_migrations(name: str | None, type_: str, _parents: object) -> bool:
-    """The RAG chunk index creates its engine-specific tables and indexes at run time (their dimension is data), so
-    whether a test before this one used a RAG on the shared database must not matter."""
+def _managed_by_migrations(name: str | None, type_: str, parents: dict[str, str | None]) -> bool:
+    """The RAG chunk index creates its engine-specific tables, indexes and columns at run time (a vector's dimension
+    is data), so whether a test before this one used a RAG on the shared database must not matter."""
+    if type_ == "column":
+        return (parents.get("table_name"), name) not in RUNTIME_SCHEMA_COLUMNS
     return not (type_ in ("table", "index") and name is not None and name.startswith(RUNTIME_SCHEMA_PREFIXES))
 
 

@@ -2,19 +2,27 @@
 
 - SQLite (the embedded default): FTS5 (BM25) for lexical search; exact dense search in numpy over a matrix cached
   per RAG and invalidated through `rag_index_generations`.
-- PostgreSQL: full-text search over a GIN expression index; dense search with pgvector (a per-RAG partial HNSW index
-  in the dimension pinned by the RAG's first embedding, iterative scans for filtered queries). Without the pgvector
-  extension the numpy matrix serves dense search instead, so a plain PostgreSQL still works, exactly but slower.
+- PostgreSQL: full-text search over a GIN index of a stored tsvector column (added at run time); dense search with
+  pgvector (a per-RAG partial HNSW index in the dimension pinned by the RAG's first embedding, iterative scans for
+  filtered queries). Without the pgvector extension the numpy matrix serves dense search instead, so a plain
+  PostgreSQL still works, exactly but slower.
 
 `search` fuses the two ranked lists with reciprocal rank fusion. Metadata filters arrive here as the set of file ids
 that match, applied inside both searches, so a filtered query still returns `top_k` chunks when that many match.
 """
 
-from server.store.rag_index.base import RUNTIME_SCHEMA_PREFIXES, Candidate, ChunkIndex, ChunkInput
+from server.store.rag_index.base import (
+    RUNTIME_SCHEMA_COLUMNS,
+    RUNTIME_SCHEMA_PREFIXES,
+    Candidate,
+    ChunkIndex,
+    ChunkInput,
+)
 from server.store.rag_index.factory import chunk_index_for
 from server.store.rag_index.search import ChunkHit, SearchWeights, search
 
 __all__ = [
+    "RUNTIME_SCHEMA_COLUMNS",
     "RUNTIME_SCHEMA_PREFIXES",
     "Candidate",
     "ChunkHit",

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from server.store.models import RagIndexGenerationRow
 
 __all__ = [
+    "RUNTIME_SCHEMA_COLUMNS",
     "RUNTIME_SCHEMA_PREFIXES",
     "Candidate",
     "ChunkIndex",
@@ -32,6 +33,8 @@ __all__ = [
 # What the engines create at run time, not in the migrations: FTS5 and its shadow tables, the pgvector table and its
 # per-RAG indexes, and PostgreSQL's full-text GIN index on rag_chunks (an expression index made with the engine).
 RUNTIME_SCHEMA_PREFIXES = ("rag_chunks_fts", "rag_chunk_vectors", "ix_rag_chunks_tsv")
+# Columns an engine adds to a migrated table at run time: (table, column). PostgreSQL's stored tsvector.
+RUNTIME_SCHEMA_COLUMNS = frozenset({("rag_chunks", "tsv")})
 Vector = npt.NDArray[np.float32]
 _TERM = re.compile(r"\w+")
 _MAX_TERMS = 64
