@@ -5,26 +5,22 @@ on the same database finds the demo again."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from server.dev.models import STAND_IN_NOTICE
+from tests.readme import blocks
 from tests.test_quickstart import ROOT, _bash, _fresh_env, _serving
 
 WALKTHROUGH = ROOT / "docs" / "walkthrough.md"
 REFUSAL = "withheld by the output guardrail 'dev/stand-in-guardrail': the demo guardrail refuses anything"
 
 
-# The README quickstart's markers (tests/readme.py), on this page.
-_MARKED = re.compile(r"^<!-- quickstart: (\w+) -->\n```\w+\n(.*?)\n```$", re.S | re.M)
-
-
 def walkthrough_blocks() -> list[tuple[str, str]]:
     """(role, code) of every block of docs/walkthrough.md marked `<!-- quickstart: serve|shell|python -->`."""
-    return [(role, code) for role, code in _MARKED.findall(WALKTHROUGH.read_text())]
+    return [(role, block.code) for block in blocks(WALKTHROUGH) if (role := block.marked("quickstart"))]
 
 
 @pytest.mark.timeout(600)
