@@ -118,14 +118,14 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app[TRANSLATORS] = translators(settings)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
-        db = Database(settings.database_url)
+        db = Database.from_settings(settings)
         verifier = key_verifier if key_verifier is not None else default_key_verifier(settings, db)
         events, export = audit_trail(settings, db)
         refused = functools.partial(egress_refused, events)
         guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS, on_refused=refused)
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
         http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
-        meter = Meter(db)
+        meter = Meter(db, settings.metering_journal_path)
         if settings.metrics_enabled:
             metrics.watch_pool(db.engine)
         app[DB] = db

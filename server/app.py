@@ -283,7 +283,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
     if deps is None:
         # Tenant roles are cached for the same bound as API keys (see server.permissions.tenancy).
         info = {**memberships_info(settings.api_key_cache_seconds), **group_lists_info()}
-        db = Database(settings.database_url, session_info=info)
+        db = Database.from_settings(settings, session_info=info)
         follow_membership_changes(db.invalidations, info)
         deps = Deps(settings=settings, db=db)
     authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())

@@ -8,21 +8,29 @@ so requests of one service, status and second become one `api_traffic` row carry
 byte totals stay exact; a request's time is kept to the second. That turned a thousand rows per flush at load into
 a handful, and spares each request an event object.
 One background task per process writes them in batches (a few statements per table, see `_insert_sql`); `close()`
-drains whatever is left, so a graceful shutdown (SIGTERM) loses nothing. Events carry counts, ids and sizes only,
-never model input or output.
+drains whatever is left, so a graceful shutdown (SIGTERM) loses nothing. With a journal (server.metering_journal,
+what the servers use) every event and counted request is also appended to a local file first, so a process killed
+with kill -9 loses nothing either: the next meter on that directory writes what the dead one had not. Each usage
+event carries a call id unique to it (`call_id`) and each traffic row the key of its batch and bucket
+(`batch_key`); both are inserted ON CONFLICT DO NOTHING, so a batch written twice (replayed after it had committed)
+lands once. Events carry counts, ids and sizes only, never model input or output.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import itertools
 import logging
 import operator
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import IntEnum
+from pathlib import Path
 from typing import Any, TypeAlias
 
 import orjson
@@ -30,6 +38,7 @@ from sqlalchemy import Table, insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server.metering_journal import RESCAN_SECONDS, Journal, Segment
 from server.store.db import Database
 from server.store.models import ApiTrafficRow, UsageEventRow, utcnow
 
@@ -71,6 +80,7 @@ class UsageEvent:
     latency_ms: float = 0.0
     request_bytes: int = 0
     response_bytes: int = 0
+    call_id: str = ""  # given by the meter (`Meter.usage`) unless set
     occurred_at: datetime = field(default_factory=utcnow)
 
 
@@ -79,7 +89,10 @@ _TrafficCounts: TypeAlias = dict[tuple[str, int, int], list[int]]
 _USAGE_COLUMNS = tuple(f.name for f in fields(UsageEvent) if f.name != "occurred_at")
 _USAGE_VALUES = operator.attrgetter(*_USAGE_COLUMNS)  # a row is then one C-level call plus the time
 _USAGE_SHAPE = (*_USAGE_COLUMNS, "occurred_at")
-_TRAFFIC_SHAPE = ("service", "status", "requests", "request_bytes", "response_bytes", "occurred_at")
+_TRAFFIC_SHAPE = ("service", "status", "requests", "request_bytes", "response_bytes", "batch_key", "occurred_at")
+# A journal line: ["u", usage columns..., occurred_at] for a usage event, ["t", service, status, second, request
+# bytes, response bytes] for one request counted as traffic.
+_LINE = orjson.OPT_APPEND_NEWLINE
 
 
 _USAGE: Table = UsageEventRow.__table__  # type: ignore[assignment]
@@ -102,23 +115,67 @@ def _insert_sql(table: Table, dialect: Dialect, columns: tuple[str, ...], rows: 
     0.3-1.2 s and stalled the loop as often), while PostgreSQL's driver spends event-loop CPU on every row. SQLite gets
     multi-row VALUES (one GIL release per statement); PostgreSQL gets the batch as one JSON array of row arrays."""
     names = ", ".join(columns)
+    # ON CONFLICT DO NOTHING: a row already written (its call id or batch key taken) is skipped, not an error.
     if dialect.name == "sqlite":
         row = f"({', '.join(['?'] * len(columns))})"
-        return f"INSERT INTO {table.name} ({names}) VALUES {', '.join([row] * rows)}"  # noqa: S608
+        return f"INSERT INTO {table.name} ({names}) VALUES {', '.join([row] * rows)} ON CONFLICT DO NOTHING"  # noqa: S608
     casts = [table.c[name].type.compile(dialect=dialect) for name in columns]
     values = ", ".join(f"(v->>{i})::{cast}" for i, cast in enumerate(casts))
-    return f"INSERT INTO {table.name} ({names}) SELECT {values} FROM json_array_elements(%s::json) AS r(v)"  # noqa: S608
+    return (
+        f"INSERT INTO {table.name} ({names}) SELECT {values} FROM json_array_elements(%s::json) AS r(v) "  # noqa: S608
+        "ON CONFLICT DO NOTHING"
+    )
 
 
 def _usage_rows(events: list[UsageEvent], time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
     return [(*_USAGE_VALUES(e), time_of(e.occurred_at)) for e in events]
 
 
-def _traffic_rows(counts: _TrafficCounts, time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
+def _traffic_rows(counts: _TrafficCounts, batch_id: str, time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
     return [
-        (service, status, requests, received, sent, time_of(datetime.fromtimestamp(second, UTC)))
+        (
+            service,
+            status,
+            requests,
+            received,
+            sent,
+            f"{batch_id}/{service}/{status}/{second}",
+            time_of(datetime.fromtimestamp(second, UTC)),
+        )
         for (service, status, second), (requests, received, sent) in counts.items()
     ]
+
+
+def _count(counts: _TrafficCounts, key: tuple[str, int, int], request_bytes: int, response_bytes: int) -> bool:
+    """Add one request to its bucket; True when the bucket is new."""
+    bucket = counts.get(key)
+    if bucket is None:
+        counts[key] = [1, request_bytes, response_bytes]
+        return True
+    bucket[0] += 1
+    bucket[1] += request_bytes
+    bucket[2] += response_bytes
+    return False
+
+
+def _read_segment(segment: Segment) -> tuple[list[UsageEvent], _TrafficCounts]:
+    """A journal segment's events and traffic counts, as its writer held them for its batch."""
+    usage: list[UsageEvent] = []
+    traffic: _TrafficCounts = {}
+    for line in segment.lines():
+        try:
+            kind, *values = orjson.loads(line)
+            if kind == "u":
+                *columns, occurred_at = values
+                event = UsageEvent(**dict(zip(_USAGE_COLUMNS, columns, strict=True)))
+                event.occurred_at = datetime.fromisoformat(occurred_at)
+                usage.append(event)
+            elif kind == "t":
+                service, status, second, received, sent = values
+                _count(traffic, (service, status, second), received, sent)
+        except (ValueError, TypeError):  # a damaged line: the rest of the segment still counts
+            log.warning("metering journal %s: an unreadable line left out", segment.path.name)
+    return usage, traffic
 
 
 async def _insert(
@@ -149,24 +206,37 @@ async def _insert(
 
 class Meter:
     """Usage events wait in a plain list (appending costs the request one C call; an asyncio.Queue cost ten Python
-    calls per event between put and get) and traffic in a dict of per-second counts, until the flusher takes them,
-    at most `_BATCH` usage events per write."""
+    calls per event between put and get) and traffic in a dict of per-second counts, until the flusher takes them
+    all at once, written `_BATCH` usage events per transaction. `journal_dir`: keep the journal there (see the
+    module's docstring); without one, a process that dies loses what it had not written yet."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, journal_dir: Path | None = None) -> None:
         self._db = db
+        self._journal_dir = journal_dir
+        self._journal: Journal | None = None  # opened by start(), in the process that meters
         self._usage: list[UsageEvent] = []
         self._traffic: _TrafficCounts = {}
         self._wakeup: asyncio.Future[None] | None = None  # set while the flusher waits for a first event
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        # Call ids: unique per meter (a random prefix) without costing each call a random draw.
+        self._id_prefix = secrets.token_hex(6)
+        self._ids = itertools.count(1)
+        self._batches = itertools.count(1)
 
     def start(self) -> None:
         if self._task is not None:
             return
+        if self._journal_dir is not None and self._journal is None:
+            self._journal = Journal(self._journal_dir)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="gateway-meter")
 
     def usage(self, event: UsageEvent) -> None:
+        if not event.call_id:
+            event.call_id = f"{self._id_prefix}{next(self._ids):x}"
         self._usage.append(event)
+        if self._journal is not None:
+            self._journal.append(orjson.dumps(("u", *_USAGE_VALUES(event), event.occurred_at), option=_LINE))
         if self._wakeup is not None:
             self._wake()
 
@@ -174,16 +244,12 @@ class Meter:
         self, service: str, status: int, request_bytes: int, response_bytes: int, at: datetime | None = None
     ) -> None:
         """Count one request served (`at`: when, if not now)."""
-        key = (service, status, int(time.time() if at is None else at.timestamp()))
-        counts = self._traffic.get(key)
-        if counts is None:
-            self._traffic[key] = [1, request_bytes, response_bytes]
-            if self._wakeup is not None:
-                self._wake()
-        else:
-            counts[0] += 1
-            counts[1] += request_bytes
-            counts[2] += response_bytes
+        second = int(time.time() if at is None else at.timestamp())
+        if self._journal is not None:
+            line = ("t", service, status, second, request_bytes, response_bytes)
+            self._journal.append(orjson.dumps(line, option=_LINE))
+        if _count(self._traffic, (service, status, second), request_bytes, response_bytes) and self._wakeup is not None:
+            self._wake()
 
     def _wake(self) -> None:
         wakeup, self._wakeup = self._wakeup, None
@@ -198,30 +264,82 @@ class Meter:
         self._wake()
         await self._task
         self._task = None
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
 
     async def _run(self) -> None:
+        await self._replay()
+        rescan_at = time.monotonic() + RESCAN_SECONDS
         while True:
             if not (self._usage or self._traffic):
                 if self._closing:
                     return
                 self._wakeup = asyncio.get_running_loop().create_future()
-                await self._wakeup
+                with contextlib.suppress(TimeoutError):  # woken by an event, or in time to rescan
+                    await asyncio.wait_for(self._wakeup, max(0.0, rescan_at - time.monotonic()))
+                self._wakeup = None
                 continue
             if not self._closing and len(self._usage) < _BATCH:
                 await asyncio.sleep(_LINGER_SECONDS)  # let a batch gather; a backlog is written without pause
-            usage, self._usage = self._usage[:_BATCH], self._usage[_BATCH:]
+            # Taken with the segment that journaled them, in one step: the segment holds exactly this batch.
+            usage, self._usage = self._usage, []
             traffic, self._traffic = self._traffic, {}
-            await self._write(usage, traffic)
+            if self._journal is None:
+                await self._write(usage, traffic, f"{self._id_prefix}-{next(self._batches)}")
+            else:
+                await self._settle(self._journal.rotate(), usage, traffic)
+            if time.monotonic() >= rescan_at:
+                await self._replay()
+                rescan_at = time.monotonic() + RESCAN_SECONDS
 
-    async def _write(self, usage: list[UsageEvent], traffic: _TrafficCounts) -> None:
+    async def _settle(self, segment: Segment, usage: list[UsageEvent], traffic: _TrafficCounts) -> None:
+        """Write a journaled batch; delete its segment once written, keep it for a replay when not."""
+        assert self._journal is not None
+        self._journal.forget(segment)
+        try:
+            await asyncio.to_thread(segment.sync)  # durable before it is only in the database's hands
+            written = await self._write(usage, traffic, segment.batch_id)
+        except BaseException:
+            segment.release()
+            raise
+        if written:
+            segment.discard()
+        else:
+            segment.release()
+
+    async def _replay(self) -> None:
+        """Write the batches of segments nobody holds any more (their process died, or their write failed)."""
+        if self._journal is None:
+            return
+        for segment in await asyncio.to_thread(self._journal.leftovers):
+            usage, traffic = await asyncio.to_thread(_read_segment, segment)
+            log.warning(
+                "metering journal: replaying %d usage events and %d traffic counts left by an earlier process",
+                len(usage),
+                len(traffic),
+            )
+            await self._settle(segment, usage, traffic)
+
+    async def _write(self, usage: list[UsageEvent], traffic: _TrafficCounts, batch_id: str) -> bool:
+        """The batch in transactions of at most `_BATCH` usage events (the traffic with the first); False when one
+        failed beyond the retries (what was written stays written: the rows are idempotent)."""
+        chunks = [usage[start : start + _BATCH] for start in range(0, len(usage), _BATCH)] or [[]]
+        for index, chunk in enumerate(chunks):
+            if not await self._write_chunk(chunk, traffic if index == 0 else {}, batch_id):
+                return False
+        return True
+
+    async def _write_chunk(self, usage: list[UsageEvent], traffic: _TrafficCounts, batch_id: str) -> bool:
         for attempt in range(3):
             try:
                 async with self._db.transaction() as session:
                     if usage:
                         await _insert(session, _USAGE, _USAGE_SHAPE, functools.partial(_usage_rows, usage))
                     if traffic:
-                        await _insert(session, _TRAFFIC, _TRAFFIC_SHAPE, functools.partial(_traffic_rows, traffic))
-                return
+                        rows = functools.partial(_traffic_rows, traffic, batch_id)
+                        await _insert(session, _TRAFFIC, _TRAFFIC_SHAPE, rows)
+                return True
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -232,4 +350,12 @@ class Meter:
                     attempt + 1,
                 )
                 await asyncio.sleep(0.5 * (attempt + 1))
-        log.error("dropped %d usage events and %d traffic counts after retries", len(usage), len(traffic))
+        if self._journal is not None:
+            log.error(
+                "%d usage events and %d traffic counts kept in the metering journal for a later attempt",
+                len(usage),
+                len(traffic),
+            )
+        else:
+            log.error("dropped %d usage events and %d traffic counts after retries", len(usage), len(traffic))
+        return False

@@ -87,6 +87,16 @@ class Settings:
     # On SIGTERM a replica stops accepting, lets in-flight requests and streams finish for at most this long, flushes
     # its usage meter and exits (docs/lifecycle.md): keep it below Kubernetes' terminationGracePeriodSeconds.
     shutdown_grace_seconds: float = 20.0
+    # On SIGTERM a replica first only reports not ready (/readyz 503) while still serving, this long, so that load
+    # balancers' health checks take it out of rotation before it stops accepting (docs/lifecycle.md).
+    shutdown_deregister_seconds: float = 5.0
+    # Connections each process keeps open to the database for transactions (as many more may open in a burst, and
+    # half as many for lone reads), and how long a request waits for one before it is refused 503 `unavailable`.
+    db_pool_size: int = 32
+    db_pool_timeout_seconds: float = 30.0
+    # Where each metering process journals what it has not written to the database yet (server.metering_journal);
+    # empty: var/metering-journal. Put it on a volume that outlives the process (docs/operations.md).
+    metering_journal_dir: str = ""
     # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
     # base + /rag/{id}.
     gateway_public_url: str = "http://127.0.0.1:8081"
@@ -159,6 +169,10 @@ class Settings:
         return self.var_dir / "metrics"
 
     @property
+    def metering_journal_path(self) -> Path:
+        return Path(self.metering_journal_dir) if self.metering_journal_dir else self.var_dir / "metering-journal"
+
+    @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
@@ -180,6 +194,20 @@ def _positive(value: str, name: str, unit: str = "seconds") -> float:
     number = float(value)
     if not 0 < number < math.inf:  # also refuses NaN
         raise ValueError(f"{_PREFIX}{name} must be a positive number of {unit}")
+    return number
+
+
+def _not_negative(value: str, name: str) -> float:
+    number = float(value)
+    if not 0 <= number < math.inf:  # also refuses NaN
+        raise ValueError(f"{_PREFIX}{name} must be a number of seconds, 0 or more")
+    return number
+
+
+def _count(value: str, name: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(f"{_PREFIX}{name} must be 1 or more")
     return number
 
 
@@ -256,6 +284,12 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         restart_window_seconds=float(_get(env, "RESTART_WINDOW_SECONDS", "60")),
         gateway_liveness_seconds=_positive(_get(env, "GATEWAY_LIVENESS_SECONDS", "20"), "GATEWAY_LIVENESS_SECONDS"),
         shutdown_grace_seconds=_positive(_get(env, "SHUTDOWN_GRACE_SECONDS", "20"), "SHUTDOWN_GRACE_SECONDS"),
+        shutdown_deregister_seconds=_not_negative(
+            _get(env, "SHUTDOWN_DEREGISTER_SECONDS", "5"), "SHUTDOWN_DEREGISTER_SECONDS"
+        ),
+        db_pool_size=_count(_get(env, "DB_POOL_SIZE", "32"), "DB_POOL_SIZE"),
+        db_pool_timeout_seconds=_positive(_get(env, "DB_POOL_TIMEOUT_SECONDS", "30"), "DB_POOL_TIMEOUT_SECONDS"),
+        metering_journal_dir=_get(env, "METERING_JOURNAL_DIR", ""),
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
         cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),

@@ -96,7 +96,7 @@ class Deps:
 
     def meter(self) -> Meter:
         if self._meter is None:
-            self._meter = Meter(self.db)
+            self._meter = Meter(self.db, self.settings.metering_journal_path)
         return self._meter
 
     def observability_sources(self) -> Sources:

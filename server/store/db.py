@@ -14,6 +14,7 @@ import secrets
 import select
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,10 +29,12 @@ from sqlalchemy.sql import Select
 
 from server.errors import AlreadyExists
 from server.invalidation import Invalidations, Listener, StampWatcher, invalidations_info
+from server.settings import Settings
 
 __all__ = [
     "Database",
     "KeyLookup",
+    "Pool",
     "as_utc",
     "insert_ignoring_duplicates",
     "integrity_as",
@@ -69,11 +72,23 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-# Connections kept open per process. A request holds one for its whole transaction, so the pool must cover the
-# requests in flight: when it is smaller, every request past it opens a connection and closes it on return (for
-# PostgreSQL a new backend process, for SQLite a new file handle and worker thread), which cost more than the query.
-_POOL_SIZE = 32
-_MAX_OVERFLOW = 32
+@dataclass(frozen=True)
+class Pool:
+    """Connections kept open per process (`size`, SWITCHBOARD_DB_POOL_SIZE), and how long a request waits for one
+    (`timeout`, SWITCHBOARD_DB_POOL_TIMEOUT_SECONDS) before it fails with SQLAlchemy's TimeoutError, which the
+    servers answer 503 `unavailable` (server.errors). A request holds a connection for its whole transaction, so the
+    pool must cover the requests in flight: when it is smaller, every request past it opens a connection and closes
+    it on return (for PostgreSQL a new backend process, for SQLite a new file handle and worker thread), which cost
+    more than the query. As many again may open in a burst (overflow)."""
+
+    size: int = 32
+    timeout: float = 30.0
+
+    @property
+    def lone(self) -> int:
+        """Lone reads on PostgreSQL hold a connection for one round trip, not a transaction: fewer cover the same
+        load."""
+        return max(1, self.size // 2)
 
 
 def _idle_connection_alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -267,51 +282,51 @@ def _sqlite_file(url: str) -> str | None:
     return str(parsed.database) if parsed.database not in (None, "", ":memory:") and not parsed.query else None
 
 
-def _inline_read_engine(path: str) -> AsyncEngine:
+def _inline_read_engine(path: str, pool: Pool) -> AsyncEngine:
     """SQLite file: the engine behind `lone_read()`, its statements served on the loop (see `_InlineReadConnection`)."""
     return create_async_engine(
         f"sqlite+aiosqlite:///{path}",  # the file: not an in-memory database, which SQLAlchemy pools statically
         hide_parameters=True,
-        pool_size=_POOL_SIZE,
-        max_overflow=_MAX_OVERFLOW,
+        pool_size=pool.size,
+        max_overflow=pool.size,
+        pool_timeout=pool.timeout,
         async_creator=_sqlite_creator(path, inline_reads=True),
     )
 
 
-# Lone reads on PostgreSQL hold a connection for one round trip, not a transaction: fewer cover the same load.
-_LONE_POOL_SIZE = 16
-_LONE_MAX_OVERFLOW = 16
 # SQLite's lone statements run on the event loop, one at a time: more connections only serve while one is rerun on
 # its thread (a busy database).
 _SQLITE_HELD = 4
 
 
-def make_engine(url: str) -> AsyncEngine:
+def make_engine(url: str, pool: Pool | None = None) -> AsyncEngine:
+    pool = pool or Pool()
     if url.startswith("sqlite"):
         path = _sqlite_file(url)
         engine = create_async_engine(
             url,
             connect_args={"timeout": 10},
             hide_parameters=True,
-            pool_size=_POOL_SIZE,
-            max_overflow=_MAX_OVERFLOW,
+            pool_size=pool.size,
+            max_overflow=pool.size,
+            pool_timeout=pool.timeout,
             **({"async_creator": _sqlite_creator(path)} if path is not None else {}),
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return _server_engine(url)
+    return _server_engine(url, pool_size=pool.size, pool_timeout=pool.timeout)
 
 
-def _server_engine(
-    url: str, *, pool_size: int = _POOL_SIZE, max_overflow: int = _MAX_OVERFLOW, **options: Any
-) -> AsyncEngine:
-    """A database server's engine (PostgreSQL); `options` go to create_async_engine."""
+def _server_engine(url: str, *, pool_size: int, pool_timeout: float, **options: Any) -> AsyncEngine:
+    """A database server's engine (PostgreSQL), with as many overflow connections as `pool_size`; `options` go to
+    create_async_engine."""
     # hide_parameters: a logged database error must not carry the statement's values (model input, items).
     psycopg = make_url(url).get_driver_name() == "psycopg"
     engine = create_async_engine(
         url,
         pool_size=pool_size,
-        max_overflow=max_overflow,
+        max_overflow=pool_size,
+        pool_timeout=pool_timeout,
         pool_pre_ping=not psycopg,  # another driver: the generic ping
         hide_parameters=True,
         **options,
@@ -321,15 +336,15 @@ def _server_engine(
     return engine
 
 
-def _autocommit_engine(url: str) -> AsyncEngine:
+def _autocommit_engine(url: str, pool: Pool) -> AsyncEngine:
     """A database server's engine behind `lone_read()`, its connections in autocommit for good. Lone reads on the
     main engine with an AUTOCOMMIT execution option switched each connection into autocommit at checkout and back at
     checkin, and rolled back on return: three driver calls around every read, ~10% of a ListGroups under load. An
     autocommit connection has no transaction to roll back, so nothing is reset on return."""
     return _server_engine(
         url,
-        pool_size=_LONE_POOL_SIZE,
-        max_overflow=_LONE_MAX_OVERFLOW,
+        pool_size=pool.lone,
+        pool_timeout=pool.timeout,
         isolation_level="AUTOCOMMIT",
         pool_reset_on_return=None,
     )
@@ -375,10 +390,12 @@ class _LoneStatements:
         *,
         named: bool,
         held: int,
+        timeout: float,
         alive: Callable[[Any], bool] = _always_alive,
         coalesce: bool = False,
     ) -> None:
         self._engine = engine
+        self._timeout = timeout  # as the pool's: waiting longer for a held connection fails as a pool timeout
         self._named = named  # the driver takes a mapping (psycopg); otherwise a sequence in bind order (sqlite3)
         # Key lookups in one statement per loop turn: worth it where a statement is a round trip (a database server),
         # not on SQLite, whose lone statements run on the loop.
@@ -410,7 +427,7 @@ class _LoneStatements:
     async def rows(self, statement: Select[Any], parameters: Mapping[str, Any]) -> list[Any]:
         sql, names = self._prepare(statement)
         bound = {n: parameters[n] for n in names} if self._named else [parameters[n] for n in names]
-        held = self._held.get_nowait() if not self._held.empty() else await self._held.get()
+        held = self._held.get_nowait() if not self._held.empty() else await self._wait_for_held()
         try:
             if held is None or not self._alive(_driver(held)):
                 await _discard(held)
@@ -423,6 +440,13 @@ class _LoneStatements:
             # psycopg finishes a cancelled statement (or closes the connection) before the cancellation reaches
             # here, and a connection that broke is found out before it is lent again.
             self._held.put_nowait(held)
+
+    async def _wait_for_held(self) -> AsyncConnection | None:
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await self._held.get()
+        except TimeoutError:
+            raise exc.TimeoutError(f"no lone-read connection free within {self._timeout:g} s") from None
 
     async def value(self, lookup: KeyLookup, key: Any) -> Any:
         """One key's value (None without a row), through one statement per turn of the event loop for all lookups
@@ -542,10 +566,11 @@ class Database:
     `before_commit`, when set, runs in every `transaction()` that is about to commit, inside it: the audit trail adds
     the event of the RPC being served there, so the change and its event commit together or not at all."""
 
-    def __init__(self, url: str, *, session_info: dict[str, Any] | None = None) -> None:
+    def __init__(self, url: str, *, session_info: dict[str, Any] | None = None, pool: Pool | None = None) -> None:
+        pool = pool or Pool()
         self.url = url
         self.before_commit: BeforeCommit | None = None
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, pool)
         # Writes through this database drop the caches that registered here (server.invalidation).
         sqlite_file = _sqlite_file(url) if url.startswith("sqlite") else None
         stamp = f"{sqlite_file}.invalidated" if sqlite_file else None
@@ -563,19 +588,25 @@ class Database:
         self._statements: _LoneStatements | None = None
         lone_info = info
         if not url.startswith("sqlite"):
-            lone = self._read_engine = _autocommit_engine(url)
+            lone = self._read_engine = _autocommit_engine(url, pool)
             if make_url(url).get_driver_name() == "psycopg":
                 self._statements = _LoneStatements(
-                    lone, named=True, held=_LONE_POOL_SIZE, alive=_idle_driver_alive, coalesce=True
+                    lone, named=True, held=pool.lone, timeout=pool.timeout, alive=_idle_driver_alive, coalesce=True
                 )
                 lone_info = {**info, _LONE_STATEMENTS: self._statements}
         elif (path := _sqlite_file(url)) is not None:
-            lone = self._read_engine = _inline_read_engine(path)
-            self._statements = _LoneStatements(lone, named=False, held=_SQLITE_HELD)
+            lone = self._read_engine = _inline_read_engine(path, pool)
+            self._statements = _LoneStatements(lone, named=False, held=_SQLITE_HELD, timeout=pool.timeout)
             lone_info = {**info, _LONE_STATEMENTS: self._statements}
         else:
             lone = self.engine
         self._lone_reads = async_sessionmaker(lone, class_=_LoneReadSession, expire_on_commit=False, info=lone_info)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, session_info: dict[str, Any] | None = None) -> Database:
+        """The database a server process uses, its pools sized by the settings."""
+        pool = Pool(settings.db_pool_size, settings.db_pool_timeout_seconds)
+        return cls(settings.database_url, session_info=session_info, pool=pool)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:

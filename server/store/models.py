@@ -227,8 +227,12 @@ class UsageEventRow(Base):
         Index("ix_usage_events_time", "occurred_at"),
         # Per-target reads (deployment and external-model metrics) touch only their own target's rows.
         Index("ix_usage_events_target", "target_kind", "target_name", "occurred_at"),
+        # A replayed metering journal inserts a call already written as nothing (server.metering).
+        Index("ux_usage_events_call_id", "call_id", unique=True),
     )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    # The gateway's id of the call; NULL on rows written before migration 0006.
+    call_id: Mapped[str | None] = mapped_column(String(40), default=None)
     occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
     tenant_id: Mapped[str] = mapped_column(String(64), default="")
     api_key_id: Mapped[str] = mapped_column(String(64), default="")
@@ -253,8 +257,13 @@ class ApiTrafficRow(Base):
     for GetPlatformApiTrafficSeries. Rows written before requests were counted per second hold one request each."""
 
     __tablename__ = "api_traffic"
-    __table_args__ = (Index("ix_api_traffic_time", "occurred_at"),)
+    __table_args__ = (
+        Index("ix_api_traffic_time", "occurred_at"),
+        Index("ux_api_traffic_batch_key", "batch_key", unique=True),  # see UsageEventRow.call_id
+    )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    # The journal batch and bucket the row sums (server.metering); NULL on rows written before migration 0006.
+    batch_key: Mapped[str | None] = mapped_column(String(160), default=None)
     occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
     service: Mapped[str] = mapped_column(String(64))
     status: Mapped[int] = mapped_column(Integer, default=0)

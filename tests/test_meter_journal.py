@@ -1,0 +1,164 @@
+"""The metering journal (server.metering_journal): what a process metered survives its kill -9 and is written once by
+the next meter on the same directory; a batch replayed after it had committed lands once; a live process's journal
+is never taken from it. Real processes, killed with SIGKILL, on both databases."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from server.metering import Meter
+from server.metering_journal import Journal
+from server.store.db import Database as Db
+from server.store.models import ApiTrafficRow, UsageEventRow
+from tests.conftest import Database
+
+EVENTS = 1_234  # more than one transaction's worth (1,000)
+START = datetime(2026, 4, 1, 8, 0, 0, tzinfo=UTC)
+
+# Meters EVENTS usage events and as many requests, then kills itself before its flusher could write any of them
+# (it waits half a second for a batch to gather).
+_METER_THEN_DIE = """
+import asyncio, os, signal, sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from server.metering import Meter, UsageEvent
+from server.store.db import Database
+
+async def main(url, journal, tenant, events, start):
+    meter = Meter(Database(url), Path(journal))
+    meter.start()
+    for i in range(events):
+        at = start + timedelta(seconds=i)
+        meter.usage(UsageEvent(tenant_id=tenant, api_key_id="k", user_id="u", model_id="m", call_kind=1,
+                               prompt_tokens=i, request_bytes=i, occurred_at=at))
+        meter.traffic("svc-" + tenant, 200, i, 2 * i, at=start + timedelta(seconds=i // 10))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), datetime.fromisoformat(sys.argv[5])))
+"""
+
+# Holds a journal with one line in it until stdin closes.
+_HOLD = """
+import sys
+from pathlib import Path
+from server.metering_journal import Journal
+
+journal = Journal(Path(sys.argv[1]))
+journal.append(b'["t","held",200,0,0,0]\\n')
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def _metered_then_killed(url: str, journal: Path, tenant: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _METER_THEN_DIE, url, str(journal), tenant, str(EVENTS), START.isoformat()],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode(errors="replace")
+
+
+def _segments(journal: Path) -> list[Path]:
+    return sorted(journal.glob("*.journal"))
+
+
+async def _counts(db: Db, tenant: str) -> tuple[int, int, int, int]:
+    """(usage rows, distinct call ids, traffic rows, requests counted) for the tenant's rows."""
+    async with db.read() as session:
+        usage, calls = (
+            await session.execute(
+                select(func.count(), func.count(UsageEventRow.call_id.distinct())).where(
+                    UsageEventRow.tenant_id == tenant
+                )
+            )
+        ).one()
+        rows, requests = (
+            await session.execute(
+                select(func.count(), func.coalesce(func.sum(ApiTrafficRow.requests), 0)).where(
+                    ApiTrafficRow.service == f"svc-{tenant}"
+                )
+            )
+        ).one()
+    return int(usage), int(calls), int(rows), int(requests)
+
+
+async def _replay(db: Db, journal: Path) -> None:
+    """A new process's meter on the same directory: it replays at its start; closing it waits for that."""
+    meter = Meter(db, journal)
+    meter.start()
+    await asyncio.sleep(0)
+    await meter.close()
+
+
+async def test_a_killed_process_loses_nothing_and_a_replayed_batch_lands_once(database: Database) -> None:
+    journal = Path(tempfile.mkdtemp(prefix="switchboard-journal-"))
+    tenant = f"journal-{database.backend}-{os.getpid()}"
+    db = Db(database.url)
+    try:
+        _metered_then_killed(database.url, journal, tenant)
+        left = _segments(journal)
+        assert len(left) == 1  # the dead process's one batch, nothing of it in the database yet
+        assert await _counts(db, tenant) == (0, 0, 0, 0)
+        kept = Path(tempfile.mkdtemp(prefix="switchboard-journal-copy-"))
+        shutil.copy2(left[0], kept / left[0].name)
+
+        await _replay(db, journal)
+        assert await _counts(db, tenant) == (EVENTS, EVENTS, (EVENTS + 9) // 10, EVENTS)
+        assert _segments(journal) == []  # written: deleted
+
+        # As if the replaying process had died after its commit, before deleting the segment: replayed again.
+        shutil.copy2(kept / left[0].name, left[0])
+        await _replay(db, journal)
+        assert await _counts(db, tenant) == (EVENTS, EVENTS, (EVENTS + 9) // 10, EVENTS)
+        assert _segments(journal) == []  # written (as nothing), not refused and kept
+        async with db.read() as session:
+            rows = (
+                await session.execute(
+                    select(UsageEventRow.prompt_tokens, UsageEventRow.occurred_at)
+                    .where(UsageEventRow.tenant_id == tenant)
+                    .order_by(UsageEventRow.prompt_tokens)
+                )
+            ).all()
+        at = [value.replace(tzinfo=UTC) if value.tzinfo is None else value for _, value in rows]
+        assert [tokens for tokens, _ in rows] == list(range(EVENTS))
+        assert at == [START + timedelta(seconds=i) for i in range(EVENTS)]  # every field as metered
+    finally:
+        await db.close()
+        shutil.rmtree(journal, ignore_errors=True)
+
+
+def test_a_live_process_keeps_its_journal() -> None:
+    journal = Path(tempfile.mkdtemp(prefix="switchboard-journal-"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(journal)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == b"holding\n"
+        other = Journal(journal)
+        assert other.leftovers() == []  # held by a live writer: not ours to replay
+        holder.kill()
+        holder.wait(30)
+        taken = other.leftovers()  # its writer is gone: now it is
+        assert [list(s.lines()) for s in taken] == [[b'["t","held",200,0,0,0]']]
+        for segment in taken:
+            segment.discard()
+        other.close()
+        assert _segments(journal) == []
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(30)
+        shutil.rmtree(journal, ignore_errors=True)
