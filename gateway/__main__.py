@@ -4,8 +4,9 @@ The parent process claims the address (server.listening: a second server on the 
 use" instead of silently taking part of the traffic) and reserves it with SO_REUSEPORT (resolving port 0 to a real
 port), then forks `settings.gateway_workers` workers (0 = os.cpu_count()); each binds the same address with
 SO_REUSEPORT, so the kernel spreads connections across them. SIGTERM/SIGINT on the parent is passed to every
-worker, which closes its listening socket (once all have, the port refuses new connections), reports not ready to
-requests on open connections, lets in-flight requests and streams finish for at most
+worker, which first reports not ready (/readyz 503) while still serving for `settings.shutdown_deregister_seconds`
+(load balancers take the replica out of rotation meanwhile), then closes its listening socket (once all have, the
+port refuses new connections), lets in-flight requests and streams finish for at most
 `settings.shutdown_grace_seconds`, and flushes its usage meter before exiting; the parent kills any worker still
 running past that bound (docs/lifecycle.md). A worker that dies is replaced after a growing delay; when workers
 keep dying (`server.supervision.RestartBudget`) the gateway stops and exits 1. A worker whose event loop stops
@@ -78,8 +79,13 @@ async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | Non
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
+        if READINESS in app:  # whatever asks /readyz from now on hears "draining"
+            app[READINESS].drain()
+        # Serving on, unready: a load balancer's health check takes the replica out of rotation meanwhile, so no
+        # request is sent to it as its listener closes.
+        await asyncio.sleep(settings.shutdown_deregister_seconds)
     finally:
-        if READINESS in app:  # whatever still asks /readyz while in-flight requests finish hears "draining"
+        if READINESS in app:
             app[READINESS].drain()
         listener.close()  # stop accepting
         await runner.cleanup()  # lets in-flight requests finish (up to the grace), runs cleanup_ctx (meter flush)
@@ -130,7 +136,9 @@ class _Workers:
     def stop(self, _signum: int = signal.SIGTERM, _frame: FrameType | None = None) -> None:
         """The SIGTERM/SIGINT handler (also called when workers keep failing)."""
         if not self._stopping:
-            self._deadline = time.monotonic() + self._settings.shutdown_grace_seconds + _FLUSH_SECONDS
+            settings = self._settings
+            bound = settings.shutdown_deregister_seconds + settings.shutdown_grace_seconds + _FLUSH_SECONDS
+            self._deadline = time.monotonic() + bound
         self._stopping = True
         self._reserved.close()  # with the workers' listeners closed too, the port refuses new connections
         for proc in self._workers:

@@ -302,7 +302,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         app = service.asgi_app(handler, interceptors=interceptors, **bounds)
         apps[app.path] = app
         descriptors.append(service.descriptor)
-    readiness = Readiness(deps.db)
+    readiness = Readiness(deps.db, marker=settings.management_drain_marker)
     health = HealthHandler(readiness)
     for app in health.apps(**bounds):
         apps[app.path] = app

@@ -96,7 +96,12 @@ class _Management(_Child):
 
     async def stop(self) -> None:
         if self._server is not None:
-            await drain_management(self._server, self._settings.shutdown_grace_seconds)
+            await drain_management(
+                self._server,
+                self._settings.shutdown_grace_seconds,
+                deregister_seconds=self._settings.shutdown_deregister_seconds,
+                marker=self._settings.management_drain_marker,
+            )
 
 
 class _Gateway(_Child):
@@ -117,8 +122,12 @@ class _Gateway(_Child):
         if self._proc is None or self._proc.returncode is not None:
             return
         self._proc.terminate()
-        try:  # the gateway bounds its own drain (grace, then its last flush): this is only a backstop
-            await asyncio.wait_for(self._proc.wait(), self._settings.shutdown_grace_seconds + _GATEWAY_FLUSH_SECONDS)
+        # The gateway bounds its own drain (deregistration, grace, then its last flush): this is only a backstop.
+        bound = (
+            self._settings.shutdown_deregister_seconds + self._settings.shutdown_grace_seconds + _GATEWAY_FLUSH_SECONDS
+        )
+        try:
+            await asyncio.wait_for(self._proc.wait(), bound)
         except TimeoutError:
             self._proc.kill()
             await self._proc.wait()

@@ -11,9 +11,11 @@ request headers (slowloris), in two parts:
 
 Envoy binds its listener with SO_REUSEPORT by default, which let a second server bind the same port and take part of
 the traffic; ours is bound once for all of Envoy's threads (`enable_reuse_port: false`), so a second one is refused
-(server.listening). A graceful stop (`drain_management`) first closes that listener through Envoy's admin API, waits
-for the requests in flight to finish, then sends SIGTERM, on which pyvoy runs the app's lifespan shutdown (the
-traffic meter's last batch).
+(server.listening). A graceful stop (`drain_management`) first reports not ready while still serving (the drain
+marker file, which the app's /readyz reads: the app runs inside Envoy and gets no signal of its own) for the
+deregistration delay, so that load balancers stop sending requests before the listener goes; then closes that
+listener through Envoy's admin API, waits for the requests in flight to finish, and sends SIGTERM, on which pyvoy
+runs the app's lifespan shutdown (the traffic meter's last batch).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import contextlib
 import re
 import time
 import urllib.request
+from pathlib import Path
 from typing import IO, Any, Literal
 
 from server.listening import ensure_free
@@ -91,8 +94,11 @@ async def start_management(
     from pyvoy import StartupError
 
     # The served app reads its settings from the environment pyvoy hands it: `env` when given, else this process's.
-    header_timeout = (load_settings(env) if env else load_settings()).request_header_timeout_seconds
+    settings = load_settings(env) if env else load_settings()
+    header_timeout = settings.request_header_timeout_seconds
     ensure_free(host, port, _WHAT)
+    # Left by a server of this var dir that was killed while draining: this one is not draining.
+    settings.management_drain_marker.unlink(missing_ok=True)
     options = {"address": host, "port": port, "env": env or {}, "stdout": stdout, "stderr": stderr}
     server = _exclusive_server(header_timeout, **options, log_level=log_level)
     try:
@@ -126,12 +132,33 @@ def _drain(address: str, grace_seconds: float) -> None:
         time.sleep(0.1)
 
 
-async def drain_management(server: Any, grace_seconds: float) -> None:
-    """Stop accepting, let in-flight requests finish for at most `grace_seconds`, then stop the server (which
-    flushes its meter on the way out)."""
+def _mark(marker: Path, *, draining: bool) -> None:
+    """A file's creation or removal: microseconds, done on the loop."""
+    if draining:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    else:
+        marker.unlink(missing_ok=True)
+
+
+async def drain_management(
+    server: Any, grace_seconds: float, *, deregister_seconds: float = 0.0, marker: Path | None = None
+) -> None:
+    """Report not ready (`marker`: the settings' `management_drain_marker`) while still serving for
+    `deregister_seconds`, then stop accepting, let in-flight requests finish for at most `grace_seconds`, and stop
+    the server (which flushes its meter on the way out)."""
     address = getattr(server, "_admin_address", None)  # pyvoy keeps Envoy's admin address; no public accessor
-    if address and not server.stopped:
-        # Envoy already gone or not answering: stopping it is all that is left.
-        with contextlib.suppress(OSError):
-            await asyncio.to_thread(_drain, address, grace_seconds)
-    await server.stop()
+    try:
+        if address and not server.stopped:
+            if marker is not None:
+                _mark(marker, draining=True)
+                # Serving on, unready: a load balancer's health check takes the replica out of rotation meanwhile,
+                # so no request is sent to it as its listener closes.
+                await asyncio.sleep(deregister_seconds)
+            # Envoy already gone or not answering: stopping it is all that is left.
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(_drain, address, grace_seconds)
+        await server.stop()
+    finally:
+        if marker is not None:
+            _mark(marker, draining=False)

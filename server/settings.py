@@ -169,6 +169,11 @@ class Settings:
         return self.var_dir / "metrics"
 
     @property
+    def management_drain_marker(self) -> Path:
+        """While this file exists the management server reports not ready (server.launch.drain_management)."""
+        return self.var_dir / "management.draining"
+
+    @property
     def metering_journal_path(self) -> Path:
         return Path(self.metering_journal_dir) if self.metering_journal_dir else self.var_dir / "metering-journal"
 

@@ -121,6 +121,8 @@ def server_env(database: Database, var_dir: Path, **extra: str) -> dict[str, str
             "SWITCHBOARD_API_KEY_CACHE_SECONDS": "1",
             # Stand-in MCP servers and OAuth endpoints only ever listen on loopback (development/test setting).
             "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
+            # Stopped servers stop accepting at once; tests of the deregistration delay set their own.
+            "SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS": "0",
             **extra,
         }
     )

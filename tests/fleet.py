@@ -40,6 +40,7 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 MODEL = "fleet-chat"
 REPLICA_HEADER = "x-switchboard-replica"
 _STARTUP_SECONDS = 60.0
+DEREGISTER_SECONDS = 2.0
 
 
 def free_port() -> int:
@@ -116,9 +117,11 @@ class Replica:
             await _end_group(self.proc, signal.SIGKILL, 0)
 
     async def stop(self, grace: float = 60.0) -> None:
-        """SIGTERM (a rolling restart); kill -9 of the group if it has not exited within `grace` seconds."""
+        """SIGTERM to the replica's main process only, as Kubernetes sends it to a container's PID 1 in a rolling
+        restart (to the whole group it would also reach the management server's Envoy, which would quit at once
+        instead of being drained by `serve`); kill -9 of the group if it has not exited within `grace` seconds."""
         if self.proc is not None:
-            await _end_group(self.proc, signal.SIGTERM, grace)
+            await _end_group(self.proc, signal.SIGTERM, grace, leader_only=True)
 
     def tail(self) -> str:
         return _tail(self.log)
@@ -128,11 +131,17 @@ def _tail(log: Path) -> str:
     return log.read_text(errors="replace")[-2000:] if log.exists() else ""
 
 
-async def _end_group(proc: asyncio.subprocess.Process, sig: signal.Signals, grace: float) -> None:
-    """Send `sig` to the process group `proc` leads; after `grace` seconds kill -9 whatever of it is left."""
+async def _end_group(
+    proc: asyncio.subprocess.Process, sig: signal.Signals, grace: float, *, leader_only: bool = False
+) -> None:
+    """Send `sig` to the process group `proc` leads (`leader_only`: to `proc` alone); after `grace` seconds kill -9
+    whatever of the group is left."""
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
+            if leader_only:
+                os.kill(proc.pid, sig)
+            else:
+                os.killpg(proc.pid, sig)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), grace or None)
     with contextlib.suppress(ProcessLookupError):
@@ -398,6 +407,9 @@ async def running_fleet(
             "SWITCHBOARD_LOG_LEVEL": "WARNING",
             "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",  # the stand-in model listens on loopback (test setting)
             "SWITCHBOARD_GATEWAY_WORKERS": str(gateway_workers),
+            # On SIGTERM a replica stays up, unready, this long: Envoy's health check (every 0.5 s, one failure
+            # enough) takes it out of rotation before it stops accepting.
+            "SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS": str(DEREGISTER_SECONDS),
             **extra_env,
         }
         seed = root / "seed"
