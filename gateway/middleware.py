@@ -45,7 +45,9 @@ from server.errors import (
     QuotaExceeded,
     SwitchboardError,
     Unauthenticated,
+    Unavailable,
     UpstreamFailed,
+    unavailable,
     wire_error_for,
 )
 from server.input_bounds import check_json_bounds
@@ -89,7 +91,7 @@ def _code(exc: SwitchboardError) -> str | None:
 
 
 def _retryable(exc: SwitchboardError) -> bool:
-    return isinstance(exc, QuotaExceeded) or (isinstance(exc, UpstreamFailed) and exc.retryable)
+    return isinstance(exc, QuotaExceeded | Unavailable) or (isinstance(exc, UpstreamFailed) and exc.retryable)
 
 
 def error_payload(exc: SwitchboardError) -> dict[str, Any]:
@@ -231,8 +233,14 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
         else:  # routine (a client hanging up mid-upload): aiohttp drops the connection, counted as 499 below
             log.debug("the client went away during %s %s", request.method, request.path)
             raise
-    except Exception:
-        response = _internal(request)
+    except Exception as exc:
+        refusal = unavailable(exc)
+        if refusal is None:
+            response = _internal(request)
+        else:
+            what = type(exc).__name__
+            log.warning("%s %s refused: the database is unavailable (%s)", request.method, request.path, what)
+            response = error_response(refusal)
     finally:
         status = response.status if response is not None else 499  # None: cancelled, the client went away
         sent = _sent_bytes(response) if response is not None else 0

@@ -10,18 +10,24 @@
     ├── Conflict                   aborted              409
     ├── QuotaExceeded              resource_exhausted   429
     ├── PayloadTooLarge            resource_exhausted   413 invalid_request_error
-    └── UpstreamFailed             unavailable          502 server_error (friendly text only)
+    ├── UpstreamFailed             unavailable          502 server_error (friendly text only)
+    └── Unavailable                unavailable          503 server_error (retryable)
 
 Domain code raises these; the Connect interceptor (`server.interceptors`) and the gateway middleware both translate
 through `MAPPING` below, and nowhere else. Anything that is not a `SwitchboardError` is an unexpected failure: it is
-logged with a correlation id and the client sees only "internal error" plus that id.
+logged with a correlation id and the client sees only "internal error" plus that id, unless it is the database
+being unavailable (`unavailable`: the connection pool exhausted, PostgreSQL refusing or dropping connections, SQLite
+busy), which is no bug of the request's: that is `Unavailable`, a 503 the client may retry (on another replica).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 
+import psycopg
 from connectrpc.code import Code
+from sqlalchemy import exc as sa_exc
 
 __all__ = [
     "MAPPING",
@@ -35,8 +41,10 @@ __all__ = [
     "QuotaExceeded",
     "SwitchboardError",
     "Unauthenticated",
+    "Unavailable",
     "UpstreamFailed",
     "WireError",
+    "unavailable",
 ]
 
 
@@ -93,6 +101,45 @@ class UpstreamFailed(SwitchboardError):
         self.retryable = retryable
 
 
+class Unavailable(SwitchboardError):
+    """This replica cannot serve the request now for want of a dependency (its database): retrying, here or on
+    another replica, may succeed."""
+
+
+DATABASE_UNAVAILABLE = "the database is unavailable right now; retry the request"
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def _database_unavailable(error: BaseException) -> bool:
+    if isinstance(error, sa_exc.TimeoutError):  # no pooled connection free within SWITCHBOARD_DB_POOL_TIMEOUT_SECONDS
+        return True
+    if isinstance(error, sa_exc.DBAPIError):
+        if error.connection_invalidated:  # the connection was lost mid-statement
+            return True
+        return error.orig is not None and _database_unavailable(error.orig)
+    # psycopg's OperationalError: a connection refused ("too many clients", a connection limit, the server starting
+    # up or shutting down) or lost, and the server's resource and operator-intervention errors. Raised bare by the
+    # lone reads, which use the driver's connections directly.
+    if isinstance(error, psycopg.OperationalError):
+        return True
+    if isinstance(error, sqlite3.OperationalError):
+        return getattr(error, "sqlite_errorcode", 0) & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return False
+
+
+def unavailable(error: BaseException) -> Unavailable | None:
+    """The refusal to answer for an unexpected failure that is the database being unavailable, else None (a bug:
+    answered "internal error")."""
+    seen: BaseException | None = error
+    for _ in range(4):  # the error, or what it was raised from
+        if seen is None:
+            break
+        if _database_unavailable(seen):
+            return Unavailable(DATABASE_UNAVAILABLE)
+        seen = seen.__cause__
+    return None
+
+
 @dataclass(frozen=True)
 class WireError:
     connect_code: Code
@@ -111,6 +158,7 @@ MAPPING: dict[type[SwitchboardError], WireError] = {
     QuotaExceeded: WireError(Code.RESOURCE_EXHAUSTED, 429, "rate_limit_error"),
     PayloadTooLarge: WireError(Code.RESOURCE_EXHAUSTED, 413, "invalid_request_error"),
     UpstreamFailed: WireError(Code.UNAVAILABLE, 502, "server_error"),
+    Unavailable: WireError(Code.UNAVAILABLE, 503, "server_error"),
 }
 
 INTERNAL = WireError(Code.INTERNAL, 500, "server_error")

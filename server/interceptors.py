@@ -22,7 +22,7 @@ from server import permissions
 from server.audit.calls import CallRecorder
 from server.audit.interceptor import AuditInterceptor, AuditRequests
 from server.auth import Authenticator
-from server.errors import SwitchboardError, wire_error_for
+from server.errors import SwitchboardError, unavailable, wire_error_for
 from server.services.context import set_principal
 
 __all__ = ["AuthInterceptor", "ErrorInterceptor", "build_interceptors"]
@@ -53,8 +53,8 @@ class AuthInterceptor:
             )
         except SwitchboardError as exc:
             raise ConnectError(wire_error_for(exc).connect_code, exc.message) from None
-        except Exception:
-            raise _internal(ctx) from None
+        except Exception as exc:
+            raise _unexpected(exc, ctx) from None
         set_principal(principal)
 
     async def on_end(self, token: None, ctx: RequestContext[Any, Any], error: Exception | None) -> None:
@@ -65,6 +65,15 @@ def _internal(ctx: RequestContext[Any, Any]) -> ConnectError:
     correlation_id = secrets.token_hex(8)
     log.exception("unexpected error in %s (correlation id %s)", _method_path(ctx), correlation_id)
     return ConnectError(Code.INTERNAL, f"internal error (correlation id {correlation_id})")
+
+
+def _unexpected(exc: Exception, ctx: RequestContext[Any, Any]) -> ConnectError:
+    """`unavailable` (retryable) when the database is, else internal."""
+    refusal = unavailable(exc)
+    if refusal is None:
+        return _internal(ctx)
+    log.warning("%s refused: the database is unavailable (%s)", _method_path(ctx), type(exc).__name__)
+    return ConnectError(wire_error_for(refusal).connect_code, refusal.message)
 
 
 def _method_path(ctx: RequestContext[Any, Any]) -> str:
@@ -78,7 +87,7 @@ def to_connect_error(exc: Exception, ctx: RequestContext[Any, Any]) -> ConnectEr
         if exc.code == Code.UNIMPLEMENTED:
             return ConnectError(Code.UNIMPLEMENTED, f"{_method_path(ctx)} is not implemented yet")
         return exc
-    return _internal(ctx)
+    return _unexpected(exc, ctx)
 
 
 class ErrorInterceptor:
