@@ -2,10 +2,14 @@
 
 Each metering process (a gateway worker, the management server) appends every usage event and every counted request
 as one line to a segment file of its own under the journal directory (`SWITCHBOARD_METERING_JOURNAL_DIR`, default
-var/metering-journal), with one `write()` each: once that returns, the line is in the kernel, and a process killed
-any way after it loses nothing. When the meter's flusher takes a batch it starts a new segment at the same moment, so
-a segment holds exactly one batch; it makes the segment durable (`fdatasync`, off the event loop) before writing the
-batch to the database, and deletes it once that committed.
+var/metering-journal). The segment is mapped into memory (a shared file mapping of blocks allocated up front), so
+appending a line is a copy into the kernel's page cache, without a system call: once copied, the line belongs to the
+file, and a process killed any way after it loses nothing. (One `write()` per line cost 13-22 us here, where system
+calls are slow, two per gateway request; the copy costs well under a microsecond. Where the blocks cannot be
+allocated, a segment falls back to one `write()` per line.) When the meter's flusher takes a batch it starts a new
+segment at the same moment, so a segment holds exactly one batch; it makes the segment durable (`msync`, off the
+event loop) before writing the batch to the database, and deletes it once that committed. A segment's lines end at
+its first NUL byte (the rest is allocated, unwritten space; JSON lines never hold a NUL).
 
 A segment is locked (`flock`) by its process for as long as it is open, and the lock goes with the process however
 it ends. Any meter on the same directory replays segments nobody holds (at its start, then every
@@ -24,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import mmap
 import os
 import secrets
 from collections.abc import Iterator
@@ -35,14 +40,30 @@ log = logging.getLogger("switchboard.metering")
 
 RESCAN_SECONDS = 30.0
 _SUFFIX = ".journal"
+_CAPACITY = 1 << 20  # a new segment's allocated size; doubled when a batch outgrows it
 
 
 class Segment:
-    """One batch's lines in one file, open and locked by its writer (or by the process replaying it)."""
+    """One batch's lines in one file, open and locked by its writer (or by the process replaying it). A writer's
+    segment is mapped (`_map`, lines copied in up to `_end`) unless its blocks could not be allocated."""
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, mapped: mmap.mmap | None = None) -> None:
         self.path = path
         self.fd = fd
+        self._map = mapped
+        self._end = 0
+
+    def append(self, line: bytes) -> None:
+        if self._map is None:
+            os.write(self.fd, line)
+            return
+        end = self._end + len(line)
+        if end > len(self._map):
+            size = max(end, 2 * len(self._map))
+            os.posix_fallocate(self.fd, 0, size)  # allocated before it is mapped: a full disk is an error, no SIGBUS
+            self._map.resize(size)
+        self._map[self._end : end] = line
+        self._end = end
 
     @property
     def batch_id(self) -> str:
@@ -50,12 +71,16 @@ class Segment:
         return self.path.name.removesuffix(_SUFFIX)
 
     def sync(self) -> None:
-        os.fdatasync(self.fd)
+        if self._map is not None:
+            self._map.flush()
+        else:
+            os.fdatasync(self.fd)
 
     def lines(self) -> Iterator[bytes]:
         """The segment's complete lines (a torn last line, from a crash mid-write, is left out)."""
-        size = os.fstat(self.fd).st_size
-        data = os.pread(self.fd, size, 0)
+        data = os.pread(self.fd, os.fstat(self.fd).st_size, 0)
+        data = data[: data.find(b"\0")] if b"\0" in data else data
+        size = len(data)
         end = data.rfind(b"\n")
         if end >= 0:
             yield from data[:end].split(b"\n")
@@ -66,10 +91,13 @@ class Segment:
         """Its batch is in the database: delete it, then let go of it."""
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
-        os.close(self.fd)
+        self.release()
 
     def release(self) -> None:
         """Its batch is not in the database: keep the file for a later replay and let go of it."""
+        if self._map is not None:
+            self._map.close()
+            self._map = None
         os.close(self.fd)
 
 
@@ -105,16 +133,24 @@ class Journal:
     def _open(self) -> Segment:
         self._count += 1
         path = self.directory / f"{self._prefix}-{self._count}{_SUFFIX}"
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: nobody else holds it
         self._ours.add(path)
-        return Segment(path, fd)
+        try:
+            os.posix_fallocate(fd, 0, _CAPACITY)
+            mapped = mmap.mmap(fd, _CAPACITY, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError as exc:  # no room to allocate (or no mapping): one write() per line
+            log.warning("metering journal %s not mapped (%s): written line by line", path.name, exc.strerror)
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_END)
+            return Segment(path, fd)
+        return Segment(path, fd, mapped)
 
     def append(self, line: bytes) -> None:
-        """One line (ending in a newline) in one write(). A journal that cannot be written (a full disk) costs
-        requests nothing: their rows still go to the database with the batch, only unprotected."""
+        """One line (ending in a newline). A journal that cannot be written (a full disk) costs requests nothing:
+        their rows still go to the database with the batch, only unprotected."""
         try:
-            os.write(self._current.fd, line)
+            self._current.append(line)
         except OSError as exc:
             if not self._failing:
                 log.error("the metering journal cannot be written (%s): rows are not protected", exc.strerror)

@@ -90,6 +90,24 @@ def test_minimal_install_without_redis_metrics_auth_or_service_monitor(minimal: 
     assert container["image"] == "switchboard:0.1.0"  # the chart's appVersion
 
 
+def test_the_metering_journal_is_in_the_var_dir_or_on_the_volume_given(
+    full: list[dict[str, Any]], minimal: list[dict[str, Any]]
+) -> None:
+    """By default in the pod's var emptyDir (server.metering_journal's default directory); with
+    meteringJournal.volume, on that volume, which the journal directory setting points to."""
+    for component in ("management", "gateway"):
+        pod = _one(minimal, "Deployment", f"sb-switchboard-{component}")["spec"]["template"]["spec"]
+        assert "SWITCHBOARD_METERING_JOURNAL_DIR" not in _env(pod["containers"][0])
+        assert {v["name"]: v for v in pod["volumes"]}["var"] == {"name": "var", "emptyDir": {}}
+        pod = _one(full, "Deployment", f"sb-switchboard-{component}")["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        assert _env(container)["SWITCHBOARD_METERING_JOURNAL_DIR"] == "/var/lib/switchboard-journal"
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert mounts["metering-journal"] == "/var/lib/switchboard-journal"
+        volume = {v["name"]: v for v in pod["volumes"]}["metering-journal"]
+        assert volume["hostPath"] == {"path": "/var/lib/switchboard-journal", "type": "Directory"}
+
+
 def test_migrations_run_as_a_hook_before_install_and_upgrade(full: list[dict[str, Any]]) -> None:
     (job,) = [doc for doc in full if doc["kind"] == "Job"]
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"

@@ -1,6 +1,7 @@
-"""Graceful shutdown of `switchboard serve` (docs/lifecycle.md): on SIGTERM both servers stop accepting, a stream in
-flight finishes, its usage is written exactly once, and serve exits 0 within SWITCHBOARD_SHUTDOWN_GRACE_SECONDS;
-idle, it simply exits. Waits are bounded by the configured grace, never by tighter timings."""
+"""Graceful shutdown of `switchboard serve` (docs/lifecycle.md): on SIGTERM both servers report not ready while still
+serving for SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS, then stop accepting, a stream in flight finishes, its usage is
+written exactly once, and serve exits 0 within SWITCHBOARD_SHUTDOWN_GRACE_SECONDS; idle, it simply exits. Waits are
+bounded by the configured grace, never by tighter timings."""
 
 from __future__ import annotations
 
@@ -100,6 +101,42 @@ async def test_sigterm_lets_a_stream_finish_refuses_new_connections_and_meters_i
     finally:
         await db.close()
     assert [(row.model_id, row.status) for row in rows] == [(model, 200)]
+
+
+def _marked(var_dir: Path) -> bool:
+    return (var_dir / "management.draining").exists()
+
+
+async def _answer(http: aiohttp.ClientSession, url: str) -> tuple[int, dict[str, str]]:
+    async with http.get(url) as resp:
+        return resp.status, await resp.json()
+
+
+async def test_sigterm_first_reports_not_ready_while_still_serving_then_stops_accepting(database: Database) -> None:
+    """The deregistration delay: /readyz 503 draining on both ports while other requests are still answered (a load
+    balancer takes the replica out of rotation meanwhile), then both ports refuse connections, and serve exits 0.
+    The delay is long enough that the probes below see the first phase on a busy machine."""
+    deregister = 8
+    async with serve(database, SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS=str(deregister)) as running:
+        ports = (running.port, running.gateway_port)
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
+            for port in ports:
+                assert (await _answer(http, f"http://127.0.0.1:{port}/readyz"))[0] == 200
+            running.proc.send_signal(signal.SIGTERM)
+            for port in ports:
+
+                async def draining(port: int = port) -> bool:
+                    status, body = await _answer(http, f"http://127.0.0.1:{port}/readyz")
+                    return (status, body.get("reason")) == (503, "draining")
+
+                await until(draining)
+            for port in ports:  # unready, yet still serving
+                assert await _answer(http, f"http://127.0.0.1:{port}/livez") == (200, {"status": "ok"})
+            assert running.proc.returncode is None
+        for port in ports:
+            await until(lambda port=port: _refused(port))
+        assert await asyncio.wait_for(running.proc.wait(), deregister + GRACE + FLUSH) == 0
+    assert not _marked(running.log_path.parent)  # the management drain marker is gone with the server
 
 
 async def test_an_idle_serve_exits_on_sigterm(database: Database) -> None:

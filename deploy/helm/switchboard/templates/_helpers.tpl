@@ -78,6 +78,10 @@ Settings shared by every pod (server/settings.py reads them). Credentials only e
   value: {{ .Values.metrics.enabled | quote }}
 - name: SWITCHBOARD_VAR_DIR
   value: /var/lib/switchboard
+{{- if .Values.meteringJournal.volume }}
+- name: SWITCHBOARD_METERING_JOURNAL_DIR
+  value: /var/lib/switchboard-journal
+{{- end }}
 - name: SWITCHBOARD_JWT_ISSUER
   value: {{ .Values.identity.issuer | quote }}
 - name: SWITCHBOARD_JWT_AUDIENCE
@@ -118,6 +122,10 @@ Settings shared by every pod (server/settings.py reads them). Credentials only e
   emptyDir: {}
 - name: tmp
   emptyDir: {}
+{{- with .Values.meteringJournal.volume }}
+- name: metering-journal
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- if and (not .Values.identity.jwksUrl) .Values.identity.signingKey.existingSecret }}
 - name: signing-key
   secret:
@@ -134,6 +142,10 @@ Settings shared by every pod (server/settings.py reads them). Credentials only e
   mountPath: /var/lib/switchboard
 - name: tmp
   mountPath: /tmp
+{{- if .Values.meteringJournal.volume }}
+- name: metering-journal
+  mountPath: /var/lib/switchboard-journal
+{{- end }}
 {{- if and (not .Values.identity.jwksUrl) .Values.identity.signingKey.existingSecret }}
 - name: signing-key
   mountPath: /var/lib/switchboard/signing-key.pem
