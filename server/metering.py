@@ -274,6 +274,9 @@ class Meter:
         while True:
             if not (self._usage or self._traffic):
                 if self._closing:
+                    # Batches the database refused earlier (kept in the journal): one more attempt before the
+                    # process goes, rather than waiting for the next start on this directory.
+                    await self._replay()
                     return
                 self._wakeup = asyncio.get_running_loop().create_future()
                 with contextlib.suppress(TimeoutError):  # woken by an event, or in time to rescan

@@ -46,6 +46,10 @@ REVOCATION_BOUND_SECONDS = 1.0
 # revoked key in time, never its key cache's TTL running out.
 API_KEY_CACHE_SECONDS = "300"
 PROBE_SECONDS = 0.05
+# Connections a replica's process keeps per pool: after the warm-up a request rarely needs one (the caches answer,
+# the meter writes a batch at a time), and PostgreSQL's max_connections (100) is shared with every other process on
+# the server, which the default pools (32 kept, 32 more in a burst) can take a large share of.
+DB_POOL_SIZE = "4"
 RETRYABLE_STATUSES = (502, 503, 504)
 CLOSE_NOTICED_SECONDS = 0.5  # seen at 0.04 s here; room for a busy CI machine
 
@@ -81,8 +85,9 @@ class ChaosRun:
     revocation_seconds: dict[str, float]  # gateway replica -> seconds from the revoke returning to its first 401
     metered: dict[tuple[str, int], int]  # (key id, request bytes) -> usage rows
     key_ids: list[str]
-    # Replicas that PostgreSQL refused a connection ("too many clients"): its max_connections is shared by every
-    # process on the server (100 by default), each replica's pool takes up to 64, so a busy shared server can run out.
+    # Replicas that PostgreSQL refused a connection ("too many clients", answered 503 "the database is unavailable"):
+    # its max_connections is shared by every process on the server (100 by default), each replica's pool takes up to
+    # 64, so a busy shared server can run out.
     refused_by_postgres: list[str] = field(default_factory=list)
 
 
@@ -98,6 +103,8 @@ def _body(length: int, stream: bool) -> bytes:
 
 
 _BASE_LENGTH = len(_body(200, False))  # longer than either empty body
+_WARM_LENGTH = 150  # the warm-up's requests: shorter than any of the load's, left out of the metering checks
+_REFUSED_BY_POSTGRES = ("too many clients", "the database is unavailable")
 
 
 async def _one(http: aiohttp.ClientSession, fleet: Fleet, outcome: Outcome) -> None:
@@ -181,20 +188,26 @@ def _metered(fleet: Fleet, key_ids: list[str]) -> dict[tuple[str, int], int]:
     with psycopg.connect(url, connect_timeout=5) as conn:
         rows = conn.execute(
             "SELECT api_key_id, request_bytes, count(*) FROM usage_events WHERE api_key_id = ANY(%s) "
-            "GROUP BY api_key_id, request_bytes",
-            (key_ids,),
+            "AND request_bytes >= %s GROUP BY api_key_id, request_bytes",
+            (key_ids, _BASE_LENGTH),
         ).fetchall()
     return {(str(key), int(length)): int(count) for key, length, count in rows}
 
 
 async def _warm(fleet: Fleet) -> None:
-    """Every replica looks up every load key once, one at a time, before the load: otherwise the first burst looks
-    up all of them at once on every replica, each lookup on a connection of its own, and on a PostgreSQL server shared
-    with other work that can exhaust its connections (a cold start is not what this test is about)."""
+    """Every replica looks up every load key, and routes one chat completion of each, once, one at a time, before
+    the load: otherwise the first burst looks up all of them at once on every replica, each lookup on a connection
+    of its own, and on a PostgreSQL server shared with other work that can exhaust its connections (a cold start is
+    not what this test is about). The warm-up's completions are shorter than the load's, which the metering checks
+    count alone."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
         for replica in fleet.gateways:
             for _, secret in fleet.keys:
                 assert await _status(http, replica.url, secret) == 200, replica.name
+                headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+                url = f"{replica.url}/v1/chat/completions"
+                async with http.post(url, data=_body(_WARM_LENGTH, False), headers=headers) as resp:
+                    assert resp.status == 200, (replica.name, await resp.text())
 
 
 async def _chaos(fleet: Fleet) -> ChaosRun:
@@ -242,7 +255,7 @@ async def _chaos(fleet: Fleet) -> ChaosRun:
         refused_by_postgres=[
             r.name
             for r in [*fleet.gateways, *fleet.managements]
-            if "too many clients" in r.log.read_text(errors="replace")
+            if any(sign in r.log.read_text(errors="replace") for sign in _REFUSED_BY_POSTGRES)
         ],
     )
 
@@ -251,7 +264,9 @@ async def _chaos(fleet: Fleet) -> ChaosRun:
 async def chaos() -> ChaosRun:
     if reason := pg_unreachable() or redis_unreachable():
         pytest.skip(reason)
-    async with running_fleet(keys=KEYS, SWITCHBOARD_API_KEY_CACHE_SECONDS=API_KEY_CACHE_SECONDS) as fleet:
+    async with running_fleet(
+        keys=KEYS, SWITCHBOARD_API_KEY_CACHE_SECONDS=API_KEY_CACHE_SECONDS, SWITCHBOARD_DB_POOL_SIZE=DB_POOL_SIZE
+    ) as fleet:
         return await _chaos(fleet)
 
 
@@ -273,7 +288,8 @@ def test_only_requests_in_flight_on_the_killed_replica_fail_and_retryably(chaos:
         for o in failed
     ]
     assert all(o.retryable for o in failed), (f"PostgreSQL refused connections to {chaos.refused_by_postgres}", summary)
-    assert all(o.replica in ("", chaos.killed) for o in failed), summary
+    refused = f"PostgreSQL refused connections to {chaos.refused_by_postgres}"
+    assert all(o.replica in ("", chaos.killed) for o in failed), (refused, summary)
     # In flight at the kill: sent before the replica was gone (plus the moment Envoy takes to see its connections
     # closed: a request it wrote to one of them just then was in flight there), ended after the kill began.
     late = [
