@@ -8,6 +8,10 @@ Printed ratios (the issue's goals): 2 workers vs 1 (straight); 3 replicas behind
 balancer's own cost, the same replica through Envoy vs straight (goal: Envoy costs <= 10 % at c=32). On a 2-core
 machine the replicas, Envoy, PostgreSQL, the stand-in model and the load generator share both cores, so more replicas
 or workers cannot add cores; the ratios say what the extra processes and the extra hop cost, not how a fleet scales.
+Throughput on a shared machine moves with its other load, so the load balancer's cost is also measured as CPU time,
+which other processes do not inflate much: Envoy's CPU seconds per request through it, against the gateway replica's
+(all its processes) per request, over the Envoy rounds. Envoy's share of the CPU a request costs in all is the
+throughput it takes where both share the same cores, and none where Envoy runs on cores of its own.
 The load comes from wrk (one thread, C) when installed, else from an asyncio loop; targets run in interleaved rounds
 so a noisy neighbour hits each alike, and each figure is the median of its rounds.
 """
@@ -20,12 +24,13 @@ import re
 import shutil
 import statistics
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
 from bench.common import measure
-from tests.fleet import MODEL, pg_unreachable, redis_unreachable, running_fleet
+from tests.fleet import MODEL, Fleet, pg_unreachable, redis_unreachable, running_fleet
 
 CONCURRENCY = 32
 ROUNDS = 3
@@ -37,6 +42,26 @@ wrk.body = '%s'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %s"
 """
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(*, pid: int = 0, group: int = 0) -> float:
+    """User + system CPU seconds of process `pid`, or of every process in process group `group`."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or (pid and int(entry) != pid):
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        if group and int(fields[2]) != group:  # fields after the command: state, ppid, pgrp, ...
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / _TICKS
 
 
 async def _wrk(url: str, secret: str) -> float:
@@ -56,6 +81,9 @@ async def _wrk(url: str, secret: str) -> float:
     return float(match[1])
 
 
+_REQUESTS = 2000  # per asyncio round
+
+
 async def _asyncio_load(url: str, secret: str) -> float:
     headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
@@ -65,17 +93,32 @@ async def _asyncio_load(url: str, secret: str) -> float:
                 await resp.read()
                 assert resp.status == 200, resp.status
 
-        return (await measure(url, call, requests=2000, concurrency=CONCURRENCY)).rps
+        return (await measure(url, call, requests=_REQUESTS, concurrency=CONCURRENCY)).rps
 
 
-async def _rps(targets: dict[str, str], secret: str) -> dict[str, float]:
-    """Median requests/s of each target (name -> base URL) over interleaved rounds."""
-    load: Callable[[str, str], object] = _wrk if shutil.which("wrk") else _asyncio_load
+async def _rps(
+    targets: dict[str, str], secret: str, cpu: tuple[Fleet, str] | None = None
+) -> tuple[dict[str, float], tuple[float, float]]:
+    """Median requests/s of each target (name -> base URL) over interleaved rounds; with `cpu` (the fleet, and the
+    name of its target through Envoy): Envoy's and the gateway's CPU seconds per request over that target's rounds."""
+    load: Callable[[str, str], Awaitable[float]] = _wrk if shutil.which("wrk") else _asyncio_load
     runs: dict[str, list[float]] = {name: [] for name in targets}
+    envoy_cpu = gateway_cpu = served = 0.0
     for _ in range(ROUNDS):
         for name, base in targets.items():
-            runs[name].append(await load(f"{base}/v1/chat/completions", secret))  # type: ignore[misc]
-    return {name: statistics.median(values) for name, values in runs.items()}
+            counted = cpu is not None and name == cpu[1]
+            if counted:
+                assert cpu is not None
+                envoy, gateway = cpu[0].envoy_pid, cpu[0].gateways[0].proc.pid  # type: ignore[union-attr]
+                before = (_cpu_seconds(pid=envoy), _cpu_seconds(group=gateway), time.monotonic())
+            rps = await load(f"{base}/v1/chat/completions", secret)
+            runs[name].append(rps)
+            if counted:
+                envoy_cpu += _cpu_seconds(pid=envoy) - before[0]
+                gateway_cpu += _cpu_seconds(group=gateway) - before[1]
+                served += rps * (time.monotonic() - before[2])
+    per_request = (envoy_cpu / served, gateway_cpu / served) if served else (0.0, 0.0)
+    return {name: statistics.median(values) for name, values in runs.items()}, per_request
 
 
 async def main() -> None:
@@ -83,14 +126,16 @@ async def main() -> None:
         print(f"skipped: {reason}")
         return
     async with running_fleet(gateways=3, managements=1, gateway_workers=1) as fleet:
-        one_worker = await _rps(
+        one_worker, _ = await _rps(
             {"1 replica, 1 worker, straight": fleet.gateways[0].url, "3 replicas through Envoy": fleet.gateway_url},
             fleet.keys[0][1],
         )
     async with running_fleet(gateways=1, managements=1, gateway_workers=2) as fleet:
-        two_workers = await _rps(
-            {"1 replica, 2 workers, straight": fleet.gateways[0].url, "1 replica, 2 workers, Envoy": fleet.gateway_url},
+        through = "1 replica, 2 workers, Envoy"
+        two_workers, (envoy_cpu, gateway_cpu) = await _rps(
+            {"1 replica, 2 workers, straight": fleet.gateways[0].url, through: fleet.gateway_url},
             fleet.keys[0][1],
+            cpu=(fleet, through),
         )
     figures = {**one_worker, **two_workers}
     print(f"load: {'wrk' if shutil.which('wrk') else 'asyncio'}, c={CONCURRENCY}, median of {ROUNDS} x {SECONDS} s")
@@ -107,3 +152,7 @@ async def main() -> None:
     }
     for name, ratio in ratios.items():
         print(f"{name:<48} {ratio:>5.2f}x")
+    if envoy_cpu and gateway_cpu:
+        print(f"CPU per request through Envoy: Envoy {envoy_cpu * 1e6:.0f} us, gateway {gateway_cpu * 1e6:.0f} us")
+        share = envoy_cpu / (envoy_cpu + gateway_cpu)
+        print(f"{'Envoy share of a request CPU (goal <= 0.10)':<48} {share:>5.2f}")

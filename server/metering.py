@@ -228,7 +228,14 @@ class Meter:
         if self._task is not None:
             return
         if self._journal_dir is not None and self._journal is None:
-            self._journal = Journal(self._journal_dir)
+            try:
+                self._journal = Journal(self._journal_dir)
+            except OSError as exc:  # a read-only or missing volume must not keep the server from serving
+                log.error(
+                    "the metering journal cannot be kept in %s (%s): rows are not protected",
+                    self._journal_dir,
+                    exc.strerror,
+                )
         self._task = asyncio.get_running_loop().create_task(self._run(), name="gateway-meter")
 
     def usage(self, event: UsageEvent) -> None:
@@ -288,10 +295,11 @@ class Meter:
             # Taken with the segment that journaled them, in one step: the segment holds exactly this batch.
             usage, self._usage = self._usage, []
             traffic, self._traffic = self._traffic, {}
-            if self._journal is None:
+            segment = self._journal.rotate() if self._journal is not None else None
+            if segment is None:
                 await self._write(usage, traffic, f"{self._id_prefix}-{next(self._batches)}")
             else:
-                await self._settle(self._journal.rotate(), usage, traffic)
+                await self._settle(segment, usage, traffic)
             if time.monotonic() >= rescan_at:
                 await self._replay()
                 rescan_at = time.monotonic() + RESCAN_SECONDS

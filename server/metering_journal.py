@@ -128,7 +128,7 @@ class Journal:
         self._count = 0
         self._ours: set[Path] = set()  # segments this process wrote and still holds
         self._failing = False  # a write failed: said once until one succeeds again
-        self._current = self._open()
+        self._current: Segment | None = self._open()  # None: a new segment could not be opened, journal off
 
     def _open(self) -> Segment:
         self._count += 1
@@ -149,6 +149,8 @@ class Journal:
     def append(self, line: bytes) -> None:
         """One line (ending in a newline). A journal that cannot be written (a full disk) costs requests nothing:
         their rows still go to the database with the batch, only unprotected."""
+        if self._current is None:
+            return
         try:
             self._current.append(line)
         except OSError as exc:
@@ -158,9 +160,16 @@ class Journal:
             return
         self._failing = False
 
-    def rotate(self) -> Segment:
-        """The segment written so far (still held, for its batch's write), and a new one for what follows."""
-        segment, self._current = self._current, self._open()
+    def rotate(self) -> Segment | None:
+        """The segment written so far (still held, for its batch's write; None when the journal is off), and a new
+        one for what follows. When no new one can be opened (no file descriptors, a read-only volume) the journal
+        goes off: later batches are written unprotected, never mixed into the returned segment."""
+        segment = self._current
+        try:
+            self._current = self._open()
+        except OSError as exc:
+            log.error("the metering journal cannot open a new segment (%s): rows are not protected", exc.strerror)
+            self._current = None
         return segment
 
     def forget(self, segment: Segment) -> None:
@@ -179,8 +188,10 @@ class Journal:
 
     def close(self) -> None:
         """At a graceful stop, after the last batch: the current segment is empty, delete it."""
-        self._current.discard()
-        self.forget(self._current)
+        if self._current is not None:
+            self._current.discard()
+            self.forget(self._current)
+            self._current = None
 
 
 def _mtime(path: Path) -> float:

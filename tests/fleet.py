@@ -279,6 +279,7 @@ class Fleet:
     admin_token: str
     keys: list[tuple[str, str]] = field(default_factory=list)  # (key id, secret), each granted MODEL
     tenant_id: str = ""
+    envoy_pid: int = 0  # the load balancer's process (bench/topology.py counts its CPU time)
 
     async def call(self, method: str, body: dict[str, Any], package: str = "tenants") -> dict[str, Any]:
         """A management call (Connect JSON) through the load balancer, as the platform admin."""
@@ -440,6 +441,7 @@ async def running_fleet(
             gateways=[r for r in replicas if r.role == "gateway"],
             managements=[r for r in replicas if r.role == "management"],
             database_url=database_url,
+            envoy_pid=envoy.pid,
             admin_token=mint_token(
                 load_settings({"SWITCHBOARD_VAR_DIR": str(seed)}), user_id="fleet-admin", roles=PLATFORM_ROLES
             ),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from server.metering import Meter
+from server.metering import Meter, UsageEvent
 from server.metering_journal import Journal
 from server.store.db import Database as Db
 from server.store.models import ApiTrafficRow, UsageEventRow
@@ -162,3 +162,21 @@ def test_a_live_process_keeps_its_journal() -> None:
             holder.kill()
             holder.wait(30)
         shutil.rmtree(journal, ignore_errors=True)
+
+
+async def test_a_journal_that_cannot_be_kept_leaves_metering_working(database: Database, tmp_path: Path) -> None:
+    """A journal directory that cannot be created (here under a regular file; a read-only volume alike) costs
+    protection against kill -9, never the metering itself."""
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_bytes(b"")
+    tenant = f"journal-off-{database.backend}-{os.getpid()}"
+    db = Db(database.url)
+    try:
+        meter = Meter(db, blocker / "journal")
+        meter.start()
+        meter.usage(UsageEvent(tenant_id=tenant, api_key_id="k", user_id="u", model_id="m", call_kind=1))
+        meter.traffic(f"svc-{tenant}", 200, 1, 2)
+        await meter.close()
+        assert await _counts(db, tenant) == (1, 1, 1, 1)
+    finally:
+        await db.close()
