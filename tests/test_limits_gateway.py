@@ -19,6 +19,7 @@ import orjson
 import pytest
 from sqlalchemy import select
 
+from gateway.limits.headers import retry_headers, window_headers
 from server.store.db import Database as Db
 from server.store.models import LimitSoftCrossingRow
 from tests.conftest import Database, Server
@@ -31,9 +32,12 @@ RESET = re.compile(r"^(\d+ms|\d+(\.\d+)?s)$")
 KEY, MODEL, TENANT = "API_KEY", "MODEL", "TENANT"
 
 
+ORIGIN = "http://127.0.0.1:47100"  # a browser page's origin the gateway allows (nothing listens there)
+
+
 @pytest.fixture(scope="module")
 async def gw(database: Database, server: Server) -> AsyncIterator[LimitsGateway]:
-    async with limits_gateway(database, server) as gateway:
+    async with limits_gateway(database, server, cors_allowed_origins=ORIGIN) as gateway:
         yield gateway
 
 
@@ -308,3 +312,35 @@ async def test_two_workers_of_one_gateway_admit_the_limit_once_without_redis(
 
             statuses = await asyncio.gather(*(one() for _ in range(30)))
     assert statuses.count(200) == 10 and statuses.count(429) == 20
+
+
+def _listed(value: str | None) -> set[str]:
+    return {v.strip().lower() for v in (value or "").split(",") if v.strip()}
+
+
+async def test_browsers_can_read_the_rate_limit_headers(gw: LimitsGateway, tenant: Tenant) -> None:
+    """A page on an allowed origin: its preflight is answered, and on the actual answers (a success and a 429) the
+    rate-limit headers are listed in Access-Control-Expose-Headers, so fetch() can read them."""
+    written = {*window_headers("requests", 1, 0, 1), *window_headers("tokens", 1, 0, 1), *retry_headers(1)}
+    key_id, secret = await tenant.key("browser")
+    await tenant.limit((KEY, key_id), requestsPerMinute="1", tokensPerMinute="100k")
+    url = f"{gw.base_url}/chat/completions"
+    async with aiohttp.ClientSession() as http:
+        asked = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"}
+        async with http.options(url, headers={"Origin": ORIGIN, **asked}) as preflight:
+            assert preflight.status == 204
+            assert preflight.headers["Access-Control-Allow-Origin"] == ORIGIN
+        headers = {"Origin": ORIGIN, "Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        body = orjson.dumps(chat(tenant.world.model("lchat")))
+        expected = {
+            200: {"x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens"},
+            429: {"x-ratelimit-remaining-requests", "retry-after", "retry-after-ms"},
+        }
+        for status, wanted in expected.items():
+            async with http.post(url, data=body, headers=headers) as resp:
+                await resp.read()
+                assert resp.status == status
+                assert resp.headers["Access-Control-Allow-Origin"] == ORIGIN
+                exposed = _listed(resp.headers["Access-Control-Expose-Headers"])
+                assert wanted <= {h.lower() for h in resp.headers}
+                assert written <= exposed, written - exposed  # every header the limiter writes, not only these
