@@ -3,7 +3,8 @@
 Cost: the same non-streaming chat completion at concurrency 32 through one gateway worker, with a key that no limit
 applies to and with a key under limits on every scope (the tenant: requests and tokens per minute; the key: requests
 per minute, concurrent requests and a monthly token budget with a soft threshold; the model: requests per minute),
-set high enough never to refuse. Once with the in-process counters, once with Redis (127.0.0.1:6379). Rounds are
+set high enough never to refuse. Once with the in-process counters, once with the table a multi-worker gateway's
+workers share in memory (server.store.shared_counters), once with Redis (127.0.0.1:6379). Rounds are
 interleaved; the ratio is limited / unlimited throughput of the same gateway, goal >= 0.97 (limiter cost <= 3 %).
 The gateway worker's CPU per request is printed beside it (with the share the limits add): on a shared, busy host it
 is the steadier figure.
@@ -26,7 +27,18 @@ from typing import Any
 import aiohttp
 
 from bench.common import gateway_env, running_server
-from bench.gateway import MODEL, Case, Served, _api_key, _asyncio_case, _calls, _process, _ready, _wrk_case
+from bench.gateway import (
+    MODEL,
+    SHARED_COUNTERS,
+    Case,
+    Served,
+    _api_key,
+    _asyncio_case,
+    _calls,
+    _process,
+    _ready,
+    _wrk_case,
+)
 from server.settings import Settings
 from server.tokens import PLATFORM_ROLES, mint_token
 
@@ -106,6 +118,7 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
     wrk = shutil.which("wrk") is not None
     stores = {
         "in-process": gateway_env(settings),
+        "shared-mem": {**gateway_env(settings), SHARED_COUNTERS: "1"},
         "redis": gateway_env(
             settings, SWITCHBOARD_REDIS_URL=REDIS_URL, SWITCHBOARD_LIMITS_REDIS_PREFIX=f"bench:{secrets.token_hex(4)}:"
         ),

@@ -32,14 +32,13 @@ before a replacement takes that index, so the dead worker's calls in flight free
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import mmap
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from server.store.limit_counters import Adjustment, CountersUnavailable, Outcome, Slot, Take
 
@@ -67,6 +66,16 @@ def _signed(data: bytes) -> int:
     return int.from_bytes(data, "little", signed=True)
 
 
+class _Place:
+    """Where a counter lives: its region, home slot and key, and the slot it was last found in (a hint, checked)."""
+
+    __slots__ = ("at", "home", "key1", "key2", "stripe")
+
+    def __init__(self, stripe: int, home: int, key1: int, key2: int) -> None:
+        self.stripe, self.home, self.key1, self.key2 = stripe, home, key1, key2
+        self.at = -1
+
+
 class SharedCounters:
     """The counter table, created by the gateway's parent before it forks the workers (each calls `attach`)."""
 
@@ -81,7 +90,7 @@ class SharedCounters:
         self._map = mmap.mmap(self._fd, self._region * stripes * self._stride * 8)
         self._words = memoryview(self._map).cast("q")
         self._column = 0
-        self._names: dict[str, tuple[int, int, int, int]] = {}  # name -> (stripe, home slot, key1, key2)
+        self._names: dict[str, _Place] = {}
         self._held: dict[str, set[str]] = {}  # this process's leases: slot name -> leases
 
     @property
@@ -100,7 +109,8 @@ class SharedCounters:
         """Give back every lease worker `worker` holds (it died, or a new process takes its index)."""
         words, stride, column = self._words, self._stride, _COLUMNS + worker
         for stripe in range(self._stripes):
-            with self._locked([stripe]):
+            fcntl.lockf(self._fd, fcntl.LOCK_EX, 1, stripe)
+            try:
                 start = stripe * self._region
                 for slot in range(start, start + self._region):
                     at = slot * stride
@@ -108,10 +118,12 @@ class SharedCounters:
                     if held:
                         words[at + _LEASES] -= held
                         words[at + column] = 0
+            finally:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, stripe)
 
     # -- locating ---------------------------------------------------------------------------------------------------
 
-    def _where(self, name: str) -> tuple[int, int, int, int]:
+    def _where(self, name: str) -> _Place:
         found = self._names.get(name)
         if found is None:
             if len(self._names) >= _MAX_NAMES:
@@ -122,20 +134,27 @@ class SharedCounters:
                 key2 = 1
             tenant = name.partition("|")[0].encode()
             stripe = _signed(hashlib.blake2b(tenant, digest_size=8).digest()) % self._stripes
-            found = self._names[name] = (stripe, (key1 & 0x7FFFFFFF) % self._region, key1, key2)
+            found = self._names[name] = _Place(stripe, (key1 & 0x7FFFFFFF) % self._region, key1, key2)
         return found
 
-    def _find(self, where: tuple[int, int, int, int], now_ms: int, claim: bool) -> int:
+    def _find(self, place: _Place, now_ms: int, claim: bool) -> int:
         """The word offset of the counter's slot; -1 when it has none (and `claim` is false). With `claim`, a counter
         without a slot takes the first dead or empty one of its probe run (zeroed), or the table is full there."""
-        stripe, home, key1, key2 = where
-        words, stride, region = self._words, self._stride, self._region
-        start = stripe * region
+        words = self._words
+        at = place.at
+        # Where it was last seen: while the slot still holds its key it is its only slot (keys are never stored twice).
+        if at >= 0 and words[at] == place.key1 and words[at + _KEY2] == place.key2:
+            return at
+        key1, key2 = place.key1, place.key2
+        stride, region = self._stride, self._region
+        start = place.stripe * region
+        home = place.home
         free = -1
         for step in range(PROBES):
             at = (start + (home + step) % region) * stride
             first = words[at]
             if first == key1 and words[at + _KEY2] == key2:
+                place.at = at
                 return at
             if first == 0 and words[at + _KEY2] == 0:  # empty: the key is not stored further on
                 if free < 0:
@@ -154,27 +173,30 @@ class SharedCounters:
             words[free + column] = 0
         words[free] = key1
         words[free + _KEY2] = key2
+        place.at = free
         return free
 
-    @contextlib.contextmanager
-    def _locked(self, stripes: Sequence[int]) -> Iterator[None]:
+    def _lock(self, places: Sequence[_Place]) -> list[int]:
+        """Lock the regions of `places` in ascending order; the regions locked (for `_unlock`)."""
+        stripe = places[0].stripe
+        stripes = [stripe]
+        for place in places:
+            if place.stripe != stripe:  # rare: counters of more than one tenant
+                stripes = sorted({p.stripe for p in places})
+                break
         fd = self._fd
-        locked: list[int] = []
-        try:
-            for stripe in stripes:
-                fcntl.lockf(fd, fcntl.LOCK_EX, 1, stripe)
-                locked.append(stripe)
-            yield
-        finally:
-            for stripe in reversed(locked):
-                fcntl.lockf(fd, fcntl.LOCK_UN, 1, stripe)
+        for index, locking in enumerate(stripes):
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX, 1, locking)
+            except BaseException:
+                self._unlock(stripes[:index])
+                raise
+        return stripes
 
-    def _stripes_of(self, wheres: Sequence[tuple[int, int, int, int]]) -> list[int]:
-        first = wheres[0][0]
-        for where in wheres:
-            if where[0] != first:
-                return sorted({w[0] for w in wheres})
-        return [first]
+    def _unlock(self, stripes: list[int]) -> None:
+        fd = self._fd
+        for stripe in reversed(stripes):
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, stripe)
 
     # -- the Counters contract --------------------------------------------------------------------------------------
 
@@ -187,7 +209,8 @@ class SharedCounters:
             return Outcome(True, -1, ())
         now_ms = int(now * 1000)
         words = self._words
-        with self._locked(self._stripes_of(everything)):
+        locked = self._lock(everything)
+        try:
             offsets: list[int] = []
             values: list[int] = []
             for index, take in enumerate(takes):
@@ -212,6 +235,8 @@ class SharedCounters:
             for at in slot_offsets:
                 words[at + _LEASES] += 1
                 words[at + column] += 1
+        finally:
+            self._unlock(locked)
         for slot in slots:
             self._held.setdefault(slot.counter, set()).add(lease)
         return Outcome(True, -1, tuple(values))
@@ -233,7 +258,8 @@ class SharedCounters:
         now_ms = int(time.time() * 1000)
         words = self._words
         values = []
-        with self._locked(self._stripes_of(everything)):
+        locked = self._lock(everything)
+        try:
             for index, adjustment in enumerate(adjustments):
                 expires_ms = int(adjustment.expires * 1000)
                 at = self._find(adjust_at[index], now_ms, expires_ms > now_ms)
@@ -249,6 +275,8 @@ class SharedCounters:
                 if at >= 0 and words[at + column] > 0:
                     words[at + column] -= 1
                     words[at + _LEASES] -= 1
+        finally:
+            self._unlock(locked)
         return tuple(values)
 
     async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]:
@@ -258,7 +286,8 @@ class SharedCounters:
         now_ms = int(now * 1000)
         words = self._words
         values = []
-        with self._locked(self._stripes_of(wheres)):
+        locked = self._lock(wheres)
+        try:
             for index, place in enumerate(wheres):
                 at = self._find(place, now_ms, False)
                 if at < 0:
@@ -267,6 +296,8 @@ class SharedCounters:
                     values.append(words[at + _VALUE] if words[at + _EXPIRES] > now_ms else 0)
                 else:
                     values.append(words[at + _LEASES])
+        finally:
+            self._unlock(locked)
         return tuple(values)
 
     async def close(self) -> None:
