@@ -22,6 +22,9 @@ from server.domain.limits import BudgetPeriod
 from server.domain.limits_plan import budget_window, minute_window
 from server.metering import CallKind
 from server.store.limit_counters import (
+    IDLE_SECONDS,
+    PERMIT_LEASES,
+    PERMIT_MIN_LIMIT,
     Adjustment,
     Counters,
     CountersUnavailable,
@@ -249,3 +252,80 @@ async def test_a_full_shared_table_is_reported_and_expired_slots_are_reused() ->
     later = now + 2
     assert (await store.acquire([Take("t|one-too-many", 5, 1, later + 60)], [], "l", later)).values == (1,)
     assert await store.peek(["t|c0", "t|one-too-many"], [], later) == (0, 1)
+
+
+@pytest.fixture
+async def replicas() -> AsyncIterator[tuple[RedisCounters, RedisCounters, RedisCounters]]:
+    """Two gateway replicas counting in Redis with local permits, and an exact reader of the same counters."""
+    prefix = f"test:{secrets.token_hex(6)}:"
+    if not _redis_reachable():
+        pytest.fail("Redis is not running on 127.0.0.1:6379 (the tests and CI expect it there)")
+    stores = (
+        RedisCounters(REDIS_URL, prefix=prefix, permits=True),
+        RedisCounters(REDIS_URL, prefix=prefix, permits=True),
+        RedisCounters(REDIS_URL, prefix=prefix),
+    )
+    try:
+        yield stores
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_permits_never_over_admit_and_are_spent_by_whoever_holds_them(
+    replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
+) -> None:
+    """Permits are counted in Redis when taken: two replicas alternating 3000 calls against 2000/minute admit
+    exactly 2000 (what one holds when Redis has no room left it spends on its next calls), and Redis never shows
+    more than the limit."""
+    one, two, reader = replicas
+    now = time.time()
+    admitted = 0
+    for i in range(3000):
+        store = one if i % 2 else two
+        outcome = await store.acquire([take("t|rpm", 2000), take("t|tpm", 10**6, 5)], [], f"l{i}", now)
+        admitted += outcome.admitted
+        if i % 250 == 0:
+            assert (await reader.peek(["t|rpm"], [], now))[0] <= 2000
+    assert admitted == 2000
+    assert await reader.peek(["t|rpm"], [], now) == (2000,)
+
+
+async def test_permits_held_idle_go_back_to_redis(replicas: tuple[RedisCounters, RedisCounters, RedisCounters]) -> None:
+    one, _, reader = replicas
+    now = time.time()
+    outcome = await one.acquire([take("t|tpm", 10**6, 100)], [Slot("t|cc", 5000)], "a", now)
+    assert outcome.admitted and outcome.values == (100,)  # the count, less what this replica holds for later
+    held_tokens, held_leases = await reader.peek(["t|tpm"], ["t|cc"], now)
+    assert held_tokens > 100 and held_leases > 1  # the permits it took are counted in Redis
+    assert (await one.acquire([take("t|tpm", 10**6, 100)], [Slot("t|cc", 5000)], "b", now)).values == (200,)
+    assert await reader.peek(["t|tpm"], ["t|cc"], now) == (held_tokens, held_leases)  # admitted from the permits
+    await one.finish([Adjustment("t|tpm", -60, now + 60)], ["t|cc"], "a")
+    await one.finish([Adjustment("t|tpm", -60, now + 60)], ["t|cc"], "b")
+    await asyncio.sleep(IDLE_SECONDS * 3)
+    # Unused, they went back: Redis shows what the calls used (2 x 40 tokens) and no lease held.
+    assert await reader.peek(["t|tpm"], ["t|cc"], now) == (80, 0)
+
+
+async def test_limits_below_the_permit_floor_are_counted_call_by_call(
+    replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
+) -> None:
+    one, _, reader = replicas
+    now = time.time()
+    assert (await one.acquire([take("t|small", PERMIT_MIN_LIMIT - 1)], [Slot("t|cc", 64)], "a", now)).admitted
+    assert await reader.peek(["t|small"], ["t|cc"], now) == (1, 1)
+
+
+async def test_permit_leases_never_exceed_a_concurrency_cap(
+    replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
+) -> None:
+    """1200 calls held at once through two replicas against a cap of 1000: never more than 1000 leases in Redis,
+    and at most the spares the replicas hold (PERMIT_LEASES each) go unused."""
+    one, two, reader = replicas
+    now = time.time()
+    outcomes = await asyncio.gather(
+        *((one if i % 2 else two).acquire([], [Slot("t|cap", 1000)], f"l{i}", now) for i in range(1200))
+    )
+    admitted = sum(o.admitted for o in outcomes)
+    assert 1000 - 2 * PERMIT_LEASES <= admitted <= 1000
+    assert (await reader.peek([], ["t|cap"], now))[0] <= 1000

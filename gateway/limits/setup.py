@@ -39,7 +39,8 @@ def shared_counters_for(settings: Settings, workers: int) -> SharedCounters | No
 def counters_from(settings: Settings, shared: SharedCounters | None = None) -> Counters:
     url = settings.redis_url.reveal()
     if url:
-        return RedisCounters(url, prefix=settings.limits_redis_prefix)
+        # Local permits: most calls of a busy worker are admitted and settled without a round trip (docs/limits.md).
+        return RedisCounters(url, prefix=settings.limits_redis_prefix, permits=True)
     if shared is not None:
         return shared
     return MemoryCounters()
