@@ -35,6 +35,7 @@ from aiohttp import web
 from bench.common import gateway_env, measure, running_server
 from server.heap import freeze_startup_heap
 from server.settings import Settings, load_settings
+from server.store.shared_counters import SharedCounters
 from server.tokens import PLATFORM_ROLES, mint_token
 
 C1_REQUESTS = 400
@@ -43,6 +44,7 @@ STREAM_REQUESTS = 1500
 WRK_SECONDS = 5
 ROUNDS = 3
 MODEL = "bench-chat"
+SHARED_COUNTERS = "BENCH_SHARED_COUNTERS"  # in a gateway env: count limits in shared memory (see _run)
 _COMPLETION = (
     b'{"id":"chatcmpl-b","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
     b'"finish_reason":"stop","message":{"role":"assistant","content":"Hello there"}}],'
@@ -75,8 +77,11 @@ def _run(kind: str, arg: object, port: int) -> None:
         settings = load_settings(arg)
         if settings.metrics_enabled:  # as `python -m gateway` does before forking: multiprocess metric files
             metrics.use_multiprocess_dir(settings.metrics_dir)
+        # BENCH_SHARED_COUNTERS: count rate limits in the table a multi-worker gateway's workers share (this one
+        # worker alone in it), as `python -m gateway` does without Redis.
+        shared = SharedCounters(slots=settings.limits_shared_slots, workers=1) if arg.get(SHARED_COUNTERS) else None
         with runner_cm as runner:
-            runner.run(serve_worker(settings, port))
+            runner.run(serve_worker(settings, port, shared_counters=shared))
         return
     app_factory = _upstream_app if kind == "upstream" else _bare_proxy_app(str(arg))
 

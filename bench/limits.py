@@ -3,7 +3,8 @@
 Cost: the same non-streaming chat completion at concurrency 32 through one gateway worker, with a key that no limit
 applies to and with a key under limits on every scope (the tenant: requests and tokens per minute; the key: requests
 per minute, concurrent requests and a monthly token budget with a soft threshold; the model: requests per minute),
-set high enough never to refuse. Once with the in-process counters, once with Redis (127.0.0.1:6379). Rounds are
+set high enough never to refuse. Once with the in-process counters, once with the table a multi-worker gateway's
+workers share in memory (server.store.shared_counters), once with Redis (127.0.0.1:6379). Rounds are
 interleaved; the ratio is limited / unlimited throughput of the same gateway, goal >= 0.97 (limiter cost <= 3 %).
 The gateway worker's CPU per request is printed beside it (with the share the limits add): on a shared, busy host it
 is the steadier figure.
@@ -20,19 +21,36 @@ import secrets
 import shutil
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import aiohttp
 
 from bench.common import gateway_env, running_server
-from bench.gateway import MODEL, Case, Served, _api_key, _asyncio_case, _calls, _process, _ready, _wrk_case
+from bench.gateway import (
+    MODEL,
+    SHARED_COUNTERS,
+    Case,
+    Served,
+    _api_key,
+    _asyncio_case,
+    _calls,
+    _process,
+    _ready,
+    _wrk_case,
+)
+from gateway.limits.limiter import Limiter
+from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.settings import Settings
+from server.store.db import Database
+from server.store.limit_counters import Counters, MemoryCounters, RedisCounters
+from server.store.shared_counters import SharedCounters
 from server.tokens import PLATFORM_ROLES, mint_token
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 ROUNDS = 3
 C32_REQUESTS = 3000  # without wrk
+LIMITER_CALLS = 32 * 625
 _PLAIN = b'{"model":"%s","messages":[{"role":"user","content":"hi"}]}' % MODEL.encode()
 _HIGH = "1G"  # never reached in a bench run: every limit is checked and counted, none refuses
 
@@ -50,6 +68,13 @@ class _Api:
 
 async def _limited_key(base_url: str, settings: Settings, *, tenant_name: str, **policy: dict[str, str]) -> str:
     """A service-account key of a new tenant, granted the bench model, under `policy` (scope name -> limits)."""
+    return (await _limited(base_url, settings, tenant_name=tenant_name, **policy))[0]
+
+
+async def _limited(
+    base_url: str, settings: Settings, *, tenant_name: str, **policy: dict[str, str]
+) -> tuple[str, Principal]:
+    """`_limited_key`'s secret, and the principal the gateway makes of it."""
     token = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
     async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
         api = _Api(http, base_url)
@@ -77,7 +102,52 @@ async def _limited_key(base_url: str, settings: Settings, *, tenant_name: str, *
                 "limits": limits,
             }
             await api("switchboard.limits.v1.LimitService/SetLimitPolicy", body)
-        return str(created["secret"])
+        identity = ApiKeyIdentity(
+            created["apiKey"]["id"], tenant, ApiKeyType.SERVICE_ACCOUNT, None, account["serviceAccount"]["id"]
+        )
+        return str(created["secret"]), Principal(None, scoped_tenant_id=tenant, api_key=identity)
+
+
+async def _limiter_cpu(settings: Settings, principal: Principal) -> None:
+    """The limiter alone: this process's CPU per admit + finish of the limited key's six limits, 32 calls in flight
+    (each settling to 7 tokens used), per counter store; on Redis also the Redis server's CPU per call (read from
+    INFO, so other clients of that Redis add to it). Steadier than throughput on a busy host."""
+    import redis.asyncio as redis
+
+    admin = redis.Redis.from_url(REDIS_URL)
+
+    async def redis_cpu() -> float:
+        info = await admin.info("cpu")
+        return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+    prefix = f"bench:{secrets.token_hex(4)}:"
+    stores: dict[str, Callable[[], Counters]] = {
+        "in-process": MemoryCounters,
+        "shared-mem": lambda: SharedCounters(slots=settings.limits_shared_slots, workers=1),
+        "redis": lambda: RedisCounters(REDIS_URL, prefix=prefix, permits=True),
+        "redis exact": lambda: RedisCounters(REDIS_URL, prefix=prefix + "x:"),
+    }
+    reserve = -(-len(_PLAIN) // 4) + 1024
+    print("-- limiter CPU per call: admit + finish of six limits, 32 in flight (redis: with permits, as gateways do)")
+    for name, make in stores.items():
+        db = Database(settings.database_url)
+        limiter = Limiter(db, make(), ttl=3600, fail_closed=False)
+
+        async def calls(count: int, limiter: Limiter = limiter) -> None:
+            for _ in range(count):
+                grant = await limiter.admit(principal, MODEL, reserve, with_slots=True)
+                assert grant is not None
+                await limiter.finish(grant, 7)
+
+        await asyncio.gather(*(calls(20) for _ in range(32)))  # policies loaded, plans built, scripts loaded
+        cpu, server = time.process_time(), await redis_cpu()
+        await asyncio.gather(*(calls(LIMITER_CALLS // 32) for _ in range(32)))
+        used, server = time.process_time() - cpu, await redis_cpu() - server
+        await limiter.close()
+        await db.close()
+        extra = f"  (Redis server: {server / LIMITER_CALLS * 1e6:.1f} us)" if name.startswith("redis") else ""
+        print(f"{name:<12} {used / LIMITER_CALLS * 1e6:>6.1f} us{extra}")
+    await admin.aclose()
 
 
 async def _c32(http: aiohttp.ClientSession, served: Served, key: str, wrk: bool) -> Case:
@@ -89,23 +159,27 @@ async def _c32(http: aiohttp.ClientSession, served: Served, key: str, wrk: bool)
     return await _asyncio_case(non_stream, C32_REQUESTS, 32, served)
 
 
+_EVERYWHERE = {
+    "tenant": {"requestsPerMinute": _HIGH, "tokensPerMinute": _HIGH},
+    "key": {
+        "requestsPerMinute": _HIGH,
+        "concurrentRequests": "10k",
+        "tokenBudget": "1P",
+        "budgetPeriod": "BUDGET_PERIOD_MONTH",
+        "softBudget": "1T",
+    },
+    "model": {"requestsPerMinute": _HIGH},
+}
+
+
 async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
     free = await _api_key(base_url, settings, upstream.url)
-    everywhere = {
-        "tenant": {"requestsPerMinute": _HIGH, "tokensPerMinute": _HIGH},
-        "key": {
-            "requestsPerMinute": _HIGH,
-            "concurrentRequests": "10k",
-            "tokenBudget": "1P",
-            "budgetPeriod": "BUDGET_PERIOD_MONTH",
-            "softBudget": "1T",
-        },
-        "model": {"requestsPerMinute": _HIGH},
-    }
-    limited = await _limited_key(base_url, settings, tenant_name="bench-limited", **everywhere)
+    limited, principal = await _limited(base_url, settings, tenant_name="bench-limited", **_EVERYWHERE)
+    await _limiter_cpu(settings, principal)
     wrk = shutil.which("wrk") is not None
     stores = {
         "in-process": gateway_env(settings),
+        "shared-mem": {**gateway_env(settings), SHARED_COUNTERS: "1"},
         "redis": gateway_env(
             settings, SWITCHBOARD_REDIS_URL=REDIS_URL, SWITCHBOARD_LIMITS_REDIS_PREFIX=f"bench:{secrets.token_hex(4)}:"
         ),

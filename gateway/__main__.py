@@ -8,9 +8,12 @@ worker, which first reports not ready (/readyz 503) while still serving for `set
 (load balancers take the replica out of rotation meanwhile), then closes its listening socket (once all have, the
 port refuses new connections), lets in-flight requests and streams finish for at most
 `settings.shutdown_grace_seconds`, and flushes its usage meter before exiting; the parent kills any worker still
-running past that bound (docs/lifecycle.md). A worker that dies is replaced after a growing delay; when workers
-keep dying (`server.supervision.RestartBudget`) the gateway stops and exits 1. A worker whose event loop stops
-running (`server.supervision.Heartbeat`, `SWITCHBOARD_GATEWAY_LIVENESS_SECONDS`) is killed and replaced the same way.
+running past that bound (docs/lifecycle.md). Without Redis, the parent also makes the rate-limit counter table
+the workers share (server.store.shared_counters) before forking them; each worker counts in its own column of it
+(its index), which the parent clears when that worker dies. A worker that dies is replaced after a growing delay;
+when workers keep dying (`server.supervision.RestartBudget`) the gateway stops and exits 1. A worker whose event
+loop stops running (`server.supervision.Heartbeat`, `SWITCHBOARD_GATEWAY_LIVENESS_SECONDS`) is killed and replaced the
+same way.
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ from aiohttp import web
 
 from gateway.app import make_app
 from gateway.context import READINESS
+from gateway.limits.setup import shared_counters_for
 from gateway.parse_errors import listen
 from server import metrics
 from server.heap import freeze_startup_heap
 from server.listening import AddressInUseError, claim_port
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
+from server.store.shared_counters import SharedCounters
 from server.supervision import Heartbeat, RestartBudget, describe_exit
 
 log = logging.getLogger("switchboard.gateway")
@@ -53,13 +58,16 @@ _FLUSH_SECONDS = 10.0
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-async def serve_worker(settings: Settings, port: int, heartbeat: Heartbeat | None = None) -> None:
+async def serve_worker(
+    settings: Settings, port: int, heartbeat: Heartbeat | None = None, shared_counters: SharedCounters | None = None
+) -> None:
     """One worker: serve `settings.gateway_host`:port (shared with the other workers) until SIGTERM or SIGINT,
     beating `heartbeat` (its parent's watchdog) meanwhile; then drain within `settings.shutdown_grace_seconds`."""
     beats = asyncio.create_task(heartbeat.run()) if heartbeat is not None else None
     # lingering_time: after a refused upload (413) read and drop the rest for 1 s at most, not aiohttp's 10 s.
     handler_options: dict[str, Any] = {"access_log": None, "lingering_time": 1.0}
-    app = make_app(dataclasses.replace(settings, gateway_port=port))  # the real port: the egress guard refuses it
+    # The real port: the egress guard refuses it.
+    app = make_app(dataclasses.replace(settings, gateway_port=port), shared_counters=shared_counters)
     runner = web.AppRunner(
         app, handle_signals=False, shutdown_timeout=settings.shutdown_grace_seconds, **handler_options
     )
@@ -105,8 +113,12 @@ def _die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def _worker(settings: Settings, port: int, parent: int, heartbeat: Heartbeat) -> None:
+def _worker(
+    settings: Settings, port: int, parent: int, heartbeat: Heartbeat, *, shared: SharedCounters | None, index: int
+) -> None:
     _die_with_parent(parent)
+    if shared is not None:
+        shared.attach(index)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays Ctrl-C as SIGTERM
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # until the event loop installs its own handler
     try:
@@ -116,18 +128,20 @@ def _worker(settings: Settings, port: int, parent: int, heartbeat: Heartbeat) ->
     except ImportError:
         runner = asyncio.Runner()
     with runner:
-        runner.run(serve_worker(settings, port, heartbeat))
+        runner.run(serve_worker(settings, port, heartbeat, shared))
 
 
 class _Workers:
     """The parent's side: fork the workers, replace dead and hung ones, and on SIGTERM stop them within the bound."""
 
-    def __init__(self, settings: Settings, reserved: socket.socket) -> None:
+    def __init__(self, settings: Settings, reserved: socket.socket, shared: SharedCounters | None = None) -> None:
         self._settings = settings
         self._reserved = reserved  # bound, never listening: holds the port between worker restarts
         self._port = int(reserved.getsockname()[1])
         self._context = multiprocessing.get_context("fork")
         self._workers: dict[BaseProcess, Heartbeat] = {}
+        self._shared = shared  # the rate-limit table (None with Redis): its column `index` is worker `index`'s
+        self._indices: dict[BaseProcess, int] = {}
         self._killed: set[int] = set()  # workers already sent SIGKILL (hung, or overdue at shutdown)
         self._stopping = False
         self._deadline = 0.0  # when stopping: past this, workers still running are killed
@@ -147,11 +161,14 @@ class _Workers:
                     os.kill(proc.pid, signal.SIGTERM)
 
     def _spawn(self) -> None:
+        index = min(set(range(len(self._indices) + 1)) - set(self._indices.values()))  # the lowest one free
         heartbeat = Heartbeat(self._context, self._settings.gateway_liveness_seconds)
         args = (self._settings, self._port, os.getpid(), heartbeat)
-        worker = self._context.Process(target=_worker, args=args, daemon=False)
+        kwargs = {"shared": self._shared, "index": index}
+        worker = self._context.Process(target=_worker, args=args, kwargs=kwargs, daemon=False)
         worker.start()
         self._workers[worker] = heartbeat
+        self._indices[worker] = index
 
     def _kill(self, proc: BaseProcess) -> None:
         assert proc.pid is not None
@@ -194,6 +211,9 @@ class _Workers:
             self._kill_stuck()
             for proc in [p for p in self._workers if not p.is_alive()]:
                 del self._workers[proc]
+                index = self._indices.pop(proc)
+                if self._shared is not None:  # the calls it had in flight free their concurrency slots now
+                    self._shared.release_worker(index)
                 proc.join()
                 self._killed.discard(proc.pid or 0)  # its pid may be a new worker's one day
                 if proc.pid is not None:
@@ -228,10 +248,11 @@ def main() -> int:
         return 2
     if settings.metrics_enabled:  # before forking: every worker then writes its samples where any worker reads them
         metrics.use_multiprocess_dir(settings.metrics_dir)
-    workers = _Workers(settings, reserved)
+    count = settings.gateway_workers or os.cpu_count() or 1
+    workers = _Workers(settings, reserved, shared_counters_for(settings, count))
     signal.signal(signal.SIGTERM, workers.stop)  # before forking, so no signal is missed; workers reset it
     signal.signal(signal.SIGINT, workers.stop)
-    return workers.run(settings.gateway_workers or os.cpu_count() or 1)
+    return workers.run(count)
 
 
 if __name__ == "__main__":

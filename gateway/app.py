@@ -55,6 +55,7 @@ from server.metering import Meter
 from server.readiness import Readiness
 from server.settings import Settings
 from server.store.db import Database
+from server.store.shared_counters import SharedCounters
 from server.telemetry import configure_tracing
 
 __all__ = ["make_app"]
@@ -108,7 +109,11 @@ def _operations_routes(app: web.Application, settings: Settings) -> None:
         app.router.add_get("/metrics", _metrics)
 
 
-def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> web.Application:
+def make_app(
+    settings: Settings, *, key_verifier: KeyVerifier | None = None, shared_counters: SharedCounters | None = None
+) -> web.Application:
+    """The gateway's app; `shared_counters` is the rate-limit table this worker shares with the gateway's other
+    workers (gateway.__main__), None for a process counting alone."""
     # Bodies are capped per surface by the handlers (before buffering); this is only the outer bound.
     app = web.Application(middlewares=middlewares(), client_max_size=TRANSCRIPTION_LIMIT + 1024 * 1024)
     app[SETTINGS] = settings
@@ -133,7 +138,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         app[HTTP] = http
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
-        app[LIMITER] = open_limiter(settings, db)
+        app[LIMITER] = open_limiter(settings, db, shared_counters)
         app[SECURITY_EVENTS] = events
         mcp_guard = EgressGuard.from_settings(settings, db, on_refused=refused)
         app[MCP_RUNTIME] = McpRuntime(mcp_guard, SecretBox(settings), settings)

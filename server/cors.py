@@ -53,10 +53,23 @@ MANAGEMENT = Surface(
     exposed_headers=("Grpc-Status", "Grpc-Message", "Grpc-Status-Details-Bin", "Content-Encoding"),
 )
 # The OpenAI SDKs send their own x-stainless-* and OpenAI-* headers, which vary by version: allow what is asked.
+# A browser client reads the rate-limit headers (gateway/limits/headers.py writes them) to pace itself and to back off
+# after a 429; tests/test_limits_gateway.py checks that every one the limiter writes is listed here.
 GATEWAY = Surface(
     methods=("GET", "POST", "DELETE"),
     allowed_headers=None,
-    exposed_headers=("x-request-id", "x-should-retry"),
+    exposed_headers=(
+        "x-request-id",
+        "x-should-retry",
+        "retry-after",
+        "retry-after-ms",
+        "x-ratelimit-limit-requests",
+        "x-ratelimit-remaining-requests",
+        "x-ratelimit-reset-requests",
+        "x-ratelimit-limit-tokens",
+        "x-ratelimit-remaining-tokens",
+        "x-ratelimit-reset-tokens",
+    ),
 )
 
 

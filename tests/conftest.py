@@ -24,7 +24,7 @@ from server.store.migrate import upgrade
 from server.tokens import PLATFORM_ROLES, mint_token
 from tests.clients import CALLERS, Caller, ConnectJsonCaller
 
-pytest_plugins = ["tests.gateway_fixtures", "tests.rag_fixtures"]
+pytest_plugins = ["tests.gateway_fixtures", "tests.rag_fixtures", "tests.limits_world"]
 
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgresql"]

@@ -1,5 +1,7 @@
 """What the rate-limit tests share: a model upstream whose usage they can predict, gateway processes configured for
 limits (in process or on Redis), a fresh tenant with models and keys, and setting policies through LimitService.
+Registered from conftest.py (`pytest_plugins`) for its fixtures: `limits_upstream` (that upstream, served on
+loopback) and `limits_models` (the models on it, registered once per test module).
 
 The upstream answers every chat call with 10 prompt tokens and min(60, max_tokens) completion tokens (so a call never
 uses more than it reserved), embeddings with 8 tokens, rerank with 5, transcriptions with 4; `slow` answers after
@@ -13,16 +15,18 @@ import contextlib
 import secrets
 import signal
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from aiohttp import web
 
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
+from tests.fakes.serve import serve_in_thread
 from tests.gateway_fixtures import start_gateway_process
 from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
 from tests.world import make_world, must
@@ -162,6 +166,17 @@ async def models_world(server: Server, upstream: str) -> GatewayWorld:
     world = GatewayWorld(tenant_id="", tag=secrets.token_hex(3))
     await create_models(connect, server.admin_token, world, specs(upstream))
     return world
+
+
+@pytest.fixture(scope="module")
+def limits_upstream() -> Iterator[str]:
+    with serve_in_thread(upstream_app) as port:
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture(scope="module")
+async def limits_models(server: Server, limits_upstream: str) -> GatewayWorld:
+    return await models_world(server, limits_upstream)
 
 
 @dataclass

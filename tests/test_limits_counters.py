@@ -1,14 +1,18 @@
-"""The rate-limit counter stores (server.store.limit_counters): one contract, in process and on a real Redis
-(127.0.0.1:6379, a fresh key prefix per test), plus the windows, header formats and reservations built on them."""
+"""The rate-limit counter stores (server.store.limit_counters, server.store.shared_counters): one contract, in
+process, in memory shared by forked processes, and on a real Redis (127.0.0.1:6379, a fresh key prefix per test), plus
+the windows, header formats and reservations built on them."""
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import secrets
 import socket
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -18,6 +22,9 @@ from server.domain.limits import BudgetPeriod
 from server.domain.limits_plan import budget_window, minute_window
 from server.metering import CallKind
 from server.store.limit_counters import (
+    IDLE_SECONDS,
+    PERMIT_LEASES,
+    PERMIT_MIN_LIMIT,
     Adjustment,
     Counters,
     CountersUnavailable,
@@ -26,6 +33,7 @@ from server.store.limit_counters import (
     Slot,
     Take,
 )
+from server.store.shared_counters import PROBES, SharedCounters
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -38,10 +46,13 @@ def _redis_reachable() -> bool:
         return False
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "shared", "redis"])
 async def counters(request: pytest.FixtureRequest) -> AsyncIterator[Counters]:
     if request.param == "memory":
         yield MemoryCounters()
+        return
+    if request.param == "shared":
+        yield SharedCounters(slots=4096, workers=2)
         return
     if not _redis_reachable():
         pytest.fail("Redis is not running on 127.0.0.1:6379 (the tests and CI expect it there)")
@@ -171,3 +182,150 @@ async def test_redis_scripts_reload_after_a_flush_and_run_once() -> None:
     finally:
         await admin.aclose()
         await store.close()
+
+
+def _hammer(store: SharedCounters, worker: int, start: Any, out: multiprocessing.SimpleQueue[int]) -> None:
+    """A forked worker: 3000 acquires of one request each against the shared limit of 4500; how many it got."""
+    store.attach(worker)
+    start.wait()  # both at once, so their operations interleave
+
+    async def run() -> int:
+        admitted = 0
+        for i in range(3000):
+            takes = [take("t|rpm", 4500), take("t|tpm", 10**6, 3)]
+            outcome = await store.acquire(takes, [], f"{worker}-{i}", time.time())
+            admitted += outcome.admitted
+        return admitted
+
+    out.put(asyncio.run(run()))
+
+
+async def test_shared_counters_are_exact_across_forked_processes() -> None:
+    """Two processes forked after the table was made, 6000 calls between them, a limit of 4500: exactly 4500
+    counted (without the locks, concurrent read-modify-writes lose counts and admit more)."""
+    store = SharedCounters(slots=1024, workers=2)
+    context = multiprocessing.get_context("fork")
+    out: multiprocessing.SimpleQueue[int] = context.SimpleQueue()
+    start = context.Barrier(2)
+    procs = [context.Process(target=_hammer, args=(store, worker, start, out)) for worker in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        await asyncio.to_thread(proc.join, 60)
+        assert proc.exitcode == 0
+    admitted = [out.get(), out.get()]
+    assert sum(admitted) == 4500 and min(admitted) > 0  # both took part
+    assert await store.peek(["t|rpm", "t|tpm"], [], time.time()) == (4500, 13500)
+
+
+def _hold_and_die(store: SharedCounters, worker: int) -> None:
+    store.attach(worker)
+    outcome = asyncio.run(store.acquire([], [Slot("t|cc", 2)], "held", time.time()))
+    os._exit(0 if outcome.admitted else 1)  # dies with its lease held
+
+
+async def test_a_dead_workers_leases_are_given_back() -> None:
+    store = SharedCounters(slots=1024, workers=2)
+    proc = multiprocessing.get_context("fork").Process(target=_hold_and_die, args=(store, 1))
+    proc.start()
+    await asyncio.to_thread(proc.join, 60)
+    assert proc.exitcode == 0
+    now = time.time()
+    assert (await store.acquire([], [Slot("t|cc", 2)], "mine", now)).admitted
+    assert not (await store.acquire([], [Slot("t|cc", 2)], "more", now)).admitted  # worker 1's lease still counts
+    store.release_worker(1)  # what the gateway's parent does when it reaps worker 1
+    assert await store.peek([], ["t|cc"], now) == (1,)
+    assert (await store.acquire([], [Slot("t|cc", 2)], "more", now)).admitted
+    # Finishing a lease this process never held gives nothing back.
+    await store.finish([], ["t|cc"], "held")
+    assert await store.peek([], ["t|cc"], now) == (2,)
+
+
+async def test_a_full_shared_table_is_reported_and_expired_slots_are_reused() -> None:
+    store = SharedCounters(slots=PROBES, workers=1, stripes=1)
+    now = time.time()
+    for i in range(PROBES):
+        assert (await store.acquire([Take(f"t|c{i}", 5, 1, now + 1)], [], "l", now)).admitted
+    with pytest.raises(CountersUnavailable):
+        await store.acquire([take("t|one-too-many", 5)], [], "l", now)
+    # Once those windows have ended their slots are free again, and the old counts are gone.
+    later = now + 2
+    assert (await store.acquire([Take("t|one-too-many", 5, 1, later + 60)], [], "l", later)).values == (1,)
+    assert await store.peek(["t|c0", "t|one-too-many"], [], later) == (0, 1)
+
+
+@pytest.fixture
+async def replicas() -> AsyncIterator[tuple[RedisCounters, RedisCounters, RedisCounters]]:
+    """Two gateway replicas counting in Redis with local permits, and an exact reader of the same counters."""
+    prefix = f"test:{secrets.token_hex(6)}:"
+    if not _redis_reachable():
+        pytest.fail("Redis is not running on 127.0.0.1:6379 (the tests and CI expect it there)")
+    stores = (
+        RedisCounters(REDIS_URL, prefix=prefix, permits=True),
+        RedisCounters(REDIS_URL, prefix=prefix, permits=True),
+        RedisCounters(REDIS_URL, prefix=prefix),
+    )
+    try:
+        yield stores
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_permits_never_over_admit_and_are_spent_by_whoever_holds_them(
+    replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
+) -> None:
+    """Permits are counted in Redis when taken: two replicas alternating 3000 calls against 2000/minute admit
+    exactly 2000 (what one holds when Redis has no room left it spends on its next calls), and Redis never shows
+    more than the limit."""
+    one, two, reader = replicas
+    now = time.time()
+    admitted = 0
+    for i in range(3000):
+        store = one if i % 2 else two
+        outcome = await store.acquire([take("t|rpm", 2000), take("t|tpm", 10**6, 5)], [], f"l{i}", now)
+        admitted += outcome.admitted
+        if i % 250 == 0:
+            assert (await reader.peek(["t|rpm"], [], now))[0] <= 2000
+    assert admitted == 2000
+    assert await reader.peek(["t|rpm"], [], now) == (2000,)
+
+
+async def test_permits_held_idle_go_back_to_redis(replicas: tuple[RedisCounters, RedisCounters, RedisCounters]) -> None:
+    one, _, reader = replicas
+    now = time.time()
+    outcome = await one.acquire([take("t|tpm", 10**6, 100)], [Slot("t|cc", 5000)], "a", now)
+    assert outcome.admitted and outcome.values == (100,)  # the count, less what this replica holds for later
+    held_tokens, held_leases = await reader.peek(["t|tpm"], ["t|cc"], now)
+    assert held_tokens > 100 and held_leases > 1  # the permits it took are counted in Redis
+    assert (await one.acquire([take("t|tpm", 10**6, 100)], [Slot("t|cc", 5000)], "b", now)).values == (200,)
+    assert await reader.peek(["t|tpm"], ["t|cc"], now) == (held_tokens, held_leases)  # admitted from the permits
+    await one.finish([Adjustment("t|tpm", -60, now + 60)], ["t|cc"], "a")
+    await one.finish([Adjustment("t|tpm", -60, now + 60)], ["t|cc"], "b")
+    await asyncio.sleep(IDLE_SECONDS * 3)
+    # Unused, they went back: Redis shows what the calls used (2 x 40 tokens) and no lease held.
+    assert await reader.peek(["t|tpm"], ["t|cc"], now) == (80, 0)
+
+
+async def test_limits_below_the_permit_floor_are_counted_call_by_call(
+    replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
+) -> None:
+    one, _, reader = replicas
+    now = time.time()
+    assert (await one.acquire([take("t|small", PERMIT_MIN_LIMIT - 1)], [Slot("t|cc", 64)], "a", now)).admitted
+    assert await reader.peek(["t|small"], ["t|cc"], now) == (1, 1)
+
+
+async def test_permit_leases_never_exceed_a_concurrency_cap(
+    replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
+) -> None:
+    """1200 calls held at once through two replicas against a cap of 1000: never more than 1000 leases in Redis,
+    and at most the spares the replicas hold (PERMIT_LEASES each) go unused."""
+    one, two, reader = replicas
+    now = time.time()
+    outcomes = await asyncio.gather(
+        *((one if i % 2 else two).acquire([], [Slot("t|cap", 1000)], f"l{i}", now) for i in range(1200))
+    )
+    admitted = sum(o.admitted for o in outcomes)
+    assert 1000 - 2 * PERMIT_LEASES <= admitted <= 1000
+    assert (await reader.peek([], ["t|cap"], now))[0] <= 1000

@@ -19,39 +19,31 @@ import orjson
 import pytest
 from sqlalchemy import select
 
+from gateway.limits.headers import retry_headers, window_headers
 from server.store.db import Database as Db
 from server.store.models import LimitSoftCrossingRow
 from tests.conftest import Database, Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
-from tests.fakes.serve import serve_in_thread
 from tests.gateway_world import GatewayWorld
-from tests.limits_world import LimitsGateway, Tenant, limits_gateway, models_world, new_tenant, upstream_app
+from tests.limits_world import LimitsGateway, Tenant, limits_gateway, new_tenant
 from tests.world import must
 
 RESET = re.compile(r"^(\d+ms|\d+(\.\d+)?s)$")
 KEY, MODEL, TENANT = "API_KEY", "MODEL", "TENANT"
 
 
-@pytest.fixture(scope="module")
-def upstream_url() -> Iterator[str]:
-    with serve_in_thread(upstream_app) as port:
-        yield f"http://127.0.0.1:{port}/v1"
-
-
-@pytest.fixture(scope="module")
-async def models(server: Server, upstream_url: str) -> GatewayWorld:
-    return await models_world(server, upstream_url)
+ORIGIN = "http://127.0.0.1:47100"  # a browser page's origin the gateway allows (nothing listens there)
 
 
 @pytest.fixture(scope="module")
 async def gw(database: Database, server: Server) -> AsyncIterator[LimitsGateway]:
-    async with limits_gateway(database, server) as gateway:
+    async with limits_gateway(database, server, cors_allowed_origins=ORIGIN) as gateway:
         yield gateway
 
 
 @pytest.fixture
-async def tenant(server: Server, models: GatewayWorld) -> Tenant:
-    return await new_tenant(server, models)
+async def tenant(server: Server, limits_models: GatewayWorld) -> Tenant:
+    return await new_tenant(server, limits_models)
 
 
 async def post(gw: LimitsGateway, secret: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
@@ -296,3 +288,59 @@ async def test_the_sdk_retry_succeeds_after_the_window(gw: LimitsGateway, tenant
         )
     assert answer.choices[0].message.content == "counted"
     assert statuses == [200, 429, 200]
+
+
+async def test_two_workers_of_one_gateway_admit_the_limit_once_without_redis(
+    database: Database, server: Server, tenant: Tenant
+) -> None:
+    """Without Redis the workers share their counters in memory: 30 calls on fresh connections (which the kernel
+    spreads over both workers) against a limit of 10 admit exactly 10, not 10 per worker."""
+    key_id, secret = await tenant.key("two-workers")
+    await tenant.limit((KEY, key_id), requestsPerMinute="10")
+    if 60 - time.time() % 60 < 10:  # all of them in one minute window
+        await asyncio.sleep(60 - time.time() % 60 + 0.1)
+    body = orjson.dumps(chat(tenant.world.model("lchat")))
+    async with limits_gateway(database, server, workers=2) as two:
+        connector = aiohttp.TCPConnector(force_close=True)  # a new connection per call
+        async with aiohttp.ClientSession(connector=connector) as http:
+
+            async def one() -> int:
+                headers = {"Authorization": f"Bearer {secret}"}
+                async with http.post(f"{two.base_url}/chat/completions", data=body, headers=headers) as resp:
+                    await resp.read()
+                    return resp.status
+
+            statuses = await asyncio.gather(*(one() for _ in range(30)))
+    assert statuses.count(200) == 10 and statuses.count(429) == 20
+
+
+def _listed(value: str | None) -> set[str]:
+    return {v.strip().lower() for v in (value or "").split(",") if v.strip()}
+
+
+async def test_browsers_can_read_the_rate_limit_headers(gw: LimitsGateway, tenant: Tenant) -> None:
+    """A page on an allowed origin: its preflight is answered, and on the actual answers (a success and a 429) the
+    rate-limit headers are listed in Access-Control-Expose-Headers, so fetch() can read them."""
+    written = {*window_headers("requests", 1, 0, 1), *window_headers("tokens", 1, 0, 1), *retry_headers(1)}
+    key_id, secret = await tenant.key("browser")
+    await tenant.limit((KEY, key_id), requestsPerMinute="1", tokensPerMinute="100k")
+    url = f"{gw.base_url}/chat/completions"
+    async with aiohttp.ClientSession() as http:
+        asked = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"}
+        async with http.options(url, headers={"Origin": ORIGIN, **asked}) as preflight:
+            assert preflight.status == 204
+            assert preflight.headers["Access-Control-Allow-Origin"] == ORIGIN
+        headers = {"Origin": ORIGIN, "Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        body = orjson.dumps(chat(tenant.world.model("lchat")))
+        expected = {
+            200: {"x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens"},
+            429: {"x-ratelimit-remaining-requests", "retry-after", "retry-after-ms"},
+        }
+        for status, wanted in expected.items():
+            async with http.post(url, data=body, headers=headers) as resp:
+                await resp.read()
+                assert resp.status == status
+                assert resp.headers["Access-Control-Allow-Origin"] == ORIGIN
+                exposed = _listed(resp.headers["Access-Control-Expose-Headers"])
+                assert wanted <= {h.lower() for h in resp.headers}
+                assert written <= exposed, written - exposed  # every header the limiter writes, not only these

@@ -8,7 +8,7 @@ import asyncio
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -17,9 +17,8 @@ import pytest
 
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, server_env, start_server
-from tests.fakes.serve import serve_in_thread
 from tests.gateway_world import GatewayWorld
-from tests.limits_world import REDIS_URL, LimitsGateway, Tenant, limits_gateway, models_world, new_tenant, upstream_app
+from tests.limits_world import REDIS_URL, LimitsGateway, Tenant, limits_gateway, new_tenant
 from tests.world import must
 
 LIMITS = "switchboard.limits.v1.LimitService"
@@ -28,17 +27,6 @@ LIMITS = "switchboard.limits.v1.LimitService"
 @pytest.fixture(scope="module")
 def prefix() -> str:
     return f"test:limits:{secrets.token_hex(6)}:"
-
-
-@pytest.fixture(scope="module")
-def upstream_url() -> Iterator[str]:
-    with serve_in_thread(upstream_app) as port:
-        yield f"http://127.0.0.1:{port}/v1"
-
-
-@pytest.fixture(scope="module")
-async def models(server: Server, upstream_url: str) -> GatewayWorld:
-    return await models_world(server, upstream_url)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +42,8 @@ async def replicas(database: Database, server: Server, prefix: str) -> AsyncIter
 
 
 @pytest.fixture
-async def tenant(server: Server, models: GatewayWorld) -> Tenant:
-    return await new_tenant(server, models)
+async def tenant(server: Server, limits_models: GatewayWorld) -> Tenant:
+    return await new_tenant(server, limits_models)
 
 
 def chat(model: str, **extra: Any) -> dict[str, Any]:

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["duration", "retry_headers", "window_headers"]
+__all__ = ["NAMES", "add_window_headers", "duration", "retry_headers", "window_headers"]
+
+
+def _seconds(ms: int) -> str:
+    """ms (< 60 000) as Go writes the seconds part: 1s, 59.5s, 3.25s, 0.001s."""
+    whole, frac = divmod(ms, 1000)
+    if not frac:
+        return f"{whole}s"
+    return f"{whole}.{frac:03d}".rstrip("0") + "s"
 
 
 def duration(seconds: float) -> str:
@@ -20,22 +28,31 @@ def duration(seconds: float) -> str:
     if ms < 1000:
         return f"{ms}ms"
     if ms < 60_000:  # the common case (a minute window): one format
-        return f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+        return _seconds(ms)
     hours, ms = divmod(ms, 3_600_000)
     minutes, ms = divmod(ms, 60_000)
-    secs = f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
     if hours:
-        return f"{hours}h{minutes}m{secs}"
-    return f"{minutes}m{secs}"
+        return f"{hours}h{minutes}m{_seconds(ms)}"
+    return f"{minutes}m{_seconds(ms)}"
 
 
 def window_headers(kind: str, limit: int, remaining: int, reset_seconds: float) -> dict[str, str]:
     """The trio for `kind` (requests or tokens)."""
-    names = _NAMES[kind]
-    return {names[0]: str(limit), names[1]: str(max(0, remaining)), names[2]: duration(reset_seconds)}
+    headers: dict[str, str] = {}
+    add_window_headers(headers, NAMES[kind], limit, remaining, reset_seconds)
+    return headers
 
 
-_NAMES = {
+def add_window_headers(
+    headers: dict[str, str], names: tuple[str, str, str], limit: int, remaining: int, reset_seconds: float
+) -> None:
+    """`window_headers` written into `headers` (names: `NAMES[kind]`), without a dict of its own per call."""
+    headers[names[0]] = str(limit)
+    headers[names[1]] = str(remaining) if remaining > 0 else "0"
+    headers[names[2]] = duration(reset_seconds)
+
+
+NAMES = {
     kind: (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}")
     for kind in ("requests", "tokens")
 }

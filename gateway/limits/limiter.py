@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry import metrics
 
-from gateway.limits.headers import retry_headers, window_headers
+from gateway.limits.headers import NAMES, add_window_headers, retry_headers
 from server.domain.limits import BudgetPeriod, Metric, Policy, ScopeKind, tenant_policies
 from server.domain.limits_plan import Applied, Caller, Rule, Window, budget_window, counter, minute_window, rules
 from server.domain.principal import Principal
@@ -111,7 +111,8 @@ class _Plan:
     token_room: int = 0  # the lowest token limit: a reservation above it can never fit
     token_counters: list[tuple[str, float]] = field(default_factory=list)  # what settles: (counter, expiry)
     soft: list[tuple[Applied, int, int]] = field(default_factory=list)  # (budget, its token_counters index, take index)
-    trios: list[tuple[str, list[int]]] = field(default_factory=list)  # header kind, the take indices it picks from
+    # The header names of a kind (requests, tokens), the take indices it picks from.
+    trios: list[tuple[tuple[str, str, str], list[int]]] = field(default_factory=list)
 
     def refresh(self, clock: _Windows, now: float) -> None:
         self.windows = [clock.of(c.rule.period, now) for c in self.takes]
@@ -133,7 +134,7 @@ class _Plan:
             if (c := self.takes[i]).rule.metric == Metric.TOKEN_BUDGET and c.rule.policy.soft_budget is not None
         ]
         self.trios = [
-            (kind, found)
+            (NAMES[kind], found)
             for metric, kind in _HEADER_KINDS
             if (found := [i for i, c in enumerate(self.takes) if c.rule.metric == metric])
         ]
@@ -357,12 +358,13 @@ def _headers(plan: _Plan, values: tuple[int, ...], now: float) -> dict[str, str]
     knows the counts up to the limit that refused)."""
     headers: dict[str, str] = {}
     known = len(values)
-    for kind, indices in plan.trios:
+    takes = plan.takes
+    for names, indices in plan.trios:
         best = -1
+        least = 0
         for i in indices:
-            if i < known and (best < 0 or plan.takes[i].limit - values[i] < plan.takes[best].limit - values[best]):
-                best = i
+            if i < known and (best < 0 or takes[i].limit - values[i] < least):
+                best, least = i, takes[i].limit - values[i]
         if best >= 0:
-            limit = plan.takes[best].limit
-            headers.update(window_headers(kind, limit, limit - values[best], plan.windows[best].end - now))
+            add_window_headers(headers, names, takes[best].limit, least, plan.windows[best].end - now)
     return headers

@@ -14,8 +14,9 @@ store loses everything on restart (counts restart at zero), which is what "singl
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -145,51 +146,69 @@ class MemoryCounters:
 
 
 # KEYS: the takes' counters, then the slots'. ARGV: lease, now (ms), lease end (ms), number of takes, then per take
-# its limit, amount and expiry (ms since the epoch), then per slot its limit. Returns {admitted, refused index
-# (1-based, 0 when admitted), counts...}.
+# its limit, amount, expiry (ms since the epoch) and permits asked, then per slot its limit and permits asked.
+# Returns {admitted, refused index (1-based, 0 when admitted), counts...}, and when admitted the permits granted
+# (per take, then per slot). A grant is at most what was asked and at most 1/8 of the room left after the call.
 _ACQUIRE = """
 local lease, now, lease_end, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local values = {}
 for i = 1, n do
-  local a = 5 + 3 * (i - 1)
+  local a = 5 + 4 * (i - 1)
   local current = tonumber(redis.call('GET', KEYS[i]) or '0')
   values[i] = current
   if current + math.max(tonumber(ARGV[a + 1]), 1) > tonumber(ARGV[a]) then
     return {0, i, unpack(values)}
   end
 end
-local base = 5 + 3 * n
+local base = 5 + 4 * n
+local held = {}
 for j = 1, #KEYS - n do
   local key = KEYS[n + j]
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  if redis.call('ZCARD', key) >= tonumber(ARGV[base + j - 1]) then
+  held[j] = redis.call('ZCARD', key)
+  if held[j] >= tonumber(ARGV[base + 2 * (j - 1)]) then
     return {0, n + j, unpack(values)}
   end
 end
+local reply = {1, 0}
+local grants = {}
 for i = 1, n do
-  local a = 5 + 3 * (i - 1)
-  values[i] = redis.call('INCRBY', KEYS[i], ARGV[a + 1])
+  local a = 5 + 4 * (i - 1)
+  local amount = tonumber(ARGV[a + 1])
+  local grant = math.max(0, math.min(tonumber(ARGV[a + 3]), math.floor((tonumber(ARGV[a]) - values[i] - amount) / 8)))
+  grants[i] = grant
+  reply[2 + i] = redis.call('INCRBY', KEYS[i], string.format('%d', amount + grant))
   redis.call('PEXPIREAT', KEYS[i], ARGV[a + 2])
 end
 for j = 1, #KEYS - n do
-  redis.call('ZADD', KEYS[n + j], lease_end, lease)
-  redis.call('PEXPIREAT', KEYS[n + j], lease_end)
+  local key, b = KEYS[n + j], base + 2 * (j - 1)
+  local grant = math.max(0, math.min(tonumber(ARGV[b + 1]), math.floor((tonumber(ARGV[b]) - held[j] - 1) / 8)))
+  grants[n + j] = grant
+  redis.call('ZADD', key, lease_end, lease)
+  for g = 1, grant do
+    redis.call('ZADD', key, lease_end, lease .. '#' .. g)
+  end
+  redis.call('PEXPIREAT', key, lease_end)
 end
-return {1, 0, unpack(values)}
+for k = 1, #grants do
+  reply[2 + n + k] = grants[k]
+end
+return reply
 """
 
-# KEYS: the counters to adjust, then the slots. ARGV: lease, number of counters, then per counter its delta and
-# expiry (ms; a counter whose window already ended is dropped by the expiry in the past). Returns the new counts.
+# KEYS: the counters to adjust, then the slots. ARGV: number of counters, then per counter its delta and expiry (ms;
+# a counter whose window already ended is dropped by the expiry in the past), then per slot the lease to remove.
+# Returns the new counts.
 _FINISH = """
-local n = tonumber(ARGV[2])
+local n = tonumber(ARGV[1])
 local values = {}
 for i = 1, n do
-  local a = 3 + 2 * (i - 1)
+  local a = 2 + 2 * (i - 1)
   values[i] = redis.call('INCRBY', KEYS[i], ARGV[a])
   redis.call('PEXPIREAT', KEYS[i], ARGV[a + 1])
 end
 for j = n + 1, #KEYS do
-  redis.call('ZREM', KEYS[j], ARGV[1])
+  redis.call('ZREM', KEYS[j], ARGV[2 + 2 * n + j - n - 1])
 end
 return values
 """
@@ -212,11 +231,47 @@ def _ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
+# Local permits (RedisCounters(permits=True), what the gateway uses): an admission that goes to Redis may also take a
+# few more calls' worth of a counter (at most PERMIT_CALLS, and at most 1/8 of the room left) and a few spare leases
+# of a concurrency cap (at most PERMIT_LEASES), counted in Redis at once, so the next calls of this process are
+# admitted from them without a round trip. Only limits of at least PERMIT_MIN_LIMIT grant any: smaller ones (and
+# every limit's last eighth) are counted call by call, exactly.
+PERMIT_MIN_LIMIT = 1000
+PERMIT_CALLS = 256
+PERMIT_LEASES = 32
+IDLE_SECONDS = 0.2  # permits (units of a counter, spare leases) unused this long go back to Redis
+_FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redis took it (it expires after 15 min)
+_SWEEP_SECONDS = 60.0
+
+
+class _Credit:
+    """Units of one counter this process holds: counted in Redis, not yet used by a call here."""
+
+    __slots__ = ("cap", "expires", "seen", "units", "used")
+
+    def __init__(self, expires: float) -> None:
+        self.units = 0
+        self.used = 0.0  # when a call last drew on it or refunded to it
+        self.seen = 0  # the counter's value in Redis when last read (our units included)
+        self.expires = expires
+        self.cap = 0  # what it may hold: a refund above this goes back to Redis
+
+
+@dataclass(slots=True)
+class _Spare:
+    member: str  # the lease in Redis's set
+    taken: float  # when Redis counted it
+    idle_since: float
+
+
 class RedisCounters:
     """Counters shared by every replica, in Redis under `prefix`. Each method is one script call (EVALSHA), batched
-    with the calls of the same event-loop turn into one round trip (server.store.redis_scripts)."""
+    with the calls of the same event-loop turn into one round trip (server.store.redis_scripts). With `permits`,
+    most admissions and settlements of a busy process need no script call at all (see PERMIT_CALLS)."""
 
-    def __init__(self, url: str, *, prefix: str = "switchboard:limits:", timeout: float = 2.0) -> None:
+    def __init__(
+        self, url: str, *, prefix: str = "switchboard:limits:", timeout: float = 2.0, permits: bool = False
+    ) -> None:
         import redis.asyncio as redis
 
         # No per-read socket timeout: each batch has one deadline of `timeout` (server.store.redis_scripts).
@@ -224,6 +279,14 @@ class RedisCounters:
         self._prefix = prefix
         scripts = {"acquire": _ACQUIRE, "finish": _FINISH, "peek": _PEEK}
         self._scripts = ScriptBatcher(self._redis, scripts, timeout=timeout)
+        self._permits = permits
+        self._credit: dict[str, _Credit] = {}
+        self._spares: dict[str, list[_Spare]] = {}  # slot -> spare leases, idle
+        self._using: dict[tuple[str, str], _Spare] = {}  # (slot, a call's lease) -> the Redis lease it holds
+        self._asking: set[str] = set()  # counters and slots a request for permits is in flight for
+        self._next_sweep = 0.0
+        self._trim: asyncio.TimerHandle | None = None
+        self._releasing: set[asyncio.Task[None]] = set()
 
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> list[int]:
         try:
@@ -231,23 +294,236 @@ class RedisCounters:
         except ScriptFailed as exc:
             raise CountersUnavailable(str(exc)) from None
 
+    def _local(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome | None:
+        """Admit from this process's permits alone (every take covered, a spare lease for every slot), or None."""
+        credits = []
+        for take in takes:
+            credit = self._credit.get(take.counter)
+            if credit is None or credit.expires <= now or credit.units < (take.amount or 1):
+                return None
+            credits.append(credit)
+        for slot in slots:
+            if not self._spares.get(slot.counter):
+                return None
+        values = []
+        for take, credit in zip(takes, credits, strict=True):
+            credit.units -= take.amount
+            credit.used = now
+            values.append(credit.seen - credit.units)
+            if credit.units < credit.cap // 2 and take.counter not in self._asking:  # top up before it runs out
+                self._asking.add(take.counter)
+                self._background(self._refill(take, credit))
+        for slot in slots:
+            self._using[slot.counter, lease] = self._spares[slot.counter].pop()
+        return Outcome(True, -1, tuple(values))
+
     async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
+        permits = self._permits
+        if permits:
+            if now >= self._next_sweep:
+                self._next_sweep = now + _SWEEP_SECONDS
+                self._credit = {k: c for k, c in self._credit.items() if c.expires > now}
+            local = self._local(takes, slots, lease, now)
+            if local is not None:
+                return local
         p = self._prefix
         keys = [p + t.counter for t in takes] + [p + s.counter for s in slots]
         args: list[Any] = [lease, _ms(now), _ms(now + LEASE_SECONDS), len(takes)]
+        asks = []
+        # One request for permits per counter in flight at a time: the calls of a burst that all miss at once must
+        # not each take a grant (together they could take the whole room and leave it idle here).
+        asking = self._asking
         for take in takes:
-            args += [take.limit, take.amount, _ms(take.expires)]
-        args += [slot.limit for slot in slots]
-        reply = await self._run("acquire", keys, args)
-        return Outcome(reply[0] == 1, reply[1] - 1, tuple(reply[2:]))
+            ask = 0
+            if permits and take.limit >= PERMIT_MIN_LIMIT and take.counter not in asking:
+                ask = PERMIT_CALLS * (take.amount or 1)  # up to a grant's worth held here, no more
+                held = self._credit.get(take.counter)
+                if held is not None and held.expires > now:
+                    ask = max(0, ask - held.units)
+            asks.append(ask)
+            args += [take.limit, take.amount, _ms(take.expires), ask]
+        spares = []
+        for slot in slots:
+            spare = 0
+            if permits and slot.limit >= PERMIT_MIN_LIMIT and slot.counter not in asking:
+                spare = PERMIT_LEASES - len(self._spares.get(slot.counter, ()))
+            spares.append(spare)
+            args += [slot.limit, spare]
+        mine = [t.counter for t, ask in zip(takes, asks, strict=True) if ask] + [
+            s.counter for s, spare in zip(slots, spares, strict=True) if spare
+        ]
+        asking.update(mine)
+        try:
+            reply = await self._run("acquire", keys, args)
+        finally:
+            asking.difference_update(mine)
+        n = len(takes)
+        values = reply[2 : 2 + n]
+        if reply[0] != 1:
+            return Outcome(False, reply[1] - 1, tuple(values))
+        if permits:
+            self._keep(takes, slots, lease, now=now, values=values, asks=asks, grants=reply[2 + n :])
+        return Outcome(True, -1, tuple(values))
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
+
+    async def _refill(self, take: Take, credit: _Credit) -> None:
+        """Ask Redis for another grant of `take`'s counter (counting no call), off the request path; the caller
+        marked the counter as asking."""
+        ask = credit.cap - credit.units
+        now = time.time()
+        args = ["-", _ms(now), _ms(now), 1, take.limit, 0, _ms(take.expires), ask]
+        try:
+            reply = await self._run("acquire", [self._prefix + take.counter], args)
+        except CountersUnavailable:
+            return
+        finally:
+            self._asking.discard(take.counter)
+        if reply[0] == 1 and reply[3] and self._credit.get(take.counter) is credit:
+            credit.units += reply[3]
+            credit.seen = reply[2]
+            self._schedule_trim()
+
+    def _keep(
+        self,
+        takes: Sequence[Take],
+        slots: Sequence[Slot],
+        lease: str,
+        *,
+        now: float,
+        values: list[int],
+        asks: list[int],
+        grants: list[int],
+    ) -> None:
+        """Keep the permits Redis granted with an admission; `values` become the counts less what is kept here."""
+        n = len(takes)
+        for i, take in enumerate(takes):
+            credit = self._credit.get(take.counter)
+            if credit is None or credit.expires <= now:
+                if not grants[i]:
+                    continue
+                credit = self._credit[take.counter] = _Credit(take.expires)
+            if grants[i]:
+                self._schedule_trim()
+            credit.units += grants[i]
+            credit.used = now
+            credit.cap = max(credit.cap, PERMIT_CALLS * (take.amount or 1))
+            credit.seen = values[i]
+            values[i] -= credit.units
+        for j, slot in enumerate(slots):
+            self._using[slot.counter, lease] = _Spare(lease, now, now)
+            if grants[n + j]:
+                spares = self._spares.setdefault(slot.counter, [])
+                spares += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]
+                self._schedule_trim()
+
+    def _settle(
+        self, adjustments: Sequence[Adjustment], now: float
+    ) -> tuple[list[int | None], list[tuple[int, Adjustment]]]:
+        """Settle what this process's permits can: the values known here (None: Redis will tell), and what goes to
+        Redis (the index whose value its answer gives, -1 for a surplus given back)."""
+        values: list[int | None] = []
+        remote: list[tuple[int, Adjustment]] = []
+        for index, adjustment in enumerate(adjustments):
+            credit = self._credit.get(adjustment.counter) if self._permits else None
+            delta = adjustment.delta
+            if credit is None or credit.expires <= now or credit.units < delta:
+                remote.append((index, adjustment))
+                values.append(None)
+                continue
+            credit.units -= delta  # a refund kept here, or a shortfall paid from what is held
+            credit.used = now
+            if credit.units > 0:
+                self._schedule_trim()
+            if credit.units > credit.cap:  # hold no more than a grant's worth: down to half of it goes back
+                surplus = credit.units - credit.cap // 2
+                credit.units -= surplus
+                credit.seen -= surplus
+                remote.append((-1, Adjustment(adjustment.counter, -surplus, adjustment.expires)))
+            values.append(credit.seen - credit.units)
+        return values, remote
+
+    def _unlease(self, slots: Sequence[str], lease: str, now: float) -> list[tuple[str, str]]:
+        """Keep the call's leases as spares where permits allow; the (slot, lease) pairs Redis must drop."""
+        members = []
+        for slot in slots:
+            held = self._using.pop((slot, lease), None)
+            if held is None:  # counted without permits: the call's own lease
+                members.append((slot, lease))
+                continue
+            spares = self._spares.setdefault(slot, [])
+            if now - held.taken < _FRESH_LEASE_SECONDS and len(spares) < PERMIT_LEASES:
+                held.idle_since = now
+                spares.append(held)
+                self._schedule_trim()
+            else:
+                members.append((slot, held.member))
+        return members
 
     async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
+        now = time.time()
+        values, remote = self._settle(adjustments, now)
+        members = self._unlease(slots, lease, now)
+        if remote or members:
+            p = self._prefix
+            keys = [p + a.counter for _, a in remote] + [p + slot for slot, _ in members]
+            args: list[Any] = [len(remote)]
+            for _, adjustment in remote:
+                args += [adjustment.delta, _ms(adjustment.expires)]
+            args += [member for _, member in members]
+            counts = await self._run("finish", keys, args)
+            for (index, adjustment), count in zip(remote, counts, strict=False):
+                if index < 0:
+                    continue
+                credit = self._credit.get(adjustment.counter) if self._permits else None
+                if credit is not None and credit.expires > now:
+                    credit.seen = count
+                    values[index] = count - credit.units  # what this process has not kept for itself
+                else:
+                    values[index] = count
+        return tuple(v if v is not None else 0 for v in values)
+
+    def _schedule_trim(self) -> None:
+        if self._trim is None:
+            self._trim = asyncio.get_running_loop().call_later(IDLE_SECONDS, self._trim_idle)
+
+    def _trim_idle(self) -> None:
+        """Give back the permits unused for IDLE_SECONDS: another replica may need them, and usage reads (which
+        see Redis) should show what calls used, not what a process holds."""
+        self._trim = None
+        now = time.time()
+        cutoff = now - IDLE_SECONDS
+        members: list[tuple[str, str]] = []
+        for slot, spares in list(self._spares.items()):
+            members += [(slot, s.member) for s in spares if s.idle_since <= cutoff]
+            spares[:] = [s for s in spares if s.idle_since > cutoff]
+            if not spares:
+                del self._spares[slot]
+        returned: list[Adjustment] = []
+        for counter, credit in self._credit.items():
+            if credit.units > 0 and credit.used <= cutoff and credit.expires > now:
+                returned.append(Adjustment(counter, -credit.units, credit.expires))
+                credit.seen -= credit.units
+                credit.units = 0
+        if members or returned:
+            self._background(self._release(returned, members))
+        if self._spares or any(c.units > 0 for c in self._credit.values()):
+            self._schedule_trim()
+
+    async def _release(self, returned: list[Adjustment], members: list[tuple[str, str]]) -> None:
         p = self._prefix
-        keys = [p + a.counter for a in adjustments] + [p + s for s in slots]
-        args: list[Any] = [lease, len(adjustments)]
-        for adjustment in adjustments:
+        keys = [p + a.counter for a in returned] + [p + slot for slot, _ in members]
+        args: list[Any] = [len(returned)]
+        for adjustment in returned:
             args += [adjustment.delta, _ms(adjustment.expires)]
-        return tuple(await self._run("finish", keys, args))
+        args += [member for _, member in members]
+        try:
+            await self._run("finish", keys, args)
+        except CountersUnavailable:  # leases expire in Redis after LEASE_SECONDS, counters with their window
+            return
 
     async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]:
         p = self._prefix
@@ -255,5 +531,15 @@ class RedisCounters:
         return tuple(await self._run("peek", keys, [len(counters), _ms(now)]))
 
     async def close(self) -> None:
+        if self._trim is not None:
+            self._trim.cancel()
+            self._trim = None
+        spares = [(slot, s.member) for slot, held in self._spares.items() for s in held]
+        credits = [Adjustment(k, -c.units, c.expires) for k, c in self._credit.items() if c.units > 0]
+        self._spares, self._credit = {}, {}
+        if spares or credits:
+            await self._release(credits, spares)
+        if self._releasing:
+            await asyncio.gather(*self._releasing, return_exceptions=True)
         await self._scripts.close()
         await self._redis.aclose()

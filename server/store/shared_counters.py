@@ -1,0 +1,305 @@
+"""Rate-limit counters shared by the worker processes of one gateway, in memory the parent maps before forking them.
+
+Without Redis each gateway worker used to count on its own, so N workers admitted N times a limit. `SharedCounters`
+keeps one table for all of them, with the same contract and the same fixed-window semantics as `MemoryCounters`
+(a counter's value counts while its expiry is ahead; a take needs room for `max(amount, 1)`; nothing is counted for
+a refused call; a settlement after its window's expiry leaves nothing behind). Across replicas (other hosts, other
+gateway processes) it shares nothing: that is what Redis is for.
+
+**Layout.** One anonymous shared file (memfd), mapped MAP_SHARED, of `slots` fixed-size slots of int64 words:
+`[key1, key2, value, expires_ms, leases, lease count of worker 0 … worker W-1]`. A counter's key is 128 bits of
+BLAKE2b of its name (a collision of two live counters is as likely as guessing a random 128-bit number). The table
+is split into `stripes` regions; a counter lives in the region its **tenant** (the name's first `|` segment) hashes
+to, so one call's counters (all of one tenant) sit under one lock, and at a slot within `PROBES` of its home slot
+(linear probing, wrapping inside the region).
+
+**Atomicity.** Each region has a lock: an fcntl (POSIX record) lock on one byte of the shared file. An operation
+locks the regions of its counters in ascending order (so two operations never wait on each other in a cycle), reads,
+checks and writes with no await in between, and unlocks. Record locks belong to the process: the kernel drops them
+when it dies, so a worker killed mid-operation (the watchdog's SIGKILL, the OOM killer) cannot leave a region
+locked for ever; what it leaves is at most that one operation half written (a count or a lease off by one).
+
+**Slots.** A slot is live while its expiry is ahead or it holds leases; a dead slot is reused by whichever counter
+probes it first. Slots are never emptied again once used, which is what lets a lookup stop at the first empty slot
+(an insert takes the first dead or empty slot of its probe run, so a key is never stored beyond an empty slot). When
+all `PROBES` slots from a counter's home are live the table is full there: the operation raises
+`CountersUnavailable`, and the limiter fails open or closed as configured.
+
+**Leases** (concurrent requests) are counted per worker: each worker owns one column (its index among the gateway's
+workers) and the slot keeps their sum. When a worker dies, its parent zeroes its column everywhere (`release_worker`)
+before a replacement takes that index, so the dead worker's calls in flight free their slots at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import mmap
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+
+from server.store.limit_counters import Adjustment, CountersUnavailable, Outcome, Slot, Take
+
+__all__ = ["PROBES", "SharedCounters"]
+
+PROBES = 32  # how far from its home slot a counter may live
+_KEY1, _KEY2, _VALUE, _EXPIRES, _LEASES, _COLUMNS = range(6)
+_MAX_NAMES = 100_000  # names whose slot coordinates are remembered (cleared when reached)
+# Concurrency slots are a namespace of their own, as in MemoryCounters; a suffix keeps them in their tenant's region.
+_LEASE_SUFFIX = "|\x00lease"
+
+
+def _anonymous_file(size: int) -> int:
+    """A file descriptor of `size` zero bytes in memory (memfd: never written back to a disk)."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("switchboard-limits", os.MFD_CLOEXEC)
+    else:  # pragma: no cover - non-Linux
+        with tempfile.TemporaryFile() as handle:
+            fd = os.dup(handle.fileno())
+    os.ftruncate(fd, size)
+    return fd
+
+
+def _signed(data: bytes) -> int:
+    return int.from_bytes(data, "little", signed=True)
+
+
+class _Place:
+    """Where a counter lives: its region, home slot and key, and the slot it was last found in (a hint, checked)."""
+
+    __slots__ = ("at", "home", "key1", "key2", "stripe")
+
+    def __init__(self, stripe: int, home: int, key1: int, key2: int) -> None:
+        self.stripe, self.home, self.key1, self.key2 = stripe, home, key1, key2
+        self.at = -1
+
+
+class SharedCounters:
+    """The counter table, created by the gateway's parent before it forks the workers (each calls `attach`)."""
+
+    def __init__(self, *, slots: int, workers: int, stripes: int = 16) -> None:
+        if workers < 1 or stripes < 1:
+            raise ValueError("workers and stripes must be at least 1")
+        self._region = max(PROBES, -(-slots // stripes))  # slots per stripe
+        self._stripes = stripes
+        self._workers = workers
+        self._stride = _COLUMNS + workers
+        self._fd = _anonymous_file(self._region * stripes * self._stride * 8)
+        self._map = mmap.mmap(self._fd, self._region * stripes * self._stride * 8)
+        self._words = memoryview(self._map).cast("q")
+        self._column = 0
+        self._names: dict[str, _Place] = {}
+        self._held: dict[str, set[str]] = {}  # this process's leases: slot name -> leases
+
+    @property
+    def workers(self) -> int:
+        return self._workers
+
+    def attach(self, worker: int) -> None:
+        """Count as worker `worker` (0 ≤ worker < workers) from now on, in a process just forked from the creator."""
+        if not 0 <= worker < self._workers:
+            raise ValueError(f"worker index {worker} is outside 0..{self._workers - 1}")
+        self._column = worker
+        self._held = {}
+        self.release_worker(worker)
+
+    def release_worker(self, worker: int) -> None:
+        """Give back every lease worker `worker` holds (it died, or a new process takes its index)."""
+        words, stride, column = self._words, self._stride, _COLUMNS + worker
+        for stripe in range(self._stripes):
+            fcntl.lockf(self._fd, fcntl.LOCK_EX, 1, stripe)
+            try:
+                start = stripe * self._region
+                for slot in range(start, start + self._region):
+                    at = slot * stride
+                    held = words[at + column]
+                    if held:
+                        words[at + _LEASES] -= held
+                        words[at + column] = 0
+            finally:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, stripe)
+
+    # -- locating ---------------------------------------------------------------------------------------------------
+
+    def _where(self, name: str) -> _Place:
+        found = self._names.get(name)
+        if found is None:
+            if len(self._names) >= _MAX_NAMES:
+                self._names.clear()
+            digest = hashlib.blake2b(name.encode(), digest_size=16).digest()
+            key1, key2 = _signed(digest[:8]), _signed(digest[8:])
+            if key1 == 0 and key2 == 0:  # all-zero marks an empty slot
+                key2 = 1
+            tenant = name.partition("|")[0].encode()
+            stripe = _signed(hashlib.blake2b(tenant, digest_size=8).digest()) % self._stripes
+            found = self._names[name] = _Place(stripe, (key1 & 0x7FFFFFFF) % self._region, key1, key2)
+        return found
+
+    def _find(self, place: _Place, now_ms: int, claim: bool) -> int:
+        """The word offset of the counter's slot; -1 when it has none (and `claim` is false). With `claim`, a counter
+        without a slot takes the first dead or empty one of its probe run (zeroed), or the table is full there."""
+        words = self._words
+        at = place.at
+        # Where it was last seen: while the slot still holds its key it is its only slot (keys are never stored twice).
+        if at >= 0 and words[at] == place.key1 and words[at + _KEY2] == place.key2:
+            return at
+        key1, key2 = place.key1, place.key2
+        stride, region = self._stride, self._region
+        start = place.stripe * region
+        home = place.home
+        free = -1
+        for step in range(PROBES):
+            at = (start + (home + step) % region) * stride
+            first = words[at]
+            if first == key1 and words[at + _KEY2] == key2:
+                place.at = at
+                return at
+            if first == 0 and words[at + _KEY2] == 0:  # empty: the key is not stored further on
+                if free < 0:
+                    free = at
+                break
+            if free < 0 and words[at + _EXPIRES] <= now_ms and words[at + _LEASES] == 0:
+                free = at
+        if not claim:
+            return -1
+        if free < 0:
+            raise CountersUnavailable("the shared rate-limit counter table is full")
+        words[free + _VALUE] = 0
+        words[free + _EXPIRES] = now_ms + 1  # live for the rest of this operation: no other counter of it takes it
+        words[free + _LEASES] = 0
+        for column in range(_COLUMNS, stride):
+            words[free + column] = 0
+        words[free] = key1
+        words[free + _KEY2] = key2
+        place.at = free
+        return free
+
+    def _lock(self, places: Sequence[_Place]) -> list[int]:
+        """Lock the regions of `places` in ascending order; the regions locked (for `_unlock`)."""
+        stripe = places[0].stripe
+        stripes = [stripe]
+        for place in places:
+            if place.stripe != stripe:  # rare: counters of more than one tenant
+                stripes = sorted({p.stripe for p in places})
+                break
+        fd = self._fd
+        for index, locking in enumerate(stripes):
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX, 1, locking)
+            except BaseException:
+                self._unlock(stripes[:index])
+                raise
+        return stripes
+
+    def _unlock(self, stripes: list[int]) -> None:
+        fd = self._fd
+        for stripe in reversed(stripes):
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, stripe)
+
+    # -- the Counters contract --------------------------------------------------------------------------------------
+
+    async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
+        where = self._where
+        take_at = [where(t.counter) for t in takes]
+        slot_at = [where(s.counter + _LEASE_SUFFIX) for s in slots]
+        everything = take_at + slot_at
+        if not everything:
+            return Outcome(True, -1, ())
+        now_ms = int(now * 1000)
+        words = self._words
+        locked = self._lock(everything)
+        try:
+            offsets: list[int] = []
+            values: list[int] = []
+            for index, take in enumerate(takes):
+                at = self._find(take_at[index], now_ms, True)
+                value = words[at + _VALUE] if words[at + _EXPIRES] > now_ms else 0
+                offsets.append(at)
+                values.append(value)
+                if value + (take.amount or 1) > take.limit:  # a zero amount still needs room: none at the limit
+                    return Outcome(False, index, tuple(values))
+            slot_offsets: list[int] = []
+            for index, slot in enumerate(slots):
+                at = self._find(slot_at[index], now_ms, True)
+                if words[at + _LEASES] >= slot.limit:
+                    return Outcome(False, len(takes) + index, tuple(values))
+                slot_offsets.append(at)
+            for index, take in enumerate(takes):
+                at = offsets[index]
+                values[index] += take.amount
+                words[at + _VALUE] = values[index]
+                words[at + _EXPIRES] = int(take.expires * 1000)
+            column = _COLUMNS + self._column
+            for at in slot_offsets:
+                words[at + _LEASES] += 1
+                words[at + column] += 1
+        finally:
+            self._unlock(locked)
+        for slot in slots:
+            self._held.setdefault(slot.counter, set()).add(lease)
+        return Outcome(True, -1, tuple(values))
+
+    async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
+        releasing = []
+        for counter in slots:
+            held = self._held.get(counter)
+            if held is not None and lease in held:
+                held.discard(lease)
+                if not held:
+                    del self._held[counter]
+                releasing.append(counter)
+        adjust_at = [self._where(a.counter) for a in adjustments]
+        release_at = [self._where(c + _LEASE_SUFFIX) for c in releasing]
+        everything = adjust_at + release_at
+        if not everything:
+            return ()
+        now_ms = int(time.time() * 1000)
+        words = self._words
+        values = []
+        locked = self._lock(everything)
+        try:
+            for index, adjustment in enumerate(adjustments):
+                expires_ms = int(adjustment.expires * 1000)
+                at = self._find(adjust_at[index], now_ms, expires_ms > now_ms)
+                current = words[at + _VALUE] if at >= 0 and words[at + _EXPIRES] > now_ms else 0
+                value = current + adjustment.delta
+                if at >= 0 and expires_ms > now_ms:
+                    words[at + _VALUE] = value
+                    words[at + _EXPIRES] = expires_ms
+                values.append(value)
+            column = _COLUMNS + self._column
+            for place in release_at:
+                at = self._find(place, now_ms, False)
+                if at >= 0 and words[at + column] > 0:
+                    words[at + column] -= 1
+                    words[at + _LEASES] -= 1
+        finally:
+            self._unlock(locked)
+        return tuple(values)
+
+    async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]:
+        wheres = [self._where(c) for c in counters] + [self._where(s + _LEASE_SUFFIX) for s in slots]
+        if not wheres:
+            return ()
+        now_ms = int(now * 1000)
+        words = self._words
+        values = []
+        locked = self._lock(wheres)
+        try:
+            for index, place in enumerate(wheres):
+                at = self._find(place, now_ms, False)
+                if at < 0:
+                    values.append(0)
+                elif index < len(counters):
+                    values.append(words[at + _VALUE] if words[at + _EXPIRES] > now_ms else 0)
+                else:
+                    values.append(words[at + _LEASES])
+        finally:
+            self._unlock(locked)
+        return tuple(values)
+
+    async def close(self) -> None:
+        """This process's use ends; the mapping stays for the others (it goes with the last process)."""
+        return None
