@@ -90,8 +90,8 @@ async def start_management(
     server listens on host:port."""
     from pyvoy import StartupError
 
-    # The served app reads its settings from the environment pyvoy hands it: `env` when given, else this process's.
-    header_timeout = (load_settings(env) if env else load_settings()).request_header_timeout_seconds
+    # The served app reads its settings from the environment pyvoy hands it: this process's, with `env` on top.
+    header_timeout = load_settings(overrides=env).request_header_timeout_seconds
     ensure_free(host, port, _WHAT)
     options = {"address": host, "port": port, "env": env or {}, "stdout": stdout, "stderr": stderr}
     server = _exclusive_server(header_timeout, **options, log_level=log_level)

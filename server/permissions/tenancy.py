@@ -43,6 +43,7 @@ __all__ = [
     "can_admin_tenant",
     "can_attach_key_to_group",
     "can_read_group",
+    "capabilities_in",
     "follow_membership_changes",
     "forget_membership",
     "has_capability",
@@ -262,6 +263,11 @@ async def has_capability(session: AsyncSession, principal: Principal, tenant_id:
         return True
     role = await tenant_role(session, principal, tenant_id)
     return role is not None and capability in _ROLE_CAPABILITIES[role]
+
+
+async def capabilities_in(session: AsyncSession, principal: Principal, tenant_id: str) -> frozenset[Capability]:
+    """Every tenant capability the caller holds in the tenant (what the console shows), by `has_capability`."""
+    return frozenset([c for c in Capability if await has_capability(session, principal, tenant_id, c)])
 
 
 async def _require_tenant(session: AsyncSession, tenant_id: str) -> None:
