@@ -287,6 +287,16 @@ async def test_a_callback_with_another_state_is_refused(site: Site, browser: Bro
     assert browser.cookie(site, "sb_session") is None
 
 
+async def test_a_sign_in_the_person_cancels_at_the_provider_is_refused(site: Site, browser: Browser) -> None:
+    _, url, body = await browser.request("GET", f"{site.base_url}/console/auth/login?next=/console/")
+    abort = urljoin(url, urlsplit(url).path.rstrip("/") + "/abort")  # the provider's "Cancel" link
+    assert abort in body or urlsplit(abort).path in body
+    status, _, body = await browser.request("GET", abort)
+    assert status == 400
+    assert "the provider refused the sign-in (access_denied)" in body
+    assert browser.cookie(site, "sb_session") is None
+
+
 async def test_a_callback_without_the_flow_cookie_is_refused(site: Site) -> None:
     async with (
         aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
