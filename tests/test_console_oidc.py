@@ -65,12 +65,13 @@ class Provider:
     proc: asyncio.subprocess.Process
 
 
-async def _start_provider(console_url: str) -> Provider:
+async def _start_provider(console_url: str, public_console_url: str) -> Provider:
     env = {
         **os.environ,
         "CLIENT_ID": CLIENT_ID,
         "CLIENT_SECRET": CLIENT_SECRET,
         "REDIRECT_URI": f"{console_url}/console/auth/callback",
+        "PUBLIC_REDIRECT_URI": f"{public_console_url}/console/auth/callback",
         "POST_LOGOUT_URI": f"{console_url}/console/",
         "RESOURCE": RESOURCE,
         "AUDIENCE": AUDIENCE,
@@ -95,6 +96,7 @@ class Site:
 
     base_url: str
     provider: Provider
+    public_port: int = 0  # where a console signing in as the provider's public client may run
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +113,9 @@ async def site(database: Database) -> AsyncIterator[Site]:
     reason = _ensure_provider()
     if reason is not None:
         pytest.skip(reason)
-    port = free_port()
+    port, public_port = free_port(), free_port()
     base_url = f"http://127.0.0.1:{port}"
-    provider = await _start_provider(base_url)
+    provider = await _start_provider(base_url, f"http://127.0.0.1:{public_port}")
     env = server_env(
         database,
         Path(tempfile.mkdtemp(prefix="switchboard-oidc-")),
@@ -129,7 +131,7 @@ async def site(database: Database) -> AsyncIterator[Site]:
     )
     server = await start_server(env, port=port)
     try:
-        yield Site(base_url, provider)
+        yield Site(base_url, provider, public_port)
     finally:
         await server.stop()
         provider.proc.terminate()
@@ -392,5 +394,31 @@ async def test_the_provider_is_reached_only_through_the_egress_guard(
         status, answer = await _get_session(guarded, token)
         assert (status, answer["code"]) == (401, "unauthenticated")
         assert (await _get_session(site, token))[0] == 200  # the same token, where the provider may be reached
+    finally:
+        await server.stop()
+
+
+async def test_a_public_client_signs_in_with_pkce_alone(database: Database, site: Site, browser: Browser) -> None:
+    """No client secret configured: the console is a public client and sends its client_id with the verifier."""
+    public = Site(f"http://127.0.0.1:{site.public_port}", site.provider)
+    env = server_env(
+        database,
+        Path(tempfile.mkdtemp(prefix="switchboard-oidc-public-")),
+        SWITCHBOARD_OIDC_ISSUER=site.provider.issuer,
+        SWITCHBOARD_OIDC_CLIENT_ID=f"{CLIENT_ID}-public",
+        SWITCHBOARD_OIDC_RESOURCE=RESOURCE,
+        SWITCHBOARD_CONSOLE_PUBLIC_URL=public.base_url,
+        SWITCHBOARD_JWKS_URL=f"{site.provider.issuer}/jwks",
+        SWITCHBOARD_JWT_ISSUER=site.provider.issuer,
+        SWITCHBOARD_JWT_AUDIENCE=AUDIENCE,
+    )
+    server = await start_server(env, port=site.public_port)
+    try:
+        page = await browser.sign_in(public, "paul", "/console/groups")
+        assert page == f"{public.base_url}/console/groups"
+        token = browser.cookie(public, "sb_session")
+        assert token is not None
+        status, answer = await _get_session(public, token)
+        assert status == 200 and answer["user"]["userId"] == "paul"
     finally:
         await server.stop()

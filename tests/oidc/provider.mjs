@@ -1,9 +1,10 @@
 // A real OpenID provider (the `oidc-provider` package) for the console sign-in tests, on a loopback port.
 //
-// One confidential client for the console's redirect URI with PKCE required; the devInteractions login and consent
+// One confidential client for the console's redirect URI with PKCE required (and a public one for a second console); the devInteractions login and consent
 // forms (plain HTML: any login name signs in as that account, whatever the password); access tokens are JWTs for
 // one resource (RFC 8707), with the claims Switchboard's TokenVerifier reads (email, name, switchboard_roles).
-// Configured by environment: REDIRECT_URI, POST_LOGOUT_URI, CLIENT_ID, CLIENT_SECRET, RESOURCE, AUDIENCE.
+// Configured by environment: REDIRECT_URI, POST_LOGOUT_URI, CLIENT_ID, CLIENT_SECRET, PUBLIC_REDIRECT_URI, RESOURCE,
+// AUDIENCE.
 // Prints one JSON line {"issuer": ...} once listening; stops on SIGTERM.
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
@@ -39,6 +40,14 @@ const provider = new Provider(issuer, {
       grant_types: ['authorization_code'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
+    },
+    {
+      // A public client (no secret: PKCE is its only proof), for a second console at PUBLIC_REDIRECT_URI.
+      client_id: `${env.CLIENT_ID}-public`,
+      redirect_uris: [env.PUBLIC_REDIRECT_URI],
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
     },
   ],
   jwks: { keys: [jwk] },
