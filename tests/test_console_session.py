@@ -257,6 +257,14 @@ _PROBES: dict[str, tuple[str, dict[str, Any]]] = {
         "platform.ragmanager.v1.RagService/CreateRag",
         {"rag": {"name": "probe", "embeddingModel": "no/such-model"}},
     ),
+    "createAgent": (
+        "platform.agents.v1.PresetAgentService/CreatePresetAgent",
+        {"presetAgent": {"name": "probe", "publicModelId": "probe/agent", "baseModel": "no/such-model"}},
+    ),
+    "createMcpServer": (
+        "platform.agents.v1.ExternalMcpServerService/CreateExternalMcpServer",
+        {"externalMcpServer": {"name": "probe", "serverUrl": "http://127.0.0.1:9/mcp", "auth": {"type": 1}}},
+    ),
 }
 
 
@@ -287,10 +295,10 @@ async def tenant_people(console: Console) -> tuple[str, dict[str, str]]:
 @pytest.mark.parametrize(
     ("who", "role", "expected"),
     [
-        ("operator", None, {"tenantAdmin": True, "listMembers": True, "createRag": True}),
-        ("admin", "TENANT_ROLE_ADMIN", {"tenantAdmin": True, "listMembers": True, "createRag": True}),
-        ("editor", "TENANT_ROLE_EDITOR", {"tenantAdmin": False, "listMembers": True, "createRag": True}),
-        ("member", "TENANT_ROLE_MEMBER", {"tenantAdmin": False, "listMembers": False, "createRag": False}),
+        ("operator", None, dict.fromkeys(_PROBES, True)),
+        ("admin", "TENANT_ROLE_ADMIN", dict.fromkeys(_PROBES, True)),
+        ("editor", "TENANT_ROLE_EDITOR", {**dict.fromkeys(_PROBES, True), "tenantAdmin": False}),
+        ("member", "TENANT_ROLE_MEMBER", dict.fromkeys(_PROBES, False)),
     ],
 )
 async def test_get_session_matches_what_the_server_permits(
@@ -308,7 +316,7 @@ async def test_get_session_matches_what_the_server_permits(
     held = {flag: capabilities.get(flag, False) for flag in expected}
     assert held == expected
     # Editors and admins hold every tenant capability; members none (server.permissions.tenancy).
-    for flag in ("createAgent", "createExternalModel", "createMcpServer", "share"):
+    for flag in ("createExternalModel", "share"):
         assert capabilities.get(flag, False) is expected["createRag"], flag
     # And the server agrees, call by call, with the caller's own (cookie) session.
     for flag, (method, body) in _PROBES.items():
