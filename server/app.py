@@ -38,6 +38,8 @@ from server import metrics
 from server.auth import Authenticator
 from server.codecs import management_codecs, management_compressions, reflection_codecs
 from server.connect_errors import connect_error_bodies, error_body
+from server.console.oidc import OidcClient
+from server.console.session import AUTH_PREFIX, ConsoleAuth
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
 from server.domain.groups import group_lists_info
 from server.heap import freeze_startup_heap
@@ -210,6 +212,12 @@ class Router:
         self._apps = apps
         self._streaming = streaming  # paths of streaming methods, which keep watching for disconnects
         self.readiness = readiness
+        self._mounts: list[tuple[str, ASGIApp]] = []  # (path prefix, app), longest prefix first
+
+    def mount(self, prefix: str, app: ASGIApp) -> None:
+        """Serve every path starting with `prefix` (one that names no service) by `app`."""
+        self._mounts.append((prefix, app))
+        self._mounts.sort(key=lambda mounted: -len(mounted[0]))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -235,6 +243,8 @@ class Router:
             await self._ready(send)
         elif path == "/metrics" and self._deps.settings.metrics_enabled:
             await self._metrics(scope, send)
+        elif mounted := next((a for prefix, a in self._mounts if path.startswith(prefix)), None):
+            await mounted(scope, receive, send)
         else:
             # An unknown procedure: Connect's code for it (a bare 404 is read as unimplemented too).
             body = error_body("unimplemented", f"no service at {path[:100]}")
@@ -275,6 +285,14 @@ class Router:
                 return
 
 
+def _mount_console_auth(router: Router, deps: Deps, tokens: TokenVerifier) -> None:
+    """The console's sign-in and sign-out at /console/auth/ (server.console.session), checking sessions with the
+    API's own TokenVerifier."""
+    settings = deps.settings
+    oidc = OidcClient(settings, deps.secret_box(), deps.identity_http) if settings.oidc_issuer else None
+    router.mount(AUTH_PREFIX, ConsoleAuth(settings, tokens, oidc))
+
+
 def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(name)s %(message)s")
     configure_tracing(settings, "switchboard-management")
@@ -286,7 +304,8 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         db = Database.from_settings(settings, session_info=info)
         follow_membership_changes(db.invalidations, info)
         deps = Deps(settings=settings, db=db)
-    authenticator = Authenticator(deps.db, TokenVerifier(settings), deps.key_verifier())
+    tokens = TokenVerifier(settings, deps.identity_http if settings.jwks_url else None)
+    authenticator = Authenticator(deps.db, tokens, deps.key_verifier())
     interceptors = build_interceptors(authenticator, deps.audit_recorder(), tracing=tracing_enabled())
     apps: dict[str, ASGIApp] = {}
     descriptors: list[ServiceDescriptor] = []
@@ -319,7 +338,9 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         for method in service.methods
         if method.client_streaming or method.server_streaming
     }
-    router = CorsASGI(Router(deps, apps, streaming, readiness), CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
+    inner = Router(deps, apps, streaming, readiness)
+    _mount_console_auth(inner, deps, tokens)
+    router = CorsASGI(inner, CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
     observe = None
     if settings.metrics_enabled:
         metrics.watch_pool(deps.db.engine)

@@ -1,6 +1,11 @@
 """Authentication of management and gateway requests: headers in, `Principal` out.
 
 `Authorization: Bearer <token>` carries either a user session (JWT) or an API key (recognised by its prefix).
+Browsers of the web console carry no header: their session token rides in the HttpOnly `sb_session` cookie
+(server.console.session), accepted only when no Authorization header is sent, and for anything but a GET only with a
+header no cross-site HTML form can send (`Connect-Protocol-Version`, or a content type other than the three a form
+may use), so another site cannot make a signed-in browser post to the API. GET reaches only side-effect-free
+methods (connectrpc refuses GET for the others), and no site can read its answer (no credentialed CORS).
 `X-Platform-Tenant-Id` scopes a user session to one tenant the user belongs to (refused otherwise, here, so that no
 method answers a non-member's scoped request); keys are always scoped to their own tenant.
 """
@@ -10,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 
 from server import permissions
+from server.console.session import session_cookie
 from server.domain import users
 from server.domain.principal import Principal
-from server.errors import Unauthenticated
+from server.errors import PermissionDenied, Unauthenticated
 from server.store.db import Database
 from server.tokens import TokenVerifier
 
-__all__ = ["API_KEY_PREFIX", "TENANT_HEADER", "Authenticator", "KeyVerifier"]
+__all__ = ["API_KEY_PREFIX", "TENANT_HEADER", "Authenticator", "KeyVerifier", "credential"]
 
 TENANT_HEADER = "x-platform-tenant-id"
 API_KEY_PREFIX = "sb_"
@@ -38,6 +44,36 @@ def bearer_token(headers: Mapping[str, str]) -> str:
     return token
 
 
+# The content types an HTML form (or any "simple" cross-site request) may send without a CORS preflight.
+_SIMPLE_CONTENT_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"})
+
+
+def _cross_site_capable(headers: Mapping[str, str]) -> bool:
+    """Whether another site's page could have sent this request without a preflight (a form post)."""
+    if "connect-protocol-version" in headers:
+        return False
+    media_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    return not media_type or media_type in _SIMPLE_CONTENT_TYPES
+
+
+def credential(headers: Mapping[str, str], http_method: str = "POST") -> str:
+    """The bearer token or API key of a request: the Authorization header's when there is one (then the cookie is
+    ignored), else the console's session cookie under the cross-site rule above (sessions only, never a key)."""
+    if "authorization" in headers:
+        return bearer_token(headers)
+    token = session_cookie(headers)
+    if token is None:
+        raise Unauthenticated("missing bearer token in the Authorization header")
+    if not (token.isascii() and token.isprintable()) or token.startswith(API_KEY_PREFIX):
+        raise Unauthenticated("the session cookie is malformed")
+    if http_method != "GET" and _cross_site_capable(headers):
+        raise PermissionDenied(
+            "a call authenticated by the console's session cookie must send Connect-Protocol-Version or a "
+            "non-form content type (protection against cross-site requests)"
+        )
+    return token
+
+
 class Authenticator:
     def __init__(self, db: Database, tokens: TokenVerifier, key_verifier: KeyVerifier | None = None) -> None:
         self._db = db
@@ -45,8 +81,8 @@ class Authenticator:
         self._key_verifier = key_verifier
         self._known_users: set[str] = set()
 
-    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
-        token = bearer_token(headers)
+    async def authenticate(self, headers: Mapping[str, str], http_method: str = "POST") -> Principal:
+        token = credential(headers, http_method)
         if token.startswith(API_KEY_PREFIX):
             if self._key_verifier is None:
                 raise Unauthenticated("invalid API key")

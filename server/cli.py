@@ -31,7 +31,7 @@ from server.listening import AddressInUseError, ensure_free
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
 from server.supervision import RestartBudget, describe_exit
-from server.tokens import PLATFORM_ROLES, mint_token
+from server.tokens import PLATFORM_ROLES, mint_bootstrap_admin, mint_token
 from server.varfiles import replace
 
 __all__ = ["main"]
@@ -55,9 +55,7 @@ def _bootstrap_admin(settings: Settings) -> str | None:
     """On the embedded identity, write a platform-admin token to var/admin-token (0600) and return its path."""
     if settings.jwks_url:
         return None
-    token = mint_token(
-        settings, user_id=settings.bootstrap_admin, name="Platform admin", roles=PLATFORM_ROLES, ttl_seconds=_ADMIN_TTL
-    )
+    token = mint_bootstrap_admin(settings, ttl_seconds=_ADMIN_TTL)
     replace(settings.admin_token_path, (token + "\n").encode())
     return str(settings.admin_token_path)
 
@@ -80,12 +78,17 @@ class _Child:
 class _Management(_Child):
     name = "management API"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, dev_sign_in: bool = False) -> None:
         self._settings = settings
         self._server: Any = None
+        # `serve --demo` turns on the console's development sign-in for this server only (pyvoy adds the variable
+        # to the inherited environment), so no production environment carries it by accident.
+        self._env = {"SWITCHBOARD_CONSOLE_DEV_SIGN_IN": "true"} if dev_sign_in else None
 
     async def start(self) -> None:
-        self._server = await start_management(host=self._settings.host, port=self._settings.port, log_level="warning")
+        self._server = await start_management(
+            self._env, host=self._settings.host, port=self._settings.port, log_level="warning"
+        )
 
     @property
     def port(self) -> int:
@@ -224,9 +227,12 @@ async def _start_demo(settings: Settings, api_url: str, models: asyncio.Future[N
     print("  # the MCP tool loop, file_search, a guardrail refusal and the preset agent: docs/walkthrough.md")
 
 
-async def _start_children(settings: Settings, role: str) -> tuple[_Management | None, list[_Child]]:
+async def _start_children(
+    settings: Settings, role: str, *, demo: bool = False
+) -> tuple[_Management | None, list[_Child]]:
     """The role's servers, management first; AddressInUseError (nothing left running) when another server holds a
-    port this one needs."""
+    port this one needs. `demo`: the management server offers the console's development sign-in (embedded identity
+    only: it mints with the embedded key)."""
     serves_gateway = role in ("all", "gateway") and importlib.util.find_spec("gateway.__main__") is not None
     serves_management = role in ("all", "management")
     if serves_management:
@@ -240,7 +246,7 @@ async def _start_children(settings: Settings, role: str) -> tuple[_Management | 
         children.append(gateway)
     if not serves_management:
         return None, children
-    management = _Management(settings)
+    management = _Management(settings, dev_sign_in=demo and not settings.jwks_url)
     try:
         await management.start()
     except AddressInUseError:  # taken since the check above
@@ -256,7 +262,7 @@ async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        management, children = await _start_children(settings, role)
+        management, children = await _start_children(settings, role, demo=demo)
     except AddressInUseError as exc:
         _say(str(exc))
         return 1

@@ -28,8 +28,9 @@ class SecretBox:
     def seal(self, secret: str) -> bytes:
         return self._fernet.encrypt(secret.encode())
 
-    def open(self, sealed: bytes) -> str:
-        return self._fernet.decrypt(sealed).decode()
+    def open(self, sealed: bytes, *, ttl: int | None = None) -> str:
+        """The sealed value; with `ttl`, refused (InvalidToken) once sealed more than `ttl` seconds ago."""
+        return self._fernet.decrypt(sealed, ttl=ttl).decode()
 
     def __repr__(self) -> str:
         return "SecretBox(***)"

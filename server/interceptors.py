@@ -43,7 +43,7 @@ class AuthInterceptor:
 
     async def on_start(self, ctx: RequestContext[Any, Any]) -> None:
         try:
-            principal = await self._authenticator.authenticate(ctx.request_headers)
+            principal = await self._authenticator.authenticate(ctx.request_headers, ctx.http_method)
             CallRecorder.authenticated(principal)  # the audit event names who was refused below, too
             permissions.require_callable(
                 principal,

@@ -93,8 +93,8 @@ async def start_management(
     server listens on host:port."""
     from pyvoy import StartupError
 
-    # The served app reads its settings from the environment pyvoy hands it: `env` when given, else this process's.
-    settings = load_settings(env) if env else load_settings()
+    # The served app reads its settings from the environment pyvoy hands it: this process's, with `env` on top.
+    settings = load_settings(overrides=env)
     header_timeout = settings.request_header_timeout_seconds
     ensure_free(host, port, _WHAT)
     # Left by a server of this var dir that was killed while draining: this one is not draining.

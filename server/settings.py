@@ -52,6 +52,20 @@ class Settings:
     jwks_url: str = ""
     roles_claim: str = "switchboard_roles"
     bootstrap_admin: str = "admin"
+    # The web console's sign-in (server.console): the OpenID provider (its issuer URL, whose discovery document names
+    # the endpoints), the console's client there (the secret is optional: public clients rely on PKCE alone), the
+    # RFC 8707 resource to ask access tokens for (an IdP that issues JWT access tokens per resource, e.g.
+    # oidc-provider), and the scopes. The console's own address as browsers reach it gives the redirect URI
+    # (<public URL>/console/auth/callback) and whether cookies are Secure; empty: http://<host>:<port>.
+    oidc_issuer: str = ""
+    oidc_client_id: str = ""
+    oidc_client_secret: Secret = field(default_factory=lambda: Secret(""))
+    oidc_resource: str = ""
+    oidc_scopes: str = "openid email profile"
+    console_public_url: str = ""
+    # DEVELOPMENT ONLY, set by `switchboard serve --demo` for its management server: /console/auth/dev signs anyone
+    # who can reach the server in as the bootstrap platform admin (embedded identity only).
+    console_dev_sign_in: bool = False
     # How long a replica may keep trusting a cached API-key lookup: the bound on revocation delay.
     api_key_cache_seconds: float = 5.0
     encryption_key: Secret = field(default_factory=lambda: Secret(""))
@@ -149,6 +163,11 @@ class Settings:
     audit_export: str = ""
 
     @property
+    def console_url(self) -> str:
+        """The console's origin as browsers reach it (SWITCHBOARD_CONSOLE_PUBLIC_URL, else this server's address)."""
+        return self.console_public_url or f"http://{self.host}:{self.port}"
+
+    @property
     def signing_key_path(self) -> Path:
         return self.var_dir / "signing-key.pem"
 
@@ -241,6 +260,24 @@ def _origins(value: str) -> tuple[str, ...]:
     return tuple(origins)
 
 
+def _public_url(value: str) -> str:
+    """SWITCHBOARD_CONSOLE_PUBLIC_URL: an origin (https://console.example), since the console lives at /console."""
+    url = value.strip().rstrip("/")
+    scheme, sep, rest = url.partition("://")
+    if url and (scheme not in ("http", "https") or not sep or not rest or "/" in rest):
+        raise ValueError(f"{_PREFIX}CONSOLE_PUBLIC_URL must be an origin like https://console.example, not {value!r}")
+    return url
+
+
+def _oidc_issuer(value: str, client_id: str) -> str:
+    issuer = value.strip().rstrip("/")
+    if issuer and not issuer.startswith(("http://", "https://")):
+        raise ValueError(f"{_PREFIX}OIDC_ISSUER must be the provider's http(s) issuer URL")
+    if issuer and not client_id:
+        raise ValueError(f"{_PREFIX}OIDC_ISSUER needs {_PREFIX}OIDC_CLIENT_ID (the console's client at the provider)")
+    return issuer
+
+
 def _ca_name(value: str) -> str:
     if value and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,29}", value):
         raise ValueError(f"{_PREFIX}MCP_TRUSTED_CA must be a name of up to 30 letters, digits, '.', '_' or '-'")
@@ -253,9 +290,10 @@ def _otel_exporter(value: str) -> str:
     return value
 
 
-def load_settings(env: dict[str, str] | None = None) -> Settings:
-    """Build settings from the environment (or a given mapping, for tests)."""
-    env = dict(os.environ if env is None else env)
+def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str] | None = None) -> Settings:
+    """Build settings from the environment (or a given mapping, for tests), with `overrides` on top (what a child
+    process started with extra variables will read)."""
+    env = {**(os.environ if env is None else env), **(overrides or {})}
     var_dir = Path(_get(env, "VAR_DIR", "var"))
     default_db = f"sqlite+aiosqlite:///{(var_dir / 'switchboard.db').as_posix()}"
     return Settings(
@@ -271,6 +309,13 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         jwks_url=_get(env, "JWKS_URL", ""),
         roles_claim=_get(env, "ROLES_CLAIM", "switchboard_roles"),
         bootstrap_admin=_get(env, "BOOTSTRAP_ADMIN", "admin"),
+        oidc_issuer=_oidc_issuer(_get(env, "OIDC_ISSUER", ""), _get(env, "OIDC_CLIENT_ID", "")),
+        oidc_client_id=_get(env, "OIDC_CLIENT_ID", ""),
+        oidc_client_secret=Secret(_get(env, "OIDC_CLIENT_SECRET", "")),
+        oidc_resource=_get(env, "OIDC_RESOURCE", ""),
+        oidc_scopes=_get(env, "OIDC_SCOPES", "openid email profile"),
+        console_public_url=_public_url(_get(env, "CONSOLE_PUBLIC_URL", "")),
+        console_dev_sign_in=_flag(_get(env, "CONSOLE_DEV_SIGN_IN", "false"), "CONSOLE_DEV_SIGN_IN"),
         api_key_cache_seconds=float(_get(env, "API_KEY_CACHE_SECONDS", "5")),
         encryption_key=Secret(_get(env, "ENCRYPTION_KEY", "")),
         otel_exporter=_otel_exporter(_get(env, "OTEL_EXPORTER", "none")),

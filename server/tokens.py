@@ -7,25 +7,41 @@ under `var/` (created on first use) so `switchboard token` can mint sessions for
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from server.errors import Unauthenticated
+from server.errors import SwitchboardError, Unauthenticated
 from server.settings import Settings
 from server.varfiles import create_once
 
-__all__ = ["PLATFORM_ROLES", "TokenClaims", "TokenVerifier", "ensure_signing_key", "mint_token"]
+__all__ = [
+    "PLATFORM_ROLES",
+    "TokenClaims",
+    "TokenVerifier",
+    "ensure_signing_key",
+    "mint_bootstrap_admin",
+    "mint_token",
+]
 
 PLATFORM_ROLES = ("can_manage_tenants", "can_manage_models")
 _ALGORITHMS = ["RS256", "ES256", "EdDSA"]
 # Verified tokens remembered per process. A token string verified once stays valid until its `exp` (nothing else
 # about it can change), and the signature check is most of an authenticated read's CPU. Cleared wholesale when full.
 _VERIFIED_MAX = 10_000
+# The identity provider's JWKS is read again for an unknown key id at most this often.
+_JWKS_REFRESH_SECONDS = 5.0
+_JWKS_TIMEOUT = aiohttp.ClientTimeout(total=10)
+
+log = logging.getLogger("switchboard.tokens")
 
 
 @dataclass(frozen=True)
@@ -77,28 +93,67 @@ def mint_token(
     return jwt.encode(claims, ensure_signing_key(settings), algorithm="RS256")
 
 
-class TokenVerifier:
-    """Validates signature, issuer, audience and expiry; any failure is the same `Unauthenticated`."""
+def mint_bootstrap_admin(settings: Settings, *, ttl_seconds: int) -> str:
+    """A session of the bootstrap platform admin (SWITCHBOARD_BOOTSTRAP_ADMIN, every platform role): what
+    `switchboard serve` writes to var/admin-token and what the console's development sign-in hands a browser."""
+    return mint_token(
+        settings, user_id=settings.bootstrap_admin, name="Platform admin", roles=PLATFORM_ROLES, ttl_seconds=ttl_seconds
+    )
 
-    def __init__(self, settings: Settings) -> None:
+
+class TokenVerifier:
+    """Validates signature, issuer, audience and expiry; any failure is the same `Unauthenticated`.
+
+    With SWITCHBOARD_JWKS_URL the keys are read from the identity provider through `http` (the process's session
+    through the egress guard, server.egress), again when a token names a key id not yet known (a rotated key), at
+    most once per `_JWKS_REFRESH_SECONDS` so tokens with made-up key ids cannot make the server hammer the provider.
+    """
+
+    def __init__(self, settings: Settings, http: Callable[[], aiohttp.ClientSession] | None = None) -> None:
+        if settings.jwks_url and http is None:
+            raise ValueError("verifying the identity provider's tokens needs a session through the egress guard")
         self._settings = settings
-        self._jwks = jwt.PyJWKClient(settings.jwks_url, cache_keys=True) if settings.jwks_url else None
+        self._http = http
         self._jwks_keys: dict[str, Any] = {}  # kid -> key, so the event loop only waits on a fetch for a new kid
+        self._jwks_read = -math.inf  # monotonic time of the last fetch
+        self._jwks_lock = asyncio.Lock()
         self._public_key: Any = None
         self._verified: dict[str, tuple[float, TokenClaims]] = {}  # token -> (its exp, its claims)
-        if self._jwks is None:
+        if not settings.jwks_url:
             private = serialization.load_pem_private_key(ensure_signing_key(settings), password=None)
             self._public_key = private.public_key()
 
+    async def _fetch_jwks(self) -> None:
+        assert self._http is not None
+        try:
+            async with self._http().get(self._settings.jwks_url, timeout=_JWKS_TIMEOUT) as resp:
+                document = await resp.json(content_type=None) if resp.status == 200 else None
+        except (aiohttp.ClientError, TimeoutError, ValueError, SwitchboardError) as exc:
+            log.warning("the identity provider's JWKS could not be read (%s)", type(exc).__name__)
+            return
+        try:
+            keys = jwt.PyJWKSet.from_dict(document).keys if isinstance(document, dict) else []
+        except jwt.PyJWTError:
+            keys = []
+        if not keys:
+            log.warning("the identity provider's JWKS holds no usable key")
+            return
+        self._jwks_keys = {str(k.key_id or ""): k.key for k in keys}
+
     async def _key_for(self, token: str) -> Any:
-        if self._jwks is None:
+        if self._public_key is not None:
             return self._public_key
         kid = str(jwt.get_unverified_header(token).get("kid", ""))
         key = self._jwks_keys.get(kid)
         if key is None:
-            # PyJWKClient fetches with blocking I/O: keep it off the event loop.
-            key = (await asyncio.to_thread(self._jwks.get_signing_key_from_jwt, token)).key
-            self._jwks_keys[kid] = key
+            async with self._jwks_lock:  # one fetch for the many requests that arrive with a new kid at once
+                key = self._jwks_keys.get(kid)
+                if key is None and time.monotonic() - self._jwks_read >= _JWKS_REFRESH_SECONDS:
+                    self._jwks_read = time.monotonic()
+                    await self._fetch_jwks()
+                    key = self._jwks_keys.get(kid)
+        if key is None:
+            raise jwt.InvalidKeyError("no key of the identity provider has this token's key id")
         return key
 
     async def verify(self, token: str) -> TokenClaims:

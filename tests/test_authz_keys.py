@@ -42,7 +42,12 @@ KEY_WRITES = {
     f"{MCP}/ExchangeExternalMcpOAuthToken",
 }
 # Services closed to keys, reads included.
-KEY_CLOSED = {KEYS, ACCOUNTS, "switchboard.audit.v1.AuditService"}  # the audit trail: sessions only
+KEY_CLOSED = {
+    KEYS,
+    ACCOUNTS,
+    "switchboard.audit.v1.AuditService",  # the audit trail: sessions only
+    "switchboard.console.v1.ConsoleService",  # the console describes signed-in sessions only
+}
 # Reads closed to keys: the tenant's people (members and invites, a group's members) are never within a key's reach.
 KEY_CLOSED_READS = {f"{TENANTS}/ListTenantMembers", f"{GROUPS}/ListGroupMembers"}
 

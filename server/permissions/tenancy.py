@@ -43,12 +43,14 @@ __all__ = [
     "can_admin_tenant",
     "can_attach_key_to_group",
     "can_read_group",
+    "capabilities_in",
     "follow_membership_changes",
     "forget_membership",
     "has_capability",
     "member_user_ids",
     "memberships_info",
     "readable_groups_of",
+    "remember_roles",
     "require_capability",
     "require_group_read",
     "require_listed_tenant",
@@ -217,6 +219,14 @@ async def _membership(session: AsyncSession, tenant_id: str, user_id: str | None
     return answer
 
 
+def remember_roles(session: AsyncSession, user_id: str, roles: dict[str, TenantRole]) -> None:
+    """Seed this transaction's answers with a user's roles read in one query (their memberships, from the same
+    bounded cache), so gates then asked about each of those tenants answer without one read per tenant."""
+    memo: dict[tuple[str, str], _Answer] = session.info.setdefault(_ROLES_MEMO, {})
+    for tenant_id, role in roles.items():
+        memo.setdefault((tenant_id, user_id), (True, int(role)))
+
+
 def forget_membership(session: AsyncSession, tenant_id: str, user_id: str | None = None) -> None:
     """Call when a membership (or, without a user, a tenant) changes, so this process does not serve the old answer.
 
@@ -262,6 +272,11 @@ async def has_capability(session: AsyncSession, principal: Principal, tenant_id:
         return True
     role = await tenant_role(session, principal, tenant_id)
     return role is not None and capability in _ROLE_CAPABILITIES[role]
+
+
+async def capabilities_in(session: AsyncSession, principal: Principal, tenant_id: str) -> frozenset[Capability]:
+    """Every tenant capability the caller holds in the tenant (what the console shows), by `has_capability`."""
+    return frozenset([c for c in Capability if await has_capability(session, principal, tenant_id, c)])
 
 
 async def _require_tenant(session: AsyncSession, tenant_id: str) -> None:

@@ -39,6 +39,7 @@ class Deps:
     _meter: Meter | None = field(default=None, init=False, repr=False)
     _egress: EgressGuard | None = field(default=None, init=False, repr=False)
     _http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
+    _identity_http: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _sources: Sources | None = field(default=None, init=False, repr=False)
     _limit_counters: Counters | None = field(default=None, init=False, repr=False)
     _audit: CallRecorder | None = field(default=None, init=False, repr=False)
@@ -74,6 +75,13 @@ class Deps:
             self._egress = EgressGuard.from_settings(self.settings, self.db)
         return self._egress
 
+    def identity_http(self) -> aiohttp.ClientSession:
+        """The process's one session for the identity provider (OpenID discovery, tokens, JWKS): a destination the
+        operator configured (`Reach.PLATFORM`), through the egress guard like every outbound call."""
+        if self._identity_http is None or self._identity_http.closed:
+            self._identity_http = self.egress_guard().session(Reach.PLATFORM)
+        return self._identity_http
+
     def outbound_http(self) -> aiohttp.ClientSession:
         """The process's one pooled session for MCP servers and their OAuth endpoints, guarded by the egress guard
         (created on first use, inside the running event loop)."""
@@ -88,6 +96,8 @@ class Deps:
             await self._export.close()
         if self._http is not None:
             await self._http.close()
+        if self._identity_http is not None:
+            await self._identity_http.close()
         if self._meter is not None:
             await self._meter.close()  # flush the traffic counted so far
         if self._limit_counters is not None:
@@ -127,6 +137,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.agents.external_mcp_server_service import ExternalMcpServerServiceHandler
     from server.services.agents.preset_agent_service import PresetAgentServiceHandler
     from server.services.audit.audit_service import AuditServiceHandler
+    from server.services.console.console_service import ConsoleServiceHandler
     from server.services.conversations.conversation_item_service import ConversationItemServiceHandler
     from server.services.conversations.conversation_service import ConversationServiceHandler
     from server.services.limits.limit_service import LimitServiceHandler
@@ -166,6 +177,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.tenants.v1.UserService": UserServiceHandler,
         "switchboard.limits.v1.LimitService": LimitServiceHandler,
         "switchboard.audit.v1.AuditService": AuditServiceHandler,
+        "switchboard.console.v1.ConsoleService": ConsoleServiceHandler,
     }
 
 

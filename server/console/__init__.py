@@ -1,0 +1,1 @@
+"""The web console served at /console: its static files (`static`) and its sign-in (`session`, `oidc`)."""

@@ -1,0 +1,411 @@
+"""The console's cookie session on a real server: development sign-in, the cookie as the API's credential, the rule
+against cross-site posts, sign-out, and GetSession answering what the server actually permits."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from server.auth import credential
+from server.console.session import cookie
+from server.errors import PermissionDenied
+from server.settings import Settings, load_settings
+from server.tokens import PLATFORM_ROLES, mint_token
+from tests.clients import ConnectJsonCaller
+from tests.conftest import Database, Server, server_env, start_server
+
+GET_SESSION = "switchboard.console.v1.ConsoleService/GetSession"
+WHO_AM_I = "platform.tenants.v1.UserService/GetCurrentUser"
+CONNECT_JSON = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
+
+
+@dataclass
+class Console:
+    base_url: str
+    settings: Settings
+
+    def token(self, user: str, *, roles: tuple[str, ...] = (), ttl: int = 3600) -> str:
+        return mint_token(
+            self.settings, user_id=user, email=f"{user}@example.com", name=user.title(), roles=roles, ttl_seconds=ttl
+        )
+
+
+@pytest_asyncio.fixture(scope="module")
+async def console(database: Database) -> AsyncIterator[Console]:
+    """A server as `serve --demo` starts it: the development sign-in is on."""
+    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-console-"))
+    env = server_env(database, var_dir, SWITCHBOARD_CONSOLE_DEV_SIGN_IN="true")
+    proc = await start_server(env)
+    settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
+    try:
+        yield Console(f"http://127.0.0.1:{proc.listener_port}", settings)
+    finally:
+        await proc.stop()
+
+
+async def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], list[str], str]:
+    """Status, headers, Set-Cookie lines and body of one GET, redirects not followed (a browser's view)."""
+    async with (
+        aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
+        http.get(url, headers=headers or {}, allow_redirects=False) as resp,
+    ):
+        return resp.status, dict(resp.headers), resp.headers.getall("Set-Cookie", []), await resp.text()
+
+
+async def _post(
+    url: str, *, headers: dict[str, str], data: bytes = b"{}"
+) -> tuple[int, dict[str, str], list[str], str]:
+    async with (
+        aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
+        http.post(url, headers=headers, data=data, allow_redirects=False) as resp,
+    ):
+        return resp.status, dict(resp.headers), resp.headers.getall("Set-Cookie", []), await resp.text()
+
+
+def _session_cookie(lines: list[str]) -> tuple[str, dict[str, str]]:
+    """The sb_session value and its attributes (lower-cased names; flags map to "")."""
+    for line in lines:
+        if line.startswith("sb_session="):
+            value, *attributes = (part.strip() for part in line.split(";"))
+            found = {}
+            for attribute in attributes:
+                name, _, setting = attribute.partition("=")
+                found[name.lower()] = setting
+            return value.removeprefix("sb_session="), found
+    raise AssertionError(f"no sb_session cookie in {lines}")
+
+
+async def _dev_session(console: Console) -> str:
+    status, headers, cookies, _ = await _get(f"{console.base_url}/console/auth/dev?next=/console/")
+    assert status == 302, headers
+    return _session_cookie(cookies)[0]
+
+
+async def _call(base_url: str, method: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
+    status, _, _, text = await _post(f"{base_url}/{method}", headers=headers, data=json.dumps(body).encode())
+    return status, json.loads(text) if text else {}
+
+
+async def test_dev_sign_in_sets_an_http_only_strict_cookie_and_returns_to_the_page(console: Console) -> None:
+    status, headers, cookies, body = await _get(f"{console.base_url}/console/auth/dev?next=/console/keys?page=2")
+    assert status == 302
+    assert headers["Location"] == "/console/keys?page=2"
+    token, attributes = _session_cookie(cookies)
+    assert token.count(".") == 2  # a JWT, held by the browser only as an HttpOnly cookie
+    assert "httponly" in attributes
+    assert attributes["samesite"] == "Strict"
+    assert attributes["path"] == "/"
+    assert "secure" not in attributes  # http://127.0.0.1: a Secure cookie would never be sent back
+    assert 0 < int(attributes["max-age"]) <= 12 * 3600
+    assert token not in body and token not in headers["Location"]
+    assert headers["Cache-Control"] == "no-store"
+
+
+async def test_the_cookie_alone_authenticates_the_console_s_calls(console: Console) -> None:
+    token = await _dev_session(console)
+    status, answer = await _call(console.base_url, GET_SESSION, {}, {**CONNECT_JSON, "Cookie": f"sb_session={token}"})
+    assert status == 200, answer
+    assert answer["user"]["userId"] == console.settings.bootstrap_admin
+    assert answer["canManageTenants"] is True and answer["canManageModels"] is True
+    assert token not in json.dumps(answer)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://evil.example/console/",
+        "//evil.example/console/",
+        "/\\evil.example/console/",
+        "/console/../metrics",
+        "/console/%2e%2e/metrics",
+        "/consoles",
+        "/platform.tenants.v1.TenantService/ListTenants",
+        "javascript:alert(1)",
+    ],
+)
+async def test_a_foreign_next_is_refused(console: Console, target: str) -> None:
+    async with (
+        aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
+        http.get(f"{console.base_url}/console/auth/dev", params={"next": target}, allow_redirects=False) as resp,
+    ):
+        status, cookies = resp.status, resp.headers.getall("Set-Cookie", [])
+    assert status == 400
+    assert not cookies
+
+
+async def test_dev_sign_in_is_absent_unless_serve_demo_turned_it_on(server: Server) -> None:
+    status, _, cookies, body = await _get(f"{server.base_url}/console/auth/dev?next=/console/")
+    assert status == 404
+    assert not cookies
+    assert "serve --demo" in body
+
+
+async def test_a_cookie_only_post_without_a_non_simple_header_is_refused(console: Console) -> None:
+    token = await _dev_session(console)
+    cookie = {"Cookie": f"sb_session={token}"}
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+        status, answer = await _call(console.base_url, WHO_AM_I, {}, {**cookie, "Content-Type": content_type})
+        assert status in (403, 415), content_type  # what a cross-site form can send gets no answer
+        assert "user" not in answer
+    # What the console's Connect client sends passes: a JSON (or protobuf) content type.
+    status, _ = await _call(console.base_url, WHO_AM_I, {}, {**cookie, "Content-Type": "application/json"})
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("headers", "method", "accepted"),
+    [
+        ({"content-type": "text/plain"}, "POST", False),
+        ({"content-type": "Application/X-WWW-Form-Urlencoded; charset=utf-8"}, "POST", False),
+        ({"content-type": "multipart/form-data; boundary=x"}, "POST", False),
+        ({}, "POST", False),
+        ({"content-type": "text/plain", "connect-protocol-version": "1"}, "POST", True),
+        ({"content-type": "application/json"}, "POST", True),
+        ({"content-type": "application/grpc-web+proto"}, "POST", True),
+        ({}, "GET", True),  # Connect GET: side-effect-free methods only
+    ],
+)
+def test_the_cookie_needs_a_header_no_cross_site_form_can_send(
+    headers: dict[str, str], method: str, accepted: bool
+) -> None:
+    """The rule itself (server.auth.credential): connectrpc already refuses form content types with 415, so over
+    HTTP the rule is the second line; here it is checked on its own."""
+    request = {"cookie": "sb_session=a.b.c", **headers}
+    if accepted:
+        assert credential(request, method) == "a.b.c"
+    else:
+        with pytest.raises(PermissionDenied):
+            credential(request, method)
+    # With an Authorization header the cookie plays no part, whatever the content type.
+    assert credential({**request, "authorization": "Bearer x.y.z"}, method) == "x.y.z"
+
+
+async def test_an_authorization_header_wins_over_the_cookie(console: Console) -> None:
+    admin = await _dev_session(console)
+    cookie = {**CONNECT_JSON, "Cookie": f"sb_session={admin}"}
+    status, answer = await _call(console.base_url, WHO_AM_I, {}, {**cookie, "Authorization": "Bearer not-a-token"})
+    assert (status, answer["code"]) == (401, "unauthenticated")
+    member = console.token("cookie-loser")
+    status, answer = await _call(console.base_url, WHO_AM_I, {}, {**cookie, "Authorization": f"Bearer {member}"})
+    assert status == 200
+    assert answer["user"]["userId"] == "cookie-loser"
+    assert "canManageTenants" not in answer  # the admin's cookie lent it nothing
+
+
+async def test_an_expired_or_foreign_cookie_is_unauthenticated(console: Console) -> None:
+    expired = console.token("late", roles=PLATFORM_ROLES, ttl=-5)
+    for token in (expired, "sb_" + "k" * 40, "not.a.jwt"):
+        status, answer = await _call(console.base_url, WHO_AM_I, {}, {**CONNECT_JSON, "Cookie": f"sb_session={token}"})
+        assert (status, answer["code"]) == (401, "unauthenticated"), token[:8]
+    status, answer = await _call(console.base_url, WHO_AM_I, {}, CONNECT_JSON)
+    assert (status, answer["code"]) == (401, "unauthenticated")
+
+
+async def test_logout_clears_the_cookie_for_the_console_s_own_pages_only(console: Console) -> None:
+    url = f"{console.base_url}/console/auth/logout"
+    status, _, cookies, _ = await _post(url, headers={"Sec-Fetch-Site": "cross-site"})
+    assert status == 403 and not cookies
+    status, _, cookies, _ = await _post(url, headers={"Origin": "https://evil.example"})
+    assert status == 403 and not cookies
+    for same in ({"Sec-Fetch-Site": "same-origin"}, {"Origin": console.base_url}):
+        status, headers, cookies, _ = await _post(url, headers=same)
+        assert status == 303
+        assert headers["Location"] == "/console/"  # no OpenID provider here: back to the console
+        value, attributes = _session_cookie(cookies)
+        assert value == "" and attributes["max-age"] == "0"
+    status, _, _, _ = await _get(url)
+    assert status == 405
+
+
+async def test_api_keys_cannot_describe_a_console_session(console: Console) -> None:
+    caller = ConnectJsonCaller(console.base_url)
+    admin = console.token("key-owner", roles=PLATFORM_ROLES)
+    tenant = await caller.call("platform.tenants.v1.TenantService/CreateTenant", {"name": "keyed"}, token=admin)
+    assert tenant.ok, tenant.body
+    tenant_id = tenant.body["tenant"]["id"]
+    added = await caller.call(
+        "platform.tenants.v1.TenantService/AddTenantMember",
+        {"tenantId": tenant_id, "userId": "key-owner", "role": "TENANT_ROLE_ADMIN"},
+        token=admin,
+    )
+    assert added.ok, added.body
+    key = await caller.call(
+        "platform.tenants.v1.ApiKeyService/CreateApiKey",
+        {"tenantId": tenant_id, "type": "API_KEY_TYPE_PERSONAL_ALL_RESOURCES", "name": "k"},
+        token=admin,
+    )
+    assert key.ok, key.body
+    refused = await caller.call(GET_SESSION, {}, token=key.body["secret"])
+    assert refused.code == "permission_denied"
+
+
+# --- GetSession answers what the server then permits ---------------------------------------------------------------
+
+# One probe per flag: a call the flag's rule gates; "permission_denied" means the caller may not.
+_PROBES: dict[str, tuple[str, dict[str, Any]]] = {
+    "tenantAdmin": ("platform.tenants.v1.ServiceAccountService/ListServiceAccounts", {}),
+    "listMembers": ("platform.tenants.v1.TenantService/ListTenantMembers", {}),
+    "createRag": (
+        "platform.ragmanager.v1.RagService/CreateRag",
+        {"rag": {"name": "probe", "embeddingModel": "no/such-model"}},
+    ),
+    "createAgent": (
+        "platform.agents.v1.PresetAgentService/CreatePresetAgent",
+        {"presetAgent": {"name": "probe", "publicModelId": "probe/agent", "baseModel": "no/such-model"}},
+    ),
+    "createMcpServer": (
+        "platform.agents.v1.ExternalMcpServerService/CreateExternalMcpServer",
+        {"externalMcpServer": {"name": "probe", "serverUrl": "http://127.0.0.1:9/mcp", "auth": {"type": 1}}},
+    ),
+}
+
+
+@pytest_asyncio.fixture(scope="module")
+async def tenant_people(console: Console) -> tuple[str, dict[str, str]]:
+    """A tenant with an admin, an editor and a member; an operator (platform roles) who belongs to none."""
+    caller = ConnectJsonCaller(console.base_url)
+    operator = console.token("operator", roles=PLATFORM_ROLES)
+    created = await caller.call("platform.tenants.v1.TenantService/CreateTenant", {"name": "people"}, token=operator)
+    assert created.ok, created.body
+    tenant_id = str(created.body["tenant"]["id"])
+    for user, role in (("t-admin", "ADMIN"), ("t-editor", "EDITOR"), ("t-member", "MEMBER")):
+        added = await caller.call(
+            "platform.tenants.v1.TenantService/AddTenantMember",
+            {"tenantId": tenant_id, "userId": user, "role": f"TENANT_ROLE_{role}"},
+            token=operator,
+        )
+        assert added.ok, added.body
+    tokens = {
+        "operator": operator,
+        "admin": console.token("t-admin"),
+        "editor": console.token("t-editor"),
+        "member": console.token("t-member"),
+    }
+    return tenant_id, tokens
+
+
+@pytest.mark.parametrize(
+    ("who", "role", "expected"),
+    [
+        ("operator", None, dict.fromkeys(_PROBES, True)),
+        ("admin", "TENANT_ROLE_ADMIN", dict.fromkeys(_PROBES, True)),
+        ("editor", "TENANT_ROLE_EDITOR", {**dict.fromkeys(_PROBES, True), "tenantAdmin": False}),
+        ("member", "TENANT_ROLE_MEMBER", dict.fromkeys(_PROBES, False)),
+    ],
+)
+async def test_get_session_matches_what_the_server_permits(
+    console: Console, tenant_people: tuple[str, dict[str, str]], who: str, role: str | None, expected: dict[str, bool]
+) -> None:
+    tenant_id, tokens = tenant_people
+    cookie = {**CONNECT_JSON, "Cookie": f"sb_session={tokens[who]}"}
+    status, answer = await _call(console.base_url, GET_SESSION, {"tenantId": tenant_id}, cookie)
+    assert status == 200, answer
+    [access] = [t for t in answer.get("tenants", []) if t["tenantId"] == tenant_id]
+    assert access["tenantName"] == "people"
+    assert access.get("role") == role  # the operator is no member: role unset
+    capabilities = access.get("capabilities", {})
+    assert answer.get("canManageTenants", False) is (who == "operator")
+    held = {flag: capabilities.get(flag, False) for flag in expected}
+    assert held == expected
+    # Editors and admins hold every tenant capability; members none (server.permissions.tenancy).
+    for flag in ("createExternalModel", "share"):
+        assert capabilities.get(flag, False) is expected["createRag"], flag
+    # And the server agrees, call by call, with the caller's own (cookie) session.
+    for flag, (method, body) in _PROBES.items():
+        status, refused = await _call(console.base_url, method, {"tenantId": tenant_id, **body}, cookie)
+        denied = status == 403 and refused.get("code") == "permission_denied"
+        assert denied is not expected[flag], (flag, status, refused)
+
+
+async def test_get_session_refuses_a_tenant_the_caller_is_not_in(
+    console: Console, tenant_people: tuple[str, dict[str, str]]
+) -> None:
+    tenant_id, _ = tenant_people
+    cookie = {**CONNECT_JSON, "Cookie": f"sb_session={console.token('outsider')}"}
+    status, answer = await _call(console.base_url, GET_SESSION, {"tenantId": tenant_id}, cookie)
+    assert (status, answer["code"]) == (403, "permission_denied")
+    status, answer = await _call(console.base_url, GET_SESSION, {}, cookie)
+    assert status == 200
+    assert answer.get("tenants", []) == []
+    assert answer["user"] == {"userId": "outsider", "email": "outsider@example.com", "displayName": "Outsider"}
+
+
+def test_cookie_parsing_takes_the_first_value() -> None:
+    """Browsers send the most specific path's cookie first; quotes around a value are not part of it."""
+    assert cookie('other=1; sb_session="a.b.c"; sb_session=later', "sb_session") == "a.b.c"
+    assert cookie("x=1; sb_sessionx=2", "sb_session") is None
+
+
+async def _asgi(app: Any, method: str, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[str, str]]:
+    """One request straight to the ASGI app (the routes' own code, without a server around them)."""
+    path, _, query = path.partition("?")
+    scope = {"type": "http", "method": method, "path": path, "query_string": query.encode(), "headers": headers}
+    answer: dict[str, Any] = {}
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["headers"] = {k.decode(): v.decode() for k, v in message["headers"]}
+        else:
+            answer["body"] = message["body"]
+
+    await app(scope, receive, send)
+    return answer["status"], {**answer["headers"], "body": answer["body"].decode()}
+
+
+async def test_cookies_are_secure_behind_an_https_public_url(tmp_path: Path) -> None:
+    from server.console.session import ConsoleAuth, sign_in_options
+    from server.tokens import TokenVerifier
+
+    settings = Settings(var_dir=tmp_path, console_public_url="https://console.example", console_dev_sign_in=True)
+    app = ConsoleAuth(settings, TokenVerifier(settings), None)
+    status, headers = await _asgi(app, "GET", "/console/auth/dev?next=/console/", [])
+    assert status == 302
+    assert "; Secure" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
+    # A fetch() from the console's page gets where to go next as JSON (its CSP keeps form redirects home).
+    status, headers = await _asgi(
+        app, "POST", "/console/auth/logout", [(b"sec-fetch-site", b"same-origin"), (b"accept", b"application/json")]
+    )
+    assert status == 200
+    assert json.loads(headers["body"]) == {"location": "/console/"}
+    assert headers["set-cookie"].startswith("sb_session=; Max-Age=0;") and "; Secure" in headers["set-cookie"]
+    assert sign_in_options(settings) == {"devSignIn": True, "oidc": False}
+    # On an identity provider's JWKS the embedded key's tokens would be refused: no development sign-in then.
+    with_idp = Settings(var_dir=tmp_path, console_dev_sign_in=True, jwks_url="https://idp.example/jwks")
+    assert sign_in_options(with_idp) == {"devSignIn": False, "oidc": False}
+
+
+async def test_serve_demo_turns_the_development_sign_in_on_for_its_management_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`switchboard serve --demo` (make run) starts its management server with the development sign-in; without
+    --demo the same start has none."""
+    from server.cli import _start_children
+    from server.store.migrate import upgrade
+    from tests.serving import free_port
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/switchboard.db"
+    upgrade(url)
+    for name, value in {"DATABASE_URL": url, "VAR_DIR": str(tmp_path), "LOG_LEVEL": "WARNING"}.items():
+        monkeypatch.setenv(f"SWITCHBOARD_{name}", value)
+    monkeypatch.delenv("SWITCHBOARD_CONSOLE_DEV_SIGN_IN", raising=False)
+    for demo, expected in ((True, 302), (False, 404)):
+        monkeypatch.setenv("SWITCHBOARD_PORT", str(free_port()))
+        management, _ = await _start_children(load_settings(), "management", demo=demo)
+        assert management is not None
+        try:
+            status, _, _, _ = await _get(f"http://127.0.0.1:{management.port}/console/auth/dev?next=/console/")
+            assert status == expected, demo
+        finally:
+            await management.stop()
