@@ -79,6 +79,7 @@ def gateway_env(settings: Settings, **extra: str) -> dict[str, str]:
         "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
         "SWITCHBOARD_LOG_LEVEL": "WARNING",
         "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
+        "SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS": "0",  # no load balancer to leave: stop accepting at once
         **extra,
     }
 

@@ -86,8 +86,8 @@ class ChaosRun:
     metered: dict[tuple[str, int], int]  # (key id, request bytes) -> usage rows
     key_ids: list[str]
     # Replicas that PostgreSQL refused a connection ("too many clients", answered 503 "the database is unavailable"):
-    # its max_connections is shared by every process on the server (100 by default), each replica's pool takes up to
-    # 64, so a busy shared server can run out.
+    # its max_connections is shared by every process on the server (100 by default), so a server busy with other work
+    # can run out even with the replicas' small pools (DB_POOL_SIZE).
     refused_by_postgres: list[str] = field(default_factory=list)
 
 
