@@ -130,6 +130,12 @@ def specs(upstream: str) -> list[ModelSpec]:
 class LimitsGateway:
     base_url: str
     log_path: Path
+    pid: int  # the gateway's parent process
+
+    def workers(self) -> list[int]:
+        """The pids of its worker processes now."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        return [int(pid) for pid in children]
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -154,7 +160,7 @@ async def limits_gateway(
     with log_path.open("wb") as log:
         proc = await start_gateway_process(env, workers=workers, stderr=log)
         try:
-            yield LimitsGateway(proc.base_url, log_path)
+            yield LimitsGateway(proc.base_url, log_path, proc.proc.pid)
         finally:
             proc.proc.send_signal(signal.SIGTERM)
             await asyncio.wait_for(proc.proc.wait(), 60)

@@ -6,7 +6,10 @@ and the openai SDK's own retry backing off and succeeding."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
+import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -344,3 +347,42 @@ async def test_browsers_can_read_the_rate_limit_headers(gw: LimitsGateway, tenan
                 exposed = _listed(resp.headers["Access-Control-Expose-Headers"])
                 assert wanted <= {h.lower() for h in resp.headers}
                 assert written <= exposed, written - exposed  # every header the limiter writes, not only these
+
+
+async def test_a_dead_workers_calls_free_their_concurrency_slots(
+    database: Database, server: Server, tenant: Tenant
+) -> None:
+    """Both workers of a gateway killed while their calls hold a cap's every slot: the gateway's parent gives the
+    slots back when it reaps them, so the replacement workers admit new calls at once (the dead calls never end)."""
+    key_id, secret = await tenant.key("killed")
+    await tenant.limit((KEY, key_id), concurrentRequests="2")
+    slow, model = tenant.world.model("lslow"), tenant.world.model("lchat")
+    async with limits_gateway(database, server, workers=2) as two, aiohttp.ClientSession() as http:
+        headers = {"Authorization": f"Bearer {secret}"}
+        url = f"{two.base_url}/chat/completions"
+
+        async def call(name: str) -> int:
+            async with http.post(url, data=orjson.dumps(chat(name)), headers=headers) as resp:
+                await resp.read()
+                return resp.status
+
+        holding = [asyncio.ensure_future(call(slow)) for _ in range(2)]
+        await asyncio.sleep(0.7)  # both admitted, upstream answers after 1.5 s
+        assert await call(model) == 429  # the cap is full
+        workers = two.workers()
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        await asyncio.gather(*holding, return_exceptions=True)  # cut off
+        for _ in range(100):  # until both replacements serve
+            await asyncio.sleep(0.1)
+            replaced = set(two.workers()) - set(workers)
+            if len(replaced) == 2:
+                break
+        statuses = []
+        for _ in range(30):
+            with contextlib.suppress(aiohttp.ClientError):
+                statuses.append(await call(model))
+                if statuses[-1] == 200:
+                    break
+            await asyncio.sleep(0.1)
+        assert statuses and statuses[-1] == 200, statuses

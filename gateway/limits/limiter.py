@@ -252,8 +252,8 @@ class Limiter:
         lease = f"{random.getrandbits(64):016x}"
         try:
             outcome = await self._counters.acquire(takes, slots, lease, now)
-        except CountersUnavailable:
-            self._store_down()
+        except CountersUnavailable as exc:
+            self._store_down(str(exc))
             return None
         if not outcome.admitted:
             raise self._refusal(plan, takes, outcome.refused, outcome.values, now)
@@ -281,14 +281,16 @@ class Limiter:
             headers,
         )
 
-    def _store_down(self) -> None:
+    def _store_down(self, reason: str) -> None:
         _unavailable.add(1, {"outcome": "refused" if self._fail_closed else "admitted"})
         self._missed += 1
         now = time.monotonic()
         if now >= self._next_log:
             self._next_log = now + _LOG_EVERY
             log.warning(
-                "the rate-limit counter store is unreachable: %d call(s) %s without limits since the last report",
+                "the rate-limit counter store is unreachable or full (%s): %d call(s) %s without limits since the "
+                "last report",
+                reason,
                 self._missed,
                 "refused" if self._fail_closed else "admitted",
             )

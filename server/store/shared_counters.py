@@ -214,7 +214,10 @@ class SharedCounters:
             offsets: list[int] = []
             values: list[int] = []
             for index, take in enumerate(takes):
-                at = self._find(take_at[index], now_ms, True)
+                place = take_at[index]
+                at = place.at  # _find's first check, inline: this is the common case
+                if at < 0 or words[at] != place.key1 or words[at + _KEY2] != place.key2:
+                    at = self._find(place, now_ms, True)
                 value = words[at + _VALUE] if words[at + _EXPIRES] > now_ms else 0
                 offsets.append(at)
                 values.append(value)
@@ -222,7 +225,10 @@ class SharedCounters:
                     return Outcome(False, index, tuple(values))
             slot_offsets: list[int] = []
             for index, slot in enumerate(slots):
-                at = self._find(slot_at[index], now_ms, True)
+                place = slot_at[index]
+                at = place.at
+                if at < 0 or words[at] != place.key1 or words[at + _KEY2] != place.key2:
+                    at = self._find(place, now_ms, True)
                 if words[at + _LEASES] >= slot.limit:
                     return Outcome(False, len(takes) + index, tuple(values))
                 slot_offsets.append(at)
@@ -262,7 +268,10 @@ class SharedCounters:
         try:
             for index, adjustment in enumerate(adjustments):
                 expires_ms = int(adjustment.expires * 1000)
-                at = self._find(adjust_at[index], now_ms, expires_ms > now_ms)
+                place = adjust_at[index]
+                at = place.at
+                if at < 0 or words[at] != place.key1 or words[at + _KEY2] != place.key2:
+                    at = self._find(place, now_ms, expires_ms > now_ms)
                 current = words[at + _VALUE] if at >= 0 and words[at + _EXPIRES] > now_ms else 0
                 value = current + adjustment.delta
                 if at >= 0 and expires_ms > now_ms:
