@@ -1,4 +1,5 @@
-"""Secrets at rest: provider API keys and other outbound credentials are encrypted with Fernet.
+"""Secrets at rest: provider API keys and other outbound credentials are encrypted with Fernet, and so are captured
+request and response bodies (server.capture), as bytes.
 
 The key comes from SWITCHBOARD_ENCRYPTION_KEY, or is generated once into var/encryption.key (0600, written
 atomically: see server.varfiles) for the embedded default. Every replica must share it. Decrypted values are for
@@ -30,6 +31,12 @@ class SecretBox:
 
     def open(self, sealed: bytes) -> str:
         return self._fernet.decrypt(sealed).decode()
+
+    def seal_bytes(self, data: bytes) -> bytes:
+        return self._fernet.encrypt(data)
+
+    def open_bytes(self, sealed: bytes) -> bytes:
+        return self._fernet.decrypt(sealed)
 
     def __repr__(self) -> str:
         return "SecretBox(***)"

@@ -10,6 +10,10 @@ a handful, and spares each request an event object.
 One background task per process writes them in batches (a few statements per table, see `_insert_sql`); `close()`
 drains whatever is left, so a graceful shutdown (SIGTERM) loses nothing. Events carry counts, ids and sizes only,
 never model input or output.
+
+A call that content capture covers (server.capture) comes with its exchange: the exchange's bodies are sealed by the
+flusher (off the request path) and its row is written in the transaction that writes its usage row, whose
+`capture_id` names it, so neither is ever written without the other.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from sqlalchemy import Table, insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server.capture.exchange import Exchange
+from server.capture.store import exchange_values
 from server.store.db import Database
-from server.store.models import ApiTrafficRow, UsageEventRow, utcnow
+from server.store.models import ApiTrafficRow, CapturedExchangeRow, UsageEventRow, utcnow
 
 __all__ = ["CallKind", "Meter", "UsageEvent"]
 
@@ -71,6 +77,7 @@ class UsageEvent:
     latency_ms: float = 0.0
     request_bytes: int = 0
     response_bytes: int = 0
+    capture_id: str | None = None  # the captured exchange of the call (server.capture), written with it
     occurred_at: datetime = field(default_factory=utcnow)
 
 
@@ -84,6 +91,8 @@ _TRAFFIC_SHAPE = ("service", "status", "requests", "request_bytes", "response_by
 
 _USAGE: Table = UsageEventRow.__table__  # type: ignore[assignment]
 _TRAFFIC: Table = ApiTrafficRow.__table__  # type: ignore[assignment]
+_EXCHANGES: Table = CapturedExchangeRow.__table__  # type: ignore[assignment]
+Seal = Callable[[bytes], bytes]
 
 
 def _sqlite_time(value: datetime) -> str:
@@ -91,7 +100,7 @@ def _sqlite_time(value: datetime) -> str:
     return value.isoformat(" ", "microseconds")[:26]
 
 
-# Rows per multi-row INSERT on SQLite: 100 x 17 columns stays far below its 32,766 bound parameters.
+# Rows per multi-row INSERT on SQLite: 100 x 18 columns stays far below its 32,766 bound parameters.
 _SQLITE_ROWS_PER_STATEMENT = 100
 
 
@@ -150,11 +159,14 @@ async def _insert(
 class Meter:
     """Usage events wait in a plain list (appending costs the request one C call; an asyncio.Queue cost ten Python
     calls per event between put and get) and traffic in a dict of per-second counts, until the flusher takes them,
-    at most `_BATCH` usage events per write."""
+    at most `_BATCH` usage events per write. `seal` encrypts captured bodies (the platform's SecretBox); a meter
+    without it stores no exchange."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, seal: Seal | None = None) -> None:
         self._db = db
+        self._seal = seal
         self._usage: list[UsageEvent] = []
+        self._exchanges: dict[str, Exchange] = {}  # by capture id, until their usage event is written
         self._traffic: _TrafficCounts = {}
         self._wakeup: asyncio.Future[None] | None = None  # set while the flusher waits for a first event
         self._task: asyncio.Task[None] | None = None
@@ -169,6 +181,14 @@ class Meter:
         self._usage.append(event)
         if self._wakeup is not None:
             self._wake()
+
+    def captured(self, event: UsageEvent, exchange: Exchange) -> None:
+        """A call content capture covered: its usage event and its exchange, written together."""
+        exchange.closed = True  # what aiohttp writes from now on is not the handler's answer to keep
+        if self._seal is not None:
+            event.capture_id = exchange.id
+            self._exchanges[exchange.id] = exchange
+        self.usage(event)
 
     def traffic(
         self, service: str, status: int, request_bytes: int, response_bytes: int, at: datetime | None = None
@@ -211,14 +231,29 @@ class Meter:
                 await asyncio.sleep(_LINGER_SECONDS)  # let a batch gather; a backlog is written without pause
             usage, self._usage = self._usage[:_BATCH], self._usage[_BATCH:]
             traffic, self._traffic = self._traffic, {}
-            await self._write(usage, traffic)
+            exchanges = self._exchanges_of(usage) if self._exchanges else []
+            await self._write(usage, traffic, exchanges)
 
-    async def _write(self, usage: list[UsageEvent], traffic: _TrafficCounts) -> None:
+    def _exchanges_of(self, usage: list[UsageEvent]) -> list[dict[str, Any]]:
+        """The rows of the exchanges of these usage events, sealed here (once, before any retry)."""
+        seal = self._seal
+        rows = []
+        for event in usage:
+            exchange = self._exchanges.pop(event.capture_id, None) if event.capture_id else None
+            if exchange is not None and seal is not None:
+                rows.append(exchange_values(exchange, seal))
+        return rows
+
+    async def _write(
+        self, usage: list[UsageEvent], traffic: _TrafficCounts, exchanges: list[dict[str, Any]] | None = None
+    ) -> None:
         for attempt in range(3):
             try:
                 async with self._db.transaction() as session:
                     if usage:
                         await _insert(session, _USAGE, _USAGE_SHAPE, functools.partial(_usage_rows, usage))
+                    if exchanges:
+                        await session.execute(insert(_EXCHANGES), exchanges)
                     if traffic:
                         await _insert(session, _TRAFFIC, _TRAFFIC_SHAPE, functools.partial(_traffic_rows, traffic))
                 return

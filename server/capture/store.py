@@ -1,0 +1,146 @@
+"""Rows of `captured_exchanges`: made from a call's exchange (bodies sealed with the platform's secret key), listed
+newest first by keyset pages, one opened with its usage row, pruned by age."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
+from sqlalchemy.sql.elements import ColumnElement
+
+from server.capture.exchange import Exchange
+from server.errors import NotFound
+from server.store.keyset import after_token, bounded_page_size, token_of
+from server.store.models import CapturedExchangeRow, UsageEventRow
+
+__all__ = [
+    "ExchangeFilter",
+    "ExchangePage",
+    "Opened",
+    "exchange_values",
+    "list_exchanges",
+    "open_exchange",
+    "prune_exchanges",
+]
+
+Seal = Callable[[bytes], bytes]
+
+
+def exchange_values(exchange: Exchange, seal: Seal) -> dict[str, Any]:
+    """The row of a metered exchange, its bodies sealed (the clear bytes are never written anywhere)."""
+    usage = exchange.usage
+    if usage is None:
+        raise ValueError("only a metered exchange is stored")
+    return {
+        "id": exchange.id,
+        "occurred_at": exchange.occurred_at,
+        "tenant_id": usage.tenant_id[:64],
+        "api_key_id": usage.api_key_id[:64],
+        "service_account_id": usage.service_account_id[:64],
+        "user_id": usage.user_id[:128],
+        "model_id": usage.model_id[:128],
+        "call_kind": usage.call_kind,
+        "status": usage.status,
+        "request_sealed": seal(exchange.request_body),
+        "response_sealed": seal(exchange.response_body),
+        "request_bytes": exchange.request_size,
+        "response_bytes": exchange.response_size,
+        "request_truncated": exchange.request_truncated,
+        "response_truncated": exchange.response_truncated,
+    }
+
+
+@dataclass(frozen=True)
+class ExchangeFilter:
+    """Every set field narrows the list; `tenant_id` None means every tenant (operators only)."""
+
+    tenant_id: str | None = None
+    api_key_id: str = ""
+    service_account_id: str = ""
+    user_id: str = ""
+    model: str = ""
+    call_kind: int = 0
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ExchangePage:
+    exchanges: list[CapturedExchangeRow]
+    next_token: str
+
+
+def _conditions(wanted: ExchangeFilter) -> list[ColumnElement[bool]]:
+    row = CapturedExchangeRow
+    found: list[ColumnElement[bool]] = []
+    if wanted.tenant_id is not None:
+        found.append(row.tenant_id == wanted.tenant_id)
+    for column, value in (
+        (row.api_key_id, wanted.api_key_id),
+        (row.service_account_id, wanted.service_account_id),
+        (row.user_id, wanted.user_id),
+        (row.model_id, wanted.model),
+    ):
+        if value:
+            found.append(column == value)
+    if wanted.call_kind:
+        found.append(row.call_kind == wanted.call_kind)
+    if wanted.start is not None:
+        found.append(row.occurred_at >= wanted.start)
+    if wanted.end is not None:
+        found.append(row.occurred_at < wanted.end)
+    return found
+
+
+async def list_exchanges(
+    session: AsyncSession, wanted: ExchangeFilter, *, page_size: int, page_token: str
+) -> ExchangePage:
+    """A page, newest first. Only the columns a list shows are read: the sealed bodies stay in the database."""
+    size = bounded_page_size(page_size)
+    conditions = _conditions(wanted)
+    row = CapturedExchangeRow
+    if page_token:
+        conditions.append(after_token(page_token, row.occurred_at, row.id))
+    statement = (
+        select(row)
+        .where(*conditions)
+        .order_by(row.occurred_at.desc(), row.id.desc())
+        .limit(size + 1)
+        .options(defer(row.request_sealed), defer(row.response_sealed))
+    )
+    rows = list((await session.scalars(statement)).all())
+    more = len(rows) > size
+    rows = rows[:size]
+    return ExchangePage(rows, token_of(rows[-1].occurred_at, rows[-1].id) if more else "")
+
+
+@dataclass(frozen=True)
+class Opened:
+    row: CapturedExchangeRow
+    usage: UsageEventRow | None  # None only if its usage row was deleted since (nothing here deletes them)
+    request_body: bytes
+    response_body: bytes
+
+
+async def open_exchange(session: AsyncSession, exchange_id: str, tenant_id: str | None, open_sealed: Seal) -> Opened:
+    """One exchange with its bodies opened, within `tenant_id` (None: any tenant, for operators); not_found when
+    there is none there, so another tenant's exchange is not told apart from a missing one."""
+    conditions = [CapturedExchangeRow.id == exchange_id]
+    if tenant_id is not None:
+        conditions.append(CapturedExchangeRow.tenant_id == tenant_id)
+    row = await session.scalar(select(CapturedExchangeRow).where(*conditions))
+    if row is None:
+        raise NotFound(f"no captured exchange {exchange_id!r}", field="id")
+    usage = await session.scalar(select(UsageEventRow).where(UsageEventRow.capture_id == exchange_id))
+    return Opened(row, usage, open_sealed(row.request_sealed), open_sealed(row.response_sealed))
+
+
+async def prune_exchanges(session: AsyncSession, before: datetime) -> int:
+    """Deletes exchanges captured before `before` (the retention's edge); returns how many."""
+    result = await session.execute(delete(CapturedExchangeRow).where(CapturedExchangeRow.occurred_at < before))
+    return int(getattr(result, "rowcount", 0) or 0)
