@@ -22,6 +22,7 @@ __all__ = [
     "ExchangeFilter",
     "ExchangePage",
     "Opened",
+    "delete_tenant_exchanges",
     "exchange_values",
     "list_exchanges",
     "open_exchange",
@@ -144,3 +145,9 @@ async def prune_exchanges(session: AsyncSession, before: datetime) -> int:
     """Deletes exchanges captured before `before` (the retention's edge); returns how many."""
     result = await session.execute(delete(CapturedExchangeRow).where(CapturedExchangeRow.occurred_at < before))
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def delete_tenant_exchanges(session: AsyncSession, tenant_id: str) -> None:
+    """A deleted tenant's captured content goes with it (its policies and grants go by foreign key; exchanges have
+    none, so that a batch of usage rows never fails on a tenant deleted while its calls were queued)."""
+    await session.execute(delete(CapturedExchangeRow).where(CapturedExchangeRow.tenant_id == tenant_id))
