@@ -122,13 +122,15 @@ def finish(request: web.Request, meter: Meter, exchange: Exchange, response: web
         if isinstance(body, bytes | bytearray):
             exchange.response(bytes(body))
     key = request[PRINCIPAL].api_key
-    exchange.metered(
-        tenant_id=event.tenant_id,
-        api_key_id=event.api_key_id,
-        service_account_id=(key.service_account_id if key is not None else None) or "",
-        user_id=event.user_id,
-        model_id=event.model_id,
-        call_kind=event.call_kind,
-        status=event.status,
+    account = (key.service_account_id if key is not None else None) or ""
+    exchange.usage = (
+        event.tenant_id,
+        event.api_key_id,
+        account,
+        event.user_id,
+        event.model_id,
+        event.call_kind,
+        event.status,
     )
+    exchange.occurred_at = event.occurred_at
     meter.captured(event, exchange)

@@ -35,7 +35,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.capture.exchange import Exchange
-from server.capture.store import exchange_values
+from server.capture.store import EXCHANGE_SHAPE, exchange_row
 from server.store.db import Database
 from server.store.models import ApiTrafficRow, CapturedExchangeRow, UsageEventRow, utcnow
 
@@ -121,6 +121,11 @@ def _insert_sql(table: Table, dialect: Dialect, columns: tuple[str, ...], rows: 
 
 def _usage_rows(events: list[UsageEvent], time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
     return [(*_USAGE_VALUES(e), time_of(e.occurred_at)) for e in events]
+
+
+def _timed_rows(rows: list[tuple[Any, ...]], time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
+    """Rows whose last value is their time, that time as the dialect takes it."""
+    return [(*row[:-1], time_of(row[-1])) for row in rows]
 
 
 def _traffic_rows(counts: _TrafficCounts, time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
@@ -234,18 +239,18 @@ class Meter:
             exchanges = self._exchanges_of(usage) if self._exchanges else []
             await self._write(usage, traffic, exchanges)
 
-    def _exchanges_of(self, usage: list[UsageEvent]) -> list[dict[str, Any]]:
+    def _exchanges_of(self, usage: list[UsageEvent]) -> list[tuple[Any, ...]]:
         """The rows of the exchanges of these usage events, sealed here (once, before any retry)."""
         seal = self._seal
         rows = []
         for event in usage:
             exchange = self._exchanges.pop(event.capture_id, None) if event.capture_id else None
             if exchange is not None and seal is not None:
-                rows.append(exchange_values(exchange, seal))
+                rows.append(exchange_row(exchange, seal))
         return rows
 
     async def _write(
-        self, usage: list[UsageEvent], traffic: _TrafficCounts, exchanges: list[dict[str, Any]] | None = None
+        self, usage: list[UsageEvent], traffic: _TrafficCounts, exchanges: list[tuple[Any, ...]] | None = None
     ) -> None:
         for attempt in range(3):
             try:
@@ -253,7 +258,8 @@ class Meter:
                     if usage:
                         await _insert(session, _USAGE, _USAGE_SHAPE, functools.partial(_usage_rows, usage))
                     if exchanges:
-                        await session.execute(insert(_EXCHANGES), exchanges)
+                        rows_of = functools.partial(_timed_rows, exchanges)
+                        await _insert(session, _EXCHANGES, EXCHANGE_SHAPE, rows_of)
                     if traffic:
                         await _insert(session, _TRAFFIC, _TRAFFIC_SHAPE, functools.partial(_traffic_rows, traffic))
                 return

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from server.audit.retention import Retention
 from server.capture.exchange import Exchange, ScopeKind, covers
-from server.capture.store import prune_exchanges
+from server.capture.store import open_bodies, prune_exchanges
 from server.crypto import SecretBox
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.metering import Meter, UsageEvent
@@ -74,16 +74,10 @@ async def test_the_meter_writes_an_exchange_sealed_with_its_usage_row(database: 
             exchange = Exchange(limit=1024)
             exchange.request(f'{{"content": "{canary}"}}'.encode())
             exchange.response(b"answer " + canary.encode())
-            exchange.metered(
-                tenant_id=tenant,
-                api_key_id="key_m",
-                service_account_id="",
-                user_id="u",
-                model_id="m",
-                call_kind=1,
-                status=200,
-            )
-            target.captured(UsageEvent(tenant, "key_m", "u", "m", 1, status=200, total_tokens=3), exchange)
+            event = UsageEvent(tenant, "key_m", "u", "m", 1, status=200, total_tokens=3)
+            exchange.usage = (tenant, "key_m", "", "u", "m", 1, 200)
+            exchange.occurred_at = event.occurred_at
+            target.captured(event, exchange)
         await meter.close()
         await unsealed.close()
         async with db.read() as session:
@@ -100,10 +94,10 @@ async def test_the_meter_writes_an_exchange_sealed_with_its_usage_row(database: 
     linked = [r for r in rows if r.capture_id is not None]
     assert [r.capture_id for r in linked] == [stored[0].id]
     row = stored[0]
-    assert canary.encode() not in row.request_sealed and canary.encode() not in row.response_sealed
-    assert canary.encode() in box.open_bytes(row.request_sealed)
-    assert box.open_bytes(row.response_sealed) == b"answer " + canary.encode()
-    assert (row.request_bytes, row.status, row.model_id) == (len(box.open_bytes(row.request_sealed)), 200, "m")
+    assert canary not in row.sealed
+    request, response = open_bodies(row.sealed, box.open_bytes)
+    assert request == f'{{"content": "{canary}"}}'.encode() and response == b"answer " + canary.encode()
+    assert (row.request_bytes, row.response_bytes, row.status, row.model_id) == (len(request), len(response), 200, "m")
 
 
 async def test_retention_prunes_exchanges_older_than_it_keeps(database: Database) -> None:
@@ -115,8 +109,7 @@ async def test_retention_prunes_exchanges_older_than_it_keeps(database: Database
             id=f"cap_{name}_{secrets.token_hex(4)}",
             occurred_at=now - age,
             tenant_id=tenant,
-            request_sealed=b"x",
-            response_sealed=b"y",
+            sealed="x",
         )
 
     old, recent = row("old", timedelta(days=31)), row("recent", timedelta(days=29))
@@ -139,9 +132,7 @@ async def test_a_deleted_tenants_exchanges_go_with_it(
     admin = server.admin_token
     tenant = must(await connect.call(f"{TENANTS}/CreateTenant", {"name": f"gone-{secrets.token_hex(3)}"}, token=admin))
     tenant_id = tenant["tenant"]["id"]
-    kept = CapturedExchangeRow(
-        id=f"cap_{secrets.token_hex(6)}", tenant_id=tenant_id, request_sealed=b"x", response_sealed=b"y"
-    )
+    kept = CapturedExchangeRow(id=f"cap_{secrets.token_hex(6)}", tenant_id=tenant_id, sealed="x")
     await insert_rows(database, kept)
     must(await connect.call(f"{TENANTS}/DeleteTenant", {"tenantId": tenant_id}, token=admin))
     db = Db(database.url)

@@ -7,12 +7,11 @@ says it was cut. Nothing here is logged: the bodies leave this object only seale
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime
+import random
+from datetime import datetime
 from enum import IntEnum
 
 from server.domain.principal import Principal
-from server.store.db import new_id
 
 __all__ = ["Covered", "Exchange", "ScopeKind", "covers"]
 
@@ -65,32 +64,23 @@ class _Body:
         return self.size > self.kept
 
 
-@dataclass(frozen=True)
-class _Usage:
-    """What the exchange row repeats of its usage row, to be filtered without a join."""
-
-    tenant_id: str
-    api_key_id: str
-    service_account_id: str
-    user_id: str
-    model_id: str
-    call_kind: int
-    status: int
-
-
 class Exchange:
     """A call being captured. `closed` once handed to the meter: later writes (a body aiohttp sends after the
-    handler returned) are not added to what is being sealed."""
+    handler returned) are not added to what is being sealed. `usage` is set when the call was metered (only
+    metered calls are stored): (tenant, key, service account, user, model, call kind, status), what the exchange
+    row repeats of its usage row to be filtered without a join."""
 
     __slots__ = ("_request", "_response", "closed", "id", "limit", "occurred_at", "usage")
 
     def __init__(self, limit: int) -> None:
-        self.id = new_id("cap")
+        # Not a secret: the process's PRNG (reseeded in each forked worker) costs no system call, unlike secrets;
+        # who may read an exchange is decided by the capability, never by knowing its id.
+        self.id = f"cap_{random.getrandbits(64):016x}"
         self.limit = limit
         self._request = _Body()
         self._response = _Body()
-        self.usage: _Usage | None = None  # set when the call was metered: only metered calls are stored
-        self.occurred_at = datetime.now(UTC)
+        self.usage: tuple[str, str, str, str, str, int, int] | None = None
+        self.occurred_at: datetime | None = None
         self.closed = False
 
     def request(self, body: bytes) -> None:
@@ -100,20 +90,6 @@ class Exchange:
     def response(self, data: bytes) -> None:
         if not self.closed:
             self._response.add(data, self.limit)
-
-    def metered(
-        self,
-        *,
-        tenant_id: str,
-        api_key_id: str,
-        service_account_id: str,
-        user_id: str,
-        model_id: str,
-        call_kind: int,
-        status: int,
-    ) -> None:
-        self.usage = _Usage(tenant_id, api_key_id, service_account_id, user_id, model_id, call_kind, status)
-        self.occurred_at = datetime.now(UTC)
 
     @property
     def request_body(self) -> bytes:

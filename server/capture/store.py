@@ -19,41 +19,76 @@ from server.store.keyset import after_token, bounded_page_size, token_of
 from server.store.models import CapturedExchangeRow, UsageEventRow
 
 __all__ = [
+    "EXCHANGE_SHAPE",
     "ExchangeFilter",
     "ExchangePage",
     "Opened",
     "delete_tenant_exchanges",
-    "exchange_values",
+    "exchange_row",
     "list_exchanges",
+    "open_bodies",
     "open_exchange",
     "prune_exchanges",
+    "seal_bodies",
 ]
 
 Seal = Callable[[bytes], bytes]
+_LENGTH = 4  # the request's length, big-endian, before the request and the response in the sealed plaintext
+
+# The columns of an exchange row in the order `exchange_row` gives them (occurred_at last, as server.metering
+# writes rows).
+EXCHANGE_SHAPE = (
+    "id",
+    "tenant_id",
+    "api_key_id",
+    "service_account_id",
+    "user_id",
+    "model_id",
+    "call_kind",
+    "status",
+    "sealed",
+    "request_bytes",
+    "response_bytes",
+    "request_truncated",
+    "response_truncated",
+    "occurred_at",
+)
 
 
-def exchange_values(exchange: Exchange, seal: Seal) -> dict[str, Any]:
-    """The row of a metered exchange, its bodies sealed (the clear bytes are never written anywhere)."""
-    usage = exchange.usage
-    if usage is None:
+def seal_bodies(request: bytes, response: bytes, seal: Seal) -> str:
+    """Both bodies in one Fernet token (one encryption per exchange; the token is ASCII, kept as text)."""
+    return seal(len(request).to_bytes(_LENGTH, "big") + request + response).decode("ascii")
+
+
+def open_bodies(sealed: str, open_sealed: Seal) -> tuple[bytes, bytes]:
+    plain = open_sealed(sealed.encode("ascii"))
+    size = int.from_bytes(plain[:_LENGTH], "big")
+    return plain[_LENGTH : _LENGTH + size], plain[_LENGTH + size :]
+
+
+def exchange_row(exchange: Exchange, seal: Seal) -> tuple[Any, ...]:
+    """The row of a metered exchange in `EXCHANGE_SHAPE`'s order, its bodies sealed (the clear bytes are never
+    written anywhere)."""
+    usage, at = exchange.usage, exchange.occurred_at
+    if usage is None or at is None:
         raise ValueError("only a metered exchange is stored")
-    return {
-        "id": exchange.id,
-        "occurred_at": exchange.occurred_at,
-        "tenant_id": usage.tenant_id[:64],
-        "api_key_id": usage.api_key_id[:64],
-        "service_account_id": usage.service_account_id[:64],
-        "user_id": usage.user_id[:128],
-        "model_id": usage.model_id[:128],
-        "call_kind": usage.call_kind,
-        "status": usage.status,
-        "request_sealed": seal(exchange.request_body),
-        "response_sealed": seal(exchange.response_body),
-        "request_bytes": exchange.request_size,
-        "response_bytes": exchange.response_size,
-        "request_truncated": exchange.request_truncated,
-        "response_truncated": exchange.response_truncated,
-    }
+    tenant_id, api_key_id, service_account_id, user_id, model_id, call_kind, status = usage
+    return (
+        exchange.id,
+        tenant_id[:64],
+        api_key_id[:64],
+        service_account_id[:64],
+        user_id[:128],
+        model_id[:128],
+        call_kind,
+        status,
+        seal_bodies(exchange.request_body, exchange.response_body, seal),
+        exchange.request_size,
+        exchange.response_size,
+        exchange.request_truncated,
+        exchange.response_truncated,
+        at,
+    )
 
 
 @dataclass(frozen=True)
@@ -112,7 +147,7 @@ async def list_exchanges(
         .where(*conditions)
         .order_by(row.occurred_at.desc(), row.id.desc())
         .limit(size + 1)
-        .options(defer(row.request_sealed), defer(row.response_sealed))
+        .options(defer(row.sealed))
     )
     rows = list((await session.scalars(statement)).all())
     more = len(rows) > size
@@ -138,7 +173,8 @@ async def open_exchange(session: AsyncSession, exchange_id: str, tenant_id: str 
     if row is None:
         raise NotFound(f"no captured exchange {exchange_id!r}", field="id")
     usage = await session.scalar(select(UsageEventRow).where(UsageEventRow.capture_id == exchange_id))
-    return Opened(row, usage, open_sealed(row.request_sealed), open_sealed(row.response_sealed))
+    request, response = open_bodies(row.sealed, open_sealed)
+    return Opened(row, usage, request, response)
 
 
 async def prune_exchanges(session: AsyncSession, before: datetime) -> int:

@@ -639,9 +639,10 @@ class CaptureGrantRow(Base):
 
 
 class CapturedExchangeRow(Base):
-    """One captured gateway call: its request and response bodies sealed with the platform's secret key (never
-    stored in the clear), each cut at the capture's size bound (`*_truncated`), with the ids it is filtered by. Its
-    usage row is the `usage_events` row whose capture_id is this id, written in the same transaction."""
+    """One captured gateway call: its request and response bodies sealed together with the platform's secret key
+    (`sealed`, a Fernet token: never stored in the clear), each cut at the capture's size bound (`*_truncated`),
+    with the ids it is filtered by. Its usage row is the `usage_events` row whose capture_id is this id, written in
+    the same transaction."""
 
     __tablename__ = "captured_exchanges"
     __table_args__ = (
@@ -657,8 +658,7 @@ class CapturedExchangeRow(Base):
     model_id: Mapped[str] = mapped_column(String(128), default="")
     call_kind: Mapped[int] = mapped_column(Integer, default=0)
     status: Mapped[int] = mapped_column(Integer, default=0)
-    request_sealed: Mapped[bytes] = mapped_column(LargeBinary)
-    response_sealed: Mapped[bytes] = mapped_column(LargeBinary)
+    sealed: Mapped[str] = mapped_column(Text)
     request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     request_truncated: Mapped[bool] = mapped_column(Boolean, default=False)
