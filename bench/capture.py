@@ -6,6 +6,10 @@ sealed and written with its usage row). Rounds are interleaved; the ratio is on 
 gateway, goal >= 0.90 (capture costs <= 10 %). The gateway worker's CPU per request is printed beside it (the
 sealing and writing happen in that process, off the request path).
 
+On a busy shared machine throughput and CPU time move by more than capture costs, so the Python function calls per
+request (cProfile, as `bench gateway_calls` counts them: the gateway served in this process, the meter's sealing
+and writing included) are counted too, off and on: a count does not move with the machine's load.
+
 Off: a request costs one cached lookup of its tenant's capture policies. That lookup is timed here on its own (the
 cached path, the one every request takes between invalidations) and set against the gateway's CPU per request.
 After the run, the captured rows are counted: every captured call must have its exchange and its usage row.
@@ -20,11 +24,12 @@ from typing import Any
 import aiohttp
 from sqlalchemy import func, select
 
+from bench import gateway_calls
 from bench.common import gateway_env, running_server
-from bench.gateway import MODEL, Case, Served, _api_key, _asyncio_case, _calls, _process, _ready
+from bench.gateway import _PLAIN, _STREAMED, MODEL, Case, Served, _api_key, _asyncio_case, _calls, _process, _ready
 from gateway.capture import CapturePolicies
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
-from server.settings import Settings
+from server.settings import Settings, load_settings
 from server.store.db import Database
 from server.store.models import CapturedExchangeRow, UsageEventRow
 from server.tokens import PLATFORM_ROLES, mint_token
@@ -109,6 +114,21 @@ async def _counts(settings: Settings, tenant: str) -> tuple[int, int, int]:
         await db.close()
 
 
+async def _call_counts(settings: Settings, off: str, on: str) -> None:
+    from gateway.app import make_app  # imported here: only this part serves the gateway in this process
+
+    env = gateway_env(settings)
+    requests, in_flight = gateway_calls.REQUESTS, gateway_calls.CONCURRENCY
+    print(f"-- Python function calls per request, {requests} requests, {in_flight} in flight")
+    print(f"{'case':<14} {'off':>6} {'on':>6} {'added':>7}")
+    for name, body in (("non-streaming", _PLAIN), ("streaming", _STREAMED)):
+        counts = [
+            await gateway_calls._calls_per_request(make_app(load_settings(env)), {"Authorization": f"Bearer {k}"}, body)
+            for k in (off, on)
+        ]
+        print(f"{name:<14} {counts[0]:>6.0f} {counts[1]:>6.0f} {counts[1] / counts[0] - 1:>6.1%}")
+
+
 async def main() -> None:
     async with running_server() as (base_url, _port, settings):
         with _process("upstream") as upstream:
@@ -147,6 +167,7 @@ async def main() -> None:
                     f"captured calls: {usage} usage rows (>= {calls} sent), {exchanges} exchanges, {linked} linked to "
                     f"their usage row {verdict}"
                 )
+            await _call_counts(settings, off, on)
             lookup = await _lookup_us(settings)
             share = lookup / cpu_off if cpu_off else 0.0
             print(

@@ -128,7 +128,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
         guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS, on_refused=refused)
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
         http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
-        meter = Meter(db, seal=SecretBox(settings).seal_bytes)  # captured bodies are sealed as the meter writes them
+        meter = Meter(db, seal=SecretBox(settings).seal_blob)  # captured bodies are sealed as the meter writes them
         if settings.metrics_enabled:
             metrics.watch_pool(db.engine)
         app[DB] = db

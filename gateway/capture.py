@@ -73,12 +73,12 @@ class _Tee:
         object.__setattr__(self, "_exchange", exchange)
 
     async def write(self, chunk: Any, *args: Any, **kwargs: Any) -> None:
-        self._exchange.response(bytes(chunk))
+        self._exchange.response(chunk)
         await self._writer.write(chunk, *args, **kwargs)
 
     async def write_eof(self, chunk: bytes = b"") -> None:
         if chunk:
-            self._exchange.response(bytes(chunk))
+            self._exchange.response(chunk)
         await self._writer.write_eof(chunk)
 
     def __getattr__(self, name: str) -> Any:
@@ -119,8 +119,8 @@ def finish(request: web.Request, meter: Meter, exchange: Exchange, response: web
         return
     if response is not None and not response.prepared and isinstance(response, web.Response):
         body = response.body
-        if isinstance(body, bytes | bytearray):
-            exchange.response(bytes(body))
+        if isinstance(body, bytes):
+            exchange.response(body)
     key = request[PRINCIPAL].api_key
     account = (key.service_account_id if key is not None else None) or ""
     exchange.usage = (

@@ -218,6 +218,7 @@ def _request_id() -> str:
 
 async def _serve(request: web.Request, handler: Handler, app: web.Application) -> web.StreamResponse:
     response: web.StreamResponse | None = None
+    exchange = None  # content capture's record of this request, when capture covers its caller
     started = time.perf_counter()
     request[REQUEST_ID] = _request_id()
     try:
@@ -246,7 +247,6 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
         sent = _sent_bytes(response) if response is not None else 0
         received = request.get(REQUEST_BYTES, request.content_length or 0)
         app[METER].traffic(SERVICE, status, received, sent)
-        exchange = request.get(CAPTURE)
         if exchange is not None:
             finish(request, app[METER], exchange, response)
         if app[METRICS]:

@@ -92,7 +92,7 @@ _TRAFFIC_SHAPE = ("service", "status", "requests", "request_bytes", "response_by
 _USAGE: Table = UsageEventRow.__table__  # type: ignore[assignment]
 _TRAFFIC: Table = ApiTrafficRow.__table__  # type: ignore[assignment]
 _EXCHANGES: Table = CapturedExchangeRow.__table__  # type: ignore[assignment]
-Seal = Callable[[bytes], bytes]
+Seal = Callable[[bytes], str]
 
 
 def _sqlite_time(value: datetime) -> str:

@@ -229,7 +229,7 @@ async def test_capture_on_keeps_sealed_exchanges_for_holders_only(
     assert await tables_holding(database, canary) == {}
     box = secret_box(server.settings)
     assert all(canary not in r.sealed for (r,) in exchanges)
-    opened = [open_bodies(r.sealed, box.open_bytes) for (r,) in exchanges]
+    opened = [open_bodies(r.sealed, box.open_blob) for (r,) in exchanges]
     assert sum(canary.encode() in request for request, _ in opened) == 5
     assert canary.encode() not in b"".join(stack.receiver.raw) and canary not in stack.log_text()
 
@@ -261,7 +261,7 @@ async def test_capture_on_keeps_sealed_exchanges_for_holders_only(
         for kind in ("CALL_KIND_EMBEDDING", "CALL_KIND_TRANSCRIPTION", "CALL_KIND_CHAT_COMPLETION")
     }
     assert [len(kinds[k]["exchanges"]) for k in kinds] == [1, 1, 3]
-    streamed = {"id": next(r.id for (r,) in exchanges if b'"stream":true' in open_bodies(r.sealed, box.open_bytes)[0])}
+    streamed = {"id": next(r.id for (r,) in exchanges if b'"stream":true' in open_bodies(r.sealed, box.open_blob)[0])}
     read = must(await tenant.call("GetCapturedExchange", server.admin_token, tenantId=tenant.id, id=streamed["id"]))
     assert canary in read["requestBody"]
     assert read["responseBody"].startswith("data: ") and read["responseBody"].endswith("data: [DONE]\n\n")

@@ -3,15 +3,18 @@ meter writing an exchange sealed with its usage row, the retention sweeper, and 
 
 from __future__ import annotations
 
+import base64
 import secrets
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+from cryptography.exceptions import InvalidTag
 from sqlalchemy import select
 
 from server.audit.retention import Retention
 from server.capture.exchange import Exchange, ScopeKind, covers
-from server.capture.store import open_bodies, prune_exchanges
+from server.capture.store import EXCHANGE_SHAPE, exchange_row, open_bodies, prune_exchanges
 from server.crypto import SecretBox
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.metering import Meter, UsageEvent
@@ -47,17 +50,38 @@ def test_bodies_are_kept_up_to_the_bound_and_marked_when_cut() -> None:
     exchange.request(b"0123456789")
     for chunk in (b"data: ", b"abcdef", b"ghij"):
         exchange.response(chunk)
-    assert exchange.request_body == b"0123456789" and not exchange.request_truncated
-    assert exchange.response_body == b"data: abcd" and exchange.response_truncated
-    assert exchange.response_size == 16
+    assert (exchange.request_body, exchange.request_size) == (b"0123456789", 10)
+    assert (exchange.response_body, exchange.response_size) == (b"data: abcd", 16)
+    exchange.request(b"0123456789ab")
+    assert (exchange.request_body, exchange.request_size) == (b"0123456789", 12)
     exchange.closed = True  # handed to the meter: later writes are not kept
     exchange.response(b"more")
     assert exchange.response_size == 16
     assert "abcd" not in repr(exchange)
+    exchange.usage, exchange.occurred_at = ("t", "k", "", "u", "m", 1, 200), datetime.now(UTC)
+    row = dict(zip(EXCHANGE_SHAPE, exchange_row(exchange, lambda plain: plain.hex()), strict=True))
+    assert (row["request_truncated"], row["response_truncated"]) == (True, True)
+    assert (row["request_bytes"], row["response_bytes"]) == (12, 16)
+    request, response = open_bodies(row["sealed"], bytes.fromhex)
+    assert (request, response) == (b"0123456789", b"data: abcd")
 
 
-def _box(tmp_path: Path) -> SecretBox:
-    return SecretBox(load_settings({"SWITCHBOARD_VAR_DIR": str(tmp_path)}))
+def test_sealed_blobs_open_only_unaltered_under_their_key(tmp_path: Path) -> None:
+    box, other = _box(tmp_path / "a"), _box(tmp_path / "b")
+    sealed = box.seal_blob(b"transcript")
+    assert "transcript" not in sealed and box.seal_blob(b"transcript") != sealed  # a fresh nonce each time
+    assert box.open_blob(sealed) == b"transcript"
+    with pytest.raises(InvalidTag):
+        other.open_blob(sealed)
+    tampered = bytearray(base64.b64decode(sealed))
+    tampered[-1] ^= 1
+    with pytest.raises(InvalidTag):
+        box.open_blob(base64.b64encode(bytes(tampered)).decode())
+
+
+def _box(var_dir: Path) -> SecretBox:
+    var_dir.mkdir(parents=True, exist_ok=True)
+    return SecretBox(load_settings({"SWITCHBOARD_VAR_DIR": str(var_dir)}))
 
 
 async def test_the_meter_writes_an_exchange_sealed_with_its_usage_row(database: Database, tmp_path: Path) -> None:
@@ -65,7 +89,7 @@ async def test_the_meter_writes_an_exchange_sealed_with_its_usage_row(database: 
     canary = f"canary-{secrets.token_hex(6)}"
     tenant = f"ten_{secrets.token_hex(4)}"
     db = Db(database.url)
-    meter = Meter(db, seal=box.seal_bytes)
+    meter = Meter(db, seal=box.seal_blob)
     unsealed = Meter(db)  # a meter that cannot seal stores usage only
     try:
         meter.start()
@@ -95,7 +119,7 @@ async def test_the_meter_writes_an_exchange_sealed_with_its_usage_row(database: 
     assert [r.capture_id for r in linked] == [stored[0].id]
     row = stored[0]
     assert canary not in row.sealed
-    request, response = open_bodies(row.sealed, box.open_bytes)
+    request, response = open_bodies(row.sealed, box.open_blob)
     assert request == f'{{"content": "{canary}"}}'.encode() and response == b"answer " + canary.encode()
     assert (row.request_bytes, row.response_bytes, row.status, row.model_id) == (len(request), len(response), 200, "m")
 

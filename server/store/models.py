@@ -639,10 +639,10 @@ class CaptureGrantRow(Base):
 
 
 class CapturedExchangeRow(Base):
-    """One captured gateway call: its request and response bodies sealed together with the platform's secret key
-    (`sealed`, a Fernet token: never stored in the clear), each cut at the capture's size bound (`*_truncated`),
-    with the ids it is filtered by. Its usage row is the `usage_events` row whose capture_id is this id, written in
-    the same transaction."""
+    """One captured gateway call: its request and response bodies sealed together under the platform's secret key
+    (`sealed`, AES-GCM as base64 text, server.crypto: never stored in the clear), each cut at the capture's size
+    bound (`*_truncated`), with the ids it is filtered by. Its usage row is the `usage_events` row whose capture_id
+    is this id, written in the same transaction."""
 
     __tablename__ = "captured_exchanges"
     __table_args__ = (

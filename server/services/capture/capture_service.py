@@ -169,7 +169,7 @@ class CaptureServiceHandler(CaptureService):
         box = self._deps.secret_box()
         async with self._db.read() as s:
             tenant = await permissions.capture_reach(s, current_principal(), request.tenant_id)
-            opened = await open_exchange(s, request.id, tenant, box.open_bytes)
+            opened = await open_exchange(s, request.id, tenant, box.open_blob)
         usage = opened.usage
         return pb.GetCapturedExchangeResponse(
             exchange=_exchange(opened.row),
