@@ -22,7 +22,7 @@ from opentelemetry import trace
 
 from gateway import metrics
 from gateway.agents import AgentRoute
-from gateway.capture import CAPTURE, CAPTURED_USAGE
+from gateway.capture import CAPTURE
 from gateway.catalog import Route
 from gateway.context import ACCESS, LIMIT_HEADERS, LIMITER, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, TRACING
 from gateway.limits import Grant, LimitExceeded, reservation
@@ -168,10 +168,11 @@ class metered:
             rerank_tokens=tokens.get("rerank_tokens", 0),
             total_tokens=tokens.get("total_tokens", 0),
         )
-        if CAPTURE in request:  # content capture: the event goes to the meter with the answer (gateway.capture)
-            request[CAPTURED_USAGE] = event
-        else:
+        exchange = request.get(CAPTURE)
+        if exchange is None:
             app[METER].usage(event)
+        else:  # content capture: the event goes to the meter with the answer (gateway.capture)
+            exchange.event = event
 
 
 async def _settle(call: Call) -> None:

@@ -7,8 +7,8 @@ tenant with none answers an empty set and nothing else happens. A covered reques
 (`request[CAPTURE]`): every answer to it carries `X-Switchboard-Content-Capture: on`; the request body is kept as
 read (a transcription's as its form fields and the size of each file), and the answer as written: a streamed answer
 through a tee on the response's writer (installed when its headers are prepared), a buffered one from its body.
-The metered call (gateway.calls) hands its usage event to the exchange rather than to the meter; once the answer is
-known, both go to the meter together (`finish`), which seals and writes them in one transaction.
+The metered call (gateway.calls) hands its usage event to the exchange (`Exchange.event`) rather than to the meter;
+once the answer is known, both go to the meter together (`finish`), which seals and writes them in one transaction.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from server.capture.exchange import Covered, Exchange, covers
 from server.capture.policies import enabled_scopes
 from server.domain.principal import Principal
 from server.invalidation import Topic
-from server.metering import Meter, UsageEvent
+from server.metering import Meter
 from server.store.db import Database
 from server.ttlcache import TtlCache
 
-__all__ = ["CAPTURE", "CAPTURED_USAGE", "HEADER", "POLICIES", "CapturePolicies", "finish", "form_summary", "tee"]
+__all__ = ["CAPTURE", "HEADER", "POLICIES", "CapturePolicies", "finish", "form_summary", "tee"]
 
 HEADER = "X-Switchboard-Content-Capture"
 
@@ -59,7 +59,6 @@ class CapturePolicies:
 
 POLICIES = web.AppKey("capture_policies", CapturePolicies)
 CAPTURE = web.RequestKey("capture", Exchange)
-CAPTURED_USAGE = web.RequestKey("captured_usage", UsageEvent)  # the metered call's event, written with its exchange
 
 
 class _Tee:
@@ -92,8 +91,8 @@ def tee(response: web.StreamResponse, exchange: Exchange) -> None:
     """Keep what is written of a covered request's answer (called as its headers are prepared, when the response
     has its writer and nothing of the body has been written)."""
     response.headers[HEADER] = "on"
-    writer = getattr(response, "_payload_writer", None)
-    if writer is not None and not isinstance(writer, _Tee):
+    writer = response._payload_writer  # set just before aiohttp sends this signal; a response is prepared once
+    if writer is not None:
         response._payload_writer = _Tee(writer, exchange)  # type: ignore[assignment]
 
 
@@ -113,7 +112,7 @@ def form_summary(fields: list[tuple[str, bytes, str | None, str | None]]) -> byt
 def finish(request: web.Request, meter: Meter, exchange: Exchange, response: web.StreamResponse | None) -> None:
     """The request is answered (or its client is gone): hand a metered call's usage and exchange to the meter. A
     buffered answer's body is taken here (aiohttp writes it after the handler); a streamed one was kept as written."""
-    event = request.get(CAPTURED_USAGE)
+    event = exchange.event
     if event is None:  # not an inference call (or refused before it was metered): nothing is stored
         exchange.closed = True
         return

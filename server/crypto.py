@@ -12,6 +12,7 @@ outbound calls only, never for responses or logs.
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 
 from cryptography.fernet import Fernet
@@ -51,7 +52,7 @@ class SecretBox:
     def seal_blob(self, data: bytes) -> str:
         """`data` sealed as ASCII text (base64 of a random nonce and the AES-GCM ciphertext with its tag)."""
         nonce = os.urandom(_NONCE)
-        return base64.b64encode(nonce + self._blobs.encrypt(nonce, data, None)).decode("ascii")
+        return binascii.b2a_base64(nonce + self._blobs.encrypt(nonce, data, None), newline=False).decode("ascii")
 
     def open_blob(self, sealed: str) -> bytes:
         """What `seal_blob` sealed; raises cryptography's InvalidTag if it was altered or sealed under another key."""

@@ -193,7 +193,9 @@ class Meter:
         if self._seal is not None:
             event.capture_id = exchange.id
             self._exchanges[exchange.id] = exchange
-        self.usage(event)
+        self._usage.append(event)
+        if self._wakeup is not None:
+            self._wake()
 
     def traffic(
         self, service: str, status: int, request_bytes: int, response_bytes: int, at: datetime | None = None

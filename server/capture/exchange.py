@@ -10,8 +10,12 @@ from __future__ import annotations
 import random
 from datetime import datetime
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from server.domain.principal import Principal
+
+if TYPE_CHECKING:
+    from server.metering import UsageEvent
 
 __all__ = ["Covered", "Exchange", "ScopeKind", "covers"]
 
@@ -50,6 +54,7 @@ class Exchange:
 
     __slots__ = (
         "closed",
+        "event",
         "id",
         "kept",
         "limit",
@@ -73,6 +78,7 @@ class Exchange:
         self.response_size = 0
         self.usage: tuple[str, str, str, str, str, int, int] | None = None
         self.occurred_at: datetime | None = None
+        self.event: UsageEvent | None = None  # the metered call's usage event, written with the exchange
         self.closed = False
 
     def request(self, body: bytes) -> None:
