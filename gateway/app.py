@@ -1,8 +1,9 @@
 """make_app(settings): the gateway's aiohttp application (one per worker process).
 
 cleanup_ctx opens, per process, the Database, the pooled upstream sessions (one per egress Reach, both through the
-egress guard), the rate limiter (gateway.limits), and the usage meter (whose flusher writes batches in the
-background and drains on shutdown).
+egress guard), the rate limiter (gateway.limits), the content capture policies (gateway.capture), and the usage
+meter (whose flusher writes batches in the background, captured exchanges sealed with their usage, and drains on
+shutdown).
 Probes: /livez (alias /healthz) answers while the loop does; /readyz while not draining and the database answers
 (server.readiness). /metrics serves Prometheus (gateway.metrics, server.metrics).
 """
@@ -19,6 +20,8 @@ from aiohttp import web
 
 from gateway import metrics as gateway_metrics
 from gateway.access import Access
+from gateway.capture import POLICIES as CAPTURE_POLICIES
+from gateway.capture import CapturePolicies
 from gateway.context import (
     ACCESS,
     CORS,
@@ -130,7 +133,8 @@ def make_app(
         guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS, on_refused=refused)
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
         http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
-        meter = Meter(db, settings.metering_journal_path)
+        # Captured bodies are sealed as the meter writes them.
+        meter = Meter(db, settings.metering_journal_path, seal=SecretBox(settings).seal_blob)
         if settings.metrics_enabled:
             metrics.watch_pool(db.engine)
         app[DB] = db
@@ -138,6 +142,9 @@ def make_app(
         app[HTTP] = http
         app[METER] = meter
         app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
+        app[CAPTURE_POLICIES] = CapturePolicies(
+            db, ttl=settings.api_key_cache_seconds, limit=settings.capture_max_body_bytes
+        )
         app[LIMITER] = open_limiter(settings, db, shared_counters)
         app[SECURITY_EVENTS] = events
         mcp_guard = EgressGuard.from_settings(settings, db, on_refused=refused)

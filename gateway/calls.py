@@ -22,6 +22,7 @@ from opentelemetry import trace
 
 from gateway import metrics
 from gateway.agents import AgentRoute
+from gateway.capture import CAPTURE
 from gateway.catalog import Route
 from gateway.context import ACCESS, LIMIT_HEADERS, LIMITER, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, TRACING
 from gateway.limits import Grant, LimitExceeded, reservation
@@ -149,26 +150,29 @@ class metered:
             metrics.observe_tokens(route.public_model_id, tokens)
             if call.first_chunk_at:
                 metrics.observe_first_token(route.public_model_id, call.first_chunk_at - self._start)
-        app[METER].usage(
-            UsageEvent(
-                tenant_id=key.tenant_id if key else (call.principal.scoped_tenant_id or ""),
-                api_key_id=key.key_id if key else "",
-                user_id=call.principal.user_id or "",
-                model_id=call.model,
-                call_kind=int(call.kind),
-                target_kind=int(route.ref.kind) if route else 0,
-                target_name=route.ref.name if route else "",
-                status=call.status,
-                latency_ms=(time.perf_counter() - self._start) * 1000,
-                request_bytes=request.get(REQUEST_BYTES, request.content_length or 0),
-                response_bytes=call.response_bytes,
-                prompt_tokens=tokens.get("prompt_tokens", 0),
-                completion_tokens=tokens.get("completion_tokens", 0),
-                embedding_tokens=tokens.get("embedding_tokens", 0),
-                rerank_tokens=tokens.get("rerank_tokens", 0),
-                total_tokens=tokens.get("total_tokens", 0),
-            )
+        event = UsageEvent(
+            tenant_id=key.tenant_id if key else (call.principal.scoped_tenant_id or ""),
+            api_key_id=key.key_id if key else "",
+            user_id=call.principal.user_id or "",
+            model_id=call.model,
+            call_kind=int(call.kind),
+            target_kind=int(route.ref.kind) if route else 0,
+            target_name=route.ref.name if route else "",
+            status=call.status,
+            latency_ms=(time.perf_counter() - self._start) * 1000,
+            request_bytes=request.get(REQUEST_BYTES, request.content_length or 0),
+            response_bytes=call.response_bytes,
+            prompt_tokens=tokens.get("prompt_tokens", 0),
+            completion_tokens=tokens.get("completion_tokens", 0),
+            embedding_tokens=tokens.get("embedding_tokens", 0),
+            rerank_tokens=tokens.get("rerank_tokens", 0),
+            total_tokens=tokens.get("total_tokens", 0),
         )
+        exchange = request.get(CAPTURE)
+        if exchange is None:
+            app[METER].usage(event)
+        else:  # content capture: the event goes to the meter with the answer (gateway.capture)
+            exchange.event = event
 
 
 async def _settle(call: Call) -> None:

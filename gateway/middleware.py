@@ -23,6 +23,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from opentelemetry import trace
 
 from gateway import metrics
+from gateway.capture import CAPTURE, POLICIES, finish, tee
 from gateway.context import (
     ACCESS,
     CORS,
@@ -192,12 +193,16 @@ async def gateway_middleware(request: web.Request, handler: Handler) -> web.Stre
 
 
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
-    """Every response, streamed, failed or not, names its request (the SDK's `err.request_id`), carries the
-    rate-limit headers of the limits its call was counted against (gateway.limits), and an allowed origin may read
-    it (a preflight's answer already has its own CORS headers). One signal receiver for all."""
+    """Every response, streamed, failed or not, names its request (the SDK's `err.request_id`), says when content
+    capture covers it (gateway.capture), carries the rate-limit headers of the limits its call was counted against
+    (gateway.limits), and an allowed origin may read it (a preflight's answer already has its own CORS headers). One
+    signal receiver for all."""
     request_id = request.get(REQUEST_ID)
     if request_id is not None:
         response.headers["x-request-id"] = request_id
+    exchange = request.get(CAPTURE)
+    if exchange is not None:  # content capture covers the caller: it is told, and the answer kept
+        tee(response, exchange)
     limit_headers = request.get(LIMIT_HEADERS)
     if limit_headers:
         response.headers.update(limit_headers)
@@ -215,11 +220,15 @@ def _request_id() -> str:
 
 async def _serve(request: web.Request, handler: Handler, app: web.Application) -> web.StreamResponse:
     response: web.StreamResponse | None = None
+    exchange = None  # content capture's record of this request, when capture covers its caller
     started = time.perf_counter()
     request[REQUEST_ID] = _request_id()
     try:
         if request.path not in _PUBLIC:
             await _authenticate(request, app)
+            exchange = await app[POLICIES].exchange_for(request[PRINCIPAL])
+            if exchange is not None:
+                request[CAPTURE] = exchange
         response = await handler(request)
     except SwitchboardError as exc:
         response = error_response(exc)
@@ -246,6 +255,8 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
         sent = _sent_bytes(response) if response is not None else 0
         received = request.get(REQUEST_BYTES, request.content_length or 0)
         app[METER].traffic(SERVICE, status, received, sent)
+        if exchange is not None:
+            finish(request, app[METER], exchange, response)
         if app[METRICS]:
             metrics.observe_request(
                 request.method, request.match_info.route.resource, status, time.perf_counter() - started
@@ -285,7 +296,11 @@ async def read_body(request: web.Request, limit: int) -> bytes:
             raise too_large(limit)
         chunks.append(chunk)
     request[REQUEST_BYTES] = size
-    return b"".join(chunks)
+    body = b"".join(chunks)
+    exchange = request.get(CAPTURE)
+    if exchange is not None:
+        exchange.request(body)
+    return body
 
 
 async def read_json(request: web.Request, limit: int = INFERENCE_LIMIT) -> dict[str, Any]:

@@ -22,8 +22,8 @@ to a `Topic` (`TABLE_TOPICS`). Writers therefore call nothing; a write that must
 Payloads name a topic and at most a few ids (a key id, a tenant and user id), never a secret. What is dropped:
 `Topic.KEY` the key's verified lookups; `Topic.ACCESS` every route, model list and RAG list decision;
 `Topic.MEMBERSHIP` one membership's (or a whole tenant's) cached roles, and the ACCESS caches; `Topic.NETWORK_POLICY`
-the egress guard's policy set; `Topic.LIMITS` the gateway limiter's policies. `Invalidations.received` counts what
-arrived from other processes (for /metrics).
+the egress guard's policy set; `Topic.LIMITS` the gateway limiter's policies; `Topic.CAPTURE` the gateway's content
+capture policies. `Invalidations.received` counts what arrived from other processes (for /metrics).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class Topic(enum.StrEnum):
     MEMBERSHIP = "membership"  # ids: (tenant id, user id) or (tenant id,) for a whole tenant
     NETWORK_POLICY = "network_policy"  # no ids
     LIMITS = "limits"  # no ids: rate limit and budget policies
+    CAPTURE = "capture"  # no ids: content capture policies
 
 
 TABLE_TOPICS: dict[str, Topic] = {
@@ -81,6 +82,7 @@ TABLE_TOPICS: dict[str, Topic] = {
     "tenants": Topic.MEMBERSHIP,
     "mcp_network_policies": Topic.NETWORK_POLICY,
     "limit_policies": Topic.LIMITS,
+    "capture_policies": Topic.CAPTURE,
     **dict.fromkeys(
         (
             "api_key_grants",

@@ -14,6 +14,11 @@ with kill -9 loses nothing either: the next meter on that directory writes what 
 event carries a call id unique to it (`call_id`) and each traffic row the key of its batch and bucket
 (`batch_key`); both are inserted ON CONFLICT DO NOTHING, so a batch written twice (replayed after it had committed)
 lands once. Events carry counts, ids and sizes only, never model input or output.
+
+A call that content capture covers (server.capture) comes with its exchange: the exchange's bodies are sealed by the
+flusher (off the request path) and its row is written in the transaction that writes its usage row, whose
+`capture_id` names it, so neither is ever written without the other. Exchanges live in memory only (the journal keeps
+no content): a replayed call is written without its capture.
 """
 
 from __future__ import annotations
@@ -39,8 +44,10 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.metering_journal import RESCAN_SECONDS, Journal, Segment
+from server.capture.exchange import Exchange
+from server.capture.store import EXCHANGE_SHAPE, exchange_row
 from server.store.db import Database
-from server.store.models import ApiTrafficRow, UsageEventRow, utcnow
+from server.store.models import ApiTrafficRow, CapturedExchangeRow, UsageEventRow, utcnow
 
 __all__ = ["CallKind", "Meter", "UsageEvent"]
 
@@ -81,6 +88,7 @@ class UsageEvent:
     request_bytes: int = 0
     response_bytes: int = 0
     call_id: str = ""  # given by the meter (`Meter.usage`) unless set
+    capture_id: str | None = None  # the captured exchange of the call (server.capture), written with it
     occurred_at: datetime = field(default_factory=utcnow)
 
 
@@ -97,6 +105,8 @@ _LINE = orjson.OPT_APPEND_NEWLINE
 
 _USAGE: Table = UsageEventRow.__table__  # type: ignore[assignment]
 _TRAFFIC: Table = ApiTrafficRow.__table__  # type: ignore[assignment]
+_EXCHANGES: Table = CapturedExchangeRow.__table__  # type: ignore[assignment]
+Seal = Callable[[bytes], str]
 
 
 def _sqlite_time(value: datetime) -> str:
@@ -104,7 +114,7 @@ def _sqlite_time(value: datetime) -> str:
     return value.isoformat(" ", "microseconds")[:26]
 
 
-# Rows per multi-row INSERT on SQLite: 100 x 17 columns stays far below its 32,766 bound parameters.
+# Rows per multi-row INSERT on SQLite: 100 x 19 columns stays far below its 32,766 bound parameters.
 _SQLITE_ROWS_PER_STATEMENT = 100
 
 
@@ -129,6 +139,11 @@ def _insert_sql(table: Table, dialect: Dialect, columns: tuple[str, ...], rows: 
 
 def _usage_rows(events: list[UsageEvent], time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
     return [(*_USAGE_VALUES(e), time_of(e.occurred_at)) for e in events]
+
+
+def _timed_rows(rows: list[tuple[Any, ...]], time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
+    """Rows whose last value is their time, that time as the dialect takes it."""
+    return [(*row[:-1], time_of(row[-1])) for row in rows]
 
 
 def _traffic_rows(counts: _TrafficCounts, batch_id: str, time_of: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
@@ -208,10 +223,13 @@ class Meter:
     """Usage events wait in a plain list (appending costs the request one C call; an asyncio.Queue cost ten Python
     calls per event between put and get) and traffic in a dict of per-second counts, until the flusher takes them
     all at once, written `_BATCH` usage events per transaction. `journal_dir`: keep the journal there (see the
-    module's docstring); without one, a process that dies loses what it had not written yet."""
+    module's docstring); without one, a process that dies loses what it had not written yet. `seal` encrypts
+    captured bodies (the platform's SecretBox); a meter without it stores no exchange."""
 
-    def __init__(self, db: Database, journal_dir: Path | None = None) -> None:
+    def __init__(self, db: Database, journal_dir: Path | None = None, *, seal: Seal | None = None) -> None:
         self._db = db
+        self._seal = seal
+        self._exchanges: dict[str, Exchange] = {}  # by capture id, until their usage event is written
         self._journal_dir = journal_dir
         self._journal: Journal | None = None  # opened by start(), in the process that meters
         self._usage: list[UsageEvent] = []
@@ -257,6 +275,14 @@ class Meter:
             self._journal.append(orjson.dumps(line, option=_LINE))
         if _count(self._traffic, (service, status, second), request_bytes, response_bytes) and self._wakeup is not None:
             self._wake()
+
+    def captured(self, event: UsageEvent, exchange: Exchange) -> None:
+        """A call content capture covered: its usage event and its exchange, written together."""
+        exchange.closed = True  # what aiohttp writes from now on is not the handler's answer to keep
+        if self._seal is not None:
+            event.capture_id = exchange.id
+            self._exchanges[exchange.id] = exchange
+        self.usage(event)
 
     def _wake(self) -> None:
         wakeup, self._wakeup = self._wakeup, None
@@ -325,6 +351,8 @@ class Meter:
             return
         for segment in await asyncio.to_thread(self._journal.leftovers):
             usage, traffic = await asyncio.to_thread(_read_segment, segment)
+            for event in usage:
+                event.capture_id = None  # its exchange was in the memory of the process that journaled it
             log.warning(
                 "metering journal: replaying %d usage events and %d traffic counts left by an earlier process",
                 len(usage),
@@ -341,12 +369,26 @@ class Meter:
                 return False
         return True
 
+    def _exchanges_of(self, usage: list[UsageEvent]) -> list[tuple[Any, ...]]:
+        """The rows of the exchanges of these usage events, sealed here (once, before any retry)."""
+        seal = self._seal
+        rows = []
+        for event in usage:
+            exchange = self._exchanges.pop(event.capture_id, None) if event.capture_id else None
+            if exchange is not None and seal is not None:
+                rows.append(exchange_row(exchange, seal))
+        return rows
+
     async def _write_chunk(self, usage: list[UsageEvent], traffic: _TrafficCounts, batch_id: str) -> bool:
+        exchanges = self._exchanges_of(usage) if self._exchanges else []
         for attempt in range(3):
             try:
                 async with self._db.transaction() as session:
                     if usage:
                         await _insert(session, _USAGE, _USAGE_SHAPE, functools.partial(_usage_rows, usage))
+                    if exchanges:
+                        rows_of = functools.partial(_timed_rows, exchanges)
+                        await _insert(session, _EXCHANGES, EXCHANGE_SHAPE, rows_of)
                     if traffic:
                         rows = functools.partial(_traffic_rows, traffic, batch_id)
                         await _insert(session, _TRAFFIC, _TRAFFIC_SHAPE, rows)

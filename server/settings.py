@@ -161,6 +161,10 @@ class Settings:
     audit_retention_days: float = 365.0
     # The audit trail as a stream for a SIEM: "" (off), "jsonl:-" (stdout), "jsonl:<file>" or "otlp:<URL of /v1/logs>".
     audit_export: str = ""
+    # Captured exchanges (server.capture) older than this are pruned by the management server.
+    capture_retention_days: float = 30.0
+    # The most of one request or response body a captured exchange keeps (bytes); the rest is cut and marked.
+    capture_max_body_bytes: int = 256 * 1024
 
     @property
     def console_url(self) -> str:
@@ -367,4 +371,8 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         ),
         audit_retention_days=_positive(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS", "days"),
         audit_export=_audit_export(_get(env, "AUDIT_EXPORT", "")),
+        capture_retention_days=_positive(_get(env, "CAPTURE_RETENTION_DAYS", "30"), "CAPTURE_RETENTION_DAYS", "days"),
+        capture_max_body_bytes=int(
+            _positive(_get(env, "CAPTURE_MAX_BODY_BYTES", str(256 * 1024)), "CAPTURE_MAX_BODY_BYTES", "bytes")
+        ),
     )

@@ -47,6 +47,7 @@ KEY_CLOSED = {
     ACCOUNTS,
     "switchboard.audit.v1.AuditService",  # the audit trail: sessions only
     "switchboard.console.v1.ConsoleService",  # the console describes signed-in sessions only
+    "switchboard.capture.v1.CaptureService",  # content capture: sessions only
 }
 # Reads closed to keys: the tenant's people (members and invites, a group's members) are never within a key's reach.
 KEY_CLOSED_READS = {f"{TENANTS}/ListTenantMembers", f"{GROUPS}/ListGroupMembers"}

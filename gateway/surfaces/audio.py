@@ -13,6 +13,7 @@ import orjson
 from aiohttp import web
 
 from gateway.calls import metered
+from gateway.capture import CAPTURE, form_summary
 from gateway.catalog import TaskType
 from gateway.context import HTTP, PRINCIPAL, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
@@ -55,6 +56,9 @@ async def _read_form(request: web.Request, limit: int) -> list[_Field]:
                 chunks.append(chunk)
             fields.append(_Field(part.name or "", b"".join(chunks), part.filename, part.headers.get("Content-Type")))
     request[REQUEST_BYTES] = size
+    exchange = request.get(CAPTURE)
+    if exchange is not None:
+        exchange.request(form_summary([(f.name, f.value, f.filename, f.content_type) for f in fields]))
     return fields
 
 

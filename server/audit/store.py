@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from server.audit.events import Actor, ActorType, AuditEvent, Outcome, Source
-from server.errors import InvalidArgument
 from server.store.db import as_utc
+from server.store.keyset import after_token, bounded_page_size, token_of
 from server.store.models import AuditEventRow
 
 __all__ = ["EventFilter", "Page", "add_event", "list_events", "prune_events", "row_of"]
-
-MAX_PAGE_SIZE = 1000
-DEFAULT_PAGE_SIZE = 100
 
 
 def _clip(value: str, limit: int) -> str:
@@ -112,28 +107,11 @@ def _conditions(wanted: EventFilter) -> list[ColumnElement[bool]]:
     return found
 
 
-def _token(row: AuditEventRow) -> str:
-    at = as_utc(row.occurred_at) or row.occurred_at
-    return base64.urlsafe_b64encode(f"{at.isoformat()}|{row.id}".encode()).decode()
-
-
-def _after(token: str) -> ColumnElement[bool]:
-    """Rows after the page that ended at `token` (newest first: older, or as old with a smaller id)."""
-    try:
-        at_text, event_id = base64.urlsafe_b64decode(token.encode()).decode().split("|", 1)
-        at = datetime.fromisoformat(at_text)
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidArgument("page_token is not a token this API returned", field="page_token") from None
-    return or_(AuditEventRow.occurred_at < at, and_(AuditEventRow.occurred_at == at, AuditEventRow.id < event_id))
-
-
 async def list_events(session: AsyncSession, wanted: EventFilter, *, page_size: int, page_token: str) -> Page:
-    if page_size < 0 or page_size > MAX_PAGE_SIZE:
-        raise InvalidArgument(f"page_size must be between 0 and {MAX_PAGE_SIZE}", field="page_size")
-    size = page_size or DEFAULT_PAGE_SIZE
+    size = bounded_page_size(page_size)
     conditions = _conditions(wanted)
     if page_token:
-        conditions.append(_after(page_token))
+        conditions.append(after_token(page_token, AuditEventRow.occurred_at, AuditEventRow.id))
     statement = (
         select(AuditEventRow)
         .where(*conditions)
@@ -143,7 +121,7 @@ async def list_events(session: AsyncSession, wanted: EventFilter, *, page_size: 
     rows = list((await session.scalars(statement)).all())
     more = len(rows) > size
     rows = rows[:size]
-    return Page([_event(r) for r in rows], _token(rows[-1]) if more else "")
+    return Page([_event(r) for r in rows], token_of(rows[-1].occurred_at, rows[-1].id) if more else "")
 
 
 async def prune_events(session: AsyncSession, *, before: datetime) -> int:

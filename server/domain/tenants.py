@@ -15,6 +15,7 @@ from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
+from server.capture.store import delete_tenant_exchanges
 from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_name, require_nonempty
@@ -133,6 +134,7 @@ async def delete_tenant(session: AsyncSession, principal: Principal, tenant_id: 
     permissions.require_platform_role(principal, "can_manage_tenants")
     row = await _get_tenant_row(session, tenant_id)
     await session.delete(row)
+    await delete_tenant_exchanges(session, tenant_id)
     await session.flush()
     permissions.forget_membership(session, tenant_id)
 

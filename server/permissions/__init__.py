@@ -8,10 +8,17 @@
 - `limits`    who sets rate limits and budgets (operators: platform tier; tenant admins: tenant tier; never
               keys) and who reads their use (a key's holder, tenant admins, operators).
 - `audit`     who reads the audit trail (operators: every tenant; tenant admins: their own).
+- `capture`   who holds content capture (operators: every tenant; tenant admins an operator granted it to: theirs).
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
 from server.permissions.audit import audit_reach
+from server.permissions.capture import (
+    capture_reach,
+    require_capture_grantee,
+    require_capture_granter,
+    require_capture_holder,
+)
 from server.permissions.conversations import (
     ConversationOwner,
     conversation_owner,
@@ -97,6 +104,7 @@ __all__ = [
     "can_read",
     "can_read_group",
     "capabilities_in",
+    "capture_reach",
     "conversation_owner",
     "create_resource",
     "delete_resource",
@@ -120,6 +128,9 @@ __all__ = [
     "require_admin",
     "require_callable",
     "require_capability",
+    "require_capture_grantee",
+    "require_capture_granter",
+    "require_capture_holder",
     "require_group_read",
     "require_limit_writer",
     "require_listed_tenant",

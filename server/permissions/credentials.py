@@ -36,6 +36,7 @@ KEY_CLOSED_SERVICES = frozenset(
         "platform.tenants.v1.ServiceAccountService",
         "switchboard.audit.v1.AuditService",  # the audit trail: who did what, read in a signed-in session only
         "switchboard.console.v1.ConsoleService",  # the web console describes signed-in sessions only
+        "switchboard.capture.v1.CaptureService",  # content capture: managed and read in a signed-in session only
     }
 )
 

@@ -15,6 +15,7 @@ from server.audit.calls import CallRecorder
 from server.audit.export import AuditExport
 from server.audit.retention import Retention
 from server.auth import KeyVerifier
+from server.capture.store import prune_exchanges
 from server.crypto import SecretBox
 from server.domain.networks import Reach
 from server.egress import EgressGuard
@@ -44,6 +45,7 @@ class Deps:
     _limit_counters: Counters | None = field(default=None, init=False, repr=False)
     _audit: CallRecorder | None = field(default=None, init=False, repr=False)
     _retention: Retention | None = field(default=None, init=False, repr=False)
+    _capture_retention: Retention | None = field(default=None, init=False, repr=False)
     _export: AuditExport | None = field(default=None, init=False, repr=False)
 
     def audit_export(self) -> AuditExport:
@@ -57,10 +59,15 @@ class Deps:
         return self._export
 
     def start_background(self) -> None:
-        """The management process's own background work (started with its event loop): audit retention and export."""
+        """The management process's own background work (started with its event loop): audit retention and export,
+        and the retention of captured exchanges."""
         if self._retention is None:
             self._retention = Retention(self.db, self.settings.audit_retention_days)
         self._retention.start()
+        if self._capture_retention is None:
+            days = self.settings.capture_retention_days
+            self._capture_retention = Retention(self.db, days, prune_exchanges, "captured exchanges")
+        self._capture_retention.start()
         self.audit_export().start()
 
     def audit_recorder(self) -> CallRecorder:
@@ -92,6 +99,8 @@ class Deps:
     async def close(self) -> None:
         if self._retention is not None:
             await self._retention.close()
+        if self._capture_retention is not None:
+            await self._capture_retention.close()
         if self._export is not None:
             await self._export.close()
         if self._http is not None:
@@ -138,6 +147,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.agents.preset_agent_service import PresetAgentServiceHandler
     from server.services.audit.audit_service import AuditServiceHandler
     from server.services.console.console_service import ConsoleServiceHandler
+    from server.services.capture.capture_service import CaptureServiceHandler
     from server.services.conversations.conversation_item_service import ConversationItemServiceHandler
     from server.services.conversations.conversation_service import ConversationServiceHandler
     from server.services.limits.limit_service import LimitServiceHandler
@@ -178,6 +188,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "switchboard.limits.v1.LimitService": LimitServiceHandler,
         "switchboard.audit.v1.AuditService": AuditServiceHandler,
         "switchboard.console.v1.ConsoleService": ConsoleServiceHandler,
+        "switchboard.capture.v1.CaptureService": CaptureServiceHandler,
     }
 
 

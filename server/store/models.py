@@ -30,6 +30,9 @@ __all__ = [
     "ApiKeyRow",
     "AuditEventRow",
     "Base",
+    "CaptureGrantRow",
+    "CapturePolicyRow",
+    "CapturedExchangeRow",
     "GroupListVersionRow",
     "GroupMemberRow",
     "GroupRow",
@@ -229,6 +232,13 @@ class UsageEventRow(Base):
         Index("ix_usage_events_target", "target_kind", "target_name", "occurred_at"),
         # A replayed metering journal inserts a call already written as nothing (server.metering).
         Index("ux_usage_events_call_id", "call_id", unique=True),
+        # Only captured calls have a capture id: a partial index costs uncaptured rows nothing but its predicate.
+        Index(
+            "ix_usage_events_capture",
+            "capture_id",
+            postgresql_where=text("capture_id IS NOT NULL"),
+            sqlite_where=text("capture_id IS NOT NULL"),
+        ),
     )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
     # The gateway's id of the call; NULL on rows written before migration 0006.
@@ -250,6 +260,8 @@ class UsageEventRow(Base):
     latency_ms: Mapped[float] = mapped_column(default=0.0)
     request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    # The captured exchange of this call (server.capture), when content capture covered it; written with the row.
+    capture_id: Mapped[str | None] = mapped_column(String(40), default=None)
 
 
 class ApiTrafficRow(Base):
@@ -610,3 +622,53 @@ class LimitSoftCrossingRow(Base):
     scope_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     period: Mapped[str] = mapped_column(String(16), primary_key=True)
     crossed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CapturePolicyRow(Base):
+    """Whether content capture (server.capture) is on for one scope of a tenant: the tenant itself (scope 1, scope_id
+    the tenant id), a service account (2) or an API key (3). A row set off is kept, so who turned it off shows."""
+
+    __tablename__ = "capture_policies"
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    scope_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scope_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_by: Mapped[str] = mapped_column(String(128), default="")
+
+
+class CaptureGrantRow(Base):
+    """The content capture capability granted to one user (a tenant admin) for one tenant by a platform operator."""
+
+    __tablename__ = "capture_grants"
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    granted_at: Mapped[datetime] = mapped_column(default=utcnow)
+    granted_by: Mapped[str] = mapped_column(String(128), default="")
+
+
+class CapturedExchangeRow(Base):
+    """One captured gateway call: its request and response bodies sealed together under the platform's secret key
+    (`sealed`, AES-GCM as base64 text, server.crypto: never stored in the clear), each cut at the capture's size
+    bound (`*_truncated`), with the ids it is filtered by. Its usage row is the `usage_events` row whose capture_id
+    is this id, written in the same transaction."""
+
+    __tablename__ = "captured_exchanges"
+    __table_args__ = (
+        Index("ix_captured_exchanges_time", "occurred_at", "id"),
+        Index("ix_captured_exchanges_tenant_time", "tenant_id", "occurred_at", "id"),
+    )
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
+    tenant_id: Mapped[str] = mapped_column(String(64), default="")
+    api_key_id: Mapped[str] = mapped_column(String(64), default="")
+    service_account_id: Mapped[str] = mapped_column(String(64), default="")
+    user_id: Mapped[str] = mapped_column(String(128), default="")
+    model_id: Mapped[str] = mapped_column(String(128), default="")
+    call_kind: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[int] = mapped_column(Integer, default=0)
+    sealed: Mapped[str] = mapped_column(Text)
+    request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    request_truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+    response_truncated: Mapped[bool] = mapped_column(Boolean, default=False)

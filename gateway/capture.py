@@ -1,0 +1,135 @@
+"""Content capture in the gateway (server.capture): which requests it covers, the header that tells their callers,
+and the bodies it keeps.
+
+Off (the usual case), a request costs one cached lookup: the tenant's scopes whose capture is on, per process, for at
+most `api_key_cache_seconds` and dropped at once when a policy changes (`Topic.CAPTURE`, server.invalidation); a
+tenant with none answers an empty set and nothing else happens. A covered request gets an `Exchange`
+(`request[CAPTURE]`): every answer to it carries `X-Switchboard-Content-Capture: on`; the request body is kept as
+read (a transcription's as its form fields and the size of each file), and the answer as written: a streamed answer
+through a tee on the response's writer (installed when its headers are prepared), a buffered one from its body.
+The metered call (gateway.calls) hands its usage event to the exchange (`Exchange.event`) rather than to the meter;
+once the answer is known, both go to the meter together (`finish`), which seals and writes them in one transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway.context import PRINCIPAL
+from server.capture.exchange import Covered, Exchange, covers
+from server.capture.policies import enabled_scopes
+from server.domain.principal import Principal
+from server.invalidation import Topic
+from server.metering import Meter
+from server.store.db import Database
+from server.ttlcache import TtlCache
+
+__all__ = ["CAPTURE", "HEADER", "POLICIES", "CapturePolicies", "finish", "form_summary", "tee"]
+
+HEADER = "X-Switchboard-Content-Capture"
+
+
+class CapturePolicies:
+    """The process's cache of each tenant's scopes whose capture is on."""
+
+    def __init__(self, db: Database, *, ttl: float, limit: int) -> None:
+        self._db = db
+        self._limit = limit
+        self._on: TtlCache[Covered] = TtlCache(ttl, name="capture_policies")
+        # A changed policy reaches every process at once (server.invalidation); the TTL is the fallback.
+        db.invalidations.on(Topic.CAPTURE, lambda _: self._on.forget())
+
+    async def _load(self, tenant_id: str) -> Covered:
+        async with self._db.read() as session:
+            return await enabled_scopes(session, tenant_id)
+
+    async def exchange_for(self, principal: Principal) -> Exchange | None:
+        key = principal.api_key
+        tenant_id = key.tenant_id if key is not None else principal.scoped_tenant_id
+        if not tenant_id:
+            return None
+        on = await self._on.get(tenant_id, lambda: self._load(tenant_id))
+        if not on or not covers(on, principal):
+            return None
+        return Exchange(self._limit)
+
+
+POLICIES = web.AppKey("capture_policies", CapturePolicies)
+CAPTURE = web.RequestKey("capture", Exchange)
+
+
+class _Tee:
+    """The response's payload writer, keeping what the handler writes of the body (chunked framing and compression
+    are the writer's own business: what it is given is the body as the client reads it)."""
+
+    __slots__ = ("_exchange", "_writer")
+
+    def __init__(self, writer: Any, exchange: Exchange) -> None:
+        object.__setattr__(self, "_writer", writer)
+        object.__setattr__(self, "_exchange", exchange)
+
+    async def write(self, chunk: Any, *args: Any, **kwargs: Any) -> None:
+        self._exchange.response(chunk)
+        await self._writer.write(chunk, *args, **kwargs)
+
+    async def write_eof(self, chunk: bytes = b"") -> None:
+        if chunk:
+            self._exchange.response(chunk)
+        await self._writer.write_eof(chunk)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._writer, name, value)
+
+
+def tee(response: web.StreamResponse, exchange: Exchange) -> None:
+    """Keep what is written of a covered request's answer (called as its headers are prepared, when the response
+    has its writer and nothing of the body has been written)."""
+    response.headers[HEADER] = "on"
+    writer = response._payload_writer  # set just before aiohttp sends this signal; a response is prepared once
+    if writer is not None:
+        response._payload_writer = _Tee(writer, exchange)  # type: ignore[assignment]
+
+
+def form_summary(fields: list[tuple[str, bytes, str | None, str | None]]) -> bytes:
+    """A multipart request as it is captured: its text fields, and each file part by name, type and size (audio is
+    not kept: the transcript in the answer is the content)."""
+    text: dict[str, str] = {}
+    files: list[dict[str, Any]] = []
+    for name, value, filename, content_type in fields:
+        if filename is None:
+            text[name] = value.decode(errors="replace")
+        else:
+            files.append({"field": name, "filename": filename, "content_type": content_type, "bytes": len(value)})
+    return orjson.dumps({"fields": text, "files": files})
+
+
+def finish(request: web.Request, meter: Meter, exchange: Exchange, response: web.StreamResponse | None) -> None:
+    """The request is answered (or its client is gone): hand a metered call's usage and exchange to the meter. A
+    buffered answer's body is taken here (aiohttp writes it after the handler); a streamed one was kept as written."""
+    event = exchange.event
+    if event is None:  # not an inference call (or refused before it was metered): nothing is stored
+        exchange.closed = True
+        return
+    if response is not None and not response.prepared and isinstance(response, web.Response):
+        body = response.body
+        if isinstance(body, bytes):
+            exchange.response(body)
+    key = request[PRINCIPAL].api_key
+    account = (key.service_account_id if key is not None else None) or ""
+    exchange.usage = (
+        event.tenant_id,
+        event.api_key_id,
+        account,
+        event.user_id,
+        event.model_id,
+        event.call_kind,
+        event.status,
+    )
+    exchange.occurred_at = event.occurred_at
+    meter.captured(event, exchange)

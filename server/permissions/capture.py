@@ -1,0 +1,82 @@
+"""Who holds the content capture capability (issue 26): it turns capture on and off and reads what was captured.
+
+- Platform operators (`can_manage_tenants`) hold it for every tenant, in a signed-in session.
+- A tenant admin holds it for their tenant once an operator granted it to them (`capture_grants`), and only while
+  they are still the tenant's admin: a demoted admin's grant stops working without anyone revoking it.
+- Granting and revoking it: platform operators only, and only to a user who is the tenant's admin at the time.
+- API keys never hold it, whoever owns them (the whole CaptureService is closed to keys, see `credentials`).
+
+Everyone else is refused (permission_denied). A captured exchange of another tenant answers not_found to a tenant's
+holder, so its existence does not leak across tenants.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain.principal import Principal
+from server.errors import FailedPrecondition, PermissionDenied
+from server.permissions.tenancy import (
+    TenantRole,
+    can_admin_tenant,
+    require_platform_role,
+    require_session,
+    require_tenant_admin,
+    resolve_tenant,
+)
+from server.store.models import CaptureGrantRow, TenantMemberRow
+
+__all__ = ["capture_reach", "require_capture_grantee", "require_capture_granter", "require_capture_holder"]
+
+
+async def _granted(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
+    found = await session.scalar(
+        select(CaptureGrantRow.user_id).where(
+            CaptureGrantRow.tenant_id == tenant_id, CaptureGrantRow.user_id == user_id
+        )
+    )
+    return found is not None
+
+
+async def require_capture_holder(session: AsyncSession, principal: Principal, tenant_id: str) -> str:
+    """The tenant the caller acts on (the request's, or its session's scope), once it holds capture there."""
+    require_session(principal, "manage or read content capture")
+    tenant_id = resolve_tenant(principal, tenant_id)
+    if principal.can_manage_tenants:
+        await require_tenant_admin(session, principal, tenant_id)  # operators: only that the tenant exists
+        return tenant_id
+    if (
+        principal.user_id is None
+        or not await can_admin_tenant(session, principal, tenant_id)
+        or not await _granted(session, tenant_id, principal.user_id)
+    ):
+        raise PermissionDenied("content capture needs the capture capability on the tenant, granted by an operator")
+    return tenant_id
+
+
+async def capture_reach(session: AsyncSession, principal: Principal, tenant_id: str) -> str | None:
+    """The tenant whose captured exchanges the caller may list: `tenant_id` (or its scope) once it holds capture
+    there; None (every tenant) for an operator naming none."""
+    require_session(principal, "read captured content")
+    if principal.can_manage_tenants and not tenant_id and not principal.scoped_tenant_id:
+        return None
+    return await require_capture_holder(session, principal, tenant_id)
+
+
+async def require_capture_granter(session: AsyncSession, principal: Principal, tenant_id: str) -> str:
+    """Granting or revoking the capability on a tenant: platform operators, on a tenant that exists."""
+    require_session(principal, "grant content capture")
+    require_platform_role(principal, "can_manage_tenants")
+    tenant_id = resolve_tenant(principal, tenant_id)
+    await require_tenant_admin(session, principal, tenant_id)  # the tenant exists (operators are its admins)
+    return tenant_id
+
+
+async def require_capture_grantee(session: AsyncSession, tenant_id: str, user_id: str) -> None:
+    """Only a tenant's admin can be granted capture on it (operators hold it already)."""
+    role = await session.scalar(
+        select(TenantMemberRow.role).where(TenantMemberRow.tenant_id == tenant_id, TenantMemberRow.user_id == user_id)
+    )
+    if role != TenantRole.ADMIN:
+        raise FailedPrecondition("content capture is granted to the tenant's admins only", field="user_id")

@@ -1,0 +1,1 @@
+"""Handlers of our own additive package switchboard.capture.v1."""
