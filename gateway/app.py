@@ -49,6 +49,8 @@ from gateway.surfaces.models import get_model, list_models
 from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
 from server import metrics
+from server.audit.export import AuditExport
+from server.audit.security import SecurityEventWriter
 from server.auth import KeyVerifier
 from server.cors import GATEWAY, CorsPolicy
 from server.crypto import SecretBox
@@ -112,6 +114,22 @@ def _operations_routes(app: web.Application, settings: Settings) -> None:
         app.router.add_get("/metrics", _metrics)
 
 
+async def _release(
+    app: web.Application, flusher: asyncio.Task[None] | None, audit: tuple[SecurityEventWriter, AuditExport]
+) -> None:
+    """Close what `make_app`'s resources opened, metering and audit first (they still write to the database)."""
+    if flusher is not None:
+        flusher.cancel()  # it folds a last time
+        await asyncio.gather(flusher, return_exceptions=True)
+    for closing in audit:
+        await closing.close()
+    await app[METER].close()
+    await app[LIMITER].close()
+    await app[MCP_RUNTIME].close()
+    await app[HTTP].close()
+    await app[DB].close()
+
+
 def make_app(
     settings: Settings, *, key_verifier: KeyVerifier | None = None, shared_counters: SharedCounters | None = None
 ) -> web.Application:
@@ -157,16 +175,7 @@ def make_app(
         try:
             yield
         finally:
-            if flusher is not None:
-                flusher.cancel()  # it folds a last time
-                await asyncio.gather(flusher, return_exceptions=True)
-            await events.close()
-            await export.close()
-            await meter.close()
-            await app[LIMITER].close()
-            await app[MCP_RUNTIME].close()
-            await http.close()
-            await db.close()
+            await _release(app, flusher, (events, export))
 
     app.cleanup_ctx.append(resources)
     app.on_shutdown.append(_drain)

@@ -38,6 +38,7 @@ from gateway.context import (
 )
 from gateway.security_events import authenticated, key_refused
 from server.auth import bearer_token
+from server.capture.exchange import Exchange
 from server.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -243,25 +244,39 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
             log.debug("the client went away during %s %s", request.method, request.path)
             raise
     except Exception as exc:
-        refusal = unavailable(exc)
-        if refusal is None:
-            response = _internal(request)
-        else:
-            what = type(exc).__name__
-            log.warning("%s %s refused: the database is unavailable (%s)", request.method, request.path, what)
-            response = error_response(refusal)
+        response = _unexpected(request, exc)
     finally:
-        status = response.status if response is not None else 499  # None: cancelled, the client went away
-        sent = _sent_bytes(response) if response is not None else 0
-        received = request.get(REQUEST_BYTES, request.content_length or 0)
-        app[METER].traffic(SERVICE, status, received, sent)
-        if exchange is not None:
-            finish(request, app[METER], exchange, response)
-        if app[METRICS]:
-            metrics.observe_request(
-                request.method, request.match_info.route.resource, status, time.perf_counter() - started
-            )
+        _account(request, app, response, exchange, started)
     return response
+
+
+def _unexpected(request: web.Request, exc: Exception) -> web.StreamResponse:
+    """A failure no handler expected: the database being unavailable is a retryable refusal, anything else a 500."""
+    refusal = unavailable(exc)
+    if refusal is None:
+        return _internal(request)
+    log.warning("%s %s refused: the database is unavailable (%s)", request.method, request.path, type(exc).__name__)
+    return error_response(refusal)
+
+
+def _account(
+    request: web.Request,
+    app: web.Application,
+    response: web.StreamResponse | None,
+    exchange: Exchange | None,
+    started: float,
+) -> None:
+    """Meter the request's traffic (and its captured exchange), and observe it for /metrics."""
+    status = response.status if response is not None else 499  # None: cancelled, the client went away
+    sent = _sent_bytes(response) if response is not None else 0
+    received = request.get(REQUEST_BYTES, request.content_length or 0)
+    app[METER].traffic(SERVICE, status, received, sent)
+    if exchange is not None:
+        finish(request, app[METER], exchange, response)
+    if app[METRICS]:
+        metrics.observe_request(
+            request.method, request.match_info.route.resource, status, time.perf_counter() - started
+        )
 
 
 def _client_gone(request: web.Request) -> bool:

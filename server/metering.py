@@ -43,9 +43,9 @@ from sqlalchemy import Table, insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.metering_journal import RESCAN_SECONDS, Journal, Segment
 from server.capture.exchange import Exchange
 from server.capture.store import EXCHANGE_SHAPE, exchange_row
+from server.metering_journal import RESCAN_SECONDS, Journal, Segment
 from server.store.db import Database
 from server.store.models import ApiTrafficRow, CapturedExchangeRow, UsageEventRow, utcnow
 

@@ -146,8 +146,8 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.agents.external_mcp_server_service import ExternalMcpServerServiceHandler
     from server.services.agents.preset_agent_service import PresetAgentServiceHandler
     from server.services.audit.audit_service import AuditServiceHandler
-    from server.services.console.console_service import ConsoleServiceHandler
     from server.services.capture.capture_service import CaptureServiceHandler
+    from server.services.console.console_service import ConsoleServiceHandler
     from server.services.conversations.conversation_item_service import ConversationItemServiceHandler
     from server.services.conversations.conversation_service import ConversationServiceHandler
     from server.services.limits.limit_service import LimitServiceHandler
