@@ -335,6 +335,10 @@ async def test_capture_on_keeps_sealed_exchanges_for_holders_only(
     refused = {(e.method.rsplit("/", 1)[1], e.code) for (e,) in events if e.outcome == 2}
     assert ("SetCapturePolicy", "permission_denied") in refused
     assert ("GetCapturedExchange", "permission_denied") in refused
+    # Decrypted answers were served, never logged nor traced (DEBUG logs, both servers' spans).
+    await asyncio.sleep(0.5)  # the trace exporters' batch delay is 100 ms
+    assert canary.encode() not in b"".join(stack.receiver.raw) and canary not in stack.log_text()
+    assert await tables_holding(database, canary) == {}
 
 
 async def test_tenant_and_service_account_scopes_cover_their_keys(
