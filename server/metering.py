@@ -340,10 +340,8 @@ class Meter:
         except BaseException:
             segment.release()
             raise
-        if written:
-            segment.discard()
-        else:
-            segment.release()
+        # Off the loop: unmapping and deleting a file took 3-20 ms here, twice a second.
+        await asyncio.to_thread(segment.discard if written else segment.release)
 
     async def _replay(self) -> None:
         """Write the batches of segments nobody holds any more (their process died, or their write failed)."""
