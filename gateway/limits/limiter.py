@@ -27,7 +27,7 @@ from opentelemetry import metrics
 from gateway.limits.headers import NAMES, add_window_headers, retry_headers
 from server.domain.limits import BudgetPeriod, Metric, Policy, ScopeKind, tenant_policies
 from server.domain.limits_plan import Applied, Caller, Rule, Window, budget_window, counter, minute_window, rules
-from server.domain.principal import Principal
+from server.domain.principal import ApiKeyIdentity, Principal
 from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
@@ -208,12 +208,13 @@ class Limiter:
         async with self._db.read() as session:
             return await tenant_policies(session, tenant_id)
 
-    def _plan_for(self, policies: list[Policy], caller: Caller) -> _Plan:
-        lookup = (caller.tenant_id, caller.key_id, caller.service_account_id, caller.model or "")
+    def _plan_for(self, policies: list[Policy], key: ApiKeyIdentity, model: str) -> _Plan:
+        lookup = (key.tenant_id, key.key_id, key.service_account_id, model)
         plan = self._plans.get(lookup)
         if plan is None or plan.source is not policies:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
+            caller = Caller(key.tenant_id, key.key_id, key.service_account_id, model)
             plan = self._plans[lookup] = _plan(policies, caller)
         return plan
 
@@ -227,7 +228,7 @@ class Limiter:
         policies = await self._policies.get(key.tenant_id, lambda: self._load(key.tenant_id))
         if not policies:
             return None
-        plan = self._plan_for(policies, Caller(key.tenant_id, key.key_id, key.service_account_id, model))
+        plan = self._plan_for(policies, key, model)
         if not plan.takes and not (with_slots and plan.slots):
             return None
         now = time.time() if now is None else now
