@@ -248,6 +248,32 @@ class UsageEventRow(Base):
     response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
+class UsageRollupRow(Base):
+    """usage_events summed per `grain` (3600: an hour, 86400: a UTC day) starting at `bucket` (epoch seconds), per
+    tenant, call kind, model and API key. Written only by the database's triggers (migration 0006) in the
+    transaction that writes usage_events, so it always agrees with them; the console's usage reads
+    (server.domain.usage_rollups) sum these instead of the raw rows."""
+
+    __tablename__ = "usage_rollups"
+    __table_args__ = (
+        Index("ix_usage_rollups_time", "grain", "bucket"),  # operators' reads across tenants
+        Index("ix_usage_rollups_key", "tenant_id", "grain", "api_key_id", "bucket"),  # one member's keys
+    )
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    call_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    api_key_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    errors: Mapped[int] = mapped_column(BigInteger)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger)
+    embedding_tokens: Mapped[int] = mapped_column(BigInteger)
+    rerank_tokens: Mapped[int] = mapped_column(BigInteger)
+    total_tokens: Mapped[int] = mapped_column(BigInteger)
+
+
 class ApiTrafficRow(Base):
     """The HTTP requests one service answered with one status in one second (`occurred_at`, a whole second), summed
     for GetPlatformApiTrafficSeries. Rows written before requests were counted per second hold one request each."""
