@@ -42,7 +42,8 @@ KEY_WRITES = {
     f"{MCP}/ExchangeExternalMcpOAuthToken",
 }
 # Services closed to keys, reads included.
-KEY_CLOSED = {KEYS, ACCOUNTS, "switchboard.audit.v1.AuditService"}  # the audit trail: sessions only
+# The audit trail and the usage aggregates: sessions only.
+KEY_CLOSED = {KEYS, ACCOUNTS, "switchboard.audit.v1.AuditService", "switchboard.usage.v1.UsageService"}
 # Reads closed to keys: the tenant's people (members and invites, a group's members) are never within a key's reach.
 KEY_CLOSED_READS = {f"{TENANTS}/ListTenantMembers", f"{GROUPS}/ListGroupMembers"}
 

@@ -35,6 +35,7 @@ KEY_CLOSED_SERVICES = frozenset(
         "platform.tenants.v1.ApiKeyService",
         "platform.tenants.v1.ServiceAccountService",
         "switchboard.audit.v1.AuditService",  # the audit trail: who did what, read in a signed-in session only
+        "switchboard.usage.v1.UsageService",  # who used what, how much: the console's charts, for people
     }
 )
 

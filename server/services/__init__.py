@@ -145,6 +145,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.tenants.service_account_service import ServiceAccountServiceHandler
     from server.services.tenants.tenant_service import TenantServiceHandler
     from server.services.tenants.user_service import UserServiceHandler
+    from server.services.usage.usage_service import UsageServiceHandler
 
     return {
         "platform.agents.v1.ExternalMcpServerService": ExternalMcpServerServiceHandler,
@@ -166,6 +167,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "platform.tenants.v1.UserService": UserServiceHandler,
         "switchboard.limits.v1.LimitService": LimitServiceHandler,
         "switchboard.audit.v1.AuditService": AuditServiceHandler,
+        "switchboard.usage.v1.UsageService": UsageServiceHandler,
     }
 
 

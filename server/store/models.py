@@ -250,14 +250,15 @@ class UsageEventRow(Base):
 
 class UsageRollupRow(Base):
     """usage_events summed per `grain` (3600: an hour, 86400: a UTC day) starting at `bucket` (epoch seconds), per
-    tenant, call kind, model and API key. Written only by the database's triggers (migration 0006) in the
+    tenant, call kind, model, API key and calling user. Written only by the database's triggers (migration 0006) in the
     transaction that writes usage_events, so it always agrees with them; the console's usage reads
     (server.domain.usage_rollups) sum these instead of the raw rows."""
 
     __tablename__ = "usage_rollups"
     __table_args__ = (
         Index("ix_usage_rollups_time", "grain", "bucket"),  # operators' reads across tenants
-        Index("ix_usage_rollups_key", "tenant_id", "grain", "api_key_id", "bucket"),  # one member's keys
+        Index("ix_usage_rollups_key", "tenant_id", "grain", "api_key_id", "bucket"),  # chosen keys
+        Index("ix_usage_rollups_user", "tenant_id", "grain", "user_id", "bucket"),  # one member's own calls
     )
     tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     grain: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -265,6 +266,7 @@ class UsageRollupRow(Base):
     call_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
     model_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     api_key_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     requests: Mapped[int] = mapped_column(BigInteger)
     errors: Mapped[int] = mapped_column(BigInteger)
     prompt_tokens: Mapped[int] = mapped_column(BigInteger)

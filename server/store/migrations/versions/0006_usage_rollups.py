@@ -19,11 +19,12 @@ depends_on = None
 # replica, a test, plain SQL, a retention DELETE). A trigger runs in the writing statement's transaction, so the
 # two never disagree, not even for a moment.
 #
+# Rows are kept per tenant, call kind, model, API key and user (the caller; a member reads their own calls).
 # Every usage_events row counts once in each grain: its hour (3600) and its UTC day (86400). `bucket` is the epoch
 # second the hour or day starts at.
 _GRAINS = (3600, 86400)
 _SUMS = ("prompt_tokens", "completion_tokens", "embedding_tokens", "rerank_tokens", "total_tokens")
-_KEY = "tenant_id, grain, bucket, call_kind, model_id, api_key_id"
+_KEY = "tenant_id, grain, bucket, call_kind, model_id, api_key_id, user_id"
 _COUNTS = ("requests", "errors", *_SUMS)
 _ADD = ", ".join(f"{c} = usage_rollups.{c} + excluded.{c}" for c in _COUNTS)
 
@@ -32,11 +33,11 @@ _ADD = ", ".join(f"{c} = usage_rollups.{c} + excluded.{c}" for c in _COUNTS)
 # in the same order and wait for each other instead of deadlocking.
 _PG_ROWS = f"""
     SELECT r.tenant_id, g.grain, floor(extract(epoch FROM r.occurred_at) / g.grain)::bigint * g.grain AS bucket,
-           r.call_kind, r.model_id, r.api_key_id, count(*) AS requests,
+           r.call_kind, r.model_id, r.api_key_id, r.user_id, count(*) AS requests,
            count(*) FILTER (WHERE r.status >= 400) AS errors,
            {", ".join(f"sum(r.{c}) AS {c}" for c in _SUMS)}
     FROM {{rows}} AS r CROSS JOIN (VALUES {", ".join(f"({g})" for g in _GRAINS)}) AS g(grain)
-    GROUP BY 1, 2, 3, 4, 5, 6
+    GROUP BY 1, 2, 3, 4, 5, 6, 7
 """
 _POSTGRESQL = [
     f"""
@@ -45,15 +46,16 @@ _POSTGRESQL = [
         IF TG_OP <> 'INSERT' THEN
             UPDATE usage_rollups AS u SET {", ".join(f"{c} = u.{c} - d.{c}" for c in _COUNTS)}
             FROM ({_PG_ROWS.format(rows="removed")}) AS d
-            WHERE (u.tenant_id, u.grain, u.bucket, u.call_kind, u.model_id, u.api_key_id)
-                = (d.tenant_id, d.grain, d.bucket, d.call_kind, d.model_id, d.api_key_id);
+            WHERE (u.tenant_id, u.grain, u.bucket, u.call_kind, u.model_id, u.api_key_id, u.user_id)
+                = (d.tenant_id, d.grain, d.bucket, d.call_kind, d.model_id, d.api_key_id, d.user_id);
             DELETE FROM usage_rollups AS u USING ({_PG_ROWS.format(rows="removed")}) AS d
-            WHERE (u.tenant_id, u.grain, u.bucket, u.call_kind, u.model_id, u.api_key_id)
-                = (d.tenant_id, d.grain, d.bucket, d.call_kind, d.model_id, d.api_key_id) AND u.requests = 0;
+            WHERE (u.tenant_id, u.grain, u.bucket, u.call_kind, u.model_id, u.api_key_id, u.user_id)
+                = (d.tenant_id, d.grain, d.bucket, d.call_kind, d.model_id, d.api_key_id, d.user_id)
+                AND u.requests = 0;
         END IF;
         IF TG_OP <> 'DELETE' THEN
             INSERT INTO usage_rollups ({_KEY}, {", ".join(_COUNTS)})
-            SELECT * FROM ({_PG_ROWS.format(rows="added")}) AS a ORDER BY 1, 2, 3, 4, 5, 6
+            SELECT * FROM ({_PG_ROWS.format(rows="added")}) AS a ORDER BY 1, 2, 3, 4, 5, 6, 7
             ON CONFLICT ({_KEY}) DO UPDATE SET {_ADD};
         END IF;
         RETURN NULL;
@@ -73,7 +75,15 @@ _POSTGRESQL = [
 # UTC text (SQLAlchemy's storage format), which strftime('%s') reads.
 def _sqlite_key(row: str, grain: int) -> list[str]:
     bucket = f"CAST(strftime('%s', {row}.occurred_at) AS INTEGER) / {grain} * {grain}"
-    return [f"{row}.tenant_id", str(grain), bucket, f"{row}.call_kind", f"{row}.model_id", f"{row}.api_key_id"]
+    return [
+        f"{row}.tenant_id",
+        str(grain),
+        bucket,
+        f"{row}.call_kind",
+        f"{row}.model_id",
+        f"{row}.api_key_id",
+        f"{row}.user_id",
+    ]
 
 
 def _sqlite_add(row: str) -> str:
@@ -117,9 +127,9 @@ def _backfill(dialect: str) -> str:
         for grain in _GRAINS:
             bucket = f"CAST(strftime('%s', occurred_at) AS INTEGER) / {grain} * {grain}"
             unions.append(
-                f"SELECT tenant_id, {grain}, {bucket}, call_kind, model_id, api_key_id, count(*), "
+                f"SELECT tenant_id, {grain}, {bucket}, call_kind, model_id, api_key_id, user_id, count(*), "
                 f"sum(CASE WHEN status >= 400 THEN 1 ELSE 0 END), {', '.join(f'sum({c})' for c in _SUMS)} "
-                f"FROM usage_events GROUP BY 1, 2, 3, 4, 5, 6"
+                f"FROM usage_events GROUP BY 1, 2, 3, 4, 5, 6, 7"
             )
         rows = " UNION ALL ".join(unions)
     return f"INSERT INTO usage_rollups ({_KEY}, {', '.join(_COUNTS)}) SELECT * FROM ({rows}) AS r"  # noqa: S608
@@ -135,11 +145,13 @@ def upgrade() -> None:
         sa.Column("call_kind", sa.Integer(), nullable=False),
         sa.Column("model_id", sa.String(length=128), nullable=False),
         sa.Column("api_key_id", sa.String(length=64), nullable=False),
+        sa.Column("user_id", sa.String(length=128), nullable=False),
         *(sa.Column(name, big, nullable=False) for name in _COUNTS),
-        sa.PrimaryKeyConstraint("tenant_id", "grain", "bucket", "call_kind", "model_id", "api_key_id"),
+        sa.PrimaryKeyConstraint("tenant_id", "grain", "bucket", "call_kind", "model_id", "api_key_id", "user_id"),
     )
     op.create_index("ix_usage_rollups_time", "usage_rollups", ["grain", "bucket"])
     op.create_index("ix_usage_rollups_key", "usage_rollups", ["tenant_id", "grain", "api_key_id", "bucket"])
+    op.create_index("ix_usage_rollups_user", "usage_rollups", ["tenant_id", "grain", "user_id", "bucket"])
     dialect = op.get_bind().dialect.name
     if dialect == "postgresql":
         # Writers wait until the triggers exist (end of this transaction): no row lands between backfill and them.
@@ -157,6 +169,7 @@ def downgrade() -> None:
             op.execute(f"DROP TRIGGER usage_rollups_{event}")
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP FUNCTION usage_rollups_apply()")
+    op.drop_index("ix_usage_rollups_user", table_name="usage_rollups")
     op.drop_index("ix_usage_rollups_key", table_name="usage_rollups")
     op.drop_index("ix_usage_rollups_time", table_name="usage_rollups")
     op.drop_table("usage_rollups")

@@ -1,0 +1,383 @@
+"""The console's usage reads: tokens and requests over time and top groups, from the `usage_rollups` table.
+
+Why rollups: the console asks for a month of one tenant's usage at a time; summing a million raw `usage_events`
+rows per chart costs seconds, while the rollup (kept by triggers in the writing transaction, migration 0006) holds
+one row per hour or day, tenant, call kind, model, key and user that had calls. A read sums rollup rows only:
+
+- series in hour buckets read the hour rows of the range, in day buckets the day rows;
+- top lists and totals read the day rows of the whole days inside the range and the hour rows of its ragged ends,
+  so a year costs about as much as a month.
+
+Windows are aligned outward to whole buckets (UTC hours or days) and answered as aligned; series are zero-filled.
+Grouped by model, key or tenant, a series answers the `limit` groups with the most tokens (then requests, then id)
+and one `other` group summing the rest, so a chart never draws a hundred thousand keys. Names come back with ids,
+looked up in one statement per kind of name (no N+1 from the browser).
+
+Who may read what is `server.permissions.usage`; this module counts within the reach it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import IntEnum
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, union_all
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain.usage import MODEL_CALL_KINDS
+from server.errors import InvalidArgument
+from server.metering import CallKind
+from server.permissions import UsageReach
+from server.store.models import (
+    ApiKeyRow,
+    ExternalModelRow,
+    ModelAliasRow,
+    ModelDeploymentRow,
+    PresetAgentRow,
+    TenantRow,
+    UsageRollupRow,
+)
+
+__all__ = [
+    "DAY",
+    "HOUR",
+    "Group",
+    "GroupBy",
+    "Rank",
+    "Series",
+    "SeriesAnswer",
+    "TopAnswer",
+    "Totals",
+    "UsageFilter",
+    "UsageRequest",
+    "top_usage",
+    "usage_series",
+]
+
+HOUR = 3600
+DAY = 86400
+_MAX_BUCKETS = {HOUR: 31 * 24, DAY: 732}
+_MAX_SERIES_LIMIT = 50
+_MAX_TOP_LIMIT = 100
+_DEFAULT_LIMIT = 10
+_R = UsageRollupRow
+
+
+class GroupBy(IntEnum):
+    """Numbers match switchboard.usage.v1.GroupBy."""
+
+    UNSPECIFIED = 0
+    NONE = 1
+    MODEL = 2
+    API_KEY = 3
+    CALL_KIND = 4
+    TENANT = 5
+
+
+@dataclass(frozen=True)
+class UsageFilter:
+    model_ids: tuple[str, ...] = ()
+    api_key_ids: tuple[str, ...] = ()
+    call_kinds: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class UsageRequest:
+    start: datetime
+    end: datetime
+    grain: int = HOUR  # the series' bucket width in seconds: HOUR or DAY
+    group_by: int = 0
+    limit: int = 0
+    filter: UsageFilter = UsageFilter()
+
+
+@dataclass
+class Totals:
+    requests: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def add(self, other: Totals) -> None:
+        self.requests += other.requests
+        self.errors += other.errors
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.total_tokens += other.total_tokens
+
+    def minus(self, other: Totals) -> Totals:
+        return Totals(
+            self.requests - other.requests,
+            self.errors - other.errors,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.total_tokens - other.total_tokens,
+        )
+
+
+@dataclass
+class Group:
+    id: str = ""
+    display_name: str = ""
+    other: bool = False
+    tenant_id: str = ""
+
+
+@dataclass
+class Series:
+    group: Group
+    totals: Totals = field(default_factory=Totals)
+    points: list[Totals] = field(default_factory=list)
+
+
+@dataclass
+class SeriesAnswer:
+    start: datetime
+    end: datetime
+    grain: int
+    bucket_starts: list[datetime]
+    series: list[Series]
+    totals: Totals
+
+
+@dataclass
+class Rank:
+    group: Group
+    totals: Totals
+
+
+@dataclass
+class TopAnswer:
+    start: datetime
+    end: datetime
+    ranks: list[Rank]
+    totals: Totals
+
+
+# Input tokens are what was sent to a model: a prompt, texts to embed, a query and documents to rerank.
+_SUM_COLUMNS: tuple[ColumnElement[Any], ...] = (
+    func.sum(_R.requests),
+    func.sum(_R.errors),
+    func.sum(_R.prompt_tokens + _R.embedding_tokens + _R.rerank_tokens),
+    func.sum(_R.completion_tokens),
+    func.sum(_R.total_tokens),
+)
+_TOKENS = func.sum(_R.total_tokens)
+_REQUESTS = func.sum(_R.requests)
+
+
+def _totals(values: Sequence[Any]) -> Totals:
+    return Totals(*(int(v or 0) for v in values))
+
+
+def _epoch(value: datetime) -> int:
+    return int(value.astimezone(UTC).timestamp())
+
+
+def _aligned(start: datetime, end: datetime, grain: int, *, most_seconds: int) -> tuple[int, int]:
+    """[first, last) in epoch seconds: the range widened to whole buckets of `grain`."""
+    if start >= end:
+        raise InvalidArgument("start_time must be before end_time", field="start_time")
+    first = _epoch(start) // grain * grain
+    last = -(-_epoch(end) // grain) * grain
+    if last - first > most_seconds:
+        what = "31 days in hour buckets" if most_seconds < DAY * _MAX_BUCKETS[DAY] else f"{_MAX_BUCKETS[DAY]} days"
+        raise InvalidArgument(f"start_time to end_time may span at most {what}", field="end_time")
+    return first, last
+
+
+def _group_of(value: int, *, series: bool) -> GroupBy:
+    try:
+        group = GroupBy(value)
+    except ValueError:
+        raise InvalidArgument("group_by is not a known grouping", field="group_by") from None
+    if group == GroupBy.UNSPECIFIED:
+        if not series:
+            raise InvalidArgument("group_by is required", field="group_by")
+        return GroupBy.NONE
+    if group == GroupBy.NONE and not series:
+        raise InvalidArgument("a top list needs a grouping", field="group_by")
+    return group
+
+
+def _limit(value: int, most: int) -> int:
+    if value < 0 or value > most:
+        raise InvalidArgument(f"limit must be between 1 and {most} (0 means {_DEFAULT_LIMIT})", field="limit")
+    return value or _DEFAULT_LIMIT
+
+
+def _in_reach(reach: UsageReach, wanted: UsageFilter, group: GroupBy) -> list[ColumnElement[bool]]:
+    where: list[ColumnElement[bool]] = []
+    if reach.tenant_id is not None:
+        where.append(_R.tenant_id == reach.tenant_id)
+    if reach.user_id is not None:
+        where.append(_R.user_id == reach.user_id)
+    if wanted.model_ids:
+        where.append(_R.model_id.in_(wanted.model_ids))
+    if wanted.api_key_ids:
+        where.append(_R.api_key_id.in_(wanted.api_key_ids))
+    if wanted.call_kinds:
+        known = {int(k) for k in CallKind}
+        if not set(wanted.call_kinds) <= known:
+            raise InvalidArgument("filter.call_kinds holds an unknown call kind", field="filter.call_kinds")
+        where.append(_R.call_kind.in_(sorted(set(wanted.call_kinds))))
+    if group == GroupBy.MODEL:
+        # MCP tool calls and RAG retrievals name no model, and a call refused before its model was read has none.
+        where.extend([_R.call_kind.in_([int(k) for k in MODEL_CALL_KINDS]), _R.model_id != ""])
+    # A group's id is never empty: the empty value names `other` in a series. Calls made with a session have no
+    # key, and calls outside any tenant no tenant; grouped by those, they are left out.
+    if group == GroupBy.API_KEY:
+        where.append(_R.api_key_id != "")
+    if group == GroupBy.TENANT:
+        where.append(_R.tenant_id != "")
+    return where
+
+
+def _span(first: int, last: int) -> ColumnElement[bool]:
+    """Rollup rows covering [first, last) exactly once: day rows for the whole days, hour rows for the rest."""
+    day_first = -(-first // DAY) * DAY
+    day_last = last // DAY * DAY
+    if day_first >= day_last:
+        return and_(_R.grain == HOUR, _R.bucket >= first, _R.bucket < last)
+    parts = [and_(_R.grain == DAY, _R.bucket >= day_first, _R.bucket < day_last)]
+    if first < day_first:
+        parts.append(and_(_R.grain == HOUR, _R.bucket >= first, _R.bucket < day_first))
+    if day_last < last:
+        parts.append(and_(_R.grain == HOUR, _R.bucket >= day_last, _R.bucket < last))
+    return or_(*parts)
+
+
+def _group_column(group: GroupBy) -> Any:
+    return {
+        GroupBy.MODEL: _R.model_id,
+        GroupBy.API_KEY: _R.api_key_id,
+        GroupBy.TENANT: _R.tenant_id,
+        GroupBy.CALL_KIND: _R.call_kind,
+    }.get(group, literal(""))
+
+
+async def _ranked(
+    session: AsyncSession, where: list[ColumnElement[bool]], group: GroupBy, limit: int
+) -> list[tuple[Any, Totals]]:
+    column = _group_column(group)
+    stmt = (
+        select(column, *_SUM_COLUMNS)
+        .where(*where)
+        .group_by(column)
+        .order_by(_TOKENS.desc(), _REQUESTS.desc(), column)
+        .limit(limit)
+    )
+    return [(row[0], _totals(row[1:])) for row in await session.execute(stmt)]
+
+
+async def _sum(session: AsyncSession, where: list[ColumnElement[bool]]) -> Totals:
+    return _totals((await session.execute(select(*_SUM_COLUMNS).where(*where))).one())
+
+
+async def usage_series(session: AsyncSession, reach: UsageReach, request: UsageRequest) -> SeriesAnswer:
+    group = _group_of(request.group_by, series=True)
+    grain = request.grain
+    if grain not in _MAX_BUCKETS:
+        raise InvalidArgument("bucket is not a known bucket width", field="bucket")
+    first, last = _aligned(request.start, request.end, grain, most_seconds=grain * _MAX_BUCKETS[grain])
+    where = _in_reach(reach, request.filter, group)
+    in_range = and_(_R.grain == grain, _R.bucket >= first, _R.bucket < last)
+    column = _group_column(group)
+    tops: list[Any] = []
+    more = False
+    if group in (GroupBy.MODEL, GroupBy.API_KEY, GroupBy.TENANT):
+        limit = _limit(request.limit, _MAX_SERIES_LIMIT)
+        ranked = await _ranked(session, [*where, in_range], group, limit + 1)
+        more = len(ranked) > limit
+        tops = [value for value, _ in ranked[:limit]]
+        # Everything beyond the top groups falls into one group, named by a value no id takes.
+        column = case((column.in_(tops), column), else_=literal("")) if tops else literal("")
+    stmt = select(_R.bucket, column, *_SUM_COLUMNS).where(*where, in_range).group_by(_R.bucket, column)
+    count = (last - first) // grain
+    points: dict[Any, list[Totals]] = {}
+    for row in await session.execute(stmt):
+        points.setdefault(row[1], [Totals() for _ in range(count)])[(int(row[0]) - first) // grain] = _totals(row[2:])
+    order: list[Any]
+    if group == GroupBy.NONE:
+        order = [""]
+    elif group == GroupBy.CALL_KIND:
+        order = sorted(points)
+    else:
+        order = tops + ([""] if more and "" in points else [])
+    names = await _names(session, group, [v for v in order if v != ""])
+    series = []
+    totals = Totals()
+    for value in order:
+        values = points.get(value) or [Totals() for _ in range(count)]
+        one = Series(_group(group, value, names, other=value == "" and group != GroupBy.NONE), points=values)
+        for point in values:
+            one.totals.add(point)
+        totals.add(one.totals)
+        series.append(one)
+    if group == GroupBy.CALL_KIND:
+        series.sort(key=lambda s: (-s.totals.total_tokens, -s.totals.requests, s.group.id))
+    return SeriesAnswer(
+        start=datetime.fromtimestamp(first, UTC),
+        end=datetime.fromtimestamp(last, UTC),
+        grain=grain,
+        bucket_starts=[datetime.fromtimestamp(first + i * grain, UTC) for i in range(count)],
+        series=series,
+        totals=totals,
+    )
+
+
+async def top_usage(session: AsyncSession, reach: UsageReach, request: UsageRequest) -> TopAnswer:
+    group = _group_of(request.group_by, series=False)
+    limit = _limit(request.limit, _MAX_TOP_LIMIT)
+    first, last = _aligned(request.start, request.end, HOUR, most_seconds=DAY * _MAX_BUCKETS[DAY])
+    where = [*_in_reach(reach, request.filter, group), _span(first, last)]
+    ranked = await _ranked(session, where, group, limit)
+    names = await _names(session, group, [value for value, _ in ranked])
+    totals = await _sum(session, where)
+    return TopAnswer(
+        start=datetime.fromtimestamp(first, UTC),
+        end=datetime.fromtimestamp(last, UTC),
+        ranks=[Rank(_group(group, value, names), sums) for value, sums in ranked],
+        totals=totals,
+    )
+
+
+def _group(group: GroupBy, value: Any, names: dict[str, tuple[str, str]], *, other: bool = False) -> Group:
+    if other:
+        return Group(other=True)
+    if group == GroupBy.CALL_KIND:
+        kind = int(value)
+        return Group(id=CallKind(kind).name.lower() if kind in CallKind._value2member_map_ else str(kind))
+    name, tenant = names.get(str(value), ("", ""))
+    return Group(id=str(value), display_name=name, tenant_id=tenant)
+
+
+async def _names(session: AsyncSession, group: GroupBy, ids: Iterable[Any]) -> dict[str, tuple[str, str]]:
+    """id -> (display name, tenant id) for the ids shown, in one statement."""
+    wanted = sorted({str(v) for v in ids})
+    if not wanted:
+        return {}
+    if group == GroupBy.API_KEY:
+        rows = await session.execute(
+            select(ApiKeyRow.id, ApiKeyRow.name, ApiKeyRow.prefix, ApiKeyRow.tenant_id).where(ApiKeyRow.id.in_(wanted))
+        )
+        return {r.id: (f"{r.name} ({r.prefix})" if r.name else r.prefix, r.tenant_id) for r in rows}
+    if group == GroupBy.TENANT:
+        rows = await session.execute(
+            select(TenantRow.id, TenantRow.name, TenantRow.display_name).where(TenantRow.id.in_(wanted))
+        )
+        return {r.id: (r.display_name or r.name, r.id) for r in rows}
+    if group == GroupBy.MODEL:
+        # A public model id names exactly one of these (public_model_ids keeps them unique).
+        named = union_all(
+            *(
+                select(table.public_model_id, table.display_name).where(table.public_model_id.in_(wanted))
+                for table in (ModelDeploymentRow, ExternalModelRow, ModelAliasRow, PresetAgentRow)
+            )
+        )
+        return {row[0]: (row[1] or row[0], "") for row in await session.execute(named)}
+    return {}
