@@ -24,7 +24,7 @@ from sqlalchemy import delete, func, select
 
 from server.metering import CallKind, Meter, UsageEvent
 from server.store.db import Database as Store
-from server.store.models import UsageEventRow, UsageRollupRow
+from server.store.models import UsageEventRow, UsageKeyRollupRow, UsageModelRollupRow
 from tests.clients import ConnectJsonCaller, Result
 from tests.conftest import Database, Server
 from tests.world import World, make_world, must
@@ -221,6 +221,14 @@ async def test_top_lists_mix_day_and_hour_rollups_exactly(connect: ConnectJsonCa
         await _call(connect, "ListTopUsage", world.tokens["admin"], **body, groupBy="GROUP_BY_MODEL", **kinds)
     )
     assert _answered(embeddings["totals"]) == _totals(e for e in events if e.call_kind == CallKind.EMBEDDING)
+    chat_keys = must(
+        await _call(connect, "ListTopUsage", world.tokens["admin"], **body, groupBy="GROUP_BY_API_KEY", **{
+            "filter": {"callKinds": ["CALL_KIND_CHAT_COMPLETION", "CALL_KIND_RESPONSE"]}})
+    )  # fmt: skip
+    chats = [e for e in events if e.api_key_id and e.call_kind in (1, 2)]
+    assert [(r["group"]["id"], _answered(r["totals"])) for r in chat_keys["ranks"]] == _ranked(
+        chats, lambda e: e.api_key_id
+    )
 
 
 async def test_rollups_follow_deleted_and_updated_raw_rows(
@@ -246,15 +254,16 @@ async def test_rollups_follow_deleted_and_updated_raw_rows(
                     )
                 )
             ).one()
-            for grain in (3600, 86400):
-                rolled = (
-                    await s.execute(
-                        select(func.sum(UsageRollupRow.requests), func.sum(UsageRollupRow.total_tokens)).where(
-                            UsageRollupRow.tenant_id == world.tenant_id, UsageRollupRow.grain == grain
+            for table in (UsageModelRollupRow, UsageKeyRollupRow):
+                for grain in (3600, 86400):
+                    rolled = (
+                        await s.execute(
+                            select(func.sum(table.requests), func.sum(table.total_tokens)).where(
+                                table.tenant_id == world.tenant_id, table.grain == grain
+                            )
                         )
-                    )
-                ).one()
-                assert tuple(int(v) for v in rolled) == tuple(int(v) for v in raw)
+                    ).one()
+                    assert tuple(int(v) for v in rolled) == tuple(int(v) for v in raw), (table, grain)
     finally:
         await store.close()
     kept = [
@@ -301,6 +310,11 @@ async def test_who_reads_what(server: Server, connect: ConnectJsonCaller, usage:
         assert _answered(answer["totals"]) == _totals(e for e in mine if e.user_id == who)
         keys = must(await _call(connect, "ListTopUsage", world.tokens[person], **own, groupBy="GROUP_BY_API_KEY"))
         assert {r["group"]["id"] for r in keys["ranks"]} == {k for k, v in usage.keys.items() if v[1] == who}
+    # A member's calls per model: no rollup holds user and model together, so the raw rows answer (same sums).
+    who = world.user_ids["member"]
+    per_model = must(await _call(connect, "ListTopUsage", world.tokens["member"], **own, groupBy="GROUP_BY_MODEL"))
+    expected = _ranked([e for e in mine if e.user_id == who and e.call_kind in MODEL_KINDS], lambda e: e.model_id)
+    assert [(r["group"]["id"], _answered(r["totals"])) for r in per_model["ranks"]] == expected[:10]
     admins_key = next(k for k, v in usage.keys.items() if v[1] == world.user_ids["admin"])
     probe = must(
         await _call(connect, "GetUsageSeries", world.tokens["member"], **own, filter={"apiKeyIds": [admins_key]})

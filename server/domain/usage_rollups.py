@@ -1,12 +1,18 @@
-"""The console's usage reads: tokens and requests over time and top groups, from the `usage_rollups` table.
+"""The console's usage reads: tokens and requests over time and top groups, summed from rollup tables.
 
 Why rollups: the console asks for a month of one tenant's usage at a time; summing a million raw `usage_events`
-rows per chart costs seconds, while the rollup (kept by triggers in the writing transaction, migration 0006) holds
-one row per hour or day, tenant, call kind, model, key and user that had calls. A read sums rollup rows only:
+rows per chart costs seconds, while the rollups (kept by triggers in the writing transaction, migration 0006) hold
+one row per hour or UTC day and group that had calls:
 
-- series in hour buckets read the hour rows of the range, in day buckets the day rows;
-- top lists and totals read the day rows of the whole days inside the range and the hour rows of its ragged ends,
-  so a year costs about as much as a month.
+- `usage_model_rollups` per tenant, call kind and model: totals, per model, per kind, per tenant, filtered by model
+  or kind (a month of a tenant is a few thousand day rows);
+- `usage_key_rollups` per tenant, API key, calling user and call kind: per key, a member's own calls, filtered by key
+  or kind.
+
+A read takes the first of them holding every column it groups or filters on; the few reads that need a key (or a
+user) and a model together (say, one member's calls per model) sum the raw rows, on the same indexes the platform
+usage reads use. Series in hour buckets read hour rows, in day buckets day rows; top lists read the day rows of
+the whole days inside the range and the hour rows of its ragged ends, so a year costs about as much as a month.
 
 Windows are aligned outward to whole buckets (UTC hours or days) and answered as aligned; series are zero-filled.
 Grouped by model, key or tenant, a series answers the `limit` groups with the most tokens (then requests, then id)
@@ -27,7 +33,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.domain.usage import MODEL_CALL_KINDS
+from server.domain.usage import MODEL_CALL_KINDS, epoch_seconds
 from server.errors import InvalidArgument
 from server.metering import CallKind
 from server.permissions import UsageReach
@@ -38,7 +44,9 @@ from server.store.models import (
     ModelDeploymentRow,
     PresetAgentRow,
     TenantRow,
-    UsageRollupRow,
+    UsageEventRow,
+    UsageKeyRollupRow,
+    UsageModelRollupRow,
 )
 
 __all__ = [
@@ -63,7 +71,6 @@ _MAX_BUCKETS = {HOUR: 31 * 24, DAY: 732}
 _MAX_SERIES_LIMIT = 50
 _MAX_TOP_LIMIT = 100
 _DEFAULT_LIMIT = 10
-_R = UsageRollupRow
 
 
 class GroupBy(IntEnum):
@@ -158,24 +165,76 @@ class TopAnswer:
     totals: Totals
 
 
-# Input tokens are what was sent to a model: a prompt, texts to embed, a query and documents to rerank.
-_SUM_COLUMNS: tuple[ColumnElement[Any], ...] = (
-    func.sum(_R.requests),
-    func.sum(_R.errors),
-    func.sum(_R.prompt_tokens + _R.embedding_tokens + _R.rerank_tokens),
-    func.sum(_R.completion_tokens),
-    func.sum(_R.total_tokens),
-)
-_TOKENS = func.sum(_R.total_tokens)
-_REQUESTS = func.sum(_R.requests)
-
-
 def _totals(values: Sequence[Any]) -> Totals:
     return Totals(*(int(v or 0) for v in values))
 
 
 def _epoch(value: datetime) -> int:
     return int(value.astimezone(UTC).timestamp())
+
+
+class _Source:
+    """A table a read sums: a rollup (whose rows carry requests and errors) or the raw rows (one row per call)."""
+
+    def __init__(self, table: Any, dimensions: frozenset[str], *, raw: bool = False) -> None:
+        self.table = table
+        self.dimensions = dimensions
+        self.raw = raw
+        t = table
+        requests = func.count() if raw else func.sum(t.requests)
+        errors = func.sum(case((t.status >= 400, 1), else_=0)) if raw else func.sum(t.errors)
+        # Input tokens are what was sent to a model: a prompt, texts to embed, a query and documents to rerank.
+        self.sums: tuple[ColumnElement[Any], ...] = (
+            requests,
+            errors,
+            func.sum(t.prompt_tokens + t.embedding_tokens + t.rerank_tokens),
+            func.sum(t.completion_tokens),
+            func.sum(t.total_tokens),
+        )
+        self.tokens = self.sums[4]
+        self.requests = requests
+
+    def column(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+    def bucket(self, session: AsyncSession, grain: int) -> Any:
+        if not self.raw:
+            return self.table.bucket
+        return epoch_seconds(session, self.table.occurred_at) // grain * grain
+
+    def between(self, grain: int, first: int, last: int) -> ColumnElement[bool]:
+        """The rows of [first, last) in rows of `grain` (raw rows: by their time)."""
+        if self.raw:
+            at = self.table.occurred_at
+            return and_(at >= datetime.fromtimestamp(first, UTC), at < datetime.fromtimestamp(last, UTC))
+        t = self.table
+        return and_(t.grain == grain, t.bucket >= first, t.bucket < last)
+
+    def span(self, first: int, last: int) -> ColumnElement[bool]:
+        """Rows covering [first, last) exactly once: day rows for the whole days, hour rows for the ragged ends."""
+        day_first = -(-first // DAY) * DAY
+        day_last = last // DAY * DAY
+        if self.raw or day_first >= day_last:
+            return self.between(HOUR, first, last)
+        parts = [self.between(DAY, day_first, day_last)]
+        if first < day_first:
+            parts.append(self.between(HOUR, first, day_first))
+        if day_last < last:
+            parts.append(self.between(HOUR, day_last, last))
+        return or_(*parts)
+
+
+_SOURCES = (
+    _Source(UsageModelRollupRow, frozenset({"call_kind", "model_id"})),
+    _Source(UsageKeyRollupRow, frozenset({"api_key_id", "user_id", "call_kind"})),
+    _Source(UsageEventRow, frozenset({"call_kind", "model_id", "api_key_id", "user_id"}), raw=True),
+)
+_GROUP_COLUMNS = {
+    GroupBy.MODEL: "model_id",
+    GroupBy.API_KEY: "api_key_id",
+    GroupBy.TENANT: "tenant_id",
+    GroupBy.CALL_KIND: "call_kind",
+}
 
 
 def _aligned(start: datetime, end: datetime, grain: int, *, most_seconds: int) -> tuple[int, int]:
@@ -210,72 +269,64 @@ def _limit(value: int, most: int) -> int:
     return value or _DEFAULT_LIMIT
 
 
-def _in_reach(reach: UsageReach, wanted: UsageFilter, group: GroupBy) -> list[ColumnElement[bool]]:
-    where: list[ColumnElement[bool]] = []
+def _conditions(reach: UsageReach, wanted: UsageFilter, group: GroupBy) -> list[tuple[str, str, Any]]:
+    """(column, operator, value) of what a read counts, whatever table it reads."""
+    where: list[tuple[str, str, Any]] = []
     if reach.tenant_id is not None:
-        where.append(_R.tenant_id == reach.tenant_id)
+        where.append(("tenant_id", "==", reach.tenant_id))
     if reach.user_id is not None:
-        where.append(_R.user_id == reach.user_id)
+        where.append(("user_id", "==", reach.user_id))
     if wanted.model_ids:
-        where.append(_R.model_id.in_(wanted.model_ids))
+        where.append(("model_id", "in", wanted.model_ids))
     if wanted.api_key_ids:
-        where.append(_R.api_key_id.in_(wanted.api_key_ids))
+        where.append(("api_key_id", "in", wanted.api_key_ids))
     if wanted.call_kinds:
-        known = {int(k) for k in CallKind}
-        if not set(wanted.call_kinds) <= known:
+        if not set(wanted.call_kinds) <= {int(k) for k in CallKind}:
             raise InvalidArgument("filter.call_kinds holds an unknown call kind", field="filter.call_kinds")
-        where.append(_R.call_kind.in_(sorted(set(wanted.call_kinds))))
+        where.append(("call_kind", "in", sorted(set(wanted.call_kinds))))
     if group == GroupBy.MODEL:
         # MCP tool calls and RAG retrievals name no model, and a call refused before its model was read has none.
-        where.extend([_R.call_kind.in_([int(k) for k in MODEL_CALL_KINDS]), _R.model_id != ""])
+        where.append(("call_kind", "in", [int(k) for k in MODEL_CALL_KINDS]))
+        where.append(("model_id", "!=", ""))
     # A group's id is never empty: the empty value names `other` in a series. Calls made with a session have no
     # key, and calls outside any tenant no tenant; grouped by those, they are left out.
     if group == GroupBy.API_KEY:
-        where.append(_R.api_key_id != "")
+        where.append(("api_key_id", "!=", ""))
     if group == GroupBy.TENANT:
-        where.append(_R.tenant_id != "")
+        where.append(("tenant_id", "!=", ""))
     return where
 
 
-def _span(first: int, last: int) -> ColumnElement[bool]:
-    """Rollup rows covering [first, last) exactly once: day rows for the whole days, hour rows for the rest."""
-    day_first = -(-first // DAY) * DAY
-    day_last = last // DAY * DAY
-    if day_first >= day_last:
-        return and_(_R.grain == HOUR, _R.bucket >= first, _R.bucket < last)
-    parts = [and_(_R.grain == DAY, _R.bucket >= day_first, _R.bucket < day_last)]
-    if first < day_first:
-        parts.append(and_(_R.grain == HOUR, _R.bucket >= first, _R.bucket < day_first))
-    if day_last < last:
-        parts.append(and_(_R.grain == HOUR, _R.bucket >= day_last, _R.bucket < last))
-    return or_(*parts)
+def _planned(reach: UsageReach, wanted: UsageFilter, group: GroupBy) -> tuple[_Source, list[ColumnElement[bool]]]:
+    """The first source holding every column the read needs, and the read's conditions on it."""
+    conditions = _conditions(reach, wanted, group)
+    needed = {name for name, _, _ in conditions} | ({_GROUP_COLUMNS[group]} if group in _GROUP_COLUMNS else set())
+    needed.discard("tenant_id")
+    source = next(s for s in _SOURCES if needed <= s.dimensions)
+    where: list[ColumnElement[bool]] = []
+    for name, op, value in conditions:
+        column = source.column(name)
+        where.append(column == value if op == "==" else column != value if op == "!=" else column.in_(value))
+    return source, where
 
 
-def _group_column(group: GroupBy) -> Any:
-    return {
-        GroupBy.MODEL: _R.model_id,
-        GroupBy.API_KEY: _R.api_key_id,
-        GroupBy.TENANT: _R.tenant_id,
-        GroupBy.CALL_KIND: _R.call_kind,
-    }.get(group, literal(""))
+def _group_column(source: _Source, group: GroupBy) -> Any:
+    name = _GROUP_COLUMNS.get(group)
+    return source.column(name) if name else literal("")
 
 
 async def _ranked(
-    session: AsyncSession, where: list[ColumnElement[bool]], group: GroupBy, limit: int
+    session: AsyncSession, source: _Source, where: list[ColumnElement[bool]], group: GroupBy, limit: int
 ) -> list[tuple[Any, Totals]]:
-    column = _group_column(group)
+    column = _group_column(source, group)
     stmt = (
-        select(column, *_SUM_COLUMNS)
+        select(column, *source.sums)
         .where(*where)
         .group_by(column)
-        .order_by(_TOKENS.desc(), _REQUESTS.desc(), column)
+        .order_by(source.tokens.desc(), source.requests.desc(), column)
         .limit(limit)
     )
     return [(row[0], _totals(row[1:])) for row in await session.execute(stmt)]
-
-
-async def _sum(session: AsyncSession, where: list[ColumnElement[bool]]) -> Totals:
-    return _totals((await session.execute(select(*_SUM_COLUMNS).where(*where))).one())
 
 
 async def usage_series(session: AsyncSession, reach: UsageReach, request: UsageRequest) -> SeriesAnswer:
@@ -284,19 +335,20 @@ async def usage_series(session: AsyncSession, reach: UsageReach, request: UsageR
     if grain not in _MAX_BUCKETS:
         raise InvalidArgument("bucket is not a known bucket width", field="bucket")
     first, last = _aligned(request.start, request.end, grain, most_seconds=grain * _MAX_BUCKETS[grain])
-    where = _in_reach(reach, request.filter, group)
-    in_range = and_(_R.grain == grain, _R.bucket >= first, _R.bucket < last)
-    column = _group_column(group)
+    source, where = _planned(reach, request.filter, group)
+    where.append(source.between(grain, first, last))
+    column = _group_column(source, group)
     tops: list[Any] = []
     more = False
     if group in (GroupBy.MODEL, GroupBy.API_KEY, GroupBy.TENANT):
         limit = _limit(request.limit, _MAX_SERIES_LIMIT)
-        ranked = await _ranked(session, [*where, in_range], group, limit + 1)
+        ranked = await _ranked(session, source, where, group, limit + 1)
         more = len(ranked) > limit
         tops = [value for value, _ in ranked[:limit]]
-        # Everything beyond the top groups falls into one group, named by a value no id takes.
+        # Everything beyond the top groups falls into one group, named by the value no id takes.
         column = case((column.in_(tops), column), else_=literal("")) if tops else literal("")
-    stmt = select(_R.bucket, column, *_SUM_COLUMNS).where(*where, in_range).group_by(_R.bucket, column)
+    bucket = source.bucket(session, grain)
+    stmt = select(bucket, column, *source.sums).where(*where).group_by(bucket, column)
     count = (last - first) // grain
     points: dict[Any, list[Totals]] = {}
     for row in await session.execute(stmt):
@@ -334,10 +386,11 @@ async def top_usage(session: AsyncSession, reach: UsageReach, request: UsageRequ
     group = _group_of(request.group_by, series=False)
     limit = _limit(request.limit, _MAX_TOP_LIMIT)
     first, last = _aligned(request.start, request.end, HOUR, most_seconds=DAY * _MAX_BUCKETS[DAY])
-    where = [*_in_reach(reach, request.filter, group), _span(first, last)]
-    ranked = await _ranked(session, where, group, limit)
+    source, where = _planned(reach, request.filter, group)
+    where.append(source.span(first, last))
+    ranked = await _ranked(session, source, where, group, limit)
     names = await _names(session, group, [value for value, _ in ranked])
-    totals = await _sum(session, where)
+    totals = _totals((await session.execute(select(*source.sums).where(*where))).one())
     return TopAnswer(
         start=datetime.fromtimestamp(first, UTC),
         end=datetime.fromtimestamp(last, UTC),

@@ -248,32 +248,43 @@ class UsageEventRow(Base):
     response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
-class UsageRollupRow(Base):
-    """usage_events summed per `grain` (3600: an hour, 86400: a UTC day) starting at `bucket` (epoch seconds), per
-    tenant, call kind, model, API key and calling user. Written only by the database's triggers (migration 0006) in the
-    transaction that writes usage_events, so it always agrees with them; the console's usage reads
-    (server.domain.usage_rollups) sum these instead of the raw rows."""
+class _UsageSums:
+    """What a rollup row sums of the usage_events rows in its group."""
 
-    __tablename__ = "usage_rollups"
-    __table_args__ = (
-        Index("ix_usage_rollups_time", "grain", "bucket"),  # operators' reads across tenants
-        Index("ix_usage_rollups_key", "tenant_id", "grain", "api_key_id", "bucket"),  # chosen keys
-        Index("ix_usage_rollups_user", "tenant_id", "grain", "user_id", "bucket"),  # one member's own calls
-    )
-    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
-    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    call_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
-    model_id: Mapped[str] = mapped_column(String(128), primary_key=True)
-    api_key_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     requests: Mapped[int] = mapped_column(BigInteger)
-    errors: Mapped[int] = mapped_column(BigInteger)
+    errors: Mapped[int] = mapped_column(BigInteger)  # status 400 or more
     prompt_tokens: Mapped[int] = mapped_column(BigInteger)
     completion_tokens: Mapped[int] = mapped_column(BigInteger)
     embedding_tokens: Mapped[int] = mapped_column(BigInteger)
     rerank_tokens: Mapped[int] = mapped_column(BigInteger)
     total_tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class UsageModelRollupRow(_UsageSums, Base):
+    """usage_events summed per `grain` (3600: an hour, 86400: a UTC day) starting at `bucket` (epoch seconds), per
+    tenant, call kind and model. Written only by the database's triggers (migration 0006) in the transaction that
+    writes usage_events, so it always agrees with them. Read by server.domain.usage_rollups."""
+
+    __tablename__ = "usage_model_rollups"
+    __table_args__ = (Index("ix_usage_model_rollups_time", "grain", "bucket"),)  # operators' reads across tenants
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    call_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+
+
+class UsageKeyRollupRow(_UsageSums, Base):
+    """As UsageModelRollupRow, per tenant, API key, calling user and call kind (no model: see migration 0006)."""
+
+    __tablename__ = "usage_key_rollups"
+    __table_args__ = (Index("ix_usage_key_rollups_user", "tenant_id", "grain", "user_id", "bucket"),)  # a member's
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    api_key_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    call_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
 
 
 class ApiTrafficRow(Base):
