@@ -164,11 +164,13 @@ async def test_hourly_series_by_api_key_match_the_raw_rows(connect: ConnectJsonC
         hourly = [_totals(_within(events, t, t + timedelta(hours=1), api_key_id=key_id)) for t in starts]
         assert [int(v) for v in one["totalTokens"]] == [h["totalTokens"] for h in hourly]
         assert [int(v) for v in one["requests"]] == [h["requests"] for h in hourly]
-    rest = [e for e in events if e.api_key_id not in {ranked[0][0], ranked[1][0]}]
+    # `other` is every other call: other keys' and calls made without a key; the stack adds up to the total.
+    every = _within(usage.events, start, end, tenant_id=world.tenant_id)
+    rest = [e for e in every if e.api_key_id not in {ranked[0][0], ranked[1][0]}]
     assert [int(v) for v in series[2]["inputTokens"]] == [
         _totals(_within(rest, t, t + timedelta(hours=1)))["inputTokens"] for t in starts
     ]
-    assert _answered(answer["totals"]) == _totals(events)
+    assert _answered(answer["totals"]) == _totals(every)
 
 
 async def test_daily_series_by_call_kind_and_by_model(connect: ConnectJsonCaller, usage: Usage) -> None:
@@ -190,9 +192,10 @@ async def test_daily_series_by_call_kind_and_by_model(connect: ConnectJsonCaller
         await _call(connect, "GetUsageSeries", world.tokens["admin"], **base, groupBy="GROUP_BY_MODEL", limit=50)
     )
     model_calls = [e for e in events if e.call_kind in MODEL_KINDS and e.model_id]
-    assert [(s["group"]["id"], _answered(s["totals"])) for s in by_model["series"]] == _ranked(
-        model_calls, lambda e: e.model_id
-    )
+    *models, other = by_model["series"]
+    assert [(s["group"]["id"], _answered(s["totals"])) for s in models] == _ranked(model_calls, lambda e: e.model_id)
+    assert other["group"] == {"other": True}  # MCP tool calls and RAG retrievals
+    assert _answered(other["totals"]) == _totals(e for e in events if e.call_kind not in MODEL_KINDS)
     # Ungrouped, zero-filled: a day without calls is a point of zeros.
     later = {**base, "startTime": _ts(start + timedelta(days=2)), "endTime": _ts(start + timedelta(days=5))}
     one = must(await _call(connect, "GetUsageSeries", world.tokens["admin"], **later))["series"]
@@ -209,8 +212,8 @@ async def test_top_lists_mix_day_and_hour_rollups_exactly(connect: ConnectJsonCa
     expected = _ranked([e for e in events if e.api_key_id], lambda e: e.api_key_id)
     assert [(r["group"]["id"], _answered(r["totals"])) for r in keys["ranks"]] == expected
     assert [r["group"]["displayName"] for r in keys["ranks"]] == [usage.keys[k][0] for k, _ in expected]
-    # Totals sum every group, listed or not (calls made with a session have no key, so no group).
-    assert _answered(keys["totals"]) == _totals(e for e in events if e.api_key_id)
+    # Totals count every call, in a group or not (calls made with a session have no key, so no group).
+    assert _answered(keys["totals"]) == _totals(events)
     top2 = must(await _call(connect, "ListTopUsage", world.tokens["admin"], **body, groupBy="GROUP_BY_MODEL", limit=2))
     model_calls = [e for e in events if e.call_kind in MODEL_KINDS and e.model_id]
     assert [(r["group"]["id"], _answered(r["totals"])) for r in top2["ranks"]] == _ranked(
@@ -315,6 +318,8 @@ async def test_who_reads_what(server: Server, connect: ConnectJsonCaller, usage:
     per_model = must(await _call(connect, "ListTopUsage", world.tokens["member"], **own, groupBy="GROUP_BY_MODEL"))
     expected = _ranked([e for e in mine if e.user_id == who and e.call_kind in MODEL_KINDS], lambda e: e.model_id)
     assert [(r["group"]["id"], _answered(r["totals"])) for r in per_model["ranks"]] == expected[:10]
+    series = must(await _call(connect, "GetUsageSeries", world.tokens["member"], **own, groupBy="GROUP_BY_MODEL"))
+    assert [s["group"].get("id", "") for s in series["series"]] == [m for m, _ in expected] + [""]  # MCP, RAG
     admins_key = next(k for k, v in usage.keys.items() if v[1] == world.user_ids["admin"])
     probe = must(
         await _call(connect, "GetUsageSeries", world.tokens["member"], **own, filter={"apiKeyIds": [admins_key]})

@@ -16,8 +16,9 @@ the whole days inside the range and the hour rows of its ragged ends, so a year 
 
 Windows are aligned outward to whole buckets (UTC hours or days) and answered as aligned; series are zero-filled.
 Grouped by model, key or tenant, a series answers the `limit` groups with the most tokens (then requests, then id)
-and one `other` group summing the rest, so a chart never draws a hundred thousand keys. Names come back with ids,
-looked up in one statement per kind of name (no N+1 from the browser).
+and one `other` group summing every other call counted (other groups, and calls in no group: made without a key,
+or naming no model), so a chart never draws a hundred thousand keys and its stack still adds up to the total.
+Names come back with ids, looked up in one statement per kind of name (no N+1 from the browser).
 
 Who may read what is `server.permissions.usage`; this module counts within the reach it is given.
 """
@@ -329,68 +330,116 @@ async def _ranked(
     return [(row[0], _totals(row[1:])) for row in await session.execute(stmt)]
 
 
+async def _per_bucket(
+    session: AsyncSession, source: _Source, where: list[ColumnElement[bool]], grain: int, column: Any
+) -> list[tuple[int, Any, Totals]]:
+    bucket = source.bucket(session, grain)
+    stmt = select(bucket, column, *source.sums).where(*where).group_by(bucket, column)
+    return [(int(row[0]), row[1], _totals(row[2:])) for row in await session.execute(stmt)]
+
+
+@dataclass(frozen=True)
+class _Range:
+    first: int
+    last: int
+    grain: int
+
+    @property
+    def count(self) -> int:
+        return (self.last - self.first) // self.grain
+
+    def zeros(self) -> list[Totals]:
+        return [Totals() for _ in range(self.count)]
+
+    def index(self, bucket: int) -> int:
+        return (bucket - self.first) // self.grain
+
+
+async def _points(
+    session: AsyncSession, source: _Source, where: list[ColumnElement[bool]], span: _Range, column: Any
+) -> dict[Any, list[Totals]]:
+    """Zero-filled points per value of `column`."""
+    found: dict[Any, list[Totals]] = {}
+    in_range = [*where, source.between(span.grain, span.first, span.last)]
+    for bucket, value, sums in await _per_bucket(session, source, in_range, span.grain, column):
+        found.setdefault(value, span.zeros())[span.index(bucket)] = sums
+    return found
+
+
+async def _top_series(
+    session: AsyncSession, reach: UsageReach, request: UsageRequest, group: GroupBy, span: _Range
+) -> list[Series]:
+    limit = _limit(request.limit, _MAX_SERIES_LIMIT)
+    source, where = _planned(reach, request.filter, group)
+    ranked = await _ranked(session, source, [*where, source.span(span.first, span.last)], group, limit)
+    tops = [value for value, _ in ranked]
+    if not tops:
+        return []
+    column = _group_column(source, group)
+    found = await _points(session, source, [*where, column.in_(tops)], span, column)
+    names = await _names(session, group, tops)
+    return [Series(_group(group, value, names), points=found.get(value) or span.zeros()) for value in tops]
+
+
 async def usage_series(session: AsyncSession, reach: UsageReach, request: UsageRequest) -> SeriesAnswer:
+    """Grouped by model, key or tenant, three statements: the ranking (the range's day rows and ragged-end hour
+    rows), the top groups' points (found by the groups' ids), and the points of everything counted, from the
+    cheapest rollup; `other` is everything minus the top groups. Ungrouped or by kind, one statement."""
     group = _group_of(request.group_by, series=True)
     grain = request.grain
     if grain not in _MAX_BUCKETS:
         raise InvalidArgument("bucket is not a known bucket width", field="bucket")
-    first, last = _aligned(request.start, request.end, grain, most_seconds=grain * _MAX_BUCKETS[grain])
-    source, where = _planned(reach, request.filter, group)
-    where.append(source.between(grain, first, last))
-    column = _group_column(source, group)
-    tops: list[Any] = []
-    more = False
-    if group in (GroupBy.MODEL, GroupBy.API_KEY, GroupBy.TENANT):
-        limit = _limit(request.limit, _MAX_SERIES_LIMIT)
-        ranked = await _ranked(session, source, where, group, limit + 1)
-        more = len(ranked) > limit
-        tops = [value for value, _ in ranked[:limit]]
-        # Everything beyond the top groups falls into one group, named by the value no id takes.
-        column = case((column.in_(tops), column), else_=literal("")) if tops else literal("")
-    bucket = source.bucket(session, grain)
-    stmt = select(bucket, column, *source.sums).where(*where).group_by(bucket, column)
-    count = (last - first) // grain
-    points: dict[Any, list[Totals]] = {}
-    for row in await session.execute(stmt):
-        points.setdefault(row[1], [Totals() for _ in range(count)])[(int(row[0]) - first) // grain] = _totals(row[2:])
-    order: list[Any]
+    span = _Range(*_aligned(request.start, request.end, grain, most_seconds=grain * _MAX_BUCKETS[grain]), grain)
+    everything, where = _planned(reach, request.filter, GroupBy.NONE)
+    all_points = (await _points(session, everything, where, span, literal(""))).get("") or span.zeros()
     if group == GroupBy.NONE:
-        order = [""]
+        series = [Series(Group(), points=all_points)]
     elif group == GroupBy.CALL_KIND:
-        order = sorted(points)
+        kinds, by_kind = _planned(reach, request.filter, group)
+        found = await _points(session, kinds, by_kind, span, _group_column(kinds, group))
+        series = [Series(_group(group, value, {}), points=points) for value, points in found.items()]
     else:
-        order = tops + ([""] if more and "" in points else [])
-    names = await _names(session, group, [v for v in order if v != ""])
-    series = []
-    totals = Totals()
-    for value in order:
-        values = points.get(value) or [Totals() for _ in range(count)]
-        one = Series(_group(group, value, names, other=value == "" and group != GroupBy.NONE), points=values)
-        for point in values:
+        series = await _top_series(session, reach, request, group, span)
+        rest = [whole.minus(_summed(series, i)) for i, whole in enumerate(all_points)]
+        if any(point.requests for point in rest):
+            series.append(Series(Group(other=True), points=rest))
+    for one in series:
+        for point in one.points:
             one.totals.add(point)
-        totals.add(one.totals)
-        series.append(one)
     if group == GroupBy.CALL_KIND:
         series.sort(key=lambda s: (-s.totals.total_tokens, -s.totals.requests, s.group.id))
+    totals = Totals()
+    for point in all_points:
+        totals.add(point)
     return SeriesAnswer(
-        start=datetime.fromtimestamp(first, UTC),
-        end=datetime.fromtimestamp(last, UTC),
+        start=datetime.fromtimestamp(span.first, UTC),
+        end=datetime.fromtimestamp(span.last, UTC),
         grain=grain,
-        bucket_starts=[datetime.fromtimestamp(first + i * grain, UTC) for i in range(count)],
+        bucket_starts=[datetime.fromtimestamp(span.first + i * grain, UTC) for i in range(span.count)],
         series=series,
         totals=totals,
     )
 
 
+def _summed(series: list[Series], index: int) -> Totals:
+    out = Totals()
+    for one in series:
+        out.add(one.points[index])
+    return out
+
+
 async def top_usage(session: AsyncSession, reach: UsageReach, request: UsageRequest) -> TopAnswer:
+    """Two statements: the ranking, and the totals of everything counted (from the cheapest rollup)."""
     group = _group_of(request.group_by, series=False)
     limit = _limit(request.limit, _MAX_TOP_LIMIT)
     first, last = _aligned(request.start, request.end, HOUR, most_seconds=DAY * _MAX_BUCKETS[DAY])
     source, where = _planned(reach, request.filter, group)
-    where.append(source.span(first, last))
-    ranked = await _ranked(session, source, where, group, limit)
+    ranked = await _ranked(session, source, [*where, source.span(first, last)], group, limit)
     names = await _names(session, group, [value for value, _ in ranked])
-    totals = _totals((await session.execute(select(*source.sums).where(*where))).one())
+    everything, every = _planned(reach, request.filter, GroupBy.NONE)
+    totals = _totals(
+        (await session.execute(select(*everything.sums).where(*every, everything.span(first, last)))).one()
+    )
     return TopAnswer(
         start=datetime.fromtimestamp(first, UTC),
         end=datetime.fromtimestamp(last, UTC),
@@ -399,9 +448,9 @@ async def top_usage(session: AsyncSession, reach: UsageReach, request: UsageRequ
     )
 
 
-def _group(group: GroupBy, value: Any, names: dict[str, tuple[str, str]], *, other: bool = False) -> Group:
-    if other:
-        return Group(other=True)
+def _group(group: GroupBy, value: Any, names: dict[str, tuple[str, str]]) -> Group:
+    if group == GroupBy.NONE:
+        return Group()
     if group == GroupBy.CALL_KIND:
         kind = int(value)
         return Group(id=CallKind(kind).name.lower() if kind in CallKind._value2member_map_ else str(kind))

@@ -278,7 +278,10 @@ class UsageKeyRollupRow(_UsageSums, Base):
     """As UsageModelRollupRow, per tenant, API key, calling user and call kind (no model: see migration 0006)."""
 
     __tablename__ = "usage_key_rollups"
-    __table_args__ = (Index("ix_usage_key_rollups_user", "tenant_id", "grain", "user_id", "bucket"),)  # a member's
+    __table_args__ = (
+        Index("ix_usage_key_rollups_key", "tenant_id", "grain", "api_key_id", "bucket"),  # the top keys' points
+        Index("ix_usage_key_rollups_user", "tenant_id", "grain", "user_id", "bucket"),  # a member's own calls
+    )
     tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     grain: Mapped[int] = mapped_column(Integer, primary_key=True)
     bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)

@@ -174,8 +174,9 @@ def upgrade() -> None:
             *(sa.Column(name, sa.BigInteger(), nullable=False) for name in _COUNTS),
             sa.PrimaryKeyConstraint(*_key(table)),
         )
-    # Operators' reads across tenants; one member's own calls.
+    # Operators' reads across tenants; the chosen (top) keys' points; one member's own calls.
     op.create_index("ix_usage_model_rollups_time", "usage_model_rollups", ["grain", "bucket"])
+    op.create_index("ix_usage_key_rollups_key", "usage_key_rollups", ["tenant_id", "grain", "api_key_id", "bucket"])
     op.create_index("ix_usage_key_rollups_user", "usage_key_rollups", ["tenant_id", "grain", "user_id", "bucket"])
     dialect = op.get_bind().dialect.name
     if dialect == "postgresql":
@@ -194,6 +195,7 @@ def downgrade() -> None:
     if postgresql:
         op.execute("DROP FUNCTION usage_rollups_apply()")
     op.drop_index("ix_usage_key_rollups_user", table_name="usage_key_rollups")
+    op.drop_index("ix_usage_key_rollups_key", table_name="usage_key_rollups")
     op.drop_index("ix_usage_model_rollups_time", table_name="usage_model_rollups")
     for table in _ROLLUPS:
         op.drop_table(table)
