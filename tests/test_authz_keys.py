@@ -45,7 +45,10 @@ KEY_WRITES = {
 # The audit trail and the usage aggregates: sessions only.
 KEY_CLOSED = {KEYS, ACCOUNTS, "switchboard.audit.v1.AuditService", "switchboard.usage.v1.UsageService"}
 # Reads closed to keys: the tenant's people (members and invites, a group's members) are never within a key's reach.
-KEY_CLOSED_READS = {f"{TENANTS}/ListTenantMembers", f"{GROUPS}/ListGroupMembers"}
+PAGES = "switchboard.tenants.v1.TenantListService"  # their pages too, and the pages of the closed services' lists
+KEY_CLOSED_READS = {f"{TENANTS}/ListTenantMembers", f"{GROUPS}/ListGroupMembers"} | {
+    f"{PAGES}/{m}" for m in ("ListTenantMembers", "ListGroupMembers", "ListApiKeys", "ListServiceAccounts")
+}
 
 
 def _every_method() -> list[tuple[str, str, bool]]:

@@ -44,6 +44,11 @@ KEY_CLOSED_READS = frozenset(
     {
         "platform.tenants.v1.TenantService/ListTenantMembers",
         "platform.tenants.v1.GroupService/ListGroupMembers",
+        # The same lists a page at a time, and the pages of what ApiKeyService and ServiceAccountService list.
+        "switchboard.tenants.v1.TenantListService/ListTenantMembers",
+        "switchboard.tenants.v1.TenantListService/ListGroupMembers",
+        "switchboard.tenants.v1.TenantListService/ListApiKeys",
+        "switchboard.tenants.v1.TenantListService/ListServiceAccounts",
     }
 )
 

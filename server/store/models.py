@@ -140,6 +140,8 @@ class ApiKeyRow(Base):
     """An API key. Only a hash of the secret is stored; `prefix` lets a human recognise a key."""
 
     __tablename__ = "api_keys"
+    # Keyset pages of a tenant's keys, oldest first (server.domain.pages).
+    __table_args__ = (Index("ix_api_keys_tenant_created", "tenant_id", "created_at", "id"),)
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
     type: Mapped[int] = mapped_column(Integer)

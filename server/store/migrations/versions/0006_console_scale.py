@@ -1,4 +1,4 @@
-"""usage_model_rollups, usage_key_rollups: metered calls summed per hour and per UTC day, kept by triggers
+"""Console scale: usage rollups (calls summed per hour and per UTC day, kept by triggers); api_keys keyset index
 
 Revision ID: 0006
 Revises: 0005
@@ -178,6 +178,8 @@ def upgrade() -> None:
     op.create_index("ix_usage_model_rollups_time", "usage_model_rollups", ["grain", "bucket"])
     op.create_index("ix_usage_key_rollups_key", "usage_key_rollups", ["tenant_id", "grain", "api_key_id", "bucket"])
     op.create_index("ix_usage_key_rollups_user", "usage_key_rollups", ["tenant_id", "grain", "user_id", "bucket"])
+    # TenantListService pages a tenant's keys oldest first: the page after (created_at, id) is one index range.
+    op.create_index("ix_api_keys_tenant_created", "api_keys", ["tenant_id", "created_at", "id"])
     dialect = op.get_bind().dialect.name
     if dialect == "postgresql":
         # Writers wait until the triggers exist (end of this transaction): no row lands between backfill and them.
@@ -194,6 +196,7 @@ def downgrade() -> None:
         op.execute(f"DROP TRIGGER usage_rollups_{event}" + (" ON usage_events" if postgresql else ""))
     if postgresql:
         op.execute("DROP FUNCTION usage_rollups_apply()")
+    op.drop_index("ix_api_keys_tenant_created", table_name="api_keys")
     op.drop_index("ix_usage_key_rollups_user", table_name="usage_key_rollups")
     op.drop_index("ix_usage_key_rollups_key", table_name="usage_key_rollups")
     op.drop_index("ix_usage_model_rollups_time", table_name="usage_model_rollups")
