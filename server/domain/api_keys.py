@@ -89,22 +89,27 @@ async def _view(session: AsyncSession, row: ApiKeyRow) -> ApiKey:
     return (await views(session, [row]))[0]
 
 
+# Ids per IN list: a whole tenant's keys (ListApiKeys is unpaged) would pass PostgreSQL's 65,535 bound parameters.
+_VIEW_CHUNK = 1000
+
+
 async def views(session: AsyncSession, rows: Sequence[ApiKeyRow]) -> list[ApiKey]:
-    """The keys as answered, their grants and groups read in two statements for all of them (a page of keys, not
-    two statements per key)."""
+    """The keys as answered, their grants and groups read in two statements per thousand keys (a page of keys costs
+    two statements, not two per key)."""
     ids = [row.id for row in rows]
     grants: dict[str, list[ResourceRef]] = {i: [] for i in ids}
     groups: dict[str, list[str]] = {i: [] for i in ids}
-    if ids:
+    for start in range(0, len(ids), _VIEW_CHUNK):
+        chunk = ids[start : start + _VIEW_CHUNK]
         for key_id, kind, name in await session.execute(
             select(ApiKeyGrantRow.api_key_id, ApiKeyGrantRow.resource_kind, ApiKeyGrantRow.resource_name)
-            .where(ApiKeyGrantRow.api_key_id.in_(ids))
+            .where(ApiKeyGrantRow.api_key_id.in_(chunk))
             .order_by(ApiKeyGrantRow.resource_kind, ApiKeyGrantRow.resource_name)
         ):
             grants[key_id].append(ResourceRef(ResourceKind(kind), name))
         for key_id, group_id in await session.execute(
             select(ApiKeyGroupRow.api_key_id, ApiKeyGroupRow.group_id)
-            .where(ApiKeyGroupRow.api_key_id.in_(ids))
+            .where(ApiKeyGroupRow.api_key_id.in_(chunk))
             .order_by(ApiKeyGroupRow.group_id)
         ):
             groups[key_id].append(group_id)

@@ -319,15 +319,23 @@ def _group_column(source: _Source, group: GroupBy) -> Any:
 async def _ranked(
     session: AsyncSession, source: _Source, where: list[ColumnElement[bool]], group: GroupBy, limit: int
 ) -> list[tuple[Any, Totals]]:
+    """The `limit` groups with the most tokens, then requests, then id, with their totals. Two statements: the
+    ranking sums only what it orders by (grouped by key it aggregates every active key of the range, so each
+    column summed costs), then the full totals of the winners alone, found by id."""
     column = _group_column(source, group)
-    stmt = (
-        select(column, *source.sums)
+    ranking = (
+        select(column)
         .where(*where)
         .group_by(column)
         .order_by(source.tokens.desc(), source.requests.desc(), column)
         .limit(limit)
     )
-    return [(row[0], _totals(row[1:])) for row in await session.execute(stmt)]
+    winners = list((await session.scalars(ranking)).all())
+    if not winners:
+        return []
+    stmt = select(column, *source.sums).where(*where, column.in_(winners)).group_by(column)
+    found = {row[0]: _totals(row[1:]) for row in await session.execute(stmt)}
+    return [(value, found[value]) for value in winners]
 
 
 async def _per_bucket(
@@ -362,7 +370,10 @@ async def _points(
     found: dict[Any, list[Totals]] = {}
     in_range = [*where, source.between(span.grain, span.first, span.last)]
     for bucket, value, sums in await _per_bucket(session, source, in_range, span.grain, column):
-        found.setdefault(value, span.zeros())[span.index(bucket)] = sums
+        points = found.get(value)
+        if points is None:  # not setdefault: that would build a zero-filled list for every row
+            points = found[value] = span.zeros()
+        points[span.index(bucket)] = sums
     return found
 
 
