@@ -229,6 +229,8 @@ class UsageEventRow(Base):
         Index("ix_usage_events_time", "occurred_at"),
         # Per-target reads (deployment and external-model metrics) touch only their own target's rows.
         Index("ix_usage_events_target", "target_kind", "target_name", "occurred_at"),
+        # A member's own calls per model (server.domain.usage_rollups: no rollup holds user and model together).
+        Index("ix_usage_events_user", "tenant_id", "user_id", "occurred_at"),
     )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
     occurred_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -178,6 +178,8 @@ def upgrade() -> None:
     op.create_index("ix_usage_model_rollups_time", "usage_model_rollups", ["grain", "bucket"])
     op.create_index("ix_usage_key_rollups_key", "usage_key_rollups", ["tenant_id", "grain", "api_key_id", "bucket"])
     op.create_index("ix_usage_key_rollups_user", "usage_key_rollups", ["tenant_id", "grain", "user_id", "bucket"])
+    # The reads no rollup answers (a user's or key's calls per model) sum one user's raw rows of the range.
+    op.create_index("ix_usage_events_user", "usage_events", ["tenant_id", "user_id", "occurred_at"])
     # TenantListService pages a tenant's keys oldest first: the page after (created_at, id) is one index range.
     op.create_index("ix_api_keys_tenant_created", "api_keys", ["tenant_id", "created_at", "id"])
     dialect = op.get_bind().dialect.name
@@ -197,6 +199,7 @@ def downgrade() -> None:
     if postgresql:
         op.execute("DROP FUNCTION usage_rollups_apply()")
     op.drop_index("ix_api_keys_tenant_created", table_name="api_keys")
+    op.drop_index("ix_usage_events_user", table_name="usage_events")
     op.drop_index("ix_usage_key_rollups_user", table_name="usage_key_rollups")
     op.drop_index("ix_usage_key_rollups_key", table_name="usage_key_rollups")
     op.drop_index("ix_usage_model_rollups_time", table_name="usage_model_rollups")
