@@ -9,6 +9,8 @@
               keys) and who reads their use (a key's holder, tenant admins, operators).
 - `audit`     who reads the audit trail (operators: every tenant; tenant admins: their own).
 - `capture`   who holds content capture (operators: every tenant; tenant admins an operator granted it to: theirs).
+- `usage`     who reads usage aggregates (operators: every tenant; tenant admins: their tenant; members: their
+              own calls).
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
@@ -81,6 +83,7 @@ from server.permissions.tenancy import (
     tenant_role,
     user_memberships,
 )
+from server.permissions.usage import UsageReach, usage_reach
 
 __all__ = [
     "Capability",
@@ -95,6 +98,7 @@ __all__ = [
     "Sharing",
     "SubjectType",
     "TenantRole",
+    "UsageReach",
     "add_permission",
     "audit_reach",
     "can_admin",
@@ -146,5 +150,6 @@ __all__ = [
     "resolve_tenant",
     "set_sharing",
     "tenant_role",
+    "usage_reach",
     "user_memberships",
 ]
