@@ -124,8 +124,8 @@ class Deps:
         return self._sources
 
     def shared_limit_counters(self) -> Counters | None:
-        """The rate-limit counters the gateways share (Redis), for usage reads; None when each gateway process
-        counts on its own (no SWITCHBOARD_REDIS_URL)."""
+        """The rate-limit counters the gateways share (Redis, read exactly: no permits), for usage reads; None when
+        they count in each gateway's memory (no SWITCHBOARD_REDIS_URL)."""
         url = self.settings.redis_url.reveal()
         if self._limit_counters is None and url:
             self._limit_counters = RedisCounters(url, prefix=self.settings.limits_redis_prefix)

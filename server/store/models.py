@@ -644,7 +644,7 @@ class RagIndexGenerationRow(Base):
 
 
 # --- Rate limits, concurrency caps and token budgets (issue 25): policies, and the soft-budget crossings the gateway
-# records. Current counts live in the gateway's counter store (in process, or Redis), not here.
+# records. Current counts live in the gateway's counter store (its memory, or Redis), not here.
 
 
 class LimitPolicyRow(Base):
