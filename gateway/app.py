@@ -47,7 +47,7 @@ from gateway.surfaces.rerank import rerank
 from gateway.surfaces.responses import create_response, delete_response, get_response, list_input_items
 from server import metrics
 from server.auth import KeyVerifier
-from server.cors import GATEWAY, CorsPolicy
+from server.cors import GATEWAY, CorsPolicy, gateway_origins
 from server.crypto import SecretBox
 from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
@@ -114,7 +114,7 @@ def make_app(settings: Settings, *, key_verifier: KeyVerifier | None = None) -> 
     app[SETTINGS] = settings
     configure_tracing(settings, "switchboard-gateway")
     app[TRACING] = settings.otel_exporter != "none"
-    app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
+    app[CORS] = CorsPolicy(gateway_origins(settings), GATEWAY)
     app[TRANSLATORS] = translators(settings)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:

