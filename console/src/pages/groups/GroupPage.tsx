@@ -1,5 +1,6 @@
 // One group and its members (ListGroupMembers). Tenant admins add members (picked from the tenant's members, loaded
 // when the dialog opens, not on page load) and remove them.
+import { useLocation } from "preact-iso";
 import { useMemo, useState } from "preact/hooks";
 import { singleResponse } from "../../api/pagination";
 import { client } from "../../api/transport";
@@ -85,6 +86,7 @@ export default function GroupPage({ tenant, params }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const groupId = params.group ?? "";
   const admin = tenant?.capabilities.tenantAdmin ?? false;
+  const name = useLocation().query.name ?? "";
   const [reload, setReload] = useState(0);
   const remove = useAction(async (member: GroupMember) => {
     await client(GroupService).removeGroupMember({ tenantId, groupId, userId: member.userId });
@@ -119,11 +121,12 @@ export default function GroupPage({ tenant, params }: PageProps) {
         <a href={routeUrl({ path: "groups", scope: "tenant" }, tenantId)}>← Groups</a>
       </p>
       <div class="page-head">
-        <h1>
-          Group <span class="mono">{groupId}</span>
-        </h1>
+        <h1>Group {name || groupId}</h1>
         {admin ? <AddMember tenantId={tenantId} groupId={groupId} onAdded={() => { setReload((n) => n + 1); }} /> : null}
       </div>
+      <p class="hint">
+        ID <span class="mono">{groupId}</span>
+      </p>
       <ErrorBanner error={remove.error} />
       <Table caption="Group members" columns={columns} load={load} rowKey={(m) => m.userId} reload={reload} empty="This group has no members." />
     </section>

@@ -65,7 +65,12 @@ export default function GroupsPage({ tenant }: PageProps) {
   const columns: Column<Group>[] = [
     {
       header: "Name",
-      cell: (group) => <a href={routeUrl({ path: `groups/${group.id}`, scope: "tenant" }, tenantId)}>{group.name}</a>,
+      // The name rides along in the link, so the group's page can title itself without another call.
+      cell: (group) => (
+        <a href={`${routeUrl({ path: "groups/:group", scope: "tenant" }, tenantId, { group: group.id })}?name=${encodeURIComponent(group.name)}`}>
+          {group.name}
+        </a>
+      ),
     },
     { header: "Members", cell: (group) => group.memberCount },
     { header: "ID", cell: (group) => <span class="mono">{group.id}</span> },
