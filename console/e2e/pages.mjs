@@ -1,7 +1,7 @@
 // The console's foundation pages in one browser session (tests/console/test_console_pages.py runs it and checks the
 // JSON it prints): sign-in and return, each page's main flow, keyboard-only creation of a group, then every page
 // loaded afresh — its API calls, an axe-core scan and screenshots at 1280 and 390 px.
-// usage: node e2e/pages.mjs '<plan JSON>'  (base, tenantId, memberId, deploymentLabel, screenshots)
+// usage: node e2e/pages.mjs '<plan JSON>'  (base, tenantId, memberId, memberSession, deploymentLabel, screenshots)
 import { axe, launch, load, screenshots, watch, WIDE } from "./lib.mjs";
 
 const plan = JSON.parse(process.argv[2]);
@@ -191,6 +191,26 @@ try {
       results.pages[name] = { url, error: String(error).slice(0, 2000) };
     }
   }
+
+  await step("memberView", async () => {
+    // A plain member of the tenant (their session cookie as the sign-in would set it) sees Groups and keys, and
+    // neither the admin pages nor the admin buttons: the nav follows GetSession's capabilities.
+    const other = await browser.newContext({ viewport: WIDE });
+    try {
+      await other.addCookies([{ name: "sb_session", value: plan.memberSession, url: plan.base, httpOnly: true, sameSite: "Strict" }]);
+      const view = await other.newPage();
+      const memberSeen = watch(view);
+      const calls = await load(view, memberSeen, tenantUrl("groups"), "h1");
+      await view.getByRole("link", { name: "Platform team" }).waitFor();
+      const nav = await view.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts();
+      const adminButtons = await view.getByRole("button", { name: /Create group|Delete/ }).count();
+      await view.goto(tenantUrl("service-accounts"));
+      await view.getByRole("heading", { level: 1, name: "Not available" }).waitFor();
+      return { nav, adminButtons, calls };
+    } finally {
+      await other.close();
+    }
+  });
 
   await step("signOut", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();

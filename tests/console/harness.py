@@ -61,6 +61,7 @@ class ConsoleWorld:
     admin_token: str  # the bootstrap platform admin: who the development sign-in signs in as
     tenant_id: str
     member_id: str  # a plain member of the tenant, who can be added to groups
+    member_session: str  # a session token of theirs, for a browser cookie
     deployment_label: str  # how the grants picker lists the seeded model deployment
     api: ConnectJsonCaller
 
@@ -115,10 +116,17 @@ async def console_world(database: Database, **extra_env: str) -> AsyncIterator[C
         )
         assert created.code == "ok", created
         member = "bob-console"
-        world = ConsoleWorld(
-            base, settings, admin_token, created.body["tenant"]["id"], member, "Console chat (console-chat)", api
-        )
         member_token = mint_token(settings, user_id=member, email="bob@example.com", name="Bob Builder")
+        world = ConsoleWorld(
+            base,
+            settings,
+            admin_token,
+            created.body["tenant"]["id"],
+            member,
+            member_token,
+            "Console chat (console-chat)",
+            api,
+        )
         await _seed(world, member_token)
         yield world
     finally:

@@ -47,6 +47,7 @@ async def run(world: ConsoleWorld) -> dict[str, Any]:
             "base": world.base,
             "tenantId": world.tenant_id,
             "memberId": world.member_id,
+            "memberSession": world.member_session,
             "deploymentLabel": world.deployment_label,
         },
     )
@@ -108,6 +109,13 @@ async def test_a_service_account_gets_a_key(run: dict[str, Any]) -> None:
 async def test_tenants_are_created_and_a_refusal_is_in_plain_words(run: dict[str, Any]) -> None:
     flow = _flow(run, "tenants")
     assert flow["refusal"].startswith("Some of what you entered was not accepted."), flow
+
+
+async def test_a_plain_member_sees_only_what_they_may_use(run: dict[str, Any]) -> None:
+    flow = _flow(run, "memberView")
+    assert flow["nav"] == ["Groups", "API keys"]  # no Tenants, Members or Service accounts
+    assert flow["adminButtons"] == 0
+    assert len(flow["calls"]) <= 3
 
 
 async def test_sign_out_ends_the_session(run: dict[str, Any]) -> None:
