@@ -69,7 +69,37 @@ try {
     return { tabs, reachedButton: label === "Create group", focusedField, focusBack, dialogOpen: await dialog.count() };
   });
 
+  await step("paging", async () => {
+    // 31 groups, 25 a page: Next shows the rest, Previous the first page again.
+    await page.goto(tenantUrl("groups"));
+    await page.locator('.table-block[aria-busy="false"]').waitFor();
+    const first = await page.locator("tbody tr").count();
+    const callsBefore = seen.api.length;
+    await page.getByRole("button", { name: "Next" }).click();
+    await page.getByText("Page 2").waitFor();
+    const second = await page.locator("tbody tr").count();
+    const callsForNext = seen.api.length - callsBefore;
+    const nextDisabled = await page.getByRole("button", { name: "Next" }).isDisabled();
+    await page.getByRole("button", { name: "Previous" }).click();
+    await page.getByText("Page 1").waitFor();
+    const back = await page.locator("tbody tr").count();
+    return { first, second, back, nextDisabled, callsForNext, callsForPaging: seen.api.length - callsBefore };
+  });
+
+  await step("tenantPicker", async () => {
+    await page.goto(tenantUrl("keys"));
+    await heading("API keys").waitFor();
+    await page.getByLabel("Tenant").selectOption({ label: "globex" });
+    await page.waitForURL((url) => !url.pathname.includes(plan.tenantId));
+    await heading("API keys").waitFor();
+    const path = new URL(page.url()).pathname;
+    await page.getByLabel("Tenant").selectOption({ label: "acme" });
+    await page.waitForURL(tenantUrl("keys"));
+    return { path };
+  });
+
   await step("groupMembers", async () => {
+    await page.goto(tenantUrl("groups"));
     await page.getByRole("link", { name: "Platform team" }).click();
     await page.getByRole("button", { name: "Add member" }).click();
     await dialog.getByLabel("Member").selectOption(plan.memberId);

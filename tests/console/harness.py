@@ -90,6 +90,13 @@ async def _seed(world: ConsoleWorld, member_token: str) -> None:
     await world.call(
         "platform.modelmanager.v1.ModelDeploymentService/CreateModelDeployment", {"modelDeployment": deployment}
     )
+    # More groups than a table page holds (25), so paging is exercised; and a second tenant for the picker.
+    for number in range(30):
+        await world.call(
+            "platform.tenants.v1.GroupService/CreateGroup", {"tenantId": world.tenant_id, "name": f"team-{number:02}"}
+        )
+    other = await world.call(f"{tenants}/CreateTenant", {"name": "globex", "displayName": "Globex"})
+    await world.call(f"{tenants}/AddTenantMember", {"tenantId": other["tenant"]["id"], "userId": admin, "role": 3})
 
 
 async def console_world(database: Database, **extra_env: str) -> AsyncIterator[ConsoleWorld]:
