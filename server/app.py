@@ -4,8 +4,9 @@ Every service generated under `gen.platform` (the spec's packages) and `gen.swit
 mounted at its `.path`. A service with a handler registered in
 `server.services.HANDLERS` is served by it; any other answers `unimplemented` naming the method, so no method of
 the contract is ever missing from the router. gRPC health checking and server reflection are mounted beside them,
-`/livez` (alias `/healthz`: the process answers) and `/readyz` (not draining, database reachable; see
-server.readiness) suit Kubernetes probes, and `/metrics` serves Prometheus (server.metrics).
+`/console` serves the web console (server.console), `/livez` (alias `/healthz`: the process answers) and `/readyz`
+(not draining, database reachable; see server.readiness) suit Kubernetes probes, and `/metrics` serves Prometheus
+(server.metrics).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ from server.auth import Authenticator
 from server.codecs import management_codecs, management_compressions, reflection_codecs
 from server.connect_errors import connect_error_bodies, error_body
 from server.console.oidc import OidcClient
-from server.console.session import AUTH_PREFIX, ConsoleAuth
+from server.console.session import AUTH_PREFIX, ConsoleAuth, sign_in_options
+from server.console.static import PREFIX as CONSOLE_PREFIX
+from server.console.static import ConsoleStatic, console_directory
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
 from server.domain.groups import group_lists_info
 from server.heap import freeze_startup_heap
@@ -293,6 +296,12 @@ def _mount_console_auth(router: Router, deps: Deps, tokens: TokenVerifier) -> No
     router.mount(AUTH_PREFIX, ConsoleAuth(settings, tokens, oidc))
 
 
+def console_app(settings: Settings) -> ASGIApp:
+    """The web console's files and config.json under /console (server.console.static)."""
+    config = {"gatewayUrl": settings.gateway_public_url, **sign_in_options(settings)}
+    return ConsoleStatic(console_directory(settings), config, settings.gateway_public_url)
+
+
 def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(name)s %(message)s")
     configure_tracing(settings, "switchboard-management")
@@ -339,6 +348,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         if method.client_streaming or method.server_streaming
     }
     inner = Router(deps, apps, streaming, readiness)
+    inner.mount(CONSOLE_PREFIX, console_app(settings))  # after /console/auth/ by length: sign-in wins
     _mount_console_auth(inner, deps, tokens)
     router = CorsASGI(inner, CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
     observe = None

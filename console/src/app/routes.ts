@@ -1,0 +1,91 @@
+// The one table of the console's pages: each page module is registered here with its path, its title in the nav,
+// its lazily loaded module, and who sees it. `visible` reads only what the server computed for the session
+// (GetSession's platform roles and per-tenant capabilities); the server stays the authority on every call.
+import type { ComponentType } from "preact";
+import type { Session, TenantAccess } from "./session";
+
+/** Props every page receives: the tenant picked in the shell (tenant pages) and the route's parameters. */
+export interface PageProps {
+  session: Session;
+  tenant: TenantAccess | undefined;
+  params: Record<string, string>;
+}
+
+export interface RouteEntry {
+  /** Below /console; tenant pages are below /console/t/:tenant/. */
+  path: string;
+  title: string;
+  scope: "platform" | "tenant";
+  load: () => Promise<{ default: ComponentType<PageProps> }>;
+  /** Shown in the nav (and reachable) for this session and tenant. */
+  visible: (session: Session, tenant: TenantAccess | undefined) => boolean;
+  /** Sub-pages (a group's members) are routed but not listed in the nav. */
+  inNav?: boolean;
+}
+
+const member = (_s: Session, tenant: TenantAccess | undefined): boolean => tenant !== undefined;
+
+export const ROUTES: RouteEntry[] = [
+  {
+    path: "tenants",
+    title: "Tenants",
+    scope: "platform",
+    load: () => import("../pages/tenants/TenantsPage"),
+    visible: (session) => session.canManageTenants,
+  },
+  {
+    path: "members",
+    title: "Members",
+    scope: "tenant",
+    load: () => import("../pages/members/MembersPage"),
+    visible: (_s, tenant) => tenant?.capabilities.listMembers ?? false,
+  },
+  {
+    path: "groups",
+    title: "Groups",
+    scope: "tenant",
+    load: () => import("../pages/groups/GroupsPage"),
+    visible: member, // every member may open Groups (the spec)
+  },
+  {
+    path: "groups/:group",
+    title: "Group",
+    scope: "tenant",
+    load: () => import("../pages/groups/GroupPage"),
+    visible: member,
+    inNav: false,
+  },
+  {
+    path: "keys",
+    title: "API keys",
+    scope: "tenant",
+    load: () => import("../pages/keys/KeysPage"),
+    visible: member,
+  },
+  {
+    path: "service-accounts",
+    title: "Service accounts",
+    scope: "tenant",
+    load: () => import("../pages/service-accounts/ServiceAccountsPage"),
+    visible: (_s, tenant) => tenant?.capabilities.tenantAdmin ?? false,
+  },
+  {
+    path: "service-accounts/:account",
+    title: "Service account",
+    scope: "tenant",
+    load: () => import("../pages/service-accounts/ServiceAccountPage"),
+    visible: (_s, tenant) => tenant?.capabilities.tenantAdmin ?? false,
+    inNav: false,
+  },
+];
+
+/** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */
+export function routeUrl(entry: Pick<RouteEntry, "path" | "scope">, tenantId?: string, params: Record<string, string> = {}): string {
+  const path = entry.path.replace(/:([a-z]+)/g, (_m, name: string) => encodeURIComponent(params[name] ?? ""));
+  return entry.scope === "tenant" ? `/console/t/${encodeURIComponent(tenantId ?? "")}/${path}` : `/console/${path}`;
+}
+
+/** The pattern preact-iso's router matches for a route. */
+export function routePattern(entry: RouteEntry): string {
+  return entry.scope === "tenant" ? `/console/t/:tenant/${entry.path}` : `/console/${entry.path}`;
+}

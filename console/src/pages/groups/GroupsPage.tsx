@@ -1,0 +1,113 @@
+// Groups of a tenant: every member may open it (the spec); tenant admins also create and delete groups. One call on
+// load (a page of ListGroups); creating or deleting reloads the first page.
+import { useMemo, useState } from "preact/hooks";
+import type { PageLoader } from "../../api/pagination";
+import { client } from "../../api/transport";
+import { Dialog } from "../../components/Dialog";
+import { ErrorBanner } from "../../components/ErrorBanner";
+import { FormActions, TextField } from "../../components/Fields";
+import { Table, type Column } from "../../components/Table";
+import { useAction } from "../../components/useAction";
+import { routeUrl } from "../../app/routes";
+import type { PageProps } from "../../app/routes";
+import type { Group } from "../../gen/platform/tenants/v1/group_pb";
+import { GroupService } from "../../gen/platform/tenants/v1/group_service_pb";
+import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
+
+function CreateGroup({ tenantId, onCreated }: { tenantId: string; onCreated: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [name, setName] = useState("");
+  const create = useAction(async () => {
+    await client(GroupService).createGroup({ tenantId, name: name.trim() });
+  });
+  const close = () => {
+    setOpen(false);
+    setName("");
+    create.clear();
+  };
+  return (
+    <>
+      <button type="button" class="primary" onClick={() => { setOpen(true); }}>
+        Create group
+      </button>
+      <Dialog title="Create group" open={open} onClose={close}>
+        <form
+          onSubmit={(event) => {
+            event.preventDefault();
+            void create.run().then((ok) => {
+              if (ok) {
+                close();
+                onCreated();
+              }
+            });
+          }}
+        >
+          <ErrorBanner error={create.error} />
+          <TextField label="Name" name="name" value={name} onInput={setName} required maxLength={200} autoFocus />
+          <FormActions submit="Create" busy={create.busy} onCancel={close} />
+        </form>
+      </Dialog>
+    </>
+  );
+}
+
+export default function GroupsPage({ tenant }: PageProps) {
+  const tenantId = tenant?.id ?? "";
+  const admin = tenant?.capabilities.tenantAdmin ?? false;
+  const [reload, setReload] = useState(0);
+  const remove = useAction(async (group: Group) => {
+    await client(GroupService).deleteGroup({ tenantId, groupId: group.id });
+    setReload((n) => n + 1);
+  });
+  const load = useMemo<PageLoader<Group>>(
+    () => async (pageToken, pageSize, signal) => {
+      const answer = await client(TenantListService).listGroups({ tenantId, page: { pageSize, pageToken } }, { signal });
+      return { items: answer.groups, nextPageToken: answer.nextPageToken };
+    },
+    [tenantId],
+  );
+  const columns: Column<Group>[] = [
+    {
+      header: "Name",
+      // The name rides along in the link, so the group's page can title itself without another call.
+      cell: (group) => (
+        <a href={`${routeUrl({ path: "groups/:group", scope: "tenant" }, tenantId, { group: group.id })}?name=${encodeURIComponent(group.name)}`}>
+          {group.name}
+        </a>
+      ),
+    },
+    { header: "Members", cell: (group) => group.memberCount },
+    { header: "ID", cell: (group) => <span class="mono">{group.id}</span> },
+  ];
+  if (admin) {
+    columns.push({
+      header: "Actions",
+      actions: true,
+      cell: (group) => (
+        <button
+          type="button"
+          class="danger"
+          disabled={remove.busy}
+          onClick={() => {
+            if (confirm(`Delete the group ${group.name}?`)) {
+              void remove.run(group);
+            }
+          }}
+        >
+          Delete <span class="visually-hidden">{group.name}</span>
+        </button>
+      ),
+    });
+  }
+  return (
+    <section>
+      <div class="page-head">
+        <h1>Groups</h1>
+        {admin ? <CreateGroup tenantId={tenantId} onCreated={() => { setReload((n) => n + 1); }} /> : null}
+      </div>
+      <p class="lead">Groups gather members of {tenant?.name}; API keys attached to a group reach what it is shared with.</p>
+      <ErrorBanner error={remove.error} />
+      <Table caption="Groups" columns={columns} load={load} rowKey={(group) => group.id} reload={reload} empty="No groups yet." />
+    </section>
+  );
+}

@@ -1,0 +1,139 @@
+// Members and invitations of a tenant (ListTenantMembers: joined members and pending invitations by email). Tenant
+// admins invite by email, change roles and remove; others with the list capability only read.
+import { useMemo, useState } from "preact/hooks";
+import type { PageLoader } from "../../api/pagination";
+import { client } from "../../api/transport";
+import type { PageProps } from "../../app/routes";
+import { roleName } from "../../app/session";
+import { Dialog } from "../../components/Dialog";
+import { ErrorBanner } from "../../components/ErrorBanner";
+import { FormActions, SelectField, TextField, chosenEnum } from "../../components/Fields";
+import { Table, type Column } from "../../components/Table";
+import { useAction } from "../../components/useAction";
+import { TenantRole, type TenantMember } from "../../gen/platform/tenants/v1/tenant_pb";
+import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
+import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
+
+const ROLES = [TenantRole.MEMBER, TenantRole.EDITOR, TenantRole.ADMIN] as const;
+
+const ROLE_OPTIONS = [
+  { value: String(TenantRole.MEMBER), label: "Member" },
+  { value: String(TenantRole.EDITOR), label: "Editor" },
+  { value: String(TenantRole.ADMIN), label: "Admin" },
+] as const;
+
+function Invite({ tenantId, onInvited }: { tenantId: string; onInvited: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [email, setEmail] = useState("");
+  const [role, setRole] = useState<string>(String(TenantRole.MEMBER));
+  const invite = useAction(async () => {
+    await client(TenantService).inviteTenantMember({ tenantId, email: email.trim(), role: chosenEnum(ROLES, role, TenantRole.MEMBER) });
+  });
+  const close = () => {
+    setOpen(false);
+    setEmail("");
+    invite.clear();
+  };
+  return (
+    <>
+      <button type="button" class="primary" onClick={() => { setOpen(true); }}>
+        Invite member
+      </button>
+      <Dialog title="Invite a member" open={open} onClose={close}>
+        <form
+          onSubmit={(event) => {
+            event.preventDefault();
+            void invite.run().then((ok) => {
+              if (ok) {
+                close();
+                onInvited();
+              }
+            });
+          }}
+        >
+          <ErrorBanner error={invite.error} />
+          <TextField label="Email" type="email" name="email" value={email} onInput={setEmail} required autoFocus
+            hint="The invitation applies when this person first signs in with this email." />
+          <SelectField label="Role" value={role} options={ROLE_OPTIONS} onChange={setRole} />
+          <FormActions submit="Invite" busy={invite.busy} onCancel={close} />
+        </form>
+      </Dialog>
+    </>
+  );
+}
+
+export default function MembersPage({ tenant, session }: PageProps) {
+  const tenantId = tenant?.id ?? "";
+  const admin = tenant?.capabilities.tenantAdmin ?? false;
+  const [reload, setReload] = useState(0);
+  const done = () => { setReload((n) => n + 1); };
+  const change = useAction(async (member: TenantMember, role: TenantRole) => {
+    await client(TenantService).updateTenantMemberRole({ tenantId, userId: member.userId, role });
+    done();
+  });
+  const remove = useAction(async (member: TenantMember) => {
+    await client(TenantService).removeTenantMember(
+      member.pending ? { tenantId, email: member.email } : { tenantId, userId: member.userId },
+    );
+    done();
+  });
+  const load = useMemo<PageLoader<TenantMember>>(
+    () => async (pageToken, pageSize, signal) => {
+      const answer = await client(TenantListService).listTenantMembers({ tenantId, page: { pageSize, pageToken } }, { signal });
+      return { items: answer.members, nextPageToken: answer.nextPageToken };
+    },
+    [tenantId],
+  );
+  const columns: Column<TenantMember>[] = [
+    { header: "Name", cell: (m) => m.metadata?.displayName || (m.pending ? "(invited)" : m.userId) },
+    { header: "Email", cell: (m) => m.email || m.metadata?.email || "" },
+    {
+      header: "Role",
+      cell: (m) =>
+        admin && !m.pending && m.userId !== session.user.id ? (
+          <select
+            aria-label={`Role of ${m.email || m.userId}`}
+            value={String(m.role)}
+            disabled={change.busy}
+            onChange={(event) => void change.run(m, chosenEnum(ROLES, event.currentTarget.value, m.role))}
+          >
+            {ROLE_OPTIONS.map((o) => (
+              <option key={o.value} value={o.value}>
+                {o.label}
+              </option>
+            ))}
+          </select>
+        ) : (
+          roleName(m.role)
+        ),
+    },
+    { header: "Status", cell: (m) => (m.pending ? "Invited" : "Joined") },
+  ];
+  if (admin) {
+    columns.push({
+      header: "Actions",
+      actions: true,
+      // Not oneself: leaving a tenant is not what this page is for (and the last admin could lock everyone out).
+      cell: (m) => m.userId === session.user.id ? null : (
+        <button type="button" class="danger" disabled={remove.busy} onClick={() => {
+          if (confirm(`Remove ${m.email || m.userId} from ${tenant?.name ?? "the tenant"}?`)) {
+            void remove.run(m);
+          }
+        }}>
+          {m.pending ? "Cancel invitation" : "Remove"} <span class="visually-hidden">{m.email || m.userId}</span>
+        </button>
+      ),
+    });
+  }
+  return (
+    <section>
+      <div class="page-head">
+        <h1>Members</h1>
+        {admin ? <Invite tenantId={tenantId} onInvited={done} /> : null}
+      </div>
+      <ErrorBanner error={change.error ?? remove.error} />
+      <Table caption={`Members of ${tenant?.name ?? ""}`} columns={columns} load={load}
+        rowKey={(m) => m.userId || `invite:${m.email}`} reload={reload} empty="No members." />
+    </section>
+  );
+}

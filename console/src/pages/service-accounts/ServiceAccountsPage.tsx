@@ -1,0 +1,100 @@
+// Service accounts of a tenant (tenant admins): non-human identities that own keys. One call on load.
+import { useMemo, useState } from "preact/hooks";
+import type { PageLoader } from "../../api/pagination";
+import { client } from "../../api/transport";
+import { routeUrl, type PageProps } from "../../app/routes";
+import { Dialog } from "../../components/Dialog";
+import { ErrorBanner } from "../../components/ErrorBanner";
+import { FormActions, TextField } from "../../components/Fields";
+import { formatTime } from "../../components/format";
+import { Table, type Column } from "../../components/Table";
+import { useAction } from "../../components/useAction";
+import type { ServiceAccount } from "../../gen/platform/tenants/v1/service_account_pb";
+import { ServiceAccountService } from "../../gen/platform/tenants/v1/service_account_service_pb";
+import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
+
+function CreateAccount({ tenantId, onCreated }: { tenantId: string; onCreated: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [name, setName] = useState("");
+  const [description, setDescription] = useState("");
+  const create = useAction(async () => {
+    await client(ServiceAccountService).createServiceAccount({ tenantId, name: name.trim(), description: description.trim() });
+  });
+  const close = () => {
+    setOpen(false);
+    setName("");
+    setDescription("");
+    create.clear();
+  };
+  return (
+    <>
+      <button type="button" class="primary" onClick={() => { setOpen(true); }}>
+        Create service account
+      </button>
+      <Dialog title="Create service account" open={open} onClose={close}>
+        <form onSubmit={(event) => {
+          event.preventDefault();
+          void create.run().then((ok) => {
+            if (ok) {
+              close();
+              onCreated();
+            }
+          });
+        }}>
+          <ErrorBanner error={create.error} />
+          <TextField label="Name" value={name} onInput={setName} required autoFocus maxLength={200} />
+          <TextField label="Description" value={description} onInput={setDescription} />
+          <FormActions submit="Create" busy={create.busy} onCancel={close} />
+        </form>
+      </Dialog>
+    </>
+  );
+}
+
+export default function ServiceAccountsPage({ tenant }: PageProps) {
+  const tenantId = tenant?.id ?? "";
+  const [reload, setReload] = useState(0);
+  const remove = useAction(async (account: ServiceAccount) => {
+    await client(ServiceAccountService).deleteServiceAccount({ tenantId, serviceAccountId: account.id });
+    setReload((n) => n + 1);
+  });
+  const load = useMemo<PageLoader<ServiceAccount>>(
+    () => async (pageToken, pageSize, signal) => {
+      const answer = await client(TenantListService).listServiceAccounts({ tenantId, page: { pageSize, pageToken } }, { signal });
+      return { items: answer.serviceAccounts, nextPageToken: answer.nextPageToken };
+    },
+    [tenantId],
+  );
+  const columns: Column<ServiceAccount>[] = [
+    {
+      header: "Name",
+      cell: (a) => <a href={routeUrl({ path: "service-accounts/:account", scope: "tenant" }, tenantId, { account: a.id })}>{a.name}</a>,
+    },
+    { header: "Description", cell: (a) => a.description },
+    { header: "Created", cell: (a) => formatTime(a.createTime) },
+    {
+      header: "Actions",
+      actions: true,
+      cell: (a) => (
+        <button type="button" class="danger" disabled={remove.busy} onClick={() => {
+          if (confirm(`Delete the service account ${a.name}? Its keys stop working.`)) {
+            void remove.run(a);
+          }
+        }}>
+          Delete <span class="visually-hidden">{a.name}</span>
+        </button>
+      ),
+    },
+  ];
+  return (
+    <section>
+      <div class="page-head">
+        <h1>Service accounts</h1>
+        <CreateAccount tenantId={tenantId} onCreated={() => { setReload((n) => n + 1); }} />
+      </div>
+      <ErrorBanner error={remove.error} />
+      <Table caption="Service accounts" columns={columns} load={load} rowKey={(a) => a.id} reload={reload}
+        empty="No service accounts yet." />
+    </section>
+  );
+}

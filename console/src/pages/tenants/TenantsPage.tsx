@@ -1,0 +1,106 @@
+// Tenants (operators only: can_manage_tenants): list, create, rename (display name) and delete.
+import { useMemo, useState } from "preact/hooks";
+import { singleResponse } from "../../api/pagination";
+import { client } from "../../api/transport";
+import type { PageProps } from "../../app/routes";
+import { Dialog } from "../../components/Dialog";
+import { ErrorBanner } from "../../components/ErrorBanner";
+import { FormActions, TextField } from "../../components/Fields";
+import { Table, type Column } from "../../components/Table";
+import { useAction } from "../../components/useAction";
+import type { Tenant } from "../../gen/platform/tenants/v1/tenant_pb";
+import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
+import { formatTime } from "../../components/format";
+
+function TenantForm({ tenant, onDone, onCancel }: { tenant: Tenant | undefined; onDone: () => void; onCancel: () => void }) {
+  const [name, setName] = useState("");
+  const [displayName, setDisplayName] = useState(tenant?.displayName ?? "");
+  const save = useAction(async () => {
+    if (tenant === undefined) {
+      await client(TenantService).createTenant({ name: name.trim(), displayName: displayName.trim() });
+    } else {
+      await client(TenantService).updateTenant({ tenantId: tenant.id, displayName: displayName.trim() });
+    }
+  });
+  return (
+    <form
+      onSubmit={(event) => {
+        event.preventDefault();
+        void save.run().then((ok) => {
+          if (ok) {
+            onDone();
+          }
+        });
+      }}
+    >
+      <ErrorBanner error={save.error} />
+      {tenant === undefined ? (
+        <TextField label="Name" name="name" value={name} onInput={setName} required autoFocus
+          hint="A short identifier: lowercase letters, digits and dashes." />
+      ) : null}
+      <TextField label="Display name" name="displayName" value={displayName} onInput={setDisplayName}
+        autoFocus={tenant !== undefined} />
+      <FormActions submit={tenant === undefined ? "Create" : "Save"} busy={save.busy} onCancel={onCancel} />
+    </form>
+  );
+}
+
+export default function TenantsPage(_props: PageProps) {
+  const [reload, setReload] = useState(0);
+  const [editing, setEditing] = useState<Tenant | "new" | undefined>(undefined);
+  const remove = useAction(async (tenant: Tenant) => {
+    await client(TenantService).deleteTenant({ tenantId: tenant.id });
+    setReload((n) => n + 1);
+  });
+  const load = useMemo(
+    () => singleResponse(async (signal) => (await client(TenantService).listTenants({}, { signal })).tenants),
+    [],
+  );
+  const columns: Column<Tenant>[] = [
+    { header: "Name", cell: (t) => t.name },
+    { header: "Display name", cell: (t) => t.displayName },
+    { header: "ID", cell: (t) => <span class="mono">{t.id}</span> },
+    { header: "Created", cell: (t) => formatTime(t.createTime) },
+    {
+      header: "Actions",
+      actions: true,
+      cell: (t) => (
+        <div class="row-actions">
+          <button type="button" onClick={() => { setEditing(t); }}>
+            Edit <span class="visually-hidden">{t.name}</span>
+          </button>
+          <button type="button" class="danger" disabled={remove.busy} onClick={() => {
+            if (confirm(`Delete the tenant ${t.name} and everything in it?`)) {
+              void remove.run(t);
+            }
+          }}>
+            Delete <span class="visually-hidden">{t.name}</span>
+          </button>
+        </div>
+      ),
+    },
+  ];
+  const close = () => { setEditing(undefined); };
+  return (
+    <section>
+      <div class="page-head">
+        <h1>Tenants</h1>
+        <button type="button" class="primary" onClick={() => { setEditing("new"); }}>
+          Create tenant
+        </button>
+      </div>
+      <ErrorBanner error={remove.error} />
+      <Table caption="Tenants" columns={columns} load={load} rowKey={(t) => t.id} reload={reload} />
+      <Dialog title={editing === "new" ? "Create tenant" : "Edit tenant"} open={editing !== undefined} onClose={close}>
+        <TenantForm
+          tenant={editing === "new" ? undefined : editing}
+          onCancel={close}
+          onDone={() => {
+            close();
+            setReload((n) => n + 1);
+          }}
+        />
+      </Dialog>
+    </section>
+  );
+}
