@@ -77,6 +77,21 @@ export const ROUTES: RouteEntry[] = [
     visible: (_s, tenant) => tenant?.capabilities.tenantAdmin ?? false,
     inNav: false,
   },
+  {
+    path: "models",
+    title: "Models",
+    scope: "tenant",
+    load: () => import("../pages/models/ModelsPage"),
+    visible: member, // everyone lists the models they may use; managing them is decided per row and by the server
+  },
+  {
+    path: "models/observability",
+    title: "GPU and cache",
+    scope: "tenant",
+    load: () => import("../pages/models/ObservabilityPage"),
+    visible: (session) => session.canManageModels,
+    inNav: false,
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */
