@@ -92,6 +92,21 @@ export const ROUTES: RouteEntry[] = [
     visible: (session) => session.canManageModels,
     inNav: false,
   },
+  {
+    path: "rags",
+    title: "RAGs",
+    scope: "tenant",
+    load: () => import("../pages/rags/RagsPage"),
+    visible: member, // everyone lists the RAGs they may use; creating one is the tenant's create-RAG capability
+  },
+  {
+    path: "rags/:rag",
+    title: "RAG",
+    scope: "tenant",
+    load: () => import("../pages/rags/RagPage"),
+    visible: member,
+    inNav: false,
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */
