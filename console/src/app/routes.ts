@@ -107,6 +107,31 @@ export const ROUTES: RouteEntry[] = [
     visible: member,
     inNav: false,
   },
+  {
+    path: "mcp",
+    title: "MCP servers",
+    scope: "tenant",
+    load: () => import("../pages/mcp/McpPage"),
+    visible: member, // everyone lists the servers they may use and connects to those that need their sign-in
+  },
+  {
+    path: "mcp/network-policies",
+    title: "MCP network policies",
+    scope: "tenant",
+    load: () => import("../pages/mcp/NetworkPoliciesPage"),
+    visible: (session) => session.canManageTenants,
+    inNav: false,
+  },
+  {
+    // Where an MCP server's authorization server returns the person (SWITCHBOARD_MCP_OAUTH_REDIRECT_URI); it only
+    // hands the code to the tab that asked, so any signed-in person may land here.
+    path: "mcp-oauth-callback",
+    title: "Connecting",
+    scope: "platform",
+    load: () => import("../pages/mcp/OAuthCallbackPage"),
+    visible: () => true,
+    inNav: false,
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */
