@@ -132,6 +132,13 @@ export const ROUTES: RouteEntry[] = [
     visible: () => true,
     inNav: false,
   },
+  {
+    path: "agents",
+    title: "Preset agents",
+    scope: "tenant",
+    load: () => import("../pages/agents/AgentsPage"),
+    visible: member, // everyone lists the agents they may use; creating one is the tenant's create-agent capability
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */
