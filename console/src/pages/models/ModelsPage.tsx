@@ -1,9 +1,10 @@
-// Models of a tenant's view: model deployments, external models and aliases, each a server-listed table (three
-// calls on load, one per list). Operators (can_manage_models) create platform external models and aliases and
+// Models of a tenant's view: model deployments, external models and aliases, one kind at a time (one server list
+// per load). Operators (can_manage_models) create platform external models and aliases and
 // manage deployments; people with the tenant's create-external-model capability create tenant external models.
 // Every row that the caller may manage has the one SharingEditor. GPU and cache figures are on their own page.
 import "../resources.css";
 import { create } from "@bufbuild/protobuf";
+import { useLocation } from "preact-iso";
 import { useMemo, useState } from "preact/hooks";
 import { singleResponse } from "../../api/pagination";
 import { found, sharingTarget } from "../../api/sharing";
@@ -46,7 +47,8 @@ function Deployments({ operator }: { operator: boolean }) {
   });
   const columns: Column<ModelDeployment>[] = [
     { header: "Model id", cell: (d) => <span class="mono">{d.publicModelId}</span> },
-    { header: "Name", cell: (d) => d.displayName || d.name },
+    { header: "Name", cell: (d) => d.displayName },
+    { header: "Resource", cell: (d) => <span class="mono">{d.name}</span> },
     { header: "Task", cell: (d) => TASK_NAMES[d.capabilities?.taskType ?? TaskType.UNSPECIFIED] },
     { header: "Sharing", cell: (d) => (d.sharing?.shareToAll ? "All tenants" : `${d.sharing?.sharedWith.length ?? 0} tenants`) },
     { header: "Created", cell: (d) => formatTime(d.createTime) },
@@ -78,7 +80,7 @@ function CreateExternalModel({ tenantId, platform, tenantAllowed, onCreated }: {
 }) {
   const [open, setOpen] = useState(false);
   const [owner, setOwner] = useState<"tenant" | "platform">(tenantAllowed ? "tenant" : "platform");
-  const [form, setForm] = useState({ publicModelId: "", displayName: "", providerModelId: "", baseUrl: "", apiKey: "", apiVersion: "" });
+  const [form, setForm] = useState({ name: "", publicModelId: "", displayName: "", providerModelId: "", baseUrl: "", apiKey: "", apiVersion: "" });
   const [provider, setProvider] = useState<ExternalModelProvider>(ExternalModelProvider.CUSTOM_COMPATIBLE);
   const [task, setTask] = useState<TaskType>(TaskType.TEXT_GENERATION);
   const field = (key: keyof typeof form) => (value: string) => { setForm({ ...form, [key]: value }); };
@@ -110,8 +112,10 @@ function CreateExternalModel({ tenantId, platform, tenantAllowed, onCreated }: {
               options={[{ value: "tenant", label: "This tenant" }, { value: "platform", label: "The platform (operators)" }]}
               onChange={setOwner} />
           ) : null}
+          <TextField label="Resource name" name="external-name" value={form.name} onInput={field("name")} required autoFocus
+            hint="Lowercase letters, digits and hyphens; it cannot change later." />
           <TextField label="Model id" name="public-model-id" value={form.publicModelId} onInput={field("publicModelId")} required
-            hint="What clients send as `model`; unique across all models and aliases." autoFocus />
+            hint="What clients send as `model`; unique across all models and aliases." />
           <TextField label="Display name" name="display-name" value={form.displayName} onInput={field("displayName")} />
           <SelectField label="Provider" name="provider" value={String(provider)}
             options={PROVIDERS.map((p) => ({ value: String(p), label: PROVIDER_NAMES[p] }))}
@@ -148,7 +152,8 @@ function ExternalModels({ tenantId, operator, tenantAllowed, canManage }: {
   });
   const columns: Column<ExternalModelSummary>[] = [
     { header: "Model id", cell: (m) => <span class="mono">{m.publicModelId}</span> },
-    { header: "Name", cell: (m) => m.displayName || m.name },
+    { header: "Name", cell: (m) => m.displayName },
+    { header: "Resource", cell: (m) => <span class="mono">{m.name}</span> },
     { header: "Provider", cell: (m) => `${PROVIDER_NAMES[m.provider]}: ${m.providerModelId}` },
     { header: "Task", cell: (m) => TASK_NAMES[m.capabilities?.taskType ?? TaskType.UNSPECIFIED] },
     { header: "Owner", cell: (m) => (m.tenantId ? (m.tenantId === tenantId ? "This tenant" : m.tenantId) : "Platform") },
@@ -216,7 +221,7 @@ function AliasForm({ initial, handle, onDone, onCancel }: {
         options={TARGET_KINDS.map((k) => ({ value: String(k), label: TARGET_KIND_NAMES[k] }))}
         onChange={(v) => { setDraft({ ...draft, kind: chosenEnum(TARGET_KINDS, v, ModelAliasTargetKind.MODEL_DEPLOYMENT) }); }} />
       <TextField label="Target's resource name" name="target-name" value={draft.target} required
-        onInput={(v) => { setDraft({ ...draft, target: v }); }} hint="The deployment's or external model's name (see the tables above)." />
+        onInput={(v) => { setDraft({ ...draft, target: v }); }} hint="The deployment's or external model's resource name (the Resource column above)." />
       <Checkbox label="Unlisted (hidden from model lists)" checked={draft.unlisted} onChange={(on) => { setDraft({ ...draft, unlisted: on }); }} />
       <FormActions submit={handle === undefined ? "Create alias" : "Save alias"} busy={submit.busy} onCancel={onCancel} />
     </form>
@@ -300,10 +305,22 @@ function Aliases({ operator }: { operator: boolean }) {
   );
 }
 
+type Kind = "deployments" | "external" | "aliases";
+
+const KINDS: readonly { kind: Kind; title: string }[] = [
+  { kind: "deployments", title: "Deployments" },
+  { kind: "external", title: "External models" },
+  { kind: "aliases", title: "Aliases" },
+];
+
 export default function ModelsPage({ session, tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const operator = session.canManageModels;
   const tenantAdmin = tenant?.capabilities.tenantAdmin ?? false;
+  // One kind at a time (?kind=…, so a link names what it shows): a load asks for one list, not three.
+  const { query } = useLocation();
+  const kind: Kind = KINDS.find((k) => k.kind === query.kind)?.kind ?? "deployments";
+  const here = routeUrl({ path: "models", scope: "tenant" }, tenantId);
   // A tenant's own external models are managed by its admins (the server also lets their creator; it refuses
   // anyone else in plain words); platform ones by operators.
   const canManage = (m: ExternalModelSummary) => (m.tenantId === "" ? operator : m.tenantId === tenantId && (tenantAdmin || operator));
@@ -314,10 +331,17 @@ export default function ModelsPage({ session, tenant }: PageProps) {
         {operator ? <a href={routeUrl({ path: "models/observability", scope: "tenant" }, tenantId)}>GPU and cache</a> : null}
       </div>
       <p class="lead">The models and aliases you can use in {tenant?.name}, and who they are shared with.</p>
-      <Deployments operator={operator} />
-      <ExternalModels tenantId={tenantId} operator={operator} tenantAllowed={tenant?.capabilities.createExternalModel ?? false}
-        canManage={canManage} />
-      <Aliases operator={operator} />
+      <nav class="sub-nav" aria-label="Kinds of model">
+        {KINDS.map((k) => (
+          <a key={k.kind} href={`${here}?kind=${k.kind}`} aria-current={k.kind === kind ? "page" : undefined}>{k.title}</a>
+        ))}
+      </nav>
+      {kind === "deployments" ? <Deployments operator={operator} /> : null}
+      {kind === "external" ? (
+        <ExternalModels tenantId={tenantId} operator={operator} tenantAllowed={tenant?.capabilities.createExternalModel ?? false}
+          canManage={canManage} />
+      ) : null}
+      {kind === "aliases" ? <Aliases operator={operator} /> : null}
     </section>
   );
 }

@@ -1,7 +1,8 @@
 // One RAG: its settings, stored bytes against its quota, drag-and-drop upload with a progress bar per file and
 // its ingest status followed until ready or failed, the files (the gateway's cursor pages), and a /context box to
-// try a query. On load: GetRag, GetQuota (tenant admins) and, once per tab and tenant, the CreateApiKey of the
-// in-memory gateway key (api/gatewayKey.ts) — at most three management calls.
+// try a query. On load: GetRag and, once per tab and tenant, the CreateApiKey of the in-memory gateway key
+// (api/gatewayKey.ts); with the shell's GetSession, three management calls at most. Quota bars are on the RAGs page
+// (one GetTenantUsage covers every RAG), so this page does not spend a fourth call on GetQuota.
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { gatewayUpload } from "../../api/gateway";
 import { sharingTarget } from "../../api/sharing";
@@ -12,10 +13,9 @@ import { FormActions, TextField } from "../../components/Fields";
 import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { UploadDrop } from "../../components/UploadDrop";
-import { UsageBar, formatBytes } from "../../components/UsageBar";
+import { formatBytes } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
 import type { Rag } from "../../gen/platform/ragmanager/v1/rag_pb";
-import { RagQuotaService } from "../../gen/platform/ragmanager/v1/rag_quota_service_pb";
 import { RagService } from "../../gen/platform/ragmanager/v1/rag_service_pb";
 import { context, deleteFile, fileLoader, pollStatuses, type ContextChunk, type RagFile } from "./files";
 import "../resources.css";
@@ -174,9 +174,7 @@ function ContextBox({ tenantId, rag }: { tenantId: string; rag: Rag }) {
 export default function RagPage({ tenant, params }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const id = params.rag ?? "";
-  const admin = tenant?.capabilities.tenantAdmin ?? false;
   const [rag, setRag] = useState<Rag | undefined>(undefined);
-  const [quota, setQuota] = useState<bigint | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [reload, setReload] = useState(0);
   useEffect(() => {
@@ -185,13 +183,8 @@ export default function RagPage({ tenant, params }: PageProps) {
     client(RagService).getRag({ id }, { signal }).then((answer) => { setRag(answer.rag); }, (caught: unknown) => {
       if (!signal.aborted) { setError(caught); }
     });
-    if (admin) {
-      client(RagQuotaService).getQuota({ id, tenantId }, { signal }).then((answer) => { setQuota(answer.quotaBytes); }, () => {
-        // a platform RAG has no quota; the bar then shows the bytes alone
-      });
-    }
     return () => { abort.abort(); };
-  }, [id, tenantId, admin, reload]);
+  }, [id, reload]);
   const load = useMemo(() => (rag === undefined ? undefined : fileLoader(tenantId, rag.ragUrl)), [tenantId, rag?.ragUrl]);
   const remove = useAction(async (file: RagFile) => {
     if (rag !== undefined) {
@@ -228,13 +221,16 @@ export default function RagPage({ tenant, params }: PageProps) {
           <p class="lead">
             Embedding model <span class="mono">{rag.embeddingModel}</span>; address <span class="mono">{rag.ragUrl}</span>
           </p>
-          <UsageBar label="Stored" used={rag.usedBytes} total={quota} />
+          <p>
+            Stored: {formatBytes(rag.usedBytes)}{" "}
+            <a href={routeUrl({ path: "rags", scope: "tenant" }, tenantId)}>(quotas on the RAGs page)</a>
+          </p>
           <Uploads tenantId={tenantId} rag={rag} onSettled={() => { setReload((n) => n + 1); }} />
           <section aria-labelledby="files-title">
             <h2 id="files-title">Files</h2>
             <ErrorBanner error={remove.error} />
             {load === undefined ? null : (
-              <Table caption="Files" columns={columns} load={load} rowKey={(f) => f.id} reload={reload} empty="No files yet." />
+              <Table caption="Uploaded files" columns={columns} load={load} rowKey={(f) => f.id} reload={reload} empty="No files yet." />
             )}
           </section>
           <ContextBox tenantId={tenantId} rag={rag} />
