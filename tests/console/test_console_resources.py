@@ -92,6 +92,7 @@ async def stage(browser_ready: None, database: Database) -> AsyncIterator[Stage]
     port, gateway_port, models_port = free_port(), free_port(), free_port()
     base = f"http://127.0.0.1:{port}"
     var_dir = Path(tempfile.mkdtemp(prefix="switchboard-console-resources-"))
+    # The redirect URI is left to its default, the console's own callback on this server's address.
     with _mcp_stand_ins(base + CALLBACK) as (oauth_url, tools_url, provider):
         env = server_env(
             database,
@@ -102,7 +103,6 @@ async def stage(browser_ready: None, database: Database) -> AsyncIterator[Stage]
             SWITCHBOARD_GATEWAY_WORKERS="1",
             SWITCHBOARD_GATEWAY_PUBLIC_URL=f"http://127.0.0.1:{gateway_port}",
             SWITCHBOARD_CONSOLE_DIR=str(CONSOLE / "dist"),
-            SWITCHBOARD_MCP_OAUTH_REDIRECT_URI=base + CALLBACK,
         )
         log_path = var_dir / "serve.log"
         with log_path.open("wb") as log:
