@@ -24,4 +24,14 @@ export default tseslint.config(
     files: ["**/*.js", "**/*.mjs"],
     ...tseslint.configs.disableTypeChecked,
   },
+  {
+    // The browser runs (e2e/) are Node scripts that also hand functions to the page.
+    files: ["e2e/**/*.mjs"],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ["process", "console", "URL", "window", "document", "navigator", "localStorage", "sessionStorage",
+          "requestAnimationFrame"].map((name) => [name, "readonly"]),
+      ),
+    },
+  },
 );

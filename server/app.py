@@ -303,7 +303,7 @@ def console_app(settings: Settings) -> ASGIApp:
         "devSignIn": settings.console_dev_sign_in,
         "oidc": bool(settings.oidc_issuer),
     }
-    return ConsoleStatic(console_directory(settings), config, settings.gateway_public_url)
+    return ConsoleStatic(console_directory(settings), config, settings.gateway_public_url, settings.oidc_issuer)
 
 
 def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:

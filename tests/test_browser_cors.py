@@ -24,35 +24,19 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from tests.chromium import ensure_chromium
 from tests.conftest import Database
 from tests.cors_servers import CorsServers, start_cors_servers
 from tests.gateway_fixtures import Fakes
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "tests" / "browser"
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         list(args), cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False
     )
-
-
-def _ensure_chromium() -> str | None:
-    """None when chromium is there (installing it if needed), else why it cannot be."""
-    if CHROMIUM.exists():
-        return None
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        return "chromium is not installed and apt-get (as root) is not available to install it"
-    apt = {"DEBIAN_FRONTEND": "noninteractive"}
-    install = _run("apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", env=apt)
-    if install.returncode != 0:
-        _run("apt-get", "update", "-qq", env=apt)
-        install = _run("apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", env=apt)
-    if not CHROMIUM.exists():
-        return f"apt-get could not install chromium: {install.stderr.strip()[-300:]}"
-    return None
 
 
 def _ensure_page() -> str | None:
@@ -85,7 +69,7 @@ def _ensure_page() -> str | None:
 
 @pytest.fixture(scope="session")
 def browser_ready() -> None:
-    reason = _ensure_chromium() or _ensure_page()
+    reason = ensure_chromium() or _ensure_page()
     if reason is not None:
         pytest.skip(reason)
 

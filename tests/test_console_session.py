@@ -257,6 +257,14 @@ _PROBES: dict[str, tuple[str, dict[str, Any]]] = {
         "platform.ragmanager.v1.RagService/CreateRag",
         {"rag": {"name": "probe", "embeddingModel": "no/such-model"}},
     ),
+    "createAgent": (
+        "platform.agents.v1.PresetAgentService/CreatePresetAgent",
+        {"presetAgent": {"name": "probe", "publicModelId": "probe/agent", "baseModel": "no/such-model"}},
+    ),
+    "createMcpServer": (
+        "platform.agents.v1.ExternalMcpServerService/CreateExternalMcpServer",
+        {"externalMcpServer": {"name": "probe", "serverUrl": "http://127.0.0.1:9/mcp", "auth": {"type": 1}}},
+    ),
 }
 
 
@@ -287,10 +295,10 @@ async def tenant_people(console: Console) -> tuple[str, dict[str, str]]:
 @pytest.mark.parametrize(
     ("who", "role", "expected"),
     [
-        ("operator", None, {"tenantAdmin": True, "listMembers": True, "createRag": True}),
-        ("admin", "TENANT_ROLE_ADMIN", {"tenantAdmin": True, "listMembers": True, "createRag": True}),
-        ("editor", "TENANT_ROLE_EDITOR", {"tenantAdmin": False, "listMembers": True, "createRag": True}),
-        ("member", "TENANT_ROLE_MEMBER", {"tenantAdmin": False, "listMembers": False, "createRag": False}),
+        ("operator", None, dict.fromkeys(_PROBES, True)),
+        ("admin", "TENANT_ROLE_ADMIN", dict.fromkeys(_PROBES, True)),
+        ("editor", "TENANT_ROLE_EDITOR", {**dict.fromkeys(_PROBES, True), "tenantAdmin": False}),
+        ("member", "TENANT_ROLE_MEMBER", dict.fromkeys(_PROBES, False)),
     ],
 )
 async def test_get_session_matches_what_the_server_permits(
@@ -308,7 +316,7 @@ async def test_get_session_matches_what_the_server_permits(
     held = {flag: capabilities.get(flag, False) for flag in expected}
     assert held == expected
     # Editors and admins hold every tenant capability; members none (server.permissions.tenancy).
-    for flag in ("createAgent", "createExternalModel", "createMcpServer", "share"):
+    for flag in ("createExternalModel", "share"):
         assert capabilities.get(flag, False) is expected["createRag"], flag
     # And the server agrees, call by call, with the caller's own (cookie) session.
     for flag, (method, body) in _PROBES.items():
@@ -334,3 +342,70 @@ def test_cookie_parsing_takes_the_first_value() -> None:
     """Browsers send the most specific path's cookie first; quotes around a value are not part of it."""
     assert cookie('other=1; sb_session="a.b.c"; sb_session=later', "sb_session") == "a.b.c"
     assert cookie("x=1; sb_sessionx=2", "sb_session") is None
+
+
+async def _asgi(app: Any, method: str, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[str, str]]:
+    """One request straight to the ASGI app (the routes' own code, without a server around them)."""
+    path, _, query = path.partition("?")
+    scope = {"type": "http", "method": method, "path": path, "query_string": query.encode(), "headers": headers}
+    answer: dict[str, Any] = {}
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["headers"] = {k.decode(): v.decode() for k, v in message["headers"]}
+        else:
+            answer["body"] = message["body"]
+
+    await app(scope, receive, send)
+    return answer["status"], {**answer["headers"], "body": answer["body"].decode()}
+
+
+async def test_cookies_are_secure_behind_an_https_public_url(tmp_path: Path) -> None:
+    from server.console.session import ConsoleAuth, sign_in_options
+    from server.tokens import TokenVerifier
+
+    settings = Settings(var_dir=tmp_path, console_public_url="https://console.example", console_dev_sign_in=True)
+    app = ConsoleAuth(settings, TokenVerifier(settings), None)
+    status, headers = await _asgi(app, "GET", "/console/auth/dev?next=/console/", [])
+    assert status == 302
+    assert "; Secure" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
+    # A fetch() from the console's page gets where to go next as JSON (its CSP keeps form redirects home).
+    status, headers = await _asgi(
+        app, "POST", "/console/auth/logout", [(b"sec-fetch-site", b"same-origin"), (b"accept", b"application/json")]
+    )
+    assert status == 200
+    assert json.loads(headers["body"]) == {"location": "/console/"}
+    assert headers["set-cookie"].startswith("sb_session=; Max-Age=0;") and "; Secure" in headers["set-cookie"]
+    assert sign_in_options(settings) == {"devSignIn": True, "oidc": False}
+    # On an identity provider's JWKS the embedded key's tokens would be refused: no development sign-in then.
+    with_idp = Settings(var_dir=tmp_path, console_dev_sign_in=True, jwks_url="https://idp.example/jwks")
+    assert sign_in_options(with_idp) == {"devSignIn": False, "oidc": False}
+
+
+async def test_serve_demo_turns_the_development_sign_in_on_for_its_management_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`switchboard serve --demo` (make run) starts its management server with the development sign-in; without
+    --demo the same start has none."""
+    from server.cli import _start_children
+    from server.store.migrate import upgrade
+    from tests.serving import free_port
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/switchboard.db"
+    upgrade(url)
+    for name, value in {"DATABASE_URL": url, "VAR_DIR": str(tmp_path), "LOG_LEVEL": "WARNING"}.items():
+        monkeypatch.setenv(f"SWITCHBOARD_{name}", value)
+    monkeypatch.delenv("SWITCHBOARD_CONSOLE_DEV_SIGN_IN", raising=False)
+    for demo, expected in ((True, 302), (False, 404)):
+        monkeypatch.setenv("SWITCHBOARD_PORT", str(free_port()))
+        management, _ = await _start_children(load_settings(), "management", demo=demo)
+        assert management is not None
+        try:
+            status, _, _, _ = await _get(f"http://127.0.0.1:{management.port}/console/auth/dev?next=/console/")
+            assert status == expected, demo
+        finally:
+            await management.stop()

@@ -140,3 +140,5 @@ def test_the_gateway_allows_the_console_origin_only_when_the_console_is_built(tm
     assert console_origin(built) == "http://127.0.0.1:18080"
     assert gateway_origins(built) == ("http://127.0.0.1:18080",)
     assert "connect-src 'self' https://gw.example;" in content_security_policy("https://gw.example/v1")
+    with_idp = content_security_policy("https://gw.example/v1", "https://idp.example/realms/acme")
+    assert "; form-action 'self' https://idp.example;" in with_idp  # sign-out redirects to the provider

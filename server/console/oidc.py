@@ -30,6 +30,7 @@ import jwt
 from cryptography.fernet import InvalidToken
 
 from server.crypto import SecretBox
+from server.errors import SwitchboardError
 from server.settings import Settings
 
 __all__ = ["FLOW_COOKIE", "FLOW_PATH", "OidcClient", "SignInFailed", "SignedIn"]
@@ -99,6 +100,8 @@ class OidcClient:
                 if resp.status != 200:
                     raise SignInFailed(f"the provider's {what} answered HTTP {resp.status}")
                 body = await resp.json(content_type=None)
+        except SwitchboardError:  # the egress guard's refusal (it logs which address and why)
+            raise SignInFailed(f"the provider's {what} could not be read: the egress guard refused it") from None
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             raise SignInFailed(f"the provider's {what} could not be read ({type(exc).__name__})") from None
         if not isinstance(body, dict):
@@ -219,6 +222,10 @@ class OidcClient:
             async with self._http().post(provider.token_endpoint, data=form, auth=auth, timeout=_TIMEOUT) as resp:
                 body = await resp.json(content_type=None)
                 status = resp.status
+        except SwitchboardError:
+            raise SignInFailed(
+                "the provider's token endpoint could not be reached: the egress guard refused it"
+            ) from None
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             raise SignInFailed(f"the provider's token endpoint could not be reached ({type(exc).__name__})") from None
         if status != 200 or not isinstance(body, dict):

@@ -10,13 +10,16 @@ Routes under /console/auth/ (`ConsoleAuth`):
   (SWITCHBOARD_CONSOLE_DEV_SIGN_IN) on the embedded identity; 404 otherwise;
 - `GET login?next=` and `GET callback` the OpenID Connect code flow with PKCE (server.console.oidc); 404 when no
   provider is configured;
-- `POST logout` clears the cookie and sends the browser to the provider's end_session_endpoint when it has one.
+- `POST logout` (from the console's own pages only) clears the cookie and sends the browser to the provider's
+  end_session_endpoint when it has one: a 303 for a form post, or `{"location": ...}` for a fetch that accepts JSON
+  (the console's way, since its CSP's form-action keeps a form's redirects on its own origin).
 `next` must be a path under /console on this origin; anything else is refused, so sign-in cannot be turned into an
 open redirect.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -34,7 +37,9 @@ __all__ = [
     "ConsoleAuth",
     "console_path",
     "cookie",
+    "dev_sign_in_offered",
     "session_cookie",
+    "sign_in_options",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -49,6 +54,17 @@ _HOME = "/console/"
 DEV_SESSION_SECONDS = 12 * 3600
 
 log = logging.getLogger("switchboard.console")
+
+
+def dev_sign_in_offered(settings: Settings) -> bool:
+    """Whether /console/auth/dev signs in: `serve --demo` turned it on, on the embedded identity (its tokens are
+    minted with the embedded key, which a server verifying an identity provider's JWKS would refuse)."""
+    return settings.console_dev_sign_in and not settings.jwks_url
+
+
+def sign_in_options(settings: Settings) -> dict[str, bool]:
+    """How the console may sign in on this server, for the front end's /console/config.json (no secrets)."""
+    return {"devSignIn": dev_sign_in_offered(settings), "oidc": bool(settings.oidc_issuer)}
 
 
 def cookie(header: str, name: str) -> str | None:
@@ -146,8 +162,7 @@ class ConsoleAuth:
         self._tokens = tokens
         self._oidc = oidc
         self._secure = settings.console_url.startswith("https://")
-        # Development sign-in mints with the embedded key, which only the embedded identity (no JWKS URL) trusts.
-        self._dev = settings.console_dev_sign_in and not settings.jwks_url
+        self._dev = dev_sign_in_offered(settings)
 
     def _session(self, token: str, max_age: int) -> bytes:
         return _set_cookie(
@@ -233,12 +248,16 @@ class ConsoleAuth:
         location = _HOME
         if self._oidc is not None:
             location = await self._oidc.end_session_url(self._settings.console_url + _HOME) or _HOME
+        cleared = (b"set-cookie", self._cleared(SESSION_COOKIE, "/", "Strict"))
+        if "application/json" in _header(scope, b"accept"):
+            # fetch() from the console: it navigates to `location` itself. A form post could not be sent on to the
+            # provider: the console's CSP (form-action 'self') also covers where a form's redirects lead.
+            body = json.dumps({"location": location}).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": [*headers, cleared, *_COMMON]})
+            await send({"type": "http.response.body", "body": body})
+            return
         # 303: the browser follows a form POST's answer with a GET.
-        headers = [
-            (b"location", location.encode()),
-            (b"set-cookie", self._cleared(SESSION_COOKIE, "/", "Strict")),
-            *_COMMON,
-            (b"content-length", b"0"),
-        ]
+        headers = [(b"location", location.encode()), cleared, *_COMMON, (b"content-length", b"0")]
         await send({"type": "http.response.start", "status": 303, "headers": headers})
         await send({"type": "http.response.body", "body": b""})

@@ -8,6 +8,8 @@
 - `limits`    who sets rate limits and budgets (operators: platform tier; tenant admins: tenant tier; never
               keys) and who reads their use (a key's holder, tenant admins, operators).
 - `audit`     who reads the audit trail (operators: every tenant; tenant admins: their own).
+- `usage`     who reads usage aggregates (operators: every tenant; tenant admins: their tenant; members: their
+              own calls).
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
@@ -59,6 +61,7 @@ from server.permissions.tenancy import (
     member_user_ids,
     memberships_info,
     readable_groups_of,
+    remember_roles,
     require_capability,
     require_group_read,
     require_listed_tenant,
@@ -73,6 +76,7 @@ from server.permissions.tenancy import (
     tenant_role,
     user_memberships,
 )
+from server.permissions.usage import UsageReach, usage_reach
 
 __all__ = [
     "Capability",
@@ -87,6 +91,7 @@ __all__ = [
     "Sharing",
     "SubjectType",
     "TenantRole",
+    "UsageReach",
     "add_permission",
     "audit_reach",
     "can_admin",
@@ -114,6 +119,7 @@ __all__ = [
     "permission_of",
     "readable_groups_of",
     "readable_names",
+    "remember_roles",
     "remove_permission",
     "require_admin",
     "require_callable",
@@ -133,5 +139,6 @@ __all__ = [
     "resolve_tenant",
     "set_sharing",
     "tenant_role",
+    "usage_reach",
     "user_memberships",
 ]

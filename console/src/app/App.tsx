@@ -85,9 +85,12 @@ function Root() {
   return path.startsWith("/console/sign-in") ? <SignIn /> : <SignedIn />;
 }
 
+// Links the router handles in the page; /console/auth/ (sign-in, sign-out) must reach the server as real navigations.
+const ROUTED_LINKS = /^\/console(?!\/auth\/)/;
+
 export function App() {
   return (
-    <LocationProvider scope="/console">
+    <LocationProvider scope={ROUTED_LINKS}>
       <Root />
     </LocationProvider>
   );

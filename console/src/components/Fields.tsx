@@ -51,7 +51,8 @@ export function TextField(props: TextFieldProps) {
     <div class="field">
       <label for={id}>
         {props.label}
-        {props.required ? <span class="required"> (required)</span> : null}
+        {/* the input's required attribute is what a screen reader announces; this is for the eye */}
+        {props.required ? <span class="required" aria-hidden="true"> (required)</span> : null}
       </label>
       <input
         id={id}

@@ -52,8 +52,11 @@ class ConsoleServiceHandler(ConsoleService):
         principal = current_principal()
         permissions.require_session(principal, "describe a console session")
         described: list[pb.TenantAccess] = []
-        async with self._db.read() as s:
+        # One statement (the memberships, which seed the gates' answers) unless an extra tenant is asked for.
+        async with self._db.lone_read() as s:
             memberships = await tenants.memberships_of(s, principal.user_id) if principal.user_id else []
+            if principal.user_id:  # the gates below then find these roles without a read per tenant
+                permissions.remember_roles(s, principal.user_id, {m.tenant_id: m.role for m in memberships})
             for m in memberships:
                 described.append(await _access(s, principal, m.tenant_id, m.tenant_name, m.role))
             if request.tenant_id and request.tenant_id not in {m.tenant_id for m in memberships}:
