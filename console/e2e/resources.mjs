@@ -1,86 +1,40 @@
 // The console's resource pages in Debian's chromium (playwright-core), against the real servers that
 // tests/console/test_console_resources.py starts (`serve --demo`, the MCP OAuth stand-in): every page's load (its
 // API calls, an axe-core scan, screenshots at 1280 and 390 px) and its main flow. One browser, one session.
-// Input: a JSON object in RESOURCES_E2E (base, tenant, mcpOAuthUrl, mcpToolsUrl, devModelsUrl, clientId,
-// clientSecret, shots). Output: one JSON line of what was seen, which the Python test judges.
-/* global process, console, URL -- Node's */
-/* global document, DataTransfer, File, DragEvent -- the page's, inside page.evaluate */
+// usage: node e2e/resources.mjs '<plan JSON>' (base, gateway, tenant, groupId, mcpOAuthUrl, mcpToolsUrl,
+// devModelsUrl, clientId, clientSecret, chatModel, embeddingModel, guardrailPublicId, guardrailModel, screenshots);
+// prints one JSON line of what was seen, which the Python test judges.
+/* global DataTransfer, File, DragEvent -- the page's, inside page.evaluate */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { axe as axeScan, launch, load, screenshots as shoot, watch, WIDE } from "./lib.mjs";
 
-const require = createRequire(import.meta.url);
-const AXE_SOURCE = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
-const input = JSON.parse(process.env.RESOURCES_E2E ?? "{}");
-const WIDE = { width: 1280, height: 800 };
-const NARROW = { width: 390, height: 844 };
+const input = JSON.parse(process.argv[2]);
 const WAIT = 30_000;
-
 const report = { pages: {}, flows: {}, errors: [], gatewayCalls: [] };
-mkdirSync(input.shots, { recursive: true });
 
-function isApiCall(url) {
-  const path = new URL(url).pathname;
-  return /^\/(platform|switchboard)\.[a-z0-9_.]+\.[A-Za-z]+Service\/[A-Za-z]+$/.test(path);
-}
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run"],
-});
+const browser = await launch();
 const context = await browser.newContext({ viewport: WIDE });
 const page = await context.newPage();
 page.setDefaultTimeout(WAIT);
-const api = [];
+const seen = watch(page);
+report.errors = seen.errors;
 page.on("request", (request) => {
-  if (isApiCall(request.url())) {
-    api.push(new URL(request.url()).pathname);
-  } else if (request.url().startsWith(input.gateway)) {
+  if (request.url().startsWith(input.gateway)) {
     report.gatewayCalls.push(`${request.method()} ${new URL(request.url()).pathname}`);
   }
 });
-page.on("console", (message) => {
-  if (message.type() === "error") {
-    report.errors.push(message.text());
-  }
-});
-page.on("pageerror", (error) => report.errors.push(String(error)));
 page.on("dialog", (dialog) => void dialog.accept()); // the confirm() before a delete
 
-async function axe() {
-  await page.evaluate(AXE_SOURCE);
-  const found = await page.evaluate(async () => {
-    // eslint-disable-next-line no-undef
-    const result = await window.axe.run(document, { runOnly: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5) }));
-  });
-  return found.filter((v) => v.impact === "serious" || v.impact === "critical");
-}
-
-async function screenshots(name) {
-  for (const size of [WIDE, NARROW]) {
-    await page.setViewportSize(size);
-    await page.waitForTimeout(50);
-    await page.screenshot({ path: `${input.shots}/${name}-${size.width}.png`, fullPage: true });
-  }
-  await page.setViewportSize(WIDE);
-}
+const axe = () => axeScan(page);
+const screenshots = (name) => shoot(page, input.screenshots, name);
 
 /** A full page load as a person opening a link: its API calls until the network is quiet, axe, screenshots. */
 async function visit(name, path, ready) {
-  const before = api.length;
   const started = Date.now();
-  await page.goto(input.base + path, { waitUntil: "domcontentloaded" });
-  await page.locator(ready).first().waitFor();
-  const interactive = Date.now() - started;
-  await page.waitForLoadState("networkidle");
-  const calls = api.slice(before);
-  report.pages[name] = { calls, interactiveMs: interactive, axe: await axe() };
+  const calls = await load(page, seen, input.base + path, ready);
+  report.pages[name] = { calls, loadedMs: Date.now() - started, axe: await axe() };
   await screenshots(name);
 }
 
@@ -90,7 +44,7 @@ async function flow(name, steps) {
     report.flows[name] = { ok: true, ...((await steps()) ?? {}) };
   } catch (error) {
     report.flows[name] = { ok: false, error: String(error).slice(0, 2000) };
-    await page.screenshot({ path: `${input.shots}/failed-${name}.png`, fullPage: true }).catch(() => undefined);
+    await page.screenshot({ path: `${input.screenshots}/failed-${name}.png`, fullPage: true }).catch(() => undefined);
   }
 }
 
@@ -122,11 +76,11 @@ await flow("deployment-permission", async () => {
 });
 await flow("models-tabs", async () => {
   // Within the console, a kind of model is one list call (the session is already loaded).
-  const before = api.length;
+  const before = seen.api.length;
   await page.getByRole("navigation", { name: "Kinds of model" }).getByRole("link", { name: "External models" }).click();
   await page.getByRole("table", { name: "External models" }).waitFor();
   await page.waitForLoadState("networkidle");
-  return { calls: api.slice(before) };
+  return { calls: seen.api.slice(before) };
 });
 await flow("external-model", async () => {
   await page.getByRole("button", { name: "Add external model" }).click();
@@ -298,6 +252,31 @@ await flow("agent", async () => {
   return { order, announced, focusedAfter, listed };
 });
 
-writeFileSync(join(input.shots, "report.json"), JSON.stringify(report, null, 2));
+// ---- A plain member ---------------------------------------------------------------------------------------------
+await flow("memberView", async () => {
+  // The same pages for a member of the tenant (their session cookie, as the sign-in sets it): what they may use,
+  // and none of the create or manage buttons, since GetSession gives them no such capability.
+  const other = await browser.newContext({ viewport: WIDE });
+  try {
+    await other.addCookies([{ name: "sb_session", value: input.memberSession, url: input.base, httpOnly: true, sameSite: "Strict" }]);
+    const view = await other.newPage();
+    view.setDefaultTimeout(WAIT);
+    const memberSeen = watch(view);
+    const manage = /^(Add external model|Create alias|Create RAG|Register MCP server|Create agent|Delete|Edit|Share)/;
+    const result = { nav: [], manageButtons: {}, rows: {}, calls: {} };
+    for (const [name, path] of [["models", "models"], ["rags", "rags"], ["mcp", "mcp"], ["agents", "agents"]]) {
+      result.calls[name] = await load(view, memberSeen, input.base + tenantPath(path), '.table-block[aria-busy="false"]');
+      result.manageButtons[name] = await view.getByRole("button", { name: manage }).count();
+      result.rows[name] = await view.locator("tbody tr").count();
+    }
+    result.nav = await view.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts();
+    report.errors.push(...memberSeen.errors);
+    return result;
+  } finally {
+    await other.close();
+  }
+});
+
+writeFileSync(join(input.screenshots, "resources-report.json"), JSON.stringify(report, null, 2));
 await browser.close();
 console.log(JSON.stringify(report));

@@ -13,9 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -28,15 +25,15 @@ import pytest_asyncio
 
 from server.dev.demo import CHAT_PUBLIC_ID, EMBEDDING_PUBLIC_ID, GUARDRAIL_PUBLIC_ID
 from server.dev.models import GUARDRAIL_MODEL
+from server.settings import load_settings
+from server.tokens import mint_token
 from tests.clients import ConnectJsonCaller, http_json
 from tests.conftest import Database, server_env
+from tests.console.harness import CONSOLE, SCREENSHOTS, not_ready, run_script
 from tests.fakes.mcp_servers import CLIENT_ID, CLIENT_SECRET, AutoApprove, oauth_server, serve_asgi, tools_server
 from tests.serving import free_port, ready, stop, until
 from tests.world import must
 
-ROOT = Path(__file__).resolve().parents[2]
-CONSOLE = ROOT / "console"
-SHOTS = ROOT / "var" / "console-screenshots"
 MAX_CALLS_PER_LOAD = 3
 CALLBACK = "/console/mcp-oauth-callback"
 
@@ -48,26 +45,15 @@ class Stage:
     dev_models: str
     tenant: str
     admin_token: str
+    member_session: str  # a plain member of the demo tenant (a session token, for a browser cookie)
     mcp_oauth_url: str
     mcp_tools_url: str
     provider: AutoApprove
 
 
-def _why_not_ready() -> str | None:
-    """None when chromium, node and the console build are there (building it as `make test` does), else why."""
-    if not Path(os.environ.get("CHROMIUM", "/usr/bin/chromium")).exists():
-        return "chromium is not installed (tests/test_browser_cors.py installs it with apt-get)"
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        return "node and npm are not installed: the console cannot be built"
-    done = subprocess.run(["make", "-s", "console"], cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr  # our own build: a failure here is a bug
-    assert (CONSOLE / "dist" / "index.html").exists(), "make console built nothing"
-    return None
-
-
 @pytest.fixture(scope="module")
 def browser_ready() -> None:
-    reason = _why_not_ready()
+    reason = not_ready()
     if reason is not None:
         pytest.skip(reason)
 
@@ -120,12 +106,20 @@ async def stage(browser_ready: None, database: Database) -> AsyncIterator[Stage]
 
             await until(seeded, attempts=1800)
             demo = _demo_env(var_dir)
+            settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
+            member = mint_token(settings, user_id="mia-console", email="mia@example.com", name="Mia Member")
+            admin = (var_dir / "admin-token").read_text().strip()
+            connect = ConnectJsonCaller(base)
+            must(await connect.call("platform.tenants.v1.UserService/GetCurrentUser", {}, token=member))
+            body = {"tenantId": demo["TENANT"], "userId": "mia-console", "role": "TENANT_ROLE_MEMBER"}
+            must(await connect.call("platform.tenants.v1.TenantService/AddTenantMember", body, token=admin))
             yield Stage(
                 base=base,
                 gateway=f"http://127.0.0.1:{gateway_port}",
                 dev_models=demo["DEV_MODELS"],
                 tenant=demo["TENANT"],
-                admin_token=(var_dir / "admin-token").read_text().strip(),
+                admin_token=admin,
+                member_session=member,
                 mcp_oauth_url=oauth_url,
                 mcp_tools_url=tools_url,
                 provider=provider,
@@ -135,13 +129,12 @@ async def stage(browser_ready: None, database: Database) -> AsyncIterator[Stage]
 
 
 async def _drive(stage: Stage, group_id: str) -> dict[str, Any]:
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    spec = {
+    plan = {
         "base": stage.base,
         "gateway": stage.gateway,
         "tenant": stage.tenant,
         "groupId": group_id,
+        "memberSession": stage.member_session,
         "mcpOAuthUrl": stage.mcp_oauth_url,
         "mcpToolsUrl": stage.mcp_tools_url,
         "devModelsUrl": stage.dev_models,
@@ -151,21 +144,8 @@ async def _drive(stage: Stage, group_id: str) -> dict[str, Any]:
         "embeddingModel": EMBEDDING_PUBLIC_ID,
         "guardrailPublicId": GUARDRAIL_PUBLIC_ID,
         "guardrailModel": GUARDRAIL_MODEL,
-        "shots": str(SHOTS),
     }
-    done = await asyncio.to_thread(
-        subprocess.run,
-        ["node", "e2e/resources.mjs"],
-        cwd=CONSOLE,
-        env={**os.environ, "RESOURCES_E2E": json.dumps(spec)},
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    return await asyncio.wait_for(run_script("resources.mjs", plan), 240)
 
 
 @pytest.mark.timeout(600)
@@ -198,7 +178,7 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
     assert failed == {}, json.dumps(failed, indent=2)
     for name in expected:
         for width in (1280, 390):
-            assert (SHOTS / f"{name}-{width}.png").stat().st_size > 0
+            assert (SCREENSHOTS / f"{name}-{width}.png").stat().st_size > 0
 
     flows = report["flows"]
     assert flows["models-tabs"]["calls"] == ["/platform.modelmanager.v1.ExternalModelService/ListExternalModels"], flows
@@ -214,6 +194,13 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
     assert agent["order"] == ["1. console/guardrail-two", f"2. {GUARDRAIL_PUBLIC_ID}"], agent
     assert agent["announced"] == 1 and agent["focusedAfter"] == "console/guardrail-two", agent
     assert f"console/guardrail-two → {GUARDRAIL_PUBLIC_ID}" in agent["listed"], agent
+
+    # A plain member sees the resource pages with what they may use, and no create or manage buttons.
+    member = flows["memberView"]
+    assert member["nav"] == ["Groups", "API keys", "Models", "RAGs", "MCP servers", "Preset agents"], member
+    assert member["manageButtons"] == {"models": 0, "rags": 0, "mcp": 0, "agents": 0}, member
+    assert member["rows"]["models"] == 3, member  # the demo's deployments, shared with every tenant
+    assert all(len(calls) <= MAX_CALLS_PER_LOAD for calls in member["calls"].values()), member
 
     # What the browser did is on the server.
     agents = must(

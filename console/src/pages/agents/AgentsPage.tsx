@@ -30,7 +30,9 @@ export default function AgentsPage({ session, tenant }: PageProps) {
     await client(PresetAgentService).deletePresetAgent({ name });
     setReload((n) => n + 1);
   });
-  const manages = (a: PresetAgent) => (a.tenantId === "" ? platformAllowed : tenantAdmin);
+  // Tenant agents: their admins and creator (not in the listing: those who may create agents see the buttons, the
+  // server refuses the rest in words); platform agents: operators.
+  const manages = (a: PresetAgent) => (a.tenantId === "" ? platformAllowed : tenantAdmin || tenantAllowed);
   const columns: Column<PresetAgent>[] = [
     { header: "Model id", cell: (a) => <span class="mono">{a.publicModelId}</span> },
     { header: "Name", cell: (a) => a.displayName || a.name },

@@ -82,9 +82,10 @@ export default function McpPage({ session, tenant }: PageProps) {
     await client(ExternalMcpServerService).deleteExternalMcpServer({ name });
     setReload((n) => n + 1);
   });
-  // Tenant servers are managed by the tenant's admins (and their creator: the server allows it and says so when
-  // not); platform servers by operators.
-  const manages = (s: ExternalMcpServerSummary) => (s.tenantId === "" ? session.canManageTenants : tenantAdmin);
+  // Tenant servers are managed by the tenant's admins and their creator (the creator is not in the listing, so those
+  // who may register servers see the buttons and the server refuses the rest in words); platform ones by operators.
+  const manages = (s: ExternalMcpServerSummary) =>
+    s.tenantId === "" ? session.canManageTenants : tenantAdmin || (tenant?.capabilities.createMcpServer ?? false);
   const columns: Column<ExternalMcpServerSummary>[] = [
     { header: "Name", cell: (s) => <span class="mono">{s.name}</span> },
     { header: "Display name", cell: (s) => s.displayName },

@@ -171,7 +171,7 @@ function ContextBox({ tenantId, rag }: { tenantId: string; rag: Rag }) {
   );
 }
 
-export default function RagPage({ tenant, params }: PageProps) {
+export default function RagPage({ session, tenant, params }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const id = params.rag ?? "";
   const [rag, setRag] = useState<Rag | undefined>(undefined);
@@ -216,7 +216,9 @@ export default function RagPage({ tenant, params }: PageProps) {
         <>
           <div class="page-head">
             <h1>{rag.displayName || rag.name}</h1>
-            <ShareButton label={rag.name} target={() => sharingTarget("rag", rag.id, `RAG ${rag.name}`, rag.tenantId === "")} />
+            {(rag.tenantId === "" ? session.canManageTenants : (tenant?.capabilities.tenantAdmin ?? false) || (tenant?.capabilities.createRag ?? false)) ? (
+              <ShareButton label={rag.name} target={() => sharingTarget("rag", rag.id, `RAG ${rag.name}`, rag.tenantId === "")} />
+            ) : null}
           </div>
           <p class="lead">
             Embedding model <span class="mono">{rag.embeddingModel}</span>; address <span class="mono">{rag.ragUrl}</span>

@@ -94,7 +94,7 @@ function CreateRag({ tenantId, onCreated }: { tenantId: string; onCreated: (rag:
   );
 }
 
-export default function RagsPage({ tenant }: PageProps) {
+export default function RagsPage({ session, tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const admin = tenant?.capabilities.tenantAdmin ?? false;
   const [reload, setReload] = useState(0);
@@ -118,6 +118,9 @@ export default function RagsPage({ tenant }: PageProps) {
     await client(RagService).deleteRag({ id: rag.id });
     setReload((n) => n + 1);
   });
+  // Managing a tenant RAG is for its admins and creator (the server's rule; the creator is not in the listing, so
+  // those who may create RAGs see the buttons and the server refuses the rest in words); platform RAGs: operators.
+  const manages = (rag: Rag) => (rag.tenantId === "" ? session.canManageTenants : admin || (tenant?.capabilities.createRag ?? false));
   const quotaOf = (rag: Rag) => usage?.services.find((s) => s.id === rag.id)?.quotaBytes;
   const columns: Column<Rag>[] = [
     {
@@ -129,7 +132,7 @@ export default function RagsPage({ tenant }: PageProps) {
     {
       header: "Actions",
       actions: true,
-      cell: (rag) => (
+      cell: (rag) => !manages(rag) ? null : (
         <div class="row-actions">
           <ShareButton label={rag.name} target={() => sharingTarget("rag", rag.id, `RAG ${rag.name}`, rag.tenantId === "")} />
           <button type="button" class="danger" disabled={remove.busy} onClick={() => {
