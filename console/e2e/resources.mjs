@@ -1,9 +1,9 @@
 // The console's resource pages in Debian's chromium (playwright-core), against the real servers that
 // tests/console/test_console_resources.py starts (`serve --demo`, the MCP OAuth stand-in): every page's load (its
 // API calls, an axe-core scan, screenshots at 1280 and 390 px) and its main flow. One browser, one session.
-// usage: node e2e/resources.mjs '<plan JSON>' (base, gateway, tenant, groupId, mcpOAuthUrl, mcpToolsUrl,
-// devModelsUrl, clientId, clientSecret, chatModel, embeddingModel, guardrailPublicId, guardrailModel, screenshots);
-// prints one JSON line of what was seen, which the Python test judges.
+// usage: node e2e/resources.mjs '<plan JSON>' (base, gateway, tenant, groupId, memberSession, mcpOAuthUrl, mcpToolsUrl,
+// devModelsUrl, clientId, clientSecret, chatModel, chatServedModel, embeddingModel, guardrailPublicId, guardrailModel,
+// screenshots); prints one JSON line of what was seen, which the Python test judges.
 /* global DataTransfer, File, DragEvent -- the page's, inside page.evaluate */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -58,6 +58,24 @@ await page.waitForLoadState("networkidle"); // the landing page's own calls are 
 
 // ---- Models ---------------------------------------------------------------------------------------------------
 await visit("models", tenantPath("models"), "tbody tr >> text=dev/stand-in-chat");
+await flow("deployment", async () => {
+  // Operators register an in-cluster server, edit it, and delete it.
+  await page.getByRole("button", { name: "Add deployment" }).click();
+  let form = dialog();
+  await form.getByLabel("Resource name").fill("console-extra");
+  await form.getByLabel(/^Model id/).fill("console/extra-chat");
+  await form.getByLabel("Endpoint URL").fill(input.devModelsUrl);
+  await form.getByLabel("Served model id").fill(input.chatServedModel);
+  await form.getByRole("button", { name: "Add deployment" }).click();
+  await row("console/extra-chat").waitFor();
+  await row("console/extra-chat").getByRole("button", { name: /^Edit/ }).click();
+  form = dialog();
+  await form.getByLabel("Display name").fill("Extra chat");
+  await form.getByRole("button", { name: "Save deployment" }).click();
+  await row("console/extra-chat").filter({ hasText: "Extra chat" }).waitFor();
+  await row("console/extra-chat").getByRole("button", { name: /^Delete/ }).click();
+  await row("console/extra-chat").waitFor({ state: "detached" });
+});
 await flow("deployment-permission", async () => {
   await row("dev/stand-in-chat").getByRole("button", { name: /^Share/ }).click();
   const form = dialog();

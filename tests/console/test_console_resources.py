@@ -24,7 +24,7 @@ import pytest
 import pytest_asyncio
 
 from server.dev.demo import CHAT_PUBLIC_ID, EMBEDDING_PUBLIC_ID, GUARDRAIL_PUBLIC_ID
-from server.dev.models import GUARDRAIL_MODEL
+from server.dev.models import CHAT_MODEL, GUARDRAIL_MODEL
 from server.settings import load_settings
 from server.tokens import mint_token
 from tests.clients import ConnectJsonCaller, http_json
@@ -144,6 +144,7 @@ async def _drive(stage: Stage, group_id: str) -> dict[str, Any]:
         "embeddingModel": EMBEDDING_PUBLIC_ID,
         "guardrailPublicId": GUARDRAIL_PUBLIC_ID,
         "guardrailModel": GUARDRAIL_MODEL,
+        "chatServedModel": CHAT_MODEL,
     }
     return await asyncio.wait_for(run_script("resources.mjs", plan), 240)
 
