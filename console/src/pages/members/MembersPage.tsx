@@ -113,7 +113,8 @@ export default function MembersPage({ tenant, session }: PageProps) {
     columns.push({
       header: "Actions",
       actions: true,
-      cell: (m) => (
+      // Not oneself: leaving a tenant is not what this page is for (and the last admin could lock everyone out).
+      cell: (m) => m.userId === session.user.id ? null : (
         <button type="button" class="danger" disabled={remove.busy} onClick={() => {
           if (confirm(`Remove ${m.email || m.userId} from ${tenant?.name ?? "the tenant"}?`)) {
             void remove.run(m);
