@@ -251,6 +251,25 @@ async def test_code_and_refresh_exchange(
     assert await _whoami(mcp_servers, refreshed["accessToken"]) == "user-42"
 
 
+async def test_metadata_names_the_discovered_sign_in_page(
+    server: Server, connect: ConnectJsonCaller, mcp_servers: McpServers, world: World
+) -> None:
+    """A server registered without endpoints: the metadata still says where to send the person (found through the
+    discovery chain server-side), since a browser client cannot follow that chain under the console's CSP."""
+    name = await _register_oauth(connect, server, mcp_servers.oauth_url)
+    meta = must(
+        await connect.call(f"{MCP}/GetExternalMcpServerOAuthMetadata", {"name": name}, token=world.tokens["member"])
+    )
+    assert meta["oauth"]["authorizationUrl"] == f"http://127.0.0.1:{mcp_servers.oauth_port}/authorize", meta
+    assert "tokenUrl" not in meta["oauth"]  # only what the browser needs; the token endpoint stays server-side
+    # The URL it names is the one the flow uses: the code it hands out is redeemed.
+    verifier, challenge = _pkce()
+    code = await _authorize(mcp_servers, meta["redirectUri"], challenge, meta["oauth"]["clientId"])
+    grant = {"name": name, "code": code, "codeVerifier": verifier, "redirectUri": meta["redirectUri"]}
+    tokens = must(await connect.call(f"{MCP}/ExchangeExternalMcpOAuthToken", grant, token=world.tokens["member"]))
+    assert tokens["accessToken"]
+
+
 async def test_exchange_refusals(
     server: Server, connect: ConnectJsonCaller, mcp_servers: McpServers, world: World
 ) -> None:

@@ -209,6 +209,7 @@ class OAuthMetadata:
     redirect_uri: str
     metadata_version: str
     server_display_name: str
+    server_url: str = ""  # where discovery starts when the endpoints were not registered
 
 
 def _ref(name: str) -> ResourceRef:
@@ -543,6 +544,7 @@ async def oauth_metadata(session: AsyncSession, principal: Principal, name: str,
         redirect_uri=redirect_uri,
         metadata_version=_metadata_version(row, oauth, secret_set),
         server_display_name=row.display_name or row.name,
+        server_url=row.server_url,
     )
 
 

@@ -67,6 +67,7 @@ class AuthServer:
     registration_supported: bool
     resource: str = ""  # the protected resource's own identifier, when it published one
     resource_name: str = ""
+    authorization_endpoint: str = ""  # where a person is sent to sign in (the browser's half of the code flow)
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ async def authorization_server(
             registration_supported=registration,
             resource=str(prm.get("resource", "")) if prm else "",
             resource_name=str(prm.get("resource_name", "")) if prm else "",
+            authorization_endpoint=str(meta.get("authorization_endpoint", "")),
         )
     return None
 

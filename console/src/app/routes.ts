@@ -77,6 +77,68 @@ export const ROUTES: RouteEntry[] = [
     visible: (_s, tenant) => tenant?.capabilities.tenantAdmin ?? false,
     inNav: false,
   },
+  {
+    path: "models",
+    title: "Models",
+    scope: "tenant",
+    load: () => import("../pages/models/ModelsPage"),
+    visible: member, // everyone lists the models they may use; managing them is decided per row and by the server
+  },
+  {
+    path: "models/observability",
+    title: "GPU and cache",
+    scope: "tenant",
+    load: () => import("../pages/models/ObservabilityPage"),
+    visible: (session) => session.canManageModels,
+    inNav: false,
+  },
+  {
+    path: "rags",
+    title: "RAGs",
+    scope: "tenant",
+    load: () => import("../pages/rags/RagsPage"),
+    visible: member, // everyone lists the RAGs they may use; creating one is the tenant's create-RAG capability
+  },
+  {
+    path: "rags/:rag",
+    title: "RAG",
+    scope: "tenant",
+    load: () => import("../pages/rags/RagPage"),
+    visible: member,
+    inNav: false,
+  },
+  {
+    path: "mcp",
+    title: "MCP servers",
+    scope: "tenant",
+    load: () => import("../pages/mcp/McpPage"),
+    visible: member, // everyone lists the servers they may use and connects to those that need their sign-in
+  },
+  {
+    path: "mcp/network-policies",
+    title: "MCP network policies",
+    scope: "tenant",
+    load: () => import("../pages/mcp/NetworkPoliciesPage"),
+    visible: (session) => session.canManageTenants,
+    inNav: false,
+  },
+  {
+    // Where an MCP server's authorization server returns the person (SWITCHBOARD_MCP_OAUTH_REDIRECT_URI); it only
+    // hands the code to the tab that asked, so any signed-in person may land here.
+    path: "mcp-oauth-callback",
+    title: "Connecting",
+    scope: "platform",
+    load: () => import("../pages/mcp/OAuthCallbackPage"),
+    visible: () => true,
+    inNav: false,
+  },
+  {
+    path: "agents",
+    title: "Preset agents",
+    scope: "tenant",
+    load: () => import("../pages/agents/AgentsPage"),
+    visible: member, // everyone lists the agents they may use; creating one is the tenant's create-agent capability
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */

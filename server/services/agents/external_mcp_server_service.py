@@ -3,6 +3,7 @@ exchange talk to the MCP server through server.mcp.oauth_client over the egress-
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from connectrpc.request import RequestContext
@@ -120,8 +121,18 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
             found = await mcp_servers.oauth_metadata(
                 s, current_principal(), require_nonempty(request.name, "name"), self._redirect_uri
             )
+        oauth = found.oauth
+        if not oauth.authorization_url:
+            # Registered without endpoints: resolve the sign-in page here, through the egress guard, as the token
+            # exchange resolves its endpoint. A browser client (the console) cannot follow the discovery chain
+            # itself: its CSP allows no third-party fetches, and metadata servers need not allow CORS.
+            server = await oauth_client.authorization_server(
+                self._deps.outbound_http(), found.server_url, issuer_url=oauth.issuer_url
+            )
+            if server is not None and server.authorization_endpoint:
+                oauth = replace(oauth, authorization_url=server.authorization_endpoint)
         return pb.GetExternalMcpServerOAuthMetadataResponse(
-            oauth=convert.oauth(found.oauth, client_secret_set=found.client_secret_set),
+            oauth=convert.oauth(oauth, client_secret_set=found.client_secret_set),
             redirect_uri=found.redirect_uri,
             metadata_version=found.metadata_version,
             server_display_name=found.server_display_name,

@@ -2,6 +2,7 @@
 // that kind's own list method (one call when the kind is chosen; the server lists only what the caller can read,
 // which is exactly what it lets a key be granted). Chosen grants show as removable chips.
 import { useEffect, useState } from "preact/hooks";
+import { inTenant } from "../../api/tenantScope";
 import { client } from "../../api/transport";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { Checkbox, SelectField, chosenEnum } from "../../components/Fields";
@@ -64,7 +65,8 @@ async function reachable(kind: ResourceKind, tenantId: string, signal: AbortSign
         labelled(a.name, a.displayName),
       );
     case ResourceKind.MCP_SERVER:
-      return (await client(ExternalMcpServerService).listExternalMcpServers({}, options)).externalMcpServers.map((s) =>
+      // Listed within the tenant: ListExternalMcpServers refuses a signed-in person's call without one.
+      return (await client(ExternalMcpServerService).listExternalMcpServers({}, inTenant(tenantId, signal))).externalMcpServers.map((s) =>
         labelled(s.name, s.displayName),
       );
     case ResourceKind.RAG:

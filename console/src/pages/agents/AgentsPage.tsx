@@ -1,0 +1,88 @@
+// Preset agents the person may use in this tenant: one ListPresetAgents on load; creating (the tenant's
+// create-agent capability, or operators for platform agents), editing, sharing and deleting those they manage.
+import { useMemo, useState } from "preact/hooks";
+import { singleResponse } from "../../api/pagination";
+import { sharingTarget } from "../../api/sharing";
+import { client } from "../../api/transport";
+import type { PageProps } from "../../app/routes";
+import { Dialog } from "../../components/Dialog";
+import { ErrorBanner } from "../../components/ErrorBanner";
+import { ShareButton } from "../../components/SharingEditor";
+import { Table, type Column } from "../../components/Table";
+import { useAction } from "../../components/useAction";
+import type { PresetAgent } from "../../gen/platform/agents/v1/preset_agent_pb";
+import { PresetAgentService } from "../../gen/platform/agents/v1/preset_agent_service_pb";
+import { AgentEditor } from "./AgentEditor";
+import "../resources.css";
+
+export default function AgentsPage({ session, tenant }: PageProps) {
+  const tenantId = tenant?.id ?? "";
+  const tenantAdmin = tenant?.capabilities.tenantAdmin ?? false;
+  const tenantAllowed = tenant?.capabilities.createAgent ?? false;
+  const platformAllowed = session.canManageModels;
+  const [reload, setReload] = useState(0);
+  const [editing, setEditing] = useState<{ agent: PresetAgent | undefined } | undefined>(undefined);
+  const load = useMemo(
+    () => singleResponse(async (signal) => (await client(PresetAgentService).listPresetAgents({ tenantId }, { signal })).presetAgents),
+    [tenantId],
+  );
+  const remove = useAction(async (name: string) => {
+    await client(PresetAgentService).deletePresetAgent({ name });
+    setReload((n) => n + 1);
+  });
+  // Tenant agents: their admins and creator (not in the listing: those who may create agents see the buttons, the
+  // server refuses the rest in words); platform agents: operators.
+  const manages = (a: PresetAgent) => (a.tenantId === "" ? platformAllowed : tenantAdmin || tenantAllowed);
+  const columns: Column<PresetAgent>[] = [
+    { header: "Model id", cell: (a) => <span class="mono">{a.publicModelId}</span> },
+    { header: "Name", cell: (a) => a.displayName || a.name },
+    {
+      header: "Base model",
+      cell: (a) => (
+        <>
+          <span class="mono">{a.baseModel}</span>
+          {a.baseModelResolved ? null : <strong class="warning-text"> (deleted: choose another)</strong>}
+        </>
+      ),
+    },
+    { header: "Guardrails", cell: (a) => (a.outputGuardrails.length === 0 ? "none" : a.outputGuardrails.join(" → ")) },
+    { header: "Tools", cell: (a) => `${a.defaultMcpServers.length} MCP, ${a.defaultRags.length} RAG` },
+    {
+      header: "Actions",
+      actions: true,
+      cell: (a) =>
+        manages(a) ? (
+          <div class="row-actions">
+            <button type="button" onClick={() => { setEditing({ agent: a }); }}>
+              Edit <span class="visually-hidden">{a.publicModelId}</span>
+            </button>
+            <ShareButton label={a.publicModelId} target={() => sharingTarget("agent", a.name, `agent ${a.publicModelId}`, a.tenantId === "")} />
+            <button type="button" class="danger" disabled={remove.busy}
+              onClick={() => { if (confirm(`Delete the agent ${a.publicModelId}?`)) { void remove.run(a.name); } }}>
+              Delete <span class="visually-hidden">{a.publicModelId}</span>
+            </button>
+          </div>
+        ) : null,
+    },
+  ];
+  const done = () => { setEditing(undefined); setReload((n) => n + 1); };
+  return (
+    <section>
+      <div class="page-head">
+        <h1>Preset agents</h1>
+        {tenantAllowed || platformAllowed ? (
+          <button type="button" class="primary" onClick={() => { setEditing({ agent: undefined }); }}>Create agent</button>
+        ) : null}
+      </div>
+      <p class="lead">Assistants used like a model: a base model with instructions, default tools and RAGs, and output guardrails.</p>
+      <ErrorBanner error={remove.error} />
+      <Table caption="Preset agents" columns={columns} load={load} rowKey={(a) => a.name} reload={reload} empty="No preset agents you can use." />
+      <Dialog title={editing?.agent === undefined ? "Create agent" : "Edit agent"} open={editing !== undefined} onClose={() => { setEditing(undefined); }}>
+        {editing === undefined ? null : (
+          <AgentEditor tenantId={tenantId} agent={editing.agent} platformAllowed={platformAllowed} tenantAllowed={tenantAllowed}
+            onDone={done} onCancel={() => { setEditing(undefined); }} />
+        )}
+      </Dialog>
+    </section>
+  );
+}

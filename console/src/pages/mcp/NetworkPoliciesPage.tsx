@@ -1,0 +1,83 @@
+// MCP network policies (operators: can_manage_tenants): the private networks MCP servers and tenant models may be
+// reached on. One ListMcpNetworkPolicies on load; a delete sends the uid and resourceVersion read, so a policy
+// changed meanwhile is not deleted blind (the server answers `aborted`, shown in words).
+import { useMemo, useState } from "preact/hooks";
+import { singleResponse } from "../../api/pagination";
+import { client } from "../../api/transport";
+import { routeUrl, type PageProps } from "../../app/routes";
+import { Dialog } from "../../components/Dialog";
+import { ErrorBanner } from "../../components/ErrorBanner";
+import { FormActions, TextField } from "../../components/Fields";
+import { Table, type Column } from "../../components/Table";
+import { useAction } from "../../components/useAction";
+import type { McpNetworkPolicy } from "../../gen/platform/platform/v1/mcp_network_policy_pb";
+import { McpNetworkPolicyService } from "../../gen/platform/platform/v1/mcp_network_policy_service_pb";
+import "../resources.css";
+
+function CreatePolicy({ onCreated }: { onCreated: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [networks, setNetworks] = useState("");
+  const [description, setDescription] = useState("");
+  const submit = useAction(async () => {
+    await client(McpNetworkPolicyService).createMcpNetworkPolicy({
+      spec: { allowedNetworks: networks.split(/[\s,]+/).filter(Boolean), description: description.trim() },
+    });
+  });
+  const close = () => { setOpen(false); setNetworks(""); setDescription(""); submit.clear(); };
+  return (
+    <>
+      <button type="button" class="primary" onClick={() => { setOpen(true); }}>Create policy</button>
+      <Dialog title="Create network policy" open={open} onClose={close}>
+        <form onSubmit={(event) => {
+          event.preventDefault();
+          void submit.run().then((ok) => { if (ok) { close(); onCreated(); } });
+        }}>
+          <ErrorBanner error={submit.error} />
+          <TextField label="Allowed networks" name="allowed-networks" value={networks} onInput={setNetworks} required autoFocus
+            hint="Addresses or CIDR ranges (10.20.0.0/16, fd12:3456::1), separated by commas or spaces." />
+          <TextField label="Description" name="policy-description" value={description} onInput={setDescription} />
+          <FormActions submit="Create" busy={submit.busy} onCancel={close} />
+        </form>
+      </Dialog>
+    </>
+  );
+}
+
+export default function NetworkPoliciesPage({ tenant }: PageProps) {
+  const [reload, setReload] = useState(0);
+  const load = useMemo(
+    () => singleResponse(async (signal) => (await client(McpNetworkPolicyService).listMcpNetworkPolicies({}, { signal })).policies),
+    [],
+  );
+  const remove = useAction(async (policy: McpNetworkPolicy) => {
+    await client(McpNetworkPolicyService).deleteMcpNetworkPolicy({ name: policy.name, uid: policy.uid, resourceVersion: policy.resourceVersion });
+    setReload((n) => n + 1);
+  });
+  const columns: Column<McpNetworkPolicy>[] = [
+    { header: "Name", cell: (p) => <span class="mono">{p.name}</span> },
+    { header: "Networks", cell: (p) => <span class="mono">{p.spec?.allowedNetworks.join(", ")}</span> },
+    { header: "Description", cell: (p) => p.spec?.description ?? "" },
+    {
+      header: "Actions",
+      actions: true,
+      cell: (p) => (
+        <button type="button" class="danger" disabled={remove.busy}
+          onClick={() => { if (confirm(`Delete the network policy ${p.name}?`)) { void remove.run(p); } }}>
+          Delete <span class="visually-hidden">{p.name}</span>
+        </button>
+      ),
+    },
+  ];
+  return (
+    <section>
+      <p><a href={routeUrl({ path: "mcp", scope: "tenant" }, tenant?.id)}>MCP servers</a></p>
+      <div class="page-head">
+        <h1>MCP network policies</h1>
+        <CreatePolicy onCreated={() => { setReload((n) => n + 1); }} />
+      </div>
+      <p class="lead">Private networks that MCP servers and tenant models may be reached on. A policy widens where traffic may go; it grants no one the right to use anything.</p>
+      <ErrorBanner error={remove.error} />
+      <Table caption="Network policies" columns={columns} load={load} rowKey={(p) => p.uid || p.name} reload={reload} empty="No network policies." />
+    </section>
+  );
+}

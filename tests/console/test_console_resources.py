@@ -1,0 +1,229 @@
+"""The console's resource pages (models, MCP servers, RAGs, preset agents) in a real browser against real servers:
+`switchboard serve --demo` (management server serving the built console, gateway, dev-models with real e5
+embeddings, the seeded demo) and the MCP OAuth stand-in of tests/test_mcp_oauth.py (an MCP server with its own
+authorization server). console/e2e/resources.mjs drives Debian's chromium through every page once — development
+sign-in, each page's load and main flow — and reports; this test judges: at most three management API calls per
+page load, no serious or critical axe-core violation, no console errors (CSP refusals among them), each flow done,
+and what it changed is there on the server. Screenshots at 1280 and 390 px go to var/console-screenshots/.
+
+Bounded: one serve (~20 s to ready with e5 on two cores), one browser session (~40 s)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from server.dev.demo import CHAT_PUBLIC_ID, EMBEDDING_PUBLIC_ID, GUARDRAIL_PUBLIC_ID
+from server.dev.models import CHAT_MODEL, GUARDRAIL_MODEL
+from server.settings import load_settings
+from server.tokens import mint_token
+from tests.clients import ConnectJsonCaller, http_json
+from tests.conftest import Database, server_env
+from tests.console.harness import CONSOLE, SCREENSHOTS, not_ready, run_script
+from tests.fakes.mcp_servers import CLIENT_ID, CLIENT_SECRET, AutoApprove, oauth_server, serve_asgi, tools_server
+from tests.serving import free_port, ready, stop, until
+from tests.world import must
+
+MAX_CALLS_PER_LOAD = 3
+CALLBACK = "/console/mcp-oauth-callback"
+
+
+@dataclass
+class Stage:
+    base: str
+    gateway: str
+    dev_models: str
+    tenant: str
+    admin_token: str
+    member_session: str  # a plain member of the demo tenant (a session token, for a browser cookie)
+    mcp_oauth_url: str
+    mcp_tools_url: str
+    provider: AutoApprove
+
+
+@pytest.fixture(scope="module")
+def browser_ready() -> None:
+    reason = not_ready()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def _mcp_stand_ins(redirect_uri: str) -> Iterator[tuple[str, str, AutoApprove]]:
+    provider = AutoApprove(redirect_uri)
+    with serve_asgi(tools_server()) as tools_port, serve_asgi(oauth_server(provider)) as oauth_port:
+        yield f"http://127.0.0.1:{oauth_port}/mcp", f"http://127.0.0.1:{tools_port}/mcp", provider
+
+
+def _demo_env(var_dir: Path) -> dict[str, str]:
+    lines = (var_dir / "demo.env").read_text().splitlines()
+    pairs = (line.removeprefix("export ").split("=", 1) for line in lines if "=" in line)
+    return {name: value.strip("'\"") for name, value in pairs}
+
+
+@pytest_asyncio.fixture(scope="module")
+async def stage(browser_ready: None, database: Database) -> AsyncIterator[Stage]:
+    if database.backend != "postgresql":
+        pytest.skip("the browser run needs one backend: PostgreSQL, as deployed")
+    port, gateway_port, models_port = free_port(), free_port(), free_port()
+    base = f"http://127.0.0.1:{port}"
+    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-console-resources-"))
+    # The redirect URI is left to its default, the console's own callback on this server's address.
+    with _mcp_stand_ins(base + CALLBACK) as (oauth_url, tools_url, provider):
+        env = server_env(
+            database,
+            var_dir,
+            SWITCHBOARD_PORT=str(port),
+            SWITCHBOARD_GATEWAY_PORT=str(gateway_port),
+            SWITCHBOARD_DEV_MODELS_PORT=str(models_port),
+            SWITCHBOARD_GATEWAY_WORKERS="1",
+            SWITCHBOARD_GATEWAY_PUBLIC_URL=f"http://127.0.0.1:{gateway_port}",
+            SWITCHBOARD_CONSOLE_DIR=str(CONSOLE / "dist"),
+        )
+        log_path = var_dir / "serve.log"
+        with log_path.open("wb") as log:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "server.cli", "serve", "--demo", env=env, stdout=log, stderr=log
+            )
+        try:
+
+            async def seeded() -> bool:
+                if proc.returncode is not None:
+                    raise AssertionError(f"serve exited:\n{log_path.read_text(errors='replace')}")
+                return "Demo (development only)" in log_path.read_text(errors="replace") and await ready(
+                    f"{base}/readyz"
+                )
+
+            await until(seeded, attempts=1800)
+            demo = _demo_env(var_dir)
+            settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
+            member = mint_token(settings, user_id="mia-console", email="mia@example.com", name="Mia Member")
+            admin = (var_dir / "admin-token").read_text().strip()
+            connect = ConnectJsonCaller(base)
+            must(await connect.call("platform.tenants.v1.UserService/GetCurrentUser", {}, token=member))
+            body = {"tenantId": demo["TENANT"], "userId": "mia-console", "role": "TENANT_ROLE_MEMBER"}
+            must(await connect.call("platform.tenants.v1.TenantService/AddTenantMember", body, token=admin))
+            yield Stage(
+                base=base,
+                gateway=f"http://127.0.0.1:{gateway_port}",
+                dev_models=demo["DEV_MODELS"],
+                tenant=demo["TENANT"],
+                admin_token=admin,
+                member_session=member,
+                mcp_oauth_url=oauth_url,
+                mcp_tools_url=tools_url,
+                provider=provider,
+            )
+        finally:
+            await stop(proc)
+
+
+async def _drive(stage: Stage, group_id: str) -> dict[str, Any]:
+    plan = {
+        "base": stage.base,
+        "gateway": stage.gateway,
+        "tenant": stage.tenant,
+        "groupId": group_id,
+        "memberSession": stage.member_session,
+        "mcpOAuthUrl": stage.mcp_oauth_url,
+        "mcpToolsUrl": stage.mcp_tools_url,
+        "devModelsUrl": stage.dev_models,
+        "clientId": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "chatModel": CHAT_PUBLIC_ID,
+        "embeddingModel": EMBEDDING_PUBLIC_ID,
+        "guardrailPublicId": GUARDRAIL_PUBLIC_ID,
+        "guardrailModel": GUARDRAIL_MODEL,
+        "chatServedModel": CHAT_MODEL,
+    }
+    return await asyncio.wait_for(run_script("resources.mjs", plan), 240)
+
+
+@pytest.mark.timeout(600)
+async def test_resource_pages_in_a_browser(stage: Stage) -> None:
+    connect = ConnectJsonCaller(stage.base)
+    admin, tenant = stage.admin_token, stage.tenant
+    group = must(
+        await connect.call(
+            "platform.tenants.v1.GroupService/CreateGroup", {"tenantId": tenant, "name": "console"}, token=admin
+        )
+    )
+    group_id = group["group"]["id"]
+    # A tenant quota, so the RAG pages draw a bar against a limit rather than "no limit".
+    quota = {"tenantId": tenant, "quota": "64Mi"}
+    must(await connect.call("platform.ragmanager.v1.RagQuotaService/SetTenantQuota", quota, token=admin))
+    tokens_before = stage.provider.token_requests
+
+    report = await _drive(stage, group_id)
+
+    # Every page: at most three management calls per load, interactive, accessible.
+    expected = {"models", "observability", "mcp", "network-policies", "rags", "rag", "agents"}
+    assert set(report["pages"]) == expected, report["pages"].keys()
+    for name, seen in report["pages"].items():
+        assert len(seen["calls"]) <= MAX_CALLS_PER_LOAD, (name, seen["calls"])  # the shell's GetSession included
+        assert seen["axe"] == [], (name, seen["axe"])
+    for dialog in ("sharingAxe", "registerAxe", "agentEditorAxe"):
+        assert report["flows"].get(dialog) == [], (dialog, report["flows"].get(dialog))
+    assert report["errors"] == [], report["errors"]
+    failed = {name: flow for name, flow in report["flows"].items() if isinstance(flow, dict) and not flow["ok"]}
+    assert failed == {}, json.dumps(failed, indent=2)
+    for name in expected:
+        for width in (1280, 390):
+            assert (SCREENSHOTS / f"{name}-{width}.png").stat().st_size > 0
+
+    flows = report["flows"]
+    assert flows["models-tabs"]["calls"] == ["/platform.modelmanager.v1.ExternalModelService/ListExternalModels"], flows
+    # MCP: the person's OAuth connection went through the authorization server and Switchboard's token exchange.
+    assert stage.provider.token_requests > tokens_before
+    assert flows["network-policy"]["canonical"], flows["network-policy"]
+    # RAG: both files (one chosen, one dropped) uploaded with progress, indexed, and found by /context.
+    assert all(value == maximum and maximum > 0 for value, maximum in flows["rag-upload"]["progress"]), flows
+    assert "parking.md" in flows["rag-upload"]["firstResult"], flows["rag-upload"]
+    assert any(call.startswith("POST /rag/") and call.endswith("/files") for call in report["gatewayCalls"])
+    # Agents: the keyboard reorder put the second guardrail first, said so, kept focus on it, and was saved.
+    agent = flows["agent"]
+    assert agent["order"] == ["1. console/guardrail-two", f"2. {GUARDRAIL_PUBLIC_ID}"], agent
+    assert agent["announced"] == 1 and agent["focusedAfter"] == "console/guardrail-two", agent
+    assert f"console/guardrail-two → {GUARDRAIL_PUBLIC_ID}" in agent["listed"], agent
+
+    # A plain member sees the resource pages with what they may use, and no create or manage buttons.
+    member = flows["memberView"]
+    assert member["nav"] == ["Groups", "API keys", "Models", "RAGs", "MCP servers", "Preset agents"], member
+    assert member["manageButtons"] == {"models": 0, "rags": 0, "mcp": 0, "agents": 0}, member
+    assert member["rows"]["models"] == 3, member  # the demo's deployments, shared with every tenant
+    assert all(len(calls) <= MAX_CALLS_PER_LOAD for calls in member["calls"].values()), member
+
+    # What the browser did is on the server.
+    agents = must(
+        await connect.call(
+            "platform.agents.v1.PresetAgentService/GetPresetAgent", {"name": "console-helper"}, token=admin
+        )
+    )["presetAgent"]
+    assert agents["outputGuardrails"] == ["console/guardrail-two", GUARDRAIL_PUBLIC_ID]
+    assert agents["defaultMcpServers"] == ["demo-tools"] and len(agents["defaultRags"]) == 1
+    servers = must(
+        await connect.call(
+            "platform.agents.v1.ExternalMcpServerService/GetExternalMcpServer", {"name": "hdr_"}, token=admin
+        )
+    )["externalMcpServer"]
+    assert servers["staticHeaderNames"] == ["X-Team"]
+    permissions = must(
+        await connect.call(
+            "platform.modelmanager.v1.ModelDeploymentService/ListModelDeploymentPermissions",
+            {"name": "dev-chat"},
+            token=admin,
+        )
+    )
+    assert group_id not in json.dumps(permissions)  # added, then removed, in the editor
+    status, _ = await http_json("GET", f"{stage.base}/console/t/{tenant}/agents")
+    assert status == 200
