@@ -3,6 +3,12 @@
 PostgreSQL: `SWITCHBOARD_TEST_PG_URL` (default postgresql://postgres@127.0.0.1:5432/test) is used only to create
 and drop a database of this run's own; when it is unreachable the PostgreSQL half is skipped with that reason and
 the run still passes on SQLite.
+
+Parallel runs: `make test` runs the suite in several pytest-xdist worker processes at once (`-n 4 --dist loadgroup`),
+and other runs may share the machine's PostgreSQL and Redis. Every name a test makes in a shared service comes from
+`unique_name` (the worker's name and a random part); every test that must not overlap another is put in one
+`SERIAL_GROUPS` group here, which xdist runs on one worker, one test after another. `pytest -q` without `-n` runs
+everything in one process, as before.
 """
 
 from __future__ import annotations
@@ -28,6 +34,58 @@ pytest_plugins = ["tests.gateway_fixtures", "tests.rag_fixtures"]
 
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgresql"]
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1, … under pytest-xdist; "main" without -n
+
+# Tests that must not overlap, by node id prefix: each group runs on one xdist worker, one test after another.
+SERIAL_GROUPS: dict[str, tuple[str, ...]] = {
+    # A whole `make run` demo each (both servers, dev-models loading the embedding model: memory and CPU), and each
+    # first runs `make` on the repository's .venv stamps, which must never install twice at once.
+    "make-run": (
+        "tests/test_quickstart.py::",
+        "tests/test_demo_walkthrough.py::",
+        "tests/test_docs_examples.py::test_every_docs_example_runs_as_written",
+    ),
+    # One chromium at a time; their setup installs and builds into the repository tree (apt-get, npm ci,
+    # buf generate, esbuild output under tests/browser/), which two workers must not do at once.
+    "browser": ("tests/test_browser_cors.py::", "tests/console/"),
+}
+
+
+def unique_name(kind: str) -> str:
+    """A name of this test process's own in a shared service (a PostgreSQL database, a Redis key prefix): `kind`,
+    the xdist worker, and a random part for other runs on the same server. Lowercase letters, digits and `_` only,
+    so it needs no quoting anywhere."""
+    return f"{kind}_{WORKER}_{secrets.token_hex(5)}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist registers this mark itself; without it installed, SERIAL_GROUPS must not warn.
+    config.addinivalue_line("markers", "xdist_group(name): run on one pytest-xdist worker with the group's other tests")
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    """The one group of this test (xdist joins several marks into a group of their own), or None: any worker."""
+    for group, prefixes in SERIAL_GROUPS.items():
+        if item.nodeid.startswith(prefixes):
+            return group
+    # A fixture set up once per module, or a session fixture of the module's own, usually starts processes (gateways,
+    # a fleet behind Envoy): every worker that ran one of the module's tests would start its own. The module's tests
+    # stay on one worker instead, so it is set up once, as without -n.
+    module = item.nodeid.split("::", 1)[0]
+    if isinstance(item, pytest.Function):
+        for definitions in item._fixtureinfo.name2fixturedefs.values():
+            used = definitions[-1]  # the closest definition is the one the test gets
+            if used.scope == "module" or (used.scope in ("package", "session") and used.baseid == module):
+                return module
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _pg_admin_connect() -> Any:
@@ -63,7 +121,7 @@ def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     reason = _pg_unreachable_reason()
     if reason:
         pytest.skip(reason)
-    name = f"sb_test_{secrets.token_hex(6)}"
+    name = unique_name("sb_test")
     with _pg_admin_connect() as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     base = PG_ADMIN_URL.rsplit("/", 1)[0]

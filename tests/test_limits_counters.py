@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -26,6 +25,7 @@ from server.store.limit_counters import (
     Slot,
     Take,
 )
+from tests.conftest import unique_name
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -45,7 +45,7 @@ async def counters(request: pytest.FixtureRequest) -> AsyncIterator[Counters]:
         return
     if not _redis_reachable():
         pytest.fail("Redis is not running on 127.0.0.1:6379 (the tests and CI expect it there)")
-    store = RedisCounters(REDIS_URL, prefix=f"test:{secrets.token_hex(6)}:")
+    store = RedisCounters(REDIS_URL, prefix=f"test:{unique_name('counters')}:")
     try:
         yield store
     finally:
@@ -159,7 +159,7 @@ def test_reservations() -> None:
 async def test_redis_scripts_reload_after_a_flush_and_run_once() -> None:
     import redis.asyncio as redis
 
-    store = RedisCounters(REDIS_URL, prefix=f"test:{secrets.token_hex(6)}:")
+    store = RedisCounters(REDIS_URL, prefix=f"test:{unique_name('counters')}:")
     admin = redis.Redis.from_url(REDIS_URL)
     try:
         now = time.time()

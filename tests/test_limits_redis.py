@@ -5,7 +5,6 @@ usage reads from the management server, and the fail-open / fail-closed choice w
 from __future__ import annotations
 
 import asyncio
-import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -16,7 +15,7 @@ import orjson
 import pytest
 
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server, server_env, start_server
+from tests.conftest import Database, Server, server_env, start_server, unique_name
 from tests.fakes.serve import serve_in_thread
 from tests.gateway_world import GatewayWorld
 from tests.limits_world import REDIS_URL, LimitsGateway, Tenant, limits_gateway, models_world, new_tenant, upstream_app
@@ -27,7 +26,7 @@ LIMITS = "switchboard.limits.v1.LimitService"
 
 @pytest.fixture(scope="module")
 def prefix() -> str:
-    return f"test:limits:{secrets.token_hex(6)}:"
+    return f"test:{unique_name('limits')}:"
 
 
 @pytest.fixture(scope="module")
