@@ -13,13 +13,15 @@ everything in one process, as before.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 import pytest_asyncio
@@ -34,6 +36,7 @@ pytest_plugins = ["tests.gateway_fixtures", "tests.rag_fixtures"]
 
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgresql"]
+T = TypeVar("T")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1, … under pytest-xdist; "main" without -n
 
 # Tests that must not overlap, by node id prefix: each group runs on one xdist worker, one test after another.
@@ -80,12 +83,33 @@ def _xdist_group(item: pytest.Item) -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks (--dist loadgroup)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)  # marks before every other implementation: pytest-xdist's reads them
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
+    groups = {}
     for item in items:
         group = _xdist_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+            groups[item] = group
+    yield
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        for item, group in groups.items():
+            _tell_xdist_the_group(item, group)
+
+
+def _tell_xdist_the_group(item: pytest.Item, group: str) -> None:
+    """pytest-xdist's worker tells the scheduler a test's group by appending `@group` to its node id, which
+    pytest-xdist 3.8 writes to the attribute pytest kept it in before 9.2; pytest 9.2's structured node ids ignore
+    that, so grouping silently stops (pytest-xdist issue #1386, unfixed in a release as of 3.8.0). Until it is,
+    the suffix is written here to the field pytest 9.2 reads, and a run where neither way worked stops at once
+    rather than run `make run` tests side by side."""
+    suffix = f"@{group}"
+    if not item.nodeid.endswith(suffix):
+        from _pytest.nodeid import NodeId  # pytest >= 9.2, the only case that gets here
+
+        item._id = NodeId.parse(item.nodeid + suffix)
+    if not item.nodeid.endswith(suffix):
+        raise pytest.UsageError(f"pytest-xdist's group of {item.nodeid} ({group}) could not be set")
 
 
 def _pg_admin_connect() -> Any:
@@ -109,10 +133,40 @@ class Database:
     url: str
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
-def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    """A fresh, migrated database of this run's own, on each backend."""
-    if request.param == "sqlite":
+class Kept:
+    """What the parametrized session fixtures make (a database per backend, its server, gateway and world), made
+    once per test process and closed when the process's tests are done, last made first closed.
+
+    Pytest keeps one value of a parametrized session fixture at a time: a test on the other backend tears it down.
+    Without -n the tests run backend by backend, so that happens once; an xdist worker gets tests of both backends
+    in turn and would stop and start its servers (seconds each, tens on a busy machine) at every switch.
+    """
+
+    def __init__(self, stack: contextlib.AsyncExitStack) -> None:
+        self._stack = stack
+        self._values: dict[tuple[str, str], Any] = {}
+
+    def get(self, key: tuple[str, str], make: Callable[[], AbstractContextManager[T]]) -> T:
+        if key not in self._values:
+            self._values[key] = self._stack.enter_context(make())
+        return cast(T, self._values[key])
+
+    async def aget(self, key: tuple[str, str], make: Callable[[], AbstractAsyncContextManager[T]]) -> T:
+        if key not in self._values:
+            self._values[key] = await self._stack.enter_async_context(make())
+        return cast(T, self._values[key])
+
+
+@pytest_asyncio.fixture(scope="session")
+async def kept() -> AsyncIterator[Kept]:
+    async with contextlib.AsyncExitStack() as stack:
+        yield Kept(stack)
+
+
+@contextlib.contextmanager
+def fresh_database(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    """A fresh, migrated database of this run's own on `backend`, dropped on the way out."""
+    if backend == "sqlite":
         path = tmp_path_factory.mktemp("sqlite") / "switchboard.db"
         url = f"sqlite+aiosqlite:///{path}"
         upgrade(url)
@@ -132,6 +186,13 @@ def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     finally:
         with _pg_admin_connect() as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, kept: Kept) -> Database:
+    """A fresh, migrated database of this run's own, on each backend."""
+    backend = str(request.param)
+    return kept.get(("database", backend), lambda: fresh_database(backend, tmp_path_factory))
 
 
 @dataclass
@@ -190,8 +251,8 @@ async def start_server(env: dict[str, str], **kwargs: Any) -> Any:
     return await start_management(env, **kwargs)
 
 
-@pytest_asyncio.fixture(scope="session")
-async def server(database: Database) -> AsyncIterator[Server]:
+@contextlib.asynccontextmanager
+async def running_server(database: Database) -> AsyncIterator[Server]:
     var_dir = Path(tempfile.mkdtemp(prefix="switchboard-var-"))
     env = server_env(database, var_dir)
     proc = await start_server(env)
@@ -200,6 +261,12 @@ async def server(database: Database) -> AsyncIterator[Server]:
         yield Server(f"http://127.0.0.1:{proc.listener_port}", proc.listener_port, settings, database.backend)
     finally:
         await proc.stop()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def server(database: Database, kept: Kept) -> Server:
+    """The management server on this backend's database, one per test process (see Kept)."""
+    return await kept.aget(("server", database.url), lambda: running_server(database))
 
 
 @pytest.fixture(params=sorted(CALLERS))
