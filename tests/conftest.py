@@ -107,7 +107,10 @@ def _tell_xdist_the_group(item: pytest.Item, group: str) -> None:
     if not item.nodeid.endswith(suffix):
         from _pytest.nodeid import NodeId  # pytest >= 9.2, the only case that gets here
 
-        item._id = NodeId.parse(item.nodeid + suffix)
+        # In the last name, after the parameters: the id reads the same rebuilt from its parts (as in reports).
+        old = item._id
+        last = old.names[-1] + ("" if old.params is None else f"[{old.params}]") + suffix
+        item._id = NodeId(path=old.path, names=(*old.names[:-1], last))
     if not item.nodeid.endswith(suffix):
         raise pytest.UsageError(f"pytest-xdist's group of {item.nodeid} ({group}) could not be set")
 
