@@ -42,7 +42,7 @@ run: $(RUNTIME_STAMP)
 # The suite runs in PYTEST_WORKERS pytest-xdist processes: it mostly waits on its servers and sockets, so more of
 # them than cores. tests/conftest.py gives each worker its own names and keeps tests that must not overlap on one
 # worker (--dist loadgroup); docs/development.md has the measurements. `.venv/bin/pytest -q` still runs it in one.
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 3
 test: $(STAMP) lint check-gen docs
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 	$(MAKE) conformance
