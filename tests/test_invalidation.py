@@ -29,7 +29,7 @@ from server.settings import load_settings
 from server.store.db import Database as Db
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, server_env, start_server
-from tests.gateway_fixtures import Fakes, gateway_env, start_gateway_process
+from tests.gateway_fixtures import Fakes, GatewayProcess, gateway_env, start_gateway_process
 from tests.gateway_world import KEYS, GatewayWorld, ModelSpec, all_resources_key, create_models
 from tests.test_egress import Names
 from tests.world import GROUPS, TENANTS, make_world, must
@@ -59,10 +59,19 @@ async def fleet(database: Database, fakes: Fakes) -> AsyncIterator[Fleet]:
         SWITCHBOARD_API_KEY_CACHE_SECONDS=TTL,
         SWITCHBOARD_MCP_NETWORK_POLICY_CACHE_SECONDS=TTL,
     )
-    managers = [await start_server(env) for _ in range(3)]
     gw_env = {**gateway_env(database, var_dir, fakes), "SWITCHBOARD_API_KEY_CACHE_SECONDS": TTL}
-    gateways = [await start_gateway_process(gw_env, workers=1) for _ in range(3)]
+    # Side by side: one after another, the six starts took longer than pytest's timeout on a busy 2-core machine.
+    started = await asyncio.gather(
+        *(start_server(env) for _ in range(3)),
+        *(start_gateway_process(gw_env, workers=1) for _ in range(3)),
+        return_exceptions=True,
+    )
+    managers = [m for m in started[:3] if not isinstance(m, BaseException)]
+    gateways = [g for g in started[3:] if isinstance(g, GatewayProcess)]
     try:
+        failed = [error for error in started if isinstance(error, BaseException)]
+        if failed:
+            raise failed[0]
         settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
         port = managers[0].listener_port
         server = Server(f"http://127.0.0.1:{port}", port, settings, database.backend)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
-import secrets
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -34,6 +33,7 @@ from server.store.limit_counters import (
     Take,
 )
 from server.store.shared_counters import PROBES, SharedCounters
+from tests.conftest import unique_name
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -56,7 +56,7 @@ async def counters(request: pytest.FixtureRequest) -> AsyncIterator[Counters]:
         return
     if not _redis_reachable():
         pytest.fail("Redis is not running on 127.0.0.1:6379 (the tests and CI expect it there)")
-    store = RedisCounters(REDIS_URL, prefix=f"test:{secrets.token_hex(6)}:")
+    store = RedisCounters(REDIS_URL, prefix=f"test:{unique_name('counters')}:")
     try:
         yield store
     finally:
@@ -170,7 +170,7 @@ def test_reservations() -> None:
 async def test_redis_scripts_reload_after_a_flush_and_run_once() -> None:
     import redis.asyncio as redis
 
-    store = RedisCounters(REDIS_URL, prefix=f"test:{secrets.token_hex(6)}:")
+    store = RedisCounters(REDIS_URL, prefix=f"test:{unique_name('counters')}:")
     admin = redis.Redis.from_url(REDIS_URL)
     try:
         now = time.time()
@@ -257,7 +257,7 @@ async def test_a_full_shared_table_is_reported_and_expired_slots_are_reused() ->
 @pytest.fixture
 async def replicas() -> AsyncIterator[tuple[RedisCounters, RedisCounters, RedisCounters]]:
     """Two gateway replicas counting in Redis with local permits, and an exact reader of the same counters."""
-    prefix = f"test:{secrets.token_hex(6)}:"
+    prefix = f"test:{unique_name('permits')}:"
     if not _redis_reachable():
         pytest.fail("Redis is not running on 127.0.0.1:6379 (the tests and CI expect it there)")
     stores = (

@@ -5,7 +5,6 @@ usage reads from the management server, and the fail-open / fail-closed choice w
 from __future__ import annotations
 
 import asyncio
-import secrets
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -16,7 +15,7 @@ import orjson
 import pytest
 
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server, server_env, start_server
+from tests.conftest import Database, Server, server_env, start_server, unique_name
 from tests.gateway_world import GatewayWorld
 from tests.limits_world import REDIS_URL, LimitsGateway, Tenant, limits_gateway, new_tenant
 from tests.world import must
@@ -26,7 +25,7 @@ LIMITS = "switchboard.limits.v1.LimitService"
 
 @pytest.fixture(scope="module")
 def prefix() -> str:
-    return f"test:limits:{secrets.token_hex(6)}:"
+    return f"test:{unique_name('limits')}:"
 
 
 @pytest.fixture(scope="module")

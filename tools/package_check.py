@@ -16,6 +16,7 @@ No cluster, no image registry: only the npm registry on first use. Exit status 1
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -89,12 +90,21 @@ def helm() -> Path:
 
 
 def _monitoring_models() -> Path:
-    prefix = CACHE / "monitoring"
-    entry = prefix / "node_modules" / "@kubernetes-models" / "prometheus-operator" / "monitoring.coreos.com" / "v1"
-    if not (entry / "index.js").exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        _npm("install", "--prefix", str(prefix), MONITORING_PACKAGE, cwd=prefix)
-    return entry / "index.js"
+    """The CRD validators, installed whole into a directory of their own and then renamed into place: whoever finds
+    the directory finds a complete install, even while another process (a parallel test worker, another checkout
+    on the same .venv) is installing too. Two npm installs into one prefix at once leave files missing."""
+    prefix = CACHE / f"monitoring-{MONITORING_PACKAGE.rsplit('@', 1)[1]}"
+    if not prefix.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".monitoring-", dir=CACHE))
+        try:
+            _npm("install", "--prefix", str(work), MONITORING_PACKAGE, cwd=work)
+            with contextlib.suppress(OSError):  # another process's complete install got there first: keep it
+                work.rename(prefix)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    models = prefix / "node_modules" / "@kubernetes-models" / "prometheus-operator"
+    return models / "monitoring.coreos.com" / "v1" / "index.js"
 
 
 class RenderError(Exception):
