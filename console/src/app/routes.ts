@@ -77,6 +77,13 @@ export const ROUTES: RouteEntry[] = [
     visible: (_s, tenant) => tenant?.capabilities.tenantAdmin ?? false,
     inNav: false,
   },
+  {
+    path: "chat",
+    title: "Chat",
+    scope: "tenant",
+    load: () => import("../pages/chat/ChatPage"),
+    visible: member, // the key it creates acts as the person: they chat with what they may invoke
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */
