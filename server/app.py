@@ -40,7 +40,7 @@ from server.auth import Authenticator
 from server.codecs import management_codecs, management_compressions, reflection_codecs
 from server.connect_errors import connect_error_bodies, error_body
 from server.console.oidc import OidcClient
-from server.console.session import AUTH_PREFIX, ConsoleAuth
+from server.console.session import AUTH_PREFIX, ConsoleAuth, sign_in_options
 from server.console.static import PREFIX as CONSOLE_PREFIX
 from server.console.static import ConsoleStatic, console_directory
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
@@ -298,12 +298,8 @@ def _mount_console_auth(router: Router, deps: Deps, tokens: TokenVerifier) -> No
 
 def console_app(settings: Settings) -> ASGIApp:
     """The web console's files and config.json under /console (server.console.static)."""
-    config = {
-        "gatewayUrl": settings.gateway_public_url,
-        "devSignIn": settings.console_dev_sign_in,
-        "oidc": bool(settings.oidc_issuer),
-    }
-    return ConsoleStatic(console_directory(settings), config, settings.gateway_public_url, settings.oidc_issuer)
+    config = {"gatewayUrl": settings.gateway_public_url, **sign_in_options(settings)}
+    return ConsoleStatic(console_directory(settings), config, settings.gateway_public_url)
 
 
 def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:

@@ -42,14 +42,19 @@ KEY_WRITES = {
     f"{MCP}/ExchangeExternalMcpOAuthToken",
 }
 # Services closed to keys, reads included.
+# The audit trail, the console's session and the usage aggregates: sessions only.
 KEY_CLOSED = {
     KEYS,
     ACCOUNTS,
     "switchboard.audit.v1.AuditService",  # the audit trail: sessions only
     "switchboard.console.v1.ConsoleService",  # the console describes signed-in sessions only
+    "switchboard.usage.v1.UsageService",
 }
 # Reads closed to keys: the tenant's people (members and invites, a group's members) are never within a key's reach.
-KEY_CLOSED_READS = {f"{TENANTS}/ListTenantMembers", f"{GROUPS}/ListGroupMembers"}
+PAGES = "switchboard.tenants.v1.TenantListService"  # their pages too, and the pages of the closed services' lists
+KEY_CLOSED_READS = {f"{TENANTS}/ListTenantMembers", f"{GROUPS}/ListGroupMembers"} | {
+    f"{PAGES}/{m}" for m in ("ListTenantMembers", "ListGroupMembers", "ListApiKeys", "ListServiceAccounts")
+}
 
 
 def _every_method() -> list[tuple[str, str, bool]]:

@@ -77,11 +77,13 @@ try {
     const callsBefore = seen.api.length;
     await page.getByRole("button", { name: "Next" }).click();
     await page.getByText("Page 2").waitFor();
+    await page.locator('.table-block[aria-busy="false"]').waitFor();
     const second = await page.locator("tbody tr").count();
     const callsForNext = seen.api.length - callsBefore;
     const nextDisabled = await page.getByRole("button", { name: "Next" }).isDisabled();
     await page.getByRole("button", { name: "Previous" }).click();
     await page.getByText("Page 1").waitFor();
+    await page.locator('.table-block[aria-busy="false"]').waitFor();
     const back = await page.locator("tbody tr").count();
     return { first, second, back, nextDisabled, callsForNext, callsForPaging: seen.api.length - callsBefore };
   });

@@ -80,11 +80,10 @@ def console_origin(settings: Settings) -> str:
     return _origin(settings.console_url)
 
 
-def content_security_policy(gateway_url: str, identity_provider: str = "") -> str:
+def content_security_policy(gateway_url: str) -> str:
     """The console's CSP: only this origin's scripts and styles (no inline code), connections here and to the
-    gateway (chat, RAG uploads), no framing, no plugins, forms only back here — and to the identity provider, where
-    the sign-out form's answer redirects (browsers hold a form's redirects to form-action too)."""
-    form_action = f"form-action 'self' {_origin(identity_provider)}" if identity_provider else "form-action 'self'"
+    gateway (chat, RAG uploads), no framing, no plugins, forms only back here (sign-out goes through fetch, so its
+    way on to the identity provider is a navigation, not a form's redirect)."""
     return "; ".join(
         (
             "default-src 'self'",
@@ -94,7 +93,7 @@ def content_security_policy(gateway_url: str, identity_provider: str = "") -> st
             f"connect-src 'self' {_origin(gateway_url)}",
             "frame-ancestors 'none'",
             "base-uri 'none'",
-            form_action,
+            "form-action 'self'",
             "object-src 'none'",
         )
     )
@@ -147,11 +146,11 @@ class ConsoleFiles:
 class ConsoleStatic:
     """ASGI app for every `/console` path the session routes (server.console.session) do not take."""
 
-    def __init__(self, directory: Path, config: dict[str, Any], gateway_url: str, identity_provider: str = "") -> None:
+    def __init__(self, directory: Path, config: dict[str, Any], gateway_url: str) -> None:
         self._files = ConsoleFiles(directory)
         self._config = json.dumps(config, separators=(",", ":")).encode()
         self._security = [
-            (b"content-security-policy", content_security_policy(gateway_url, identity_provider).encode()),
+            (b"content-security-policy", content_security_policy(gateway_url).encode()),
             (b"x-content-type-options", b"nosniff"),
             (b"referrer-policy", b"no-referrer"),
             (b"x-frame-options", b"DENY"),

@@ -18,7 +18,7 @@ from server.errors import NotFound
 from server.store.db import integrity_as, new_id
 from server.store.models import ApiKeyRow, ServiceAccountRow
 
-__all__ = ["ServiceAccount", "create", "delete", "get", "list_all", "update"]
+__all__ = ["ServiceAccount", "create", "delete", "get", "list_all", "update", "view"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class ServiceAccount:
     created_by: str
 
 
-def _view(row: ServiceAccountRow) -> ServiceAccount:
+def view(row: ServiceAccountRow) -> ServiceAccount:
     return ServiceAccount(row.id, row.tenant_id, row.name, row.description, row.created_at, row.created_by)
 
 
@@ -65,11 +65,11 @@ async def create(
     session.add(row)
     with integrity_as(f"a service account named {name!r} already exists in this tenant", field="name"):
         await session.flush()
-    return _view(row)
+    return view(row)
 
 
 async def get(session: AsyncSession, principal: Principal, tenant_id: str, account_id: str) -> ServiceAccount:
-    return _view(await _admin_row(session, principal, tenant_id, account_id))
+    return view(await _admin_row(session, principal, tenant_id, account_id))
 
 
 async def list_all(session: AsyncSession, principal: Principal, tenant_id: str) -> list[ServiceAccount]:
@@ -78,7 +78,7 @@ async def list_all(session: AsyncSession, principal: Principal, tenant_id: str) 
     rows = await session.scalars(
         select(ServiceAccountRow).where(ServiceAccountRow.tenant_id == tenant_id).order_by(ServiceAccountRow.name)
     )
-    return [_view(r) for r in rows]
+    return [view(r) for r in rows]
 
 
 async def update(
@@ -88,7 +88,7 @@ async def update(
     if description is not None:
         row.description = _description(description)
     await session.flush()
-    return _view(row)
+    return view(row)
 
 
 async def delete(session: AsyncSession, principal: Principal, tenant_id: str, account_id: str) -> None:

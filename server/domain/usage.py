@@ -50,6 +50,7 @@ __all__ = [
     "Window",
     "call_count_series",
     "choose_step",
+    "epoch_seconds",
     "target_call_series",
     "target_token_series",
     "token_series",
@@ -179,7 +180,7 @@ def _group_of(group_by: int, field_name: str) -> GroupBy:
     return GroupBy.NONE if group == GroupBy.UNSPECIFIED else group
 
 
-def _epoch_seconds(session: AsyncSession, column: Any) -> ColumnElement[int]:
+def epoch_seconds(session: AsyncSession, column: Any) -> ColumnElement[int]:
     if session.get_bind().dialect.name == "sqlite":
         return cast(func.strftime("%s", column), Integer)  # SQLite keeps UTC times as text
     return cast(func.floor(extract("epoch", column)), BigInteger)
@@ -291,7 +292,7 @@ async def token_series(
     group = _group_of(query.group_by, "group_by")
     seconds = choose_step(query.window, query.step)
     origin, buckets = _buckets(query.window, seconds)
-    index = (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
+    index = (epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
     tenant, model = _group_columns(group)
     stmt = (
         select(index, tenant, model, *_TOKEN_SUMS)
@@ -314,7 +315,7 @@ async def call_count_series(
     group = _group_of(query.group_by, "group_by")
     seconds = choose_step(query.window, query.step)
     origin, buckets = _buckets(query.window, seconds)
-    index = (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
+    index = (epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
     resource = _resource_column(query.kind)
     tenant, model = _group_columns(group, resource)
     stmt = (
@@ -362,7 +363,7 @@ async def traffic_series(
     require_platform_role(principal, _ROLE)
     seconds = choose_step(query.window, query.step)
     origin, buckets = _buckets(query.window, seconds)
-    index = (_epoch_seconds(session, ApiTrafficRow.occurred_at) - origin) // seconds
+    index = (epoch_seconds(session, ApiTrafficRow.occurred_at) - origin) // seconds
     # A row counts the requests of one service, status and second (server.metering)
     errors = func.sum(case((ApiTrafficRow.status >= 400, ApiTrafficRow.requests), else_=0))
     stmt = (
@@ -393,7 +394,7 @@ def _target_buckets(session: AsyncSession, window: Window, step: timedelta | Non
         raise InvalidArgument(f"start_time to end_time may span at most {MAX_BUCKETS} days", field="start_time")
     seconds = choose_step(window, step)
     origin, buckets = _buckets(window, seconds)
-    return seconds, buckets, (_epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
+    return seconds, buckets, (epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
 
 
 def _of_target(target: ResourceRef, window: Window) -> list[ColumnElement[bool]]:

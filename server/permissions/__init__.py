@@ -8,6 +8,8 @@
 - `limits`    who sets rate limits and budgets (operators: platform tier; tenant admins: tenant tier; never
               keys) and who reads their use (a key's holder, tenant admins, operators).
 - `audit`     who reads the audit trail (operators: every tenant; tenant admins: their own).
+- `usage`     who reads usage aggregates (operators: every tenant; tenant admins: their tenant; members: their
+              own calls).
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
 """
 
@@ -74,6 +76,7 @@ from server.permissions.tenancy import (
     tenant_role,
     user_memberships,
 )
+from server.permissions.usage import UsageReach, usage_reach
 
 __all__ = [
     "Capability",
@@ -88,6 +91,7 @@ __all__ = [
     "Sharing",
     "SubjectType",
     "TenantRole",
+    "UsageReach",
     "add_permission",
     "audit_reach",
     "can_admin",
@@ -135,5 +139,6 @@ __all__ = [
     "resolve_tenant",
     "set_sharing",
     "tenant_role",
+    "usage_reach",
     "user_memberships",
 ]

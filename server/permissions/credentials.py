@@ -36,6 +36,7 @@ KEY_CLOSED_SERVICES = frozenset(
         "platform.tenants.v1.ServiceAccountService",
         "switchboard.audit.v1.AuditService",  # the audit trail: who did what, read in a signed-in session only
         "switchboard.console.v1.ConsoleService",  # the web console describes signed-in sessions only
+        "switchboard.usage.v1.UsageService",  # who used what, how much: the console's charts, for people
     }
 )
 
@@ -44,6 +45,11 @@ KEY_CLOSED_READS = frozenset(
     {
         "platform.tenants.v1.TenantService/ListTenantMembers",
         "platform.tenants.v1.GroupService/ListGroupMembers",
+        # The same lists a page at a time, and the pages of what ApiKeyService and ServiceAccountService list.
+        "switchboard.tenants.v1.TenantListService/ListTenantMembers",
+        "switchboard.tenants.v1.TenantListService/ListGroupMembers",
+        "switchboard.tenants.v1.TenantListService/ListApiKeys",
+        "switchboard.tenants.v1.TenantListService/ListServiceAccounts",
     }
 )
 

@@ -154,8 +154,10 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.tenants.api_key_service import ApiKeyServiceHandler
     from server.services.tenants.group_service import GroupServiceHandler
     from server.services.tenants.service_account_service import ServiceAccountServiceHandler
+    from server.services.tenants.tenant_list_service import TenantListServiceHandler
     from server.services.tenants.tenant_service import TenantServiceHandler
     from server.services.tenants.user_service import UserServiceHandler
+    from server.services.usage.usage_service import UsageServiceHandler
 
     return {
         "platform.agents.v1.ExternalMcpServerService": ExternalMcpServerServiceHandler,
@@ -178,6 +180,8 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "switchboard.limits.v1.LimitService": LimitServiceHandler,
         "switchboard.audit.v1.AuditService": AuditServiceHandler,
         "switchboard.console.v1.ConsoleService": ConsoleServiceHandler,
+        "switchboard.usage.v1.UsageService": UsageServiceHandler,
+        "switchboard.tenants.v1.TenantListService": TenantListServiceHandler,
     }
 
 

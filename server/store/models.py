@@ -140,6 +140,8 @@ class ApiKeyRow(Base):
     """An API key. Only a hash of the secret is stored; `prefix` lets a human recognise a key."""
 
     __tablename__ = "api_keys"
+    # Keyset pages of a tenant's keys, oldest first (server.domain.pages).
+    __table_args__ = (Index("ix_api_keys_tenant_created", "tenant_id", "created_at", "id"),)
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
     type: Mapped[int] = mapped_column(Integer)
@@ -227,6 +229,8 @@ class UsageEventRow(Base):
         Index("ix_usage_events_time", "occurred_at"),
         # Per-target reads (deployment and external-model metrics) touch only their own target's rows.
         Index("ix_usage_events_target", "target_kind", "target_name", "occurred_at"),
+        # A member's own calls per model (server.domain.usage_rollups: no rollup holds user and model together).
+        Index("ix_usage_events_user", "tenant_id", "user_id", "occurred_at"),
     )
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
     occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -246,6 +250,48 @@ class UsageEventRow(Base):
     latency_ms: Mapped[float] = mapped_column(default=0.0)
     request_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     response_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class _UsageSums:
+    """What a rollup row sums of the usage_events rows in its group."""
+
+    requests: Mapped[int] = mapped_column(BigInteger)
+    errors: Mapped[int] = mapped_column(BigInteger)  # status 400 or more
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger)
+    embedding_tokens: Mapped[int] = mapped_column(BigInteger)
+    rerank_tokens: Mapped[int] = mapped_column(BigInteger)
+    total_tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class UsageModelRollupRow(_UsageSums, Base):
+    """usage_events summed per `grain` (3600: an hour, 86400: a UTC day) starting at `bucket` (epoch seconds), per
+    tenant, call kind and model. Written only by the database's triggers (migration 0006) in the transaction that
+    writes usage_events, so it always agrees with them. Read by server.domain.usage_rollups."""
+
+    __tablename__ = "usage_model_rollups"
+    __table_args__ = (Index("ix_usage_model_rollups_time", "grain", "bucket"),)  # operators' reads across tenants
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    call_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+
+
+class UsageKeyRollupRow(_UsageSums, Base):
+    """As UsageModelRollupRow, per tenant, API key, calling user and call kind (no model: see migration 0006)."""
+
+    __tablename__ = "usage_key_rollups"
+    __table_args__ = (
+        Index("ix_usage_key_rollups_key", "tenant_id", "grain", "api_key_id", "bucket"),  # the top keys' points
+        Index("ix_usage_key_rollups_user", "tenant_id", "grain", "user_id", "bucket"),  # a member's own calls
+    )
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    api_key_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    call_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
 
 
 class ApiTrafficRow(Base):

@@ -1,4 +1,5 @@
-// Every list in the console is loaded one page at a time through a PageLoader; the Table component keeps the page
+// Every list in the console is loaded one page at a time through a PageLoader (the tenant's lists through
+// switchboard.tenants.v1.TenantListService, keyset pages of the spec's lists); the Table component keeps the page
 // tokens it has seen so "previous" needs no refetch of earlier pages, and nothing ever walks all pages.
 
 export interface Page<T> {

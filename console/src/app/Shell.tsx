@@ -2,7 +2,7 @@
 // routes.ts for this session and the tenant in the URL. On narrow screens the nav wraps above the page.
 import type { ComponentChildren } from "preact";
 import { useLocation } from "preact-iso";
-import { useId } from "preact/hooks";
+import { useId, useState } from "preact/hooks";
 import { ROUTES, routeUrl, type RouteEntry } from "./routes";
 import type { Session, TenantAccess } from "./session";
 
@@ -26,6 +26,29 @@ function navEntries(session: Session, tenant: TenantAccess | undefined): RouteEn
 export function firstPage(session: Session, tenant: TenantAccess): string | undefined {
   const entry = ROUTES.find((e) => e.scope === "tenant" && e.inNav !== false && e.visible(session, tenant));
   return entry === undefined ? undefined : routeUrl(entry, tenant.id);
+}
+
+/** Sign-out through fetch: the server clears the cookie and says where to go (the identity provider's sign-out
+ * page, or the console), and the page goes there itself. */
+function SignOut() {
+  const [failed, setFailed] = useState(false);
+  const signOut = async () => {
+    try {
+      const answer = await fetch("/console/auth/logout", { method: "POST", headers: { Accept: "application/json" } });
+      const { location: next } = (await answer.json()) as { location: string };
+      location.assign(next);
+    } catch {
+      setFailed(true);
+    }
+  };
+  return (
+    <>
+      <button type="button" onClick={() => void signOut()}>
+        Sign out
+      </button>
+      {failed ? <span role="alert">Signing out failed: try again.</span> : null}
+    </>
+  );
 }
 
 function TenantPicker({ session, tenant }: { session: Session; tenant: TenantAccess | undefined }) {
@@ -81,9 +104,7 @@ export function Shell({ session, url, children }: { session: Session; url: strin
         <TenantPicker session={session} tenant={tenant} />
         <div class="who">
           <span class="who-name">{session.user.displayName || session.user.email || session.user.id}</span>
-          <form method="post" action="/console/auth/logout">
-            <button type="submit">Sign out</button>
-          </form>
+          <SignOut />
         </div>
       </header>
       <nav class="side" aria-label="Console">

@@ -34,24 +34,28 @@ export function Table<T>({ caption, columns, load, rowKey, reload = 0, empty = "
   const { tokens, index } = current;
   const [page, setPage] = useState<Page<T> | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
-  const [loading, setLoading] = useState(true);
-
   const token = tokens[index] ?? "";
+  // What the shown answer (or error) was for; the table is busy until it is for what is asked now. Derived, not set
+  // in the effect, so the page number and "busy" change in the same render (no moment showing stale rows as done).
+  const [settled, setSettled] = useState<{ load: PageLoader<T>; token: string; pageSize: number; reload: number }>();
+  const loading =
+    settled?.load !== load || settled.token !== token || settled.pageSize !== pageSize || settled.reload !== reload;
+
   useEffect(() => {
     const abort = new AbortController();
-    setLoading(true);
-    setError(undefined);
+    const asked = { load, token, pageSize, reload };
     load(token, pageSize, abort.signal).then(
       (answer) => {
         if (!abort.signal.aborted) {
           setPage(answer);
-          setLoading(false);
+          setError(undefined);
+          setSettled(asked);
         }
       },
       (caught: unknown) => {
         if (!abort.signal.aborted) {
           setError(caught);
-          setLoading(false);
+          setSettled(asked);
         }
       },
     );

@@ -1,8 +1,8 @@
-// One group and its members (ListGroupMembers). Tenant admins add members (picked from the tenant's members, loaded
-// when the dialog opens, not on page load) and remove them.
+// One group and its members (a page of ListGroupMembers). Tenant admins add members (picked from the tenant's
+// members, a page at a time from when the dialog opens, not on page load) and remove them.
 import { useLocation } from "preact-iso";
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
@@ -14,7 +14,7 @@ import type { PageProps } from "../../app/routes";
 import type { GroupMember } from "../../gen/platform/tenants/v1/group_pb";
 import { GroupService } from "../../gen/platform/tenants/v1/group_service_pb";
 import type { TenantMember } from "../../gen/platform/tenants/v1/tenant_pb";
-import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
+import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
 
 function personName(user: { userId: string; email: string; displayName: string } | undefined, fallback: string) {
   return user?.displayName || user?.email || fallback;
@@ -23,12 +23,14 @@ function personName(user: { userId: string; email: string; displayName: string }
 function AddMember({ tenantId, groupId, onAdded }: { tenantId: string; groupId: string; onAdded: () => void }) {
   const [open, setOpen] = useState(false);
   const [members, setMembers] = useState<TenantMember[] | undefined>(undefined);
+  const [more, setMore] = useState(""); // the next page's token: the tenant's members come a page at a time
   const [userId, setUserId] = useState("");
   const loadMembers = useAction(async () => {
-    const answer = await client(TenantService).listTenantMembers({ tenantId });
-    const joined = answer.members.filter((m) => !m.pending);
+    const answer = await client(TenantListService).listTenantMembers({ tenantId, page: { pageSize: 100, pageToken: more } });
+    const joined = [...(members ?? []), ...answer.members.filter((m) => !m.pending)];
     setMembers(joined);
-    setUserId(joined[0]?.userId ?? "");
+    setMore(answer.nextPageToken);
+    setUserId((chosen) => chosen || (joined[0]?.userId ?? ""));
   });
   const add = useAction(async () => {
     await client(GroupService).addGroupMember({ tenantId, groupId, userId });
@@ -75,6 +77,11 @@ function AddMember({ tenantId, groupId, onAdded }: { tenantId: string; groupId: 
               hint="Only people who have joined the tenant can be added."
             />
           )}
+          {more ? (
+            <button type="button" disabled={loadMembers.busy} onClick={() => void loadMembers.run()}>
+              More members
+            </button>
+          ) : null}
           <FormActions submit="Add" busy={add.busy || userId === ""} onCancel={close} />
         </form>
       </Dialog>
@@ -92,11 +99,14 @@ export default function GroupPage({ tenant, params }: PageProps) {
     await client(GroupService).removeGroupMember({ tenantId, groupId, userId: member.userId });
     setReload((n) => n + 1);
   });
-  const load = useMemo(
-    () =>
-      singleResponse(
-        async (signal) => (await client(GroupService).listGroupMembers({ tenantId, groupId }, { signal })).members,
-      ),
+  const load = useMemo<PageLoader<GroupMember>>(
+    () => async (pageToken, pageSize, signal) => {
+      const answer = await client(TenantListService).listGroupMembers(
+        { tenantId, groupId, page: { pageSize, pageToken } },
+        { signal },
+      );
+      return { items: answer.members, nextPageToken: answer.nextPageToken };
+    },
     [tenantId, groupId],
   );
   const columns: Column<GroupMember>[] = [

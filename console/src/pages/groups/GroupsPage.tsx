@@ -1,7 +1,7 @@
 // Groups of a tenant: every member may open it (the spec); tenant admins also create and delete groups. One call on
-// load (ListGroups); creating or deleting reloads the first page.
+// load (a page of ListGroups); creating or deleting reloads the first page.
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
@@ -12,6 +12,7 @@ import { routeUrl } from "../../app/routes";
 import type { PageProps } from "../../app/routes";
 import type { Group } from "../../gen/platform/tenants/v1/group_pb";
 import { GroupService } from "../../gen/platform/tenants/v1/group_service_pb";
+import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
 
 function CreateGroup({ tenantId, onCreated }: { tenantId: string; onCreated: () => void }) {
   const [open, setOpen] = useState(false);
@@ -58,8 +59,11 @@ export default function GroupsPage({ tenant }: PageProps) {
     await client(GroupService).deleteGroup({ tenantId, groupId: group.id });
     setReload((n) => n + 1);
   });
-  const load = useMemo(
-    () => singleResponse(async (signal) => (await client(GroupService).listGroups({ tenantId }, { signal })).groups),
+  const load = useMemo<PageLoader<Group>>(
+    () => async (pageToken, pageSize, signal) => {
+      const answer = await client(TenantListService).listGroups({ tenantId, page: { pageSize, pageToken } }, { signal });
+      return { items: answer.groups, nextPageToken: answer.nextPageToken };
+    },
     [tenantId],
   );
   const columns: Column<Group>[] = [

@@ -1,5 +1,5 @@
 // API keys of the tenant that the caller may see (their own personal keys; tenant admins see every key). One call
-// on load (ListApiKeys).
+// on load (a page of ListApiKeys).
 import { useState } from "preact/hooks";
 import type { PageProps } from "../../app/routes";
 import { CreateKey } from "./CreateKey";

@@ -2,7 +2,7 @@
 // and edit of name, description and expiry. Used by the keys page and by a service account's page.
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
@@ -12,6 +12,7 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import { ApiKeyState, ApiKeyType, type ApiKey } from "../../gen/platform/tenants/v1/api_key_pb";
 import { ApiKeyService } from "../../gen/platform/tenants/v1/api_key_service_pb";
+import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
 import { localDate } from "./CreateKey";
 import { KIND_NAMES } from "./GrantsPicker";
 
@@ -92,17 +93,19 @@ export function KeysTable({ tenantId, serviceAccountId, reload, onChanged }: Key
     }
     onChanged();
   });
-  const load = useMemo(
-    () =>
-      singleResponse(
-        async (signal) =>
-          (
-            await client(ApiKeyService).listApiKeys(
-              { tenantId, includeRevoked, ...(serviceAccountId !== undefined ? { serviceAccountId } : {}) },
-              { signal },
-            )
-          ).apiKeys,
-      ),
+  const load = useMemo<PageLoader<ApiKey>>(
+    () => async (pageToken, pageSize, signal) => {
+      const answer = await client(TenantListService).listApiKeys(
+        {
+          tenantId,
+          includeRevoked,
+          ...(serviceAccountId !== undefined ? { serviceAccountId } : {}),
+          page: { pageSize, pageToken },
+        },
+        { signal },
+      );
+      return { items: answer.apiKeys, nextPageToken: answer.nextPageToken };
+    },
     [tenantId, serviceAccountId, includeRevoked],
   );
   const columns: Column<ApiKey>[] = [

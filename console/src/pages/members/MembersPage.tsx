@@ -1,7 +1,7 @@
 // Members and invitations of a tenant (ListTenantMembers: joined members and pending invitations by email). Tenant
 // admins invite by email, change roles and remove; others with the list capability only read.
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
 import { roleName } from "../../app/session";
@@ -12,6 +12,7 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import { TenantRole, type TenantMember } from "../../gen/platform/tenants/v1/tenant_pb";
 import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
+import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
 
 const ROLES = [TenantRole.MEMBER, TenantRole.EDITOR, TenantRole.ADMIN] as const;
 
@@ -76,8 +77,11 @@ export default function MembersPage({ tenant, session }: PageProps) {
     );
     done();
   });
-  const load = useMemo(
-    () => singleResponse(async (signal) => (await client(TenantService).listTenantMembers({ tenantId }, { signal })).members),
+  const load = useMemo<PageLoader<TenantMember>>(
+    () => async (pageToken, pageSize, signal) => {
+      const answer = await client(TenantListService).listTenantMembers({ tenantId, page: { pageSize, pageToken } }, { signal });
+      return { items: answer.members, nextPageToken: answer.nextPageToken };
+    },
     [tenantId],
   );
   const columns: Column<TenantMember>[] = [
@@ -109,7 +113,8 @@ export default function MembersPage({ tenant, session }: PageProps) {
     columns.push({
       header: "Actions",
       actions: true,
-      cell: (m) => (
+      // Not oneself: leaving a tenant is not what this page is for (and the last admin could lock everyone out).
+      cell: (m) => m.userId === session.user.id ? null : (
         <button type="button" class="danger" disabled={remove.busy} onClick={() => {
           if (confirm(`Remove ${m.email || m.userId} from ${tenant?.name ?? "the tenant"}?`)) {
             void remove.run(m);

@@ -1,6 +1,6 @@
 // Service accounts of a tenant (tenant admins): non-human identities that own keys. One call on load.
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
 import { Dialog } from "../../components/Dialog";
@@ -11,6 +11,7 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import type { ServiceAccount } from "../../gen/platform/tenants/v1/service_account_pb";
 import { ServiceAccountService } from "../../gen/platform/tenants/v1/service_account_service_pb";
+import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
 
 function CreateAccount({ tenantId, onCreated }: { tenantId: string; onCreated: () => void }) {
   const [open, setOpen] = useState(false);
@@ -57,11 +58,11 @@ export default function ServiceAccountsPage({ tenant }: PageProps) {
     await client(ServiceAccountService).deleteServiceAccount({ tenantId, serviceAccountId: account.id });
     setReload((n) => n + 1);
   });
-  const load = useMemo(
-    () =>
-      singleResponse(
-        async (signal) => (await client(ServiceAccountService).listServiceAccounts({ tenantId }, { signal })).serviceAccounts,
-      ),
+  const load = useMemo<PageLoader<ServiceAccount>>(
+    () => async (pageToken, pageSize, signal) => {
+      const answer = await client(TenantListService).listServiceAccounts({ tenantId, page: { pageSize, pageToken } }, { signal });
+      return { items: answer.serviceAccounts, nextPageToken: answer.nextPageToken };
+    },
     [tenantId],
   );
   const columns: Column<ServiceAccount>[] = [

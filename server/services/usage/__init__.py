@@ -1,0 +1,1 @@
+"""/switchboard.usage.v1.UsageService/*: the console's usage aggregates."""

@@ -1,0 +1,115 @@
+"""/switchboard.usage.v1.UsageService/* — who may read what: server.permissions.usage; the sums:
+server.domain.usage_rollups."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from connectrpc.request import RequestContext
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from gen.switchboard.usage.v1 import usage_service_pb2 as pb
+from gen.switchboard.usage.v1.usage_service_connect import UsageService
+from server import permissions
+from server.domain import usage_rollups as rollups
+from server.errors import InvalidArgument
+from server.services import Deps
+from server.services.context import current_principal
+from server.services.tenants.convert import timestamp
+
+__all__ = ["UsageServiceHandler"]
+
+Ctx = RequestContext[Any, Any]
+
+_GRAINS = {pb.BUCKET_UNSPECIFIED: rollups.HOUR, pb.BUCKET_HOUR: rollups.HOUR, pb.BUCKET_DAY: rollups.DAY}
+_BUCKETS = {rollups.HOUR: pb.BUCKET_HOUR, rollups.DAY: pb.BUCKET_DAY}
+
+
+def _time(request: Any, field: str, wire: str) -> datetime:
+    if not request.HasField(wire):
+        raise InvalidArgument(f"{field} is required", field=field)
+    value: Timestamp = getattr(request, wire)
+    try:
+        return value.ToDatetime(tzinfo=UTC)
+    except (OverflowError, OSError, ValueError):  # binary Timestamps are not range-checked on decode
+        raise InvalidArgument(f"{field} is out of range", field=field) from None
+
+
+def _filter(value: pb.UsageFilter) -> rollups.UsageFilter:
+    kinds = tuple(int(k) for k in value.call_kinds)
+    return rollups.UsageFilter(tuple(value.model_ids), tuple(value.api_key_ids), kinds)
+
+
+def _totals(value: rollups.Totals) -> pb.UsageTotals:
+    return pb.UsageTotals(
+        requests=value.requests,
+        errors=value.errors,
+        input_tokens=value.input_tokens,
+        output_tokens=value.output_tokens,
+        total_tokens=value.total_tokens,
+    )
+
+
+def _group(value: rollups.Group) -> pb.UsageGroup:
+    return pb.UsageGroup(id=value.id, display_name=value.display_name, other=value.other, tenant_id=value.tenant_id)
+
+
+def _series(value: rollups.Series) -> pb.UsageSeries:
+    points = value.points
+    return pb.UsageSeries(
+        group=_group(value.group),
+        totals=_totals(value.totals),
+        requests=[p.requests for p in points],
+        errors=[p.errors for p in points],
+        input_tokens=[p.input_tokens for p in points],
+        output_tokens=[p.output_tokens for p in points],
+        total_tokens=[p.total_tokens for p in points],
+    )
+
+
+class UsageServiceHandler(UsageService):
+    def __init__(self, deps: Deps) -> None:
+        self._db = deps.db
+
+    async def get_usage_series(self, request: pb.GetUsageSeriesRequest, ctx: Ctx) -> pb.GetUsageSeriesResponse:
+        grain = _GRAINS.get(request.bucket)
+        if grain is None:
+            raise InvalidArgument("bucket is not a known bucket width", field="bucket")
+        wanted = rollups.UsageRequest(
+            start=_time(request, "startTime", "start_time"),
+            end=_time(request, "endTime", "end_time"),
+            grain=grain,
+            group_by=int(request.group_by),
+            limit=request.limit,
+            filter=_filter(request.filter),
+        )
+        async with self._db.read() as s:
+            reach = await permissions.usage_reach(s, current_principal(), request.tenant_id)
+            answer = await rollups.usage_series(s, reach, wanted)
+        return pb.GetUsageSeriesResponse(
+            start_time=timestamp(answer.start),
+            end_time=timestamp(answer.end),
+            bucket=_BUCKETS[answer.grain],
+            bucket_starts=[timestamp(t) for t in answer.bucket_starts],
+            series=[_series(one) for one in answer.series],
+            totals=_totals(answer.totals),
+        )
+
+    async def list_top_usage(self, request: pb.ListTopUsageRequest, ctx: Ctx) -> pb.ListTopUsageResponse:
+        wanted = rollups.UsageRequest(
+            start=_time(request, "startTime", "start_time"),
+            end=_time(request, "endTime", "end_time"),
+            group_by=int(request.group_by),
+            limit=request.limit,
+            filter=_filter(request.filter),
+        )
+        async with self._db.read() as s:
+            reach = await permissions.usage_reach(s, current_principal(), request.tenant_id)
+            answer = await rollups.top_usage(s, reach, wanted)
+        return pb.ListTopUsageResponse(
+            start_time=timestamp(answer.start),
+            end_time=timestamp(answer.end),
+            ranks=[pb.UsageRank(group=_group(r.group), totals=_totals(r.totals)) for r in answer.ranks],
+            totals=_totals(answer.totals),
+        )
