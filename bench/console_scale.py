@@ -1,5 +1,5 @@
 """The console's reads at its scale goals (issue 24), on PostgreSQL: one tenant with 100,000 API keys, 10,000
-groups and 1,000,000 usage rows (seeded by bench.console_seed with COPY), read through the real management server
+groups and 1,000,000 usage rows (seeded by tests.console_seed with COPY), read through the real management server
 over Connect JSON, one request at a time (a person's page load, not throughput).
 
 Measured, p50 and p95 of REPEATS requests each: the first and a deep page of every paged list
@@ -27,9 +27,9 @@ import aiohttp
 
 from bench._backends import backends, using
 from bench.common import running_server
-from bench.console_seed import Seeded, seed_tenant
 from server.domain.pages import token_after
 from server.tokens import PLATFORM_ROLES, mint_token
+from tests.console_seed import Seeded, seed_tenant
 
 REPEATS = 20
 WARMUP = 3

@@ -24,7 +24,7 @@ from sqlalchemy import delete, func, select
 
 from server.metering import CallKind, Meter, UsageEvent
 from server.store.db import Database as Store
-from server.store.models import UsageEventRow, UsageKeyRollupRow, UsageModelRollupRow
+from server.store.models import UsageEventRow, UsageKeyRollupRow, UsageModelRollupRow, UsageTenantRollupRow
 from tests.clients import ConnectJsonCaller, Result
 from tests.conftest import Database, Server
 from tests.world import World, make_world, must
@@ -257,7 +257,7 @@ async def test_rollups_follow_deleted_and_updated_raw_rows(
                     )
                 )
             ).one()
-            for table in (UsageModelRollupRow, UsageKeyRollupRow):
+            for table in (UsageTenantRollupRow, UsageModelRollupRow, UsageKeyRollupRow):
                 for grain in (3600, 86400):
                     rolled = (
                         await s.execute(

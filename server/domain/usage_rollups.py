@@ -4,6 +4,7 @@ Why rollups: the console asks for a month of one tenant's usage at a time; summi
 rows per chart costs seconds, while the rollups (kept by triggers in the writing transaction, migration 0006) hold
 one row per hour or UTC day and group that had calls:
 
+- `usage_tenant_rollups` per tenant alone: ungrouped series, and the whole a grouped series' `other` comes from;
 - `usage_model_rollups` per tenant, call kind and model: totals, per model, per kind, per tenant, filtered by model
   or kind (a month of a tenant is a few thousand day rows);
 - `usage_key_rollups` per tenant, API key, calling user and call kind: per key, a member's own calls, filtered by key
@@ -48,6 +49,7 @@ from server.store.models import (
     UsageEventRow,
     UsageKeyRollupRow,
     UsageModelRollupRow,
+    UsageTenantRollupRow,
 )
 
 __all__ = [
@@ -226,6 +228,7 @@ class _Source:
 
 
 _SOURCES = (
+    _Source(UsageTenantRollupRow, frozenset()),
     _Source(UsageModelRollupRow, frozenset({"call_kind", "model_id"})),
     _Source(UsageKeyRollupRow, frozenset({"api_key_id", "user_id", "call_kind"})),
     _Source(UsageEventRow, frozenset({"call_kind", "model_id", "api_key_id", "user_id"}), raw=True),

@@ -264,10 +264,19 @@ class _UsageSums:
     total_tokens: Mapped[int] = mapped_column(BigInteger)
 
 
-class UsageModelRollupRow(_UsageSums, Base):
+class UsageTenantRollupRow(_UsageSums, Base):
     """usage_events summed per `grain` (3600: an hour, 86400: a UTC day) starting at `bucket` (epoch seconds), per
-    tenant, call kind and model. Written only by the database's triggers (migration 0006) in the transaction that
-    writes usage_events, so it always agrees with them. Read by server.domain.usage_rollups."""
+    tenant. Written only by the database's triggers (migration 0006) in the transaction that writes usage_events,
+    so it always agrees with them, as the other rollups do. Read by server.domain.usage_rollups."""
+
+    __tablename__ = "usage_tenant_rollups"
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+
+
+class UsageModelRollupRow(_UsageSums, Base):
+    """As UsageTenantRollupRow, per tenant, call kind and model."""
 
     __tablename__ = "usage_model_rollups"
     __table_args__ = (Index("ix_usage_model_rollups_time", "grain", "bucket"),)  # operators' reads across tenants

@@ -22,17 +22,19 @@ depends_on = None
 # replica, a test, plain SQL, a DELETE). A trigger runs in the writing statement's transaction, so the two never
 # disagree, not even for a moment.
 #
-# Why two rollups and not one with every dimension: keys are many and mostly quiet (a tenant's 100,000 keys, most
+# Why three rollups and not one with every dimension: keys are many and mostly quiet (a tenant's 100,000 keys, most
 # of them calling a few times a month), so a row per hour, model, kind and key is about as many rows as calls and
-# saves nothing. Summed per model and kind (no key), a month of a tenant is ~50,000 hour rows and ~3,000 day rows;
-# summed per key (and its user and the call kind, no model), one row per key and hour it called in.
+# saves nothing. Summed per tenant alone, a month is 720 hour rows (the ungrouped series, and the whole a grouped
+# series' `other` is taken from); per model and kind (no key), ~50,000 hour rows and ~3,000 day rows; per key (and
+# its user and the call kind, no model), one row per key, kind and hour it called in.
 #
 # Every usage_events row counts once in each grain: its hour (3600) and its UTC day (86400). `bucket` is the epoch
 # second the hour or day starts at.
 _GRAINS = (3600, 86400)
 _SUMS = ("prompt_tokens", "completion_tokens", "embedding_tokens", "rerank_tokens", "total_tokens")
 _COUNTS = ("requests", "errors", *_SUMS)
-_ROLLUPS = {
+_ROLLUPS: dict[str, tuple[str, ...]] = {
+    "usage_tenant_rollups": (),
     "usage_model_rollups": ("call_kind", "model_id"),
     "usage_key_rollups": ("api_key_id", "user_id", "call_kind"),
 }
@@ -46,10 +48,10 @@ def _key(table: str) -> tuple[str, ...]:
 # upsert per rollup, not a thousand. Rows are upserted in key order: two replicas flushing at once then lock shared
 # rollup rows in the same order and wait for each other instead of deadlocking.
 def _pg_rows(table: str, rows: str) -> str:
-    dims = ", ".join(f"r.{c}" for c in _ROLLUPS[table])
+    dims = "".join(f"r.{c}, " for c in _ROLLUPS[table])
     groups = ", ".join(str(i) for i in range(1, len(_key(table)) + 1))
     return (
-        f"SELECT r.tenant_id, g.grain, floor(extract(epoch FROM r.occurred_at) / g.grain)::bigint * g.grain, {dims}, "
+        f"SELECT r.tenant_id, g.grain, floor(extract(epoch FROM r.occurred_at) / g.grain)::bigint * g.grain, {dims}"
         f"count(*), count(*) FILTER (WHERE r.status >= 400), {', '.join(f'sum(r.{c})' for c in _SUMS)} "
         f"FROM {rows} AS r CROSS JOIN (VALUES {', '.join(f'({g})' for g in _GRAINS)}) AS g(grain) "
         f"GROUP BY {groups}"
@@ -146,10 +148,10 @@ def _backfill(table: str, dialect: str) -> str:
     if dialect == "postgresql":
         rows = _pg_rows(table, "usage_events")
     else:
-        dims = ", ".join(_ROLLUPS[table])
+        dims = "".join(f"{c}, " for c in _ROLLUPS[table])
         groups = ", ".join(str(i) for i in range(1, len(key) + 1))
         rows = " UNION ALL ".join(
-            f"SELECT tenant_id, {grain}, CAST(strftime('%s', occurred_at) AS INTEGER) / {grain} * {grain}, {dims}, "
+            f"SELECT tenant_id, {grain}, CAST(strftime('%s', occurred_at) AS INTEGER) / {grain} * {grain}, {dims}"
             f"count(*), sum(CASE WHEN status >= 400 THEN 1 ELSE 0 END), {', '.join(f'sum({c})' for c in _SUMS)} "
             f"FROM usage_events GROUP BY {groups}"
             for grain in _GRAINS

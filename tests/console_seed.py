@@ -1,7 +1,8 @@
 """Seed one PostgreSQL tenant at the console's scale goals (issue 24): 100,000 API keys, 10,000 groups and
 1,000,000 usage rows, with the people, service accounts and group members around them. Used by `bench
-console_scale` and by the console's browser scale run; it writes with COPY, so a million usage rows take seconds,
-and the usage rollups are filled by the database's own triggers (one statement-level trigger per COPY).
+console_scale` and by the console's browser scale run; it writes with COPY (the rows cost the client seconds), and
+the usage rollups are filled by the database's own triggers, one statement-level trigger per COPY of 200,000 rows
+(most of the 4-7 minutes a million rows took on a loaded 2-core machine is the database building the rollups).
 
 The shape is what a large tenant looks like, not a uniform spread: key traffic follows a Zipf law (a few keys make
 most calls, most keys are idle in any month), models and call kinds are weighted like a chat-heavy platform, and
@@ -9,6 +10,10 @@ calls follow a daily rhythm over `days` days ending at `end`. Everything is deri
 same rows), ids included, so two runs can be compared.
 
     seeded = seed_tenant("postgresql://postgres@127.0.0.1:5432/mydb")   # after the schema is migrated
+
+or from a shell, printing what was seeded as JSON (ids, the usage range):
+
+    .venv/bin/python -m tests.console_seed postgresql://postgres@127.0.0.1:5432/mydb [usage rows]
 """
 
 from __future__ import annotations
@@ -205,3 +210,13 @@ def _usage(conn: Any, seeded: Seeded, rows: int, rng: random.Random, users: list
         written += _copy(conn, "usage_events", columns, generated(chosen))
         conn.commit()  # each COPY's statement trigger folds its rows into usage_rollups
     return written
+
+
+if __name__ == "__main__":
+    import dataclasses
+    import json
+    import sys
+
+    found = seed_tenant(sys.argv[1], usage_rows=int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000)
+    summary = dataclasses.asdict(found) | {"api_key_ids": found.api_key_ids[:10], "group_ids": found.group_ids[:10]}
+    print(json.dumps(summary, default=str))
