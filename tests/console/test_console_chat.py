@@ -1,19 +1,18 @@
 """The console's chat page in a real browser (console/e2e/chat.mjs) against `switchboard serve --demo`, the world
 `make run` gives a person: the real gateway, the demo's MCP server, RAG, stand-in chat model, guardrail and agent.
-One browser session (about a minute with the demo's start); the tests below read its findings.
+One browser session (about 20 s; the demo's start, shared with test_console_insight.py, about 90 s); the tests
+below read its findings.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from tests.conftest import Database
-from tests.console.harness import DemoConsole, demo_console, not_ready, run_script
+from tests.console.harness import DemoConsole, run_script
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -21,18 +20,8 @@ PAGES = ("chat", "chat-tools", "chat-search", "chat-refusal")
 
 
 @pytest.fixture(scope="module")
-def ready(database: Database) -> None:
-    if database.backend != "sqlite":
-        pytest.skip("the browser drives the same gateway and API on either backend: one run is enough")
-    reason = not_ready()
-    if reason is not None:
-        pytest.skip(reason)
-
-
-@pytest_asyncio.fixture(scope="module")
-async def world(ready: None, database: Database) -> AsyncIterator[DemoConsole]:
-    async for found in demo_console(database):
-        yield found
+def world(demo_world: DemoConsole) -> DemoConsole:
+    return demo_world
 
 
 @pytest_asyncio.fixture(scope="module")

@@ -126,7 +126,7 @@ async def test_tenants_are_created_and_a_refusal_is_in_plain_words(run: dict[str
 
 async def test_a_plain_member_sees_only_what_they_may_use(run: dict[str, Any]) -> None:
     flow = _flow(run, "memberView")
-    assert flow["nav"] == ["Groups", "API keys", "Chat"]  # no Tenants, Members or Service accounts
+    assert flow["nav"] == ["Groups", "API keys", "Chat", "Usage"]  # no Tenants, Members or Service accounts
     assert flow["adminButtons"] == 0
     assert len(flow["calls"]) <= 3
 

@@ -84,6 +84,20 @@ export const ROUTES: RouteEntry[] = [
     load: () => import("../pages/chat/ChatPage"),
     visible: member, // the key it creates acts as the person: they chat with what they may invoke
   },
+  {
+    path: "usage",
+    title: "Usage",
+    scope: "tenant",
+    load: () => import("../pages/usage/UsagePage"),
+    visible: member, // admins read the tenant's calls, members their own keys' (UsageService decides)
+  },
+  {
+    path: "usage",
+    title: "Usage (all tenants)",
+    scope: "platform",
+    load: () => import("../pages/usage/UsagePage"),
+    visible: (session) => session.canManageTenants,
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */

@@ -1,0 +1,62 @@
+// The console's usage, audit and limits pages in one browser session against `serve --demo` after the chat run
+// (tests/console/test_console_insight.py): the chat's calls are the usage and part of the audit trail. For each
+// page loaded afresh: its API calls, an axe-core scan and screenshots at 1280 and 390 px; then each page's flow.
+// usage: node e2e/insight.mjs '<plan JSON>'  (base, tenantId, chatModel, screenshots)
+import { axe, launch, load, screenshots, watch, WIDE } from "./lib.mjs";
+
+const plan = JSON.parse(process.argv[2]);
+const results = { flows: {}, pages: {} };
+const browser = await launch();
+let current;
+
+async function step(name, run) {
+  try {
+    results.flows[name] = { ok: true, ...(await run()) };
+  } catch (error) {
+    const shot = `${plan.screenshots}/failed-insight-${name}.png`;
+    await current?.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
+    results.flows[name] = { ok: false, error: String(error).slice(0, 2000), shot };
+  }
+}
+
+async function pageLoad(page, seen, name, url, ready) {
+  const calls = await load(page, seen, url, ready);
+  results.pages[name] = { url, calls, axe: await axe(page), shots: await screenshots(page, plan.screenshots, name) };
+}
+
+try {
+  const context = await browser.newContext({ viewport: WIDE });
+  const page = await context.newPage();
+  current = page;
+  page.setDefaultTimeout(20_000);
+  page.on("dialog", (dialog) => void dialog.accept());
+  const seen = watch(page);
+  const tenantUrl = (path) => `${plan.base}/console/t/${plan.tenantId}/${path}`;
+  await page.goto(`${plan.base}/console/auth/dev?next=${encodeURIComponent(`/console/t/${plan.tenantId}/usage`)}`, { waitUntil: "networkidle" });
+
+  await step("usage", async () => {
+    await pageLoad(page, seen, "usage", tenantUrl("usage"), ".chart canvas");
+    const totals = await page.getByRole("definition").allInnerTexts();
+    const legend = await page.locator(".chart").first().locator(".u-legend .u-label").allInnerTexts();
+    const top = await page.locator("table[aria-labelledby=top-heading] tbody tr").allInnerTexts();
+    // A change of split is one call (the series), of the top list one call (the ranking).
+    const before = seen.api.length;
+    await page.getByLabel("Split by").selectOption("kind");
+    await page.locator(".chart .u-legend", { hasText: "Responses" }).first().waitFor();
+    const kinds = await page.locator(".chart").first().locator(".u-legend .u-label").allInnerTexts();
+    await page.getByLabel("Top list").selectOption("key");
+    await page.locator("table[aria-labelledby=top-heading] tbody tr", { hasText: "console-" }).first().waitFor();
+    const topKeys = await page.locator("table[aria-labelledby=top-heading] tbody tr").allInnerTexts();
+    return { totals, legend, top, kinds, topKeys, callsForChanges: seen.api.slice(before) };
+  });
+
+  await step("usageAcross", async () => {
+    await pageLoad(page, seen, "usage-all", `${plan.base}/console/usage`, ".chart canvas");
+    const legend = await page.locator(".chart").first().locator(".u-legend .u-label").allInnerTexts();
+    const top = await page.locator("table[aria-labelledby=top-heading] tbody tr").allInnerTexts();
+    return { legend, top };
+  });
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(results));

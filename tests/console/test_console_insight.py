@@ -1,0 +1,77 @@
+"""The console's usage page in a real browser (console/e2e/insight.mjs) against `serve --demo`
+after the chat run (test_console_chat.py, which runs first in this folder): the chat's calls are real metered usage
+and audit events. For each page loaded afresh: its API calls (at most 3), axe, screenshots at 1280 and 390 px.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from tests.console.harness import DemoConsole, run_script
+
+pytestmark = pytest.mark.timeout(300)
+
+PAGES = ("usage", "usage-all")
+
+
+@pytest_asyncio.fixture(scope="module")
+async def run(demo_world: DemoConsole) -> dict[str, Any]:
+    return await run_script(
+        "insight.mjs",
+        {"base": demo_world.base, "tenantId": demo_world.demo["TENANT"], "chatModel": demo_world.demo["CHAT_MODEL"]},
+    )
+
+
+def _flow(run: dict[str, Any], name: str) -> dict[str, Any]:
+    flow: dict[str, Any] = run["flows"][name]
+    assert flow["ok"], flow
+    return flow
+
+
+async def test_usage_charts_the_tenants_calls_by_model_and_kind_with_top_lists(run: dict[str, Any]) -> None:
+    flow = _flow(run, "usage")
+    requests = int(flow["totals"][0].replace(",", ""))
+    assert requests >= 1, flow  # the demo's seeding and, when the chat ran first, its calls
+    assert flow["legend"] and flow["top"], flow
+    # Split by call kind names kinds in words; a change of split or top list is one call each.
+    assert set(flow["kinds"]) <= {
+        "Chat completions",
+        "Responses",
+        "Embeddings",
+        "Rerank",
+        "Transcriptions",
+        "MCP tool calls",
+        "RAG retrievals",
+        "Other",
+    }
+    assert [c.split("/")[-1] for c in flow["callsForChanges"]] == ["GetUsageSeries", "ListTopUsage"]
+    assert any("(sb_" in row for row in flow["topKeys"]), flow["topKeys"]  # a key by its name and prefix
+
+
+async def test_operators_see_usage_across_tenants(run: dict[str, Any]) -> None:
+    flow = _flow(run, "usageAcross")
+    assert "Demo" in flow["legend"] and flow["top"][0].startswith("Demo"), flow
+
+
+async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any]) -> None:
+    for name in PAGES:
+        page = run["pages"][name]
+        print(f"{name}: {len(page['calls'])} API calls {page['calls']}")
+        assert 1 <= len(page["calls"]) <= 3, (name, page["calls"])
+        assert page["calls"][0] == "/switchboard.console.v1.ConsoleService/GetSession"
+
+
+async def test_no_page_has_serious_accessibility_violations(run: dict[str, Any]) -> None:
+    for name in PAGES:
+        assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
+
+
+async def test_screenshots_at_both_widths(run: dict[str, Any]) -> None:
+    for name in PAGES:
+        shots = [Path(p) for p in run["pages"][name]["shots"]]
+        assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
+        assert all(p.stat().st_size > 1000 for p in shots)
