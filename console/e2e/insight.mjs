@@ -56,6 +56,41 @@ try {
     const top = await page.locator("table[aria-labelledby=top-heading] tbody tr").allInnerTexts();
     return { legend, top };
   });
+  await step("audit", async () => {
+    const rows = page.locator(".table-block tbody tr");
+    await pageLoad(page, seen, "audit", tenantUrl("audit"), '.table-block[aria-busy="false"] tbody tr');
+    const first = await rows.count();
+    const actions = await page.locator(".table-block tbody td[data-label=Action]").allInnerTexts();
+    // Filters are the server's: one call per Apply, and every row matches.
+    const before = seen.api.length;
+    await page.getByLabel("Method").fill("platform.tenants.v1.ApiKeyService/CreateApiKey");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.locator('.table-block[aria-busy="false"]').waitFor();
+    await page.waitForLoadState("networkidle");
+    const filtered = await page.locator(".table-block tbody td[data-label=Action]").allInnerTexts();
+    const callsForFilter = seen.api.slice(before);
+    await page.getByLabel("Outcome").selectOption({ label: "Refused" });
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.locator('.table-block[aria-busy="false"]').waitFor();
+    await page.waitForLoadState("networkidle");
+    const refused = await page.locator(".table-block tbody td[data-label=Outcome]").allInnerTexts();
+    await page.getByRole("button", { name: "Clear" }).click();
+    await page.locator('.table-block[aria-busy="false"] tbody tr').first().waitFor();
+    let second = 0;
+    if (await page.getByRole("button", { name: "Next" }).isEnabled()) {
+      await page.getByRole("button", { name: "Next" }).click();
+      await page.getByText("Page 2").waitFor();
+      await page.locator('.table-block[aria-busy="false"]').waitFor();
+      second = await rows.count();
+    }
+    return { first, actions: [...new Set(actions)], filtered, callsForFilter, refused, second };
+  });
+
+  await step("auditAcross", async () => {
+    await pageLoad(page, seen, "audit-all", `${plan.base}/console/audit`, '.table-block[aria-busy="false"] tbody tr');
+    const tenants = await page.locator(".table-block tbody td[data-label=Tenant]").allInnerTexts();
+    return { tenants: [...new Set(tenants)] };
+  });
 } finally {
   await browser.close();
 }

@@ -1,4 +1,4 @@
-"""The console's usage page in a real browser (console/e2e/insight.mjs) against `serve --demo`
+"""The console's usage and audit pages in a real browser (console/e2e/insight.mjs) against `serve --demo`
 after the chat run (test_console_chat.py, which runs first in this folder): the chat's calls are real metered usage
 and audit events. For each page loaded afresh: its API calls (at most 3), axe, screenshots at 1280 and 390 px.
 """
@@ -15,7 +15,7 @@ from tests.console.harness import DemoConsole, run_script
 
 pytestmark = pytest.mark.timeout(300)
 
-PAGES = ("usage", "usage-all")
+PAGES = ("usage", "usage-all", "audit", "audit-all")
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -55,6 +55,19 @@ async def test_usage_charts_the_tenants_calls_by_model_and_kind_with_top_lists(r
 async def test_operators_see_usage_across_tenants(run: dict[str, Any]) -> None:
     flow = _flow(run, "usageAcross")
     assert "Demo" in flow["legend"] and flow["top"][0].startswith("Demo"), flow
+
+
+async def test_the_audit_trail_is_filtered_by_the_server(run: dict[str, Any]) -> None:
+    flow = _flow(run, "audit")
+    assert flow["first"] >= 1 and "ApiKeyService/CreateApiKey" in flow["actions"], flow
+    # The method filter as a person types it (no leading slash): one call, and only that method's events.
+    assert flow["filtered"] and set(flow["filtered"]) == {"ApiKeyService/CreateApiKey"}, flow
+    assert [c.split("/")[-1] for c in flow["callsForFilter"]] == ["ListAuditEvents"]
+    assert all(outcome.startswith("Refused") for outcome in flow["refused"]), flow
+
+
+async def test_operators_read_the_audit_trail_across_tenants(run: dict[str, Any], demo_world: DemoConsole) -> None:
+    assert demo_world.demo["TENANT"] in _flow(run, "auditAcross")["tenants"]
 
 
 async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any]) -> None:

@@ -98,6 +98,20 @@ export const ROUTES: RouteEntry[] = [
     load: () => import("../pages/usage/UsagePage"),
     visible: (session) => session.canManageTenants,
   },
+  {
+    path: "audit",
+    title: "Audit trail",
+    scope: "tenant",
+    load: () => import("../pages/audit/AuditPage"),
+    visible: (_s, tenant) => tenant?.capabilities.tenantAdmin ?? false, // AuditService: the tenant's admins
+  },
+  {
+    path: "audit",
+    title: "Audit trail (all tenants)",
+    scope: "platform",
+    load: () => import("../pages/audit/AuditPage"),
+    visible: (session) => session.canManageTenants,
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */
