@@ -91,6 +91,38 @@ try {
     const tenants = await page.locator(".table-block tbody td[data-label=Tenant]").allInnerTexts();
     return { tenants: [...new Set(tenants)] };
   });
+  await step("limits", async () => {
+    const dialog = page.locator("dialog[open]");
+    const row = page.locator(".table-block tbody tr", { hasText: "Whole tenant" });
+    await pageLoad(page, seen, "limits", tenantUrl("limits"), '.table-block[aria-busy="false"]');
+    // A quantity the server does not accept: refused in plain words, nothing set.
+    await page.getByRole("button", { name: "Set limits" }).click();
+    await dialog.getByLabel("Set by").selectOption({ label: "Tenant (within the platform's limits)" });
+    await dialog.getByLabel("Requests per minute").fill("lots");
+    await dialog.getByRole("button", { name: "Set limits" }).click();
+    const refusal = await dialog.getByRole("alert").innerText();
+    await dialog.getByLabel("Requests per minute").fill("600");
+    await dialog.getByLabel("Token budget").fill("1M");
+    await dialog.getByLabel("Soft budget").fill("800k");
+    await dialog.getByRole("button", { name: "Set limits" }).click();
+    await row.waitFor();
+    const set = await row.locator("td[data-label=Limits]").innerText();
+    await row.getByRole("button", { name: "Edit" }).click();
+    await dialog.getByLabel("Requests per minute").fill("1k");
+    await dialog.getByRole("button", { name: "Save limits" }).click();
+    await row.locator("td[data-label=Limits]", { hasText: "1k requests/min" }).waitFor();
+    const edited = await row.locator("td[data-label=Limits]").innerText();
+    // Current use of the limits over one key's calls: the keys come a server page at a time when the section opens.
+    await page.getByText("Current use", { exact: true }).click();
+    await page.getByLabel("API key").locator("option").first().waitFor({ state: "attached" });
+    await page.getByRole("button", { name: "Show current use" }).click();
+    await page.locator(".usage-list li, .panel [role=status]").first().waitFor();
+    const use = await page.locator(".usage-list li").allInnerTexts();
+    results.pages["limits-set"] = { axe: await axe(page), shots: await screenshots(page, plan.screenshots, "limits-set") };
+    await row.getByRole("button", { name: "Delete" }).click();
+    await row.waitFor({ state: "detached" });
+    return { refusal, set, edited, use, left: await page.locator(".table-block tbody tr").count() };
+  });
 } finally {
   await browser.close();
 }

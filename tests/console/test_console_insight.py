@@ -1,4 +1,4 @@
-"""The console's usage and audit pages in a real browser (console/e2e/insight.mjs) against `serve --demo`
+"""The console's usage, audit and limits pages in a real browser (console/e2e/insight.mjs) against `serve --demo`
 after the chat run (test_console_chat.py, which runs first in this folder): the chat's calls are real metered usage
 and audit events. For each page loaded afresh: its API calls (at most 3), axe, screenshots at 1280 and 390 px.
 """
@@ -15,7 +15,7 @@ from tests.console.harness import DemoConsole, run_script
 
 pytestmark = pytest.mark.timeout(300)
 
-PAGES = ("usage", "usage-all", "audit", "audit-all")
+PAGES = ("usage", "usage-all", "audit", "audit-all", "limits")
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -70,6 +70,18 @@ async def test_operators_read_the_audit_trail_across_tenants(run: dict[str, Any]
     assert demo_world.demo["TENANT"] in _flow(run, "auditAcross")["tenants"]
 
 
+async def test_limits_are_set_edited_read_and_deleted(run: dict[str, Any]) -> None:
+    flow = _flow(run, "limits")
+    # A quantity the server refuses is shown in plain words with the server's reason, and sets nothing.
+    assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]
+    assert flow["set"] == "600 requests/min · 1M tokens/month (soft 800k)"
+    assert flow["edited"] == "1k requests/min · 1M tokens/month (soft 800k)"
+    # Current use of the key's limits; the demo runs without a shared counter store, which the page says.
+    assert [line.split(" (")[0] for line in flow["use"]] == ["Requests per minute", "Token budget"], flow["use"]
+    assert "limit 1,000;" in flow["use"][0] and "limit 1,000,000;" in flow["use"][1]
+    assert flow["left"] == 0
+
+
 async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any]) -> None:
     for name in PAGES:
         page = run["pages"][name]
@@ -79,12 +91,12 @@ async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any])
 
 
 async def test_no_page_has_serious_accessibility_violations(run: dict[str, Any]) -> None:
-    for name in PAGES:
+    for name in (*PAGES, "limits-set"):
         assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
 
 
 async def test_screenshots_at_both_widths(run: dict[str, Any]) -> None:
-    for name in PAGES:
+    for name in (*PAGES, "limits-set"):
         shots = [Path(p) for p in run["pages"][name]["shots"]]
         assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
         assert all(p.stat().st_size > 1000 for p in shots)

@@ -112,6 +112,14 @@ export const ROUTES: RouteEntry[] = [
     load: () => import("../pages/audit/AuditPage"),
     visible: (session) => session.canManageTenants,
   },
+  {
+    path: "limits",
+    title: "Limits",
+    scope: "tenant",
+    load: () => import("../pages/limits/LimitsPage"),
+    // Tenant admins set the tenant tier, operators the platform tier; LimitService refuses everyone else.
+    visible: (session, tenant) => session.canManageTenants || (tenant?.capabilities.tenantAdmin ?? false),
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */
