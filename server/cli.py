@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy.engine import make_url
 
 from server import rag_cli
+from server.console.static import is_built
 from server.launch import drain_management, start_management
 from server.listening import AddressInUseError, ensure_free
 from server.settings import Settings, load_settings
@@ -263,6 +264,8 @@ async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -
         admin = _bootstrap_admin(settings)
         api_url = f"http://{settings.host}:{management.port}"
         print(f"Switchboard management API  {api_url}  (Connect, gRPC, gRPC-Web)")
+        if is_built(settings):
+            print(f"Web console                 {api_url}/console/")
     if any(isinstance(child, _Gateway) for child in children):
         print(f"Switchboard model gateway   http://{settings.gateway_host}:{settings.gateway_port}/v1")
     print(f"Database                    {_shown(settings.database_url)}")

@@ -135,6 +135,7 @@ try {
     await dialog.getByLabel("Expires").fill("2031-01-02T03:04");
     await dialog.getByLabel("Kind of resource").selectOption({ label: "Model deployment" });
     await dialog.getByLabel(plan.deploymentLabel).check();
+    await dialog.getByRole("group", { name: "Groups" }).getByLabel("Platform team").check();
     const chips = await dialog.getByRole("list", { name: "Chosen grants" }).innerText();
     await dialog.getByRole("button", { name: "Create key" }).click();
     const secretField = dialog.getByLabel("Secret of ci key");

@@ -101,13 +101,21 @@ async def test_a_member_is_invited_by_email(run: dict[str, Any]) -> None:
     assert "Invited" in _flow(run, "invite")["status"]
 
 
-async def test_a_key_is_created_with_a_grant_and_its_secret_shown_once(run: dict[str, Any]) -> None:
+async def test_a_key_is_created_with_a_grant_and_a_group_and_its_secret_shown_once(
+    run: dict[str, Any], world: ConsoleWorld
+) -> None:
     flow = _flow(run, "createKey")
     assert flow["secretPrefix"] == "sb_" and flow["copiedMatches"]
     assert not flow["secretInStorage"]  # neither localStorage nor sessionStorage holds it
     assert "Model deployment: Console chat (console-chat)" in flow["chips"]
     assert "Model deployment: console-chat" in flow["listed"]
     assert "2031" in flow["listed"]  # the expiry chosen
+    keys = await world.call(
+        "switchboard.tenants.v1.TenantListService/ListApiKeys", {"tenantId": world.tenant_id, "includeRevoked": True}
+    )
+    made = next(k for k in keys["apiKeys"] if k["name"] == "ci key")
+    groups = await world.call("switchboard.tenants.v1.TenantListService/ListGroups", {"tenantId": world.tenant_id})
+    assert [g["name"] for g in groups["groups"] if g["id"] in made["groupIds"]] == ["Platform team"]
 
 
 async def test_a_key_is_disabled_enabled_and_revoked(run: dict[str, Any]) -> None:

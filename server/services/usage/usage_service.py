@@ -56,15 +56,15 @@ def _group(value: rollups.Group) -> pb.UsageGroup:
 
 
 def _series(value: rollups.Series) -> pb.UsageSeries:
-    points = value.points
+    requests, errors, input_tokens, output_tokens, total_tokens = value.columns
     return pb.UsageSeries(
         group=_group(value.group),
         totals=_totals(value.totals),
-        requests=[p.requests for p in points],
-        errors=[p.errors for p in points],
-        input_tokens=[p.input_tokens for p in points],
-        output_tokens=[p.output_tokens for p in points],
-        total_tokens=[p.total_tokens for p in points],
+        requests=requests,
+        errors=errors,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=total_tokens,
     )
 
 

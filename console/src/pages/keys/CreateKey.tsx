@@ -12,6 +12,7 @@ import { useAction } from "../../components/useAction";
 import { ApiKeyType } from "../../gen/platform/tenants/v1/api_key_pb";
 import { ApiKeyService } from "../../gen/platform/tenants/v1/api_key_service_pb";
 import { GrantsPicker, type Grant } from "./GrantsPicker";
+import { GroupsPicker } from "./GroupsPicker";
 
 /** A datetime-local value (the person's time zone) as a Date, or undefined when empty. */
 export function localDate(value: string): Date | undefined {
@@ -37,6 +38,7 @@ export function CreateKey({ tenantId, serviceAccountId, onCreated }: CreateKeyPr
   const [type, setType] = useState<string>(String(ApiKeyType.PERSONAL));
   const [expiry, setExpiry] = useState("");
   const [grants, setGrants] = useState<Grant[]>([]);
+  const [groupIds, setGroupIds] = useState<string[]>([]);
   const [secret, setSecret] = useState<string | undefined>(undefined);
   const keyType = serviceAccountId !== undefined ? ApiKeyType.SERVICE_ACCOUNT : chosenEnum([ApiKeyType.PERSONAL, ApiKeyType.PERSONAL_ALL_RESOURCES], type, ApiKeyType.PERSONAL);
   const takesGrants = keyType !== ApiKeyType.PERSONAL_ALL_RESOURCES;
@@ -50,6 +52,7 @@ export function CreateKey({ tenantId, serviceAccountId, onCreated }: CreateKeyPr
       serviceAccountId: serviceAccountId ?? "",
       ...(expireAt !== undefined ? { expireTime: timestampFromDate(expireAt) } : {}),
       grants: takesGrants ? grants.map((g) => ({ kind: g.kind, name: g.name })) : [],
+      groupIds: takesGrants ? groupIds : [],
     });
     setSecret(answer.secret);
     onCreated();
@@ -60,6 +63,7 @@ export function CreateKey({ tenantId, serviceAccountId, onCreated }: CreateKeyPr
     setDescription("");
     setExpiry("");
     setGrants([]);
+    setGroupIds([]);
     setSecret(undefined); // the secret is forgotten with the dialog
     create.clear();
   };
@@ -94,6 +98,7 @@ export function CreateKey({ tenantId, serviceAccountId, onCreated }: CreateKeyPr
             <TextField label="Expires" name="expiry" type="datetime-local" value={expiry} onInput={setExpiry}
               hint="Leave empty for a key that does not expire." />
             {takesGrants ? <GrantsPicker tenantId={tenantId} value={grants} onChange={setGrants} /> : null}
+            {takesGrants ? <GroupsPicker tenantId={tenantId} value={groupIds} onChange={setGroupIds} /> : null}
             <FormActions submit="Create key" busy={create.busy} onCancel={close} />
           </form>
         )}
