@@ -57,7 +57,11 @@ export default function ChatPage({ tenant }: PageProps) {
 
   useEffect(() => {
     const stop = new AbortController();
+    // Another tenant (the picker keeps this page): its own key, models and conversations.
     setModels(undefined);
+    setConversation(undefined);
+    setTurns([]);
+    setMcp([]);
     gatewayJson<{ data: GatewayModel[] }>(tenantId, "/v1/models", { signal: stop.signal }).then(
       (answer) => {
         setModels(answer.data);
@@ -202,8 +206,8 @@ export default function ChatPage({ tenant }: PageProps) {
               onChange={setModel}
             />
           )}
-          <ToolsPanel tenantId={tenantId} value={mcp} onChange={setMcp} />
-          <ConversationsPanel tenantId={tenantId} current={conversation} onOpen={(id) => void resume(id)} />
+          <ToolsPanel key={`tools-${tenantId}`} tenantId={tenantId} value={mcp} onChange={setMcp} />
+          <ConversationsPanel key={`conversations-${tenantId}`} tenantId={tenantId} current={conversation} onOpen={(id) => void resume(id)} />
         </aside>
         <div class="chat-main">
           {/* focusable: a keyboard can scroll the transcript */}
