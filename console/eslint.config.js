@@ -30,7 +30,7 @@ export default tseslint.config(
     languageOptions: {
       globals: Object.fromEntries(
         ["process", "console", "URL", "window", "document", "navigator", "localStorage", "sessionStorage",
-          "requestAnimationFrame"].map((name) => [name, "readonly"]),
+          "requestAnimationFrame", "File", "DataTransfer", "Event"].map((name) => [name, "readonly"]),
       ),
     },
   },

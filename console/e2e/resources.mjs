@@ -4,7 +4,7 @@
 // usage: node e2e/resources.mjs '<plan JSON>' (base, gateway, tenant, groupId, memberSession, mcpOAuthUrl, mcpToolsUrl,
 // devModelsUrl, clientId, clientSecret, chatModel, chatServedModel, embeddingModel, guardrailPublicId, guardrailModel,
 // screenshots); prints one JSON line of what was seen, which the Python test judges.
-/* global DataTransfer, File, DragEvent -- the page's, inside page.evaluate */
+/* global DragEvent -- the page's, inside page.evaluate (DataTransfer and File are globals of the e2e config) */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

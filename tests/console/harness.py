@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -24,7 +26,17 @@ from tests.chromium import ensure_chromium
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, server_env, start_server
 
-__all__ = ["CONSOLE", "SCREENSHOTS", "ConsoleWorld", "console_world", "js_gzip_bytes", "not_ready", "run_script"]
+__all__ = [
+    "CONSOLE",
+    "SCREENSHOTS",
+    "ConsoleWorld",
+    "DemoConsole",
+    "console_world",
+    "demo_console",
+    "js_gzip_bytes",
+    "not_ready",
+    "run_script",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSOLE = ROOT / "console"
@@ -157,3 +169,52 @@ async def run_script(script: str, plan: dict[str, Any]) -> dict[str, Any]:
     assert process.returncode == 0, err.decode(errors="replace")[-4000:]
     answer: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
     return answer
+
+
+@dataclass
+class DemoConsole:
+    base: str  # the management server serving the console
+    gateway: str  # the gateway's origin (the chat calls it)
+    demo: dict[str, str]  # var/demo.env: TENANT, CHAT_MODEL, AGENT, MCP_SERVER, RAG, ...
+
+
+async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
+    """`switchboard serve --demo` (what `make run` starts) on free ports, serving console/dist: the demo's tenant,
+    stand-in chat model, MCP server, RAG, guardrail and agent are the chat's world, as a person's first run sees it."""
+    from tests.serving import free_port, stop, until
+
+    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-console-demo-"))
+    port, gateway_port, models_port = free_port(), free_port(), free_port()
+    base, gateway = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{gateway_port}"
+    env = server_env(
+        database,
+        var_dir,
+        SWITCHBOARD_PORT=str(port),
+        SWITCHBOARD_GATEWAY_PORT=str(gateway_port),
+        SWITCHBOARD_GATEWAY_WORKERS="1",
+        SWITCHBOARD_DEV_MODELS_PORT=str(models_port),
+        SWITCHBOARD_GATEWAY_PUBLIC_URL=gateway,
+        SWITCHBOARD_CONSOLE_PUBLIC_URL=base,
+        SWITCHBOARD_CONSOLE_DIR=str(DIST),
+    )
+    log_path = var_dir / "serve.log"
+    with log_path.open("wb") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server.cli", "serve", "--demo", env=env, stdout=log, stderr=log
+        )
+    demo_env = var_dir / "demo.env"
+
+    async def seeded() -> bool:
+        assert process.returncode is None, log_path.read_text(errors="replace")
+        return demo_env.is_file() and "AGENT=" in demo_env.read_text()
+
+    try:
+        await until(seeded, attempts=1200)  # dev-models loads its embedding model, then the demo is seeded
+        lines = demo_env.read_text().splitlines()
+        demo = {
+            name: shlex.split(value)[0]
+            for name, _, value in (line.removeprefix("export ").partition("=") for line in lines)
+        }
+        yield DemoConsole(base, gateway, demo)
+    finally:
+        await stop(process)

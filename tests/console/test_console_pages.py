@@ -135,7 +135,7 @@ async def test_tenants_are_created_and_a_refusal_is_in_plain_words(run: dict[str
 async def test_a_plain_member_sees_only_what_they_may_use(run: dict[str, Any]) -> None:
     flow = _flow(run, "memberView")
     # No Tenants, Members or Service accounts; the resource pages list what a member may use (managing is per row).
-    assert flow["nav"] == ["Groups", "API keys", "Models", "RAGs", "MCP servers", "Preset agents"]
+    assert flow["nav"] == ["Groups", "API keys", "Models", "RAGs", "MCP servers", "Preset agents", "Chat", "Usage"]
     assert flow["adminButtons"] == 0
     assert len(flow["calls"]) <= 3
 

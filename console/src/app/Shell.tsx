@@ -113,7 +113,7 @@ export function Shell({ session, url, children }: { session: Session; url: strin
             const href = routeUrl(entry, tenant?.id);
             const current = path === href || path.startsWith(`${href}/`);
             return (
-              <li key={entry.path}>
+              <li key={`${entry.scope}:${entry.path}`}>
                 <a href={href} aria-current={current ? "page" : undefined}>
                   {entry.title}
                 </a>

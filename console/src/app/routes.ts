@@ -139,6 +139,49 @@ export const ROUTES: RouteEntry[] = [
     load: () => import("../pages/agents/AgentsPage"),
     visible: member, // everyone lists the agents they may use; creating one is the tenant's create-agent capability
   },
+  {
+    path: "chat",
+    title: "Chat",
+    scope: "tenant",
+    load: () => import("../pages/chat/ChatPage"),
+    visible: member, // the key it creates acts as the person: they chat with what they may invoke
+  },
+  {
+    path: "usage",
+    title: "Usage",
+    scope: "tenant",
+    load: () => import("../pages/usage/UsagePage"),
+    visible: member, // admins read the tenant's calls, members their own keys' (UsageService decides)
+  },
+  {
+    path: "usage",
+    title: "Usage (all tenants)",
+    scope: "platform",
+    load: () => import("../pages/usage/UsagePage"),
+    visible: (session) => session.canManageTenants,
+  },
+  {
+    path: "audit",
+    title: "Audit trail",
+    scope: "tenant",
+    load: () => import("../pages/audit/AuditPage"),
+    visible: (_s, tenant) => tenant?.capabilities.tenantAdmin ?? false, // AuditService: the tenant's admins
+  },
+  {
+    path: "audit",
+    title: "Audit trail (all tenants)",
+    scope: "platform",
+    load: () => import("../pages/audit/AuditPage"),
+    visible: (session) => session.canManageTenants,
+  },
+  {
+    path: "limits",
+    title: "Limits",
+    scope: "tenant",
+    load: () => import("../pages/limits/LimitsPage"),
+    // Tenant admins set the tenant tier, operators the platform tier; LimitService refuses everyone else.
+    visible: (session, tenant) => session.canManageTenants || (tenant?.capabilities.tenantAdmin ?? false),
+  },
 ];
 
 /** The URL of a route, for links: tenant pages carry the tenant id in the path so a link names what it shows. */

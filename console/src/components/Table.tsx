@@ -76,7 +76,8 @@ export function Table<T>({ caption, columns, load, rowKey, reload = 0, empty = "
   return (
     <div class="table-block" aria-busy={loading}>
       <ErrorBanner error={error} />
-      <div class="table-scroll">
+      {/* A wide table scrolls sideways on narrow screens: focusable so a keyboard can scroll it too. */}
+      <div class="table-scroll" role="region" aria-label={caption} tabIndex={0}>
         <table class="table">
           <caption>{caption}</caption>
           <thead>

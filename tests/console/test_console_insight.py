@@ -1,0 +1,102 @@
+"""The console's usage, audit and limits pages in a real browser (console/e2e/insight.mjs) against `serve --demo`
+after the chat run (test_console_chat.py, which runs first in this folder): the chat's calls are real metered usage
+and audit events. For each page loaded afresh: its API calls (at most 3), axe, screenshots at 1280 and 390 px.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from tests.console.harness import DemoConsole, run_script
+
+pytestmark = pytest.mark.timeout(300)
+
+PAGES = ("usage", "usage-all", "audit", "audit-all", "limits")
+
+
+@pytest_asyncio.fixture(scope="module")
+async def run(demo_world: DemoConsole) -> dict[str, Any]:
+    return await run_script(
+        "insight.mjs",
+        {"base": demo_world.base, "tenantId": demo_world.demo["TENANT"], "chatModel": demo_world.demo["CHAT_MODEL"]},
+    )
+
+
+def _flow(run: dict[str, Any], name: str) -> dict[str, Any]:
+    flow: dict[str, Any] = run["flows"][name]
+    assert flow["ok"], flow
+    return flow
+
+
+async def test_usage_charts_the_tenants_calls_by_model_and_kind_with_top_lists(run: dict[str, Any]) -> None:
+    flow = _flow(run, "usage")
+    requests = int(flow["totals"][0].replace(",", ""))
+    assert requests >= 1, flow  # the demo's seeding and, when the chat ran first, its calls
+    assert flow["legend"] and flow["top"], flow
+    # Split by call kind names kinds in words; a change of split or top list is one call each.
+    assert set(flow["kinds"]) <= {
+        "Chat completions",
+        "Responses",
+        "Embeddings",
+        "Rerank",
+        "Transcriptions",
+        "MCP tool calls",
+        "RAG retrievals",
+        "Other",
+    }
+    assert [c.split("/")[-1] for c in flow["callsForChanges"]] == ["GetUsageSeries", "ListTopUsage"]
+    assert any("(sb_" in row for row in flow["topKeys"]), flow["topKeys"]  # a key by its name and prefix
+
+
+async def test_operators_see_usage_across_tenants(run: dict[str, Any]) -> None:
+    flow = _flow(run, "usageAcross")
+    assert "Demo" in flow["legend"] and flow["top"][0].startswith("Demo"), flow
+
+
+async def test_the_audit_trail_is_filtered_by_the_server(run: dict[str, Any]) -> None:
+    flow = _flow(run, "audit")
+    assert flow["first"] >= 1 and "ApiKeyService/CreateApiKey" in flow["actions"], flow
+    # The method filter as a person types it (no leading slash): one call, and only that method's events.
+    assert flow["filtered"] and set(flow["filtered"]) == {"ApiKeyService/CreateApiKey"}, flow
+    assert [c.split("/")[-1] for c in flow["callsForFilter"]] == ["ListAuditEvents"]
+    assert all(outcome.startswith("Refused") for outcome in flow["refused"]), flow
+
+
+async def test_operators_read_the_audit_trail_across_tenants(run: dict[str, Any], demo_world: DemoConsole) -> None:
+    assert demo_world.demo["TENANT"] in _flow(run, "auditAcross")["tenants"]
+
+
+async def test_limits_are_set_edited_read_and_deleted(run: dict[str, Any]) -> None:
+    flow = _flow(run, "limits")
+    # A quantity the server refuses is shown in plain words with the server's reason, and sets nothing.
+    assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]
+    assert flow["set"] == "600 requests/min · 1M tokens/month (soft 800k)"
+    assert flow["edited"] == "1k requests/min · 1M tokens/month (soft 800k)"
+    # Current use of the key's limits; the demo runs without a shared counter store, which the page says.
+    assert [line.split(" (")[0] for line in flow["use"]] == ["Requests per minute", "Token budget"], flow["use"]
+    assert "limit 1,000;" in flow["use"][0] and "limit 1,000,000;" in flow["use"][1]
+    assert flow["left"] == 0
+
+
+async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any]) -> None:
+    for name in PAGES:
+        page = run["pages"][name]
+        print(f"{name}: {len(page['calls'])} API calls {page['calls']}")
+        assert 1 <= len(page["calls"]) <= 3, (name, page["calls"])
+        assert page["calls"][0] == "/switchboard.console.v1.ConsoleService/GetSession"
+
+
+async def test_no_page_has_serious_accessibility_violations(run: dict[str, Any]) -> None:
+    for name in (*PAGES, "limits-set"):
+        assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
+
+
+async def test_screenshots_at_both_widths(run: dict[str, Any]) -> None:
+    for name in (*PAGES, "limits-set"):
+        shots = [Path(p) for p in run["pages"][name]["shots"]]
+        assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
+        assert all(p.stat().st_size > 1000 for p in shots)
