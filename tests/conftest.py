@@ -4,7 +4,7 @@ PostgreSQL: `SWITCHBOARD_TEST_PG_URL` (default postgresql://postgres@127.0.0.1:5
 and drop a database of this run's own; when it is unreachable the PostgreSQL half is skipped with that reason and
 the run still passes on SQLite.
 
-Parallel runs: `make test` runs the suite in several pytest-xdist worker processes at once (`-n 3 --dist loadgroup`),
+Parallel runs: `make test` runs the suite in several pytest-xdist worker processes at once (`-n 2 --dist loadgroup`),
 and other runs may share the machine's PostgreSQL and Redis. Every name a test makes in a shared service comes from
 `unique_name` (the worker's name and a random part); every test that must not overlap another is put in one
 `SERIAL_GROUPS` group here, which xdist runs on one worker, one test after another. `pytest -q` without `-n` runs
