@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import importlib.util
+import os
 import signal
 import sys
 import urllib.request
@@ -34,6 +35,8 @@ from server.store.migrate import upgrade
 from server.supervision import RestartBudget, describe_exit
 from server.tokens import PLATFORM_ROLES, mint_bootstrap_admin, mint_token
 from server.varfiles import replace
+
+_DEREGISTER = "SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS"
 
 __all__ = ["main"]
 
@@ -397,6 +400,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.demo and args.role != "all":
         parser.error("--demo needs both roles (--role all)")
+    if args.demo and _DEREGISTER not in os.environ:
+        # A development run has no load balancer to leave: Ctrl-C stops it at once, so `make run` can start again
+        # straight away (the gateway reads the variable from the environment it inherits).
+        os.environ[_DEREGISTER] = "0"
+        settings = dataclasses.replace(settings, shutdown_deregister_seconds=0.0)
     if args.no_migrate:
         settings.var_dir.mkdir(parents=True, exist_ok=True)
     else:

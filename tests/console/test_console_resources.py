@@ -198,7 +198,16 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
 
     # A plain member sees the resource pages with what they may use, and no create or manage buttons.
     member = flows["memberView"]
-    assert member["nav"] == ["Groups", "API keys", "Models", "RAGs", "MCP servers", "Preset agents"], member
+    assert member["nav"] == [
+        "Groups",
+        "API keys",
+        "Models",
+        "RAGs",
+        "MCP servers",
+        "Preset agents",
+        "Chat",
+        "Usage",
+    ], member
     assert member["manageButtons"] == {"models": 0, "rags": 0, "mcp": 0, "agents": 0}, member
     assert member["rows"]["models"] == 3, member  # the demo's deployments, shared with every tenant
     assert all(len(calls) <= MAX_CALLS_PER_LOAD for calls in member["calls"].values()), member
