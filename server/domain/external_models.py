@@ -41,6 +41,7 @@ from server.domain.validation import (
 )
 from server.errors import InvalidArgument
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
+from server.store.keyset import Window
 from server.store.models import ExternalModelRow
 
 __all__ = [
@@ -254,5 +255,9 @@ async def delete(session: AsyncSession, principal: Principal, name: str) -> None
     await release_and_delete(session, _ref(name), await _row(session, name))
 
 
-async def list_readable(session: AsyncSession, principal: Principal) -> list[ExternalModel]:
-    return [_build(row, owner) for row, owner in await readable_targets(session, principal, KIND, ExternalModelRow)]
+async def list_readable(
+    session: AsyncSession, principal: Principal, window: Window | None = None
+) -> list[ExternalModel]:
+    """Every external model the caller can read, by name (a window: one keyset page of them)."""
+    found = await readable_targets(session, principal, KIND, ExternalModelRow, window)
+    return [_build(row, owner) for row, owner in found]

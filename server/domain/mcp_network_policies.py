@@ -41,6 +41,7 @@ from server.domain.networks import PRIVATE_NETWORKS, IPNetwork, protected_overla
 from server.domain.principal import Principal
 from server.domain.validation import require_nonempty
 from server.errors import Conflict, InvalidArgument, NotFound
+from server.store.keyset import Window
 from server.store.models import McpNetworkPolicyRow
 
 __all__ = [
@@ -177,9 +178,12 @@ async def create(session: AsyncSession, principal: Principal, spec: PolicySpec) 
     return _policy(row)
 
 
-async def list_all(session: AsyncSession, principal: Principal) -> list[Policy]:
+async def list_all(session: AsyncSession, principal: Principal, window: Window | None = None) -> list[Policy]:
+    """Every policy, oldest first (a window: one keyset page of them, after a (created_at, name))."""
     permissions.require_platform_role(principal, _ROLE)
     query = select(McpNetworkPolicyRow).order_by(McpNetworkPolicyRow.created_at, McpNetworkPolicyRow.name)
+    if window is not None:
+        query = window.apply(query, McpNetworkPolicyRow.created_at, McpNetworkPolicyRow.name)
     return [_policy(row) for row in (await session.scalars(query)).all()]
 
 

@@ -37,6 +37,7 @@ from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_http_
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.mcp.oauth_client import TokenRequest
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
+from server.store.keyset import Window
 from server.store.models import ExternalMcpServerRow, utcnow
 
 __all__ = [
@@ -503,23 +504,24 @@ async def delete(session: AsyncSession, principal: Principal, name: str) -> None
     await permissions.delete_resource(session, _ref(name))
 
 
-async def list_invokable(session: AsyncSession, principal: Principal) -> list[McpServer]:
-    """Every server the caller can invoke in its tenant: that tenant's and the platform's. Without a tenant the
-    request is refused (an empty list would read as "none exist")."""
+async def list_invokable(session: AsyncSession, principal: Principal, window: Window | None = None) -> list[McpServer]:
+    """Every server the caller can invoke in its tenant: that tenant's and the platform's, by name (a window: one
+    keyset page of them). Without a tenant the request is refused (an empty list would read as "none exist")."""
     tenant_id = permissions.require_tenant_scope(principal, "listing external MCP servers")
     names = await permissions.readable_names(session, principal, KIND)
     if not names:
         return []
-    rows = (
-        await session.scalars(
-            select(ExternalMcpServerRow)
-            .where(
-                ExternalMcpServerRow.name.in_(names),
-                or_(ExternalMcpServerRow.tenant_id.is_(None), ExternalMcpServerRow.tenant_id == tenant_id),
-            )
-            .order_by(ExternalMcpServerRow.name)
+    query = (
+        select(ExternalMcpServerRow)
+        .where(
+            ExternalMcpServerRow.name.in_(names),
+            or_(ExternalMcpServerRow.tenant_id.is_(None), ExternalMcpServerRow.tenant_id == tenant_id),
         )
-    ).all()
+        .order_by(ExternalMcpServerRow.name)
+    )
+    if window is not None:
+        query = window.apply(query, ExternalMcpServerRow.name)
+    rows = (await session.scalars(query)).all()
     owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
     return [_build(row, owners[row.name]) for row in rows]
 

@@ -26,6 +26,7 @@ from server.domain.validation import MAX_DISPLAY_NAME, limit_text
 from server.errors import InvalidArgument, NotFound, PermissionDenied
 from server.permissions import ResourceKind, ResourceRef, Sharing
 from server.store.db import new_id
+from server.store.keyset import Window
 from server.store.models import ModelAliasRow, ResourceRow
 
 __all__ = ["Alias", "AliasSpec", "create", "delete", "get", "list_readable", "update"]
@@ -174,17 +175,17 @@ async def delete(session: AsyncSession, principal: Principal, name: str) -> None
     await permissions.delete_resource(session, _ref(name))
 
 
-async def list_readable(session: AsyncSession, principal: Principal) -> list[Alias]:
+async def list_readable(session: AsyncSession, principal: Principal, window: Window | None = None) -> list[Alias]:
+    """Every alias the caller can read, by public model id (a window: one keyset page of them)."""
     permissions.require_logged_in_user(principal)
     names = await permissions.readable_names(session, principal, KIND)
     if not names:
         return []
-    rows = (
-        await session.scalars(
-            select(ModelAliasRow).where(ModelAliasRow.name.in_(names)).order_by(ModelAliasRow.public_model_id)
-        )
-    ).all()
-    owners = await permissions.ownerships(session, KIND, names)
+    query = select(ModelAliasRow).where(ModelAliasRow.name.in_(names)).order_by(ModelAliasRow.public_model_id)
+    if window is not None:
+        query = window.apply(query, ModelAliasRow.public_model_id)
+    rows = (await session.scalars(query)).all()
+    owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
     existing = set(
         (
             await session.execute(

@@ -25,6 +25,7 @@ from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_http_
 from server.errors import InvalidArgument
 from server.permissions import ResourceKind, ResourceRef, Sharing
 from server.store.db import new_id
+from server.store.keyset import Window
 from server.store.models import ModelDeploymentRow
 
 __all__ = ["Deployment", "DeploymentSpec", "create", "delete", "get", "list_readable", "update"]
@@ -170,5 +171,7 @@ async def delete(session: AsyncSession, principal: Principal, name: str) -> None
     await release_and_delete(session, _ref(name), await _row(session, name))
 
 
-async def list_readable(session: AsyncSession, principal: Principal) -> list[Deployment]:
-    return [_build(row, owner) for row, owner in await readable_targets(session, principal, KIND, ModelDeploymentRow)]
+async def list_readable(session: AsyncSession, principal: Principal, window: Window | None = None) -> list[Deployment]:
+    """Every deployment the caller can read, by name (a window: one keyset page of them)."""
+    found = await readable_targets(session, principal, KIND, ModelDeploymentRow, window)
+    return [_build(row, owner) for row, owner in found]

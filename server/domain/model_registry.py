@@ -19,6 +19,7 @@ from server.domain.validation import validate_public_model_id
 from server.errors import AlreadyExists, InvalidArgument
 from server.permissions import Ownership, ResourceKind, ResourceRef
 from server.store.db import integrity_as
+from server.store.keyset import Window
 from server.store.models import ExternalModelRow, ModelAliasRow, ModelDeploymentRow, PublicModelIdRow
 
 __all__ = [
@@ -63,14 +64,18 @@ Row = TypeVar("Row", ModelDeploymentRow, ExternalModelRow)
 
 
 async def readable_targets(
-    session: AsyncSession, principal: Principal, kind: ResourceKind, table: type[Row]
+    session: AsyncSession, principal: Principal, kind: ResourceKind, table: type[Row], window: Window | None = None
 ) -> list[tuple[Row, Ownership]]:
-    """The rows of one model kind the caller may read, with their ownership, in three queries whatever the count."""
+    """The rows of one model kind the caller may read, by name, with their ownership, in three queries whatever the
+    count (a window: one keyset page of them)."""
     names = await permissions.readable_names(session, principal, kind)
     if not names:
         return []
-    rows = (await session.scalars(select(table).where(table.name.in_(names)).order_by(table.name))).all()
-    owners = await permissions.ownerships(session, kind, names)
+    query = select(table).where(table.name.in_(names)).order_by(table.name)
+    if window is not None:
+        query = window.apply(query, table.name)
+    rows = (await session.scalars(query)).all()
+    owners = await permissions.ownerships(session, kind, [row.name for row in rows])
     return [(row, owners[row.name]) for row in rows]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -31,6 +31,7 @@ from server.domain.users import resolve_users
 from server.domain.validation import require_nonempty
 from server.errors import InvalidArgument
 from server.permissions import Capability, TenantRole
+from server.store.keyset import Window
 from server.store.models import (
     ApiKeyRow,
     GroupMemberRow,
@@ -44,12 +45,14 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
     "Page",
+    "Window",
     "api_keys_page",
     "group_members_page",
     "groups_page",
     "service_accounts_page",
     "tenant_members_page",
     "token_after",
+    "walk",
 ]
 
 DEFAULT_PAGE_SIZE = 50
@@ -61,6 +64,29 @@ T = TypeVar("T")
 class Page(Generic[T]):
     items: list[T]
     next_token: str = ""
+
+
+async def walk(
+    kind: str,
+    token: str,
+    size: int,
+    *,
+    parts: int,
+    fetch: Callable[[Window], Awaitable[Sequence[T]]],
+    key: Callable[[T], tuple[str, ...]],
+    parse: Callable[[list[str]], tuple[Any, ...]] = tuple,
+) -> Page[T]:
+    """One page of a list whose function takes a Window: `key` gives an item's sort key as the token's strings and
+    `parse` turns them back into the values the query compares (a time, say). One more item than the page is read
+    to learn whether another page follows, so a full last page carries no token."""
+    size = _size(size)
+    after = _after(kind, token, parts)
+    try:
+        start = None if after is None else parse(after)
+    except ValueError:
+        raise InvalidArgument("page_token is not a token of this list", field="page_token") from None
+    items, next_token = _paged(await fetch(Window(start, size + 1)), size, kind, key)
+    return Page(list(items), next_token)
 
 
 def _size(value: int) -> int:

@@ -32,6 +32,7 @@ from server.domain.principal import Principal
 from server.domain.validation import validate_resource_name
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
+from server.store.keyset import Window
 from server.store.models import (
     ExternalMcpServerRow,
     ExternalModelRow,
@@ -310,9 +311,11 @@ async def delete(session: AsyncSession, principal: Principal, name: str) -> None
     await permissions.delete_resource(session, _ref(name))
 
 
-async def list_readable(session: AsyncSession, principal: Principal, *, tenant_id: str = "") -> list[Agent]:
+async def list_readable(
+    session: AsyncSession, principal: Principal, *, tenant_id: str = "", window: Window | None = None
+) -> list[Agent]:
     """Every agent the caller can read (optionally only those owned by `tenant_id`, a tenant the caller acts in), by
-    public model id."""
+    public model id (a window: one keyset page of them)."""
     if tenant_id:
         await permissions.require_listed_tenant(session, principal, tenant_id)
     names = await permissions.readable_names(session, principal, KIND)
@@ -321,8 +324,11 @@ async def list_readable(session: AsyncSession, principal: Principal, *, tenant_i
     query = select(PresetAgentRow).where(PresetAgentRow.name.in_(names))
     if tenant_id:
         query = query.where(PresetAgentRow.tenant_id == tenant_id)
-    rows = (await session.scalars(query.order_by(PresetAgentRow.public_model_id))).all()
-    owners = await permissions.ownerships(session, KIND, names)
+    query = query.order_by(PresetAgentRow.public_model_id)
+    if window is not None:
+        query = window.apply(query, PresetAgentRow.public_model_id)
+    rows = (await session.scalars(query)).all()
+    owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
     existing = set(
         (
             await session.execute(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import delete as sql_delete
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy import update as sql_update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -35,6 +35,7 @@ from server.domain.validation import require_name, require_nonempty, validate_re
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.db import integrity_as, new_id
+from server.store.keyset import Window
 from server.store.models import RagDeploymentRow, utcnow
 from server.store.rag_index import ChunkIndex
 
@@ -315,21 +316,27 @@ async def delete(session: AsyncSession, principal: Principal, index: ChunkIndex,
     await permissions.delete_resource(session, _ref(rag_id))
 
 
-async def list_readable(session: AsyncSession, principal: Principal, *, tenant_id: str = "") -> list[Rag]:
+LIST_ORDER = (func.coalesce(RagDeploymentRow.tenant_id, ""), RagDeploymentRow.name, RagDeploymentRow.id)
+
+
+async def list_readable(
+    session: AsyncSession, principal: Principal, *, tenant_id: str = "", window: Window | None = None
+) -> list[Rag]:
     """Every RAG the caller can read (optionally only those owned by `tenant_id`, a tenant the caller acts in), by
-    owner then name."""
+    owner (the platform's first) then name (a window: one keyset page of them, on LIST_ORDER)."""
     if tenant_id:
         await permissions.require_listed_tenant(session, principal, tenant_id)
     names = await permissions.readable_names(session, principal, KIND)
     if not names:
         return []
-    query = select(RagDeploymentRow).where(RagDeploymentRow.id.in_(names))
+    query = select(RagDeploymentRow).where(RagDeploymentRow.id.in_(names)).order_by(*LIST_ORDER)
     if tenant_id:
         query = query.where(RagDeploymentRow.tenant_id == tenant_id)
+    if window is not None:
+        query = window.apply(query, *LIST_ORDER)
     rows = (await session.scalars(query)).all()
     owners = await permissions.ownerships(session, KIND, [r.id for r in rows])
-    ordered = sorted(rows, key=lambda r: (r.tenant_id or "", r.name))
-    return [_build(row, owners[row.id].sharing) for row in ordered]
+    return [_build(row, owners[row.id].sharing) for row in rows]
 
 
 async def pin_embedding_dimensions(session: AsyncSession, *, rag_id: str, dimensions: int) -> None:

@@ -22,6 +22,7 @@ from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_name,
 from server.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, TenantRole
 from server.store.db import integrity_as, lone_rows, new_id
+from server.store.keyset import Window
 from server.store.models import GroupMemberRow, GroupRow, TenantInviteRow, TenantMemberRow, TenantRow, UserRow
 
 __all__ = [
@@ -111,13 +112,16 @@ async def get_tenant(session: AsyncSession, principal: Principal, tenant_id: str
     return _tenant(await _get_tenant_row(session, tenant_id))
 
 
-async def list_tenants(session: AsyncSession, principal: Principal) -> list[Tenant]:
+async def list_tenants(session: AsyncSession, principal: Principal, window: Window | None = None) -> list[Tenant]:
+    """The tenants the caller sees, by name (a window: one keyset page of them)."""
     query = select(TenantRow).order_by(TenantRow.name)
     if principal.api_key is not None:
         query = query.where(TenantRow.id == principal.api_key.tenant_id)
     elif not principal.can_manage_tenants:
         mine = select(TenantMemberRow.tenant_id).where(TenantMemberRow.user_id == (principal.user_id or ""))
         query = query.where(TenantRow.id.in_(mine))
+    if window is not None:
+        query = window.apply(query, TenantRow.name)
     return [_tenant(r) for r in await session.scalars(query)]
 
 

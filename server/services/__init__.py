@@ -161,6 +161,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
     from server.services.platform.mcp_network_policy_service import McpNetworkPolicyServiceHandler
     from server.services.ragmanager.rag_quota_service import RagQuotaServiceHandler
     from server.services.ragmanager.rag_service import RagServiceHandler
+    from server.services.resources.resource_list_service import ResourceListServiceHandler
     from server.services.tenants.api_key_service import ApiKeyServiceHandler
     from server.services.tenants.group_service import GroupServiceHandler
     from server.services.tenants.service_account_service import ServiceAccountServiceHandler
@@ -193,6 +194,7 @@ def _handlers() -> dict[str, Callable[[Deps], object]]:
         "switchboard.capture.v1.CaptureService": CaptureServiceHandler,
         "switchboard.usage.v1.UsageService": UsageServiceHandler,
         "switchboard.tenants.v1.TenantListService": TenantListServiceHandler,
+        "switchboard.resources.v1.ResourceListService": ResourceListServiceHandler,
     }
 
 

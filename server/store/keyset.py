@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import Select, and_, or_, tuple_
 from sqlalchemy.sql.elements import ColumnElement
 
 from server.errors import InvalidArgument
 from server.store.db import as_utc
 
-__all__ = ["after_token", "bounded_page_size", "token_of"]
+__all__ = ["Window", "after_token", "bounded_page_size", "token_of"]
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
@@ -39,3 +40,23 @@ def after_token(token: str, time_column: Any, id_column: Any) -> ColumnElement[b
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidArgument("page_token is not a token this API returned", field="page_token") from None
     return or_(time_column < at, and_(time_column == at, id_column < row_id))
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a keyset page of an ordered list starts and how many rows to read. The domain's list functions that
+    take one (model_deployments.list_readable, rags.list_readable, ...; paged by server.domain.pages.walk) answer
+    their usual items, in their usual order, from after `after` (the sort key of the previous page's last item;
+    None: from the start), at most `limit` of them, so a page is visible to exactly whom the whole list is."""
+
+    after: tuple[Any, ...] | None
+    limit: int
+
+    def apply(self, query: Select[Any], *order: Any) -> Select[Any]:
+        """`query` (ordered by the columns `order`) narrowed to this window."""
+        if self.after is not None:
+            if len(order) == 1:
+                query = query.where(order[0] > self.after[0])
+            else:
+                query = query.where(tuple_(*order) > tuple_(*self.after))
+        return query.limit(self.limit)

@@ -182,7 +182,7 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
             assert (SCREENSHOTS / f"{name}-{width}.png").stat().st_size > 0
 
     flows = report["flows"]
-    assert flows["models-tabs"]["calls"] == ["/platform.modelmanager.v1.ExternalModelService/ListExternalModels"], flows
+    assert flows["models-tabs"]["calls"] == ["/switchboard.resources.v1.ResourceListService/ListExternalModels"], flows
     # MCP: the person's OAuth connection went through the authorization server and Switchboard's token exchange.
     assert stage.provider.token_requests > tokens_before
     assert flows["network-policy"]["canonical"], flows["network-policy"]

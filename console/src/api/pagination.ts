@@ -1,5 +1,6 @@
 // Every list in the console is loaded one page at a time through a PageLoader (the tenant's lists through
-// switchboard.tenants.v1.TenantListService, keyset pages of the spec's lists); the Table component keeps the page
+// switchboard.tenants.v1.TenantListService, the resource lists through switchboard.resources.v1.ResourceListService:
+// keyset pages of the spec's lists); the Table component keeps the page
 // tokens it has seen so "previous" needs no refetch of earlier pages, and nothing ever walks all pages.
 
 export interface Page<T> {
@@ -12,6 +13,26 @@ export type PageLoader<T> = (pageToken: string, pageSize: number, signal: AbortS
 
 /** Page sizes offered by tables; the first is the default. */
 export const PAGE_SIZES = [25, 50, 100] as const;
+
+/** The page a keyset-paged list method is asked for (switchboard.tenants.v1.PageRequest). */
+export interface PageRequest {
+  pageSize: number;
+  pageToken: string;
+}
+
+/**
+ * A loader over a server-paginated list method: `call` asks the server for one page, `items` picks that page's
+ * items out of the answer; the answer's nextPageToken is the next page's token (empty on the last page).
+ */
+export function serverPages<A extends { nextPageToken: string }, T>(
+  call: (page: PageRequest, signal: AbortSignal) => Promise<A>,
+  items: (answer: A) => T[],
+): PageLoader<T> {
+  return async (pageToken, pageSize, signal) => {
+    const answer = await call({ pageSize, pageToken }, signal);
+    return { items: items(answer), nextPageToken: answer.nextPageToken };
+  };
+}
 
 /**
  * A loader over a list method of the spec that answers in one response (it has no page_token): one call, then the

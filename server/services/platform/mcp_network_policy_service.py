@@ -14,12 +14,13 @@ from server.domain import mcp_network_policies as policies
 from server.services import Deps
 from server.services.context import current_principal
 
-__all__ = ["McpNetworkPolicyServiceHandler"]
+__all__ = ["McpNetworkPolicyServiceHandler", "policy_message"]
 
 Ctx = RequestContext[Any, Any]
 
 
-def _policy(value: policies.Policy) -> policy_pb2.McpNetworkPolicy:
+def policy_message(value: policies.Policy) -> policy_pb2.McpNetworkPolicy:
+    """The policy as the API answers it (here and in ResourceListService's pages)."""
     return policy_pb2.McpNetworkPolicy(
         name=value.name,
         uid=value.uid,
@@ -39,7 +40,7 @@ class McpNetworkPolicyServiceHandler(McpNetworkPolicyService):
     ) -> pb.ListMcpNetworkPoliciesResponse:
         async with self._db.read() as s:
             found = await policies.list_all(s, current_principal())
-        return pb.ListMcpNetworkPoliciesResponse(policies=[_policy(p) for p in found])
+        return pb.ListMcpNetworkPoliciesResponse(policies=[policy_message(p) for p in found])
 
     async def create_mcp_network_policy(
         self, request: pb.CreateMcpNetworkPolicyRequest, ctx: Ctx
@@ -51,7 +52,7 @@ class McpNetworkPolicyServiceHandler(McpNetworkPolicyService):
         )
         async with self._db.transaction() as s:
             created = await policies.create(s, current_principal(), value)
-        return pb.CreateMcpNetworkPolicyResponse(policy=_policy(created))
+        return pb.CreateMcpNetworkPolicyResponse(policy=policy_message(created))
 
     async def delete_mcp_network_policy(
         self, request: pb.DeleteMcpNetworkPolicyRequest, ctx: Ctx

@@ -1,7 +1,7 @@
-// Preset agents the person may use in this tenant: one ListPresetAgents on load; creating (the tenant's
+// Preset agents the person may use in this tenant: a page of ListPresetAgents per load; creating (the tenant's
 // create-agent capability, or operators for platform agents), editing, sharing and deleting those they manage.
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import { serverPages } from "../../api/pagination";
 import { sharingTarget } from "../../api/sharing";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
@@ -12,6 +12,7 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import type { PresetAgent } from "../../gen/platform/agents/v1/preset_agent_pb";
 import { PresetAgentService } from "../../gen/platform/agents/v1/preset_agent_service_pb";
+import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import { AgentEditor } from "./AgentEditor";
 import "../resources.css";
 
@@ -23,7 +24,7 @@ export default function AgentsPage({ session, tenant }: PageProps) {
   const [reload, setReload] = useState(0);
   const [editing, setEditing] = useState<{ agent: PresetAgent | undefined } | undefined>(undefined);
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(PresetAgentService).listPresetAgents({ tenantId }, { signal })).presetAgents),
+    () => serverPages((page, signal) => client(ResourceListService).listPresetAgents({ tenantId, page }, { signal }), (a) => a.presetAgents),
     [tenantId],
   );
   const remove = useAction(async (name: string) => {

@@ -1,10 +1,10 @@
-// MCP servers the person may use in this tenant (the tenant's and the platform's): one ListExternalMcpServers on
-// load. Registering (tenant Editors and Admins; operators for platform servers), sharing and deleting what they
+// MCP servers the person may use in this tenant (the tenant's and the platform's): a page of ListExternalMcpServers
+// per load. Registering (tenant Editors and Admins; operators for platform servers), sharing and deleting what they
 // manage, and — for servers where each person signs in (OAuth) — connecting this tab (api/mcpOAuth.ts), whose token
 // the chat page then uses from memory.
 import { useMemo, useState } from "preact/hooks";
 import { connectMcpServer, forgetMcpToken, mcpTokens } from "../../api/mcpOAuth";
-import { singleResponse } from "../../api/pagination";
+import { serverPages } from "../../api/pagination";
 import { sharingTarget } from "../../api/sharing";
 import { inTenant } from "../../api/tenantScope";
 import { client } from "../../api/transport";
@@ -15,6 +15,7 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import { ExternalMcpAuthType, type ExternalMcpServerSummary } from "../../gen/platform/agents/v1/external_mcp_server_pb";
 import { ExternalMcpServerService } from "../../gen/platform/agents/v1/external_mcp_server_service_pb";
+import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import { AUTH_NAMES } from "./labels";
 import { RegisterMcp } from "./RegisterMcp";
 import "../resources.css";
@@ -75,7 +76,7 @@ export default function McpPage({ session, tenant }: PageProps) {
   const tenantAdmin = tenant?.capabilities.tenantAdmin ?? false;
   const [reload, setReload] = useState(0);
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(ExternalMcpServerService).listExternalMcpServers({}, inTenant(tenantId, signal))).externalMcpServers),
+    () => serverPages((page, signal) => client(ResourceListService).listExternalMcpServers({ page }, inTenant(tenantId, signal)), (a) => a.externalMcpServers),
     [tenantId],
   );
   const remove = useAction(async (name: string) => {

@@ -1,8 +1,8 @@
 // MCP network policies (operators: can_manage_tenants): the private networks MCP servers and tenant models may be
-// reached on. One ListMcpNetworkPolicies on load; a delete sends the uid and resourceVersion read, so a policy
+// reached on. A page of ListMcpNetworkPolicies per load; a delete sends the uid and resourceVersion read, so a policy
 // changed meanwhile is not deleted blind (the server answers `aborted`, shown in words).
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import { serverPages } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
 import { Dialog } from "../../components/Dialog";
@@ -12,6 +12,7 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import type { McpNetworkPolicy } from "../../gen/platform/platform/v1/mcp_network_policy_pb";
 import { McpNetworkPolicyService } from "../../gen/platform/platform/v1/mcp_network_policy_service_pb";
+import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import "../resources.css";
 
 function CreatePolicy({ onCreated }: { onCreated: () => void }) {
@@ -46,7 +47,7 @@ function CreatePolicy({ onCreated }: { onCreated: () => void }) {
 export default function NetworkPoliciesPage({ tenant }: PageProps) {
   const [reload, setReload] = useState(0);
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(McpNetworkPolicyService).listMcpNetworkPolicies({}, { signal })).policies),
+    () => serverPages((page, signal) => client(ResourceListService).listMcpNetworkPolicies({ page }, { signal }), (a) => a.policies),
     [],
   );
   const remove = useAction(async (policy: McpNetworkPolicy) => {

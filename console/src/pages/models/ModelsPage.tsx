@@ -1,12 +1,12 @@
-// Models of a tenant's view: model deployments, external models and aliases, one kind at a time (one server list
-// per load). Operators (can_manage_models) create platform external models and aliases and
+// Models of a tenant's view: model deployments, external models and aliases, one kind at a time (a page at a time
+// from ResourceListService). Operators (can_manage_models) create platform external models and aliases and
 // manage deployments; people with the tenant's create-external-model capability create tenant external models.
 // Every row that the caller may manage has the one SharingEditor. GPU and cache figures are on their own page.
 import "../resources.css";
 import { create } from "@bufbuild/protobuf";
 import { useLocation } from "preact-iso";
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import { serverPages } from "../../api/pagination";
 import { found, sharingTarget } from "../../api/sharing";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
@@ -24,6 +24,7 @@ import { ModelAliasSchema, ModelAliasTargetKind, ModelAliasTargetRefSchema } fro
 import { ModelAliasService, type ListModelAliasesResponse_Item } from "../../gen/platform/modelmanager/v1/model_alias_service_pb";
 import { ModelDeploymentSchema, type ModelDeployment } from "../../gen/platform/modelmanager/v1/model_deployment_pb";
 import { ModelDeploymentService } from "../../gen/platform/modelmanager/v1/model_deployment_service_pb";
+import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import { PROVIDERS, PROVIDER_NAMES, TARGET_KINDS, TARGET_KIND_NAMES, TASKS, TASK_NAMES } from "./labels";
 
 function DeleteButton({ label, onDelete, busy }: { label: string; onDelete: () => void; busy: boolean }) {
@@ -95,7 +96,7 @@ function Deployments({ operator }: { operator: boolean }) {
   const [editing, setEditing] = useState<{ draft: DeploymentDraft; editing: boolean } | undefined>(undefined);
   const done = () => { setEditing(undefined); setReload((n) => n + 1); };
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(ModelDeploymentService).listModelDeployments({}, { signal })).modelDeployments),
+    () => serverPages((page, signal) => client(ResourceListService).listModelDeployments({ page }, { signal }), (a) => a.modelDeployments),
     [],
   );
   const remove = useAction(async (name: string) => {
@@ -223,7 +224,7 @@ function ExternalModels({ tenantId, operator, tenantAllowed, canManage }: {
 }) {
   const [reload, setReload] = useState(0);
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(ExternalModelService).listExternalModels({}, { signal })).externalModels),
+    () => serverPages((page, signal) => client(ResourceListService).listExternalModels({ page }, { signal }), (a) => a.externalModels),
     [],
   );
   const remove = useAction(async (name: string) => {
@@ -312,7 +313,7 @@ function Aliases({ operator }: { operator: boolean }) {
   const [reload, setReload] = useState(0);
   const [editing, setEditing] = useState<{ handle: string | undefined; draft: AliasDraft } | undefined>(undefined);
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(ModelAliasService).listModelAliases({}, { signal })).aliases),
+    () => serverPages((page, signal) => client(ResourceListService).listModelAliases({ page }, { signal }), (a) => a.aliases),
     [],
   );
   const remove = useAction(async (name: string) => {

@@ -1,7 +1,7 @@
-// The tenant's RAGs: a server-listed table with each RAG's stored bytes against its quota (one ListRags and, for
+// The tenant's RAGs: a server-listed table with each RAG's stored bytes against its quota (a page of ListRags and, for
 // tenant admins, one GetTenantUsage on load), creation (the tenant's create-RAG capability), sharing and deletion.
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import { serverPages } from "../../api/pagination";
 import { sharingTarget } from "../../api/sharing";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
@@ -19,6 +19,7 @@ import type { Rag } from "../../gen/platform/ragmanager/v1/rag_pb";
 import type { GetTenantUsageResponse } from "../../gen/platform/ragmanager/v1/rag_quota_service_pb";
 import { RagQuotaService } from "../../gen/platform/ragmanager/v1/rag_quota_service_pb";
 import { RagService } from "../../gen/platform/ragmanager/v1/rag_service_pb";
+import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import "../resources.css";
 
 /** The embedding models the caller can use (asked when the create form opens, not on page load). */
@@ -111,7 +112,7 @@ export default function RagsPage({ session, tenant }: PageProps) {
     return () => { abort.abort(); };
   }, [tenantId, admin, reload]);
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(RagService).listRags({ tenantId }, { signal })).rags),
+    () => serverPages((page, signal) => client(ResourceListService).listRags({ tenantId, page }, { signal }), (a) => a.rags),
     [tenantId],
   );
   const remove = useAction(async (rag: Rag) => {

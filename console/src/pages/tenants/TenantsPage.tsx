@@ -1,6 +1,6 @@
-// Tenants (operators only: can_manage_tenants): list, create, rename (display name) and delete.
+// Tenants (operators only: can_manage_tenants): list (a page at a time), create, rename (display name) and delete.
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import { serverPages } from "../../api/pagination";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
 import { Dialog } from "../../components/Dialog";
@@ -10,6 +10,7 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import type { Tenant } from "../../gen/platform/tenants/v1/tenant_pb";
 import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
+import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import { formatTime } from "../../components/format";
 
 function TenantForm({ tenant, onDone, onCancel }: { tenant: Tenant | undefined; onDone: () => void; onCancel: () => void }) {
@@ -53,7 +54,7 @@ export default function TenantsPage(_props: PageProps) {
     setReload((n) => n + 1);
   });
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(TenantService).listTenants({}, { signal })).tenants),
+    () => serverPages((page, signal) => client(ResourceListService).listTenants({ page }, { signal }), (a) => a.tenants),
     [],
   );
   const columns: Column<Tenant>[] = [
