@@ -3,22 +3,13 @@
 // file_search with its sources, a guardrail refusal, a past conversation resumed, an audio file over the spec's
 // limit refused, the console key kept out of storage, axe and screenshots.
 // usage: node e2e/chat.mjs '<plan JSON>'  (base, gateway, tenantId, screenshots)
-import { axe, isApiCall, launch, screenshots, WIDE } from "./lib.mjs";
+import { axe, flowRunner, isApiCall, launch, screenshots, WIDE } from "./lib.mjs";
 
 const plan = JSON.parse(process.argv[2]);
 const results = { flows: {}, pages: {}, errors: [] };
 const browser = await launch();
 let current;
-
-async function step(name, run) {
-  try {
-    results.flows[name] = { ok: true, ...(await run()) };
-  } catch (error) {
-    const shot = `${plan.screenshots}/failed-chat-${name}.png`;
-    await current?.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
-    results.flows[name] = { ok: false, error: String(error).slice(0, 2000), shot };
-  }
-}
+const step = flowRunner(results.flows, plan.screenshots, "chat-", () => current);
 
 try {
   const context = await browser.newContext({ viewport: WIDE });

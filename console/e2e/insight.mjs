@@ -2,22 +2,13 @@
 // (tests/console/test_console_insight.py): the chat's calls are the usage and part of the audit trail. For each
 // page loaded afresh: its API calls, an axe-core scan and screenshots at 1280 and 390 px; then each page's flow.
 // usage: node e2e/insight.mjs '<plan JSON>'  (base, tenantId, chatModel, screenshots)
-import { axe, launch, load, screenshots, watch, WIDE } from "./lib.mjs";
+import { axe, flowRunner, launch, load, screenshots, watch, WIDE } from "./lib.mjs";
 
 const plan = JSON.parse(process.argv[2]);
 const results = { flows: {}, pages: {} };
 const browser = await launch();
 let current;
-
-async function step(name, run) {
-  try {
-    results.flows[name] = { ok: true, ...(await run()) };
-  } catch (error) {
-    const shot = `${plan.screenshots}/failed-insight-${name}.png`;
-    await current?.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
-    results.flows[name] = { ok: false, error: String(error).slice(0, 2000), shot };
-  }
-}
+const step = flowRunner(results.flows, plan.screenshots, "insight-", () => current);
 
 async function pageLoad(page, seen, name, url, ready) {
   const calls = await load(page, seen, url, ready);

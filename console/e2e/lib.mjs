@@ -79,3 +79,19 @@ export async function screenshots(page, dir, name) {
   await page.setViewportSize(WIDE);
   return files;
 }
+
+/**
+ * A runner of named flows: each one's result goes to `flows[name]`; a flow that throws is recorded with its error and
+ * a screenshot of what the page showed (`failed-<prefix><name>.png` in `dir`, beside the other screenshots).
+ */
+export function flowRunner(flows, dir, prefix, page) {
+  return async (name, run) => {
+    try {
+      flows[name] = { ok: true, ...((await run()) ?? {}) };
+    } catch (error) {
+      const shot = `${dir}/failed-${prefix}${name}.png`;
+      await page()?.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
+      flows[name] = { ok: false, error: String(error).slice(0, 2000), shot };
+    }
+  };
+}

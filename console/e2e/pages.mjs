@@ -2,23 +2,14 @@
 // JSON it prints): sign-in and return, each page's main flow, keyboard-only creation of a group, then every page
 // loaded afresh — its API calls, an axe-core scan and screenshots at 1280 and 390 px.
 // usage: node e2e/pages.mjs '<plan JSON>'  (base, tenantId, memberId, memberSession, deploymentLabel, screenshots)
-import { axe, launch, load, screenshots, watch, WIDE } from "./lib.mjs";
+import { axe, flowRunner, launch, load, screenshots, watch, WIDE } from "./lib.mjs";
 
 const plan = JSON.parse(process.argv[2]);
 const results = { flows: {}, pages: {} };
 const browser = await launch();
 
 let current; // the page, for a screenshot of a failed step
-async function step(name, run) {
-  try {
-    results.flows[name] = { ok: true, ...(await run()) };
-  } catch (error) {
-    // What the page showed when the step failed, beside the other screenshots, for whoever reads the failure.
-    const shot = `${plan.screenshots}/failed-${name}.png`;
-    await current?.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
-    results.flows[name] = { ok: false, error: String(error).slice(0, 2000), shot };
-  }
-}
+const step = flowRunner(results.flows, plan.screenshots, "", () => current);
 
 try {
   const context = await browser.newContext({ viewport: WIDE });

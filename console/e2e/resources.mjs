@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { axe as axeScan, launch, load, screenshots as shoot, watch, WIDE } from "./lib.mjs";
+import { axe as axeScan, flowRunner, launch, load, screenshots as shoot, watch, WIDE } from "./lib.mjs";
 
 const input = JSON.parse(process.argv[2]);
 const WAIT = 30_000;
@@ -38,15 +38,8 @@ async function visit(name, path, ready) {
   await screenshots(name);
 }
 
-/** A step of a flow: its outcome is recorded, a failure (with a screenshot) does not stop the other flows. */
-async function flow(name, steps) {
-  try {
-    report.flows[name] = { ok: true, ...((await steps()) ?? {}) };
-  } catch (error) {
-    report.flows[name] = { ok: false, error: String(error).slice(0, 2000) };
-    await page.screenshot({ path: `${input.screenshots}/failed-${name}.png`, fullPage: true }).catch(() => undefined);
-  }
-}
+// A step of a flow: its outcome is recorded, a failure (with a screenshot) does not stop the other flows.
+const flow = flowRunner(report.flows, input.screenshots, "", () => page);
 
 const tenantPath = (rest) => `/console/t/${encodeURIComponent(input.tenant)}/${rest}`;
 const dialog = () => page.locator("dialog[open]");
