@@ -305,6 +305,9 @@ class Meter:
         await self._replay()
         rescan_at = time.monotonic() + RESCAN_SECONDS
         while True:
+            if time.monotonic() >= rescan_at:  # here, not after a write: an idle meter must rescan too, not spin
+                await self._replay()
+                rescan_at = time.monotonic() + RESCAN_SECONDS
             if not (self._usage or self._traffic):
                 if self._closing:
                     # Batches the database refused earlier (kept in the journal): one more attempt before the
@@ -326,9 +329,6 @@ class Meter:
                 await self._write(usage, traffic, f"{self._id_prefix}-{next(self._batches)}")
             else:
                 await self._settle(segment, usage, traffic)
-            if time.monotonic() >= rescan_at:
-                await self._replay()
-                rescan_at = time.monotonic() + RESCAN_SECONDS
 
     async def _settle(self, segment: Segment, usage: list[UsageEvent], traffic: _TrafficCounts) -> None:
         """Write a journaled batch; delete its segment once written, keep it for a replay when not."""

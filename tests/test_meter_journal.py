@@ -13,9 +13,12 @@ import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
+from server import metering
 from server.metering import Meter, UsageEvent
 from server.metering_journal import Journal
 from server.store.db import Database as Db
@@ -180,3 +183,39 @@ async def test_a_journal_that_cannot_be_kept_leaves_metering_working(database: D
         assert await _counts(db, tenant) == (1, 1, 1, 1)
     finally:
         await db.close()
+
+
+async def test_an_idle_meter_rescans_on_schedule_and_does_not_spin(
+    database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no calls to write, the meter still rescans the journal every RESCAN_SECONDS; it once stopped doing so after
+    the first interval and spun instead (a wait with no time left, thousands of times a second, in every idle
+    process)."""
+    monkeypatch.setattr(metering, "RESCAN_SECONDS", 0.05)
+    db = Db(database.url)
+    meter = Meter(db, tmp_path / "journal")
+    waits = 0
+    replays = 0
+    real_wait_for = asyncio.wait_for
+    real_replay = meter._replay
+
+    async def counted_wait_for(awaitable: Any, seconds: float | None) -> Any:
+        nonlocal waits
+        waits += 1
+        return await real_wait_for(awaitable, seconds)
+
+    async def counted_replay() -> None:
+        nonlocal replays
+        replays += 1
+        await real_replay()
+
+    monkeypatch.setattr(metering.asyncio, "wait_for", counted_wait_for)
+    monkeypatch.setattr(meter, "_replay", counted_replay)
+    try:
+        meter.start()
+        await asyncio.sleep(0.6)  # about 12 intervals with nothing to write
+        await meter.close()
+    finally:
+        await db.close()
+    assert replays >= 4, replays  # the journal was rescanned while idle
+    assert waits <= replays + 2, (waits, replays)  # one wait per interval, not a spin
