@@ -22,14 +22,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from server.console.oidc import FLOW_COOKIE, FLOW_PATH, OidcClient, SignInFailed
 from server.errors import Unauthenticated
 from server.settings import Settings
 from server.tokens import TokenVerifier, mint_bootstrap_admin
+from server.traffic import Receive, Scope, Send
 
 __all__ = [
     "AUTH_PREFIX",
@@ -42,9 +42,6 @@ __all__ = [
     "sign_in_options",
 ]
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 SESSION_COOKIE = "sb_session"
 AUTH_PREFIX = "/console/auth/"

@@ -18,13 +18,13 @@ import gzip
 import hashlib
 import json
 import mimetypes
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from server.settings import Settings
+from server.traffic import Receive, Scope, Send
 
 __all__ = [
     "PREFIX",
@@ -36,9 +36,6 @@ __all__ = [
     "is_built",
 ]
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 PREFIX = "/console"
 _ASSETS = f"{PREFIX}/assets/"
