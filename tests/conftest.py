@@ -38,6 +38,9 @@ PG_ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG_URL", "postgresql://postgres@
 BACKENDS = ["sqlite", "postgresql"]
 T = TypeVar("T")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1, … under pytest-xdist; "main" without -n
+# Every server a test starts inherits this environment. Small pools keep all xdist workers' servers within
+# PostgreSQL's default max_connections (100); a test about pool sizes sets its own.
+os.environ.setdefault("SWITCHBOARD_DB_POOL_SIZE", "4")
 
 # Tests that must not overlap, by node id prefix: each group runs on one xdist worker, one test after another.
 SERIAL_GROUPS: dict[str, tuple[str, ...]] = {
