@@ -61,8 +61,8 @@ run: $(RUNTIME_STAMP) $(CONSOLE_BUILD)
 	SWITCHBOARD_EGRESS_ALLOW_LOOPBACK=true $(BIN)/switchboard serve --demo
 
 ## test: lint, contract checks, the docs site, the whole test suite (SQLite, PostgreSQL) and MCP conformance.
-# The suite runs in PYTEST_WORKERS pytest-xdist processes: it mostly waits on its servers and sockets. More than 2
-# would run PostgreSQL out of connections (each worker's servers keep their pools open; docs/development.md).
+# The suite runs in PYTEST_WORKERS pytest-xdist processes: it mostly waits on its servers and sockets, on CI's 2
+# cores (each worker's servers keep small PostgreSQL pools open; docs/development.md).
 # tests/conftest.py gives each worker its own names and keeps tests that must not overlap on one worker (--dist
 # loadgroup). `.venv/bin/pytest -q` still runs the suite in one process.
 PYTEST_WORKERS ?= 2
