@@ -48,7 +48,7 @@ export function CapturePolicies({ tenantId }: { tenantId: string }) {
   const tenantOn = tenantPolicy?.enabled ?? false;
   const narrow = (policies ?? []).filter((p) => p.scope?.kind !== CaptureScopeKind.TENANT);
   return (
-    <section aria-labelledby="policies-title" aria-busy={policies === undefined && loadError === undefined}>
+    <section class="capture-policies" aria-labelledby="policies-title" aria-busy={policies === undefined && loadError === undefined}>
       <h2 id="policies-title">Capture policies</h2>
       <ErrorBanner error={loadError ?? set.error} />
       {policies === undefined ? null : (
