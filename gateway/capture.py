@@ -89,11 +89,14 @@ class _Tee:
 
 def tee(response: web.StreamResponse, exchange: Exchange) -> None:
     """Keep what is written of a covered request's answer (called as its headers are prepared, when the response
-    has its writer and nothing of the body has been written). aiohttp has no public hook for the bytes a response
-    writes; its `_payload_writer` is where they all go (`write`, and `write_eof` with a buffered body's bytes).
-    tests/test_capture.py fails if an upgrade changes that (a stream relayed in several writes must read back
-    whole)."""
+    has its writer and nothing of the body has been written). Only a streamed answer needs it: a buffered one is
+    prepared once the middleware has handed its body and usage to the meter, so its writes are not wrapped. aiohttp
+    has no public hook for the bytes a response writes; its `_payload_writer` is where they all go (`write`, and
+    `write_eof` with the last bytes). tests/test_capture.py fails if an upgrade changes that (a stream relayed in
+    several writes must read back whole)."""
     response.headers[HEADER] = "on"
+    if exchange.closed:  # a buffered answer, prepared after the handler: `finish` has taken its body already
+        return
     writer = response._payload_writer  # set just before aiohttp sends this signal; a response is prepared once
     if writer is not None:
         response._payload_writer = _Tee(writer, exchange)  # type: ignore[assignment]

@@ -12,7 +12,7 @@ from typing import Any
 
 from server.permissions import ResourceKind
 from tests.clients import ConnectJsonCaller
-from tests.world import must
+from tests.world import World, must
 
 
 @dataclass
@@ -123,6 +123,25 @@ _KIND_NAMES = {
     ResourceKind.EXTERNAL_MODEL: "RESOURCE_KIND_EXTERNAL_MODEL",
     ResourceKind.MODEL_ALIAS: "RESOURCE_KIND_MODEL_ALIAS",
 }
+
+
+async def platform_models(connect: ConnectJsonCaller, token: str, specs: list[ModelSpec]) -> GatewayWorld:
+    """`specs` registered as platform models (shared with every tenant) under a fresh tag, so a module's models never
+    collide with another module's on the same server."""
+    world = GatewayWorld(tenant_id="", tag=secrets.token_hex(3))
+    await create_models(connect, token, world, specs)
+    return world
+
+
+def tenant_view(models: GatewayWorld, people: World) -> GatewayWorld:
+    """The platform models of `platform_models` as seen by a tenant's people (tests.world.make_world)."""
+    return GatewayWorld(
+        tenant_id=people.tenant_id,
+        tag=models.tag,
+        names=dict(models.names),
+        tokens=dict(people.tokens),
+        user_ids=dict(people.user_ids),
+    )
 
 
 def _remember(world: GatewayWorld, label: str, created: dict[str, Any]) -> str:

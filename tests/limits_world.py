@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import signal
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -28,7 +27,7 @@ from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
 from tests.gateway_fixtures import start_gateway_process
-from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
+from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, platform_models, tenant_view
 from tests.world import make_world, must
 
 LIMITS = "switchboard.limits.v1.LimitService"
@@ -168,10 +167,7 @@ async def limits_gateway(
 
 async def models_world(server: Server, upstream: str) -> GatewayWorld:
     """The limit tests' models (platform-owned, shared with every tenant), registered once."""
-    connect = ConnectJsonCaller(server.base_url)
-    world = GatewayWorld(tenant_id="", tag=secrets.token_hex(3))
-    await create_models(connect, server.admin_token, world, specs(upstream))
-    return world
+    return await platform_models(ConnectJsonCaller(server.base_url), server.admin_token, specs(upstream))
 
 
 @pytest.fixture(scope="module")
@@ -217,11 +213,4 @@ class Tenant:
 async def new_tenant(server: Server, models: GatewayWorld) -> Tenant:
     connect = ConnectJsonCaller(server.base_url)
     people = await make_world(server, connect)
-    world = GatewayWorld(
-        tenant_id=people.tenant_id,
-        tag=models.tag,
-        names=dict(models.names),
-        tokens=dict(people.tokens),
-        user_ids=dict(people.user_ids),
-    )
-    return Tenant(world, connect, server.admin_token)
+    return Tenant(tenant_view(models, people), connect, server.admin_token)

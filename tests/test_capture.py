@@ -39,7 +39,7 @@ from tests.capture_world import (
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
-from tests.gateway_world import GatewayWorld, all_resources_key, create_models, service_account_key
+from tests.gateway_world import GatewayWorld, all_resources_key, platform_models, service_account_key, tenant_view
 from tests.world import World, make_world, must
 
 HEADER = "x-switchboard-content-capture"
@@ -66,9 +66,7 @@ async def stack(database: Database, server: Server, receiver: Receiver) -> Async
 
 @pytest.fixture(scope="module")
 async def models(server: Server, upstream_url: str) -> GatewayWorld:
-    world = GatewayWorld(tenant_id="", tag=secrets.token_hex(3))
-    await create_models(ConnectJsonCaller(server.base_url), server.admin_token, world, specs(upstream_url))
-    return world
+    return await platform_models(ConnectJsonCaller(server.base_url), server.admin_token, specs(upstream_url))
 
 
 class Tenant:
@@ -76,9 +74,7 @@ class Tenant:
 
     def __init__(self, people: World, models: GatewayWorld, stack: Stack, admin_token: str) -> None:
         self.people = people
-        self.world = GatewayWorld(
-            tenant_id=people.tenant_id, tag=models.tag, names=dict(models.names), tokens=dict(people.tokens)
-        )
+        self.world = tenant_view(models, people)
         self.connect = ConnectJsonCaller(stack.management_url)
         self.stack = stack
         self.operator = admin_token

@@ -265,7 +265,9 @@ _PROBES: dict[str, tuple[str, dict[str, Any]]] = {
         "platform.agents.v1.ExternalMcpServerService/CreateExternalMcpServer",
         {"externalMcpServer": {"name": "probe", "serverUrl": "http://127.0.0.1:9/mcp", "auth": {"type": 1}}},
     ),
+    "capture": ("switchboard.capture.v1.CaptureService/ListCapturePolicies", {}),
 }
+CAPTURE = "switchboard.capture.v1.CaptureService"
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -296,8 +298,9 @@ async def tenant_people(console: Console) -> tuple[str, dict[str, str]]:
     ("who", "role", "expected"),
     [
         ("operator", None, dict.fromkeys(_PROBES, True)),
-        ("admin", "TENANT_ROLE_ADMIN", dict.fromkeys(_PROBES, True)),
-        ("editor", "TENANT_ROLE_EDITOR", {**dict.fromkeys(_PROBES, True), "tenantAdmin": False}),
+        # Capture is held by operators, and by a tenant admin only once an operator granted it (below).
+        ("admin", "TENANT_ROLE_ADMIN", {**dict.fromkeys(_PROBES, True), "capture": False}),
+        ("editor", "TENANT_ROLE_EDITOR", {**dict.fromkeys(_PROBES, True), "tenantAdmin": False, "capture": False}),
         ("member", "TENANT_ROLE_MEMBER", dict.fromkeys(_PROBES, False)),
     ],
 )
@@ -323,6 +326,31 @@ async def test_get_session_matches_what_the_server_permits(
         status, refused = await _call(console.base_url, method, {"tenantId": tenant_id, **body}, cookie)
         denied = status == 403 and refused.get("code") == "permission_denied"
         assert denied is not expected[flag], (flag, status, refused)
+
+
+async def test_a_tenant_admin_holds_capture_while_granted(
+    console: Console, tenant_people: tuple[str, dict[str, str]]
+) -> None:
+    tenant_id, tokens = tenant_people
+    caller = ConnectJsonCaller(console.base_url)
+    cookie = {**CONNECT_JSON, "Cookie": f"sb_session={tokens['admin']}"}
+    grant = {"tenantId": tenant_id, "userId": "t-admin"}
+
+    async def held() -> tuple[bool, int]:
+        status, answer = await _call(console.base_url, GET_SESSION, {}, cookie)
+        assert status == 200, answer
+        [access] = [t for t in answer["tenants"] if t["tenantId"] == tenant_id]
+        probe, _ = await _call(console.base_url, f"{CAPTURE}/ListCapturePolicies", {"tenantId": tenant_id}, cookie)
+        return bool(access["capabilities"].get("capture", False)), probe
+
+    granted = await caller.call(f"{CAPTURE}/GrantCaptureAccess", grant, token=tokens["operator"])
+    assert granted.ok, granted.body
+    try:
+        assert await held() == (True, 200)
+    finally:
+        revoked = await caller.call(f"{CAPTURE}/RevokeCaptureAccess", grant, token=tokens["operator"])
+        assert revoked.ok, revoked.body
+    assert await held() == (False, 403)
 
 
 async def test_get_session_refuses_a_tenant_the_caller_is_not_in(

@@ -11,7 +11,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from server.audit.events import Actor, ActorType, AuditEvent, Outcome, Source
 from server.store.db import as_utc
-from server.store.keyset import after_token, bounded_page_size, token_of
+from server.store.keyset import filtered, newest_first
 from server.store.models import AuditEventRow
 
 __all__ = ["EventFilter", "Page", "add_event", "list_events", "prune_events", "row_of"]
@@ -83,45 +83,34 @@ class Page:
 
 
 def _conditions(wanted: EventFilter) -> list[ColumnElement[bool]]:
-    found: list[ColumnElement[bool]] = []
+    row = AuditEventRow
+    found = filtered(
+        (
+            (row.method, wanted.method),
+            (row.resource_kind, wanted.resource_kind),
+            (row.resource_name, wanted.resource_name),
+        ),
+        row.occurred_at,
+        wanted.start,
+        wanted.end,
+    )
     if wanted.tenant_id is not None:
-        found.append(AuditEventRow.tenant_id == wanted.tenant_id)
+        found.append(row.tenant_id == wanted.tenant_id)
     if wanted.actor_id:
         a = wanted.actor_id
-        found.append(
-            or_(AuditEventRow.user_id == a, AuditEventRow.service_account_id == a, AuditEventRow.api_key_id == a)
-        )
-    for column, value in (
-        (AuditEventRow.method, wanted.method),
-        (AuditEventRow.resource_kind, wanted.resource_kind),
-        (AuditEventRow.resource_name, wanted.resource_name),
-    ):
-        if value:
-            found.append(column == value)
+        found.append(or_(row.user_id == a, row.service_account_id == a, row.api_key_id == a))
     if wanted.outcome is not None:
-        found.append(AuditEventRow.outcome == int(wanted.outcome))
-    if wanted.start is not None:
-        found.append(AuditEventRow.occurred_at >= wanted.start)
-    if wanted.end is not None:
-        found.append(AuditEventRow.occurred_at < wanted.end)
+        found.append(row.outcome == int(wanted.outcome))
     return found
 
 
 async def list_events(session: AsyncSession, wanted: EventFilter, *, page_size: int, page_token: str) -> Page:
-    size = bounded_page_size(page_size)
-    conditions = _conditions(wanted)
-    if page_token:
-        conditions.append(after_token(page_token, AuditEventRow.occurred_at, AuditEventRow.id))
-    statement = (
-        select(AuditEventRow)
-        .where(*conditions)
-        .order_by(AuditEventRow.occurred_at.desc(), AuditEventRow.id.desc())
-        .limit(size + 1)
+    row = AuditEventRow
+    query = select(row).where(*_conditions(wanted))
+    rows, token = await newest_first(
+        session, query, row.occurred_at, row.id, page_size=page_size, page_token=page_token
     )
-    rows = list((await session.scalars(statement)).all())
-    more = len(rows) > size
-    rows = rows[:size]
-    return Page([_event(r) for r in rows], token_of(rows[-1].occurred_at, rows[-1].id) if more else "")
+    return Page([_event(r) for r in rows], token)
 
 
 async def prune_events(session: AsyncSession, *, before: datetime) -> int:

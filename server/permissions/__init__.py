@@ -17,6 +17,7 @@
 from server.permissions.audit import audit_reach
 from server.permissions.capture import (
     capture_reach,
+    holds_capture,
     require_capture_grantee,
     require_capture_granter,
     require_capture_holder,
@@ -116,6 +117,7 @@ __all__ = [
     "forget_membership",
     "forget_subject",
     "has_capability",
+    "holds_capture",
     "key_may_call",
     "list_permissions",
     "member_user_ids",

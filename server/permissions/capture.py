@@ -27,7 +27,13 @@ from server.permissions.tenancy import (
 )
 from server.store.models import CaptureGrantRow, TenantMemberRow
 
-__all__ = ["capture_reach", "require_capture_grantee", "require_capture_granter", "require_capture_holder"]
+__all__ = [
+    "capture_reach",
+    "holds_capture",
+    "require_capture_grantee",
+    "require_capture_granter",
+    "require_capture_holder",
+]
 
 
 async def _granted(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
@@ -39,6 +45,19 @@ async def _granted(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
     return found is not None
 
 
+async def holds_capture(session: AsyncSession, principal: Principal, tenant_id: str) -> bool:
+    """Whether the caller holds capture on an existing tenant it may act in (what the console shows)."""
+    if principal.api_key is not None:
+        return False
+    if principal.can_manage_tenants:
+        return True
+    return (
+        principal.user_id is not None
+        and await can_admin_tenant(session, principal, tenant_id)
+        and await _granted(session, tenant_id, principal.user_id)
+    )
+
+
 async def require_capture_holder(session: AsyncSession, principal: Principal, tenant_id: str) -> str:
     """The tenant the caller acts on (the request's, or its session's scope), once it holds capture there."""
     require_session(principal, "manage or read content capture")
@@ -46,11 +65,7 @@ async def require_capture_holder(session: AsyncSession, principal: Principal, te
     if principal.can_manage_tenants:
         await require_tenant_admin(session, principal, tenant_id)  # operators: only that the tenant exists
         return tenant_id
-    if (
-        principal.user_id is None
-        or not await can_admin_tenant(session, principal, tenant_id)
-        or not await _granted(session, tenant_id, principal.user_id)
-    ):
+    if not await holds_capture(session, principal, tenant_id):
         raise PermissionDenied("content capture needs the capture capability on the tenant, granted by an operator")
     return tenant_id
 

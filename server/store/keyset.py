@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, and_, or_, tuple_
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from server.errors import InvalidArgument
 from server.store.db import as_utc
 
-__all__ = ["Window", "after_token", "bounded_page_size", "token_of"]
+__all__ = ["Window", "after_token", "bounded_page_size", "filtered", "newest_first", "token_of"]
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
@@ -40,6 +42,35 @@ def after_token(token: str, time_column: Any, id_column: Any) -> ColumnElement[b
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidArgument("page_token is not a token this API returned", field="page_token") from None
     return or_(time_column < at, and_(time_column == at, id_column < row_id))
+
+
+def filtered(
+    equal: Iterable[tuple[Any, str]], time_column: Any, start: datetime | None, end: datetime | None
+) -> list[ColumnElement[bool]]:
+    """A list filter's conditions: each column equal to its value when one is given (empty: any), and the time in
+    [start, end) when either bound is given."""
+    found: list[ColumnElement[bool]] = [column == value for column, value in equal if value]
+    if start is not None:
+        found.append(time_column >= start)
+    if end is not None:
+        found.append(time_column < end)
+    return found
+
+
+async def newest_first(
+    session: AsyncSession, query: Select[Any], time_column: Any, id_column: Any, *, page_size: int, page_token: str
+) -> tuple[Sequence[Any], str]:
+    """One page of `query` (a select of one entity, already filtered) newest first by (time, id), from after
+    `page_token`; and the next page's token, empty on the last page."""
+    size = bounded_page_size(page_size)
+    if page_token:
+        query = query.where(after_token(page_token, time_column, id_column))
+    query = query.order_by(time_column.desc(), id_column.desc()).limit(size + 1)
+    rows = (await session.scalars(query)).all()
+    if len(rows) <= size:
+        return rows, ""
+    last = rows[size - 1]
+    return rows[:size], token_of(getattr(last, time_column.key), getattr(last, id_column.key))
 
 
 @dataclass(frozen=True)

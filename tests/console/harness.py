@@ -176,6 +176,7 @@ class DemoConsole:
     base: str  # the management server serving the console
     gateway: str  # the gateway's origin (the chat calls it)
     demo: dict[str, str]  # var/demo.env: TENANT, CHAT_MODEL, AGENT, MCP_SERVER, RAG, ...
+    admin_token: str  # var/admin-token: the bootstrap platform admin, for what a test sets up through the API
 
 
 async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
@@ -215,6 +216,6 @@ async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
             name: shlex.split(value)[0]
             for name, _, value in (line.removeprefix("export ").partition("=") for line in lines)
         }
-        yield DemoConsole(base, gateway, demo)
+        yield DemoConsole(base, gateway, demo, (var_dir / "admin-token").read_text().strip())
     finally:
         await stop(process)

@@ -175,6 +175,21 @@ export const ROUTES: RouteEntry[] = [
     visible: (session) => session.canManageTenants,
   },
   {
+    path: "capture",
+    title: "Captured exchanges",
+    scope: "tenant",
+    load: () => import("../pages/capture/CapturePage"),
+    visible: (_s, tenant) => tenant?.capabilities.capture ?? false, // CaptureService: holders of the capability
+  },
+  {
+    path: "capture/:exchange",
+    title: "Captured exchange",
+    scope: "tenant",
+    load: () => import("../pages/capture/ExchangePage"),
+    visible: (_s, tenant) => tenant?.capabilities.capture ?? false,
+    inNav: false,
+  },
+  {
     path: "limits",
     title: "Limits",
     scope: "tenant",

@@ -14,6 +14,8 @@ export interface Capabilities {
   createAgent: boolean;
   createExternalModel: boolean;
   createMcpServer: boolean;
+  /** Holds content capture: turns it on and off and reads captured exchanges. */
+  capture: boolean;
 }
 
 export interface TenantAccess {
@@ -67,6 +69,7 @@ export async function loadSession(): Promise<Session> {
         createAgent: access.capabilities?.createAgent ?? false,
         createExternalModel: access.capabilities?.createExternalModel ?? false,
         createMcpServer: access.capabilities?.createMcpServer ?? false,
+        capture: access.capabilities?.capture ?? false,
       },
     })),
   };

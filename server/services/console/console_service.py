@@ -40,6 +40,7 @@ async def _access(
             create_mcp_server=Capability.CREATE_MCP_SERVER in held,
             list_members=Capability.LIST_MEMBERS in held,
             share=Capability.SHARE in held,
+            capture=await permissions.holds_capture(session, principal, tenant_id),
         ),
     )
 

@@ -48,7 +48,7 @@ class TenantAccess(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., tenant_name: _Optional[str] = ..., role: _Optional[_Union[_tenant_pb2.TenantRole, str]] = ..., capabilities: _Optional[_Union[TenantCapabilities, _Mapping]] = ...) -> None: ...
 
 class TenantCapabilities(_message.Message):
-    __slots__ = ("tenant_admin", "create_rag", "create_agent", "create_external_model", "create_mcp_server", "list_members", "share")
+    __slots__ = ("tenant_admin", "create_rag", "create_agent", "create_external_model", "create_mcp_server", "list_members", "share", "capture")
     TENANT_ADMIN_FIELD_NUMBER: _ClassVar[int]
     CREATE_RAG_FIELD_NUMBER: _ClassVar[int]
     CREATE_AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -56,6 +56,7 @@ class TenantCapabilities(_message.Message):
     CREATE_MCP_SERVER_FIELD_NUMBER: _ClassVar[int]
     LIST_MEMBERS_FIELD_NUMBER: _ClassVar[int]
     SHARE_FIELD_NUMBER: _ClassVar[int]
+    CAPTURE_FIELD_NUMBER: _ClassVar[int]
     tenant_admin: bool
     create_rag: bool
     create_agent: bool
@@ -63,4 +64,5 @@ class TenantCapabilities(_message.Message):
     create_mcp_server: bool
     list_members: bool
     share: bool
-    def __init__(self, tenant_admin: _Optional[bool] = ..., create_rag: _Optional[bool] = ..., create_agent: _Optional[bool] = ..., create_external_model: _Optional[bool] = ..., create_mcp_server: _Optional[bool] = ..., list_members: _Optional[bool] = ..., share: _Optional[bool] = ...) -> None: ...
+    capture: bool
+    def __init__(self, tenant_admin: _Optional[bool] = ..., create_rag: _Optional[bool] = ..., create_agent: _Optional[bool] = ..., create_external_model: _Optional[bool] = ..., create_mcp_server: _Optional[bool] = ..., list_members: _Optional[bool] = ..., share: _Optional[bool] = ..., capture: _Optional[bool] = ...) -> None: ...
