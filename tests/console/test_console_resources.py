@@ -194,6 +194,7 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
     agent = flows["agent"]
     assert agent["order"] == ["1. console/guardrail-two", f"2. {GUARDRAIL_PUBLIC_ID}"], agent
     assert agent["announced"] == 1 and agent["focusedAfter"] == "console/guardrail-two", agent
+    assert agent["guardrailResults"] == 1, agent  # the pickers search on the server as the person types
     assert f"console/guardrail-two → {GUARDRAIL_PUBLIC_ID}" in agent["listed"], agent
 
     # A plain member sees the resource pages with what they may use, and no create or manage buttons.
