@@ -21,7 +21,7 @@ try {
   let keysMade = 0;
   page.on("request", (request) => {
     const url = new URL(request.url());
-    keysMade += url.pathname.endsWith("/ApiKeyService/CreateApiKey") ? 1 : 0;
+    keysMade += url.pathname.endsWith(".ApiKeyService/CreateApiKey") ? 1 : 0;
     if (isApiCall(request.url()) || (url.origin === plan.gateway && url.pathname.startsWith("/v1/"))) {
       calls.push(`${request.method()} ${url.origin === plan.gateway ? "gateway" : "api"}${url.pathname}`);
     }
