@@ -91,7 +91,7 @@ async def test_limits_are_set_and_read_beside_keys_service_accounts_tenants_and_
     # said so) and the soft budget's state.
     panel = flow["keyPanel"]
     assert "30 requests/min · 50k tokens/month (soft 40k)" in panel, panel
-    assert "Requests per minute" in panel and "Token budget" in panel and "usage unknown" in panel, panel
+    assert "Requests per minute" in panel and "Token budget" in panel and "usage unknown (limit 30)" in panel, panel
     assert "Soft budget of 40,000 not crossed this period." in panel, panel
     assert "no shared counter store" in panel, panel
     assert "3 at once" in flow["accountPanel"] and "Concurrent requests" in flow["accountPanel"], flow
