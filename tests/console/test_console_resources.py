@@ -210,7 +210,7 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
         "Usage",
     ], member
     assert member["manageButtons"] == {"models": 0, "rags": 0, "mcp": 0, "agents": 0}, member
-    assert member["rows"]["models"] == 3, member  # the demo's deployments, shared with every tenant
+    assert member["rows"]["models"] == 4, member  # the demo's deployments, shared with every tenant
     assert all(len(calls) <= MAX_CALLS_PER_LOAD for calls in member["calls"].values()), member
 
     # What the browser did is on the server.
