@@ -106,6 +106,11 @@ async def test_a_budget_never_overshoots_what_was_reserved(
         connect = ConnectJsonCaller(f"http://127.0.0.1:{proc.listener_port}")
         body = {"tenantId": tenant.id, "apiKeyId": key_id}
         got = must(await connect.call(f"{LIMITS}/GetLimitUsage", body, token=tenant.world.tokens["admin"], get=True))
+        # The read by scope (the console's, beside the key) names the same counters.
+        body = {"tenantId": tenant.id, "scope": {"kind": "LIMIT_SCOPE_KIND_API_KEY", "id": key_id}}
+        by_scope = must(
+            await connect.call(f"{LIMITS}/GetLimitUsage", body, token=tenant.world.tokens["admin"], get=True)
+        )
     finally:
         await proc.stop()
     rows = {r["metric"]: r for r in got["limits"]}
@@ -113,6 +118,7 @@ async def test_a_budget_never_overshoots_what_was_reserved(
     assert int(spent["used"]) == 70 * admitted <= 3000  # every reservation settled to the usage reported
     assert int(spent["remaining"]) == 3000 - 70 * admitted
     assert rows["LIMIT_METRIC_CONCURRENT_REQUESTS"]["used"] == "0"  # every lease given back
+    assert by_scope == got
 
 
 def _closed_port() -> int:

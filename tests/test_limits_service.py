@@ -187,3 +187,41 @@ async def test_usage_reads_for_the_keys_holder_and_admins(
         assert got.code == "permission_denied", (person, got)
     got = await call(connect, "GetLimitUsage", {"tenantId": t, "apiKeyId": "nope"}, world.tokens["admin"])
     assert got.code == "not_found"
+
+
+async def test_usage_reads_of_one_scope_for_admins_and_operators(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    """What the console shows beside a service account, a tenant or a model: the limits set on that scope only,
+    both tiers, whichever key calls."""
+    t = world.tenant_id
+    body = {"tenantId": t, "name": f"sa-{secrets.token_hex(3)}"}
+    account = must(await connect.call(f"{ACCOUNTS}/CreateServiceAccount", body, token=world.tokens["admin"]))
+    account_scope = {"kind": "LIMIT_SCOPE_KIND_SERVICE_ACCOUNT", "id": account["serviceAccount"]["id"]}
+    admin, operator = world.tokens["admin"], server.admin_token
+    must(await call(connect, "SetLimitPolicy", policy(t, PLATFORM, TENANT_SCOPE, requestsPerMinute="600"), operator))
+    must(await call(connect, "SetLimitPolicy", policy(t, PLATFORM, account_scope, tokensPerMinute="9k"), operator))
+    budget = {"tokenBudget": "1M", "budgetPeriod": "BUDGET_PERIOD_WEEK", "softBudget": "800k"}
+    must(await call(connect, "SetLimitPolicy", policy(t, TENANT, account_scope, **budget), admin))
+    ask = {"tenantId": t, "scope": account_scope}
+    for token in (admin, operator):
+        got = must(await call(connect, "GetLimitUsage", ask, token))
+        rows = {(r["tier"], r["metric"]): r for r in got["limits"]}
+        assert set(rows) == {(PLATFORM, "LIMIT_METRIC_TOKENS_PER_MINUTE"), (TENANT, "LIMIT_METRIC_TOKEN_BUDGET")}
+        assert all(r["scope"] == account_scope for r in got["limits"])
+        assert rows[(TENANT, "LIMIT_METRIC_TOKEN_BUDGET")]["softLimit"] == "800000"
+    got = must(await call(connect, "GetLimitUsage", {"tenantId": t, "scope": TENANT_SCOPE}, admin))
+    assert [(r["scope"], r["metric"]) for r in got["limits"]] == [(TENANT_SCOPE, "LIMIT_METRIC_REQUESTS_PER_MINUTE")]
+    model_scope = {"kind": "LIMIT_SCOPE_KIND_MODEL", "id": "no-limits-here"}
+    assert must(await call(connect, "GetLimitUsage", {"tenantId": t, "scope": model_scope}, admin)) == {}
+    for person in ("member", "editor", "outsider"):
+        got = await call(connect, "GetLimitUsage", ask, world.tokens[person])
+        assert got.code == "permission_denied", (person, got)
+    key_id, _ = await personal_key(connect, world, "member")
+    for extra, field in (({"apiKeyId": key_id}, "api_key_id"), ({"model": "m"}, "model")):
+        got = await call(connect, "GetLimitUsage", {**ask, **extra}, admin)
+        assert got.code == "invalid_argument" and field in got.message, got
+    got = await call(
+        connect, "GetLimitUsage", {"tenantId": t, "scope": {"kind": "LIMIT_SCOPE_KIND_TENANT", "id": "x"}}, admin
+    )
+    assert got.code == "invalid_argument" and "scope.id" in got.message, got

@@ -252,3 +252,31 @@ async def test_changes_between_pages_neither_repeat_nor_skip_what_stayed(
     assert len(ids) == len(set(ids))  # nothing twice
     stayed = [r["id"] for r in now if r["name"] != "a-before"]
     assert [i for i in ids if i != seen[0]["id"]] == stayed  # nothing that stayed skipped; the new later one in
+
+
+def _labels(item: dict[str, Any]) -> list[str]:
+    """What a search looks in: an item's name, id, public model id and display name (an alias's inside `alias`)."""
+    fields = ("name", "id", "publicModelId", "displayName")
+    return [str(part[f]).lower() for part in (item, item.get("alias", {})) for f in fields if f in part]
+
+
+@pytest.mark.parametrize("case", [c for c in LISTS if c[0] not in ("ListMcpNetworkPolicies", "ListTenants")], ids=str)
+async def test_a_search_pages_through_the_matching_items_only(
+    server: Server, connect: ConnectJsonCaller, world: World, case: tuple[str, str, str]
+) -> None:
+    """The pickers' search as you type: the items whose name, id or display name contain the text, ignoring case, in
+    the list's order, a page at a time; LIKE's wildcards are matched as themselves."""
+    method, unpaged, field = case
+    # The operator sees every item; MCP servers are listed within a tenant.
+    caller = (server.admin_token, world.tenant_id if method == "ListExternalMcpServers" else None)
+    whole = must(await connect.call(unpaged, {}, token=caller[0], tenant=caller[1], get=True))
+    items = whole.get(field, [])
+    assert len(items) >= 3, method
+    term = max(_labels(items[1]), key=len)[2:-1].upper()  # part of the longest label, in the wrong case
+    for search in (term, "%", "_"):
+        expected = [i for i in items if any(search.lower() in label for label in _labels(i))]
+        found, _ = await _walk(connect, caller, method, field, 1, most=len(items) + 2, search=search)
+        assert found == expected, (method, search)
+        assert expected != items or search == "_", (method, search)  # no label has a "%": not read as a wildcard
+    result = await connect.call(f"{PAGES}/{method}", {"search": "x" * 101}, token=caller[0], tenant=caller[1], get=True)
+    assert result.code == "invalid_argument" and "search" in result.message

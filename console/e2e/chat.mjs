@@ -1,7 +1,8 @@
 // The chat page in one browser session against `serve --demo` (tests/console/test_console_chat.py runs it): the
 // page load's calls (management API and gateway alike), a tool call asked for approval and approved, one denied, a
 // file_search with its sources, a guardrail refusal, a past conversation resumed, an audio file over the spec's
-// limit refused, the console key kept out of storage, axe and screenshots.
+// limit refused, an audio file transcribed through the gateway, one console key per tab (kept in sessionStorage,
+// reused across page loads, revoked at sign-out), axe and screenshots.
 // usage: node e2e/chat.mjs '<plan JSON>'  (base, gateway, tenantId, screenshots)
 import { axe, flowRunner, isApiCall, launch, screenshots, WIDE } from "./lib.mjs";
 
@@ -17,8 +18,10 @@ try {
   current = page;
   page.setDefaultTimeout(30_000);
   const calls = [];
+  let keysMade = 0;
   page.on("request", (request) => {
     const url = new URL(request.url());
+    keysMade += url.pathname.endsWith(".ApiKeyService/CreateApiKey") ? 1 : 0;
     if (isApiCall(request.url()) || (url.origin === plan.gateway && url.pathname.startsWith("/v1/"))) {
       calls.push(`${request.method()} ${url.origin === plan.gateway ? "gateway" : "api"}${url.pathname}`);
     }
@@ -128,9 +131,45 @@ try {
     return { status: await status.innerText(), calls: calls.slice(before) };
   });
 
+  await step("audioTranscribed", async () => {
+    // A short recording, chosen as a person would: the gateway's /v1/audio/transcriptions (the demo's stand-in
+    // speech-to-text model) answers, and the text joins the message.
+    await page.getByLabel("Message").fill("");
+    const before = calls.length;
+    await page.evaluate(() => {
+      const input = document.querySelector('input[type="file"][name="audio"]');
+      const file = new File([new Uint8Array(4096).fill(7)], "hello.wav", { type: "audio/wav" });
+      const files = new DataTransfer();
+      files.items.add(file);
+      input.files = files.files;
+      input.dispatchEvent(new Event("change", { bubbles: true }));
+    });
+    const status = page.locator(".audio-attach [role=status]");
+    await status.filter({ hasText: "hello.wav transcribed into the message." }).waitFor();
+    return { status: await status.innerText(), message: await page.getByLabel("Message").inputValue(), calls: calls.slice(before) };
+  });
+
   await step("keyKept", async () => {
-    const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }));
-    return { secretInStorage: stored.includes("sb_"), storedLength: stored.length };
+    // One key per tab: made once (at the first page load after sign-in), reused by every later load, held in
+    // sessionStorage and never in localStorage.
+    const stored = await page.evaluate(() => ({ local: JSON.stringify({ ...localStorage }), session: JSON.stringify({ ...sessionStorage }) }));
+    const held = JSON.parse(JSON.parse(stored.session)["switchboard.console.gatewayKeys"] ?? "{}");
+    const secret = held[plan.tenantId]?.secret ?? "";
+    const asKey = { headers: { Authorization: `Bearer ${secret}` } };
+    const before = await context.request.get(`${plan.gateway}/v1/models`, asKey);
+    // Sign-out revokes it (before the session ends), and forgets it.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL((url) => !url.pathname.includes("/chat"));
+    const after = await context.request.get(`${plan.gateway}/v1/models`, asKey);
+    const left = await page.evaluate(() => sessionStorage.getItem("switchboard.console.gatewayKeys"));
+    return {
+      keysMade,
+      secretInLocalStorage: stored.local.includes("sb_"),
+      heldForTenant: secret.startsWith("sb_"),
+      statusBefore: before.status(),
+      statusAfterSignOut: after.status(),
+      left,
+    };
   });
 } finally {
   await browser.close();

@@ -114,6 +114,60 @@ try {
     await row.waitFor({ state: "detached" });
     return { refusal, set, edited, use, left: await page.locator(".table-block tbody tr").count() };
   });
+
+  await step("limitsBeside", async () => {
+    // The one limits panel beside what it limits: a key's row, a service account's page, the operators' tenants and
+    // the models (per model, in this tenant). Each opens with two calls and none on the page's own load.
+    const dialog = page.locator("dialog[open]");
+    const tiers = (where) => where.locator(".scope-limits h3").allInnerTexts();
+    await page.goto(tenantUrl("keys"), { waitUntil: "networkidle" });
+    const keyRow = page.locator(".table-block tbody tr", { hasText: "demo" }).first();
+    const before = seen.api.length;
+    await keyRow.getByRole("button", { name: /^Limits/ }).click();
+    await dialog.getByRole("button", { name: "Set tenant limits" }).click();
+    const opened = seen.api.slice(before);
+    await dialog.getByLabel("Requests per minute").fill("lots");
+    await dialog.getByRole("button", { name: "Set limits" }).click();
+    const refusal = await dialog.getByRole("alert").innerText();
+    await dialog.getByLabel("Requests per minute").fill("30");
+    await dialog.getByLabel("Token budget").fill("50k");
+    await dialog.getByLabel("Soft budget").fill("40k");
+    await dialog.getByRole("button", { name: "Set limits" }).click();
+    await dialog.getByRole("button", { name: "Edit tenant limits" }).waitFor();
+    const keyPanel = await dialog.locator(".scope-limits").innerText();
+    results.pages["limits-panel"] = { axe: await axe(page), shots: await screenshots(page, plan.screenshots, "limits-panel") };
+    await dialog.getByRole("button", { name: "Delete tenant limits" }).click();
+    await dialog.getByRole("button", { name: "Set tenant limits" }).waitFor();
+    await dialog.getByRole("button", { name: "Close" }).click();
+
+    await page.goto(tenantUrl("service-accounts"), { waitUntil: "networkidle" });
+    await page.getByRole("button", { name: "Create service account" }).click();
+    await dialog.getByLabel(/^Name/).fill("limited-robot");
+    await dialog.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("link", { name: "limited-robot" }).click();
+    const section = page.locator("details.panel");
+    await section.locator("summary").click();
+    await section.getByRole("button", { name: "Set platform limits" }).click();
+    await section.getByLabel("Concurrent requests").fill("3");
+    await section.getByRole("button", { name: "Set limits" }).click();
+    await section.getByRole("button", { name: "Edit platform limits" }).waitFor();
+    const accountPanel = await section.locator(".scope-limits").innerText();
+    await section.getByRole("button", { name: "Delete platform limits" }).click();
+    await section.getByRole("button", { name: "Set platform limits" }).waitFor();
+
+    await page.goto(`${plan.base}/console/tenants`, { waitUntil: "networkidle" });
+    await page.locator(".table-block tbody tr", { hasText: plan.tenantId }).getByRole("button", { name: /^Limits/ }).click();
+    await dialog.locator(".scope-limits h3").first().waitFor();
+    const tenantTiers = await tiers(dialog);
+    await dialog.getByRole("button", { name: "Close" }).click();
+
+    await page.goto(tenantUrl("models"), { waitUntil: "networkidle" });
+    await page.locator(".table-block tbody tr", { hasText: plan.chatModel }).getByRole("button", { name: /^Limits/ }).click();
+    await dialog.locator(".scope-limits h3").first().waitFor();
+    const modelTitle = await dialog.locator("h2").innerText();
+    const modelTiers = await tiers(dialog);
+    return { opened, refusal, keyPanel, accountPanel, tenantTiers, modelTitle, modelTiers };
+  });
 } finally {
   await browser.close();
 }

@@ -241,11 +241,18 @@ await flow("agent", async () => {
   await form.getByLabel("Owner").selectOption("tenant");
   await form.getByLabel(/^Name/).fill("console-helper");
   await form.getByLabel(/^Model id/).fill("console/helper");
-  await form.getByLabel("Base model").selectOption(input.chatModel);
-  await form.getByLabel("Guardrail to add").selectOption(input.guardrailPublicId);
-  await form.getByRole("button", { name: "Add guardrail" }).click();
-  await form.getByLabel("Guardrail to add").selectOption("console/guardrail-two");
-  await form.getByRole("button", { name: "Add guardrail" }).click();
+  // Each choice is searched on the server as the person types (ResourceListService's search), a page at a time.
+  const pick = async (search, text, role, name) => {
+    await form.getByLabel(search).fill(text);
+    await form.getByRole(role, { name, exact: true }).check();
+  };
+  await pick("Search base model", input.chatModel.slice(-6).toUpperCase(), "radio", input.chatModel);
+  await pick("Search guardrails to add", input.guardrailPublicId, "checkbox", input.guardrailPublicId);
+  await pick("Search guardrails to add", "GUARDRAIL-TWO", "checkbox", "console/guardrail-two");
+  // The search narrowed the results to the one match (both guardrails were listed before it).
+  const results = form.getByRole("group", { name: "Guardrails to add" }).getByRole("checkbox");
+  await results.nth(1).waitFor({ state: "detached" });
+  const guardrailResults = await results.count();
   // Keyboard only: focus the second guardrail and move it up with Alt+ArrowUp.
   const second = form.locator(".ordered-list li").nth(1);
   await second.focus();
@@ -260,7 +267,7 @@ await flow("agent", async () => {
   await form.getByRole("button", { name: "Create agent" }).click();
   await row("console/helper").waitFor();
   const listed = await row("console/helper").innerText();
-  return { order, announced, focusedAfter, listed };
+  return { order, announced, focusedAfter, listed, guardrailResults };
 });
 
 // ---- A plain member ---------------------------------------------------------------------------------------------

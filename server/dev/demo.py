@@ -2,9 +2,9 @@
 
 Through the management API, as the bootstrap platform admin:
 - a tenant `demo` (the admin becomes its admin);
-- three platform-scoped in-cluster deployments shared with every tenant and served by `switchboard dev-models`: a
-  stand-in chat model that calls offered tools, real multilingual-e5-small embeddings, and a stand-in guardrail that
-  refuses anything mentioning TRIGGER_WORD;
+- four platform-scoped in-cluster deployments shared with every tenant and served by `switchboard dev-models`: a
+  stand-in chat model that calls offered tools, real multilingual-e5-small embeddings, a stand-in guardrail that
+  refuses anything mentioning TRIGGER_WORD, and a stand-in speech-to-text model (the console's audio attachments);
 - in the tenant: the MCP server `demo-tools` (dev-models' `/mcp`: `get_weather`, `add`), the RAG `demo-handbook`
   with a few short documents (uploaded through its `/files/content` API with the demo key and indexed with the e5
   deployment before the demo is announced), and the preset agent `demo/assistant` (the chat model as base, the
@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 
 from server.dev.demo_documents import DEMO_DOCUMENTS
-from server.dev.models import CHAT_MODEL, EMBEDDING_MODEL, GUARDRAIL_MODEL, MCP_PATH, QUERY_PREFIX
+from server.dev.models import CHAT_MODEL, EMBEDDING_MODEL, GUARDRAIL_MODEL, MCP_PATH, QUERY_PREFIX, SPEECH_MODEL
 from server.dev.stand_in import TRIGGER_WORD
 from server.settings import Settings
 from server.varfiles import replace
@@ -35,6 +35,7 @@ __all__ = [
     "EMBEDDING_PUBLIC_ID",
     "GUARDRAIL_PUBLIC_ID",
     "MCP_SERVER",
+    "SPEECH_PUBLIC_ID",
     "TRIGGER_WORD",
     "Demo",
     "ensure_demo",
@@ -43,6 +44,7 @@ __all__ = [
 CHAT_PUBLIC_ID = "dev/stand-in-chat"
 EMBEDDING_PUBLIC_ID = "intfloat/multilingual-e5-small"
 GUARDRAIL_PUBLIC_ID = "dev/stand-in-guardrail"
+SPEECH_PUBLIC_ID = "dev/stand-in-speech"
 AGENT_PUBLIC_ID = "demo/assistant"
 MCP_SERVER = "demo-tools"
 _AGENT = "demo-assistant"
@@ -57,6 +59,7 @@ _VARIABLES = (
     "CHAT_MODEL",
     "EMBEDDING_MODEL",
     "GUARDRAIL_MODEL",
+    "SPEECH_MODEL",
     "MCP_SERVER",
     "RAG",
     "RAG_URL",
@@ -210,6 +213,7 @@ async def _seed(http: aiohttp.ClientSession, api: _Api, settings: Settings, wher
         "CHAT_MODEL": CHAT_PUBLIC_ID,
         "EMBEDDING_MODEL": EMBEDDING_PUBLIC_ID,
         "GUARDRAIL_MODEL": GUARDRAIL_PUBLIC_ID,
+        "SPEECH_MODEL": SPEECH_PUBLIC_ID,
         "MCP_SERVER": MCP_SERVER,
         "RAG": rag,
         "RAG_URL": where.rag_url(rag),
@@ -247,6 +251,13 @@ async def _deployments(api: _Api, dev_models_url: str) -> None:
             GUARDRAIL_MODEL,
             "TASK_TYPE_GUARDRAIL",
             f"Development stand-in guardrail (refuses '{TRIGGER_WORD}')",
+        ),
+        (
+            "dev-speech",
+            SPEECH_PUBLIC_ID,
+            SPEECH_MODEL,
+            "TASK_TYPE_SPEECH_TO_TEXT",
+            "Development stand-in (not a speech model)",
         ),
     )
     for name, public_id, served, task, label in deployments:

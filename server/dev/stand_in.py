@@ -12,6 +12,9 @@ Chat (`answer`):
   best passage and file), labelled as the stand-in's;
 - otherwise `stand_in_reply`: how many messages and words it was sent, never what.
 
+Speech to text (`stand_in_transcript`): what arrived (the file's name and size), labelled as the stand-in's, never
+words it did not hear.
+
 Guardrail (`guardrail_verdict`): the JSON verdict format the gateway reads (gateway.guardrails), refusing whatever
 conversation mentions TRIGGER_WORD and allowing everything else.
 """
@@ -33,6 +36,7 @@ __all__ = [
     "answer",
     "guardrail_verdict",
     "stand_in_reply",
+    "stand_in_transcript",
 ]
 
 STAND_IN_NOTICE = "[development stand-in, not a language model]"
@@ -235,3 +239,8 @@ def guardrail_verdict(messages: list[Any]) -> str:
         reason = f"the demo guardrail refuses anything that mentions '{TRIGGER_WORD}'"
         return orjson.dumps({"allowed": False, "reason": reason}).decode()
     return orjson.dumps({"allowed": True}).decode()
+
+
+def stand_in_transcript(filename: str, size: int) -> str:
+    """The stand-in speech-to-text model's "transcript" of an audio file: what it received, not what was said."""
+    return f"{STAND_IN_NOTICE} Switchboard sent {size} bytes of audio ({filename[:100]}) to this model."

@@ -40,6 +40,7 @@ __all__ = [
     "list_policies",
     "set_policy",
     "tenant_policies",
+    "validated_scope",
 ]
 
 
@@ -157,7 +158,7 @@ def _policy(row: LimitPolicyRow) -> Policy:
     )
 
 
-def _validated_scope(scope: Scope) -> Scope:
+def validated_scope(scope: Scope) -> Scope:
     if scope.kind == ScopeKind.TENANT:
         if scope.id:
             raise InvalidArgument("scope.id must be empty for a tenant scope", field="scope.id")
@@ -226,7 +227,7 @@ async def set_policy(
         session, principal, tenant_id, platform_tier=tier == Tier.PLATFORM
     )
     await _existing_tenant(session, tenant_id)
-    scope = _validated_scope(scope)
+    scope = validated_scope(scope)
     values = _validated_values(limits)
     if not values:
         raise InvalidArgument("limits must set at least one limit; DeleteLimitPolicy removes a policy", field="limits")
@@ -253,7 +254,7 @@ async def delete_policy(
     tenant_id = await permissions.require_limit_writer(
         session, principal, tenant_id, platform_tier=tier == Tier.PLATFORM
     )
-    scope = _validated_scope(scope)
+    scope = validated_scope(scope)
     deleted = await session.execute(
         delete(LimitPolicyRow).where(
             LimitPolicyRow.tenant_id == tenant_id,

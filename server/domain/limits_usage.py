@@ -1,4 +1,5 @@
-"""Reads of the current use of every limit that applies to one API key's calls (GetLimitUsage).
+"""Reads of the current use of every limit that applies to one API key's calls, or of the limits set on one scope
+(GetLimitUsage; the console shows the latter beside a service account, a tenant or a model).
 
 The counts come from the counter store the gateways share (Redis). Without one, each gateway process counts on its
 own and the management server cannot see those counts: `used`/`remaining` are then absent, never a made-up zero.
@@ -14,9 +15,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
-from server.domain.limits import BudgetPeriod, Metric, Policy, tenant_policies
+from server.domain.limits import BudgetPeriod, Metric, Policy, Scope, ScopeKind, tenant_policies, validated_scope
 from server.domain.limits_plan import Applied, Caller, applied_limits
 from server.domain.principal import Principal
+from server.errors import InvalidArgument
 from server.store.limit_counters import Counters
 from server.store.models import LimitSoftCrossingRow
 
@@ -53,6 +55,17 @@ async def _crossings(
     return {(r.tier, r.scope_kind, r.scope_id, r.period): r.crossed_at for (r,) in rows}
 
 
+def _scope_caller(tenant_id: str, scope: Scope) -> Caller:
+    """A caller that exactly this scope's policies apply to (with the tenant's): the counters it names are the
+    scope's own, whichever key made the calls."""
+    return Caller(
+        tenant_id,
+        scope.id if scope.kind == ScopeKind.API_KEY else "",
+        scope.id if scope.kind == ScopeKind.SERVICE_ACCOUNT else None,
+        scope.id if scope.kind == ScopeKind.MODEL else None,
+    )
+
+
 async def limit_usage(
     session: AsyncSession,
     principal: Principal,
@@ -62,11 +75,29 @@ async def limit_usage(
     model: str,
     counters: Counters | None,
     now: float,
+    scope: Scope | None = None,
 ) -> list[LimitUse]:
+    """The use of every limit on one key's calls; with `scope`, of the limits set on that scope only (tenant admins:
+    the policies themselves are theirs to read)."""
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
-    key_id, service_account_id = await permissions.require_usage_reader(session, principal, tenant_id, api_key_id)
-    caller = Caller(tenant_id, key_id, service_account_id, model or None)
-    applied = applied_limits(await tenant_policies(session, tenant_id), caller, now)
+    if scope is None:
+        key_id, service_account_id = await permissions.require_usage_reader(session, principal, tenant_id, api_key_id)
+        caller = Caller(tenant_id, key_id, service_account_id, model or None)
+        policies = await tenant_policies(session, tenant_id)
+    else:
+        if api_key_id or model:
+            field = "api_key_id" if api_key_id else "model"
+            raise InvalidArgument(f"{field} must be empty when scope is set", field=field)
+        scope = validated_scope(scope)
+        await permissions.require_tenant_admin(session, principal, tenant_id)
+        caller = _scope_caller(tenant_id, scope)
+        policies = [p for p in await tenant_policies(session, tenant_id) if p.scope == scope]
+    return await _uses(session, tenant_id, applied_limits(policies, caller, now), counters, now)
+
+
+async def _uses(
+    session: AsyncSession, tenant_id: str, applied: list[Applied], counters: Counters | None, now: float
+) -> list[LimitUse]:
     used: list[int | None] = [None] * len(applied)
     if counters is not None and applied:
         windowed = [i for i, a in enumerate(applied) if a.window is not None]

@@ -520,7 +520,9 @@ async def list_invokable(session: AsyncSession, principal: Principal, window: Wi
         .order_by(ExternalMcpServerRow.name)
     )
     if window is not None:
-        query = window.apply(query, ExternalMcpServerRow.name)
+        query = window.apply(
+            query, ExternalMcpServerRow.name, searched=(ExternalMcpServerRow.name, ExternalMcpServerRow.display_name)
+        )
     rows = (await session.scalars(query)).all()
     owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
     return [_build(row, owners[row.name]) for row in rows]

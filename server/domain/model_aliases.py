@@ -183,7 +183,11 @@ async def list_readable(session: AsyncSession, principal: Principal, window: Win
         return []
     query = select(ModelAliasRow).where(ModelAliasRow.name.in_(names)).order_by(ModelAliasRow.public_model_id)
     if window is not None:
-        query = window.apply(query, ModelAliasRow.public_model_id)
+        query = window.apply(
+            query,
+            ModelAliasRow.public_model_id,
+            searched=(ModelAliasRow.name, ModelAliasRow.public_model_id, ModelAliasRow.display_name),
+        )
     rows = (await session.scalars(query)).all()
     owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
     existing = set(

@@ -73,7 +73,7 @@ async def readable_targets(
         return []
     query = select(table).where(table.name.in_(names)).order_by(table.name)
     if window is not None:
-        query = window.apply(query, table.name)
+        query = window.apply(query, table.name, searched=(table.name, table.public_model_id, table.display_name))
     rows = (await session.scalars(query)).all()
     owners = await permissions.ownerships(session, kind, [row.name for row in rows])
     return [(row, owners[row.name]) for row in rows]

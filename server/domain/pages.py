@@ -57,6 +57,7 @@ __all__ = [
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+MAX_SEARCH = 100
 T = TypeVar("T")
 
 
@@ -75,17 +76,22 @@ async def walk(
     fetch: Callable[[Window], Awaitable[Sequence[T]]],
     key: Callable[[T], tuple[str, ...]],
     parse: Callable[[list[str]], tuple[Any, ...]] = tuple,
+    search: str = "",
 ) -> Page[T]:
     """One page of a list whose function takes a Window: `key` gives an item's sort key as the token's strings and
     `parse` turns them back into the values the query compares (a time, say). One more item than the page is read
-    to learn whether another page follows, so a full last page carries no token."""
+    to learn whether another page follows, so a full last page carries no token. A `search` narrows the list (the
+    same token then pages the narrowed list: it is a sort key, not a position)."""
     size = _size(size)
+    search = search.strip()
+    if len(search) > MAX_SEARCH:
+        raise InvalidArgument(f"search must be at most {MAX_SEARCH} characters", field="search")
     after = _after(kind, token, parts)
     try:
         start = None if after is None else parse(after)
     except ValueError:
         raise InvalidArgument("page_token is not a token of this list", field="page_token") from None
-    items, next_token = _paged(await fetch(Window(start, size + 1)), size, kind, key)
+    items, next_token = _paged(await fetch(Window(start, size + 1, search)), size, kind, key)
     return Page(list(items), next_token)
 
 

@@ -326,7 +326,11 @@ async def list_readable(
         query = query.where(PresetAgentRow.tenant_id == tenant_id)
     query = query.order_by(PresetAgentRow.public_model_id)
     if window is not None:
-        query = window.apply(query, PresetAgentRow.public_model_id)
+        query = window.apply(
+            query,
+            PresetAgentRow.public_model_id,
+            searched=(PresetAgentRow.name, PresetAgentRow.public_model_id, PresetAgentRow.display_name),
+        )
     rows = (await session.scalars(query)).all()
     owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
     existing = set(

@@ -333,7 +333,9 @@ async def list_readable(
     if tenant_id:
         query = query.where(RagDeploymentRow.tenant_id == tenant_id)
     if window is not None:
-        query = window.apply(query, *LIST_ORDER)
+        query = window.apply(
+            query, *LIST_ORDER, searched=(RagDeploymentRow.name, RagDeploymentRow.display_name, RagDeploymentRow.id)
+        )
     rows = (await session.scalars(query)).all()
     owners = await permissions.ownerships(session, KIND, [r.id for r in rows])
     return [_build(row, owners[row.id].sharing) for row in rows]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +21,7 @@ from server.store.db import as_utc
 __all__ = ["Window", "after_token", "bounded_page_size", "filtered", "newest_first", "token_of"]
 
 MAX_PAGE_SIZE = 1000
+_LIKE_SPECIALS = re.compile(r"[\\%_]")  # matched literally in a search, never as LIKE wildcards
 DEFAULT_PAGE_SIZE = 100
 
 
@@ -82,9 +84,14 @@ class Window:
 
     after: tuple[Any, ...] | None
     limit: int
+    # Only the rows where one of the list's searched columns contains this, ignoring case ("": every row).
+    search: str = ""
 
-    def apply(self, query: Select[Any], *order: Any) -> Select[Any]:
-        """`query` (ordered by the columns `order`) narrowed to this window."""
+    def apply(self, query: Select[Any], *order: Any, searched: Sequence[Any] = ()) -> Select[Any]:
+        """`query` (ordered by the columns `order`) narrowed to this window; a search looks in `searched`."""
+        if self.search and searched:
+            pattern = "%" + _LIKE_SPECIALS.sub(r"\\\g<0>", self.search) + "%"
+            query = query.where(or_(*(column.ilike(pattern, escape="\\") for column in searched)))
         if self.after is not None:
             if len(order) == 1:
                 query = query.where(order[0] > self.after[0])

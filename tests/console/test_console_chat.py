@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from server.dev.demo import SPEECH_PUBLIC_ID
+from server.dev.stand_in import stand_in_transcript
 from tests.console.harness import DemoConsole, run_script
 
 pytestmark = pytest.mark.timeout(300)
@@ -44,15 +46,15 @@ def _flow(run: dict[str, Any], name: str) -> dict[str, Any]:
     return flow
 
 
-async def test_a_page_load_makes_three_calls_and_lists_what_the_person_may_invoke(
+async def test_a_page_load_makes_two_calls_and_lists_what_the_person_may_invoke(
     run: dict[str, Any], world: DemoConsole
 ) -> None:
     flow = _flow(run, "load")
     print("chat page load:", flow["calls"])
-    # The session, the in-memory console key, the gateway's model list: nothing else until a panel is opened.
+    # The session and the gateway's model list: the tab's console key was made by the load after sign-in and is
+    # reused; nothing else until a panel is opened.
     assert flow["calls"] == [
         "GET api/switchboard.console.v1.ConsoleService/GetSession",
-        "POST api/platform.tenants.v1.ApiKeyService/CreateApiKey",
         "GET gateway/v1/models",
     ]
     # Models and the preset agent; not the guardrail or the embedding model (they do not chat).
@@ -100,8 +102,21 @@ async def test_an_audio_file_over_the_spec_limit_is_refused_before_upload(run: d
     assert flow["calls"] == []
 
 
-async def test_the_console_key_stays_out_of_storage(run: dict[str, Any]) -> None:
-    assert not _flow(run, "keyKept")["secretInStorage"]
+async def test_an_audio_file_is_transcribed_through_the_gateway_into_the_message(
+    run: dict[str, Any], world: DemoConsole
+) -> None:
+    flow = _flow(run, "audioTranscribed")
+    assert flow["calls"] == ["POST gateway/v1/audio/transcriptions"], flow
+    assert flow["message"] == stand_in_transcript("hello.wav", 4096), flow
+    assert world.demo["SPEECH_MODEL"] == SPEECH_PUBLIC_ID
+
+
+async def test_one_console_key_per_tab_reused_across_loads_and_revoked_at_sign_out(run: dict[str, Any]) -> None:
+    flow = _flow(run, "keyKept")
+    assert flow["keysMade"] == 1, flow  # every page load after the first reused it
+    assert flow["heldForTenant"] and not flow["secretInLocalStorage"], flow
+    assert (flow["statusBefore"], flow["statusAfterSignOut"]) == (200, 401), flow
+    assert flow["left"] == "{}", flow
 
 
 async def test_no_chat_view_has_serious_accessibility_violations(run: dict[str, Any]) -> None:

@@ -82,6 +82,25 @@ async def test_limits_are_set_edited_read_and_deleted(run: dict[str, Any]) -> No
     assert flow["left"] == 0
 
 
+async def test_limits_are_set_and_read_beside_keys_service_accounts_tenants_and_models(run: dict[str, Any]) -> None:
+    flow = _flow(run, "limitsBeside")
+    # Opening the panel asks for the tenant's policies and the scope's use; the page's own load asked for neither.
+    assert sorted(c.split("/")[-1] for c in flow["opened"]) == ["GetLimitUsage", "ListLimitPolicies"], flow
+    assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]
+    # The key's tenant-tier limits with their current use against each (no shared counter store in the demo: unknown,
+    # said so) and the soft budget's state.
+    panel = flow["keyPanel"]
+    assert "30 requests/min · 50k tokens/month (soft 40k)" in panel, panel
+    assert "Requests per minute" in panel and "Token budget" in panel and "usage unknown (limit 30)" in panel, panel
+    assert "Soft budget of 40,000 not crossed this period." in panel, panel
+    assert "no shared counter store" in panel, panel
+    assert "3 at once" in flow["accountPanel"] and "Concurrent requests" in flow["accountPanel"], flow
+    # The demo admin is an operator and the tenant's admin: both tiers, beside the tenant and beside a model.
+    assert flow["tenantTiers"] == ["Platform limits", "Tenant limits"], flow
+    assert flow["modelTiers"] == ["Platform limits", "Tenant limits"], flow
+    assert flow["modelTitle"].startswith("Limits of the model "), flow
+
+
 async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any]) -> None:
     for name in PAGES:
         page = run["pages"][name]
@@ -91,12 +110,12 @@ async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any])
 
 
 async def test_no_page_has_serious_accessibility_violations(run: dict[str, Any]) -> None:
-    for name in (*PAGES, "limits-set"):
+    for name in (*PAGES, "limits-set", "limits-panel"):
         assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
 
 
 async def test_screenshots_at_both_widths(run: dict[str, Any]) -> None:
-    for name in (*PAGES, "limits-set"):
+    for name in (*PAGES, "limits-set", "limits-panel"):
         shots = [Path(p) for p in run["pages"][name]["shots"]]
         assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
         assert all(p.stat().st_size > 1000 for p in shots)

@@ -194,6 +194,7 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
     agent = flows["agent"]
     assert agent["order"] == ["1. console/guardrail-two", f"2. {GUARDRAIL_PUBLIC_ID}"], agent
     assert agent["announced"] == 1 and agent["focusedAfter"] == "console/guardrail-two", agent
+    assert agent["guardrailResults"] == 1, agent  # the pickers search on the server as the person types
     assert f"console/guardrail-two → {GUARDRAIL_PUBLIC_ID}" in agent["listed"], agent
 
     # A plain member sees the resource pages with what they may use, and no create or manage buttons.
@@ -209,7 +210,7 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
         "Usage",
     ], member
     assert member["manageButtons"] == {"models": 0, "rags": 0, "mcp": 0, "agents": 0}, member
-    assert member["rows"]["models"] == 3, member  # the demo's deployments, shared with every tenant
+    assert member["rows"]["models"] == 4, member  # the demo's deployments, shared with every tenant
     assert all(len(calls) <= MAX_CALLS_PER_LOAD for calls in member["calls"].values()), member
 
     # What the browser did is on the server.

@@ -1,4 +1,4 @@
-// Calls to the gateway's RAG surfaces ({rag_url}/files, /context) with the tab's in-memory key (gatewayKey.ts).
+// Calls to the gateway's RAG surfaces ({rag_url}/files, /context) with the tab's console key (gatewayKey.ts).
 // The gateway answers OpenAI-style JSON errors ({"error": {"message"}}); they reach the screen as a GatewayError
 // carrying that message, so plainWords shows the gateway's own sentence.
 import { dropGatewayKey, gatewayKey } from "./gatewayKey";

@@ -28,12 +28,14 @@ export function firstPage(session: Session, tenant: TenantAccess): string | unde
   return entry === undefined ? undefined : routeUrl(entry, tenant.id);
 }
 
-/** Sign-out through fetch: the server clears the cookie and says where to go (the identity provider's sign-out
- * page, or the console), and the page goes there itself. */
+/** Sign-out through fetch: the tab's gateway keys are revoked first (while the session still lets it), then the
+ * server clears the cookie and says where to go (the identity provider's sign-out page, or the console), and the
+ * page goes there itself. */
 function SignOut() {
   const [failed, setFailed] = useState(false);
   const signOut = async () => {
     try {
+      await (await import("../api/gatewayKey")).revokeGatewayKeys(); // loaded here: the shell stays small
       const answer = await fetch("/console/auth/logout", { method: "POST", headers: { Accept: "application/json" } });
       const { location: next } = (await answer.json()) as { location: string };
       location.assign(next);

@@ -29,7 +29,7 @@ export function UsageBar({ label, used, total, format = formatBytes }: UsageBarP
   const value = used === undefined ? undefined : Number(used);
   const words =
     value === undefined
-      ? "usage unknown"
+      ? `usage unknown${max === undefined || max <= 0 ? "" : ` (limit ${format(max)})`}`
       : max === undefined || max <= 0
         ? `${format(value)} used (no limit)`
         : `${format(value)} of ${format(max)} (${Math.round((value / max) * 100)}%)`;

@@ -57,5 +57,6 @@ class LimitServiceHandler(LimitService):
                 model=request.model,
                 counters=self._deps.shared_limit_counters(),
                 now=time.time(),
+                scope=convert.scope(request.scope) if request.HasField("scope") else None,
             )
         return pb.GetLimitUsageResponse(limits=[convert.limit_use(u) for u in found])

@@ -66,8 +66,10 @@ class ResourceListServiceHandler(ResourceListService):
         *,
         parts: int = 1,
         parse: Callable[[list[str]], tuple[Any, ...]] = tuple,
+        search: str = "",
     ) -> Page[T]:
-        """One page of `kind` for the caller, read by its unpaged list's own function in one read session."""
+        """One page of `kind` for the caller (narrowed by `search`), read by its unpaged list's own function in one
+        read session."""
         principal = current_principal()
         async with self._db.read() as s:
             return await walk(
@@ -78,12 +80,19 @@ class ResourceListServiceHandler(ResourceListService):
                 fetch=lambda window: fetch(s, principal, window),
                 key=key,
                 parse=parse,
+                search=search,
             )
 
     async def list_model_deployments(
         self, request: pb.ListModelDeploymentsRequest, ctx: Ctx
     ) -> pb.ListModelDeploymentsResponse:
-        page = await self._page("model_deployments", request.page, model_deployments.list_readable, lambda d: (d.name,))
+        page = await self._page(
+            "model_deployments",
+            request.page,
+            model_deployments.list_readable,
+            lambda d: (d.name,),
+            search=request.search,
+        )
         return pb.ListModelDeploymentsResponse(
             model_deployments=[models_convert.deployment(d) for d in page.items], next_page_token=page.next_token
         )
@@ -91,7 +100,13 @@ class ResourceListServiceHandler(ResourceListService):
     async def list_external_models(
         self, request: pb.ListExternalModelsRequest, ctx: Ctx
     ) -> pb.ListExternalModelsResponse:
-        page = await self._page("external_models", request.page, external_models.list_readable, lambda m: (m.name,))
+        page = await self._page(
+            "external_models",
+            request.page,
+            external_models.list_readable,
+            lambda m: (m.name,),
+            search=request.search,
+        )
         return pb.ListExternalModelsResponse(
             external_models=[models_convert.external_model_summary(m) for m in page.items],
             next_page_token=page.next_token,
@@ -99,7 +114,11 @@ class ResourceListServiceHandler(ResourceListService):
 
     async def list_model_aliases(self, request: pb.ListModelAliasesRequest, ctx: Ctx) -> pb.ListModelAliasesResponse:
         page = await self._page(
-            "model_aliases", request.page, model_aliases.list_readable, lambda a: (a.public_model_id,)
+            "model_aliases",
+            request.page,
+            model_aliases.list_readable,
+            lambda a: (a.public_model_id,),
+            search=request.search,
         )
         item = model_alias_service_pb2.ListModelAliasesResponse.Item
         return pb.ListModelAliasesResponse(
@@ -110,7 +129,13 @@ class ResourceListServiceHandler(ResourceListService):
     async def list_external_mcp_servers(
         self, request: pb.ListExternalMcpServersRequest, ctx: Ctx
     ) -> pb.ListExternalMcpServersResponse:
-        page = await self._page("external_mcp_servers", request.page, mcp_servers.list_invokable, lambda m: (m.name,))
+        page = await self._page(
+            "external_mcp_servers",
+            request.page,
+            mcp_servers.list_invokable,
+            lambda m: (m.name,),
+            search=request.search,
+        )
         return pb.ListExternalMcpServersResponse(
             external_mcp_servers=[agents_convert.summary(m) for m in page.items], next_page_token=page.next_token
         )
@@ -122,6 +147,7 @@ class ResourceListServiceHandler(ResourceListService):
             lambda s, principal, window: rags.list_readable(s, principal, tenant_id=request.tenant_id, window=window),
             lambda r: (r.tenant_id or "", r.name, r.id),
             parts=3,
+            search=request.search,
         )
         return pb.ListRagsResponse(
             rags=[rags_convert.rag(r, self._base_url) for r in page.items], next_page_token=page.next_token
@@ -135,6 +161,7 @@ class ResourceListServiceHandler(ResourceListService):
                 s, principal, tenant_id=request.tenant_id, window=window
             ),
             lambda a: (a.public_model_id,),
+            search=request.search,
         )
         return pb.ListPresetAgentsResponse(
             preset_agents=[preset_agent_convert.agent(a) for a in page.items], next_page_token=page.next_token

@@ -1,5 +1,5 @@
 // Chat with any model, alias or preset agent the person may invoke, through the gateway's Responses API (streamed
-// over SSE) with the person's in-memory console key (api/gatewayKey.ts). A page load makes three calls: GetSession,
+// over SSE) with the tab's console key (api/gatewayKey.ts). A page load makes three calls: GetSession,
 // CreateApiKey and the gateway's GET /v1/models; past conversations and the MCP servers offered as tools load when
 // their panels are opened. Conversations are kept by the gateway's conversation API (each send names the
 // conversation, so the gateway keeps its items); the tool loop's items — MCP calls, approval requests, file

@@ -12,7 +12,9 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import { ApiKeyState, ApiKeyType, type ApiKey } from "../../gen/platform/tenants/v1/api_key_pb";
 import { ApiKeyService } from "../../gen/platform/tenants/v1/api_key_service_pb";
+import { LimitScopeKind, type LimitTier } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
+import { LimitsButton } from "../limits/ScopeLimits";
 import { localDate } from "./CreateKey";
 import { KIND_NAMES } from "./GrantsPicker";
 
@@ -76,9 +78,11 @@ interface KeysTableProps {
   serviceAccountId?: string;
   reload: number;
   onChanged: () => void;
+  /** The limit tiers the person may set (limitTiers); none: no Limits action. */
+  limitTiers: LimitTier[];
 }
 
-export function KeysTable({ tenantId, serviceAccountId, reload, onChanged }: KeysTableProps) {
+export function KeysTable({ tenantId, serviceAccountId, reload, onChanged, limitTiers }: KeysTableProps) {
   const [includeRevoked, setIncludeRevoked] = useState(false);
   const [editing, setEditing] = useState<ApiKey | undefined>(undefined);
   const service = client(ApiKeyService);
@@ -140,6 +144,10 @@ export function KeysTable({ tenantId, serviceAccountId, reload, onChanged }: Key
                 Enable <span class="visually-hidden">{k.name}</span>
               </button>
             )}
+            {limitTiers.length > 0 ? (
+              <LimitsButton tenantId={tenantId} scope={{ kind: LimitScopeKind.API_KEY, id: k.id }} tiers={limitTiers}
+                what={`the key ${k.name}`} />
+            ) : null}
             <button type="button" class="danger" disabled={act.busy} onClick={() => {
               if (confirm(`Revoke the key ${k.name}? This cannot be undone.`)) {
                 void act.run(k, "revoke");

@@ -1,5 +1,7 @@
-// Limits in words, shared by the policies table and the current-use list.
+// Limits in words, shared by the policies table, the current-use list and the limits panels; and which tiers a
+// person may set, from GetSession only.
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Session, TenantAccess } from "../../app/session";
 import { BudgetPeriod, LimitMetric, LimitScopeKind, LimitTier, type LimitUsage } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 
 export const TIER_NAMES: Record<LimitTier, string> = {
@@ -38,4 +40,13 @@ export function useOf(entry: LimitUsage): string {
   }
   const reset = entry.resetTime ? `, resets ${timestampDate(entry.resetTime).toLocaleString()}` : "";
   return `${entry.used.toLocaleString()} of ${entry.limit.toLocaleString()} used, ${(entry.remaining ?? 0n).toLocaleString()} left${reset}`;
+}
+
+/** The tiers the person may set in a tenant (operators: the platform's ceiling; its admins: the tenant's own). Empty:
+ * no limits are shown at all, since reading a tenant's policies is for the same people (the server decides). */
+export function limitTiers(session: Session, tenant: TenantAccess | undefined): LimitTier[] {
+  return [
+    ...(session.canManageTenants ? [LimitTier.PLATFORM] : []),
+    ...(tenant?.capabilities.tenantAdmin ? [LimitTier.TENANT] : []),
+  ];
 }

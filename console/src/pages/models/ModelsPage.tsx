@@ -1,7 +1,11 @@
 // Models of a tenant's view: model deployments, external models and aliases, one kind at a time (a page at a time
 // from ResourceListService). Operators (can_manage_models) create platform external models and aliases and
 // manage deployments; people with the tenant's create-external-model capability create tenant external models.
-// Every row that the caller may manage has the one SharingEditor. GPU and cache figures are on their own page.
+// Every row that the caller may manage has the one SharingEditor, and tenant admins and operators the tenant's
+// limits on that model (ScopeLimits, loaded when opened). GPU and cache figures are on their own page.
+import { LimitScopeKind, type LimitTier } from "../../gen/switchboard/limits/v1/limit_policy_pb";
+import { limitTiers } from "../limits/names";
+import { LimitsButton } from "../limits/ScopeLimits";
 import "../resources.css";
 import { create } from "@bufbuild/protobuf";
 import { useLocation } from "preact-iso";
@@ -91,7 +95,24 @@ function DeploymentForm({ initial, editing, onDone, onCancel }: {
   );
 }
 
-function Deployments({ operator }: { operator: boolean }) {
+/** The limits a tenant sets on its calls to each model, as one more column (only for who may set them). */
+interface ModelLimits { tenantId: string; tiers: LimitTier[] }
+
+function withLimits<T>(columns: Column<T>[], limits: ModelLimits, modelId: (row: T) => string): Column<T>[] {
+  if (limits.tiers.length === 0) {
+    return columns;
+  }
+  return [...columns, {
+    header: "Limits in this tenant",
+    actions: true,
+    cell: (row) => (
+      <LimitsButton tenantId={limits.tenantId} scope={{ kind: LimitScopeKind.MODEL, id: modelId(row) }} tiers={limits.tiers}
+        what={`the model ${modelId(row)}`} />
+    ),
+  }];
+}
+
+function Deployments({ operator, limits }: { operator: boolean; limits: ModelLimits }) {
   const [reload, setReload] = useState(0);
   const [editing, setEditing] = useState<{ draft: DeploymentDraft; editing: boolean } | undefined>(undefined);
   const done = () => { setEditing(undefined); setReload((n) => n + 1); };
@@ -145,7 +166,7 @@ function Deployments({ operator }: { operator: boolean }) {
         ) : null}
       </div>
       <ErrorBanner error={remove.error} />
-      <Table caption="Model deployments" columns={columns} load={load} rowKey={(d) => d.name} reload={reload}
+      <Table caption="Model deployments" columns={withLimits(columns, limits, (d) => d.publicModelId)} load={load} rowKey={(d) => d.name} reload={reload}
         empty="No model deployments you can use." />
       <Dialog title={editing?.editing ? "Edit deployment" : "Add deployment"} open={editing !== undefined} onClose={() => { setEditing(undefined); }}>
         {editing === undefined ? null : (
@@ -219,8 +240,8 @@ function CreateExternalModel({ tenantId, platform, tenantAllowed, onCreated }: {
   );
 }
 
-function ExternalModels({ tenantId, operator, tenantAllowed, canManage }: {
-  tenantId: string; operator: boolean; tenantAllowed: boolean; canManage: (m: ExternalModelSummary) => boolean;
+function ExternalModels({ tenantId, operator, tenantAllowed, canManage, limits }: {
+  tenantId: string; operator: boolean; tenantAllowed: boolean; canManage: (m: ExternalModelSummary) => boolean; limits: ModelLimits;
 }) {
   const [reload, setReload] = useState(0);
   const load = useMemo(
@@ -260,7 +281,7 @@ function ExternalModels({ tenantId, operator, tenantAllowed, canManage }: {
         ) : null}
       </div>
       <ErrorBanner error={remove.error} />
-      <Table caption="External models" columns={columns} load={load} rowKey={(m) => m.name} reload={reload}
+      <Table caption="External models" columns={withLimits(columns, limits, (m) => m.publicModelId)} load={load} rowKey={(m) => m.name} reload={reload}
         empty="No external models you can use." />
     </section>
   );
@@ -309,7 +330,7 @@ function AliasForm({ initial, handle, onDone, onCancel }: {
   );
 }
 
-function Aliases({ operator }: { operator: boolean }) {
+function Aliases({ operator, limits }: { operator: boolean; limits: ModelLimits }) {
   const [reload, setReload] = useState(0);
   const [editing, setEditing] = useState<{ handle: string | undefined; draft: AliasDraft } | undefined>(undefined);
   const load = useMemo(
@@ -375,7 +396,7 @@ function Aliases({ operator }: { operator: boolean }) {
         ) : null}
       </div>
       <ErrorBanner error={remove.error} />
-      <Table caption="Aliases" columns={columns} load={load} rowKey={(a) => a.name} reload={reload} empty="No aliases you can use." />
+      <Table caption="Aliases" columns={withLimits(columns, limits, (a) => a.alias?.publicModelId ?? a.name)} load={load} rowKey={(a) => a.name} reload={reload} empty="No aliases you can use." />
       <Dialog title={editing?.handle === undefined ? "Create alias" : "Edit alias"} open={editing !== undefined}
         onClose={() => { setEditing(undefined); }}>
         {editing === undefined ? null : (
@@ -404,6 +425,7 @@ export default function ModelsPage({ session, tenant }: PageProps) {
   const here = routeUrl({ path: "models", scope: "tenant" }, tenantId);
   // A tenant's own external models are managed by its admins (the server also lets their creator; it refuses
   // anyone else in plain words); platform ones by operators.
+  const limits = { tenantId, tiers: limitTiers(session, tenant) };
   const canManage = (m: ExternalModelSummary) => (m.tenantId === "" ? operator : m.tenantId === tenantId && (tenantAdmin || operator));
   return (
     <section>
@@ -417,12 +439,12 @@ export default function ModelsPage({ session, tenant }: PageProps) {
           <a key={k.kind} href={`${here}?kind=${k.kind}`} aria-current={k.kind === kind ? "page" : undefined}>{k.title}</a>
         ))}
       </nav>
-      {kind === "deployments" ? <Deployments operator={operator} /> : null}
+      {kind === "deployments" ? <Deployments operator={operator} limits={limits} /> : null}
       {kind === "external" ? (
         <ExternalModels tenantId={tenantId} operator={operator} tenantAllowed={tenant?.capabilities.createExternalModel ?? false}
-          canManage={canManage} />
+          canManage={canManage} limits={limits} />
       ) : null}
-      {kind === "aliases" ? <Aliases operator={operator} /> : null}
+      {kind === "aliases" ? <Aliases operator={operator} limits={limits} /> : null}
     </section>
   );
 }

@@ -1,4 +1,5 @@
-// Tenants (operators only: can_manage_tenants): list (a page at a time), create, rename (display name) and delete.
+// Tenants (operators only: can_manage_tenants): list (a page at a time), create, rename (display name) and delete;
+// each tenant's limits (its platform-tier ceiling, and its own tier where the operator is also its admin) beside it.
 import { useMemo, useState } from "preact/hooks";
 import { serverPages } from "../../api/pagination";
 import { client } from "../../api/transport";
@@ -10,7 +11,10 @@ import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
 import type { Tenant } from "../../gen/platform/tenants/v1/tenant_pb";
 import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
+import { LimitScopeKind } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
+import { limitTiers } from "../limits/names";
+import { LimitsButton } from "../limits/ScopeLimits";
 import { formatTime } from "../../components/format";
 
 function TenantForm({ tenant, onDone, onCancel }: { tenant: Tenant | undefined; onDone: () => void; onCancel: () => void }) {
@@ -46,7 +50,7 @@ function TenantForm({ tenant, onDone, onCancel }: { tenant: Tenant | undefined; 
   );
 }
 
-export default function TenantsPage(_props: PageProps) {
+export default function TenantsPage({ session }: PageProps) {
   const [reload, setReload] = useState(0);
   const [editing, setEditing] = useState<Tenant | "new" | undefined>(undefined);
   const remove = useAction(async (tenant: Tenant) => {
@@ -70,6 +74,8 @@ export default function TenantsPage(_props: PageProps) {
           <button type="button" onClick={() => { setEditing(t); }}>
             Edit <span class="visually-hidden">{t.name}</span>
           </button>
+          <LimitsButton tenantId={t.id} scope={{ kind: LimitScopeKind.TENANT, id: "" }} what={`the tenant ${t.name}`}
+            tiers={limitTiers(session, session.tenants.find((access) => access.id === t.id))} />
           <button type="button" class="danger" disabled={remove.busy} onClick={() => {
             if (confirm(`Delete the tenant ${t.name} and everything in it?`)) {
               void remove.run(t);

@@ -63,7 +63,8 @@ class LimitService(Protocol):
 
     async def get_limit_usage(self, request: GetLimitUsageRequest, ctx: RequestContext[GetLimitUsageRequest, GetLimitUsageResponse], /) -> GetLimitUsageResponse:
         """
-        GetLimitUsage returns the current use of every limit that applies to one API key's calls.
+        GetLimitUsage returns the current use of every limit that applies to one API key's calls, or of the limits set on
+        one scope.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -248,7 +249,8 @@ class LimitServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> GetLimitUsageResponse:
         """
-        GetLimitUsage returns the current use of every limit that applies to one API key's calls.
+        GetLimitUsage returns the current use of every limit that applies to one API key's calls, or of the limits set on
+        one scope.
         """
         return await self.execute_unary(
             request=request,
@@ -291,7 +293,8 @@ class LimitServiceSync(Protocol):
 
     def get_limit_usage(self, request: GetLimitUsageRequest, ctx: RequestContext[GetLimitUsageRequest, GetLimitUsageResponse], /) -> GetLimitUsageResponse:
         """
-        GetLimitUsage returns the current use of every limit that applies to one API key's calls.
+        GetLimitUsage returns the current use of every limit that applies to one API key's calls, or of the limits set on
+        one scope.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -474,7 +477,8 @@ class LimitServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> GetLimitUsageResponse:
         """
-        GetLimitUsage returns the current use of every limit that applies to one API key's calls.
+        GetLimitUsage returns the current use of every limit that applies to one API key's calls, or of the limits set on
+        one scope.
         """
         return self.execute_unary(
             request=request,

@@ -52,14 +52,16 @@ class ListLimitPoliciesResponse(_message.Message):
     def __init__(self, policies: _Optional[_Iterable[_Union[_limit_policy_pb2.LimitPolicy, _Mapping]]] = ...) -> None: ...
 
 class GetLimitUsageRequest(_message.Message):
-    __slots__ = ("tenant_id", "api_key_id", "model")
+    __slots__ = ("tenant_id", "api_key_id", "model", "scope")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     API_KEY_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     api_key_id: str
     model: str
-    def __init__(self, tenant_id: _Optional[str] = ..., api_key_id: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
+    scope: _limit_policy_pb2.LimitScope
+    def __init__(self, tenant_id: _Optional[str] = ..., api_key_id: _Optional[str] = ..., model: _Optional[str] = ..., scope: _Optional[_Union[_limit_policy_pb2.LimitScope, _Mapping]] = ...) -> None: ...
 
 class GetLimitUsageResponse(_message.Message):
     __slots__ = ("limits",)

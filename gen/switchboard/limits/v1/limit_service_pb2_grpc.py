@@ -87,7 +87,8 @@ class LimitServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetLimitUsage(self, request, context):
-        """GetLimitUsage returns the current use of every limit that applies to one API key's calls.
+        """GetLimitUsage returns the current use of every limit that applies to one API key's calls, or of the limits set on
+        one scope.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

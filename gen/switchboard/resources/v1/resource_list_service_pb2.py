@@ -33,7 +33,7 @@ from gen.platform.tenants.v1 import tenant_pb2 as platform_dot_tenants_dot_v1_do
 from gen.switchboard.tenants.v1 import tenant_list_service_pb2 as switchboard_dot_tenants_dot_v1_dot_tenant__list__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4switchboard/resources/v1/resource_list_service.proto\x12\x18switchboard.resources.v1\x1a,platform/agents/v1/external_mcp_server.proto\x1a%platform/agents/v1/preset_agent.proto\x1a-platform/modelmanager/v1/external_model.proto\x1a\x32platform/modelmanager/v1/model_alias_service.proto\x1a/platform/modelmanager/v1/model_deployment.proto\x1a-platform/platform/v1/mcp_network_policy.proto\x1a platform/ragmanager/v1/rag.proto\x1a platform/tenants/v1/tenant.proto\x1a\x30switchboard/tenants/v1/tenant_list_service.proto\"V\n\x1bListModelDeploymentsRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"\x9e\x01\n\x1cListModelDeploymentsResponse\x12V\n\x11model_deployments\x18\x01 \x03(\x0b\x32).platform.modelmanager.v1.ModelDeploymentR\x10modelDeployments\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"T\n\x19ListExternalModelsRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"\x9d\x01\n\x1aListExternalModelsResponse\x12W\n\x0f\x65xternal_models\x18\x01 \x03(\x0b\x32..platform.modelmanager.v1.ExternalModelSummaryR\x0e\x65xternalModels\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"R\n\x17ListModelAliasesRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"\x95\x01\n\x18ListModelAliasesResponse\x12Q\n\x07\x61liases\x18\x01 \x03(\x0b\x32\x37.platform.modelmanager.v1.ListModelAliasesResponse.ItemR\x07\x61liases\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"X\n\x1dListExternalMcpServersRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"\xa8\x01\n\x1eListExternalMcpServersResponse\x12^\n\x14\x65xternal_mcp_servers\x18\x01 \x03(\x0b\x32,.platform.agents.v1.ExternalMcpServerSummaryR\x12\x65xternalMcpServers\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"g\n\x0fListRagsRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x37\n\x04page\x18\x02 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"k\n\x10ListRagsResponse\x12/\n\x04rags\x18\x01 \x03(\x0b\x32\x1b.platform.ragmanager.v1.RagR\x04rags\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"o\n\x17ListPresetAgentsRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x37\n\x04page\x18\x02 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"\x88\x01\n\x18ListPresetAgentsResponse\x12\x44\n\rpreset_agents\x18\x01 \x03(\x0b\x32\x1f.platform.agents.v1.PresetAgentR\x0cpresetAgents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"X\n\x1dListMcpNetworkPoliciesRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"\x8c\x01\n\x1eListMcpNetworkPoliciesResponse\x12\x42\n\x08policies\x18\x01 \x03(\x0b\x32&.platform.platform.v1.McpNetworkPolicyR\x08policies\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n\x12ListTenantsRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"t\n\x13ListTenantsResponse\x12\x35\n\x07tenants\x18\x01 \x03(\x0b\x32\x1b.platform.tenants.v1.TenantR\x07tenants\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xa8\x08\n\x13ResourceListService\x12\x8a\x01\n\x14ListModelDeployments\x12\x35.switchboard.resources.v1.ListModelDeploymentsRequest\x1a\x36.switchboard.resources.v1.ListModelDeploymentsResponse\"\x03\x90\x02\x01\x12\x84\x01\n\x12ListExternalModels\x12\x33.switchboard.resources.v1.ListExternalModelsRequest\x1a\x34.switchboard.resources.v1.ListExternalModelsResponse\"\x03\x90\x02\x01\x12~\n\x10ListModelAliases\x12\x31.switchboard.resources.v1.ListModelAliasesRequest\x1a\x32.switchboard.resources.v1.ListModelAliasesResponse\"\x03\x90\x02\x01\x12\x90\x01\n\x16ListExternalMcpServers\x12\x37.switchboard.resources.v1.ListExternalMcpServersRequest\x1a\x38.switchboard.resources.v1.ListExternalMcpServersResponse\"\x03\x90\x02\x01\x12\x66\n\x08ListRags\x12).switchboard.resources.v1.ListRagsRequest\x1a*.switchboard.resources.v1.ListRagsResponse\"\x03\x90\x02\x01\x12~\n\x10ListPresetAgents\x12\x31.switchboard.resources.v1.ListPresetAgentsRequest\x1a\x32.switchboard.resources.v1.ListPresetAgentsResponse\"\x03\x90\x02\x01\x12\x90\x01\n\x16ListMcpNetworkPolicies\x12\x37.switchboard.resources.v1.ListMcpNetworkPoliciesRequest\x1a\x38.switchboard.resources.v1.ListMcpNetworkPoliciesResponse\"\x03\x90\x02\x01\x12o\n\x0bListTenants\x12,.switchboard.resources.v1.ListTenantsRequest\x1a-.switchboard.resources.v1.ListTenantsResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4switchboard/resources/v1/resource_list_service.proto\x12\x18switchboard.resources.v1\x1a,platform/agents/v1/external_mcp_server.proto\x1a%platform/agents/v1/preset_agent.proto\x1a-platform/modelmanager/v1/external_model.proto\x1a\x32platform/modelmanager/v1/model_alias_service.proto\x1a/platform/modelmanager/v1/model_deployment.proto\x1a-platform/platform/v1/mcp_network_policy.proto\x1a platform/ragmanager/v1/rag.proto\x1a platform/tenants/v1/tenant.proto\x1a\x30switchboard/tenants/v1/tenant_list_service.proto\"n\n\x1bListModelDeploymentsRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\x12\x16\n\x06search\x18\x02 \x01(\tR\x06search\"\x9e\x01\n\x1cListModelDeploymentsResponse\x12V\n\x11model_deployments\x18\x01 \x03(\x0b\x32).platform.modelmanager.v1.ModelDeploymentR\x10modelDeployments\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"l\n\x19ListExternalModelsRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\x12\x16\n\x06search\x18\x02 \x01(\tR\x06search\"\x9d\x01\n\x1aListExternalModelsResponse\x12W\n\x0f\x65xternal_models\x18\x01 \x03(\x0b\x32..platform.modelmanager.v1.ExternalModelSummaryR\x0e\x65xternalModels\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"j\n\x17ListModelAliasesRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\x12\x16\n\x06search\x18\x02 \x01(\tR\x06search\"\x95\x01\n\x18ListModelAliasesResponse\x12Q\n\x07\x61liases\x18\x01 \x03(\x0b\x32\x37.platform.modelmanager.v1.ListModelAliasesResponse.ItemR\x07\x61liases\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"p\n\x1dListExternalMcpServersRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\x12\x16\n\x06search\x18\x02 \x01(\tR\x06search\"\xa8\x01\n\x1eListExternalMcpServersResponse\x12^\n\x14\x65xternal_mcp_servers\x18\x01 \x03(\x0b\x32,.platform.agents.v1.ExternalMcpServerSummaryR\x12\x65xternalMcpServers\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x7f\n\x0fListRagsRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x37\n\x04page\x18\x02 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\x12\x16\n\x06search\x18\x03 \x01(\tR\x06search\"k\n\x10ListRagsResponse\x12/\n\x04rags\x18\x01 \x03(\x0b\x32\x1b.platform.ragmanager.v1.RagR\x04rags\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x87\x01\n\x17ListPresetAgentsRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x37\n\x04page\x18\x02 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\x12\x16\n\x06search\x18\x03 \x01(\tR\x06search\"\x88\x01\n\x18ListPresetAgentsResponse\x12\x44\n\rpreset_agents\x18\x01 \x03(\x0b\x32\x1f.platform.agents.v1.PresetAgentR\x0cpresetAgents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"X\n\x1dListMcpNetworkPoliciesRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"\x8c\x01\n\x1eListMcpNetworkPoliciesResponse\x12\x42\n\x08policies\x18\x01 \x03(\x0b\x32&.platform.platform.v1.McpNetworkPolicyR\x08policies\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n\x12ListTenantsRequest\x12\x37\n\x04page\x18\x01 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"t\n\x13ListTenantsResponse\x12\x35\n\x07tenants\x18\x01 \x03(\x0b\x32\x1b.platform.tenants.v1.TenantR\x07tenants\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xa8\x08\n\x13ResourceListService\x12\x8a\x01\n\x14ListModelDeployments\x12\x35.switchboard.resources.v1.ListModelDeploymentsRequest\x1a\x36.switchboard.resources.v1.ListModelDeploymentsResponse\"\x03\x90\x02\x01\x12\x84\x01\n\x12ListExternalModels\x12\x33.switchboard.resources.v1.ListExternalModelsRequest\x1a\x34.switchboard.resources.v1.ListExternalModelsResponse\"\x03\x90\x02\x01\x12~\n\x10ListModelAliases\x12\x31.switchboard.resources.v1.ListModelAliasesRequest\x1a\x32.switchboard.resources.v1.ListModelAliasesResponse\"\x03\x90\x02\x01\x12\x90\x01\n\x16ListExternalMcpServers\x12\x37.switchboard.resources.v1.ListExternalMcpServersRequest\x1a\x38.switchboard.resources.v1.ListExternalMcpServersResponse\"\x03\x90\x02\x01\x12\x66\n\x08ListRags\x12).switchboard.resources.v1.ListRagsRequest\x1a*.switchboard.resources.v1.ListRagsResponse\"\x03\x90\x02\x01\x12~\n\x10ListPresetAgents\x12\x31.switchboard.resources.v1.ListPresetAgentsRequest\x1a\x32.switchboard.resources.v1.ListPresetAgentsResponse\"\x03\x90\x02\x01\x12\x90\x01\n\x16ListMcpNetworkPolicies\x12\x37.switchboard.resources.v1.ListMcpNetworkPoliciesRequest\x1a\x38.switchboard.resources.v1.ListMcpNetworkPoliciesResponse\"\x03\x90\x02\x01\x12o\n\x0bListTenants\x12,.switchboard.resources.v1.ListTenantsRequest\x1a-.switchboard.resources.v1.ListTenantsResponse\"\x03\x90\x02\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -57,37 +57,37 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RESOURCELISTSERVICE'].methods_by_name['ListTenants']._loaded_options = None
   _globals['_RESOURCELISTSERVICE'].methods_by_name['ListTenants']._serialized_options = b'\220\002\001'
   _globals['_LISTMODELDEPLOYMENTSREQUEST']._serialized_start=480
-  _globals['_LISTMODELDEPLOYMENTSREQUEST']._serialized_end=566
-  _globals['_LISTMODELDEPLOYMENTSRESPONSE']._serialized_start=569
-  _globals['_LISTMODELDEPLOYMENTSRESPONSE']._serialized_end=727
-  _globals['_LISTEXTERNALMODELSREQUEST']._serialized_start=729
-  _globals['_LISTEXTERNALMODELSREQUEST']._serialized_end=813
-  _globals['_LISTEXTERNALMODELSRESPONSE']._serialized_start=816
-  _globals['_LISTEXTERNALMODELSRESPONSE']._serialized_end=973
-  _globals['_LISTMODELALIASESREQUEST']._serialized_start=975
-  _globals['_LISTMODELALIASESREQUEST']._serialized_end=1057
-  _globals['_LISTMODELALIASESRESPONSE']._serialized_start=1060
-  _globals['_LISTMODELALIASESRESPONSE']._serialized_end=1209
-  _globals['_LISTEXTERNALMCPSERVERSREQUEST']._serialized_start=1211
-  _globals['_LISTEXTERNALMCPSERVERSREQUEST']._serialized_end=1299
-  _globals['_LISTEXTERNALMCPSERVERSRESPONSE']._serialized_start=1302
-  _globals['_LISTEXTERNALMCPSERVERSRESPONSE']._serialized_end=1470
-  _globals['_LISTRAGSREQUEST']._serialized_start=1472
-  _globals['_LISTRAGSREQUEST']._serialized_end=1575
-  _globals['_LISTRAGSRESPONSE']._serialized_start=1577
-  _globals['_LISTRAGSRESPONSE']._serialized_end=1684
-  _globals['_LISTPRESETAGENTSREQUEST']._serialized_start=1686
-  _globals['_LISTPRESETAGENTSREQUEST']._serialized_end=1797
-  _globals['_LISTPRESETAGENTSRESPONSE']._serialized_start=1800
-  _globals['_LISTPRESETAGENTSRESPONSE']._serialized_end=1936
-  _globals['_LISTMCPNETWORKPOLICIESREQUEST']._serialized_start=1938
-  _globals['_LISTMCPNETWORKPOLICIESREQUEST']._serialized_end=2026
-  _globals['_LISTMCPNETWORKPOLICIESRESPONSE']._serialized_start=2029
-  _globals['_LISTMCPNETWORKPOLICIESRESPONSE']._serialized_end=2169
-  _globals['_LISTTENANTSREQUEST']._serialized_start=2171
-  _globals['_LISTTENANTSREQUEST']._serialized_end=2248
-  _globals['_LISTTENANTSRESPONSE']._serialized_start=2250
-  _globals['_LISTTENANTSRESPONSE']._serialized_end=2366
-  _globals['_RESOURCELISTSERVICE']._serialized_start=2369
-  _globals['_RESOURCELISTSERVICE']._serialized_end=3433
+  _globals['_LISTMODELDEPLOYMENTSREQUEST']._serialized_end=590
+  _globals['_LISTMODELDEPLOYMENTSRESPONSE']._serialized_start=593
+  _globals['_LISTMODELDEPLOYMENTSRESPONSE']._serialized_end=751
+  _globals['_LISTEXTERNALMODELSREQUEST']._serialized_start=753
+  _globals['_LISTEXTERNALMODELSREQUEST']._serialized_end=861
+  _globals['_LISTEXTERNALMODELSRESPONSE']._serialized_start=864
+  _globals['_LISTEXTERNALMODELSRESPONSE']._serialized_end=1021
+  _globals['_LISTMODELALIASESREQUEST']._serialized_start=1023
+  _globals['_LISTMODELALIASESREQUEST']._serialized_end=1129
+  _globals['_LISTMODELALIASESRESPONSE']._serialized_start=1132
+  _globals['_LISTMODELALIASESRESPONSE']._serialized_end=1281
+  _globals['_LISTEXTERNALMCPSERVERSREQUEST']._serialized_start=1283
+  _globals['_LISTEXTERNALMCPSERVERSREQUEST']._serialized_end=1395
+  _globals['_LISTEXTERNALMCPSERVERSRESPONSE']._serialized_start=1398
+  _globals['_LISTEXTERNALMCPSERVERSRESPONSE']._serialized_end=1566
+  _globals['_LISTRAGSREQUEST']._serialized_start=1568
+  _globals['_LISTRAGSREQUEST']._serialized_end=1695
+  _globals['_LISTRAGSRESPONSE']._serialized_start=1697
+  _globals['_LISTRAGSRESPONSE']._serialized_end=1804
+  _globals['_LISTPRESETAGENTSREQUEST']._serialized_start=1807
+  _globals['_LISTPRESETAGENTSREQUEST']._serialized_end=1942
+  _globals['_LISTPRESETAGENTSRESPONSE']._serialized_start=1945
+  _globals['_LISTPRESETAGENTSRESPONSE']._serialized_end=2081
+  _globals['_LISTMCPNETWORKPOLICIESREQUEST']._serialized_start=2083
+  _globals['_LISTMCPNETWORKPOLICIESREQUEST']._serialized_end=2171
+  _globals['_LISTMCPNETWORKPOLICIESRESPONSE']._serialized_start=2174
+  _globals['_LISTMCPNETWORKPOLICIESRESPONSE']._serialized_end=2314
+  _globals['_LISTTENANTSREQUEST']._serialized_start=2316
+  _globals['_LISTTENANTSREQUEST']._serialized_end=2393
+  _globals['_LISTTENANTSRESPONSE']._serialized_start=2395
+  _globals['_LISTTENANTSRESPONSE']._serialized_end=2511
+  _globals['_RESOURCELISTSERVICE']._serialized_start=2514
+  _globals['_RESOURCELISTSERVICE']._serialized_end=3578
 # @@protoc_insertion_point(module_scope)

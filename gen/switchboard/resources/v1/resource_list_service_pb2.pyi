@@ -16,10 +16,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ListModelDeploymentsRequest(_message.Message):
-    __slots__ = ("page",)
+    __slots__ = ("page", "search")
     PAGE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
     page: _tenant_list_service_pb2.PageRequest
-    def __init__(self, page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ...) -> None: ...
+    search: str
+    def __init__(self, page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ..., search: _Optional[str] = ...) -> None: ...
 
 class ListModelDeploymentsResponse(_message.Message):
     __slots__ = ("model_deployments", "next_page_token")
@@ -30,10 +32,12 @@ class ListModelDeploymentsResponse(_message.Message):
     def __init__(self, model_deployments: _Optional[_Iterable[_Union[_model_deployment_pb2.ModelDeployment, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListExternalModelsRequest(_message.Message):
-    __slots__ = ("page",)
+    __slots__ = ("page", "search")
     PAGE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
     page: _tenant_list_service_pb2.PageRequest
-    def __init__(self, page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ...) -> None: ...
+    search: str
+    def __init__(self, page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ..., search: _Optional[str] = ...) -> None: ...
 
 class ListExternalModelsResponse(_message.Message):
     __slots__ = ("external_models", "next_page_token")
@@ -44,10 +48,12 @@ class ListExternalModelsResponse(_message.Message):
     def __init__(self, external_models: _Optional[_Iterable[_Union[_external_model_pb2.ExternalModelSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListModelAliasesRequest(_message.Message):
-    __slots__ = ("page",)
+    __slots__ = ("page", "search")
     PAGE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
     page: _tenant_list_service_pb2.PageRequest
-    def __init__(self, page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ...) -> None: ...
+    search: str
+    def __init__(self, page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ..., search: _Optional[str] = ...) -> None: ...
 
 class ListModelAliasesResponse(_message.Message):
     __slots__ = ("aliases", "next_page_token")
@@ -58,10 +64,12 @@ class ListModelAliasesResponse(_message.Message):
     def __init__(self, aliases: _Optional[_Iterable[_Union[_model_alias_service_pb2.ListModelAliasesResponse.Item, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListExternalMcpServersRequest(_message.Message):
-    __slots__ = ("page",)
+    __slots__ = ("page", "search")
     PAGE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
     page: _tenant_list_service_pb2.PageRequest
-    def __init__(self, page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ...) -> None: ...
+    search: str
+    def __init__(self, page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ..., search: _Optional[str] = ...) -> None: ...
 
 class ListExternalMcpServersResponse(_message.Message):
     __slots__ = ("external_mcp_servers", "next_page_token")
@@ -72,12 +80,14 @@ class ListExternalMcpServersResponse(_message.Message):
     def __init__(self, external_mcp_servers: _Optional[_Iterable[_Union[_external_mcp_server_pb2.ExternalMcpServerSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListRagsRequest(_message.Message):
-    __slots__ = ("tenant_id", "page")
+    __slots__ = ("tenant_id", "page", "search")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     page: _tenant_list_service_pb2.PageRequest
-    def __init__(self, tenant_id: _Optional[str] = ..., page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ...) -> None: ...
+    search: str
+    def __init__(self, tenant_id: _Optional[str] = ..., page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ..., search: _Optional[str] = ...) -> None: ...
 
 class ListRagsResponse(_message.Message):
     __slots__ = ("rags", "next_page_token")
@@ -88,12 +98,14 @@ class ListRagsResponse(_message.Message):
     def __init__(self, rags: _Optional[_Iterable[_Union[_rag_pb2.Rag, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListPresetAgentsRequest(_message.Message):
-    __slots__ = ("tenant_id", "page")
+    __slots__ = ("tenant_id", "page", "search")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     page: _tenant_list_service_pb2.PageRequest
-    def __init__(self, tenant_id: _Optional[str] = ..., page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ...) -> None: ...
+    search: str
+    def __init__(self, tenant_id: _Optional[str] = ..., page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ..., search: _Optional[str] = ...) -> None: ...
 
 class ListPresetAgentsResponse(_message.Message):
     __slots__ = ("preset_agents", "next_page_token")

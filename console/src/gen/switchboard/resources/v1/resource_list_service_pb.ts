@@ -28,10 +28,10 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/resources/v1/resource_list_service.proto.
  */
 export const file_switchboard_resources_v1_resource_list_service: GenFile = /*@__PURE__*/
-  fileDesc("CjRzd2l0Y2hib2FyZC9yZXNvdXJjZXMvdjEvcmVzb3VyY2VfbGlzdF9zZXJ2aWNlLnByb3RvEhhzd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEiUAobTGlzdE1vZGVsRGVwbG95bWVudHNSZXF1ZXN0EjEKBHBhZ2UYASABKAsyIy5zd2l0Y2hib2FyZC50ZW5hbnRzLnYxLlBhZ2VSZXF1ZXN0In0KHExpc3RNb2RlbERlcGxveW1lbnRzUmVzcG9uc2USRAoRbW9kZWxfZGVwbG95bWVudHMYASADKAsyKS5wbGF0Zm9ybS5tb2RlbG1hbmFnZXIudjEuTW9kZWxEZXBsb3ltZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJOChlMaXN0RXh0ZXJuYWxNb2RlbHNSZXF1ZXN0EjEKBHBhZ2UYASABKAsyIy5zd2l0Y2hib2FyZC50ZW5hbnRzLnYxLlBhZ2VSZXF1ZXN0In4KGkxpc3RFeHRlcm5hbE1vZGVsc1Jlc3BvbnNlEkcKD2V4dGVybmFsX21vZGVscxgBIAMoCzIuLnBsYXRmb3JtLm1vZGVsbWFuYWdlci52MS5FeHRlcm5hbE1vZGVsU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiTAoXTGlzdE1vZGVsQWxpYXNlc1JlcXVlc3QSMQoEcGFnZRgBIAEoCzIjLnN3aXRjaGJvYXJkLnRlbmFudHMudjEuUGFnZVJlcXVlc3QifQoYTGlzdE1vZGVsQWxpYXNlc1Jlc3BvbnNlEkgKB2FsaWFzZXMYASADKAsyNy5wbGF0Zm9ybS5tb2RlbG1hbmFnZXIudjEuTGlzdE1vZGVsQWxpYXNlc1Jlc3BvbnNlLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlIKHUxpc3RFeHRlcm5hbE1jcFNlcnZlcnNSZXF1ZXN0EjEKBHBhZ2UYASABKAsyIy5zd2l0Y2hib2FyZC50ZW5hbnRzLnYxLlBhZ2VSZXF1ZXN0IoUBCh5MaXN0RXh0ZXJuYWxNY3BTZXJ2ZXJzUmVzcG9uc2USSgoUZXh0ZXJuYWxfbWNwX3NlcnZlcnMYASADKAsyLC5wbGF0Zm9ybS5hZ2VudHMudjEuRXh0ZXJuYWxNY3BTZXJ2ZXJTdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJXCg9MaXN0UmFnc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEjEKBHBhZ2UYAiABKAsyIy5zd2l0Y2hib2FyZC50ZW5hbnRzLnYxLlBhZ2VSZXF1ZXN0IlYKEExpc3RSYWdzUmVzcG9uc2USKQoEcmFncxgBIAMoCzIbLnBsYXRmb3JtLnJhZ21hbmFnZXIudjEuUmFnEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJfChdMaXN0UHJlc2V0QWdlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSMQoEcGFnZRgCIAEoCzIjLnN3aXRjaGJvYXJkLnRlbmFudHMudjEuUGFnZVJlcXVlc3QiawoYTGlzdFByZXNldEFnZW50c1Jlc3BvbnNlEjYKDXByZXNldF9hZ2VudHMYASADKAsyHy5wbGF0Zm9ybS5hZ2VudHMudjEuUHJlc2V0QWdlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlIKHUxpc3RNY3BOZXR3b3JrUG9saWNpZXNSZXF1ZXN0EjEKBHBhZ2UYASABKAsyIy5zd2l0Y2hib2FyZC50ZW5hbnRzLnYxLlBhZ2VSZXF1ZXN0InMKHkxpc3RNY3BOZXR3b3JrUG9saWNpZXNSZXNwb25zZRI4Cghwb2xpY2llcxgBIAMoCzImLnBsYXRmb3JtLnBsYXRmb3JtLnYxLk1jcE5ldHdvcmtQb2xpY3kSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkcKEkxpc3RUZW5hbnRzUmVxdWVzdBIxCgRwYWdlGAEgASgLMiMuc3dpdGNoYm9hcmQudGVuYW50cy52MS5QYWdlUmVxdWVzdCJcChNMaXN0VGVuYW50c1Jlc3BvbnNlEiwKB3RlbmFudHMYASADKAsyGy5wbGF0Zm9ybS50ZW5hbnRzLnYxLlRlbmFudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkyqAgKE1Jlc291cmNlTGlzdFNlcnZpY2USigEKFExpc3RNb2RlbERlcGxveW1lbnRzEjUuc3dpdGNoYm9hcmQucmVzb3VyY2VzLnYxLkxpc3RNb2RlbERlcGxveW1lbnRzUmVxdWVzdBo2LnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0TW9kZWxEZXBsb3ltZW50c1Jlc3BvbnNlIgOQAgEShAEKEkxpc3RFeHRlcm5hbE1vZGVscxIzLnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0RXh0ZXJuYWxNb2RlbHNSZXF1ZXN0GjQuc3dpdGNoYm9hcmQucmVzb3VyY2VzLnYxLkxpc3RFeHRlcm5hbE1vZGVsc1Jlc3BvbnNlIgOQAgESfgoQTGlzdE1vZGVsQWxpYXNlcxIxLnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0TW9kZWxBbGlhc2VzUmVxdWVzdBoyLnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0TW9kZWxBbGlhc2VzUmVzcG9uc2UiA5ACARKQAQoWTGlzdEV4dGVybmFsTWNwU2VydmVycxI3LnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0RXh0ZXJuYWxNY3BTZXJ2ZXJzUmVxdWVzdBo4LnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0RXh0ZXJuYWxNY3BTZXJ2ZXJzUmVzcG9uc2UiA5ACARJmCghMaXN0UmFncxIpLnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0UmFnc1JlcXVlc3QaKi5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdFJhZ3NSZXNwb25zZSIDkAIBEn4KEExpc3RQcmVzZXRBZ2VudHMSMS5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdFByZXNldEFnZW50c1JlcXVlc3QaMi5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdFByZXNldEFnZW50c1Jlc3BvbnNlIgOQAgESkAEKFkxpc3RNY3BOZXR3b3JrUG9saWNpZXMSNy5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdE1jcE5ldHdvcmtQb2xpY2llc1JlcXVlc3QaOC5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdE1jcE5ldHdvcmtQb2xpY2llc1Jlc3BvbnNlIgOQAgESbwoLTGlzdFRlbmFudHMSLC5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdFRlbmFudHNSZXF1ZXN0Gi0uc3dpdGNoYm9hcmQucmVzb3VyY2VzLnYxLkxpc3RUZW5hbnRzUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_platform_agents_v1_external_mcp_server, file_platform_agents_v1_preset_agent, file_platform_modelmanager_v1_external_model, file_platform_modelmanager_v1_model_alias_service, file_platform_modelmanager_v1_model_deployment, file_platform_platform_v1_mcp_network_policy, file_platform_ragmanager_v1_rag, file_platform_tenants_v1_tenant, file_switchboard_tenants_v1_tenant_list_service]);
+  fileDesc("CjRzd2l0Y2hib2FyZC9yZXNvdXJjZXMvdjEvcmVzb3VyY2VfbGlzdF9zZXJ2aWNlLnByb3RvEhhzd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEiYAobTGlzdE1vZGVsRGVwbG95bWVudHNSZXF1ZXN0EjEKBHBhZ2UYASABKAsyIy5zd2l0Y2hib2FyZC50ZW5hbnRzLnYxLlBhZ2VSZXF1ZXN0Eg4KBnNlYXJjaBgCIAEoCSJ9ChxMaXN0TW9kZWxEZXBsb3ltZW50c1Jlc3BvbnNlEkQKEW1vZGVsX2RlcGxveW1lbnRzGAEgAygLMikucGxhdGZvcm0ubW9kZWxtYW5hZ2VyLnYxLk1vZGVsRGVwbG95bWVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiXgoZTGlzdEV4dGVybmFsTW9kZWxzUmVxdWVzdBIxCgRwYWdlGAEgASgLMiMuc3dpdGNoYm9hcmQudGVuYW50cy52MS5QYWdlUmVxdWVzdBIOCgZzZWFyY2gYAiABKAkifgoaTGlzdEV4dGVybmFsTW9kZWxzUmVzcG9uc2USRwoPZXh0ZXJuYWxfbW9kZWxzGAEgAygLMi4ucGxhdGZvcm0ubW9kZWxtYW5hZ2VyLnYxLkV4dGVybmFsTW9kZWxTdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJcChdMaXN0TW9kZWxBbGlhc2VzUmVxdWVzdBIxCgRwYWdlGAEgASgLMiMuc3dpdGNoYm9hcmQudGVuYW50cy52MS5QYWdlUmVxdWVzdBIOCgZzZWFyY2gYAiABKAkifQoYTGlzdE1vZGVsQWxpYXNlc1Jlc3BvbnNlEkgKB2FsaWFzZXMYASADKAsyNy5wbGF0Zm9ybS5tb2RlbG1hbmFnZXIudjEuTGlzdE1vZGVsQWxpYXNlc1Jlc3BvbnNlLkl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImIKHUxpc3RFeHRlcm5hbE1jcFNlcnZlcnNSZXF1ZXN0EjEKBHBhZ2UYASABKAsyIy5zd2l0Y2hib2FyZC50ZW5hbnRzLnYxLlBhZ2VSZXF1ZXN0Eg4KBnNlYXJjaBgCIAEoCSKFAQoeTGlzdEV4dGVybmFsTWNwU2VydmVyc1Jlc3BvbnNlEkoKFGV4dGVybmFsX21jcF9zZXJ2ZXJzGAEgAygLMiwucGxhdGZvcm0uYWdlbnRzLnYxLkV4dGVybmFsTWNwU2VydmVyU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiZwoPTGlzdFJhZ3NSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIxCgRwYWdlGAIgASgLMiMuc3dpdGNoYm9hcmQudGVuYW50cy52MS5QYWdlUmVxdWVzdBIOCgZzZWFyY2gYAyABKAkiVgoQTGlzdFJhZ3NSZXNwb25zZRIpCgRyYWdzGAEgAygLMhsucGxhdGZvcm0ucmFnbWFuYWdlci52MS5SYWcSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIm8KF0xpc3RQcmVzZXRBZ2VudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIxCgRwYWdlGAIgASgLMiMuc3dpdGNoYm9hcmQudGVuYW50cy52MS5QYWdlUmVxdWVzdBIOCgZzZWFyY2gYAyABKAkiawoYTGlzdFByZXNldEFnZW50c1Jlc3BvbnNlEjYKDXByZXNldF9hZ2VudHMYASADKAsyHy5wbGF0Zm9ybS5hZ2VudHMudjEuUHJlc2V0QWdlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlIKHUxpc3RNY3BOZXR3b3JrUG9saWNpZXNSZXF1ZXN0EjEKBHBhZ2UYASABKAsyIy5zd2l0Y2hib2FyZC50ZW5hbnRzLnYxLlBhZ2VSZXF1ZXN0InMKHkxpc3RNY3BOZXR3b3JrUG9saWNpZXNSZXNwb25zZRI4Cghwb2xpY2llcxgBIAMoCzImLnBsYXRmb3JtLnBsYXRmb3JtLnYxLk1jcE5ldHdvcmtQb2xpY3kSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkcKEkxpc3RUZW5hbnRzUmVxdWVzdBIxCgRwYWdlGAEgASgLMiMuc3dpdGNoYm9hcmQudGVuYW50cy52MS5QYWdlUmVxdWVzdCJcChNMaXN0VGVuYW50c1Jlc3BvbnNlEiwKB3RlbmFudHMYASADKAsyGy5wbGF0Zm9ybS50ZW5hbnRzLnYxLlRlbmFudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkyqAgKE1Jlc291cmNlTGlzdFNlcnZpY2USigEKFExpc3RNb2RlbERlcGxveW1lbnRzEjUuc3dpdGNoYm9hcmQucmVzb3VyY2VzLnYxLkxpc3RNb2RlbERlcGxveW1lbnRzUmVxdWVzdBo2LnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0TW9kZWxEZXBsb3ltZW50c1Jlc3BvbnNlIgOQAgEShAEKEkxpc3RFeHRlcm5hbE1vZGVscxIzLnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0RXh0ZXJuYWxNb2RlbHNSZXF1ZXN0GjQuc3dpdGNoYm9hcmQucmVzb3VyY2VzLnYxLkxpc3RFeHRlcm5hbE1vZGVsc1Jlc3BvbnNlIgOQAgESfgoQTGlzdE1vZGVsQWxpYXNlcxIxLnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0TW9kZWxBbGlhc2VzUmVxdWVzdBoyLnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0TW9kZWxBbGlhc2VzUmVzcG9uc2UiA5ACARKQAQoWTGlzdEV4dGVybmFsTWNwU2VydmVycxI3LnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0RXh0ZXJuYWxNY3BTZXJ2ZXJzUmVxdWVzdBo4LnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0RXh0ZXJuYWxNY3BTZXJ2ZXJzUmVzcG9uc2UiA5ACARJmCghMaXN0UmFncxIpLnN3aXRjaGJvYXJkLnJlc291cmNlcy52MS5MaXN0UmFnc1JlcXVlc3QaKi5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdFJhZ3NSZXNwb25zZSIDkAIBEn4KEExpc3RQcmVzZXRBZ2VudHMSMS5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdFByZXNldEFnZW50c1JlcXVlc3QaMi5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdFByZXNldEFnZW50c1Jlc3BvbnNlIgOQAgESkAEKFkxpc3RNY3BOZXR3b3JrUG9saWNpZXMSNy5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdE1jcE5ldHdvcmtQb2xpY2llc1JlcXVlc3QaOC5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdE1jcE5ldHdvcmtQb2xpY2llc1Jlc3BvbnNlIgOQAgESbwoLTGlzdFRlbmFudHMSLC5zd2l0Y2hib2FyZC5yZXNvdXJjZXMudjEuTGlzdFRlbmFudHNSZXF1ZXN0Gi0uc3dpdGNoYm9hcmQucmVzb3VyY2VzLnYxLkxpc3RUZW5hbnRzUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_platform_agents_v1_external_mcp_server, file_platform_agents_v1_preset_agent, file_platform_modelmanager_v1_external_model, file_platform_modelmanager_v1_model_alias_service, file_platform_modelmanager_v1_model_deployment, file_platform_platform_v1_mcp_network_policy, file_platform_ragmanager_v1_rag, file_platform_tenants_v1_tenant, file_switchboard_tenants_v1_tenant_list_service]);
 
 /**
- * ListModelDeploymentsRequest is a page.
+ * ListModelDeploymentsRequest is a page, optionally narrowed by a search.
  *
  * @generated from message switchboard.resources.v1.ListModelDeploymentsRequest
  */
@@ -42,6 +42,14 @@ export type ListModelDeploymentsRequest = Message<"switchboard.resources.v1.List
    * @generated from field: switchboard.tenants.v1.PageRequest page = 1;
    */
   page?: PageRequest | undefined;
+
+  /**
+   * When set, only the items whose name, id or display name contains it, ignoring case (at most 100 characters):
+   * the console's pickers search as the person types, a page at a time.
+   *
+   * @generated from field: string search = 2;
+   */
+  search: string;
 };
 
 /**
@@ -80,7 +88,7 @@ export const ListModelDeploymentsResponseSchema: GenMessage<ListModelDeployments
   messageDesc(file_switchboard_resources_v1_resource_list_service, 1);
 
 /**
- * ListExternalModelsRequest is a page.
+ * ListExternalModelsRequest is a page, optionally narrowed by a search.
  *
  * @generated from message switchboard.resources.v1.ListExternalModelsRequest
  */
@@ -91,6 +99,14 @@ export type ListExternalModelsRequest = Message<"switchboard.resources.v1.ListEx
    * @generated from field: switchboard.tenants.v1.PageRequest page = 1;
    */
   page?: PageRequest | undefined;
+
+  /**
+   * When set, only the items whose name, id or display name contains it, ignoring case (at most 100 characters):
+   * the console's pickers search as the person types, a page at a time.
+   *
+   * @generated from field: string search = 2;
+   */
+  search: string;
 };
 
 /**
@@ -129,7 +145,7 @@ export const ListExternalModelsResponseSchema: GenMessage<ListExternalModelsResp
   messageDesc(file_switchboard_resources_v1_resource_list_service, 3);
 
 /**
- * ListModelAliasesRequest is a page.
+ * ListModelAliasesRequest is a page, optionally narrowed by a search.
  *
  * @generated from message switchboard.resources.v1.ListModelAliasesRequest
  */
@@ -140,6 +156,14 @@ export type ListModelAliasesRequest = Message<"switchboard.resources.v1.ListMode
    * @generated from field: switchboard.tenants.v1.PageRequest page = 1;
    */
   page?: PageRequest | undefined;
+
+  /**
+   * When set, only the items whose name, id or display name contains it, ignoring case (at most 100 characters):
+   * the console's pickers search as the person types, a page at a time.
+   *
+   * @generated from field: string search = 2;
+   */
+  search: string;
 };
 
 /**
@@ -178,7 +202,7 @@ export const ListModelAliasesResponseSchema: GenMessage<ListModelAliasesResponse
   messageDesc(file_switchboard_resources_v1_resource_list_service, 5);
 
 /**
- * ListExternalMcpServersRequest is a page.
+ * ListExternalMcpServersRequest is a page, optionally narrowed by a search.
  *
  * @generated from message switchboard.resources.v1.ListExternalMcpServersRequest
  */
@@ -189,6 +213,14 @@ export type ListExternalMcpServersRequest = Message<"switchboard.resources.v1.Li
    * @generated from field: switchboard.tenants.v1.PageRequest page = 1;
    */
   page?: PageRequest | undefined;
+
+  /**
+   * When set, only the items whose name, id or display name contains it, ignoring case (at most 100 characters):
+   * the console's pickers search as the person types, a page at a time.
+   *
+   * @generated from field: string search = 2;
+   */
+  search: string;
 };
 
 /**
@@ -227,7 +259,7 @@ export const ListExternalMcpServersResponseSchema: GenMessage<ListExternalMcpSer
   messageDesc(file_switchboard_resources_v1_resource_list_service, 7);
 
 /**
- * ListRagsRequest names an optional owning tenant and a page.
+ * ListRagsRequest names an optional owning tenant, an optional search and a page.
  *
  * @generated from message switchboard.resources.v1.ListRagsRequest
  */
@@ -245,6 +277,14 @@ export type ListRagsRequest = Message<"switchboard.resources.v1.ListRagsRequest"
    * @generated from field: switchboard.tenants.v1.PageRequest page = 2;
    */
   page?: PageRequest | undefined;
+
+  /**
+   * When set, only the items whose name, id or display name contains it, ignoring case (at most 100 characters):
+   * the console's pickers search as the person types, a page at a time.
+   *
+   * @generated from field: string search = 3;
+   */
+  search: string;
 };
 
 /**
@@ -283,7 +323,7 @@ export const ListRagsResponseSchema: GenMessage<ListRagsResponse> = /*@__PURE__*
   messageDesc(file_switchboard_resources_v1_resource_list_service, 9);
 
 /**
- * ListPresetAgentsRequest names an optional owning tenant and a page.
+ * ListPresetAgentsRequest names an optional owning tenant, an optional search and a page.
  *
  * @generated from message switchboard.resources.v1.ListPresetAgentsRequest
  */
@@ -301,6 +341,14 @@ export type ListPresetAgentsRequest = Message<"switchboard.resources.v1.ListPres
    * @generated from field: switchboard.tenants.v1.PageRequest page = 2;
    */
   page?: PageRequest | undefined;
+
+  /**
+   * When set, only the items whose name, id or display name contains it, ignoring case (at most 100 characters):
+   * the console's pickers search as the person types, a page at a time.
+   *
+   * @generated from field: string search = 3;
+   */
+  search: string;
 };
 
 /**
