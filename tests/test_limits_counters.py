@@ -32,7 +32,7 @@ from server.store.limit_counters import (
     Slot,
     Take,
 )
-from server.store.shared_counters import PROBES, SharedCounters
+from server.store.shared_counters import PROBES, STRANDED_SECONDS, SharedCounters
 from tests.conftest import unique_name
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -239,6 +239,36 @@ async def test_a_dead_workers_leases_are_given_back() -> None:
     # Finishing a lease this process never held gives nothing back.
     await store.finish([], ["t|cc"], "held")
     assert await store.peek([], ["t|cc"], now) == (2,)
+
+
+def _die_locking(store: SharedCounters, worker: int, named: bool) -> None:
+    """Die holding the region lock of tenant `t`: mid-operation (`named`, its holder word says so) or between taking
+    the lock and naming itself. Reaches into the store: no public operation can be stopped half-way."""
+    store.attach(worker)
+    stripe = store._where("t|rpm").stripe
+    if named:
+        store._lock([store._where("t|rpm")])
+    else:
+        store._locks[stripe].acquire()
+    os._exit(0)
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["mid-operation", "before-naming-itself"])
+async def test_a_region_lock_a_dead_worker_held_is_taken_over_when_it_is_reaped(named: bool) -> None:
+    store = SharedCounters(slots=1024, workers=2)
+    proc = multiprocessing.get_context("fork").Process(target=_die_locking, args=(store, 1, named))
+    proc.start()
+    await asyncio.to_thread(proc.join, 60)
+    assert proc.exitcode == 0
+    stripe = store._where("t|rpm").stripe
+    assert not store._locks[stripe].acquire(False)  # the semaphore outlived its holder: still locked
+    started = time.monotonic()
+    store.release_worker(1)  # the parent reaps worker 1 (named: at once; else it would wait for ever)
+    if not named:  # taken over only once held STRANDED_SECONDS by no one named: a lower bound, not a speed claim
+        assert time.monotonic() - started >= STRANDED_SECONDS
+    assert store._locks[stripe].acquire(False)  # free again
+    store._locks[stripe].release()
+    assert (await store.acquire([take("t|rpm", 3)], [], "", time.time())).values == (1,)
 
 
 async def test_a_full_shared_table_is_reported_and_expired_slots_are_reused() -> None:
