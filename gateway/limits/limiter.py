@@ -250,12 +250,12 @@ class Limiter:
         elif not policies:
             return None
         plan = self._plan_for(policies, key, model)
-        slots = plan.slot_takes if with_slots else []
-        if not plan.takes and not slots:
+        if not plan.takes and not (with_slots and plan.slots):
             return None
         now = time.time() if now is None else now
         if now >= plan.until:
             plan.refresh(self._windows, now)
+        slots = plan.slot_takes if with_slots else []
         if reserve > plan.token_room:
             check = min((c for c in plan.takes if c.tokens), key=lambda c: c.limit)
             raise LimitExceeded(

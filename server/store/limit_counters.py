@@ -319,25 +319,28 @@ class RedisCounters:
 
     def _local(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome | None:
         """Admit from this process's permits alone (every take covered, a spare lease for every slot), or None."""
+        held = self._credit
         credits = []
         for take in takes:
-            credit = self._credit.get(take.counter)
+            credit = held.get(take.counter)
             if credit is None or credit.expires <= now or credit.units < (take.amount or 1):
                 return None
             credits.append(credit)
+        spares = self._spares
         for slot in slots:
-            if not self._spares.get(slot.counter):
+            if not spares.get(slot.counter):
                 return None
         values = []
         for take, credit in zip(takes, credits, strict=True):
-            credit.units -= take.amount
+            units = credit.units = credit.units - take.amount
             credit.used = now
-            values.append(credit.seen - credit.units)
-            if credit.units < credit.cap // 2 and take.counter not in self._asking:  # top up before it runs out
+            values.append(credit.seen - units)
+            if units < credit.cap // 2 and take.counter not in self._asking:  # top up before it runs out
                 self._asking.add(take.counter)
                 self._background(self._refill(take, credit))
+        using = self._using
         for slot in slots:
-            self._using[slot.counter, lease] = self._spares[slot.counter].pop()
+            using[slot.counter, lease] = spares[slot.counter].pop()
         return Outcome(True, -1, tuple(values))
 
     async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
@@ -450,8 +453,9 @@ class RedisCounters:
         Redis (the index whose value its answer gives, -1 for a surplus given back)."""
         values: list[int | None] = []
         remote: list[tuple[int, Adjustment]] = []
+        held = self._credit if self._permits else {}
         for index, adjustment in enumerate(adjustments):
-            credit = self._credit.get(adjustment.counter) if self._permits else None
+            credit = held.get(adjustment.counter)
             delta = adjustment.delta
             if credit is None or credit.expires <= now or credit.units < delta:
                 remote.append((index, adjustment))
@@ -459,7 +463,7 @@ class RedisCounters:
                 continue
             credit.units -= delta  # a refund kept here, or a shortfall paid from what is held
             credit.used = now
-            if credit.units > 0:
+            if credit.units > 0 and self._trim is None:
                 self._schedule_trim()
             if credit.units > credit.cap:  # hold no more than a grant's worth: down to half of it goes back
                 surplus = credit.units - credit.cap // 2
@@ -472,16 +476,20 @@ class RedisCounters:
     def _unlease(self, slots: Sequence[str], lease: str, now: float) -> list[tuple[str, str]]:
         """Keep the call's leases as spares where permits allow; the (slot, lease) pairs Redis must drop."""
         members = []
+        using, idle = self._using, self._spares
         for slot in slots:
-            held = self._using.pop((slot, lease), None)
+            held = using.pop((slot, lease), None)
             if held is None:  # counted without permits: the call's own lease
                 members.append((slot, lease))
                 continue
-            spares = self._spares.setdefault(slot, [])
+            spares = idle.get(slot)
+            if spares is None:
+                spares = idle[slot] = []
             if now - held.taken < _FRESH_LEASE_SECONDS and len(spares) < PERMIT_LEASES:
                 held.idle_since = now
                 spares.append(held)
-                self._schedule_trim()
+                if self._trim is None:
+                    self._schedule_trim()
             else:
                 members.append((slot, held.member))
         return members

@@ -106,6 +106,7 @@ class SharedCounters:
         self._column = 0
         self._me = _PARENT
         self._names: dict[str, _Place] = {}
+        self._lease_names: dict[str, _Place] = {}  # a concurrency slot's name -> its place (no suffix added per call)
         self._held: dict[str, set[str]] = {}  # this process's leases: slot name -> leases
 
     @property
@@ -163,6 +164,23 @@ class SharedCounters:
             stripe = _signed(hashlib.blake2b(tenant, digest_size=8).digest()) % self._stripes
             found = self._names[name] = _Place(stripe, (key1 & 0x7FFFFFFF) % self._region, key1, key2)
         return found
+
+    def _lease_where(self, slot: str) -> _Place:
+        found = self._lease_names.get(slot)
+        if found is None:
+            if len(self._lease_names) >= _MAX_NAMES:
+                self._lease_names.clear()
+            found = self._lease_names[slot] = self._where(slot + _LEASE_SUFFIX)
+        return found
+
+    def _at(self, place: _Place, now_ms: int, claim: bool) -> int:
+        """`_find`, its first check inline: where the counter was last seen is nearly always where it still is. That
+        check reads only the first 64 bits of the key (each word read here costs ~0.1 us): another counter would have
+        to take over that very slot with the same first 64 bits to be mistaken for it."""
+        at = place.at
+        if at >= 0 and self._words[at] == place.key1:
+            return at
+        return self._find(place, now_ms, claim)
 
     def _find(self, place: _Place, now_ms: int, claim: bool) -> int:
         """The word offset of the counter's slot; -1 when it has none (and `claim` is false). With `claim`, a counter
@@ -226,86 +244,87 @@ class SharedCounters:
     # -- the Counters contract --------------------------------------------------------------------------------------
 
     async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
-        where = self._where
-        take_at = [where(t.counter) for t in takes]
-        slot_at = [where(s.counter + _LEASE_SUFFIX) for s in slots]
-        everything = take_at + slot_at
+        names, where, lease_names = self._names, self._where, self._lease_names
+        everything = [names.get(t.counter) or where(t.counter) for t in takes]
+        if slots:
+            everything += [lease_names.get(s.counter) or self._lease_where(s.counter) for s in slots]
         if not everything:
             return Outcome(True, -1, ())
         now_ms = int(now * 1000)
-        words = self._words
+        words, at_of = self._words, self._at
+        count = len(takes)
         locked = self._lock(everything)
         try:
-            offsets: list[int] = []
+            offsets = [at_of(place, now_ms, True) for place in everything]
             values: list[int] = []
-            for index, take in enumerate(takes):
-                place = take_at[index]
-                at = place.at  # _find's first check, inline: this is the common case
-                if at < 0 or words[at] != place.key1 or words[at + _KEY2] != place.key2:
-                    at = self._find(place, now_ms, True)
-                value = words[at + _VALUE] if words[at + _EXPIRES] > now_ms else 0
-                offsets.append(at)
+            expiries: list[int] = []
+            for index in range(count):
+                at, take = offsets[index], takes[index]
+                expires_ms = words[at + _EXPIRES]
+                value = words[at + _VALUE] if expires_ms > now_ms else 0
                 values.append(value)
+                expiries.append(expires_ms)
                 if value + (take.amount or 1) > take.limit:  # a zero amount still needs room: none at the limit
                     return Outcome(False, index, tuple(values))
-            slot_offsets: list[int] = []
-            for index, slot in enumerate(slots):
-                place = slot_at[index]
-                at = place.at
-                if at < 0 or words[at] != place.key1 or words[at + _KEY2] != place.key2:
-                    at = self._find(place, now_ms, True)
-                if words[at + _LEASES] >= slot.limit:
-                    return Outcome(False, len(takes) + index, tuple(values))
-                slot_offsets.append(at)
-            for index, take in enumerate(takes):
-                at = offsets[index]
+            for index in range(count, len(offsets)):
+                if words[offsets[index] + _LEASES] >= slots[index - count].limit:
+                    return Outcome(False, index, tuple(values))
+            for index in range(count):
+                at, take = offsets[index], takes[index]
                 values[index] += take.amount
                 words[at + _VALUE] = values[index]
-                words[at + _EXPIRES] = int(take.expires * 1000)
+                expires_ms = int(take.expires * 1000)
+                if expiries[index] != expires_ms:  # a write costs more than the read that spares it
+                    words[at + _EXPIRES] = expires_ms
             column = _COLUMNS + self._column
-            for at in slot_offsets:
+            for index in range(count, len(offsets)):
+                at = offsets[index]
                 words[at + _LEASES] += 1
                 words[at + column] += 1
         finally:
             self._unlock(locked)
+        held = self._held
         for slot in slots:
-            self._held.setdefault(slot.counter, set()).add(lease)
+            leases = held.get(slot.counter)
+            if leases is None:
+                held[slot.counter] = {lease}
+            else:
+                leases.add(lease)
         return Outcome(True, -1, tuple(values))
 
     async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
-        releasing = []
+        names, where = self._names, self._where
+        everything = [names.get(a.counter) or where(a.counter) for a in adjustments]
         for counter in slots:
             held = self._held.get(counter)
             if held is not None and lease in held:
                 held.discard(lease)
                 if not held:
                     del self._held[counter]
-                releasing.append(counter)
-        adjust_at = [self._where(a.counter) for a in adjustments]
-        release_at = [self._where(c + _LEASE_SUFFIX) for c in releasing]
-        everything = adjust_at + release_at
+                everything.append(self._lease_names.get(counter) or self._lease_where(counter))
         if not everything:
             return ()
         now_ms = int(time.time() * 1000)
-        words = self._words
+        words, at_of = self._words, self._at
         values = []
+        count = len(adjustments)
         locked = self._lock(everything)
         try:
-            for index, adjustment in enumerate(adjustments):
+            for index in range(count):
+                adjustment = adjustments[index]
                 expires_ms = int(adjustment.expires * 1000)
-                place = adjust_at[index]
-                at = place.at
-                if at < 0 or words[at] != place.key1 or words[at + _KEY2] != place.key2:
-                    at = self._find(place, now_ms, expires_ms > now_ms)
-                current = words[at + _VALUE] if at >= 0 and words[at + _EXPIRES] > now_ms else 0
-                value = current + adjustment.delta
-                if at >= 0 and expires_ms > now_ms:
+                live = expires_ms > now_ms
+                at = at_of(everything[index], now_ms, live)
+                found = words[at + _EXPIRES] if at >= 0 else 0
+                value = (words[at + _VALUE] if found > now_ms else 0) + adjustment.delta
+                if at >= 0 and live:
                     words[at + _VALUE] = value
-                    words[at + _EXPIRES] = expires_ms
+                    if found != expires_ms:
+                        words[at + _EXPIRES] = expires_ms
                 values.append(value)
             column = _COLUMNS + self._column
-            for place in release_at:
-                at = self._find(place, now_ms, False)
+            for index in range(count, len(everything)):
+                at = at_of(everything[index], now_ms, False)
                 if at >= 0 and words[at + column] > 0:
                     words[at + column] -= 1
                     words[at + _LEASES] -= 1
@@ -314,7 +333,7 @@ class SharedCounters:
         return tuple(values)
 
     async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]:
-        wheres = [self._where(c) for c in counters] + [self._where(s + _LEASE_SUFFIX) for s in slots]
+        wheres = [self._where(c) for c in counters] + [self._lease_where(s) for s in slots]
         if not wheres:
             return ()
         now_ms = int(now * 1000)
