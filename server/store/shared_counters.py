@@ -283,6 +283,10 @@ class SharedCounters:
                 words[at + column] += 1
         finally:
             self._unlock(locked)
+        self._hold(slots, lease)
+        return Outcome(True, -1, tuple(values))
+
+    def _hold(self, slots: Sequence[Slot], lease: str) -> None:
         held = self._held
         for slot in slots:
             leases = held.get(slot.counter)
@@ -290,7 +294,6 @@ class SharedCounters:
                 held[slot.counter] = {lease}
             else:
                 leases.add(lease)
-        return Outcome(True, -1, tuple(values))
 
     async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
         names, where = self._names, self._where
