@@ -33,7 +33,7 @@ from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
-from server.store.limit_counters import Adjustment, Counters, CountersUnavailable, Slot, Take
+from server.store.limit_counters import Counters, CountersUnavailable, Slot, Take
 from server.store.models import LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
@@ -115,8 +115,7 @@ class _Plan:
     slots: list[_Check]
     until: float = 0.0
     windows: list[Window] = field(default_factory=list)
-    fixed: list[Take] = field(default_factory=list)  # each check's Take of one request (amount 1)
-    token_takes: list[int] = field(default_factory=list)  # the checks whose Take a call replaces (its reservation)
+    fixed: list[Take] = field(default_factory=list)  # each check's Take: what every call of the window counts
     names: list[str] = field(default_factory=list)
     expiries: list[float] = field(default_factory=list)
     slot_takes: list[Slot] = field(default_factory=list)
@@ -131,11 +130,13 @@ class _Plan:
         self.windows = [clock.of(c.rule.period, now) for c in self.takes]
         self.names = [counter(c.rule, w) for c, w in zip(self.takes, self.windows, strict=True)]
         self.expiries = [_expiry(c.rule.metric, w) for c, w in zip(self.takes, self.windows, strict=True)]
-        self.fixed = [Take(n, c.limit, 1, e) for c, n, e in zip(self.takes, self.names, self.expiries, strict=True)]
+        self.fixed = [
+            Take(n, c.limit, c.tokens, e) for c, n, e in zip(self.takes, self.names, self.expiries, strict=True)
+        ]
         self.slot_takes = [Slot(c.rule.base, c.limit) for c in self.slots]
         self.token_room = min((c.limit for c in self.takes if c.tokens), default=INT64_MAX)
         self.until = min((w.end for w in self.windows), default=INT64_MAX)
-        tokens = self.token_takes = [i for i, c in enumerate(self.takes) if c.tokens]
+        tokens = [i for i, c in enumerate(self.takes) if c.tokens]
         self.token_counters = [(self.names[i], self.expiries[i]) for i in tokens]
         # Only the policy whose (lowest) limit a shared budget counter keeps is watched for its soft threshold.
         self.soft = [
@@ -245,9 +246,7 @@ class Limiter:
         policies = self._policies.fresh(tenant_id)
         if policies is None:
             policies = await self._policies.get(tenant_id, lambda: self._load(tenant_id))
-            if not policies:
-                return None
-        elif not policies:
+        if not policies:
             return None
         plan = self._plan_for(policies, key, model)
         if not plan.takes and not (with_slots and plan.slots):
@@ -263,19 +262,16 @@ class Limiter:
                 f"({check.limit}). Lower max_tokens or the input size.",
                 {"x-should-retry": "false"},
             )
-        takes = plan.fixed.copy()
-        names, expiries, checks = plan.names, plan.expiries, plan.takes
-        for i in plan.token_takes:
-            takes[i] = Take(names[i], checks[i].limit, reserve, expiries[i])
+        takes = plan.fixed
         lease = f"{self._lease_prefix}{next(self._serial):x}" if slots else ""
         try:
-            outcome = await self._counters.acquire(takes, slots, lease, now)
+            outcome = await self._counters.acquire(takes, reserve, slots, lease, now)
         except CountersUnavailable as exc:
             self._store_down(str(exc))
             return None
         values = outcome.values
         if not outcome.admitted:
-            raise self._refusal(plan, takes, outcome.refused, values, now)
+            raise self._refusal(plan, reserve, outcome.refused, values, now)
         for soft in plan.soft:
             after = values[soft.take]
             if after - reserve < soft.threshold <= after:
@@ -283,21 +279,19 @@ class Limiter:
         headers = _headers(plan, values, now)
         return Grant(lease, reserve, plan.token_counters, plan.soft, [s.counter for s in slots], headers)
 
-    def _refusal(
-        self, plan: _Plan, takes: list[Take], refused: int, values: tuple[int, ...], now: float
-    ) -> LimitExceeded:
-        if refused >= len(takes):
-            cap = plan.slots[refused - len(takes)]
+    def _refusal(self, plan: _Plan, reserve: int, refused: int, values: tuple[int, ...], now: float) -> LimitExceeded:
+        if refused >= len(plan.takes):
+            cap = plan.slots[refused - len(plan.takes)]
             return LimitExceeded(
                 f"Rate limit reached on the {_describe(cap.rule)}: limit {cap.limit} in flight. "
                 f"Please try again in {_CONCURRENCY_WAIT:.0f}s.",
                 retry_headers(_CONCURRENCY_WAIT),
             )
-        check, take = plan.takes[refused], takes[refused]
+        check = plan.takes[refused]
         headers = {**_headers(plan, values, now), **retry_headers(plan.windows[refused].end - now)}
         return LimitExceeded(
             f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
-            f"requested {take.amount}. Please try again in {headers['retry-after']}s.",
+            f"requested {reserve if check.tokens else 1}. Please try again in {headers['retry-after']}s.",
             headers,
         )
 
@@ -323,15 +317,15 @@ class Limiter:
     async def finish(self, grant: Grant, used: int | None) -> None:
         """Settle the reservation to `used` tokens (None: keep it, the usage is unknown) and free the leases."""
         delta = 0 if used is None else used - grant.reserved
-        adjustments = [Adjustment(c, delta, expires) for c, expires in grant.token_counters] if delta else []
-        if not adjustments and not grant.slots:
+        counters = grant.token_counters if delta else []
+        if not counters and not grant.slots:
             return
         try:
-            values = await self._counters.finish(adjustments, grant.slots, grant.lease)
+            values = await self._counters.finish(counters, delta, grant.slots, grant.lease)
         except CountersUnavailable:
             self._store_down_quietly()
             return
-        for soft in grant.soft if adjustments else ():
+        for soft in grant.soft if counters else ():
             after = values[soft.position]
             if after - delta < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)

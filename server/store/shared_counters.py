@@ -46,7 +46,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from server.store.limit_counters import Adjustment, CountersUnavailable, Outcome, Slot, Take
+from server.store.limit_counters import CountersUnavailable, Outcome, Slot, Take
 
 __all__ = ["PROBES", "STRANDED_SECONDS", "SharedCounters"]
 
@@ -243,7 +243,9 @@ class SharedCounters:
 
     # -- the Counters contract --------------------------------------------------------------------------------------
 
-    async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
+    async def acquire(
+        self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
+    ) -> Outcome:
         names, where, lease_names = self._names, self._where, self._lease_names
         everything = [names.get(t.counter) or where(t.counter) for t in takes]
         if slots:
@@ -264,14 +266,15 @@ class SharedCounters:
                 value = words[at + _VALUE] if expires_ms > now_ms else 0
                 values.append(value)
                 expiries.append(expires_ms)
-                if value + (take.amount or 1) > take.limit:  # a zero amount still needs room: none at the limit
+                # A zero reservation still needs room: none at the limit.
+                if value + ((reserve or 1) if take.tokens else 1) > take.limit:
                     return Outcome(False, index, tuple(values))
             for index in range(count, len(offsets)):
                 if words[offsets[index] + _LEASES] >= slots[index - count].limit:
                     return Outcome(False, index, tuple(values))
             for index in range(count):
                 at, take = offsets[index], takes[index]
-                values[index] += take.amount
+                values[index] += reserve if take.tokens else 1
                 words[at + _VALUE] = values[index]
                 expires_ms = int(take.expires * 1000)
                 if expiries[index] != expires_ms:  # a write costs more than the read that spares it
@@ -295,9 +298,11 @@ class SharedCounters:
             else:
                 leases.add(lease)
 
-    async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
+    async def finish(
+        self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
+    ) -> tuple[int, ...]:
         names, where = self._names, self._where
-        everything = [names.get(a.counter) or where(a.counter) for a in adjustments]
+        everything = [names.get(name) or where(name) for name, _ in counters]
         for counter in slots:
             held = self._held.get(counter)
             if held is not None and lease in held:
@@ -310,16 +315,15 @@ class SharedCounters:
         now_ms = int(time.time() * 1000)
         words, at_of = self._words, self._at
         values = []
-        count = len(adjustments)
+        count = len(counters)
         locked = self._lock(everything)
         try:
             for index in range(count):
-                adjustment = adjustments[index]
-                expires_ms = int(adjustment.expires * 1000)
+                expires_ms = int(counters[index][1] * 1000)
                 live = expires_ms > now_ms
                 at = at_of(everything[index], now_ms, live)
                 found = words[at + _EXPIRES] if at >= 0 else 0
-                value = (words[at + _VALUE] if found > now_ms else 0) + adjustment.delta
+                value = (words[at + _VALUE] if found > now_ms else 0) + delta
                 if at >= 0 and live:
                     words[at + _VALUE] = value
                     if found != expires_ms:
