@@ -8,11 +8,14 @@ workers share in memory (server.store.shared_counters), once with Redis (127.0.0
 interleaved; the ratio is limited / unlimited throughput of the same gateway, goal >= 0.97 (limiter cost <= 3 %).
 On a shared, busy host throughput swings with the neighbours, so the verdict is taken from what swings less: the
 gateway worker's CPU per request (schedstat), limited against unlimited (the median of each round's pair), where
-<= 3 % of throughput means the limits may add at most 1/0.97 - 1 = 3.1 % of CPU. Beside it, the limiter alone (its
-CPU per admit + finish, timed in this process with no HTTP around it) as a share of the unlimited request's CPU: the
-same cost measured a second way, without the six headers' cost in aiohttp. On Redis that figure is pessimistic: 32
-loops calling as fast as they can spend a worker's permits faster than a refill comes back, so more calls go to
-Redis than at a gateway's pace. The load average is printed with each store's rows.
+<= 3 % of throughput means the limits may add at most 1/0.97 - 1 = 3.1 % of CPU. At c=32 the two keys seldom run
+at the same throughput, and a worker's CPU per request grows as its throughput falls (fewer requests share each loop
+wake-up), so the bench also sends both keys at one fixed rate (`PACED_RATE`, well under what a worker serves here)
+and compares their CPU per request at that equal load: the steadiest in-gateway figure. Beside them, the limiter
+alone (its CPU per admit + finish, timed in this process with no HTTP around it) as a share of the unlimited
+request's CPU: the same cost measured a third way, without the six headers' cost in aiohttp. On Redis that figure is
+pessimistic: 32 loops calling as fast as they can spend a worker's permits faster than a refill comes back, so more
+calls go to Redis than at a gateway's pace. The load average is printed with each store's rows.
 
 Accuracy: three gateway replicas sharing Redis under 64 concurrent calls: a 600 requests/minute limit must admit
 600 +- 1 in a window; a token budget must not end above what it allows plus the reservations of calls in flight.
@@ -55,6 +58,8 @@ from server.tokens import PLATFORM_ROLES, mint_token
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 ROUNDS = 7
+PACED_RATE = 250.0  # requests per second, both keys alike
+PACED_REQUESTS = 1250
 CPU_GOAL = 1 / 0.97 - 1  # the CPU the limits may add per request for throughput to stay >= 0.97x
 C32_REQUESTS = 2000  # without wrk
 LIMITER_CALLS = 32 * 625
@@ -175,6 +180,27 @@ async def _c32(http: aiohttp.ClientSession, served: Served, key: str, wrk: bool)
     return await _asyncio_case(non_stream, C32_REQUESTS, 32, served)
 
 
+async def _paced(http: aiohttp.ClientSession, served: Served, key: str) -> float:
+    """The worker's CPU per request (us) for PACED_REQUESTS sent at PACED_RATE, whatever their latency."""
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    url = f"{served.url}/v1/chat/completions"
+
+    async def one() -> None:
+        async with http.post(url, data=_PLAIN, headers=headers) as resp:
+            await resp.read()
+            assert resp.status == 200
+
+    loop = asyncio.get_running_loop()
+    cpu = served.cpu_seconds()
+    start = loop.time()
+    sent: list[asyncio.Task[None]] = []
+    for i in range(PACED_REQUESTS):
+        await asyncio.sleep(start + i / PACED_RATE - loop.time())
+        sent.append(asyncio.ensure_future(one()))
+    await asyncio.gather(*sent)
+    return (served.cpu_seconds() - cpu) / PACED_REQUESTS * 1e6
+
+
 _EVERYWHERE = {
     "tenant": {"requestsPerMinute": _HIGH, "tokensPerMinute": _HIGH},
     "key": {
@@ -206,7 +232,8 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
     )
     print(
         f"{'counters':<11} {'no limits req/s':>16} {'limited req/s':>14} {'ratio':>7} {'CPU us/req':>11} "
-        f"{'limited':>8} {'added':>7} {'verdict':>8} {'limiter alone':>14}  load avg (1/5 min) before, after"
+        f"{'limited':>8} {'added':>7} {'verdict':>8} {'limiter alone':>14} {'paced us/req':>13} {'limited':>8} "
+        f"{'added':>7} {'verdict':>8}  load avg (1/5 min) before, after"
     )
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as http:
@@ -216,9 +243,11 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
                 for key in (free, limited):
                     await _ready(http, f"{gateway.url}/v1/chat/completions", {"Authorization": f"Bearer {key}"})
                 runs: dict[str, list[Case]] = {"free": [], "limited": []}
+                paced: list[tuple[float, float]] = []
                 for _ in range(ROUNDS):
                     runs["free"].append(await _c32(http, gateway, free, wrk))
                     runs["limited"].append(await _c32(http, gateway, limited, wrk))
+                    paced.append((await _paced(http, gateway, free), await _paced(http, gateway, limited)))
             f, lim = (statistics.median(c.rps for c in runs[k]) for k in ("free", "limited"))
             cpu_f, cpu_l = (statistics.median(c.cpu_us for c in runs[k]) for k in ("free", "limited"))
             # Each round's pair ran back to back, under much the same neighbours: the median of the pairs' ratios.
@@ -227,9 +256,13 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
             added = statistics.median(lc.cpu_us / fc.cpu_us for fc, lc in pairs) - 1
             verdict = "ok" if added <= CPU_GOAL else "MISSED"
             share = f"{alone[store]:.1f} us {alone[store] / cpu_f:.1%}"
+            paced_f, paced_l = (statistics.median(p[i] for p in paced) for i in (0, 1))
+            paced_added = statistics.median(lp / fp for fp, lp in paced) - 1
+            paced_verdict = "ok" if paced_added <= CPU_GOAL else "MISSED"
             print(
                 f"{store:<11} {f:>16.0f} {lim:>14.0f} {ratio:>6.3f}x {cpu_f:>11.0f} {cpu_l:>8.0f} {added:>6.1%} "
-                f"{verdict:>8} {share:>14}  {load_before}, {_load()}"
+                f"{verdict:>8} {share:>14} {paced_f:>13.0f} {paced_l:>8.0f} {paced_added:>6.1%} {paced_verdict:>8}  "
+                f"{load_before}, {_load()}"
             )
 
 
