@@ -180,11 +180,13 @@ async def _settle(call: Call) -> None:
     limiter = call.app[LIMITER]
     total = call.tokens.get("total_tokens", 0) or sum(call.tokens.values())
     used = None if call.status == CLIENT_CLOSED and not call.tokens else total
-    earlier = call.grants[:-1]
+    grants = call.grants
     try:
-        for grant in earlier:
-            await limiter.finish(grant, grant.reserved)
-        rest = None if used is None else used - sum(g.reserved for g in earlier)
-        await limiter.finish(call.grants[-1], rest)
+        if len(grants) > 1:  # the tool loop's: only its later model calls cost a slice and a sum
+            earlier = grants[:-1]
+            for grant in earlier:
+                await limiter.finish(grant, grant.reserved)
+            used = None if used is None else used - sum(g.reserved for g in earlier)
+        await limiter.finish(grants[-1], used)
     except Exception:  # settling must never cost the call its usage event
         log.exception("could not settle a call's rate-limit reservation")

@@ -60,6 +60,16 @@ class TtlCache(Generic[T]):
             raise hit[1]
         return hit[1]
 
+    def fresh(self, key: Hashable) -> T | None:
+        """The cached answer while it is fresh, without a coroutine (a hot path's first try); None when it is
+        missing, stale or a refusal: `get` then loads or raises it (and counts the miss)."""
+        hit = self._entries.get(key)
+        if hit is None or hit[0] <= time.monotonic() or isinstance(hit[1], SwitchboardError):
+            return None
+        if self._hits is not None:
+            metrics.BATCH.add(self._hits)
+        return hit[1]
+
     async def _load(self, key: Hashable, load: Callable[[], Awaitable[T]]) -> tuple[float, T | SwitchboardError]:
         pending = self._loading.get(key)
         if pending is not None:

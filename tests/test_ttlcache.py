@@ -88,3 +88,25 @@ async def test_a_cancelled_load_caches_nothing() -> None:
         return "fresh"
 
     assert await cache.get("k", fast) == "fresh"
+
+
+async def test_fresh_answers_only_a_fresh_answer_and_leaves_the_rest_to_get() -> None:
+    cache: TtlCache[str] = TtlCache(60)
+    assert cache.fresh("k") is None  # missing
+
+    async def answer() -> str:
+        return "answer"
+
+    await cache.get("k", answer)
+    assert cache.fresh("k") == "answer"
+
+    async def refuse() -> str:
+        raise NotFound("no such thing", field="model")
+
+    with pytest.raises(NotFound):
+        await cache.get("refused", refuse)
+    assert cache.fresh("refused") is None  # a cached refusal is get's to raise
+
+    stale: TtlCache[str] = TtlCache(0)  # every answer is stale as soon as it is kept
+    await stale.get("k", answer)
+    assert stale.fresh("k") is None

@@ -39,17 +39,18 @@ def duration(seconds: float) -> str:
 def window_headers(kind: str, limit: int, remaining: int, reset_seconds: float) -> dict[str, str]:
     """The trio for `kind` (requests or tokens)."""
     headers: dict[str, str] = {}
-    add_window_headers(headers, NAMES[kind], limit, remaining, reset_seconds)
+    add_window_headers(headers, NAMES[kind], str(limit), remaining, duration(reset_seconds))
     return headers
 
 
 def add_window_headers(
-    headers: dict[str, str], names: tuple[str, str, str], limit: int, remaining: int, reset_seconds: float
+    headers: dict[str, str], names: tuple[str, str, str], limit: str, remaining: int, reset: str
 ) -> None:
-    """`window_headers` written into `headers` (names: `NAMES[kind]`), without a dict of its own per call."""
-    headers[names[0]] = str(limit)
+    """`window_headers` written into `headers` (names: `NAMES[kind]`), from the limit and the reset (`duration`)
+    already written: the limiter keeps those per window, not per call."""
+    headers[names[0]] = limit
     headers[names[1]] = str(remaining) if remaining > 0 else "0"
-    headers[names[2]] = duration(reset_seconds)
+    headers[names[2]] = reset
 
 
 NAMES = {

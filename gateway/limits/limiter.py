@@ -17,6 +17,7 @@ logged at most once a minute.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import random
 import time
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry import metrics
 
-from gateway.limits.headers import NAMES, add_window_headers, retry_headers
+from gateway.limits.headers import NAMES, add_window_headers, duration, retry_headers
 from server.domain.limits import BudgetPeriod, Metric, Policy, ScopeKind, tenant_policies
 from server.domain.limits_plan import Applied, Caller, Rule, Window, budget_window, counter, minute_window, rules
 from server.domain.principal import ApiKeyIdentity, Principal
@@ -32,7 +33,7 @@ from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
-from server.store.limit_counters import Adjustment, Counters, CountersUnavailable, Slot, Take
+from server.store.limit_counters import Counters, CountersUnavailable, Slot, Take
 from server.store.models import LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
@@ -79,9 +80,19 @@ class Grant:
     lease: str
     reserved: int
     token_counters: list[tuple[str, float]]
-    soft: list[tuple[Applied, int, int]]  # budgets with a soft threshold: (budget, token_counters index, take index)
+    soft: list[_Soft]  # budgets with a soft threshold
     slots: list[str]
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str]
+
+
+@dataclass(slots=True)
+class _Soft:
+    """A budget with a soft threshold, as one plan counts it (the threshold is watched on every count)."""
+
+    applied: Applied
+    threshold: int
+    position: int  # its counter's index in the plan's token_counters
+    take: int  # its index among the plan's takes
 
 
 @dataclass(slots=True)
@@ -96,31 +107,31 @@ class _Check:
 @dataclass(slots=True)
 class _Plan:
     """The checks of one (key, model), built once from the tenant's policies (`source`) and reused while those stay
-    the cached ones. What depends on the windows (counter names, expiries, the one-request Takes) is rebuilt only
-    when a window ends (`until`); per call only the token reservations are new."""
+    the cached ones. What depends on the windows (counter names, expiries, the one-request Takes, the limits as
+    header text) is rebuilt only when a window ends (`until`); per call only the token reservations are new."""
 
     source: list[Policy]
     takes: list[_Check]
     slots: list[_Check]
     until: float = 0.0
     windows: list[Window] = field(default_factory=list)
-    fixed: list[Take | None] = field(default_factory=list)  # a request check's Take (amount 1); None for tokens
+    fixed: list[Take] = field(default_factory=list)  # each check's Take: what every call of the window counts
     names: list[str] = field(default_factory=list)
     expiries: list[float] = field(default_factory=list)
     slot_takes: list[Slot] = field(default_factory=list)
     token_room: int = 0  # the lowest token limit: a reservation above it can never fit
     token_counters: list[tuple[str, float]] = field(default_factory=list)  # what settles: (counter, expiry)
-    soft: list[tuple[Applied, int, int]] = field(default_factory=list)  # (budget, its token_counters index, take index)
+    soft: list[_Soft] = field(default_factory=list)
     # The header names of a kind (requests, tokens), the take indices it picks from.
     trios: list[tuple[tuple[str, str, str], list[int]]] = field(default_factory=list)
+    limit_texts: list[str] = field(default_factory=list)  # each take's limit as its header writes it
 
     def refresh(self, clock: _Windows, now: float) -> None:
         self.windows = [clock.of(c.rule.period, now) for c in self.takes]
         self.names = [counter(c.rule, w) for c, w in zip(self.takes, self.windows, strict=True)]
         self.expiries = [_expiry(c.rule.metric, w) for c, w in zip(self.takes, self.windows, strict=True)]
         self.fixed = [
-            None if c.tokens else Take(n, c.limit, 1, e)
-            for c, n, e in zip(self.takes, self.names, self.expiries, strict=True)
+            Take(n, c.limit, c.tokens, e) for c, n, e in zip(self.takes, self.names, self.expiries, strict=True)
         ]
         self.slot_takes = [Slot(c.rule.base, c.limit) for c in self.slots]
         self.token_room = min((c.limit for c in self.takes if c.tokens), default=INT64_MAX)
@@ -129,10 +140,12 @@ class _Plan:
         self.token_counters = [(self.names[i], self.expiries[i]) for i in tokens]
         # Only the policy whose (lowest) limit a shared budget counter keeps is watched for its soft threshold.
         self.soft = [
-            (Applied(c.rule.policy, c.rule.metric, c.limit, self.names[i], self.windows[i]), position, i)
+            _Soft(Applied(c.rule.policy, c.rule.metric, c.limit, self.names[i], self.windows[i]), soft, position, i)
             for position, i in enumerate(tokens)
-            if (c := self.takes[i]).rule.metric == Metric.TOKEN_BUDGET and c.rule.policy.soft_budget is not None
+            if (c := self.takes[i]).rule.metric == Metric.TOKEN_BUDGET
+            and (soft := c.rule.policy.soft_budget) is not None
         ]
+        self.limit_texts = [str(c.limit) for c in self.takes]
         self.trios = [
             (NAMES[kind], found)
             for metric, kind in _HEADER_KINDS
@@ -198,6 +211,10 @@ class Limiter:
         self._missed = 0
         self._next_log = 0.0
         self._background: set[asyncio.Task[None]] = set()
+        # Leases need only be unique: a random prefix per process (the limiter is made in each worker, after the
+        # fork) and a serial number cost far less than 64 random bits per call.
+        self._lease_prefix = f"{random.getrandbits(64):016x}-"
+        self._serial = itertools.count()
 
     async def close(self) -> None:
         if self._background:
@@ -225,7 +242,10 @@ class Limiter:
         key = principal.api_key
         if key is None:
             return None
-        policies = await self._policies.get(key.tenant_id, lambda: self._load(key.tenant_id))
+        tenant_id = key.tenant_id
+        policies = self._policies.fresh(tenant_id)
+        if policies is None:
+            policies = await self._policies.get(tenant_id, lambda: self._load(tenant_id))
         if not policies:
             return None
         plan = self._plan_for(policies, key, model)
@@ -234,6 +254,7 @@ class Limiter:
         now = time.time() if now is None else now
         if now >= plan.until:
             plan.refresh(self._windows, now)
+        slots = plan.slot_takes if with_slots else []
         if reserve > plan.token_room:
             check = min((c for c in plan.takes if c.tokens), key=lambda c: c.limit)
             raise LimitExceeded(
@@ -241,44 +262,36 @@ class Limiter:
                 f"({check.limit}). Lower max_tokens or the input size.",
                 {"x-should-retry": "false"},
             )
-        takes = [
-            take if take is not None else Take(plan.names[i], plan.takes[i].limit, reserve, plan.expiries[i])
-            for i, take in enumerate(plan.fixed)
-        ]
-        return await self._acquire(plan, takes, plan.slot_takes if with_slots else [], reserve, now)
-
-    async def _acquire(
-        self, plan: _Plan, takes: list[Take], slots: list[Slot], reserve: int, now: float
-    ) -> Grant | None:
-        lease = f"{random.getrandbits(64):016x}"
+        takes = plan.fixed
+        lease = f"{self._lease_prefix}{next(self._serial):x}" if slots else ""
         try:
-            outcome = await self._counters.acquire(takes, slots, lease, now)
+            outcome = await self._counters.acquire(takes, reserve, slots, lease, now)
         except CountersUnavailable as exc:
             self._store_down(str(exc))
             return None
-        if not outcome.admitted:
-            raise self._refusal(plan, takes, outcome.refused, outcome.values, now)
         values = outcome.values
-        for applied, _, index in plan.soft:
-            self._check_soft(applied, values[index] - reserve, values[index])
+        if not outcome.admitted:
+            raise self._refusal(plan, reserve, outcome.refused, values, now)
+        for soft in plan.soft:
+            after = values[soft.take]
+            if after - reserve < soft.threshold <= after:
+                self._soft_crossed(soft.applied, after)
         headers = _headers(plan, values, now)
         return Grant(lease, reserve, plan.token_counters, plan.soft, [s.counter for s in slots], headers)
 
-    def _refusal(
-        self, plan: _Plan, takes: list[Take], refused: int, values: tuple[int, ...], now: float
-    ) -> LimitExceeded:
-        if refused >= len(takes):
-            cap = plan.slots[refused - len(takes)]
+    def _refusal(self, plan: _Plan, reserve: int, refused: int, values: tuple[int, ...], now: float) -> LimitExceeded:
+        if refused >= len(plan.takes):
+            cap = plan.slots[refused - len(plan.takes)]
             return LimitExceeded(
                 f"Rate limit reached on the {_describe(cap.rule)}: limit {cap.limit} in flight. "
                 f"Please try again in {_CONCURRENCY_WAIT:.0f}s.",
                 retry_headers(_CONCURRENCY_WAIT),
             )
-        check, take = plan.takes[refused], takes[refused]
+        check = plan.takes[refused]
         headers = {**_headers(plan, values, now), **retry_headers(plan.windows[refused].end - now)}
         return LimitExceeded(
             f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
-            f"requested {take.amount}. Please try again in {headers['retry-after']}s.",
+            f"requested {reserve if check.tokens else 1}. Please try again in {headers['retry-after']}s.",
             headers,
         )
 
@@ -304,25 +317,24 @@ class Limiter:
     async def finish(self, grant: Grant, used: int | None) -> None:
         """Settle the reservation to `used` tokens (None: keep it, the usage is unknown) and free the leases."""
         delta = 0 if used is None else used - grant.reserved
-        adjustments = [Adjustment(c, delta, expires) for c, expires in grant.token_counters] if delta else []
-        if not adjustments and not grant.slots:
+        counters = grant.token_counters if delta else []
+        if not counters and not grant.slots:
             return
         try:
-            values = await self._counters.finish(adjustments, grant.slots, grant.lease)
+            values = await self._counters.finish(counters, delta, grant.slots, grant.lease)
         except CountersUnavailable:
             self._store_down_quietly()
             return
-        for applied, index, _ in grant.soft if adjustments else ():
-            self._check_soft(applied, values[index] - delta, values[index])
+        for soft in grant.soft if counters else ():
+            after = values[soft.position]
+            if after - delta < soft.threshold <= after:
+                self._soft_crossed(soft.applied, after)
 
     def _store_down_quietly(self) -> None:
         # A settlement that cannot reach the store leaves the reservation standing (its leases expire in Redis).
         _unavailable.add(1, {"outcome": "unsettled"})
 
-    def _check_soft(self, applied: Applied, before: int, after: int) -> None:
-        soft = applied.policy.soft_budget
-        if soft is None or not (before < soft <= after):
-            return
+    def _soft_crossed(self, applied: Applied, after: int) -> None:
         policy = applied.policy
         log.warning(
             "soft token budget crossed: tenant %s, %s scope %r, period %s (%d of %d)",
@@ -331,7 +343,7 @@ class Limiter:
             policy.scope.id,
             applied.period,
             after,
-            soft,
+            policy.soft_budget,
         )
         task = asyncio.ensure_future(self._record_soft(applied))
         self._background.add(task)
@@ -362,12 +374,18 @@ def _headers(plan: _Plan, values: tuple[int, ...], now: float) -> dict[str, str]
     headers: dict[str, str] = {}
     known = len(values)
     takes = plan.takes
+    # Both trios' windows are usually the same minute: its reset is written once.
+    reset_end, reset = -1.0, ""
     for names, indices in plan.trios:
         best = -1
         least = 0
         for i in indices:
             if i < known and (best < 0 or takes[i].limit - values[i] < least):
                 best, least = i, takes[i].limit - values[i]
-        if best >= 0:
-            add_window_headers(headers, names, takes[best].limit, least, plan.windows[best].end - now)
+        if best < 0:
+            continue
+        end = plan.windows[best].end
+        if end != reset_end:
+            reset_end, reset = end, duration(end - now)
+        add_window_headers(headers, names, plan.limit_texts[best], least, reset)
     return headers

@@ -2,11 +2,14 @@
 
 Two operations per call, each atomic and each one round trip on Redis (a Lua script, batched with the other calls of
 the same event-loop turn):
-- `acquire(takes, slots, lease)`: for every take (a windowed counter with a limit and an amount: 1 request, or the
-  tokens a call reserves) check that the amount still fits, and for every slot (concurrent requests) that a lease is
-  free; only if all fit, add every amount and hold a lease in every slot. Nothing is counted for a refused call.
-- `finish(adjustments, slots, lease)`: settle reservations to what was used (a delta per counter, may be negative)
-  and give the leases back.
+- `acquire(takes, reserve, slots, lease)`: for every take (a windowed counter with a limit, counting one request, or
+  for a `tokens` take the `reserve` tokens the call reserves) check that its amount still fits, and for every slot
+  (concurrent requests) that a lease is free; only if all fit, add every amount and hold a lease in every slot.
+  Nothing is counted for a refused call.
+- `finish(counters, delta, slots, lease)`: settle a call's reservations to what it used (`delta`, may be negative,
+  added to each of its token counters) and give the leases back.
+A call's Takes and Slots are the same for every call of its plan in a window (the limiter makes them once), so the
+hot path allocates none.
 Windowed counters carry an expiry (their window's end plus a margin), after which the store forgets them. Leases in
 Redis expire after `LEASE_SECONDS`, so a replica that dies with calls in flight frees its slots by then; the in-process
 store loses everything on restart (counts restart at zero), which is what "single node, embedded" can promise.
@@ -24,7 +27,6 @@ from server.store.redis_scripts import ScriptBatcher, ScriptFailed
 
 __all__ = [
     "LEASE_SECONDS",
-    "Adjustment",
     "Counters",
     "CountersUnavailable",
     "MemoryCounters",
@@ -41,28 +43,32 @@ class CountersUnavailable(Exception):
     """The shared store cannot be reached (the caller fails open or closed, as configured)."""
 
 
-@dataclass(frozen=True, slots=True)
+# Plain slotted records (a frozen dataclass costs ~4x as much to create). Treated as values: nothing changes one
+# after it is made.
+@dataclass(slots=True)
 class Take:
     counter: str
     limit: int
-    amount: int
+    tokens: bool  # counts the call's reservation (else one request)
     expires: float  # epoch seconds
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Slot:
     counter: str
     limit: int
 
 
-@dataclass(frozen=True, slots=True)
-class Adjustment:
+@dataclass(slots=True)
+class _Adjustment:
+    """A delta for one counter (Redis's settlements and permits given back)."""
+
     counter: str
     delta: int
     expires: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     admitted: bool
     refused: int  # index into takes + slots of the first limit that refused; -1 when admitted
@@ -70,13 +76,28 @@ class Outcome:
 
 
 class Counters(Protocol):
-    async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome: ...
+    async def acquire(
+        self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
+    ) -> Outcome: ...
 
-    async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]: ...
+    async def finish(
+        self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
+    ) -> tuple[int, ...]:
+        """Add `delta` to each (counter, expiry) of `counters` and give back the leases of `slots`; the new counts."""
+        ...
 
     async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]: ...
 
     async def close(self) -> None: ...
+
+
+class _Count:
+    """One counter in process: its value, and its expiry (epoch seconds) after which it counts as zero."""
+
+    __slots__ = ("expires", "value")
+
+    def __init__(self, value: int, expires: float) -> None:
+        self.value, self.expires = value, expires
 
 
 class MemoryCounters:
@@ -85,50 +106,67 @@ class MemoryCounters:
     _SWEEP_SECONDS = 60.0
 
     def __init__(self) -> None:
-        self._counts: dict[str, list[float]] = {}  # counter -> [value, expires]
+        self._counts: dict[str, _Count] = {}
         self._slots: dict[str, set[str]] = {}
         self._next_sweep = 0.0
 
     def _sweep(self, now: float) -> None:
-        if now < self._next_sweep:
-            return
         self._next_sweep = now + self._SWEEP_SECONDS
-        self._counts = {k: v for k, v in self._counts.items() if v[1] > now}
+        self._counts = {k: v for k, v in self._counts.items() if v.expires > now}
 
     def _value(self, counter: str, now: float) -> int:
         entry = self._counts.get(counter)
-        return int(entry[0]) if entry is not None and entry[1] > now else 0
+        return entry.value if entry is not None and entry.expires > now else 0
 
-    async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
-        self._sweep(now)
+    async def acquire(
+        self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
+    ) -> Outcome:
+        if now >= self._next_sweep:
+            self._sweep(now)
         counts = self._counts
-        entries: list[list[float]] = []
+        entries: list[_Count] = []
         for take in takes:
             entry = counts.get(take.counter)
-            if entry is None or entry[1] <= now:
-                entry = [0, take.expires]
+            if entry is None:
+                entry = counts[take.counter] = _Count(0, take.expires)  # zero: counts nothing if refused
+            elif entry.expires <= now:
+                entry.value, entry.expires = 0, take.expires
             entries.append(entry)
-            if entry[0] + (take.amount or 1) > take.limit:  # a zero amount still needs room: none at the limit
-                return Outcome(False, len(entries) - 1, tuple(int(e[0]) for e in entries))
+            # A zero reservation still needs room: none at the limit.
+            if entry.value + ((reserve or 1) if take.tokens else 1) > take.limit:
+                return Outcome(False, len(entries) - 1, tuple(e.value for e in entries))
+        held = self._slots
         for index, slot in enumerate(slots):
-            held = self._slots.get(slot.counter)
-            if held is not None and len(held) >= slot.limit:
-                return Outcome(False, len(takes) + index, tuple(int(e[0]) for e in entries))
+            leases = held.get(slot.counter)
+            if leases is not None and len(leases) >= slot.limit:
+                return Outcome(False, len(takes) + index, tuple(e.value for e in entries))
+        values = []
         for take, entry in zip(takes, entries, strict=True):
-            entry[0] += take.amount
-            entry[1] = take.expires
-            counts[take.counter] = entry
+            entry.value += reserve if take.tokens else 1
+            entry.expires = take.expires
+            values.append(entry.value)
         for slot in slots:
-            self._slots.setdefault(slot.counter, set()).add(lease)
-        return Outcome(True, -1, tuple(int(e[0]) for e in entries))
+            leases = held.get(slot.counter)
+            if leases is None:
+                held[slot.counter] = {lease}
+            else:
+                leases.add(lease)
+        return Outcome(True, -1, tuple(values))
 
-    async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
+    async def finish(
+        self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
+    ) -> tuple[int, ...]:
         now = time.time()
         values = []
-        for adjustment in adjustments:
-            value = self._value(adjustment.counter, now) + adjustment.delta
-            if adjustment.expires > now:
-                self._counts[adjustment.counter] = [value, adjustment.expires]
+        counts = self._counts
+        for name, expires in counters:
+            entry = counts.get(name)
+            value = (entry.value if entry is not None and entry.expires > now else 0) + delta
+            if expires > now:
+                if entry is None:
+                    counts[name] = _Count(value, expires)
+                else:
+                    entry.value, entry.expires = value, expires
             values.append(value)
         for counter in slots:
             held = self._slots.get(counter)
@@ -294,36 +332,43 @@ class RedisCounters:
         except ScriptFailed as exc:
             raise CountersUnavailable(str(exc)) from None
 
-    def _local(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome | None:
+    def _local(
+        self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
+    ) -> Outcome | None:
         """Admit from this process's permits alone (every take covered, a spare lease for every slot), or None."""
+        held = self._credit
         credits = []
         for take in takes:
-            credit = self._credit.get(take.counter)
-            if credit is None or credit.expires <= now or credit.units < (take.amount or 1):
+            credit = held.get(take.counter)
+            if credit is None or credit.expires <= now or credit.units < ((reserve or 1) if take.tokens else 1):
                 return None
             credits.append(credit)
+        spares = self._spares
         for slot in slots:
-            if not self._spares.get(slot.counter):
+            if not spares.get(slot.counter):
                 return None
         values = []
         for take, credit in zip(takes, credits, strict=True):
-            credit.units -= take.amount
+            units = credit.units = credit.units - (reserve if take.tokens else 1)
             credit.used = now
-            values.append(credit.seen - credit.units)
-            if credit.units < credit.cap // 2 and take.counter not in self._asking:  # top up before it runs out
+            values.append(credit.seen - units)
+            if units < credit.cap // 2 and take.counter not in self._asking:  # top up before it runs out
                 self._asking.add(take.counter)
                 self._background(self._refill(take, credit))
+        using = self._using
         for slot in slots:
-            self._using[slot.counter, lease] = self._spares[slot.counter].pop()
+            using[slot.counter, lease] = spares[slot.counter].pop()
         return Outcome(True, -1, tuple(values))
 
-    async def acquire(self, takes: Sequence[Take], slots: Sequence[Slot], lease: str, now: float) -> Outcome:
+    async def acquire(
+        self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
+    ) -> Outcome:
         permits = self._permits
         if permits:
             if now >= self._next_sweep:
                 self._next_sweep = now + _SWEEP_SECONDS
                 self._credit = {k: c for k, c in self._credit.items() if c.expires > now}
-            local = self._local(takes, slots, lease, now)
+            local = self._local(takes, reserve, slots, lease, now)
             if local is not None:
                 return local
         p = self._prefix
@@ -334,14 +379,15 @@ class RedisCounters:
         # not each take a grant (together they could take the whole room and leave it idle here).
         asking = self._asking
         for take in takes:
+            amount = reserve if take.tokens else 1
             ask = 0
             if permits and take.limit >= PERMIT_MIN_LIMIT and take.counter not in asking:
-                ask = PERMIT_CALLS * (take.amount or 1)  # up to a grant's worth held here, no more
+                ask = PERMIT_CALLS * (amount or 1)  # up to a grant's worth held here, no more
                 held = self._credit.get(take.counter)
                 if held is not None and held.expires > now:
                     ask = max(0, ask - held.units)
             asks.append(ask)
-            args += [take.limit, take.amount, _ms(take.expires), ask]
+            args += [take.limit, amount, _ms(take.expires), ask]
         spares = []
         for slot in slots:
             spare = 0
@@ -362,7 +408,7 @@ class RedisCounters:
         if reply[0] != 1:
             return Outcome(False, reply[1] - 1, tuple(values))
         if permits:
-            self._keep(takes, slots, lease, now=now, values=values, asks=asks, grants=reply[2 + n :])
+            self._keep(takes, reserve, slots, lease, now=now, values=values, grants=reply[2 + n :])
         return Outcome(True, -1, tuple(values))
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
@@ -390,12 +436,12 @@ class RedisCounters:
     def _keep(
         self,
         takes: Sequence[Take],
+        reserve: int,
         slots: Sequence[Slot],
         lease: str,
         *,
         now: float,
         values: list[int],
-        asks: list[int],
         grants: list[int],
     ) -> None:
         """Keep the permits Redis granted with an admission; `values` become the counts less what is kept here."""
@@ -410,7 +456,7 @@ class RedisCounters:
                 self._schedule_trim()
             credit.units += grants[i]
             credit.used = now
-            credit.cap = max(credit.cap, PERMIT_CALLS * (take.amount or 1))
+            credit.cap = max(credit.cap, PERMIT_CALLS * ((reserve or 1) if take.tokens else 1))
             credit.seen = values[i]
             values[i] -= credit.units
         for j, slot in enumerate(slots):
@@ -421,51 +467,57 @@ class RedisCounters:
                 self._schedule_trim()
 
     def _settle(
-        self, adjustments: Sequence[Adjustment], now: float
-    ) -> tuple[list[int | None], list[tuple[int, Adjustment]]]:
+        self, counters: Sequence[tuple[str, float]], delta: int, now: float
+    ) -> tuple[list[int | None], list[tuple[int, _Adjustment]]]:
         """Settle what this process's permits can: the values known here (None: Redis will tell), and what goes to
         Redis (the index whose value its answer gives, -1 for a surplus given back)."""
         values: list[int | None] = []
-        remote: list[tuple[int, Adjustment]] = []
-        for index, adjustment in enumerate(adjustments):
-            credit = self._credit.get(adjustment.counter) if self._permits else None
-            delta = adjustment.delta
+        remote: list[tuple[int, _Adjustment]] = []
+        held = self._credit if self._permits else {}
+        for index, (counter, expires) in enumerate(counters):
+            credit = held.get(counter)
             if credit is None or credit.expires <= now or credit.units < delta:
-                remote.append((index, adjustment))
+                remote.append((index, _Adjustment(counter, delta, expires)))
                 values.append(None)
                 continue
             credit.units -= delta  # a refund kept here, or a shortfall paid from what is held
             credit.used = now
-            if credit.units > 0:
+            if credit.units > 0 and self._trim is None:
                 self._schedule_trim()
             if credit.units > credit.cap:  # hold no more than a grant's worth: down to half of it goes back
                 surplus = credit.units - credit.cap // 2
                 credit.units -= surplus
                 credit.seen -= surplus
-                remote.append((-1, Adjustment(adjustment.counter, -surplus, adjustment.expires)))
+                remote.append((-1, _Adjustment(counter, -surplus, expires)))
             values.append(credit.seen - credit.units)
         return values, remote
 
     def _unlease(self, slots: Sequence[str], lease: str, now: float) -> list[tuple[str, str]]:
         """Keep the call's leases as spares where permits allow; the (slot, lease) pairs Redis must drop."""
         members = []
+        using, idle = self._using, self._spares
         for slot in slots:
-            held = self._using.pop((slot, lease), None)
+            held = using.pop((slot, lease), None)
             if held is None:  # counted without permits: the call's own lease
                 members.append((slot, lease))
                 continue
-            spares = self._spares.setdefault(slot, [])
+            spares = idle.get(slot)
+            if spares is None:
+                spares = idle[slot] = []
             if now - held.taken < _FRESH_LEASE_SECONDS and len(spares) < PERMIT_LEASES:
                 held.idle_since = now
                 spares.append(held)
-                self._schedule_trim()
+                if self._trim is None:
+                    self._schedule_trim()
             else:
                 members.append((slot, held.member))
         return members
 
-    async def finish(self, adjustments: Sequence[Adjustment], slots: Sequence[str], lease: str) -> tuple[int, ...]:
+    async def finish(
+        self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
+    ) -> tuple[int, ...]:
         now = time.time()
-        values, remote = self._settle(adjustments, now)
+        values, remote = self._settle(counters, delta, now)
         members = self._unlease(slots, lease, now)
         if remote or members:
             p = self._prefix
@@ -502,10 +554,10 @@ class RedisCounters:
             spares[:] = [s for s in spares if s.idle_since > cutoff]
             if not spares:
                 del self._spares[slot]
-        returned: list[Adjustment] = []
+        returned: list[_Adjustment] = []
         for counter, credit in self._credit.items():
             if credit.units > 0 and credit.used <= cutoff and credit.expires > now:
-                returned.append(Adjustment(counter, -credit.units, credit.expires))
+                returned.append(_Adjustment(counter, -credit.units, credit.expires))
                 credit.seen -= credit.units
                 credit.units = 0
         if members or returned:
@@ -513,7 +565,7 @@ class RedisCounters:
         if self._spares or any(c.units > 0 for c in self._credit.values()):
             self._schedule_trim()
 
-    async def _release(self, returned: list[Adjustment], members: list[tuple[str, str]]) -> None:
+    async def _release(self, returned: list[_Adjustment], members: list[tuple[str, str]]) -> None:
         p = self._prefix
         keys = [p + a.counter for a in returned] + [p + slot for slot, _ in members]
         args: list[Any] = [len(returned)]
@@ -535,7 +587,7 @@ class RedisCounters:
             self._trim.cancel()
             self._trim = None
         spares = [(slot, s.member) for slot, held in self._spares.items() for s in held]
-        credits = [Adjustment(k, -c.units, c.expires) for k, c in self._credit.items() if c.units > 0]
+        credits = [_Adjustment(k, -c.units, c.expires) for k, c in self._credit.items() if c.units > 0]
         self._spares, self._credit = {}, {}
         if spares or credits:
             await self._release(credits, spares)
