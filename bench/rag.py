@@ -59,6 +59,7 @@ MODES = {
     "dense-only": SearchWeights(dense=1, lexical=0),
     "lexical-only": SearchWeights(dense=0, lexical=1),
 }
+RESAMPLES, SEED = 10_000, 27  # the paired bootstrap of quality differences (fixed seed: the same interval every run)
 # Quality only: other dense:lexical weights (a RAG's denseWeight/lexicalWeight setting).
 WEIGHTED = {f"hybrid {d}:1": SearchWeights(dense=d, lexical=1) for d in (1, 2, 4)}
 
@@ -81,6 +82,33 @@ def ndcg_at_10(ranked: list[str], judged: dict[str, int]) -> float:
     ideal = sorted(judged.values(), reverse=True)[:10]
     idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg > 0 else 0.0
+
+
+def paired_bootstrap(a: list[float], b: list[float]) -> tuple[float, float, float]:
+    """Mean of the per-query differences a - b and its 95% percentile interval over RESAMPLES resamplings of the
+    queries with replacement (Efron & Tibshirani 1993; as in Sakai 2006 for IR metrics): pairing by query removes
+    the between-query variance, which dwarfs the difference between two rankers."""
+    diffs = np.asarray(a) - np.asarray(b)
+    picks = np.random.default_rng(SEED).integers(0, len(diffs), size=(RESAMPLES, len(diffs)))
+    means = diffs[picks].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(diffs.mean()), float(low), float(high)
+
+
+def held_out_gain(candidates: dict[str, list[float]], baseline: list[float], splits: int = 200) -> float:
+    """Mean nDCG@10 gain over `baseline` of the candidate picked on one half of the queries, measured on the other
+    half: what choosing a setting on this set is worth on queries it was not chosen on."""
+    rng = np.random.default_rng(SEED)
+    per_query = {name: np.asarray(values) for name, values in candidates.items()}
+    base = np.asarray(baseline)
+    gains = []
+    for _ in range(splits):
+        order = rng.permutation(len(base))
+        halves = order[: len(base) // 2], order[len(base) // 2 :]
+        for chosen_on, scored_on in (halves, halves[::-1]):
+            best = max(per_query, key=lambda name: float(per_query[name][chosen_on].mean()))
+            gains.append(float(per_query[best][scored_on].mean() - base[scored_on].mean()))
+    return statistics.fmean(gains)
 
 
 def _embed(texts: list[str], *, query: bool) -> np.ndarray:
@@ -180,6 +208,16 @@ async def quality(db: Database, index: ChunkIndex) -> None:
     best_single = max(statistics.fmean(scores["dense-only"]), statistics.fmean(scores["lexical-only"]))
     for mode in ("hybrid", *WEIGHTED):
         print(f"  {mode} / best single = {statistics.fmean(scores[mode]) / best_single:.3f} (goal >= 1)")
+    print(f"paired bootstrap over queries ({RESAMPLES} resamples, seed {SEED}): mean difference [95% interval]")
+    for mode in ("hybrid", "lexical-only", *WEIGHTED):
+        mean, low, high = paired_bootstrap(scores[mode], scores["dense-only"])
+        verdict = "excludes 0" if low > 0 or high < 0 else "includes 0: within noise"
+        print(f"  {mode} - dense-only: {mean:+.4f} [{low:+.4f}, {high:+.4f}] ({verdict})")
+    weighted = {mode: scores[mode] for mode in ("hybrid", *WEIGHTED)}
+    print(
+        "weights chosen on half of the queries, scored on the other half (both ways, 200 random halvings): "
+        f"held-out hybrid - dense-only {held_out_gain(weighted, scores['dense-only']):+.4f}"
+    )
     await _prefilter_recall(db, index, rag_id, query_vectors, chunks=len(chunked))
 
 

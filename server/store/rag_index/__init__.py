@@ -7,8 +7,9 @@
   filtered queries). Without the pgvector extension the numpy matrix serves dense search instead, so a plain
   PostgreSQL still works, exactly but slower.
 
-`search` fuses the two ranked lists with reciprocal rank fusion. Metadata filters arrive here as the set of file ids
-that match, applied inside both searches, so a filtered query still returns `top_k` chunks when that many match.
+`search` fuses the two ranked lists by a weighted sum of min-max normalised scores (search.py). Metadata filters
+arrive here as the set of file ids that match, applied inside both searches, so a filtered query still returns
+`top_k` chunks when that many match.
 """
 
 from server.store.rag_index.base import (
