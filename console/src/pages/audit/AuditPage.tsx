@@ -2,17 +2,16 @@
 // and whether it was allowed, newest first, one server page at a time. Filters are the API's own (actor, method,
 // resource kind and name, outcome, time range) and apply on "Apply". A page load makes two calls (GetSession,
 // ListAuditEvents). In a tenant, its admins read its events; at /console/audit operators read every tenant's.
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { useMemo, useState } from "preact/hooks";
+import { useMemo } from "preact/hooks";
 import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
 import { SelectField, TextField, chosenEnum } from "../../components/Fields";
+import { FilterForm, timeRange, useFilters } from "../../components/Filters";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
 import { ActorType, Outcome, Source, type AuditEvent } from "../../gen/switchboard/audit/v1/audit_event_pb";
 import { AuditService } from "../../gen/switchboard/audit/v1/audit_service_pb";
-import { localDate } from "../keys/CreateKey";
 
 interface Filters {
   actor: string;
@@ -70,14 +69,9 @@ function fullMethod(typed: string): string {
 
 export default function AuditPage({ tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
-  const [draft, setDraft] = useState<Filters>(NONE);
-  const [applied, setApplied] = useState<Filters>(NONE);
-  const field = (name: keyof Filters) => (value: string) => {
-    setDraft((now) => ({ ...now, [name]: value }));
-  };
+  const filters = useFilters(NONE);
+  const { draft, applied, field } = filters;
   const load = useMemo<PageLoader<AuditEvent>>(() => {
-    const from = localDate(applied.from);
-    const to = localDate(applied.to);
     const outcome = chosenEnum([Outcome.ALLOWED, Outcome.REFUSED, Outcome.FAILED], applied.outcome, Outcome.UNSPECIFIED);
     return async (pageToken, pageSize, signal) => {
       const answer = await client(AuditService).listAuditEvents(
@@ -88,8 +82,7 @@ export default function AuditPage({ tenant }: PageProps) {
           resourceKind: applied.kind.trim(),
           resourceName: applied.resource.trim(),
           outcome,
-          ...(from !== undefined ? { startTime: timestampFromDate(from) } : {}),
-          ...(to !== undefined ? { endTime: timestampFromDate(to) } : {}),
+          ...timeRange(applied.from, applied.to),
           pageSize,
           pageToken,
         },
@@ -124,14 +117,7 @@ export default function AuditPage({ tenant }: PageProps) {
         Every change made through the API and the gateway's security events, who made them and whether they were allowed.
         Never secrets or model content.
       </p>
-      <form
-        class="filters"
-        aria-label="Filter the audit trail"
-        onSubmit={(event) => {
-          event.preventDefault();
-          setApplied(draft);
-        }}
-      >
+      <FilterForm label="Filter the audit trail" filters={filters}>
         <TextField label="Actor" name="actor" value={draft.actor} onInput={field("actor")} placeholder="user, service account or key id" />
         <TextField label="Method" name="method" value={draft.method} onInput={field("method")} placeholder="platform.tenants.v1.ApiKeyService/CreateApiKey" />
         <TextField label="Resource kind" name="kind" value={draft.kind} onInput={field("kind")} />
@@ -139,21 +125,7 @@ export default function AuditPage({ tenant }: PageProps) {
         <SelectField label="Outcome" name="outcome" value={draft.outcome} options={OUTCOMES} onChange={field("outcome")} />
         <TextField label="From" name="from" type="datetime-local" value={draft.from} onInput={field("from")} />
         <TextField label="Until" name="to" type="datetime-local" value={draft.to} onInput={field("to")} />
-        <div class="form-actions">
-          <button type="submit" class="primary">
-            Apply
-          </button>
-          <button
-            type="button"
-            onClick={() => {
-              setDraft(NONE);
-              setApplied(NONE);
-            }}
-          >
-            Clear
-          </button>
-        </div>
-      </form>
+      </FilterForm>
       <Table caption="Audit events, newest first" columns={columns} load={load} rowKey={(e) => e.id} empty="No events match." />
     </section>
   );

@@ -3,17 +3,16 @@
 // applied on "Apply"). Only holders of the capture capability see the page (GetSession's `capture`); the server
 // checks again on every call. A page load makes three calls (GetSession, ListCapturePolicies,
 // ListCapturedExchanges); the bodies are read one exchange at a time on its own page, each read an audit event.
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { useMemo, useState } from "preact/hooks";
+import { useMemo } from "preact/hooks";
 import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
 import { TextField } from "../../components/Fields";
+import { FilterForm, timeRange, useFilters } from "../../components/Filters";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
 import type { CapturedExchange } from "../../gen/switchboard/capture/v1/capture_pb";
 import { CaptureService } from "../../gen/switchboard/capture/v1/capture_service_pb";
-import { localDate } from "../keys/CreateKey";
 import { CapturePolicies } from "./CapturePolicies";
 import { callerOf, sizeOf, surfaceOf } from "./words";
 import "./capture.css";
@@ -30,14 +29,9 @@ const NONE: Filters = { key: "", account: "", model: "", from: "", to: "" };
 
 export default function CapturePage({ tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
-  const [draft, setDraft] = useState<Filters>(NONE);
-  const [applied, setApplied] = useState<Filters>(NONE);
-  const field = (name: keyof Filters) => (value: string) => {
-    setDraft((now) => ({ ...now, [name]: value }));
-  };
+  const filters = useFilters(NONE);
+  const { draft, applied, field } = filters;
   const load = useMemo<PageLoader<CapturedExchange>>(() => {
-    const from = localDate(applied.from);
-    const to = localDate(applied.to);
     return async (pageToken, pageSize, signal) => {
       const answer = await client(CaptureService).listCapturedExchanges(
         {
@@ -45,8 +39,7 @@ export default function CapturePage({ tenant }: PageProps) {
           apiKeyId: applied.key.trim(),
           serviceAccountId: applied.account.trim(),
           model: applied.model.trim(),
-          ...(from !== undefined ? { startTime: timestampFromDate(from) } : {}),
-          ...(to !== undefined ? { endTime: timestampFromDate(to) } : {}),
+          ...timeRange(applied.from, applied.to),
           pageSize,
           pageToken,
         },
@@ -78,34 +71,13 @@ export default function CapturePage({ tenant }: PageProps) {
       </p>
       <CapturePolicies tenantId={tenantId} />
       <h2>Exchanges</h2>
-      <form
-        class="filters"
-        aria-label="Filter the captured exchanges"
-        onSubmit={(event) => {
-          event.preventDefault();
-          setApplied(draft);
-        }}
-      >
+      <FilterForm label="Filter the captured exchanges" filters={filters}>
         <TextField label="API key" name="key" value={draft.key} onInput={field("key")} placeholder="key id" />
         <TextField label="Service account" name="account" value={draft.account} onInput={field("account")} placeholder="service account id" />
         <TextField label="Model" name="model" value={draft.model} onInput={field("model")} placeholder="model id as called" />
         <TextField label="From" name="from" type="datetime-local" value={draft.from} onInput={field("from")} />
         <TextField label="Until" name="to" type="datetime-local" value={draft.to} onInput={field("to")} />
-        <div class="form-actions">
-          <button type="submit" class="primary">
-            Apply
-          </button>
-          <button
-            type="button"
-            onClick={() => {
-              setDraft(NONE);
-              setApplied(NONE);
-            }}
-          >
-            Clear
-          </button>
-        </div>
-      </form>
+      </FilterForm>
       <Table caption="Captured exchanges, newest first" columns={columns} load={load} rowKey={(e) => e.id} empty="No captured exchanges match." />
     </section>
   );
