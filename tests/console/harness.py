@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -219,3 +219,27 @@ async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
         yield DemoConsole(base, gateway, demo, (var_dir / "admin-token").read_text().strip())
     finally:
         await stop(process)
+
+
+def check_calls_per_load(run: dict[str, Any], names: Iterable[str]) -> None:
+    """Issue 24's rule for each named page load in a script's run: GetSession first, at most 3 API calls in all."""
+    for name in names:
+        page = run["pages"][name]
+        assert "error" not in page, (name, page)
+        print(f"{name}: {len(page['calls'])} API calls {page['calls']}")
+        assert 1 <= len(page["calls"]) <= 3, (name, page["calls"])
+        assert page["calls"][0] == "/switchboard.console.v1.ConsoleService/GetSession"
+
+
+def check_accessible(run: dict[str, Any], names: Iterable[str]) -> None:
+    """No serious axe-core violation on any of these views."""
+    for name in names:
+        assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
+
+
+def check_screenshots(run: dict[str, Any], names: Iterable[str]) -> None:
+    """Each view was photographed at 1280 px and 390 px, into files a person can open."""
+    for name in names:
+        shots = [Path(p) for p in run["pages"][name]["shots"]]
+        assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
+        assert all(p.stat().st_size > 1000 for p in shots)

@@ -8,7 +8,6 @@ the key and the tenant. For each page loaded afresh: its API calls (at most 3), 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -16,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from tests.clients import ConnectJsonCaller
-from tests.console.harness import DemoConsole, run_script
+from tests.console.harness import DemoConsole, check_accessible, check_calls_per_load, check_screenshots, run_script
 from tests.serving import until
 
 pytestmark = pytest.mark.timeout(300)
@@ -132,20 +131,12 @@ async def test_capture_is_turned_on_and_off_for_a_key_and_the_tenant(run: dict[s
 
 
 async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any]) -> None:
-    for name in PAGES:
-        page = run["pages"][name]
-        print(f"{name}: {len(page['calls'])} API calls {page['calls']}")
-        assert 1 <= len(page["calls"]) <= 3, (name, page["calls"])
-        assert page["calls"][0] == "/switchboard.console.v1.ConsoleService/GetSession"
+    check_calls_per_load(run, PAGES)
 
 
 async def test_no_page_has_serious_accessibility_violations(run: dict[str, Any]) -> None:
-    for name in PAGES:
-        assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
+    check_accessible(run, PAGES)
 
 
 async def test_screenshots_at_both_widths(run: dict[str, Any]) -> None:
-    for name in PAGES:
-        shots = [Path(p) for p in run["pages"][name]["shots"]]
-        assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
-        assert all(p.stat().st_size > 1000 for p in shots)
+    check_screenshots(run, PAGES)

@@ -6,7 +6,6 @@ below read its findings.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ import pytest_asyncio
 
 from server.dev.demo import SPEECH_PUBLIC_ID
 from server.dev.stand_in import stand_in_transcript
-from tests.console.harness import DemoConsole, run_script
+from tests.console.harness import DemoConsole, check_accessible, check_screenshots, run_script
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -120,15 +119,11 @@ async def test_one_console_key_per_tab_reused_across_loads_and_revoked_at_sign_o
 
 
 async def test_no_chat_view_has_serious_accessibility_violations(run: dict[str, Any]) -> None:
-    for name in PAGES:
-        assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
+    check_accessible(run, PAGES)
 
 
 async def test_screenshots_at_both_widths(run: dict[str, Any]) -> None:
-    for name in PAGES:
-        shots = [Path(p) for p in run["pages"][name]["shots"]]
-        assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
-        assert all(p.stat().st_size > 1000 for p in shots)
+    check_screenshots(run, PAGES)
 
 
 async def test_the_chat_ran_without_errors_under_the_csp(run: dict[str, Any]) -> None:

@@ -5,13 +5,12 @@ and audit events. For each page loaded afresh: its API calls (at most 3), axe, s
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from tests.console.harness import DemoConsole, run_script
+from tests.console.harness import DemoConsole, check_accessible, check_calls_per_load, check_screenshots, run_script
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -102,20 +101,12 @@ async def test_limits_are_set_and_read_beside_keys_service_accounts_tenants_and_
 
 
 async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any]) -> None:
-    for name in PAGES:
-        page = run["pages"][name]
-        print(f"{name}: {len(page['calls'])} API calls {page['calls']}")
-        assert 1 <= len(page["calls"]) <= 3, (name, page["calls"])
-        assert page["calls"][0] == "/switchboard.console.v1.ConsoleService/GetSession"
+    check_calls_per_load(run, PAGES)
 
 
 async def test_no_page_has_serious_accessibility_violations(run: dict[str, Any]) -> None:
-    for name in (*PAGES, "limits-set", "limits-panel"):
-        assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
+    check_accessible(run, (*PAGES, "limits-set", "limits-panel"))
 
 
 async def test_screenshots_at_both_widths(run: dict[str, Any]) -> None:
-    for name in (*PAGES, "limits-set", "limits-panel"):
-        shots = [Path(p) for p in run["pages"][name]["shots"]]
-        assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
-        assert all(p.stat().st_size > 1000 for p in shots)
+    check_screenshots(run, (*PAGES, "limits-set", "limits-panel"))

@@ -8,14 +8,22 @@ var/console-screenshots/. One browser session runs it all (about half a minute);
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from tests.conftest import Database
-from tests.console.harness import ConsoleWorld, console_world, js_gzip_bytes, not_ready, run_script
+from tests.console.harness import (
+    ConsoleWorld,
+    check_accessible,
+    check_calls_per_load,
+    check_screenshots,
+    console_world,
+    js_gzip_bytes,
+    not_ready,
+    run_script,
+)
 
 # The first test to need `run` waits for the whole browser session (with server start and build).
 pytestmark = pytest.mark.timeout(300)
@@ -147,24 +155,15 @@ async def test_sign_out_ends_the_session(run: dict[str, Any]) -> None:
 
 
 async def test_each_page_load_makes_at_most_three_api_calls(run: dict[str, Any]) -> None:
-    for name in PAGES:
-        page = run["pages"][name]
-        assert "error" not in page, (name, page)
-        print(f"{name}: {len(page['calls'])} API calls {page['calls']}")
-        assert 1 <= len(page["calls"]) <= 3, (name, page["calls"])
-        assert page["calls"][0] == "/switchboard.console.v1.ConsoleService/GetSession"
+    check_calls_per_load(run, PAGES)
 
 
 async def test_no_page_has_serious_accessibility_violations(run: dict[str, Any]) -> None:
-    for name in ("sign-in", *PAGES):
-        assert run["pages"][name]["axe"] == [], (name, run["pages"][name]["axe"])
+    check_accessible(run, ("sign-in", *PAGES))
 
 
 async def test_screenshots_of_every_page_at_both_widths(run: dict[str, Any]) -> None:
-    for name in ("sign-in", *PAGES):
-        shots = [Path(p) for p in run["pages"][name]["shots"]]
-        assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
-        assert all(p.stat().st_size > 1000 for p in shots)
+    check_screenshots(run, ("sign-in", *PAGES))
 
 
 async def test_the_pages_ran_without_errors_under_the_csp(run: dict[str, Any]) -> None:
