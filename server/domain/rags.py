@@ -339,21 +339,29 @@ async def list_readable(
     return [_build(row, owners[row.id].sharing) for row in rows]
 
 
+_PINNED = select(RagDeploymentRow.embedding_dimensions)
+
+
 async def pin_embedding_dimensions(session: AsyncSession, *, rag_id: str, dimensions: int) -> None:
     """Pin the RAG's vector size at its first embedding; afterwards only the same size is accepted.
 
-    One conditional UPDATE, so two first embeddings racing cannot pin two sizes. A different size (the model behind
-    the publicModelId changed) is refused with failed_precondition before anything is stored.
+    One conditional UPDATE (when nothing is pinned yet), so two first embeddings racing cannot pin two sizes. A
+    different size (the model behind the publicModelId changed) is refused with failed_precondition before anything
+    is stored.
     """
     if dimensions <= 0:
         raise InvalidArgument("embedding dimensions must be positive", field="embedding_dimensions")
-    await session.execute(
-        sql_update(RagDeploymentRow)
-        .where(RagDeploymentRow.id == rag_id, RagDeploymentRow.embedding_dimensions.is_(None))
-        .values(embedding_dimensions=dimensions)
-        .execution_options(synchronize_session=False)
-    )
-    pinned = await session.scalar(select(RagDeploymentRow.embedding_dimensions).where(RagDeploymentRow.id == rag_id))
+    pinned = await session.scalar(_PINNED.where(RagDeploymentRow.id == rag_id))
+    if pinned is None:
+        # Only the first embedding writes: an UPDATE of the RAG's row drops every process's access caches (RAG
+        # settings are in them, server.invalidation), which once per stored file emptied them all during an ingest.
+        await session.execute(
+            sql_update(RagDeploymentRow)
+            .where(RagDeploymentRow.id == rag_id, RagDeploymentRow.embedding_dimensions.is_(None))
+            .values(embedding_dimensions=dimensions)
+            .execution_options(synchronize_session=False)
+        )
+        pinned = await session.scalar(_PINNED.where(RagDeploymentRow.id == rag_id))
     if pinned is None:
         raise NotFound(f"RAG {rag_id!r} not found", field="id")
     if pinned != dimensions:
