@@ -91,16 +91,14 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     pending = [(file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)]
     if sum(p.stored_bytes for p in prepared) <= settings.rag_inline_bytes:  # the text to embed, not the upload
         job = _Job(app, index, embedder, rag.id, pending)
-        try:  # one embedding batch and one transaction for the whole request
-            await job.run()
+        try:  # its chunks share embedding calls and a transaction with concurrent uploads'
+            done = await job.run()
         except BaseException:
             metrics.rag_ingested("inline", len(files), 0, ok=False)
             await _forget(app, index, rag.id, [f.id for f in files])
             raise
         metrics.rag_ingested("inline", len(files), job.chunks, ok=True)
-        async with app[DB].read() as session:
-            done = await rag_files.get_files(session, rag_id=rag.id, file_ids=[f.id for f in files])
-        return [done[f.id] for f in files if f.id in done]  # a file deleted meanwhile is gone
+        return [file for file in done if file is not None]  # a file deleted meanwhile is gone
     metrics.rag_backlog(len(pending))
     for one in pending:  # each file on its own, so that one failure fails only its file
         task = asyncio.create_task(_Job(app, index, embedder, rag.id, [one]).run_in_background())
@@ -123,18 +121,22 @@ class _Job:
     def chunks(self) -> int:
         return sum(len(chunks) for _, chunks in self.files)
 
-    async def run(self) -> None:
+    async def run(self) -> list[rag_files.RagFile | None]:
+        """The files as stored (None for one deleted or replaced meanwhile)."""
         vectors = await self.embedder.passages([c.text for _, chunks in self.files for c in chunks])
-        await self.app[WRITES].run(functools.partial(self._store, vectors=vectors))
+        return await self.app[WRITES].run(functools.partial(self._store, vectors=vectors))
 
-    async def _store(self, session: AsyncSession, *, vectors: list[list[float]]) -> None:
-        start = 0
+    async def _store(self, session: AsyncSession, *, vectors: list[list[float]]) -> list[rag_files.RagFile | None]:
+        stored, start = [], 0
         for file_id, chunks in self.files:
             mine = vectors[start : start + len(chunks)]
             start += len(chunks)
-            await rag_files.complete(
-                session, self.index, rag_id=self.rag_id, file_id=file_id, chunks=chunks, vectors=mine
+            stored.append(
+                await rag_files.complete(
+                    session, self.index, rag_id=self.rag_id, file_id=file_id, chunks=chunks, vectors=mine
+                )
             )
+        return stored
 
     async def run_in_background(self) -> None:
         """`run`, with the files marked failed (and why) instead of an error to raise."""
