@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.rag.writes import CombinedWrites
 from server.errors import InvalidArgument
-from server.store.db import Database
+from server.store.db import Database, transaction_memo
 
 
 @pytest.fixture
@@ -110,3 +110,17 @@ async def test_a_queued_write_of_a_caller_that_went_away_never_runs(db: Database
     with pytest.raises(asyncio.CancelledError):
         await queued
     assert await names(db) == {"first"}
+
+
+async def test_a_transaction_memo_lives_as_long_as_its_transaction(db: Database) -> None:
+    """What the shared transactions learn once (a tenant's locked quota row, a RAG's pinned vector size)."""
+    async with db.transaction() as session:
+        transaction_memo(session, "m")["k"] = 1
+        assert transaction_memo(session, "m") == {"k": 1} and transaction_memo(session, "other") == {}
+    async with db.transaction() as session:
+        assert transaction_memo(session, "m") == {}
+    async with db._sessions() as session:  # one session, two transactions in turn
+        async with session.begin():
+            transaction_memo(session, "m")["k"] = 1
+        async with session.begin():
+            assert transaction_memo(session, "m") == {}
