@@ -70,7 +70,7 @@ async def _own_throughput(http: aiohttp.ClientSession, embed_url: str, texts: in
     return (-(-texts // 32) * 32) / (time.perf_counter() - started)
 
 
-async def _ingest(http: aiohttp.ClientSession, rag_url: str, run: int) -> tuple[float, int]:
+async def _ingest(http: aiohttp.ClientSession, rag_url: str, run: str, files: int = FILES) -> tuple[float, int]:
     slots = asyncio.Semaphore(CONCURRENCY)
     chunks = 0
 
@@ -86,7 +86,7 @@ async def _ingest(http: aiohttp.ClientSession, rag_url: str, run: int) -> tuple[
                 chunks += sum(f["chunk_count"] for f in body["data"])
 
     started = time.perf_counter()
-    await asyncio.gather(*(upload(n) for n in range(FILES)))
+    await asyncio.gather(*(upload(n) for n in range(files)))
     return chunks / (time.perf_counter() - started), chunks
 
 
@@ -113,8 +113,9 @@ async def _compare(
     http: aiohttp.ClientSession, model: _SerialModel, embed_url: str, rag_url: str, *, run: int, group: int
 ) -> None:
     own = await _own_throughput(http, embed_url, FILES)
+    await _ingest(http, rag_url, f"warm-up {run}", files=2 * CONCURRENCY)  # the tokenizer's load, first statements
     calls, cpu = model.calls, cpu_seconds(group=group)
-    ingest, chunks = await _ingest(http, rag_url, run)
+    ingest, chunks = await _ingest(http, rag_url, str(run))
     calls, cpu = model.calls - calls, cpu_seconds(group=group) - cpu
     per_chunk = cpu / chunks
     print(f"model at {model.per_text * 1000:.0f} ms a text + {CALL * 1000:.0f} ms a call:")
