@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -12,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from server.launch import start_management
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
 
-__all__ = ["Measurement", "gateway_env", "measure", "print_table", "running_server"]
+__all__ = ["Measurement", "cpu_seconds", "gateway_env", "gateway_process", "measure", "print_table", "running_server"]
 
 
 @dataclass
@@ -104,3 +108,55 @@ async def running_server() -> AsyncIterator[tuple[str, int, Settings]]:
         yield f"http://127.0.0.1:{server.listener_port}", server.listener_port, settings
     finally:
         await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def gateway_process(env: dict[str, str]) -> AsyncIterator[tuple[str, int]]:
+    """`python -m gateway` with the environment `env`; yields its base URL once /readyz answers, and its process id
+    (the group of its workers)."""
+    out = Path(tempfile.mkdtemp(prefix="switchboard-bench-gw-")) / "stdout.log"
+    with out.open("wb") as stdout:
+        proc = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "gateway"),
+            env=env,
+            stdout=stdout,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: `cpu_seconds(group=pid)` counts it and its workers
+        )
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(600):
+                match = re.search(r"http://([\d.]+):(\d+)/v1", out.read_text(errors="replace"))
+                if match:
+                    url = f"http://{match[1]}:{match[2]}"
+                    with contextlib.suppress(aiohttp.ClientError):
+                        async with http.get(f"{url}/readyz") as resp:
+                            if resp.status == 200:
+                                break
+                await asyncio.sleep(0.1)
+            else:
+                raise RuntimeError("the gateway did not become ready")
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(*, pid: int = 0, group: int = 0) -> float:
+    """User + system CPU seconds of process `pid`, or of every process in process group `group`."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or (pid and int(entry) != pid):
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        if group and int(fields[2]) != group:  # fields after the command: state, ppid, pgrp, ...
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / _TICKS

@@ -12,18 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
-import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from bench._backends import backends, using
-from bench.common import running_server
+from bench.common import gateway_process, running_server
 from server.tokens import PLATFORM_ROLES, mint_token
 
 REVOCATIONS = 50
@@ -32,33 +27,6 @@ POLL_SECONDS = 0.005
 TTL = "60"
 TENANTS = "platform.tenants.v1.TenantService"
 KEYS = "platform.tenants.v1.ApiKeyService"
-
-
-@contextlib.asynccontextmanager
-async def _gateway(env: dict[str, str]) -> AsyncIterator[str]:
-    """One gateway replica with a single worker (one cache); yields its base URL once /readyz answers."""
-    out = Path(tempfile.mkdtemp(prefix="switchboard-bench-gw-")) / "stdout.log"
-    with out.open("wb") as stdout:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway", env=env, stdout=stdout, stderr=asyncio.subprocess.DEVNULL
-        )
-    try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(600):
-                match = re.search(r"http://([\d.]+):(\d+)/v1", out.read_text(errors="replace"))
-                if match:
-                    url = f"http://{match[1]}:{match[2]}"
-                    with contextlib.suppress(aiohttp.ClientError):
-                        async with http.get(f"{url}/readyz") as resp:
-                            if resp.status == 200:
-                                break
-                await asyncio.sleep(0.1)
-            else:
-                raise RuntimeError("a gateway replica did not become ready")
-        yield url
-    finally:
-        proc.terminate()
-        await proc.wait()
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -77,7 +45,7 @@ async def _run() -> None:
             "SWITCHBOARD_GATEWAY_PORT": "0",
             "SWITCHBOARD_GATEWAY_WORKERS": "1",
         }
-        gateways = [await stack.enter_async_context(_gateway(env)) for _ in range(REPLICAS)]
+        gateways = [(await stack.enter_async_context(gateway_process(env)))[0] for _ in range(REPLICAS)]
         admin = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
         user = mint_token(settings, user_id="bench-user")
         async with aiohttp.ClientSession() as http:

@@ -336,8 +336,11 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}"
 
 
-async def _rag_and_key(base_url: str, settings: Settings, embedder_url: str) -> tuple[str, str]:
-    """A tenant RAG on the stand-in embedder and a service-account key granted it, through the management API."""
+async def _rag_and_key(
+    base_url: str, settings: Settings, embedder_url: str, deployment: dict[str, Any] | None = None
+) -> tuple[str, str]:
+    """A tenant RAG on the embedder at `embedder_url` (more of its deployment's fields in `deployment`) and a
+    service-account key granted it, through the management API."""
     token = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
     async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
 
@@ -347,13 +350,14 @@ async def _rag_and_key(base_url: str, settings: Settings, embedder_url: str) -> 
                 assert resp.status == 200, payload
                 return payload
 
-        deployment = {
+        model = {
             "name": "bench-e5",
             "publicModelId": "bench/embedder",
             "endpointUrl": f"{embedder_url}/v1",
             "capabilities": {"taskType": "TASK_TYPE_EMBEDDING"},
+            **(deployment or {}),
         }
-        await call("modelmanager.v1.ModelDeploymentService/CreateModelDeployment", {"modelDeployment": deployment})
+        await call("modelmanager.v1.ModelDeploymentService/CreateModelDeployment", {"modelDeployment": model})
         sharing = {"name": "bench-e5", "sharing": {"shareToAll": True}}
         await call("modelmanager.v1.ModelDeploymentService/UpdateModelDeploymentSharing", sharing)
         tenant = (await call("tenants.v1.TenantService/CreateTenant", {"name": "bench"}))["tenant"]["id"]

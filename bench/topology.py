@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 
 import aiohttp
 
-from bench.common import measure
+from bench.common import cpu_seconds, measure
 from tests.fleet import MODEL, Fleet, pg_unreachable, redis_unreachable, running_fleet
 
 CONCURRENCY = 32
@@ -42,26 +42,6 @@ wrk.body = '%s'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %s"
 """
-
-
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(*, pid: int = 0, group: int = 0) -> float:
-    """User + system CPU seconds of process `pid`, or of every process in process group `group`."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or (pid and int(entry) != pid):
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # exited meanwhile
-        if group and int(fields[2]) != group:  # fields after the command: state, ppid, pgrp, ...
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / _TICKS
 
 
 async def _wrk(url: str, secret: str) -> float:
@@ -110,12 +90,12 @@ async def _rps(
             if counted:
                 assert cpu is not None
                 envoy, gateway = cpu[0].envoy_pid, cpu[0].gateways[0].proc.pid  # type: ignore[union-attr]
-                before = (_cpu_seconds(pid=envoy), _cpu_seconds(group=gateway), time.monotonic())
+                before = (cpu_seconds(pid=envoy), cpu_seconds(group=gateway), time.monotonic())
             rps = await load(f"{base}/v1/chat/completions", secret)
             runs[name].append(rps)
             if counted:
-                envoy_cpu += _cpu_seconds(pid=envoy) - before[0]
-                gateway_cpu += _cpu_seconds(group=gateway) - before[1]
+                envoy_cpu += cpu_seconds(pid=envoy) - before[0]
+                gateway_cpu += cpu_seconds(group=gateway) - before[1]
                 served += rps * (time.monotonic() - before[2])
     per_request = (envoy_cpu / served, gateway_cpu / served) if served else (0.0, 0.0)
     return {name: statistics.median(values) for name, values in runs.items()}, per_request

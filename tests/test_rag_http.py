@@ -21,6 +21,7 @@ from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_pr
 from tests.rag_documents import docx, pdf
 from tests.rag_helpers import DEPLOYMENTS, QUOTAS, RAGS
 from tests.rag_http import RagWorld, call, multipart, personal_all_key, register_e5
+from tests.serving import until
 from tests.world import make_world, must
 
 _WORLDS: dict[str, RagWorld] = {}
@@ -377,7 +378,11 @@ async def test_permission_matrix_for_every_rag_surface(rw: RagWorld) -> None:
     # Sharing the RAG with the tenant lets the Member's all-resources key in.
     update = {"rag": {"id": rag["id"], "sharing": {"shareToAll": True}}}
     must(await rw.connect.call(f"{RAGS}/UpdateRag", update, token=rw.world.tokens["editor"]))
-    assert (await call("GET", url(rw, rag, "/files"), rw.keys["member"])).status == 200
+
+    async def member_let_in() -> bool:  # the gateway's access cache follows within its bound (1 s in tests)
+        return (await call("GET", url(rw, rag, "/files"), rw.keys["member"])).status == 200
+
+    await until(member_let_in)
 
 
 async def _set_quota(rw: RagWorld, server: Server, rag: dict[str, Any], quota: str) -> None:

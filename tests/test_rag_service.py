@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from server.domain import rags
 from server.errors import FailedPrecondition
+from server.invalidation import Topic
 from server.store.db import Database as Db
 from server.store.models import ResourceRow
 from tests.clients import Caller, ConnectJsonCaller
@@ -310,10 +311,14 @@ async def test_vector_size_is_pinned_by_the_first_embedding(
     connect: ConnectJsonCaller, world: World, embedder: str, db: Db
 ) -> None:
     rag = await new_rag(connect, world.tokens["editor"], world.tenant_id, embedder)
+    dropped: list[tuple[str, ...]] = []
+    db.invalidations.on(Topic.ACCESS, dropped.append)
     async with db.transaction() as session:
         await rags.pin_embedding_dimensions(session, rag_id=rag["id"], dimensions=384)
+    assert dropped == [()]  # the RAG's settings changed: the access caches holding them are dropped
     async with db.transaction() as session:
         await rags.pin_embedding_dimensions(session, rag_id=rag["id"], dimensions=384)
+    assert dropped == [()]  # every later file's embedding leaves them be (it changed nothing)
     with pytest.raises(FailedPrecondition):
         async with db.transaction() as session:
             await rags.pin_embedding_dimensions(session, rag_id=rag["id"], dimensions=768)

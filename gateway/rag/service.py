@@ -25,14 +25,15 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway import metrics
-from gateway.context import DB, METER, PRINCIPAL, SETTINGS
+from gateway.context import ACCESS, DB, METER, PRINCIPAL, SETTINGS
 from gateway.rag.embedder import BATCHERS, GatewayEmbedder, new_batchers
+from gateway.rag.writes import CombinedWrites
 from server.domain import rag_files, rags
 from server.domain.rag_chunking import Chunk, e5_token_counter
 from server.domain.rag_filters import MetadataCondition
 from server.errors import NotFound, SwitchboardError
 from server.metering import CallKind, UsageEvent
-from server.permissions import ResourceKind, ResourceRef, can_invoke
+from server.permissions import ResourceKind
 from server.store.rag_index import ChunkHit, ChunkIndex, SearchWeights, chunk_index_for, search
 
 __all__ = ["TASKS", "authorize", "background_tasks", "context", "index_of", "ingest", "meter_context"]
@@ -46,6 +47,7 @@ class _Tasks:
 
 
 TASKS = web.AppKey("rag_tasks", _Tasks)
+WRITES = web.AppKey("rag_writes", CombinedWrites)  # every upload's registration and chunks (gateway.rag.writes)
 _INTERRUPTED = "processing was interrupted by a gateway shutdown; upload the file again"
 
 
@@ -53,6 +55,7 @@ async def background_tasks(app: web.Application) -> AsyncIterator[None]:
     """cleanup_ctx: the in-process queue; on shutdown running tasks are cancelled and their files marked failed."""
     app[TASKS] = _Tasks()
     app[BATCHERS] = new_batchers()
+    app[WRITES] = CombinedWrites(app[DB])
     yield
     tasks = list(app[TASKS].running)
     for task in tasks:
@@ -65,18 +68,17 @@ async def index_of(app: web.Application) -> ChunkIndex:
 
 
 async def authorize(request: web.Request, rag_id: str | None = None, *, delegated: bool = False) -> rags.Rag:
-    """The RAG (by default the one in the URL) if the caller may invoke it; `delegated` skips the caller's check for
-    a RAG used on a preset agent's authority (see gateway.responses.rag_tools)."""
+    """The RAG (by default the one in the URL) if the caller may invoke it, from the gateway's access cache
+    (gateway.access: as fresh as model decisions); `delegated` skips the caller's check for a RAG used on a preset
+    agent's authority (see gateway.responses.rag_tools)."""
     rag_id = rag_id or request.match_info["rag_id"]
-    async with request.app[DB].read() as session:
-        if not delegated and not await can_invoke(session, request[PRINCIPAL], ResourceRef(ResourceKind.RAG, rag_id)):
-            raise NotFound(f"RAG {rag_id!r} does not exist or you do not have access to it", field="rag_id")
-        return await rags.load(session, rag_id)
+    return await request.app[ACCESS].rag(None if delegated else request[PRINCIPAL], rag_id)
 
 
 async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_files.Upload]) -> list[rag_files.RagFile]:
     """Parse and chunk every upload first (any refusal stores nothing), then register them all in one
-    transaction, then embed: inline when small, else in the background."""
+    transaction (shared with concurrent uploads': gateway.rag.writes), then embed: inline when small, else in the
+    background."""
     app = request.app
     settings = app[SETTINGS]
     loop = asyncio.get_running_loop()
@@ -84,22 +86,19 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     prepare = functools.partial(rag_files.prepare, rag=rag, max_bytes=settings.rag_max_file_bytes, count_tokens=counter)
     prepared = [await loop.run_in_executor(None, prepare, upload) for upload in uploads]
     index = await index_of(app)
-    async with app[DB].transaction() as session:
-        files = await rag_files.register_all(session, index, rag.id, prepared)
+    files = await app[WRITES].run(lambda session: rag_files.register_all(session, index, rag.id, prepared))
     embedder = GatewayEmbedder(app, rag, request[PRINCIPAL])
     pending = [(file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)]
     if sum(p.stored_bytes for p in prepared) <= settings.rag_inline_bytes:  # the text to embed, not the upload
         job = _Job(app, index, embedder, rag.id, pending)
-        try:  # one embedding batch and one transaction for the whole request
-            await job.run()
+        try:  # its chunks share embedding calls and a transaction with concurrent uploads'
+            done = await job.run()
         except BaseException:
             metrics.rag_ingested("inline", len(files), 0, ok=False)
             await _forget(app, index, rag.id, [f.id for f in files])
             raise
         metrics.rag_ingested("inline", len(files), job.chunks, ok=True)
-        async with app[DB].read() as session:
-            done = await rag_files.get_files(session, rag_id=rag.id, file_ids=[f.id for f in files])
-        return [done[f.id] for f in files if f.id in done]  # a file deleted meanwhile is gone
+        return [file for file in done if file is not None]  # a file deleted meanwhile is gone
     metrics.rag_backlog(len(pending))
     for one in pending:  # each file on its own, so that one failure fails only its file
         task = asyncio.create_task(_Job(app, index, embedder, rag.id, [one]).run_in_background())
@@ -122,16 +121,22 @@ class _Job:
     def chunks(self) -> int:
         return sum(len(chunks) for _, chunks in self.files)
 
-    async def run(self) -> None:
+    async def run(self) -> list[rag_files.RagFile | None]:
+        """The files as stored (None for one deleted or replaced meanwhile)."""
         vectors = await self.embedder.passages([c.text for _, chunks in self.files for c in chunks])
-        async with self.app[DB].transaction() as session:
-            start = 0
-            for file_id, chunks in self.files:
-                mine = vectors[start : start + len(chunks)]
-                start += len(chunks)
+        return await self.app[WRITES].run(functools.partial(self._store, vectors=vectors))
+
+    async def _store(self, session: AsyncSession, *, vectors: list[list[float]]) -> list[rag_files.RagFile | None]:
+        stored, start = [], 0
+        for file_id, chunks in self.files:
+            mine = vectors[start : start + len(chunks)]
+            start += len(chunks)
+            stored.append(
                 await rag_files.complete(
                     session, self.index, rag_id=self.rag_id, file_id=file_id, chunks=chunks, vectors=mine
                 )
+            )
+        return stored
 
     async def run_in_background(self) -> None:
         """`run`, with the files marked failed (and why) instead of an error to raise."""

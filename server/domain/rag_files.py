@@ -232,20 +232,22 @@ async def complete(
     file_id: str,
     chunks: Sequence[Chunk],
     vectors: Sequence[Sequence[float]],
-) -> None:
-    """Store the chunks with their vectors and mark the file ready (one transaction: the caller's)."""
+) -> RagFile | None:
+    """Store the chunks with their vectors and mark the file ready (one transaction: the caller's); the file as it
+    is then, or None when it was deleted or replaced meanwhile."""
     if len(vectors) != len(chunks) or not vectors:
         raise ValueError("one vector per chunk")
     await rags.pin_embedding_dimensions(session, rag_id=rag_id, dimensions=len(vectors[0]))
     row = await session.get(RagFileRow, file_id, with_for_update=True)
     if row is None or row.status != PROCESSING:
-        return  # deleted or replaced while it was being embedded
+        return None  # deleted or replaced while it was being embedded
     inputs = [
         ChunkInput(text=c.text, token_count=c.token_count, vector=v) for c, v in zip(chunks, vectors, strict=True)
     ]
     await index.add(session, rag_id=rag_id, file_id=file_id, chunks=inputs)
     row.status = READY
     row.updated_at = utcnow()
+    return _build(row)
 
 
 async def fail(session: AsyncSession, *, file_id: str, reason: str) -> None:

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.errors import InvalidArgument, NotFound, QuotaExceeded
 from server.invalidation import QUIET
-from server.store.db import insert_ignoring_duplicates
+from server.store.db import insert_ignoring_duplicates, transaction_memo
 from server.store.models import RagDeploymentRow, RagTenantQuotaRow, utcnow
 
 __all__ = ["release_storage", "reserve_storage"]
@@ -48,6 +48,16 @@ def _fits(nbytes: int, default_quota: int | None) -> ColumnElement[bool]:
 
 
 async def _lock_tenant(session: AsyncSession, tenant_id: str) -> RagTenantQuotaRow:
+    """The tenant's quota row, locked until the transaction ends: taken once per transaction, since the lock and the
+    row's limits hold until then."""
+    locked = transaction_memo(session, "rag_locked_tenants")
+    if tenant_id not in locked:
+        locked[tenant_id] = await _take_tenant_lock(session, tenant_id)
+    row: RagTenantQuotaRow = locked[tenant_id]
+    return row
+
+
+async def _take_tenant_lock(session: AsyncSession, tenant_id: str) -> RagTenantQuotaRow:
     await insert_ignoring_duplicates(session, RagTenantQuotaRow, {"tenant_id": tenant_id, "updated_at": utcnow()})
     row = await session.scalar(
         select(RagTenantQuotaRow)
@@ -68,7 +78,10 @@ async def reserve_storage(session: AsyncSession, *, rag_id: str, nbytes: int) ->
     """Account nbytes more to the RAG, or refuse with QuotaExceeded (see the module docstring)."""
     if nbytes < 0:
         raise InvalidArgument("nbytes must not be negative", field="nbytes")
-    tenant_id = (await session.execute(select(Rag.tenant_id).where(Rag.id == rag_id))).one_or_none()
+    tenants = transaction_memo(session, "rag_tenants")  # a RAG's tenant never changes; its row is kept to the end
+    if rag_id not in tenants:
+        tenants[rag_id] = (await session.execute(select(Rag.tenant_id).where(Rag.id == rag_id))).one_or_none()
+    tenant_id = tenants[rag_id]
     if tenant_id is None:
         raise NotFound(f"RAG {rag_id!r} not found", field="id")
     default_quota: int | None = None

@@ -34,7 +34,7 @@ from server.domain.principal import Principal
 from server.domain.validation import require_name, require_nonempty, validate_resource_name
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
-from server.store.db import integrity_as, new_id
+from server.store.db import integrity_as, new_id, transaction_memo
 from server.store.keyset import Window
 from server.store.models import RagDeploymentRow, utcnow
 from server.store.rag_index import ChunkIndex
@@ -341,23 +341,33 @@ async def list_readable(
     return [_build(row, owners[row.id].sharing) for row in rows]
 
 
+_PINNED = select(RagDeploymentRow.embedding_dimensions)
+
+
 async def pin_embedding_dimensions(session: AsyncSession, *, rag_id: str, dimensions: int) -> None:
     """Pin the RAG's vector size at its first embedding; afterwards only the same size is accepted.
 
-    One conditional UPDATE, so two first embeddings racing cannot pin two sizes. A different size (the model behind
-    the publicModelId changed) is refused with failed_precondition before anything is stored.
+    One conditional UPDATE (when nothing is pinned yet), so two first embeddings racing cannot pin two sizes. A
+    different size (the model behind the publicModelId changed) is refused with failed_precondition before anything
+    is stored.
     """
     if dimensions <= 0:
         raise InvalidArgument("embedding dimensions must be positive", field="embedding_dimensions")
-    await session.execute(
-        sql_update(RagDeploymentRow)
-        .where(RagDeploymentRow.id == rag_id, RagDeploymentRow.embedding_dimensions.is_(None))
-        .values(embedding_dimensions=dimensions)
-        .execution_options(synchronize_session=False)
-    )
-    pinned = await session.scalar(select(RagDeploymentRow.embedding_dimensions).where(RagDeploymentRow.id == rag_id))
+    known = transaction_memo(session, "rag_pinned_dimensions")  # pinned once, a size never changes
+    pinned = known.get(rag_id) or await session.scalar(_PINNED.where(RagDeploymentRow.id == rag_id))
+    if pinned is None:
+        # Only the first embedding writes: an UPDATE of the RAG's row drops every process's access caches (RAG
+        # settings are in them, server.invalidation), which once per stored file emptied them all during an ingest.
+        await session.execute(
+            sql_update(RagDeploymentRow)
+            .where(RagDeploymentRow.id == rag_id, RagDeploymentRow.embedding_dimensions.is_(None))
+            .values(embedding_dimensions=dimensions)
+            .execution_options(synchronize_session=False)
+        )
+        pinned = await session.scalar(_PINNED.where(RagDeploymentRow.id == rag_id))
     if pinned is None:
         raise NotFound(f"RAG {rag_id!r} not found", field="id")
+    known[rag_id] = pinned
     if pinned != dimensions:
         raise FailedPrecondition(
             f"the embedding model returned {dimensions}-dimensional vectors but this RAG is pinned to {pinned}",

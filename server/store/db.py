@@ -41,6 +41,7 @@ __all__ = [
     "lone_rows",
     "lone_value",
     "new_id",
+    "transaction_memo",
 ]
 
 
@@ -56,6 +57,20 @@ async def insert_ignoring_duplicates(session: AsyncSession, table: type[Any], va
     dialect = session.get_bind().dialect.name
     insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
     await session.execute(insert(table).values(**values).on_conflict_do_nothing())
+
+
+def transaction_memo(session: AsyncSession, name: str) -> dict[Any, Any]:
+    """A dict named `name` that lives as long as the session's current transaction: for what a transaction need
+    learn or lock only once however many writes it carries (the gateway stores concurrent uploads in one)."""
+    transaction = session.sync_session.get_transaction()
+    memos: dict[str, tuple[Any, dict[Any, Any]]] = session.info.setdefault(_MEMOS, {})
+    held = memos.get(name)
+    if held is None or held[0] is not transaction:
+        held = memos[name] = (transaction, {})
+    return held[1]
+
+
+_MEMOS = "switchboard_transaction_memos"  # session.info: name -> (the transaction, its memo)
 
 
 def new_id(prefix: str) -> str:
