@@ -165,15 +165,26 @@ class Source:
         requests = func.count() if raw else func.sum(t.requests)
         errors = func.sum(case((t.status >= 400, 1), else_=0)) if raw else func.sum(t.errors)
         # Input tokens are what was sent to a model: a prompt, texts to embed, a query and documents to rerank.
+        inputs = t.prompt_tokens + t.embedding_tokens + t.rerank_tokens
         self.sums: tuple[ColumnElement[Any], ...] = (
             requests,
             errors,
-            func.sum(t.prompt_tokens + t.embedding_tokens + t.rerank_tokens),
+            func.sum(inputs),
             func.sum(t.completion_tokens),
             func.sum(t.total_tokens),
         )
         self.tokens = self.sums[4]
         self.requests = requests
+        # A rollup row's own figures, in the order of `sums`.
+        self.values: tuple[ColumnElement[Any], ...] = (
+            () if raw else (t.requests, t.errors, inputs, t.completion_tokens, t.total_tokens)
+        )
+
+    def one_row_each(self, group: GroupBy, *, tenant_fixed: bool) -> bool:
+        """Whether a bucket of each group of `group` is one row of this rollup: its rows are one per tenant, grain,
+        bucket and value of its dimensions, so when the grouping (with the tenant) names all of those."""
+        grouped = {_GROUP_COLUMNS[group]} if group in _GROUP_COLUMNS else set()
+        return not self.raw and self.dimensions | {"tenant_id"} <= grouped | ({"tenant_id"} if tenant_fixed else set())
 
     def column(self, name: str) -> Any:
         return getattr(self.table, name)

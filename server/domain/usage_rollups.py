@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, literal, select, union_all
+from sqlalchemy import ColumnElement, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain._usage_ranking import ranked
@@ -180,13 +180,23 @@ class _Range:
 
 
 async def _points(
-    session: AsyncSession, source: Source, where: list[ColumnElement[bool]], span: _Range, column: Any
+    session: AsyncSession,
+    reach: UsageReach,
+    planned_read: tuple[Source, list[ColumnElement[bool]]],
+    span: _Range,
+    group: GroupBy,
 ) -> dict[Any, list[list[int]]]:
-    """Zero-filled columns per value of `column`."""
+    """Zero-filled columns per group. Where each group's bucket is one rollup row, the rows are read as they are:
+    summing 7,200 one-row groups (a month of hours of ten keys) cost PostgreSQL several times reading them."""
+    source, where = planned_read
+    column = group_column(source, group)
     bucket = source.bucket(session, span.grain)
-    in_range = [*where, source.between(span.grain, span.first, span.last)]
     index = (bucket - span.first) // span.grain
-    stmt = select(index, column, *source.sums).where(*in_range).group_by(index, column)
+    stmt = select(index, column).where(*where, source.between(span.grain, span.first, span.last))
+    if source.one_row_each(group, tenant_fixed=reach.tenant_id is not None):
+        stmt = stmt.add_columns(*source.values)
+    else:
+        stmt = stmt.add_columns(*source.sums).group_by(index, column)
     found = grouped_columns(await session.execute(stmt), span.count, keys=1)
     return {key[0]: columns for key, columns in found.items()}
 
@@ -201,27 +211,26 @@ async def _top_series(
     if not tops:
         return []
     column = group_column(source, group)
-    found = await _points(session, source, [*where, column.in_(tops)], span, column)
+    found = await _points(session, reach, (source, [*where, column.in_(tops)]), span, group)
     names = await _names(session, group, tops)
     return [Series(_group(group, value, names), found.get(value) or span.zeros()) for value in tops]
 
 
 async def usage_series(session: AsyncSession, reach: UsageReach, request: UsageRequest) -> SeriesAnswer:
-    """Grouped by model, key or tenant, three statements: the ranking (the range's day rows and ragged-end hour
-    rows), the top groups' points (found by the groups' ids), and the points of everything counted, from the
+    """Grouped by model, key or tenant, three statements and the ranking's (server.domain._usage_ranking): the
+    ranking, the top groups' points (found by the groups' ids), and the points of everything counted, from the
     cheapest rollup; `other` is everything minus the top groups. Ungrouped or by kind, one statement."""
     group = _group_of(request.group_by, series=True)
     grain = request.grain
     if grain not in _MAX_BUCKETS:
         raise InvalidArgument("bucket is not a known bucket width", field="bucket")
     span = _Range(*_aligned(request.start, request.end, grain, most_seconds=grain * _MAX_BUCKETS[grain]), grain)
-    everything, where = planned(reach, request.filter, GroupBy.NONE)
-    whole = Series(Group(), (await _points(session, everything, where, span, literal(""))).get("") or span.zeros())
+    everything = planned(reach, request.filter, GroupBy.NONE)
+    whole = Series(Group(), (await _points(session, reach, everything, span, GroupBy.NONE)).get("") or span.zeros())
     if group == GroupBy.NONE:
         series = [whole]
     elif group == GroupBy.CALL_KIND:
-        kinds, by_kind = planned(reach, request.filter, group)
-        found = await _points(session, kinds, by_kind, span, group_column(kinds, group))
+        found = await _points(session, reach, planned(reach, request.filter, group), span, group)
         series = [Series(_group(group, value, {}), columns) for value, columns in found.items()]
     else:
         series = await _top_series(session, reach, request, group, span)
