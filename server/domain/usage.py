@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import BigInteger, ColumnElement, Integer, and_, case, cast, extract, func, literal, select
@@ -255,16 +257,18 @@ def _totals(values: Sequence[Any]) -> TokenTotals:
 def grouped_columns(rows: Iterable[Sequence[Any]], count: int, *, keys: int) -> dict[tuple[Any, ...], list[list[int]]]:
     """Rows of (bucket index, `keys` group columns, figures...) as zero-filled columns per group (the tuple of its
     group columns): `columns[f][i]` is figure f of bucket i, 0 where no row said otherwise. Columns, not an object
-    per point: a month of hours grouped by key is 720 x 11 points, and an object each cost half the read's time."""
+    per point: a month of hours grouped by key is 720 x 11 points, and an object each cost half the read's time.
+    Each group's rows are transposed at C speed (zip), then placed: a row at a time cost as much as the query."""
+    key_of = itemgetter(*range(1, 1 + keys))
     found: dict[tuple[Any, ...], list[list[int]]] = {}
-    for row in rows:
-        key = tuple(row[1 : 1 + keys])
-        columns = found.get(key)
-        if columns is None:
-            columns = found[key] = [[0] * count for _ in range(len(row) - 1 - keys)]
-        i = int(row[0])
-        for f, value in enumerate(row[1 + keys :]):
-            columns[f][i] = int(value or 0)
+    for key, group in groupby(sorted(rows, key=key_of), key=key_of):
+        index, *transposed = zip(*group, strict=True)
+        columns = found[key if keys > 1 else (key,)] = []
+        for values in transposed[keys:]:
+            column = [0] * count
+            for i, value in zip(index, map(int, values), strict=True):  # PostgreSQL's sums arrive as Decimal
+                column[i] = value
+            columns.append(column)
     return found
 
 
