@@ -54,6 +54,7 @@ __all__ = [
     "choose_step",
     "epoch_seconds",
     "grouped_columns",
+    "placed",
     "target_call_series",
     "target_token_series",
     "token_series",
@@ -254,6 +255,17 @@ def _totals(values: Sequence[Any]) -> TokenTotals:
     return TokenTotals(*(int(v or 0) for v in values))
 
 
+def placed(index: Sequence[int], figures: Iterable[Sequence[Any]], count: int) -> list[list[int]]:
+    """Zero-filled columns of `count` buckets, one per figure: `figure[k]` lands in bucket `index[k]`."""
+    columns = []
+    for values in figures:
+        column = [0] * count
+        for i, value in zip(index, map(int, values), strict=True):  # PostgreSQL's sums arrive as Decimal
+            column[i] = value
+        columns.append(column)
+    return columns
+
+
 def grouped_columns(rows: Iterable[Sequence[Any]], count: int, *, keys: int) -> dict[tuple[Any, ...], list[list[int]]]:
     """Rows of (bucket index, `keys` group columns, figures...) as zero-filled columns per group (the tuple of its
     group columns): `columns[f][i]` is figure f of bucket i, 0 where no row said otherwise. Columns, not an object
@@ -263,12 +275,7 @@ def grouped_columns(rows: Iterable[Sequence[Any]], count: int, *, keys: int) -> 
     found: dict[tuple[Any, ...], list[list[int]]] = {}
     for key, group in groupby(sorted(rows, key=key_of), key=key_of):
         index, *transposed = zip(*group, strict=True)
-        columns = found[key if keys > 1 else (key,)] = []
-        for values in transposed[keys:]:
-            column = [0] * count
-            for i, value in zip(index, map(int, values), strict=True):  # PostgreSQL's sums arrive as Decimal
-                column[i] = value
-            columns.append(column)
+        found[key if keys > 1 else (key,)] = placed(index, transposed[keys:], count)
     return found
 
 

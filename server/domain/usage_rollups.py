@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, union_all
+from sqlalchemy import ColumnElement, func, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain._usage_ranking import ranked
@@ -38,7 +38,7 @@ from server.domain._usage_sources import (
     planned,
     totals_of,
 )
-from server.domain.usage import grouped_columns
+from server.domain.usage import grouped_columns, placed
 from server.errors import InvalidArgument
 from server.metering import CallKind
 from server.permissions import UsageReach
@@ -187,18 +187,25 @@ async def _points(
     group: GroupBy,
 ) -> dict[Any, list[list[int]]]:
     """Zero-filled columns per group. Where each group's bucket is one rollup row, the rows are read as they are:
-    summing 7,200 one-row groups (a month of hours of ten keys) cost PostgreSQL several times reading them."""
+    summing 7,200 one-row groups (a month of hours of ten keys) cost PostgreSQL several times reading them; and
+    PostgreSQL hands them over as one row of arrays per group, which costs this process a fraction of 7,200 rows.
+    Core statements (session.connection()): the ORM's result path cost as much again, for rows it does not map."""
     source, where = planned_read
     column = group_column(source, group)
-    bucket = source.bucket(session, span.grain)
-    index = (bucket - span.first) // span.grain
-    stmt = select(index, column).where(*where, source.between(span.grain, span.first, span.last))
-    if source.one_row_each(group, tenant_fixed=reach.tenant_id is not None):
-        stmt = stmt.add_columns(*source.values)
+    index = (source.bucket(session, span.grain) - span.first) // span.grain
+    where = [*where, source.between(span.grain, span.first, span.last)]
+    connection = await session.connection()
+    if not source.one_row_each(group, tenant_fixed=reach.tenant_id is not None):
+        stmt = select(index, column, *source.sums).where(*where).group_by(index, column)
+    elif connection.dialect.name == "postgresql":
+        # Every aggregate of a group is fed its rows in the same order, so the arrays line up.
+        arrays = select(column, *(func.array_agg(value) for value in (index, *source.values))).where(*where)
+        found = await connection.execute(arrays.group_by(column))
+        return {row[0]: placed(row[1], row[2:], span.count) for row in found}
     else:
-        stmt = stmt.add_columns(*source.sums).group_by(index, column)
-    found = grouped_columns(await session.execute(stmt), span.count, keys=1)
-    return {key[0]: columns for key, columns in found.items()}
+        stmt = select(index, column, *source.values).where(*where)
+    grouped = grouped_columns(await connection.execute(stmt), span.count, keys=1)
+    return {key[0]: columns for key, columns in grouped.items()}
 
 
 async def _top_series(
