@@ -318,6 +318,12 @@ async def test_who_reads_what(server: Server, connect: ConnectJsonCaller, usage:
     assert found[world.tenant_id] == _totals(mine)
     assert found[world.other_tenant_id] == _totals(e for e in events if e.tenant_id == world.other_tenant_id)
     assert all(r["group"]["displayName"] for r in tenants)
+    # Per tenant in days, each tenant's day is one rollup row: read as it is, summed the same.
+    by_tenant = {"groupBy": "GROUP_BY_TENANT", "bucket": "BUCKET_DAY", "limit": 50}
+    days = must(await _call(connect, "GetUsageSeries", server.admin_token, **window, **by_tenant))["series"]
+    per_day = {s["group"].get("id", ""): [int(v) for v in s["requests"]] for s in days}
+    starts = [start + timedelta(days=d) for d in range(3)]
+    assert per_day[world.tenant_id] == [len(_within(mine, d, d + timedelta(days=1))) for d in starts]
 
     # Tenant admins: their tenant; not another, and not every tenant.
     admin = world.tokens["admin"]
