@@ -24,7 +24,15 @@ from sqlalchemy import delete, func, select
 
 from server.metering import CallKind, Meter, UsageEvent
 from server.store.db import Database as Store
-from server.store.models import UsageEventRow, UsageKeyRollupRow, UsageModelRollupRow, UsageTenantRollupRow
+from server.store.models import (
+    USAGE_MONTH_GRAIN,
+    UsageApiKeyRollupRow,
+    UsageEventRow,
+    UsageKeyRollupRow,
+    UsageModelCallRollupRow,
+    UsageModelRollupRow,
+    UsageTenantRollupRow,
+)
 from tests.clients import ConnectJsonCaller, Result
 from tests.conftest import Database, Server
 from tests.world import World, make_world, must
@@ -250,15 +258,29 @@ async def test_rollups_follow_deleted_and_updated_raw_rows(
                 )
             )
         async with store.read() as s:
-            raw = (
-                await s.execute(
-                    select(func.count(), func.coalesce(func.sum(UsageEventRow.total_tokens), 0)).where(
-                        UsageEventRow.tenant_id == world.tenant_id
+
+            async def raw(*where: Any) -> tuple[int, int]:
+                found = (
+                    await s.execute(
+                        select(func.count(), func.coalesce(func.sum(UsageEventRow.total_tokens), 0)).where(
+                            UsageEventRow.tenant_id == world.tenant_id, *where
+                        )
                     )
-                )
-            ).one()
-            for table in (UsageTenantRollupRow, UsageModelRollupRow, UsageKeyRollupRow):
-                for grain in (3600, 86400):
+                ).one()
+                return int(found[0]), int(found[1])
+
+            every = await raw()
+            # usage_model_call_rollups counts only the calls grouped by model: model calls that named a model.
+            model_calls = await raw(UsageEventRow.call_kind.in_(MODEL_KINDS), UsageEventRow.model_id != "")
+            hour_day = (3600, 86400)
+            for table, grains, expected in (
+                (UsageTenantRollupRow, hour_day, every),
+                (UsageModelRollupRow, hour_day, every),
+                (UsageKeyRollupRow, hour_day, every),
+                (UsageApiKeyRollupRow, (*hour_day, USAGE_MONTH_GRAIN), every),
+                (UsageModelCallRollupRow, hour_day, model_calls),
+            ):
+                for grain in grains:
                     rolled = (
                         await s.execute(
                             select(func.sum(table.requests), func.sum(table.total_tokens)).where(
@@ -266,7 +288,7 @@ async def test_rollups_follow_deleted_and_updated_raw_rows(
                             )
                         )
                     ).one()
-                    assert tuple(int(v) for v in rolled) == tuple(int(v) for v in raw), (table, grain)
+                    assert tuple(int(v) for v in rolled) == expected, (table, grain)
     finally:
         await store.close()
     kept = [
@@ -296,6 +318,12 @@ async def test_who_reads_what(server: Server, connect: ConnectJsonCaller, usage:
     assert found[world.tenant_id] == _totals(mine)
     assert found[world.other_tenant_id] == _totals(e for e in events if e.tenant_id == world.other_tenant_id)
     assert all(r["group"]["displayName"] for r in tenants)
+    # Per tenant in days, each tenant's day is one rollup row: read as it is, summed the same.
+    by_tenant = {"groupBy": "GROUP_BY_TENANT", "bucket": "BUCKET_DAY", "limit": 50}
+    days = must(await _call(connect, "GetUsageSeries", server.admin_token, **window, **by_tenant))["series"]
+    per_day = {s["group"].get("id", ""): [int(v) for v in s["requests"]] for s in days}
+    starts = [start + timedelta(days=d) for d in range(3)]
+    assert per_day[world.tenant_id] == [len(_within(mine, d, d + timedelta(days=1))) for d in starts]
 
     # Tenant admins: their tenant; not another, and not every tenant.
     admin = world.tokens["admin"]

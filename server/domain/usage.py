@@ -18,10 +18,12 @@ model calls, the registered MCP server for tool calls, the RAG for retrievals (r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import BigInteger, ColumnElement, Integer, and_, case, cast, extract, func, literal, select
@@ -51,6 +53,8 @@ __all__ = [
     "call_count_series",
     "choose_step",
     "epoch_seconds",
+    "grouped_columns",
+    "placed",
     "target_call_series",
     "target_token_series",
     "token_series",
@@ -251,23 +255,47 @@ def _totals(values: Sequence[Any]) -> TokenTotals:
     return TokenTotals(*(int(v or 0) for v in values))
 
 
+def placed(index: Sequence[int], figures: Iterable[Sequence[Any]], count: int) -> list[list[int]]:
+    """Zero-filled columns of `count` buckets, one per figure: `figure[k]` lands in bucket `index[k]`."""
+    columns = []
+    for values in figures:
+        column = [0] * count
+        for i, value in zip(index, map(int, values), strict=True):  # PostgreSQL's sums arrive as Decimal
+            column[i] = value
+        columns.append(column)
+    return columns
+
+
+def grouped_columns(rows: Iterable[Sequence[Any]], count: int, *, keys: int) -> dict[tuple[Any, ...], list[list[int]]]:
+    """Rows of (bucket index, `keys` group columns, figures...) as zero-filled columns per group (the tuple of its
+    group columns): `columns[f][i]` is figure f of bucket i, 0 where no row said otherwise. Columns, not an object
+    per point: a month of hours grouped by key is 720 x 11 points, and an object each cost half the read's time.
+    Each group's rows are transposed at C speed (zip), then placed: a row at a time cost as much as the query."""
+    key_of = itemgetter(*range(1, 1 + keys))
+    found: dict[tuple[Any, ...], list[list[int]]] = {}
+    for key, group in groupby(sorted(rows, key=key_of), key=key_of):
+        index, *transposed = zip(*group, strict=True)
+        found[key if keys > 1 else (key,)] = placed(index, transposed[keys:], count)
+    return found
+
+
 def _zero_filled(
     buckets: list[Bucket],
-    found: dict[tuple[str, str], dict[int, T]],
-    empty: type[T],
+    found: dict[tuple[Any, ...], list[list[int]]],
+    point: Callable[..., T],
     *,
     grouped: bool,
     service_key: bool = False,
 ) -> list[Series[T]]:
     if not grouped and not found:
-        found = {("", ""): {}}  # an ungrouped read always answers one series, zeros included
+        found = {("", ""): []}  # an ungrouped read always answers one series, zeros included
     out = []
-    for (first, second), by_bucket in sorted(found.items()):
-        points = [(bucket, by_bucket.get(i) or empty()) for i, bucket in enumerate(buckets)]
+    for key, columns in sorted(found.items()):
+        points = [(bucket, point(*(column[i] for column in columns))) for i, bucket in enumerate(buckets)]
         if service_key:
-            out.append(Series[T](service=first, points=points))
+            out.append(Series[T](service=key[0], points=points))
         else:
-            out.append(Series[T](tenant_id=first, model_id=second, points=points))
+            out.append(Series[T](tenant_id=key[0], model_id=key[1], points=points))
     return out
 
 
@@ -299,9 +327,7 @@ async def token_series(
         .where(*_where(UsageEventRow.occurred_at, query.window, query.filters), *_model_calls(group))
         .group_by(index, tenant, model)
     )
-    found: dict[tuple[str, str], dict[int, TokenTotals]] = {}
-    for row in await session.execute(stmt):
-        found.setdefault((row[1], row[2]), {})[int(row[0])] = _totals(row[3:])
+    found = grouped_columns(await session.execute(stmt), len(buckets), keys=2)
     return seconds, _zero_filled(buckets, found, TokenTotals, grouped=group != GroupBy.NONE)
 
 
@@ -326,9 +352,7 @@ async def call_count_series(
         )
         .group_by(index, tenant, model)
     )
-    found: dict[tuple[str, str], dict[int, CallCounts]] = {}
-    for row in await session.execute(stmt):
-        found.setdefault((row[1], row[2]), {})[int(row[0])] = CallCounts(int(row[3]))
+    found = grouped_columns(await session.execute(stmt), len(buckets), keys=2)
     return seconds, _zero_filled(buckets, found, CallCounts, grouped=group != GroupBy.NONE)
 
 
@@ -378,10 +402,8 @@ async def traffic_series(
         .where(*_where(ApiTrafficRow.occurred_at, query.window))
         .group_by(index, ApiTrafficRow.service)
     )
-    found: dict[tuple[str, str], dict[int, TrafficTotals]] = {}
-    for row in await session.execute(stmt):
-        found.setdefault((row[1], ""), {})[int(row[0])] = TrafficTotals(*(int(v or 0) for v in row[2:]))
-    services = sorted(name for name, _ in found)
+    found = grouped_columns(await session.execute(stmt), len(buckets), keys=1)
+    services = sorted(name for (name,) in found)
     if query.service:
         found = {k: v for k, v in found.items() if k[0] == query.service}
     return seconds, _zero_filled(buckets, found, TrafficTotals, grouped=True, service_key=True), services

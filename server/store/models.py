@@ -319,6 +319,44 @@ class UsageKeyRollupRow(_UsageSums, Base):
     call_kind: Mapped[int] = mapped_column(Integer, primary_key=True)
 
 
+# The grain tag of calendar-month rows (a month's most seconds); their bucket is the month's first second (UTC).
+USAGE_MONTH_GRAIN = 31 * 86400
+
+
+class UsageApiKeyRollupRow(_UsageSums, Base):
+    """As UsageTenantRollupRow, per tenant and API key alone, in hours, days and UTC calendar months
+    (USAGE_MONTH_GRAIN; migration 0009): a key's month is one row, and the month rows are indexed by tokens, so the
+    top keys come from the heaviest keys of each month (server.domain._usage_ranking)."""
+
+    __tablename__ = "usage_api_key_rollups"
+    __table_args__ = (
+        Index(
+            "ix_usage_api_key_rollups_month_tokens",
+            "tenant_id",
+            "bucket",
+            "total_tokens",
+            postgresql_where=text(f"grain = {USAGE_MONTH_GRAIN}"),
+            sqlite_where=text(f"grain = {USAGE_MONTH_GRAIN}"),
+        ),
+    )
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    api_key_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+
+
+class UsageModelCallRollupRow(_UsageSums, Base):
+    """As UsageTenantRollupRow, per tenant and model, of the calls grouped by model only: model calls
+    (server.domain.usage.MODEL_CALL_KINDS) that named a model (migration 0009)."""
+
+    __tablename__ = "usage_model_call_rollups"
+    __table_args__ = (Index("ix_usage_model_call_rollups_time", "grain", "bucket"),)  # operators' reads
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grain: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    model_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+
+
 class ApiTrafficRow(Base):
     """The HTTP requests one service answered with one status in one second (`occurred_at`, a whole second), summed
     for GetPlatformApiTrafficSeries. Rows written before requests were counted per second hold one request each."""

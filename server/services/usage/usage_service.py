@@ -3,17 +3,20 @@ server.domain.usage_rollups."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from connectrpc.request import RequestContext
 from google.protobuf.timestamp_pb2 import Timestamp
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from gen.switchboard.usage.v1 import usage_service_pb2 as pb
 from gen.switchboard.usage.v1.usage_service_connect import UsageService
 from server import permissions
 from server.domain import usage_rollups as rollups
 from server.errors import InvalidArgument
+from server.permissions import UsageReach
 from server.services import Deps
 from server.services.context import current_principal
 from server.services.tenants.convert import timestamp
@@ -21,6 +24,8 @@ from server.services.tenants.convert import timestamp
 __all__ = ["UsageServiceHandler"]
 
 Ctx = RequestContext[Any, Any]
+_A = TypeVar("_A")
+_Read = Callable[[AsyncSession, UsageReach, rollups.UsageRequest], Awaitable[_A]]
 
 _GRAINS = {pb.BUCKET_UNSPECIFIED: rollups.HOUR, pb.BUCKET_HOUR: rollups.HOUR, pb.BUCKET_DAY: rollups.DAY}
 _BUCKETS = {rollups.HOUR: pb.BUCKET_HOUR, rollups.DAY: pb.BUCKET_DAY}
@@ -68,25 +73,30 @@ def _series(value: rollups.Series) -> pb.UsageSeries:
     )
 
 
+def _wanted(request: pb.GetUsageSeriesRequest | pb.ListTopUsageRequest, grain: int) -> rollups.UsageRequest:
+    return rollups.UsageRequest(
+        start=_time(request, "startTime", "start_time"),
+        end=_time(request, "endTime", "end_time"),
+        grain=grain,
+        group_by=int(request.group_by),
+        limit=request.limit,
+        filter=_filter(request.filter),
+    )
+
+
 class UsageServiceHandler(UsageService):
     def __init__(self, deps: Deps) -> None:
         self._db = deps.db
 
-    async def get_usage_series(self, request: pb.GetUsageSeriesRequest, ctx: Ctx) -> pb.GetUsageSeriesResponse:
-        grain = _GRAINS.get(request.bucket)
-        if grain is None:
-            raise InvalidArgument("bucket is not a known bucket width", field="bucket")
-        wanted = rollups.UsageRequest(
-            start=_time(request, "startTime", "start_time"),
-            end=_time(request, "endTime", "end_time"),
-            grain=grain,
-            group_by=int(request.group_by),
-            limit=request.limit,
-            filter=_filter(request.filter),
-        )
+    async def _answer(self, tenant_id: str, read: _Read[_A], wanted: rollups.UsageRequest) -> _A:
         async with self._db.read() as s:
-            reach = await permissions.usage_reach(s, current_principal(), request.tenant_id)
-            answer = await rollups.usage_series(s, reach, wanted)
+            reach = await permissions.usage_reach(s, current_principal(), tenant_id)
+            return await read(s, reach, wanted)
+
+    async def get_usage_series(self, request: pb.GetUsageSeriesRequest, ctx: Ctx) -> pb.GetUsageSeriesResponse:
+        # An unknown bucket becomes no width, which the domain refuses naming the field.
+        wanted = _wanted(request, _GRAINS.get(request.bucket, 0))
+        answer = await self._answer(request.tenant_id, rollups.usage_series, wanted)
         return pb.GetUsageSeriesResponse(
             start_time=timestamp(answer.start),
             end_time=timestamp(answer.end),
@@ -97,16 +107,7 @@ class UsageServiceHandler(UsageService):
         )
 
     async def list_top_usage(self, request: pb.ListTopUsageRequest, ctx: Ctx) -> pb.ListTopUsageResponse:
-        wanted = rollups.UsageRequest(
-            start=_time(request, "startTime", "start_time"),
-            end=_time(request, "endTime", "end_time"),
-            group_by=int(request.group_by),
-            limit=request.limit,
-            filter=_filter(request.filter),
-        )
-        async with self._db.read() as s:
-            reach = await permissions.usage_reach(s, current_principal(), request.tenant_id)
-            answer = await rollups.top_usage(s, reach, wanted)
+        answer = await self._answer(request.tenant_id, rollups.top_usage, _wanted(request, rollups.HOUR))
         return pb.ListTopUsageResponse(
             start_time=timestamp(answer.start),
             end_time=timestamp(answer.end),
