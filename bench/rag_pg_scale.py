@@ -251,7 +251,7 @@ async def _sizes(db: Database, index: PostgresChunkIndex, rag_id: str) -> None:
                 ("rag_term_stats", "rag_term_stats"),
                 ("rag_chunk_vectors (vectors, HNSW)", "rag_chunk_vectors"),
                 ("of which the HNSW graph", index.hnsw_name(rag_id, DIMS)),
-                ("baseline's GIN (not kept by the engine)", _GIN),
+                *([] if KEPT else [("baseline's GIN (not kept by the engine)", _GIN)]),
             )
         }
     for label, size in sizes.items():

@@ -22,7 +22,7 @@ from server.store.rag_index import ChunkInput, chunk_index_for, pg_lexical
 from server.store.rag_index.postgres import PostgresChunkIndex
 from tests.conftest import Database
 
-pytestmark = pytest.mark.parametrize("rag_database", ["postgresql", "pgvector"], indirect=True)
+on_postgresql = pytest.mark.parametrize("rag_database", ["postgresql", "pgvector"], indirect=True)
 
 VOCABULARY = [f"topic{i}" for i in range(200)]
 
@@ -97,6 +97,7 @@ async def _counted(session: AsyncSession, rag_id: str) -> tuple[dict[str, int], 
     return df, (chunks, lexemes) if chunks else (0, 0), sum(df.values())
 
 
+@on_postgresql
 async def test_the_triggers_keep_each_rags_statistics_exact(store: Store) -> None:
     rng = np.random.default_rng(1)
     one, other = await _new_rag(store), await _new_rag(store)
@@ -137,6 +138,7 @@ def _reference_bm25(chunks: dict[int, Counter[str]], terms: list[str], limit: in
     return sorted(scored, key=lambda pair: (-pair[1], pair[0]))[:limit]
 
 
+@on_postgresql
 async def test_the_ranking_is_bm25_whether_the_lists_are_read_in_one_pass_or_several(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,6 +178,7 @@ async def test_the_ranking_is_bm25_whether_the_lists_are_read_in_one_pass_or_sev
         assert not cut.exact and cut.depth == 4 and len(cut.candidates) == 1
 
 
+@on_postgresql
 async def test_chunks_written_before_the_triggers_are_backfilled(store: Store) -> None:
     rng = np.random.default_rng(3)
     rag_id = await _new_rag(store)
@@ -192,3 +195,17 @@ async def test_chunks_written_before_the_triggers_are_backfilled(store: Store) -
         assert kept[1][0] == 41 and kept == await _counted(session, rag_id)
         hits = await upgraded.lexical(session, rag_id=rag_id, query="zebra", limit=3, file_ids=None)
     assert len(hits) == 1
+
+
+def test_an_impact_bounds_the_live_weight_at_any_mean_length_and_is_tight_at_the_mean() -> None:
+    def weight(tf: int, dl: int, mean: float) -> float:
+        return tf / (tf + pg_lexical.K1 * (1 - pg_lexical.B + pg_lexical.B * dl / mean))
+
+    for mean in (8.0, 30.0, 60.0, pg_lexical.REF_LENGTH, 100.0, 500.0):
+        for tf in range(1, 30):
+            for dl in range(tf, 400, 3):
+                bound = pg_lexical.live_bound(weight(tf, dl, pg_lexical.REF_LENGTH), mean)
+                assert weight(tf, dl, mean) <= bound * (1 + 1e-12)
+        if mean <= pg_lexical.REF_LENGTH:  # tf 1 at any length: the bound is the live weight itself (ties prove)
+            tight = pg_lexical.live_bound(weight(1, 60, pg_lexical.REF_LENGTH), mean)
+            assert tight == pytest.approx(weight(1, 60, mean))

@@ -13,8 +13,8 @@ ranking never depends on another RAG's content (tests/test_rag_index.py).
 A query reads, per term, only the top `depth` postings of an index ordered by `impact`, completes the candidates'
 scores exactly (the other terms' tf), and ranks them by BM25 (k1 1.2, b 0.75, IDF ln(1 + (N - df + 0.5) /
 (df + 0.5)), lengths against the RAG's live mean). `impact` is a term's BM25 saturation at a fixed reference length
-(`REF_LENGTH`) rather than the RAG's mean, which moves with every upload; it bounds the live one:
-w(tf, dl, mean) <= impact * max(1, mean / REF_LENGTH). So the threshold algorithm (Fagin) applies: when the
+(`REF_LENGTH`) rather than the RAG's mean, which moves with every upload; it bounds the live one (`live_bound`).
+So the threshold algorithm (Fagin) applies: when the
 `limit`-th best complete score is at least the sum over unfinished lists of idf * (k1 + 1) * that bound at the
 list's last row, no chunk left unread can outrank it and the ranking is exact; otherwise the lists are read again
 deeper (x4), up to `MAX_DEPTH` rows a term, where the result is the best of what was read (how often that happens
@@ -176,17 +176,18 @@ async def bm25(
         return Ranking([], [], exact=True, depth=0)
     idf = {t: math.log(1 + (chunks - found[t] + 0.5) / (found[t] + 0.5)) for t in terms}
     mean = lexemes / chunks if chunks else REF_LENGTH
-    slack = max(1.0, mean / REF_LENGTH) * (1 + 1e-6)  # impact is a float4: a hair of rounding
     depth = max(FIRST_DEPTH, 4 * limit)
     while True:
         seen, last = await _read_lists(session, rag_id=rag_id, terms=terms, depth=depth, file_ids=file_ids)
-        bounds = {t: idf[t] * (K1 + 1) * impact * slack for t, impact in last.items()}
+        bounds = {t: idf[t] * (K1 + 1) * live_bound(impact, mean) for t, impact in last.items()}
         await _complete(session, seen, terms, bounds=bounds, limit=limit, score=lambda s: _score(s, idf, mean))
         scored = sorted(
             (Candidate(chunk_id=chunk_id, score=_score(s, idf, mean)) for chunk_id, s in seen.items()),
             key=lambda c: (-c.score, c.chunk_id),
         )[:limit]
-        exact = not last or (len(scored) == limit and scored[-1].score >= sum(bounds.values()))
+        # A chunk left unread can at most tie the last one kept; it would come after it as the lists, like the
+        # ranking, break ties by chunk id. The tolerance absorbs the float4 rounding of `impact`.
+        exact = not last or (len(scored) == limit and scored[-1].score >= sum(bounds.values()) * (1 - 1e-6))
         if exact or depth >= max_depth:
             return Ranking(scored, terms, exact=exact, depth=depth)
         depth = min(max_depth, depth * 4)
@@ -242,6 +243,20 @@ async def _complete(
         return
     for chunk_id, term, tf in await session.execute(_COMPLETE, {"ids": wanted, "terms": terms}):
         seen[int(chunk_id)].tfs[str(term)] = int(tf)
+
+
+def live_bound(impact: float, mean: float) -> float:
+    """The most a posting of this `impact` can weigh (without idf and k1 + 1) at the RAG's live mean length.
+
+    With a = k1 (1 - b), c = k1 b / REF_LENGTH and r = REF_LENGTH / mean: impact = tf / (tf + a + c dl) and the live
+    weight is tf / (tf + a + r c dl) = 1 / (1 + r (1 / impact - 1) + x (1 - r)) with x = a / tf, which dl >= tf
+    keeps at most 1 / impact - 1 - c. The largest weight is at the largest x when r >= 1 (tf = 1 if it can be) and
+    as x tends to 0 when r < 1. Where the mean is the reference length the bound is the impact itself; for tf = 1 it
+    is that posting's live weight, so a list of equal postings (ties) need not be read to its end."""
+    a, c, r = K1 * (1 - B), K1 * B / REF_LENGTH, REF_LENGTH / mean
+    inverse = 1 / impact
+    x = max(0.0, min(a, inverse - 1 - c)) if r >= 1 else 0.0
+    return 1 / (1 + r * (inverse - 1) + x * (1 - r))
 
 
 def _score(seen: _Seen, idf: dict[str, float], mean: float) -> float:
