@@ -10,13 +10,13 @@ term, tf, dl and an `impact`), and each RAG's document frequencies, chunk count 
 and RAG deletions, a tenant's cascade, COPY) keeps them exact. A RAG's statistics count its own chunks only, so its
 ranking never depends on another RAG's content (tests/test_rag_index.py).
 
-A query reads, per term, only the top `depth` postings of an index ordered by `impact`, completes the candidates'
-scores exactly (the other terms' tf), and ranks them by BM25 (k1 1.2, b 0.75, IDF ln(1 + (N - df + 0.5) /
-(df + 0.5)), lengths against the RAG's live mean). `impact` is a term's BM25 saturation at a fixed reference length
-(`REF_LENGTH`) rather than the RAG's mean, which moves with every upload; it bounds the live one (`live_bound`).
-So the threshold algorithm (Fagin) applies: when the
-`limit`-th best complete score is at least the sum over unfinished lists of idf * (k1 + 1) * that bound at the
-list's last row, no chunk left unread can outrank it and the ranking is exact; otherwise the lists are read again
+A query reads, per term, only the top `depth` postings of an index ordered by `impact`, completes the scores of the
+candidates that could still reach the top (the other terms' tf), and ranks them by BM25 (k1 1.2, b 0.75, IDF
+ln(1 + (N - df + 0.5) / (df + 0.5)), lengths against the RAG's live mean). `impact` is a term's BM25 saturation at a
+fixed reference length (`REF_LENGTH`) rather than the RAG's mean, which moves with every upload; it bounds the live
+one (`live_bound`). So the threshold algorithm (Fagin) applies: when the `limit`-th best complete score is at least
+the sum over unfinished lists of idf * (k1 + 1) * that bound at the list's last row, no chunk left unread can
+outrank it and the ranking is exact; otherwise the lists are read again
 deeper (x4), up to `MAX_DEPTH` rows a term, where the result is the best of what was read (how often that happens
 and how close it stays to the exhaustive ranking: bench/rag_pg_scale.py, docs/rag.md).
 """
@@ -33,7 +33,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.store.rag_index.base import Candidate, common_cap, plan_terms
 
-__all__ = ["BACKFILL", "IMPACT_INDEX", "IMPACT_INDEX_DDL", "TABLES_DDL", "TRIGGERS_DDL", "Ranking", "bm25"]
+__all__ = [
+    "BACKFILL",
+    "IMPACT_INDEX",
+    "IMPACT_INDEX_DDL",
+    "TABLES_DDL",
+    "TRIGGERS_DDL",
+    "Ranking",
+    "bm25",
+    "live_bound",
+]
 
 K1 = 1.2
 B = 0.75
