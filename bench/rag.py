@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,7 +48,15 @@ from server.settings import Settings, load_settings
 from server.store.db import Database
 from server.store.migrate import upgrade
 from server.store.models import RagDeploymentRow, RagFileRow
-from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, numpy_dense, search
+from server.store.rag_index import (
+    ChunkHit,
+    ChunkIndex,
+    ChunkInput,
+    SearchWeights,
+    chunk_index_for,
+    numpy_dense,
+    search,
+)
 from server.tokens import PLATFORM_ROLES, mint_token
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,10 +159,20 @@ async def _add(db: Database, index: ChunkIndex, rag_id: str, file_id: str, chunk
         await index.add(session, rag_id=rag_id, file_id=file_id, chunks=chunks)
 
 
-async def quality(db: Database, index: ChunkIndex) -> None:
+@dataclass(frozen=True)
+class Judged:
+    """DBpedia's documents as uploads would chunk them, its queries and their judgements."""
+
+    chunked: list[tuple[str, str]]  # (doc id, chunk text)
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def judged_chunks() -> Judged | None:
+    """Every judged document plus random others up to SWITCHBOARD_BENCH_RAG_DOCS, chunked (None without the data)."""
     if not (DATA / "corpus.jsonl").exists():
         print(f"quality: skipped, no data set at {DATA}")
-        return
+        return None
     corpus = {d["_id"]: d for d in _jsonl(DATA / "corpus.jsonl")}
     queries = {q["_id"]: q["text"] for q in _jsonl(DATA / "queries.jsonl")}
     qrels = {q: j for q, j in _qrels(DATA / "qrels" / "test.tsv").items() if q in queries}
@@ -163,7 +182,7 @@ async def quality(db: Database, index: ChunkIndex) -> None:
     random.Random(7).shuffle(others)
     doc_ids = judged_docs + others[: max(0, limit - len(judged_docs))]
     count = e5_token_counter()
-    chunked: list[tuple[str, str]] = []  # (doc id, chunk text)
+    chunked: list[tuple[str, str]] = []
     started = time.perf_counter()
     for doc_id in doc_ids:
         doc = corpus[doc_id]
@@ -176,16 +195,43 @@ async def quality(db: Database, index: ChunkIndex) -> None:
         f"corpus: {len(doc_ids)} of {len(corpus)} documents ({len(judged_docs)} judged), {len(chunked)} chunks; "
         f"parse+chunk {len(chunked) / chunk_seconds:.0f} chunks/s"
     )
-    vectors = _embed([t for _, t in chunked], query=False)
-    rag_id = "rag_dbpedia"
+    return Judged(chunked, queries, qrels)
+
+
+async def load_judged(
+    db: Database, index: ChunkIndex, rag_id: str, judged: Judged, vectors: np.ndarray
+) -> dict[str, str]:
+    """A new RAG of the judged chunks, a file per document; returns each file's document id."""
+    count = e5_token_counter()
     await _new_rag(db, rag_id)
     by_doc: dict[str, list[ChunkInput]] = defaultdict(list)
     file_of: dict[str, str] = {}
-    for (doc_id, text), vector in zip(chunked, vectors, strict=True):
+    for (doc_id, text), vector in zip(judged.chunked, vectors, strict=True):
         by_doc[doc_id].append(ChunkInput(text=text, token_count=count(text), vector=vector.tolist()))
     for i, (doc_id, chunks) in enumerate(by_doc.items()):
         file_of[f"f{i}"] = doc_id
         await _add(db, index, rag_id, f"f{i}", chunks)
+    return file_of
+
+
+def ranked_docs(hits: list[ChunkHit], file_of: dict[str, str]) -> list[str]:
+    """Documents in the order of their best chunk."""
+    ranked: list[str] = []
+    for hit in hits:
+        name = file_of[hit.file_id]
+        if name not in ranked:
+            ranked.append(name)
+    return ranked
+
+
+async def quality(db: Database, index: ChunkIndex) -> None:
+    judged = judged_chunks()
+    if judged is None:
+        return
+    chunked, queries, qrels = judged.chunked, judged.queries, judged.qrels
+    vectors = _embed([t for _, t in chunked], query=False)
+    rag_id = "rag_dbpedia"
+    file_of = await load_judged(db, index, rag_id, judged, vectors)
     query_ids = sorted(qrels)
     query_vectors = _embed([queries[q] for q in query_ids], query=True)
     modes = MODES | WEIGHTED
@@ -196,12 +242,7 @@ async def quality(db: Database, index: ChunkIndex) -> None:
                 hits = await search(
                     index, session, rag_id=rag_id, query=queries[qid], vector=qvec.tolist(), top_k=30, weights=weights
                 )
-                ranked: list[str] = []
-                for hit in hits:
-                    name = file_of[hit.file_id]
-                    if name not in ranked:
-                        ranked.append(name)
-                scores[mode].append(ndcg_at_10(ranked, qrels[qid]))
+                scores[mode].append(ndcg_at_10(ranked_docs(hits, file_of), qrels[qid]))
     print(f"nDCG@10 over {len(query_ids)} queries (DBpedia-entity, BEIR):")
     for mode in modes:
         print(f"  {mode:<13} {statistics.fmean(scores[mode]):.4f}")

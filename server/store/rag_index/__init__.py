@@ -2,7 +2,8 @@
 
 - SQLite (the embedded default): FTS5 (BM25) for lexical search; exact dense search in numpy over a matrix cached
   per RAG and invalidated through `rag_index_generations`.
-- PostgreSQL: full-text search over a GIN index of a stored tsvector column (added at run time); dense search with
+- PostgreSQL: BM25 over per-RAG postings kept by triggers from a stored tsvector column, each term's list read best
+  first with an exactness bound (pg_lexical; all made at run time); dense search with
   pgvector (a per-RAG partial HNSW index in the dimension pinned by the RAG's first embedding, iterative scans for
   filtered queries). Without the pgvector extension the numpy matrix serves dense search instead, so a plain
   PostgreSQL still works, exactly but slower.

@@ -31,8 +31,16 @@ __all__ = [
 ]
 
 # What the engines create at run time, not in the migrations: FTS5 and its shadow tables, the pgvector table and its
-# per-RAG indexes, and PostgreSQL's full-text GIN index on rag_chunks (an expression index made with the engine).
-RUNTIME_SCHEMA_PREFIXES = ("rag_chunks_fts", "rag_chunk_vectors", "ix_rag_chunks_tsv")
+# per-RAG indexes, PostgreSQL's BM25 postings and statistics (rag_terms, rag_term_stats, rag_lexical_stats and the
+# index ix_rag_terms_impact), and the full-text GIN index of earlier versions.
+RUNTIME_SCHEMA_PREFIXES = (
+    "rag_chunks_fts",
+    "rag_chunk_vectors",
+    "ix_rag_chunks_tsv",
+    "rag_term",
+    "rag_lexical_stats",
+    "ix_rag_terms",
+)
 # Columns an engine adds to a migrated table at run time: (table, column). PostgreSQL's stored tsvector.
 RUNTIME_SCHEMA_COLUMNS = frozenset({("rag_chunks", "tsv")})
 Vector = npt.NDArray[np.float32]

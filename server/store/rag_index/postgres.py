@@ -1,4 +1,4 @@
-"""PostgreSQL engine: full-text search (GIN over a stored tsvector, OR tsquery, ts_rank_cd) and pgvector dense search.
+"""PostgreSQL engine: BM25 over per-RAG postings read best first (pg_lexical) and pgvector dense search.
 
 Vectors live in `rag_chunk_vectors` (column type `vector` without a fixed dimension, so RAGs may differ); each RAG
 gets a partial HNSW index on `embedding::vector(d)` restricted to its own rows, built when its first chunks arrive,
@@ -17,31 +17,31 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from server.store.rag_index import pg_lexical
 from server.store.rag_index._rows import delete_chunk_rows, insert_chunk_rows
 from server.store.rag_index.base import (
     Candidate,
     ChunkIndex,
     ChunkInput,
     Vector,
-    common_cap,
     normalized,
-    plan_terms,
 )
-from server.store.rag_index.numpy_dense import NumpyDense, current_generation
+from server.store.rag_index.numpy_dense import NumpyDense
 
 __all__ = ["PostgresChunkIndex"]
 
 log = logging.getLogger(__name__)
-# The chunk's tsvector, stored (a generated column made at run time, like the GIN index over it): computed from the
-# text at every match instead, the term counts and ts_rank_cd of a 3,000-chunk RAG cost 100-400 ms a query, the
-# planner scanning the RAG's rows and parsing each text (bench/rag_pg_scale.py).
-_TSV = "tsv"
+# The chunk's tsvector, stored (a generated column made at run time): the lexemes the BM25 postings are made of
+# (pg_lexical), computed once per chunk by the server whatever wrote the row.
 _TSV_DDL = [
     "ALTER TABLE rag_chunks ADD COLUMN IF NOT EXISTS tsv tsvector "
     "GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
-    "DROP INDEX IF EXISTS ix_rag_chunks_tsv",  # the expression index of earlier versions
-    "CREATE INDEX IF NOT EXISTS ix_rag_chunks_tsv_stored ON rag_chunks USING gin (tsv)",
+    # The GIN indexes of earlier versions (an expression, then the stored column), which ts_rank_cd searched.
+    "DROP INDEX IF EXISTS ix_rag_chunks_tsv",
+    "DROP INDEX IF EXISTS ix_rag_chunks_tsv_stored",
 ]
+# Serialises `prepare` across replicas starting together (CREATE OR REPLACE FUNCTION is not safe concurrently).
+_PREPARE_LOCK = 0x5B0A_27_01
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_]{1,60}$")
 # HNSW candidates kept per query: pgvector's default of 40 found 0.934 of the exact top 10 (bench/rag_pg_scale.py,
 # clustered 384-d vectors); the goal is 0.95.
@@ -65,13 +65,21 @@ class PostgresChunkIndex(ChunkIndex):
         self._numpy = NumpyDense()
         self._indexed: set[tuple[str, int]] = set()
         self._engine: AsyncEngine | None = None
-        self._counts: dict[str, tuple[int, int]] = {}  # rag id: (generation, chunks)
 
     async def prepare(self, engine: AsyncEngine) -> None:
         self._engine = engine
         async with engine.begin() as connection:
-            for statement in _TSV_DDL:
+            await connection.execute(text(f"SELECT pg_advisory_xact_lock({_PREPARE_LOCK})"))
+            for statement in _TSV_DDL + pg_lexical.TABLES_DDL:
                 await connection.execute(text(statement))
+            triggered = await connection.scalar(
+                text("SELECT count(*) FROM pg_trigger WHERE tgname = 'rag_chunks_terms_added'")
+            )
+            for statement in pg_lexical.TRIGGERS_DDL:
+                await connection.execute(text(statement))
+            if not triggered:  # chunks of an earlier version: the trigger's lock on rag_chunks holds writers off
+                for statement in pg_lexical.BACKFILL:
+                    await connection.execute(text(statement))
         try:
             async with engine.begin() as connection:
                 await connection.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
@@ -91,7 +99,7 @@ class PostgresChunkIndex(ChunkIndex):
         )
         if not rows:
             return
-        await self._ensure_hnsw(rag_id, len(chunks[0].vector))
+        await self.ensure_hnsw(rag_id, len(chunks[0].vector))
         await session.execute(
             text(
                 "INSERT INTO rag_chunk_vectors (chunk_id, rag_id, file_id, embedding) "
@@ -103,14 +111,20 @@ class PostgresChunkIndex(ChunkIndex):
             ],
         )
 
-    async def _ensure_hnsw(self, rag_id: str, dimensions: int) -> None:
+    @staticmethod
+    def hnsw_name(rag_id: str, dimensions: int) -> str:
+        if not _SAFE_ID.fullmatch(rag_id):
+            raise ValueError("rag id unusable in an index name")
+        return f"ix_rag_vec_{rag_id.lower()}_{dimensions}"
+
+    async def ensure_hnsw(self, rag_id: str, dimensions: int) -> None:
         """The RAG's own HNSW graph, built in its own transaction so concurrent first uploads cannot deadlock on it."""
         if (rag_id, dimensions) in self._indexed:
             return
-        if not _SAFE_ID.fullmatch(rag_id) or self._engine is None:
-            raise ValueError("rag id unusable in an index name")
+        if self._engine is None:
+            raise RuntimeError("the index is not prepared")
         statement = (
-            f"CREATE INDEX IF NOT EXISTS ix_rag_vec_{rag_id.lower()}_{dimensions} ON rag_chunk_vectors "
+            f"CREATE INDEX IF NOT EXISTS {self.hnsw_name(rag_id, dimensions)} ON rag_chunk_vectors "
             f"USING hnsw ((embedding::vector({dimensions})) vector_cosine_ops) WHERE rag_id = '{rag_id}'"
         )
         try:
@@ -171,47 +185,7 @@ class PostgresChunkIndex(ChunkIndex):
         file_ids: Sequence[str] | None,
         with_dense: bool,
     ) -> list[Candidate]:
-        words = await self._plan(session, rag_id, words, with_dense=with_dense)
-        if not words:
-            return []
-        where = " AND file_id IN :file_ids" if file_ids is not None else ""
-        statement = text(
-            f"SELECT id, ts_rank_cd({_TSV}, q) AS rank FROM rag_chunks, to_tsquery('english', :match) AS q "  # noqa: S608
-            f"WHERE rag_id = :rag_id AND {_TSV} @@ q{where} ORDER BY rank DESC, id LIMIT :limit"
+        ranking = await pg_lexical.bm25(
+            session, rag_id=rag_id, words=words, limit=limit, file_ids=file_ids, with_dense=with_dense
         )
-        params: dict[str, object] = {"match": " | ".join(words), "rag_id": rag_id, "limit": limit}
-        if file_ids is not None:
-            statement = statement.bindparams(bindparam("file_ids", expanding=True))
-            params["file_ids"] = list(file_ids)
-        result = await session.execute(statement, params)
-        return [Candidate(chunk_id=int(row[0]), score=float(row[1])) for row in result]
-
-    async def _plan(self, session: AsyncSession, rag_id: str, words: list[str], *, with_dense: bool) -> list[str]:
-        """`plan_terms` by GIN-indexed counts, each stopping at `cap + 1` rows, all in one statement. A common term
-        costs even more here than in FTS5: ts_rank_cd recomputes to_tsvector from the text of every matching row."""
-        cap = common_cap(await self._chunk_count(session, rag_id))
-        if cap is None:
-            return words
-        counts = [
-            f"(SELECT count(*) FROM (SELECT 1 FROM rag_chunks WHERE rag_id = :rag_id "  # noqa: S608 - fixed fragments
-            f"AND {_TSV} @@ to_tsquery('english', :t{i}) LIMIT :cap) AS s{i})"
-            for i in range(len(words))
-        ]
-        params: dict[str, object] = {f"t{i}": w for i, w in enumerate(words)} | {"rag_id": rag_id, "cap": cap + 1}
-        found = (await session.execute(text("SELECT " + ", ".join(counts)), params)).one()
-        return plan_terms(words, [int(n) for n in found], cap, with_dense=with_dense)
-
-    async def _chunk_count(self, session: AsyncSession, rag_id: str) -> int:
-        """The RAG's chunk count, counted again only when its generation moved."""
-        if not self.pgvector:
-            return len((await self._numpy.matrix(session, rag_id)).ids)
-        generation = await current_generation(session, rag_id)
-        cached = self._counts.get(rag_id)
-        if cached is not None and cached[0] == generation:
-            return cached[1]
-        count = int(
-            await session.scalar(text("SELECT count(*) FROM rag_chunks WHERE rag_id = :rag_id"), {"rag_id": rag_id})
-            or 0
-        )
-        self._counts[rag_id] = (generation, count)
-        return count
+        return ranking.candidates

@@ -1,0 +1,211 @@
+"""PostgreSQL's BM25 over per-RAG postings (server/store/rag_index/pg_lexical.py), on the dev PostgreSQL and the
+embedded PostgreSQL 18 + pgvector: the statistics its triggers keep match a count from scratch after uploads,
+deletions and a RAG's cascade; its ranking equals BM25 computed independently here from the chunks' lexemes, also
+when its lists are read in several passes; and chunks written before the triggers existed are backfilled."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pytest
+import pytest_asyncio
+from sqlalchemy import delete, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.store.db import Database as Store
+from server.store.db import new_id
+from server.store.models import RagDeploymentRow, RagFileRow
+from server.store.rag_index import ChunkInput, chunk_index_for, pg_lexical
+from server.store.rag_index.postgres import PostgresChunkIndex
+from tests.conftest import Database
+
+on_postgresql = pytest.mark.parametrize("rag_database", ["postgresql", "pgvector"], indirect=True)
+
+VOCABULARY = [f"topic{i}" for i in range(200)]
+
+
+@pytest_asyncio.fixture
+async def store(rag_database: Database) -> AsyncIterator[Store]:
+    db = Store(rag_database.url)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def _new_rag(store: Store) -> str:
+    rag_id = new_id("rag")
+    async with store.transaction() as session:
+        session.add(
+            RagDeploymentRow(
+                id=rag_id,
+                name=rag_id.replace("_", "-"),
+                embedding_model="e5",
+                chunk_size_tokens=256,
+                chunk_overlap_tokens=0,
+                top_k=10,
+            )
+        )
+    return rag_id
+
+
+async def _add(store: Store, rag_id: str, texts: list[str]) -> str:
+    index = await chunk_index_for(store.engine)
+    file_id = new_id("rf")
+    chunks = [ChunkInput(text=t, token_count=len(t.split()), vector=[1.0, float(i), 0.5]) for i, t in enumerate(texts)]
+    async with store.transaction() as session:
+        session.add(RagFileRow(id=file_id, rag_id=rag_id, filename="f.txt", status="ready", chunk_count=len(chunks)))
+        await session.flush()
+        await index.add(session, rag_id=rag_id, file_id=file_id, chunks=chunks)
+    return file_id
+
+
+def _random_texts(rng: np.random.Generator, n: int) -> list[str]:
+    # Lengths 1-40 words and repeated words, so tf and document length both vary; no term reaches the common cap.
+    return [" ".join(rng.choice(VOCABULARY, size=int(rng.integers(1, 41)))) for _ in range(n)]
+
+
+async def _kept(session: AsyncSession, rag_id: str) -> tuple[dict[str, int], tuple[int, int], int]:
+    df = {
+        str(t): int(n)
+        for t, n in await session.execute(text("SELECT term, df FROM rag_term_stats WHERE rag_id = :r"), {"r": rag_id})
+    }
+    totals = (
+        await session.execute(text("SELECT chunks, lexemes FROM rag_lexical_stats WHERE rag_id = :r"), {"r": rag_id})
+    ).one_or_none()
+    postings = int(await session.scalar(text("SELECT count(*) FROM rag_terms WHERE rag_id = :r"), {"r": rag_id}) or 0)
+    return df, (int(totals[0]), int(totals[1])) if totals else (0, 0), postings
+
+
+async def _counted(session: AsyncSession, rag_id: str) -> tuple[dict[str, int], tuple[int, int], int]:
+    """The same figures counted from the chunks themselves."""
+    rows = await session.execute(
+        text(
+            "SELECT u.lexeme, count(*), sum(cardinality(u.positions)) FROM rag_chunks c "
+            "CROSS JOIN LATERAL unnest(c.tsv) AS u WHERE c.rag_id = :r GROUP BY 1"
+        ),
+        {"r": rag_id},
+    )
+    df, lexemes = {}, 0
+    for term, n, occurrences in rows:
+        df[str(term)] = int(n)
+        lexemes += int(occurrences)
+    chunks = int(await session.scalar(text("SELECT count(*) FROM rag_chunks WHERE rag_id = :r"), {"r": rag_id}) or 0)
+    return df, (chunks, lexemes) if chunks else (0, 0), sum(df.values())
+
+
+@on_postgresql
+async def test_the_triggers_keep_each_rags_statistics_exact(store: Store) -> None:
+    rng = np.random.default_rng(1)
+    one, other = await _new_rag(store), await _new_rag(store)
+    first = await _add(store, one, _random_texts(rng, 40))
+    await _add(store, one, [*_random_texts(rng, 30), "", "the of and"])  # no lexemes at all: counted, no postings
+    await _add(store, other, _random_texts(rng, 50))
+    async with store.read() as session:
+        for rag_id in (one, other):
+            kept = await _kept(session, rag_id)
+            assert kept[1][0] > 0 and kept == await _counted(session, rag_id)
+    index = await chunk_index_for(store.engine)
+    async with store.transaction() as session:
+        await index.remove_file(session, rag_id=one, file_id=first)
+    async with store.transaction() as session:  # a RAG's deletion: rows go by cascade from rag_deployments
+        await index.drop_rag(session, rag_id=other)
+        await session.execute(delete(RagDeploymentRow).where(RagDeploymentRow.id == other))
+    async with store.read() as session:
+        kept = await _kept(session, one)
+        assert kept[1][0] == 32 and kept == await _counted(session, one)
+        assert await _kept(session, other) == ({}, (0, 0), 0)
+
+
+def _reference_bm25(chunks: dict[int, Counter[str]], terms: list[str], limit: int) -> list[tuple[int, float]]:
+    n = len(chunks)
+    mean = sum(sum(c.values()) for c in chunks.values()) / n
+    df = {t: sum(1 for c in chunks.values() if t in c) for t in terms}
+    scored = []
+    for chunk_id, counts in chunks.items():
+        if not any(t in counts for t in terms):
+            continue
+        norm = 1.2 * (1 - 0.75 + 0.75 * sum(counts.values()) / mean)
+        score = sum(
+            math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * counts[t] * 2.2 / (counts[t] + norm)
+            for t in terms
+            if t in counts
+        )
+        scored.append((chunk_id, score))
+    return sorted(scored, key=lambda pair: (-pair[1], pair[0]))[:limit]
+
+
+@on_postgresql
+async def test_the_ranking_is_bm25_whether_the_lists_are_read_in_one_pass_or_several(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(2)
+    rag_id = await _new_rag(store)
+    for _ in range(3):
+        await _add(store, rag_id, _random_texts(rng, 100))
+    await _add(store, await _new_rag(store), _random_texts(rng, 100))  # another RAG, the same words
+    async with store.read() as session:
+        rows = await session.execute(
+            text(
+                "SELECT c.id, u.lexeme, cardinality(u.positions) FROM rag_chunks c "
+                "CROSS JOIN LATERAL unnest(c.tsv) AS u WHERE c.rag_id = :r"
+            ),
+            {"r": rag_id},
+        )
+        chunks: dict[int, Counter[str]] = {}
+        for chunk_id, lexeme, tf in rows:
+            chunks.setdefault(int(chunk_id), Counter())[str(lexeme)] = int(tf)
+        queries = [list(rng.choice(VOCABULARY, size=int(rng.integers(1, 5)), replace=False)) for _ in range(20)]
+        for first_depth in (pg_lexical.FIRST_DEPTH, 2):  # 2: every list read again deeper before it is proven
+            monkeypatch.setattr(pg_lexical, "FIRST_DEPTH", first_depth)
+            for words in queries:
+                ranking = await pg_lexical.bm25(
+                    session, rag_id=rag_id, words=words, limit=5, file_ids=None, with_dense=False
+                )
+                expected = _reference_bm25(chunks, ranking.terms, 5)
+                assert ranking.exact and sorted(ranking.terms) == sorted(words)
+                assert [c.chunk_id for c in ranking.candidates] == [chunk_id for chunk_id, _ in expected]
+                assert [c.score for c in ranking.candidates] == pytest.approx([s for _, s in expected])
+        # Lists cut short before the bound holds (4 rows of each of 4 terms): the best of what was read, said to be
+        # unproven.
+        monkeypatch.setattr(pg_lexical, "FIRST_DEPTH", 1)
+        cut = await pg_lexical.bm25(
+            session, rag_id=rag_id, words=VOCABULARY[:4], limit=1, file_ids=None, with_dense=False, max_depth=1
+        )
+        assert not cut.exact and cut.depth == 4 and len(cut.candidates) == 1
+
+
+@on_postgresql
+async def test_chunks_written_before_the_triggers_are_backfilled(store: Store) -> None:
+    rng = np.random.default_rng(3)
+    rag_id = await _new_rag(store)
+    await _add(store, rag_id, _random_texts(rng, 20))
+    async with store.transaction() as session:  # an earlier version: no postings, no statistics, no triggers
+        await session.execute(text("DROP TRIGGER rag_chunks_terms_added ON rag_chunks"))
+        await session.execute(text("DROP TRIGGER rag_chunks_terms_removed ON rag_chunks"))
+        await session.execute(text("TRUNCATE rag_terms, rag_term_stats, rag_lexical_stats"))
+    await _add(store, rag_id, [*_random_texts(rng, 20), "a lone zebra"])
+    upgraded = PostgresChunkIndex()
+    await upgraded.prepare(store.engine)
+    async with store.read() as session:
+        kept = await _kept(session, rag_id)
+        assert kept[1][0] == 41 and kept == await _counted(session, rag_id)
+        hits = await upgraded.lexical(session, rag_id=rag_id, query="zebra", limit=3, file_ids=None)
+    assert len(hits) == 1
+
+
+def test_an_impact_bounds_the_live_weight_at_any_mean_length_and_is_tight_at_the_mean() -> None:
+    def weight(tf: int, dl: int, mean: float) -> float:
+        return tf / (tf + pg_lexical.K1 * (1 - pg_lexical.B + pg_lexical.B * dl / mean))
+
+    for mean in (8.0, 30.0, 60.0, pg_lexical.REF_LENGTH, 100.0, 500.0):
+        for tf in range(1, 30):
+            for dl in range(tf, 400, 3):
+                bound = pg_lexical.live_bound(weight(tf, dl, pg_lexical.REF_LENGTH), mean)
+                assert weight(tf, dl, mean) <= bound * (1 + 1e-12)
+        if mean <= pg_lexical.REF_LENGTH:  # tf 1 at any length: the bound is the live weight itself (ties prove)
+            tight = pg_lexical.live_bound(weight(1, 60, pg_lexical.REF_LENGTH), mean)
+            assert tight == pytest.approx(weight(1, 60, mean))
