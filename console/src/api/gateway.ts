@@ -1,53 +1,6 @@
-// Calls to the gateway's RAG surfaces ({rag_url}/files, /context) with the tab's console key (gatewayKey.ts).
-// The gateway answers OpenAI-style JSON errors ({"error": {"message"}}); they reach the screen as a GatewayError
-// carrying that message, so plainWords shows the gateway's own sentence.
-import { dropGatewayKey, gatewayKey } from "./gatewayKey";
-
-export class GatewayError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-async function failure(status: number, body: string): Promise<GatewayError> {
-  let message = `The gateway refused the request (HTTP ${status}).`;
-  try {
-    const parsed = JSON.parse(body) as { error?: { message?: string } };
-    if (parsed.error?.message) {
-      message = `${message} ${parsed.error.message}`;
-    }
-  } catch {
-    // not JSON: the status alone says it
-  }
-  return Promise.resolve(new GatewayError(status, message));
-}
-
-/** A JSON call to the gateway in a tenant; a 401 drops the held key so the next call mints a fresh one. */
-export async function gatewayJson<T>(tenantId: string, url: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
-  const key = await gatewayKey(tenantId);
-  const answer = await fetch(url, {
-    method: init.method ?? "GET",
-    headers: {
-      Authorization: `Bearer ${key}`,
-      Accept: "application/json",
-      ...(init.body === undefined ? {} : { "Content-Type": "application/json" }),
-    },
-    body: init.body === undefined ? null : JSON.stringify(init.body),
-    signal: init.signal ?? null,
-    credentials: "omit", // the gateway takes the key, never the console's cookie
-  });
-  const text = await answer.text();
-  if (!answer.ok) {
-    if (answer.status === 401) {
-      dropGatewayKey(tenantId);
-    }
-    throw await failure(answer.status, text);
-  }
-  return JSON.parse(text) as T;
-}
+// Uploads to a RAG ({rag_url}/files) with the tab's console key and upload progress; every other gateway call goes
+// through gatewayKey.ts's gatewayFetch/gatewayJson. Errors are the same GatewayError either way.
+import { dropGatewayKey, gatewayErrorOf, gatewayKey } from "./gatewayKey";
 
 export interface UploadProgress {
   loaded: number;
@@ -83,7 +36,7 @@ export async function gatewayUpload<T>(
         if (request.status === 401) {
           dropGatewayKey(tenantId);
         }
-        void failure(request.status, request.responseText).then(reject);
+        reject(gatewayErrorOf(request.status, request.responseText));
       }
     };
     request.onerror = () => { reject(new TypeError("The gateway could not be reached.")); };

@@ -125,31 +125,35 @@ export class GatewayError extends Error {
 }
 
 /** The gateway's error body (OpenAI's `{"error": {"message", "code"}}`) as a GatewayError. */
-export async function gatewayError(answer: Response): Promise<GatewayError> {
-  let message = `The gateway answered HTTP ${answer.status}.`;
+export function gatewayErrorOf(status: number, body: string): GatewayError {
+  let message = `The gateway answered HTTP ${status}.`;
   let code = "";
   try {
-    const body = (await answer.json()) as { error?: { message?: string; code?: string | null } };
-    message = body.error?.message ?? message;
-    code = body.error?.code ?? "";
+    const parsed = JSON.parse(body) as { error?: { message?: string; code?: string | null } };
+    message = parsed.error?.message ?? message;
+    code = parsed.error?.code ?? "";
   } catch {
     // not JSON: the status says enough
   }
-  return new GatewayError(answer.status, message, code);
+  return new GatewayError(status, message, code);
+}
+
+export async function gatewayError(answer: Response): Promise<GatewayError> {
+  return gatewayErrorOf(answer.status, await answer.text());
 }
 
 /**
- * fetch() against the gateway with the person's console key: `path` is below the gateway URL (e.g. "/v1/models").
- * A 401 (the key expired or was revoked meanwhile) gets one new key and one retry.
+ * fetch() against the gateway with the person's console key: `path` is below the gateway URL (e.g. "/v1/models"),
+ * or an absolute URL the gateway gave (a RAG's `rag_url`). A 401 (the key expired or was revoked meanwhile) gets one
+ * new key and one retry.
  */
 export async function gatewayFetch(tenantId: string, path: string, init: RequestInit = {}): Promise<Response> {
-  const { gatewayUrl } = await consoleConfig();
-  const base = gatewayUrl.replace(/\/+$/, "").replace(/\/v1$/, "");
+  const url = /^https?:\/\//.test(path) ? path : `${(await consoleConfig()).gatewayUrl.replace(/\/+$/, "").replace(/\/v1$/, "")}${path}`;
   const send = async (renew: boolean) => {
     const { secret } = await heldKey(tenantId, renew);
     const headers = new Headers(init.headers);
     headers.set("Authorization", `Bearer ${secret}`);
-    return fetch(`${base}${path}`, { ...init, headers, credentials: "omit" });
+    return fetch(url, { ...init, headers, credentials: "omit" });
   };
   const first = await send(false);
   if (first.status !== 401 || init.body instanceof ReadableStream) {

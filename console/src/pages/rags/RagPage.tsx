@@ -4,6 +4,7 @@
 // (api/gatewayKey.ts); with the shell's GetSession, three management calls at most. Quota bars are on the RAGs page
 // (one GetTenantUsage covers every RAG), so this page does not spend a fourth call on GetQuota.
 import { useEffect, useMemo, useState } from "preact/hooks";
+import { plainWords } from "../../api/errors";
 import { gatewayUpload } from "../../api/gateway";
 import { sharingTarget } from "../../api/sharing";
 import { client } from "../../api/transport";
@@ -66,7 +67,7 @@ function Uploads({ tenantId, rag, onSettled }: { tenantId: string; rag: Rag; onS
           message: stored.failure_reason ?? "" });
       }
     } catch (caught) {
-      patch(key, { phase: "failed", message: caught instanceof Error ? caught.message : String(caught) });
+      patch(key, { phase: "failed", message: plainWords(caught) });
     }
   };
   const start = (files: File[]) => {

@@ -1,5 +1,5 @@
 // The shapes of a RAG's {rag_url}/files and /context answers (gateway/rag/routes.py), and the loaders over them.
-import { gatewayJson } from "../../api/gateway";
+import { gatewayJson } from "../../api/gatewayKey";
 import type { Page, PageLoader } from "../../api/pagination";
 
 export interface RagFile {
@@ -71,7 +71,8 @@ export async function deleteFile(tenantId: string, ragUrl: string, id: string): 
 export async function context(tenantId: string, ragUrl: string, query: string, topK: number): Promise<ContextChunk[]> {
   const answer = await gatewayJson<{ data: ContextChunk[] }>(tenantId, `${ragUrl}/context`, {
     method: "POST",
-    body: { query, top_k: topK },
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ query, top_k: topK }),
   });
   return answer.data;
 }
