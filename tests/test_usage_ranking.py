@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import pytest
 
-from server.domain._usage_ranking import _by_threshold
+from server.domain._usage_ranking import _by_threshold, ranked
 from server.domain._usage_sources import DAY, HOUR, MONTH, GroupBy, UsageFilter, _pieces, group_column, planned
 from server.metering import UsageEvent
 from server.permissions import UsageReach
@@ -122,3 +122,46 @@ async def test_skewed_keys_are_ranked_from_the_first_months_read(
         await store.close()
     assert found is not None
     assert [(key, totals.total_tokens) for key, totals in found] == expected
+
+
+async def test_tenants_ranked_from_key_rollups_are_summed_not_thresholded(
+    server: Server, connect: ConnectJsonCaller, database: Database
+) -> None:
+    """Ranking tenants over named keys reads the per-key rollup, where a tenant has a month row per key: a tenant of
+    many keys, each lighter than another tenant's, must still win on its sum (the threshold read would stop at the
+    heavier single rows)."""
+    heavy, light = (await make_world(server, connect)).tenant_id, (await make_world(server, connect)).tenant_id
+    start = datetime(1990 + random.Random().randrange(20), 6, 1, tzinfo=UTC)
+    keys = {light: [(f"key_few_{i}", 100) for i in range(4)], heavy: [(f"key_many_{i}", 99) for i in range(5)]}
+    events = [
+        UsageEvent(
+            tenant_id=tenant,
+            api_key_id=key,
+            user_id="",
+            model_id="m-0",
+            call_kind=1,
+            prompt_tokens=tokens,
+            total_tokens=tokens,
+            status=200,
+            occurred_at=start + timedelta(days=3),
+        )
+        for tenant, owned in keys.items()
+        for key, tokens in owned
+    ]
+    await _write(database, events)
+    wanted = UsageFilter(api_key_ids=tuple(key for owned in keys.values() for key, _ in owned))
+    store = Store(database.url)
+    try:
+        async with store.read() as s:
+            source, where = planned(UsageReach(tenant_id=None), wanted, GroupBy.TENANT)
+            top = await ranked(
+                s,
+                source,
+                where,
+                group=GroupBy.TENANT,
+                limit=1,
+                span=(_epoch(start), _epoch(start + timedelta(days=30))),
+            )
+    finally:
+        await store.close()
+    assert [(tenant, totals.total_tokens) for tenant, totals in top] == [(heavy, 495)]

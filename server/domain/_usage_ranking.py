@@ -36,7 +36,9 @@ async def ranked(
 ) -> list[tuple[Any, Totals]]:
     """The `limit` groups with the most tokens, then requests, then id, in [first, last), with their totals."""
     column = group_column(source, group)
-    if MONTH in source.grains:
+    # The threshold holds only where each group has one month row (an API key's own rollup grouped by key): grouped
+    # by tenant, say, a tenant's many keys each stay under the last row read while their sum does not.
+    if MONTH in source.grains and group is GroupBy.API_KEY:
         for depth in _DEPTHS:
             found = await _by_threshold(
                 session, source, where, column=column, limit=limit, span=span, depth=depth * limit
