@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from connectrpc.request import RequestContext
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from gen.switchboard.audit.v1 import audit_event_pb2 as event_pb
 from gen.switchboard.audit.v1 import audit_service_pb2 as pb
@@ -17,21 +15,11 @@ from server.audit.store import EventFilter, list_events
 from server.errors import InvalidArgument
 from server.services import Deps
 from server.services.context import current_principal
-from server.services.tenants.convert import timestamp
+from server.services.tenants.convert import time_field, timestamp
 
 __all__ = ["AuditServiceHandler"]
 
 Ctx = RequestContext[Any, Any]
-
-
-def _time(request: pb.ListAuditEventsRequest, field: str, wire: str) -> datetime | None:
-    if not request.HasField(wire):  # type: ignore[arg-type]
-        return None
-    value: Timestamp = getattr(request, wire)
-    try:
-        return value.ToDatetime(tzinfo=UTC)
-    except (OverflowError, OSError, ValueError):  # binary Timestamps are not range-checked on decode
-        raise InvalidArgument(f"{field} is out of range", field=field) from None
 
 
 def _outcome(value: int) -> Outcome | None:
@@ -75,8 +63,8 @@ class AuditServiceHandler(AuditService):
             resource_kind=request.resource_kind,
             resource_name=request.resource_name,
             outcome=_outcome(int(request.outcome)),
-            start=_time(request, "startTime", "start_time"),
-            end=_time(request, "endTime", "end_time"),
+            start=time_field(request, "start_time", "startTime"),
+            end=time_field(request, "end_time", "endTime"),
         )
         async with self._db.transaction() as s:
             tenant = await permissions.audit_reach(s, current_principal(), request.tenant_id)

@@ -4,12 +4,9 @@ Bodies are answered, never logged."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from connectrpc.request import RequestContext
-from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from gen.switchboard.capture.v1 import capture_pb2 as cpb
 from gen.switchboard.capture.v1 import capture_service_pb2 as pb
@@ -22,23 +19,13 @@ from server.capture.store import ExchangeFilter, list_exchanges, open_exchange
 from server.errors import InvalidArgument
 from server.services import Deps
 from server.services.context import current_principal
-from server.services.tenants.convert import enum, timestamp
+from server.services.tenants.convert import enum, time_field, timestamp
 from server.store.models import CapturedExchangeRow
 
 __all__ = ["CaptureServiceHandler"]
 
 Ctx = RequestContext[Any, Any]
 _SCOPE_NAMES = {ScopeKind.TENANT: "tenant", ScopeKind.SERVICE_ACCOUNT: "service_account", ScopeKind.API_KEY: "api_key"}
-
-
-def _time(request: Message, field: str, wire: str) -> datetime | None:
-    if not request.HasField(wire):
-        return None
-    value: Timestamp = getattr(request, wire)
-    try:
-        return value.ToDatetime(tzinfo=UTC)
-    except (OverflowError, OSError, ValueError):  # binary Timestamps are not range-checked on decode
-        raise InvalidArgument(f"{field} is out of range", field=field) from None
 
 
 def _policy(value: policies.Policy) -> cpb.CapturePolicy:
@@ -138,8 +125,8 @@ class CaptureServiceHandler(CaptureService):
     async def list_captured_exchanges(
         self, request: pb.ListCapturedExchangesRequest, ctx: Ctx
     ) -> pb.ListCapturedExchangesResponse:
-        start = _time(request, "startTime", "start_time")
-        end = _time(request, "endTime", "end_time")
+        start = time_field(request, "start_time", "startTime")
+        end = time_field(request, "end_time", "endTime")
         async with self._db.read() as s:
             tenant = await permissions.capture_reach(s, current_principal(), request.tenant_id)
             page = await list_exchanges(

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TypeVar, cast
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from gen.platform.tenants.v1 import api_key_pb2, group_pb2, service_account_pb2, tenant_pb2, user_pb2
@@ -140,6 +141,11 @@ def service_account(value: ServiceAccount) -> service_account_pb2.ServiceAccount
         create_time=timestamp(value.created_at),
         created_by=value.created_by,
     )
+
+
+def time_field(request: Message, wire: str, field: str) -> datetime | None:
+    """An optional Timestamp field of a request (`wire` its proto name, `field` its JSON name for errors)."""
+    return datetime_of(getattr(request, wire) if request.HasField(wire) else None, field)
 
 
 def datetime_of(value: Timestamp | None, field: str = "expire_time") -> datetime | None:
