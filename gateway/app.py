@@ -151,22 +151,23 @@ def make_app(
         guard = EgressGuard.from_settings(settings, db, lookup_cache_seconds=_LOOKUP_CACHE_SECONDS, on_refused=refused)
         # Upstreams may take long to answer (big generations), but never go silent that long; connecting is quick.
         http = UpstreamSessions.open(guard, connect=10, stall=settings.gateway_upstream_stall_seconds, keepalive=60)
+        box = SecretBox(settings)  # the platform key, read and derived once: sealing, key hashes, MCP credentials
         # Captured bodies are sealed as the meter writes them.
-        meter = Meter(db, settings.metering_journal_path, seal=SecretBox(settings).seal_blob)
+        meter = Meter(db, settings.metering_journal_path, seal=box.seal_blob)
         if settings.metrics_enabled:
             metrics.watch_pool(db.engine)
         app[DB] = db
         app[READINESS] = Readiness(db)
         app[HTTP] = http
         app[METER] = meter
-        app[ACCESS] = Access(db, verifier, SecretBox(settings), settings.api_key_cache_seconds)
+        app[ACCESS] = Access(db, verifier, box, settings.api_key_cache_seconds)
         app[CAPTURE_POLICIES] = CapturePolicies(
             db, ttl=settings.api_key_cache_seconds, limit=settings.capture_max_body_bytes
         )
         app[LIMITER] = open_limiter(settings, db, shared_counters)
         app[SECURITY_EVENTS] = events
         mcp_guard = EgressGuard.from_settings(settings, db, on_refused=refused)
-        app[MCP_RUNTIME] = McpRuntime(mcp_guard, SecretBox(settings), settings)
+        app[MCP_RUNTIME] = McpRuntime(mcp_guard, box, settings)
         meter.start()
         events.start()
         export.start()

@@ -51,7 +51,9 @@ class CapturePolicies:
         tenant_id = key.tenant_id if key is not None else principal.scoped_tenant_id
         if not tenant_id:
             return None
-        on = await self._on.get(tenant_id, lambda: self._load(tenant_id))
+        on = self._on.fresh(tenant_id)  # the usual case, without a coroutine
+        if on is None:
+            on = await self._on.get(tenant_id, lambda: self._load(tenant_id))
         if not on or not covers(on, principal):
             return None
         return Exchange(self._limit)
