@@ -375,13 +375,9 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         redis_url=Secret(_get(env, "REDIS_URL", "")),
         limits_redis_prefix=_get(env, "LIMITS_REDIS_PREFIX", "switchboard:limits:"),
         limits_fail_closed=_when_store_down(_get(env, "LIMITS_WHEN_REDIS_DOWN", "open")),
-        limits_shared_slots=int(
-            _positive(_get(env, "LIMITS_SHARED_SLOTS", "65536"), "LIMITS_SHARED_SLOTS", "counters")
-        ),
+        limits_shared_slots=_count(_get(env, "LIMITS_SHARED_SLOTS", "65536"), "LIMITS_SHARED_SLOTS"),
         audit_retention_days=_positive(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS", "days"),
         audit_export=_audit_export(_get(env, "AUDIT_EXPORT", "")),
         capture_retention_days=_positive(_get(env, "CAPTURE_RETENTION_DAYS", "30"), "CAPTURE_RETENTION_DAYS", "days"),
-        capture_max_body_bytes=int(
-            _positive(_get(env, "CAPTURE_MAX_BODY_BYTES", str(256 * 1024)), "CAPTURE_MAX_BODY_BYTES", "bytes")
-        ),
+        capture_max_body_bytes=_count(_get(env, "CAPTURE_MAX_BODY_BYTES", str(256 * 1024)), "CAPTURE_MAX_BODY_BYTES"),
     )
