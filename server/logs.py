@@ -7,7 +7,10 @@ conversation items. A list of such libraries went stale each time a dependency c
 SDK moved to `httpx2`/`httpcore2`), so the rule is by ownership instead: the root logger stays at WARNING and only
 loggers under our own names (`OWN_LOGGERS`) follow SWITCHBOARD_LOG_LEVEL; a library logger inherits WARNING from the
 root. A library that sets its own logger's level lower is still held: a filter on the root's handlers drops its
-records below WARNING. The engine also hides parameters from its exception messages (server.store.db), which
+records below WARNING. A library's record also loses its traceback, keeping only the exception's type: the `mcp`
+SDK logs a full stack (with the exception's text) for a read timeout or a dropped stream that our own code has
+already turned into a tool error, and a library's exception text may carry the URL or body it was handling. The
+engine also hides parameters from its exception messages (server.store.db), which
 errors are logged with.
 """
 
@@ -27,10 +30,20 @@ def _is_own(name: str) -> bool:
 
 
 class HoldForeignLoggers(logging.Filter):
-    """Passes a record from our own loggers at any level, any other record only at WARNING or above."""
+    """Passes a record from our own loggers at any level, any other record only at WARNING or above and with its
+    traceback reduced to the exception's type."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or _is_own(record.name)
+        if _is_own(record.name):
+            return True
+        if record.levelno < logging.WARNING:
+            return False
+        if record.exc_info:
+            kind = record.exc_info[0]
+            record.msg = f"{record.getMessage()} ({kind.__name__ if kind is not None else 'exception'})"
+            record.args = None
+            record.exc_info = record.exc_text = None
+        return True
 
 
 def configure_logging(level: str, fmt: str) -> None:

@@ -25,6 +25,11 @@ SCRIPT = textwrap.dedent(
     selfish.debug("foreign debug")
     selfish.error("foreign error")
     logging.info("foreign info")  # the root logger itself: libraries that log through logging.info()
+    for name in ("mcp.client.sse", "switchboard.gateway"):
+        try:
+            raise TimeoutError("read of http://127.0.0.1/mcp?token=secret timed out")
+        except TimeoutError:
+            logging.getLogger(name).exception("Error in %s", "sse_reader")
     """
 )
 
@@ -33,7 +38,8 @@ def _lines(level: str) -> list[tuple[str, str]]:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT.format(level=level)], capture_output=True, text=True, check=True, timeout=60
     )
-    return [tuple(line.split("|")[:2]) for line in done.stderr.splitlines()]  # type: ignore[misc]
+    # Lines without a separator are a traceback's (our own logger's).
+    return [tuple(line.split("|")[:2]) for line in done.stderr.splitlines() if "|" in line]  # type: ignore[misc]
 
 
 def test_at_debug_only_our_own_loggers_go_below_warning() -> None:
@@ -49,7 +55,18 @@ def test_at_debug_only_our_own_loggers_go_below_warning() -> None:
         ("serverless", "WARNING"),
         ("gateways", "WARNING"),
         ("selfish_library", "ERROR"),
+        ("mcp.client.sse", "ERROR"),
     ]
+
+
+def test_a_library_logs_no_traceback_and_no_exception_text_while_our_own_errors_keep_theirs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(level="WARNING")], capture_output=True, text=True, check=True, timeout=60
+    )
+    library, own = done.stderr.split("switchboard.gateway|ERROR|")
+    assert "mcp.client.sse|ERROR|Error in sse_reader (TimeoutError)" in library
+    assert "Traceback" not in library and "secret" not in library
+    assert "Traceback" in own  # our own unexpected failures keep their stack for the operator
 
 
 def test_the_configured_level_still_holds_our_own_loggers() -> None:

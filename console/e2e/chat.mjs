@@ -159,7 +159,8 @@ try {
     const before = await context.request.get(`${plan.gateway}/v1/models`, asKey);
     // Sign-out revokes it (before the session ends), and forgets it.
     await page.getByRole("button", { name: "Sign out" }).click();
-    await page.waitForURL((url) => !url.pathname.includes("/chat"));
+    // The console's home sends a signed-out person on to the sign-in page: wait for that last navigation.
+    await page.waitForURL(/\/console\/sign-in/);
     const after = await context.request.get(`${plan.gateway}/v1/models`, asKey);
     const left = await page.evaluate(() => sessionStorage.getItem("switchboard.console.gatewayKeys"));
     return {

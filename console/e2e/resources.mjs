@@ -249,10 +249,13 @@ await flow("agent", async () => {
   await pick("Search base model", input.chatModel.slice(-6).toUpperCase(), "radio", input.chatModel);
   await pick("Search guardrails to add", input.guardrailPublicId, "checkbox", input.guardrailPublicId);
   await pick("Search guardrails to add", "GUARDRAIL-TWO", "checkbox", "console/guardrail-two");
-  // The search narrowed the results to the one match (both guardrails were listed before it).
-  const results = form.getByRole("group", { name: "Guardrails to add" }).getByRole("checkbox");
-  await results.nth(1).waitFor({ state: "detached" });
-  const guardrailResults = await results.count();
+  // The search narrowed the results to the one match (both guardrails were listed before it). The box was checked
+  // from the earlier listing, perhaps before the search went out: the first guardrail leaving means the search is
+  // under way (the results empty while it loads), the match coming back means it has answered.
+  const toAdd = form.getByRole("group", { name: "Guardrails to add" });
+  await toAdd.getByRole("checkbox", { name: input.guardrailPublicId, exact: true }).waitFor({ state: "detached" });
+  await toAdd.getByRole("checkbox", { name: "console/guardrail-two", exact: true }).waitFor();
+  const guardrailResults = await toAdd.getByRole("checkbox").count();
   // Keyboard only: focus the second guardrail and move it up with Alt+ArrowUp.
   const second = form.locator(".ordered-list li").nth(1);
   await second.focus();
