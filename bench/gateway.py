@@ -168,6 +168,16 @@ class Served:
                     total += int((task / "schedstat").read_text().split()[0])
         return total / 1e9
 
+    async def idle(self, *, busy: float = 0.01, longest: float = 5.0) -> None:
+        """Wait until the process uses under `busy` of a core (or `longest` seconds): work a case left behind (usage
+        events still being written, connections closing) must not be billed to the next case."""
+        deadline = time.monotonic() + longest
+        while time.monotonic() < deadline:
+            before = self.cpu_seconds()
+            await asyncio.sleep(0.1)
+            if self.cpu_seconds() - before < busy * 0.1:
+                return
+
 
 @contextlib.contextmanager
 def _process(kind: str, arg: object = None) -> Iterator[Served]:

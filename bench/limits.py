@@ -244,10 +244,19 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
                     await _ready(http, f"{gateway.url}/v1/chat/completions", {"Authorization": f"Bearer {key}"})
                 runs: dict[str, list[Case]] = {"free": [], "limited": []}
                 paced: list[tuple[float, float]] = []
-                for _ in range(ROUNDS):
-                    runs["free"].append(await _c32(http, gateway, free, wrk))
-                    runs["limited"].append(await _c32(http, gateway, limited, wrk))
-                    paced.append((await _paced(http, gateway, free), await _paced(http, gateway, limited)))
+                for round_ in range(ROUNDS):
+                    # Which key goes first alternates, and each case starts on an idle worker: what one case
+                    # leaves behind (its usage events being written) must not be billed to the other.
+                    order = ("free", "limited") if round_ % 2 == 0 else ("limited", "free")
+                    keys = {"free": free, "limited": limited}
+                    pace: dict[str, float] = {}
+                    for name in order:
+                        await gateway.idle()
+                        runs[name].append(await _c32(http, gateway, keys[name], wrk))
+                    for name in order:
+                        await gateway.idle()
+                        pace[name] = await _paced(http, gateway, keys[name])
+                    paced.append((pace["free"], pace["limited"]))
             f, lim = (statistics.median(c.rps for c in runs[k]) for k in ("free", "limited"))
             cpu_f, cpu_l = (statistics.median(c.cpu_us for c in runs[k]) for k in ("free", "limited"))
             # Each round's pair ran back to back, under much the same neighbours: the median of the pairs' ratios.
