@@ -17,9 +17,12 @@ import pytest
 
 from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, reservation
 from gateway.limits.headers import duration, retry_headers
+from gateway.limits.limiter import Grant, Limiter, LimitExceeded
 from server.domain.limits import BudgetPeriod
 from server.domain.limits_plan import budget_window, minute_window
+from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.metering import CallKind
+from server.store.db import Database as Db
 from server.store.limit_counters import (
     IDLE_SECONDS,
     PERMIT_LEASES,
@@ -31,8 +34,9 @@ from server.store.limit_counters import (
     Slot,
     Take,
 )
+from server.store.models import LimitPolicyRow, TenantRow
 from server.store.shared_counters import PROBES, STRANDED_SECONDS, SharedCounters
-from tests.conftest import unique_name
+from tests.conftest import Database, insert_rows, unique_name
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -360,3 +364,54 @@ async def test_permit_leases_never_exceed_a_concurrency_cap(
     admitted = sum(o.admitted for o in outcomes)
     assert 1000 - 2 * PERMIT_LEASES <= admitted <= 1000
     assert (await reader.peek([], ["t|cap"], now))[0] <= 1000
+
+
+# ---- the limiter counting in process (gateway.limits.limiter over MemoryCounters' window-bound counters) ----------
+
+
+async def test_in_process_limiter_shares_tenant_counters_restarts_windows_and_settles_into_their_own(
+    database: Database,
+) -> None:
+    """Each (key, model) plan binds its window's counters once; two keys' plans must still count on the one tenant
+    counter, a new minute must start from zero, and a call admitted in one minute must settle in that minute's
+    counter, not in the next one's."""
+    tenant = unique_name("lim")
+    policy = {"tenant_id": tenant, "tier": 1, "quantities": {}}
+    await insert_rows(database, TenantRow(id=tenant, name=tenant))
+    await insert_rows(
+        database,
+        LimitPolicyRow(**policy, scope_kind=1, scope_id="", requests_per_minute=3),
+        LimitPolicyRow(**policy, scope_kind=3, scope_id="k1", tokens_per_minute=100, concurrent_requests=1),
+    )
+    db = Db(database.url)
+    limiter = Limiter(db, MemoryCounters(), ttl=60, fail_closed=False)
+
+    def caller(key: str) -> Principal:
+        return Principal(
+            None, scoped_tenant_id=tenant, api_key=ApiKeyIdentity(key, tenant, ApiKeyType.PERSONAL, "u", None)
+        )
+
+    async def admit(key: str, reserve: int, now: float, *, slots: bool = False) -> Grant | None:
+        return await limiter.admit(caller(key), "m", reserve, with_slots=slots, now=now)
+
+    try:
+        start = minute_window(time.time()).end  # the start of a minute, so that start + 59 is still in it
+        held = await admit("k1", 50, start, slots=True)
+        assert held is not None and held.headers["x-ratelimit-remaining-requests"] == "2"
+        with pytest.raises(LimitExceeded, match="concurrent requests"):  # the cap of 1 holds k1's lease
+            await admit("k1", 1, start + 1, slots=True)
+        await admit("k2", 1, start + 2)
+        await admit("k2", 1, start + 3)
+        with pytest.raises(LimitExceeded, match="requests per minute of the tenant"):  # k1 + k2 on one counter
+            await admit("k2", 1, start + 4)
+        # The next minute: counts restart; the earlier call, settled now (used 60 of its 50), adds its 10 tokens to
+        # its own minute: the new minute's 90 + 10 still fits, its 100 + 1 would not.
+        assert await admit("k1", 90, start + 60) is not None
+        await limiter.finish(held, 60)
+        fits = await admit("k1", 10, start + 61, slots=True)  # the settled lease freed the cap
+        assert fits is not None and fits.headers["x-ratelimit-remaining-tokens"] == "0"
+        with pytest.raises(LimitExceeded, match="tokens per minute of the API key"):
+            await admit("k1", 1, start + 62)
+    finally:
+        await limiter.close()
+        await db.close()

@@ -22,7 +22,7 @@ import orjson
 import pytest
 from sqlalchemy import select
 
-from gateway.limits.headers import retry_headers, window_headers
+from gateway.limits.headers import NAMES, retry_headers
 from server.store.db import Database as Db
 from server.store.models import LimitSoftCrossingRow
 from tests.conftest import Database, Server
@@ -324,7 +324,7 @@ def _listed(value: str | None) -> set[str]:
 async def test_browsers_can_read_the_rate_limit_headers(gw: LimitsGateway, tenant: Tenant) -> None:
     """A page on an allowed origin: its preflight is answered, and on the actual answers (a success and a 429) the
     rate-limit headers are listed in Access-Control-Expose-Headers, so fetch() can read them."""
-    written = {*window_headers("requests", 1, 0, 1), *window_headers("tokens", 1, 0, 1), *retry_headers(1)}
+    written = {*NAMES["requests"], *NAMES["tokens"], *retry_headers(1)}
     key_id, secret = await tenant.key("browser")
     await tenant.limit((KEY, key_id), requestsPerMinute="1", tokensPerMinute="100k")
     url = f"{gw.base_url}/chat/completions"

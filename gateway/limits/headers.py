@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["NAMES", "add_window_headers", "duration", "retry_headers", "window_headers"]
+__all__ = ["NAMES", "duration", "retry_headers"]
 
 
 def _seconds(ms: int) -> str:
@@ -34,23 +34,6 @@ def duration(seconds: float) -> str:
     if hours:
         return f"{hours}h{minutes}m{_seconds(ms)}"
     return f"{minutes}m{_seconds(ms)}"
-
-
-def window_headers(kind: str, limit: int, remaining: int, reset_seconds: float) -> dict[str, str]:
-    """The trio for `kind` (requests or tokens)."""
-    headers: dict[str, str] = {}
-    add_window_headers(headers, NAMES[kind], str(limit), remaining, duration(reset_seconds))
-    return headers
-
-
-def add_window_headers(
-    headers: dict[str, str], names: tuple[str, str, str], limit: str, remaining: int, reset: str
-) -> None:
-    """`window_headers` written into `headers` (names: `NAMES[kind]`), from the limit and the reset (`duration`)
-    already written: the limiter keeps those per window, not per call."""
-    headers[names[0]] = limit
-    headers[names[1]] = str(remaining) if remaining > 0 else "0"
-    headers[names[2]] = reset
 
 
 NAMES = {

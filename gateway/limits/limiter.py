@@ -21,11 +21,12 @@ import itertools
 import logging
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from opentelemetry import metrics
 
-from gateway.limits.headers import NAMES, add_window_headers, duration, retry_headers
+from gateway.limits.headers import NAMES, duration, retry_headers
 from server.domain.limits import BudgetPeriod, Metric, Policy, ScopeKind, tenant_policies
 from server.domain.limits_plan import Applied, Caller, Rule, Window, budget_window, counter, minute_window, rules
 from server.domain.principal import ApiKeyIdentity, Principal
@@ -33,7 +34,7 @@ from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
-from server.store.limit_counters import Counters, CountersUnavailable, Slot, Take
+from server.store.limit_counters import Bound, Counters, CountersUnavailable, MemoryCounters, Slot, Take
 from server.store.models import LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
@@ -75,7 +76,8 @@ class LimitExceeded(QuotaExceeded):
 
 @dataclass(slots=True)
 class Grant:
-    """What one admitted model call holds: its token reservations (counter, expiry) and its leases."""
+    """What one admitted model call holds: its token reservations (counter, expiry) and its leases; counted in
+    process, the window's counters themselves (`bound`)."""
 
     lease: str
     reserved: int
@@ -83,6 +85,7 @@ class Grant:
     soft: list[_Soft]  # budgets with a soft threshold
     slots: list[str]
     headers: dict[str, str]
+    bound: Bound | None = None
 
 
 @dataclass(slots=True)
@@ -124,9 +127,16 @@ class _Plan:
     soft: list[_Soft] = field(default_factory=list)
     # The header names of a kind (requests, tokens), the take indices it picks from.
     trios: list[tuple[tuple[str, str, str], list[int]]] = field(default_factory=list)
+    limits: list[int] = field(default_factory=list)  # each take's limit
     limit_texts: list[str] = field(default_factory=list)  # each take's limit as its header writes it
+    slot_names: list[str] = field(default_factory=list)
+    bound: Bound | None = None  # counted in process: the window's counters
+    # A reset header is written once per hundredth of a second (from its start: at most 10 ms late), not per call.
+    reset_at: int = -1
+    reset_end: float = 0.0
+    reset_text: str = ""
 
-    def refresh(self, clock: _Windows, now: float) -> None:
+    def refresh(self, clock: _Windows, now: float, memory: MemoryCounters | None) -> None:
         self.windows = [clock.of(c.rule.period, now) for c in self.takes]
         self.names = [counter(c.rule, w) for c, w in zip(self.takes, self.windows, strict=True)]
         self.expiries = [_expiry(c.rule.metric, w) for c, w in zip(self.takes, self.windows, strict=True)]
@@ -134,6 +144,8 @@ class _Plan:
             Take(n, c.limit, c.tokens, e) for c, n, e in zip(self.takes, self.names, self.expiries, strict=True)
         ]
         self.slot_takes = [Slot(c.rule.base, c.limit) for c in self.slots]
+        self.slot_names = [s.counter for s in self.slot_takes]
+        self.bound = memory.bind(self.fixed, self.slot_takes, now) if memory is not None else None
         self.token_room = min((c.limit for c in self.takes if c.tokens), default=INT64_MAX)
         self.until = min((w.end for w in self.windows), default=INT64_MAX)
         tokens = [i for i, c in enumerate(self.takes) if c.tokens]
@@ -145,6 +157,7 @@ class _Plan:
             if (c := self.takes[i]).rule.metric == Metric.TOKEN_BUDGET
             and (soft := c.rule.policy.soft_budget) is not None
         ]
+        self.limits = [c.limit for c in self.takes]
         self.limit_texts = [str(c.limit) for c in self.takes]
         self.trios = [
             (NAMES[kind], found)
@@ -192,6 +205,15 @@ def _expiry(metric: Metric, window: Window) -> float:
     return window.end + (_PERIOD_MARGIN if metric == Metric.TOKEN_BUDGET else _MINUTE_MARGIN)
 
 
+def _too_large(plan: _Plan, reserve: int) -> LimitExceeded:
+    check = min((c for c in plan.takes if c.tokens), key=lambda c: c.limit)
+    return LimitExceeded(
+        f"Request too large: it may use {reserve} tokens, more than the {_describe(check.rule)} allows "
+        f"({check.limit}). Lower max_tokens or the input size.",
+        {"x-should-retry": "false"},
+    )
+
+
 def _describe(rule: Rule) -> str:
     scope = rule.policy.scope
     named = f" {scope.id}" if scope.id else ""
@@ -202,6 +224,7 @@ class Limiter:
     def __init__(self, db: Database, counters: Counters, *, ttl: float, fail_closed: bool) -> None:
         self._db = db
         self._counters = counters
+        self._memory = counters if isinstance(counters, MemoryCounters) else None
         self._policies: TtlCache[list[Policy]] = TtlCache(ttl)
         # A changed policy reaches every process at once (server.invalidation); the TTL is the fallback.
         db.invalidations.on(Topic.LIMITS, lambda _: self._policies.forget())
@@ -253,33 +276,44 @@ class Limiter:
             return None
         now = time.time() if now is None else now
         if now >= plan.until:
-            plan.refresh(self._windows, now)
-        slots = plan.slot_takes if with_slots else []
+            plan.refresh(self._windows, now, self._memory)
         if reserve > plan.token_room:
-            check = min((c for c in plan.takes if c.tokens), key=lambda c: c.limit)
-            raise LimitExceeded(
-                f"Request too large: it may use {reserve} tokens, more than the {_describe(check.rule)} allows "
-                f"({check.limit}). Lower max_tokens or the input size.",
-                {"x-should-retry": "false"},
-            )
-        takes = plan.fixed
-        lease = f"{self._lease_prefix}{next(self._serial):x}" if slots else ""
-        try:
-            outcome = await self._counters.acquire(takes, reserve, slots, lease, now)
-        except CountersUnavailable as exc:
-            self._store_down(str(exc))
-            return None
-        values = outcome.values
-        if not outcome.admitted:
-            raise self._refusal(plan, reserve, outcome.refused, values, now)
+            raise _too_large(plan, reserve)
+        bound = plan.bound
+        if bound is not None:  # in process: counted on the window's counters, no store call
+            refused = MemoryCounters.count(bound, reserve, with_slots)
+            values: Sequence[int] = bound.values()
+            if refused >= 0:
+                raise self._refusal(plan, reserve, refused, values[: refused + 1], now)
+            lease = ""
+        else:
+            counted = await self._acquire(plan, reserve, with_slots, now)
+            if counted is None:
+                return None
+            values, lease = counted
         for soft in plan.soft:
             after = values[soft.take]
             if after - reserve < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
-        headers = _headers(plan, values, now)
-        return Grant(lease, reserve, plan.token_counters, plan.soft, [s.counter for s in slots], headers)
+        slot_names = plan.slot_names if with_slots else []
+        return Grant(lease, reserve, plan.token_counters, plan.soft, slot_names, _headers(plan, values, now), bound)
 
-    def _refusal(self, plan: _Plan, reserve: int, refused: int, values: tuple[int, ...], now: float) -> LimitExceeded:
+    async def _acquire(
+        self, plan: _Plan, reserve: int, with_slots: bool, now: float
+    ) -> tuple[Sequence[int], str] | None:
+        """Count the call in the shared store: its counts and lease, None if the store is down (fail open)."""
+        slots = plan.slot_takes if with_slots else []
+        lease = f"{self._lease_prefix}{next(self._serial):x}" if slots else ""
+        try:
+            outcome = await self._counters.acquire(plan.fixed, reserve, slots, lease, now)
+        except CountersUnavailable as exc:
+            self._store_down(str(exc))
+            return None
+        if not outcome.admitted:
+            raise self._refusal(plan, reserve, outcome.refused, outcome.values, now)
+        return outcome.values, lease
+
+    def _refusal(self, plan: _Plan, reserve: int, refused: int, values: Sequence[int], now: float) -> LimitExceeded:
         if refused >= len(plan.takes):
             cap = plan.slots[refused - len(plan.takes)]
             return LimitExceeded(
@@ -320,19 +354,23 @@ class Limiter:
         counters = grant.token_counters if delta else []
         if not counters and not grant.slots:
             return
-        try:
-            values = await self._counters.finish(counters, delta, grant.slots, grant.lease)
-        except CountersUnavailable:
-            self._store_down_quietly()
-            return
+        bound = grant.bound
+        if bound is not None:
+            values: Sequence[int] = MemoryCounters.settle(bound, delta, bool(grant.slots))
+        else:
+            values = await self._settle(counters, delta, grant)
         for soft in grant.soft if counters else ():
             after = values[soft.position]
             if after - delta < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
 
-    def _store_down_quietly(self) -> None:
-        # A settlement that cannot reach the store leaves the reservation standing (its leases expire in Redis).
-        _unavailable.add(1, {"outcome": "unsettled"})
+    async def _settle(self, counters: list[tuple[str, float]], delta: int, grant: Grant) -> Sequence[int]:
+        try:
+            return await self._counters.finish(counters, delta, grant.slots, grant.lease)
+        except CountersUnavailable:
+            # A settlement that cannot reach the store leaves the reservation standing (its leases expire in Redis).
+            _unavailable.add(1, {"outcome": "unsettled"})
+            return ()
 
     def _soft_crossed(self, applied: Applied, after: int) -> None:
         policy = applied.policy
@@ -368,24 +406,27 @@ class Limiter:
             log.exception("could not record a soft budget crossing")
 
 
-def _headers(plan: _Plan, values: tuple[int, ...], now: float) -> dict[str, str]:
+def _headers(plan: _Plan, values: Sequence[int], now: float) -> dict[str, str]:
     """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known (a refusal
     knows the counts up to the limit that refused)."""
     headers: dict[str, str] = {}
     known = len(values)
-    takes = plan.takes
-    # Both trios' windows are usually the same minute: its reset is written once.
-    reset_end, reset = -1.0, ""
-    for names, indices in plan.trios:
+    limits = plan.limits
+    at = int(now * 100)
+    for (limit_name, remaining_name, reset_name), indices in plan.trios:
         best = -1
         least = 0
         for i in indices:
-            if i < known and (best < 0 or takes[i].limit - values[i] < least):
-                best, least = i, takes[i].limit - values[i]
+            if i < known:
+                left = limits[i] - values[i]
+                if best < 0 or left < least:
+                    best, least = i, left
         if best < 0:
             continue
         end = plan.windows[best].end
-        if end != reset_end:
-            reset_end, reset = end, duration(end - now)
-        add_window_headers(headers, names, plan.limit_texts[best], least, reset)
+        if at != plan.reset_at or end != plan.reset_end:
+            plan.reset_at, plan.reset_end, plan.reset_text = at, end, duration(end - at / 100)
+        headers[limit_name] = plan.limit_texts[best]
+        headers[remaining_name] = str(least) if least > 0 else "0"
+        headers[reset_name] = plan.reset_text
     return headers
