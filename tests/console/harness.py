@@ -31,8 +31,12 @@ __all__ = [
     "SCREENSHOTS",
     "ConsoleWorld",
     "DemoConsole",
+    "check_accessible",
+    "check_calls_per_load",
+    "check_screenshots",
     "console_world",
     "demo_console",
+    "flow_done",
     "js_gzip_bytes",
     "not_ready",
     "run_script",
@@ -219,6 +223,13 @@ async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
         yield DemoConsole(base, gateway, demo, (var_dir / "admin-token").read_text().strip())
     finally:
         await stop(process)
+
+
+def flow_done(run: dict[str, Any], name: str) -> dict[str, Any]:
+    """What a script's run found in one named flow, asserting the flow was done."""
+    found: dict[str, Any] = run["flows"][name]
+    assert found["ok"], found
+    return found
 
 
 def check_calls_per_load(run: dict[str, Any], names: Iterable[str]) -> None:
