@@ -181,6 +181,7 @@ class DemoConsole:
     gateway: str  # the gateway's origin (the chat calls it)
     demo: dict[str, str]  # var/demo.env: TENANT, CHAT_MODEL, AGENT, MCP_SERVER, RAG, ...
     admin_token: str  # var/admin-token: the bootstrap platform admin, for what a test sets up through the API
+    settings: Settings  # the server's, for minting a session token of a test's own person
 
 
 async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
@@ -220,7 +221,8 @@ async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
             name: shlex.split(value)[0]
             for name, _, value in (line.removeprefix("export ").partition("=") for line in lines)
         }
-        yield DemoConsole(base, gateway, demo, (var_dir / "admin-token").read_text().strip())
+        settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
+        yield DemoConsole(base, gateway, demo, (var_dir / "admin-token").read_text().strip(), settings)
     finally:
         await stop(process)
 
