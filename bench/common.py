@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -14,11 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from server.launch import start_management
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
+from tests.gateway_fixtures import start_gateway_process
 
 __all__ = ["Measurement", "cpu_seconds", "gateway_env", "gateway_process", "measure", "print_table", "running_server"]
 
@@ -111,35 +108,15 @@ async def running_server() -> AsyncIterator[tuple[str, int, Settings]]:
 
 
 @contextlib.asynccontextmanager
-async def gateway_process(env: dict[str, str]) -> AsyncIterator[tuple[str, int]]:
+async def gateway_process(env: dict[str, str], workers: int) -> AsyncIterator[tuple[str, int]]:
     """`python -m gateway` with the environment `env`; yields its base URL once /readyz answers, and its process id
     (the group of its workers)."""
-    out = Path(tempfile.mkdtemp(prefix="switchboard-bench-gw-")) / "stdout.log"
-    with out.open("wb") as stdout:
-        proc = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "gateway"),
-            env=env,
-            stdout=stdout,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: `cpu_seconds(group=pid)` counts it and its workers
-        )
+    gateway = await start_gateway_process(env, workers, stderr=asyncio.subprocess.DEVNULL, own_group=True)
     try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(600):
-                match = re.search(r"http://([\d.]+):(\d+)/v1", out.read_text(errors="replace"))
-                if match:
-                    url = f"http://{match[1]}:{match[2]}"
-                    with contextlib.suppress(aiohttp.ClientError):
-                        async with http.get(f"{url}/readyz") as resp:
-                            if resp.status == 200:
-                                break
-                await asyncio.sleep(0.1)
-            else:
-                raise RuntimeError("the gateway did not become ready")
-        yield url, proc.pid
+        yield gateway.base_url.removesuffix("/v1"), gateway.proc.pid
     finally:
-        proc.terminate()
-        await proc.wait()
+        gateway.proc.terminate()
+        await gateway.proc.wait()
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 
 from bench._backends import backends, using
-from bench.common import gateway_process, running_server
+from bench.common import gateway_env, gateway_process, running_server
 from server.tokens import PLATFORM_ROLES, mint_token
 
 REVOCATIONS = 50
@@ -37,15 +37,8 @@ def _percentile(values: list[float], q: float) -> float:
 async def _run() -> None:
     os.environ["SWITCHBOARD_API_KEY_CACHE_SECONDS"] = TTL
     async with running_server() as (base_url, _port, settings), contextlib.AsyncExitStack() as stack:
-        env = {
-            **os.environ,
-            "SWITCHBOARD_DATABASE_URL": settings.database_url,
-            "SWITCHBOARD_VAR_DIR": str(settings.var_dir),
-            "SWITCHBOARD_LOG_LEVEL": "WARNING",
-            "SWITCHBOARD_GATEWAY_PORT": "0",
-            "SWITCHBOARD_GATEWAY_WORKERS": "1",
-        }
-        gateways = [(await stack.enter_async_context(gateway_process(env)))[0] for _ in range(REPLICAS)]
+        env = gateway_env(settings, SWITCHBOARD_GATEWAY_PORT="0")
+        gateways = [(await stack.enter_async_context(gateway_process(env, workers=1)))[0] for _ in range(REPLICAS)]
         admin = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
         user = mint_token(settings, user_id="bench-user")
         async with aiohttp.ClientSession() as http:

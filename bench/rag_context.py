@@ -154,8 +154,8 @@ async def _run(backend: str, embed_url: str, rng: np.random.Generator) -> None:
         deployment = {"servedModelId": EMBEDDING_MODEL, "queryPrefix": "query: "}
         rag_id, key = await _rag_and_key(base_url, settings, embed_url.removesuffix("/v1"), deployment)
         await _fill(settings.database_url, rag_id, texts, rng)
-        env = {**os.environ, **gateway_env(settings, SWITCHBOARD_GATEWAY_PORT="0", SWITCHBOARD_GATEWAY_WORKERS="1")}
-        async with gateway_process(env) as (gateway_url, _group), aiohttp.ClientSession() as http:
+        env = gateway_env(settings, SWITCHBOARD_GATEWAY_PORT="0")
+        async with gateway_process(env, workers=1) as (gateway_url, _group), aiohttp.ClientSession() as http:
             print(
                 f"{backend}: {len(texts)} chunks, {REQUESTS} sequential requests of each kind, {len(queries)} queries"
             )

@@ -33,7 +33,7 @@ from bench.rag import _rag_and_key, _serve
 CALL = float(os.environ.get("SWITCHBOARD_BENCH_INGEST_CALL_MS", "5")) / 1000
 PER_TEXT = [float(ms) / 1000 for ms in os.environ.get("SWITCHBOARD_BENCH_INGEST_TEXT_MS", "40,10").split(",")]
 FILES = int(os.environ.get("SWITCHBOARD_BENCH_INGEST_FILES", "400"))
-WORKERS = os.environ.get("SWITCHBOARD_BENCH_INGEST_WORKERS", "1")
+WORKERS = int(os.environ.get("SWITCHBOARD_BENCH_INGEST_WORKERS", "1"))
 CONCURRENCY = 16
 
 
@@ -97,11 +97,13 @@ async def main() -> None:
     embed_runner, embed_url = await _serve(embed_app)
     try:
         async with running_server() as (base_url, _port, settings):
-            env = {**os.environ, **gateway_env(settings, SWITCHBOARD_GATEWAY_PORT="0")}
-            env["SWITCHBOARD_GATEWAY_WORKERS"] = WORKERS
+            env = gateway_env(settings, SWITCHBOARD_GATEWAY_PORT="0")
             rag_id, key = await _rag_and_key(base_url, settings, embed_url)
             headers = {"Authorization": f"Bearer {key}"}
-            async with gateway_process(env) as (gateway_url, group), aiohttp.ClientSession(headers=headers) as http:
+            async with (
+                gateway_process(env, workers=WORKERS) as (gateway_url, group),
+                aiohttp.ClientSession(headers=headers) as http,
+            ):
                 for run, per_text in enumerate(PER_TEXT):
                     model.per_text = per_text
                     await _compare(http, model, embed_url, f"{gateway_url}/rag/{rag_id}", run=run, group=group)

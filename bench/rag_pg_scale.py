@@ -33,6 +33,7 @@ import psycopg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bench.common import cpu_seconds
 from bench.rag import MODES, _new_rag, _zipf_texts
 from server.store.db import Database
 from server.store.migrate import upgrade
@@ -346,15 +347,7 @@ def _server_pids(server: Any) -> list[int]:
 
 def _cpu_seconds(server: Any) -> float:
     """CPU time so far of this process and of the server's processes: a cost that other load does not inflate."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    ticks = 0
-    for pid in _server_pids(server):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return own.ru_utime + own.ru_stime + ticks / os.sysconf("SC_CLK_TCK")
+    return sum(cpu_seconds(pid=pid) for pid in (os.getpid(), *_server_pids(server)))
 
 
 def _server_pss_mib(server: Any) -> float:

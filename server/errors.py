@@ -114,9 +114,9 @@ def _database_unavailable(error: BaseException) -> bool:
     if isinstance(error, sa_exc.TimeoutError):  # no pooled connection free within SWITCHBOARD_DB_POOL_TIMEOUT_SECONDS
         return True
     if isinstance(error, sa_exc.DBAPIError):
-        if error.connection_invalidated:  # the connection was lost mid-statement
-            return True
-        return error.orig is not None and _database_unavailable(error.orig)
+        # The connection was lost mid-statement. Otherwise the driver's error (`orig`), which SQLAlchemy raises this
+        # from, is judged next as the __cause__ unavailable() walks to.
+        return error.connection_invalidated
     # psycopg's OperationalError: a connection refused ("too many clients", a connection limit, the server starting
     # up or shutting down) or lost, and the server's resource and operator-intervention errors. Raised bare by the
     # lone reads, which use the driver's connections directly.

@@ -78,9 +78,10 @@ class Settings:
     metrics_enabled: bool = True
     metrics_token: Secret = field(default_factory=lambda: Secret(""))
     vendor_a_base_url: str = "https://api.vendor-a.invalid/v1"
-    # The OAuth callback registered with MCP servers' OAuth providers and handed to invokers: by default the web
-    # console's (<console origin>/console/mcp-oauth-callback), where a person's connect flow ends in the browser.
-    mcp_oauth_redirect_uri: str = "http://127.0.0.1:8080/console/mcp-oauth-callback"
+    # The OAuth callback registered with MCP servers' OAuth providers and handed to invokers; empty: the web
+    # console's (<console_url>/console/mcp-oauth-callback, set by __post_init__), where a person's connect flow ends
+    # in the browser.
+    mcp_oauth_redirect_uri: str = ""
     log_level: str = "INFO"
     # Egress guard (server.egress): DEVELOPMENT/TEST ONLY switch that lets MCP egress reach loopback, and how long a
     # process may keep using cached MCP network policies (the bound on how late a created/deleted policy applies).
@@ -169,6 +170,10 @@ class Settings:
     capture_retention_days: float = 30.0
     # The most of one request or response body a captured exchange keeps (bytes); the rest is cut and marked.
     capture_max_body_bytes: int = 256 * 1024
+
+    def __post_init__(self) -> None:
+        if not self.mcp_oauth_redirect_uri:  # frozen: set once here, from the one console_url
+            object.__setattr__(self, "mcp_oauth_redirect_uri", f"{self.console_url}/console/mcp-oauth-callback")
 
     @property
     def console_url(self) -> str:
@@ -305,9 +310,6 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
     var_dir = Path(_get(env, "VAR_DIR", "var"))
     default_db = f"sqlite+aiosqlite:///{(var_dir / 'switchboard.db').as_posix()}"
     host, port = _get(env, "HOST", "127.0.0.1"), int(_get(env, "PORT", "8080"))
-    console_public_url = _public_url(_get(env, "CONSOLE_PUBLIC_URL", ""))
-    console_origin = console_public_url or f"http://{host}:{port}"  # as Settings.console_url
-    mcp_callback = _get(env, "MCP_OAUTH_REDIRECT_URI", "") or f"{console_origin}/console/mcp-oauth-callback"
     return Settings(
         var_dir=var_dir,
         database_url=_get(env, "DATABASE_URL", default_db),
@@ -326,7 +328,7 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         oidc_client_secret=Secret(_get(env, "OIDC_CLIENT_SECRET", "")),
         oidc_resource=_get(env, "OIDC_RESOURCE", ""),
         oidc_scopes=_get(env, "OIDC_SCOPES", "openid email profile"),
-        console_public_url=console_public_url,
+        console_public_url=_public_url(_get(env, "CONSOLE_PUBLIC_URL", "")),
         console_dev_sign_in=_flag(_get(env, "CONSOLE_DEV_SIGN_IN", "false"), "CONSOLE_DEV_SIGN_IN"),
         api_key_cache_seconds=float(_get(env, "API_KEY_CACHE_SECONDS", "5")),
         encryption_key=Secret(_get(env, "ENCRYPTION_KEY", "")),
@@ -335,7 +337,7 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         metrics_enabled=_flag(_get(env, "METRICS_ENABLED", "true"), "METRICS_ENABLED"),
         metrics_token=Secret(_get(env, "METRICS_TOKEN", "")),
         vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
-        mcp_oauth_redirect_uri=mcp_callback,
+        mcp_oauth_redirect_uri=_get(env, "MCP_OAUTH_REDIRECT_URI", ""),
         log_level=_get(env, "LOG_LEVEL", "INFO"),
         egress_allow_loopback=_flag(_get(env, "EGRESS_ALLOW_LOOPBACK", "false"), "EGRESS_ALLOW_LOOPBACK"),
         mcp_network_policy_cache_seconds=float(_get(env, "MCP_NETWORK_POLICY_CACHE_SECONDS", "5")),

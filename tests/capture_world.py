@@ -9,13 +9,12 @@ import contextlib
 import signal
 import tempfile
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from sqlalchemy import MetaData, select
 
 from server.crypto import SecretBox
@@ -24,6 +23,7 @@ from server.store.db import Database as Db
 from tests.conftest import Database, Server, server_env, start_server
 from tests.gateway_fixtures import start_gateway_process
 from tests.gateway_world import ModelSpec
+from tests.otlp import Receiver, otlp_env
 
 CAPTURE = "switchboard.capture.v1.CaptureService"
 MAX_BODY = 4096  # the gateway's SWITCHBOARD_CAPTURE_MAX_BODY_BYTES in these tests
@@ -98,32 +98,6 @@ def specs(upstream: str) -> list[ModelSpec]:
 
 
 @dataclass
-class Receiver:
-    """An OTLP/HTTP receiver keeping every export's raw body (traces of both servers)."""
-
-    endpoint: str
-    raw: list[bytes] = field(default_factory=list)
-
-
-@contextlib.asynccontextmanager
-async def otlp_receiver() -> AsyncIterator[Receiver]:
-    raw: list[bytes] = []
-
-    async def export(request: web.Request) -> web.Response:
-        raw.append(await request.read())
-        return web.Response(body=b"", content_type="application/x-protobuf")
-
-    app = web.Application()
-    app.router.add_post("/v1/traces", export)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield Receiver(str(server.make_url("")).rstrip("/"), raw)
-    finally:
-        await server.close()
-
-
-@dataclass
 class Stack:
     """A management server and a gateway of the tests' own (DEBUG logs kept, traces to `receiver`)."""
 
@@ -138,13 +112,7 @@ class Stack:
 
 @contextlib.asynccontextmanager
 async def capture_stack(database: Database, server: Server, receiver: Receiver) -> AsyncIterator[Stack]:
-    # OTEL_BSP_SCHEDULE_DELAY is the SDK's own batching knob: export every 100 ms rather than every 5 s.
-    otlp = {
-        "SWITCHBOARD_OTEL_EXPORTER": "otlp",
-        "SWITCHBOARD_OTEL_ENDPOINT": receiver.endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "100",
-        "SWITCHBOARD_LOG_LEVEL": "DEBUG",
-    }
+    otlp = {**otlp_env(receiver), "SWITCHBOARD_LOG_LEVEL": "DEBUG"}
     logs = Path(tempfile.mkdtemp(prefix="switchboard-capture-"))
     var_dir = server.settings.var_dir  # the models' provider keys and the captures are sealed with its key
     with (logs / "management.log").open("wb") as management_log, (logs / "gateway.log").open("wb") as gateway_log:

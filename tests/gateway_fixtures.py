@@ -152,15 +152,21 @@ class GatewayProcess:
 
 
 async def start_gateway_process(
-    env: dict[str, str], workers: int = 2, stderr: Any = None, stdout_path: Path | None = None
+    env: dict[str, str],
+    workers: int = 2,
+    stderr: Any = None,
+    stdout_path: Path | None = None,
+    *,
+    own_group: bool = False,
 ) -> GatewayProcess:
     """`python -m gateway` with this environment (stdout to a file, where it announces its port); returns once a
-    worker answers /readyz."""
+    worker answers /readyz. `own_group`: in a process group of its own (its id the process's), whose CPU time a
+    benchmark counts, its workers' included."""
     full = {**os.environ, **env, "SWITCHBOARD_GATEWAY_WORKERS": str(workers)}
     stdout_path = stdout_path or Path(tempfile.mkdtemp(prefix="switchboard-gw-")) / "stdout.log"
     with stdout_path.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway", env=full, stdout=out, stderr=stderr
+            sys.executable, "-m", "gateway", env=full, stdout=out, stderr=stderr, start_new_session=own_group
         )
     async with aiohttp.ClientSession() as http:
         for _ in range(600):

@@ -27,11 +27,9 @@ from server.store.models import ApiKeyRow, AuditEventRow, CapturedExchangeRow, U
 from tests.capture_world import (
     CAPTURE,
     MAX_BODY,
-    Receiver,
     Stack,
     capture_stack,
     echo_app,
-    otlp_receiver,
     secret_box,
     specs,
     tables_holding,
@@ -40,6 +38,7 @@ from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
 from tests.gateway_world import GatewayWorld, all_resources_key, platform_models, service_account_key, tenant_view
+from tests.otlp import Receiver, otlp_receiver
 from tests.world import World, make_world, must
 
 HEADER = "x-switchboard-content-capture"

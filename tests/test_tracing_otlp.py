@@ -1,27 +1,18 @@
 """SWITCHBOARD_OTEL_EXPORTER=otlp: both servers export their spans over OTLP/HTTP to SWITCHBOARD_OTEL_ENDPOINT.
 
-The receiver is a real OTLP/HTTP endpoint on loopback: it decodes each POST /v1/traces as the protobuf
-ExportTraceServiceRequest (opentelemetry-proto) and answers ExportTraceServiceResponse, as a collector does."""
+The receiver (tests/otlp.py) is a real OTLP/HTTP endpoint on loopback, decoding each export as a collector does."""
 
 from __future__ import annotations
 
 import asyncio
-import gzip
 import secrets
 import signal
 import tempfile
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import openai
 import pytest_asyncio
-from aiohttp import web
-from aiohttp.test_utils import TestServer
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
@@ -29,78 +20,18 @@ from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, server_env, start_server
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld
-
-
-@dataclass
-class Span:
-    service: str
-    name: str
-    attributes: dict[str, object]
-
-
-@dataclass
-class Receiver:
-    endpoint: str
-    raw: list[bytes] = field(default_factory=list)
-    spans: list[Span] = field(default_factory=list)
-
-    async def wait_for(self, name: str) -> Span:
-        for _ in range(200):  # the exporter batches; bounded wait, not a timing assertion
-            for span in self.spans:
-                if name in span.name:
-                    return span
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"no span named like {name!r} among {[s.name for s in self.spans]}")
-
-
-def _value(any_value: object) -> object:
-    kind = any_value.WhichOneof("value")  # type: ignore[attr-defined]
-    return getattr(any_value, kind) if kind else None
+from tests.otlp import Receiver, otlp_env, otlp_receiver
 
 
 @pytest_asyncio.fixture
 async def receiver() -> AsyncIterator[Receiver]:
-    found: list[Span] = []
-    raw: list[bytes] = []
-
-    async def export(request: web.Request) -> web.Response:
-        body = await request.read()
-        if request.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
-        assert request.content_type == "application/x-protobuf"
-        raw.append(body)
-        message = ExportTraceServiceRequest.FromString(body)
-        for resource_spans in message.resource_spans:
-            resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
-            for scope_spans in resource_spans.scope_spans:
-                for span in scope_spans.spans:
-                    attributes = {a.key: _value(a.value) for a in span.attributes}
-                    found.append(Span(str(resource.get("service.name")), span.name, attributes))
-        answer = ExportTraceServiceResponse().SerializeToString()
-        return web.Response(body=answer, content_type="application/x-protobuf")
-
-    app = web.Application()
-    app.router.add_post("/v1/traces", export)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield Receiver(str(server.make_url("")).rstrip("/"), raw, found)
-    finally:
-        await server.close()
-
-
-def _otlp_env(receiver: Receiver) -> dict[str, str]:
-    # OTEL_BSP_SCHEDULE_DELAY is the SDK's own batching knob: export every 100 ms rather than every 5 s.
-    return {
-        "SWITCHBOARD_OTEL_EXPORTER": "otlp",
-        "SWITCHBOARD_OTEL_ENDPOINT": receiver.endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "100",
-    }
+    async with otlp_receiver() as found:
+        yield found
 
 
 async def test_management_spans_reach_an_otlp_receiver(database: Database, receiver: Receiver) -> None:
     var_dir = Path(tempfile.mkdtemp(prefix="switchboard-otlp-"))
-    env = server_env(database, var_dir, **_otlp_env(receiver))
+    env = server_env(database, var_dir, **otlp_env(receiver))
     proc = await start_server(env)
     tenant = f"otlp-secret-{secrets.token_hex(4)}"
     try:
@@ -121,7 +52,7 @@ async def test_management_spans_reach_an_otlp_receiver(database: Database, recei
 async def test_gateway_spans_reach_an_otlp_receiver(
     database: Database, gateway: Gateway, fakes: Fakes, gw_world: GatewayWorld, receiver: Receiver
 ) -> None:
-    env = {**gateway_env(database, gateway.settings.var_dir, fakes), **_otlp_env(receiver)}
+    env = {**gateway_env(database, gateway.settings.var_dir, fakes), **otlp_env(receiver)}
     gw = await start_gateway_process(env, workers=1)
     marker = "PROMPT-MARKER-otlp"
     try:

@@ -3,19 +3,15 @@
 // tenant and made a buffered and a streamed chat call. For each page loaded afresh: its API calls, an axe-core scan
 // and screenshots at 1280 and 390 px; then the flows: list and filter, an exchange's bodies, a refusal, the policies.
 // usage: node e2e/capture.mjs '<plan JSON>'  (base, tenantId, chatModel, keyId, marker, screenshots)
-import { axe, flowRunner, launch, load, screenshots, watch, WIDE } from "./lib.mjs";
+import { flowRunner, launch, pageLoader, watch, WIDE } from "./lib.mjs";
 
 const plan = JSON.parse(process.argv[2]);
 const results = { flows: {}, pages: {} };
 const browser = await launch();
 let current;
 const step = flowRunner(results.flows, plan.screenshots, "capture-", () => current);
+const pageLoad = pageLoader(results.pages, plan.screenshots);
 const settled = '.table-block[aria-busy="false"]';
-
-async function pageLoad(page, seen, name, url, ready) {
-  const calls = await load(page, seen, url, ready);
-  results.pages[name] = { url, calls, axe: await axe(page), shots: await screenshots(page, plan.screenshots, name) };
-}
 
 async function apply(page) {
   await page.getByRole("button", { name: "Apply" }).click();

@@ -2,18 +2,14 @@
 // (tests/console/test_console_insight.py): the chat's calls are the usage and part of the audit trail. For each
 // page loaded afresh: its API calls, an axe-core scan and screenshots at 1280 and 390 px; then each page's flow.
 // usage: node e2e/insight.mjs '<plan JSON>'  (base, tenantId, chatModel, screenshots)
-import { axe, flowRunner, launch, load, screenshots, watch, WIDE } from "./lib.mjs";
+import { axe, flowRunner, launch, pageLoader, screenshots, watch, WIDE } from "./lib.mjs";
 
 const plan = JSON.parse(process.argv[2]);
 const results = { flows: {}, pages: {} };
 const browser = await launch();
 let current;
 const step = flowRunner(results.flows, plan.screenshots, "insight-", () => current);
-
-async function pageLoad(page, seen, name, url, ready) {
-  const calls = await load(page, seen, url, ready);
-  results.pages[name] = { url, calls, axe: await axe(page), shots: await screenshots(page, plan.screenshots, name) };
-}
+const pageLoad = pageLoader(results.pages, plan.screenshots);
 
 try {
   const context = await browser.newContext({ viewport: WIDE });

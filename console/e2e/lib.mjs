@@ -81,6 +81,17 @@ export async function screenshots(page, dir, name) {
 }
 
 /**
+ * A recorder of named page loads: `load`s the page afresh, then `pages[name]` holds its URL, the API calls the load
+ * made, axe-core's findings and the two screenshots (`<name>-1280.png`, `<name>-390.png` in `dir`).
+ */
+export function pageLoader(pages, dir) {
+  return async (page, seen, name, url, ready) => {
+    const calls = await load(page, seen, url, ready);
+    pages[name] = { url, calls, axe: await axe(page), shots: await screenshots(page, dir, name) };
+  };
+}
+
+/**
  * A runner of named flows: each one's result goes to `flows[name]`; a flow that throws is recorded with its error and
  * a screenshot of what the page showed (`failed-<prefix><name>.png` in `dir`, beside the other screenshots).
  */

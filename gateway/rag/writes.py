@@ -52,11 +52,9 @@ class CombinedWrites:
         self._queue.append(pending)
         if self._task is None:
             self._task = asyncio.create_task(self._drain())
-        try:
-            result: T = await asyncio.shield(pending.future)
-        except asyncio.CancelledError:
-            pending.future.cancel()  # queued: skipped; in the open transaction: rolled back with it, run without it
-            raise
+        # Cancelling this caller cancels the future it awaits (asyncio does): queued, its write is skipped; in the
+        # open transaction, that is rolled back and run again without it.
+        result: T = await pending.future
         return result
 
     async def _drain(self) -> None:

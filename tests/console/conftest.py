@@ -1,5 +1,6 @@
 """One `serve --demo` for the browser runs that need the demo's world (chat first, then usage, audit and limits,
-which read what the chat did): starting it (dev-models, the demo's seeding) is most of their time."""
+which read what the chat did; the resource pages last, as they add to the tenant): starting it (dev-models, the
+demo's seeding) is most of their time."""
 
 from __future__ import annotations
 

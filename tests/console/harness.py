@@ -31,8 +31,12 @@ __all__ = [
     "SCREENSHOTS",
     "ConsoleWorld",
     "DemoConsole",
+    "check_accessible",
+    "check_calls_per_load",
+    "check_screenshots",
     "console_world",
     "demo_console",
+    "flow_done",
     "js_gzip_bytes",
     "not_ready",
     "run_script",
@@ -177,6 +181,7 @@ class DemoConsole:
     gateway: str  # the gateway's origin (the chat calls it)
     demo: dict[str, str]  # var/demo.env: TENANT, CHAT_MODEL, AGENT, MCP_SERVER, RAG, ...
     admin_token: str  # var/admin-token: the bootstrap platform admin, for what a test sets up through the API
+    settings: Settings  # the server's, for minting a session token of a test's own person
 
 
 async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
@@ -216,9 +221,17 @@ async def demo_console(database: Database) -> AsyncIterator[DemoConsole]:
             name: shlex.split(value)[0]
             for name, _, value in (line.removeprefix("export ").partition("=") for line in lines)
         }
-        yield DemoConsole(base, gateway, demo, (var_dir / "admin-token").read_text().strip())
+        settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
+        yield DemoConsole(base, gateway, demo, (var_dir / "admin-token").read_text().strip(), settings)
     finally:
         await stop(process)
+
+
+def flow_done(run: dict[str, Any], name: str) -> dict[str, Any]:
+    """What a script's run found in one named flow, asserting the flow was done."""
+    found: dict[str, Any] = run["flows"][name]
+    assert found["ok"], found
+    return found
 
 
 def check_calls_per_load(run: dict[str, Any], names: Iterable[str]) -> None:

@@ -15,7 +15,14 @@ import pytest
 import pytest_asyncio
 
 from tests.clients import ConnectJsonCaller
-from tests.console.harness import DemoConsole, check_accessible, check_calls_per_load, check_screenshots, run_script
+from tests.console.harness import (
+    DemoConsole,
+    check_accessible,
+    check_calls_per_load,
+    check_screenshots,
+    flow_done,
+    run_script,
+)
 from tests.serving import until
 
 pytestmark = pytest.mark.timeout(300)
@@ -85,28 +92,22 @@ async def run(demo_world: DemoConsole) -> dict[str, Any]:
     return result
 
 
-def _flow(run: dict[str, Any], name: str) -> dict[str, Any]:
-    flow: dict[str, Any] = run["flows"][name]
-    assert flow["ok"], flow
-    return flow
-
-
 async def test_holders_see_the_page_in_the_nav_and_the_tenants_exchanges(run: dict[str, Any]) -> None:
-    flow = _flow(run, "list")
+    flow = flow_done(run, "list")
     assert "Captured exchanges" in flow["nav"]
     assert flow["tenantPolicy"].startswith("Whole tenant: capturing"), flow
     assert flow["count"] >= 2 and all(caller.startswith(f"Key {run['keyId']}") for caller in flow["callers"]), flow
 
 
 async def test_exchanges_are_filtered_by_the_server(run: dict[str, Any], demo_world: DemoConsole) -> None:
-    flow = _flow(run, "filter")
+    flow = flow_done(run, "filter")
     assert flow["models"] == [demo_world.demo["CHAT_MODEL"]]
     assert [c.split("/")[-1] for c in flow["callsForFilter"]] == ["ListCapturedExchanges"]
     assert flow["emptyText"] == "No captured exchanges match."
 
 
 async def test_an_exchange_shows_its_decrypted_bodies_and_usage_row(run: dict[str, Any]) -> None:
-    flow = _flow(run, "exchange")
+    flow = flow_done(run, "exchange")
     # The newest is the streamed call: its request as sent, its answer's events joined in order.
     assert json.loads(flow["request"])["messages"][0]["content"] == MARKER
     assert json.loads(flow["request"])["stream"] is True
@@ -116,12 +117,12 @@ async def test_an_exchange_shows_its_decrypted_bodies_and_usage_row(run: dict[st
 
 
 async def test_a_refusal_is_in_plain_words(run: dict[str, Any]) -> None:
-    banner = _flow(run, "refusal")["banner"]
+    banner = flow_done(run, "refusal")["banner"]
     assert banner.startswith("It was not found") and "cap_0000000000000000" in banner, banner
 
 
 async def test_capture_is_turned_on_and_off_for_a_key_and_the_tenant(run: dict[str, Any]) -> None:
-    flow = _flow(run, "policies")
+    flow = flow_done(run, "policies")
     assert f"API key {run['keyId']}: capturing" in flow["keyOn"]
     assert f"API key {run['keyId']}: off" in flow["keyOff"]
     assert flow["tenantPolicy"].startswith("Whole tenant: off"), flow

@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from server.dev.demo import SPEECH_PUBLIC_ID
 from server.dev.stand_in import stand_in_transcript
-from tests.console.harness import DemoConsole, check_accessible, check_screenshots, run_script
+from tests.console.harness import DemoConsole, check_accessible, check_screenshots, flow_done, run_script
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -39,16 +39,10 @@ async def run(world: DemoConsole) -> dict[str, Any]:
     )
 
 
-def _flow(run: dict[str, Any], name: str) -> dict[str, Any]:
-    flow: dict[str, Any] = run["flows"][name]
-    assert flow["ok"], flow
-    return flow
-
-
 async def test_a_page_load_makes_two_calls_and_lists_what_the_person_may_invoke(
     run: dict[str, Any], world: DemoConsole
 ) -> None:
-    flow = _flow(run, "load")
+    flow = flow_done(run, "load")
     print("chat page load:", flow["calls"])
     # The session and the gateway's model list: the tab's console key was made by the load after sign-in and is
     # reused; nothing else until a panel is opened.
@@ -63,28 +57,28 @@ async def test_a_page_load_makes_two_calls_and_lists_what_the_person_may_invoke(
 
 
 async def test_an_mcp_tool_call_waits_for_approval_and_runs_once_approved(run: dict[str, Any]) -> None:
-    flow = _flow(run, "toolApproved")
+    flow = flow_done(run, "toolApproved")
     assert "get_weather" in flow["call"] and "Paris: 18 °C, light rain (demo data)" in flow["call"]
     assert "answered: Paris: 18 °C, light rain (demo data)" in flow["answer"]
 
 
 async def test_a_denied_tool_call_is_not_run_and_answered_approvals_offer_no_buttons(run: dict[str, Any]) -> None:
-    assert _flow(run, "toolDenied")["buttons"] == 0
+    assert flow_done(run, "toolDenied")["buttons"] == 0
 
 
 async def test_a_file_search_shows_its_sources(run: dict[str, Any]) -> None:
-    flow = _flow(run, "fileSearch")
+    flow = flow_done(run, "fileSearch")
     assert flow["first"].startswith("api-keys.md"), flow
     assert "api-keys.md" in flow["answer"]
 
 
 async def test_a_guardrail_refusal_is_in_plain_words(run: dict[str, Any]) -> None:
-    text = _flow(run, "refusal")["text"]
+    text = flow_done(run, "refusal")["text"]
     assert text.startswith("The answer was withheld.") and "output guardrail" in text and "password" in text
 
 
 async def test_a_past_conversation_is_listed_and_resumed(run: dict[str, Any]) -> None:
-    flow = _flow(run, "resume")
+    flow = flow_done(run, "resume")
     assert flow["titles"][:3] == [
         "What is the admin password?",
         "Search the handbook: how do I rotate an API key?",
@@ -96,7 +90,7 @@ async def test_a_past_conversation_is_listed_and_resumed(run: dict[str, Any]) ->
 
 
 async def test_an_audio_file_over_the_spec_limit_is_refused_before_upload(run: dict[str, Any]) -> None:
-    flow = _flow(run, "audioTooLarge")
+    flow = flow_done(run, "audioTooLarge")
     assert flow["status"] == "meeting.wav (127.00 MiB) is over the 127 MiB limit for audio files in chat."
     assert flow["calls"] == []
 
@@ -104,14 +98,14 @@ async def test_an_audio_file_over_the_spec_limit_is_refused_before_upload(run: d
 async def test_an_audio_file_is_transcribed_through_the_gateway_into_the_message(
     run: dict[str, Any], world: DemoConsole
 ) -> None:
-    flow = _flow(run, "audioTranscribed")
+    flow = flow_done(run, "audioTranscribed")
     assert flow["calls"] == ["POST gateway/v1/audio/transcriptions"], flow
     assert flow["message"] == stand_in_transcript("hello.wav", 4096), flow
     assert world.demo["SPEECH_MODEL"] == SPEECH_PUBLIC_ID
 
 
 async def test_one_console_key_per_tab_reused_across_loads_and_revoked_at_sign_out(run: dict[str, Any]) -> None:
-    flow = _flow(run, "keyKept")
+    flow = flow_done(run, "keyKept")
     assert flow["keysMade"] == 1, flow  # every page load after the first reused it
     assert flow["heldForTenant"] and not flow["secretInLocalStorage"], flow
     assert (flow["statusBefore"], flow["statusAfterSignOut"]) == (200, 401), flow

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from tests.console.harness import DemoConsole, check_accessible, check_calls_per_load, check_screenshots, run_script
+from tests.console.harness import (
+    DemoConsole,
+    check_accessible,
+    check_calls_per_load,
+    check_screenshots,
+    flow_done,
+    run_script,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -25,14 +32,8 @@ async def run(demo_world: DemoConsole) -> dict[str, Any]:
     )
 
 
-def _flow(run: dict[str, Any], name: str) -> dict[str, Any]:
-    flow: dict[str, Any] = run["flows"][name]
-    assert flow["ok"], flow
-    return flow
-
-
 async def test_usage_charts_the_tenants_calls_by_model_and_kind_with_top_lists(run: dict[str, Any]) -> None:
-    flow = _flow(run, "usage")
+    flow = flow_done(run, "usage")
     requests = int(flow["totals"][0].replace(",", ""))
     assert requests >= 1, flow  # the demo's seeding and, when the chat ran first, its calls
     assert flow["legend"] and flow["top"], flow
@@ -52,12 +53,12 @@ async def test_usage_charts_the_tenants_calls_by_model_and_kind_with_top_lists(r
 
 
 async def test_operators_see_usage_across_tenants(run: dict[str, Any]) -> None:
-    flow = _flow(run, "usageAcross")
+    flow = flow_done(run, "usageAcross")
     assert "Demo" in flow["legend"] and flow["top"][0].startswith("Demo"), flow
 
 
 async def test_the_audit_trail_is_filtered_by_the_server(run: dict[str, Any]) -> None:
-    flow = _flow(run, "audit")
+    flow = flow_done(run, "audit")
     assert flow["first"] >= 1 and "ApiKeyService/CreateApiKey" in flow["actions"], flow
     # The method filter as a person types it (no leading slash): one call, and only that method's events.
     assert flow["filtered"] and set(flow["filtered"]) == {"ApiKeyService/CreateApiKey"}, flow
@@ -66,11 +67,11 @@ async def test_the_audit_trail_is_filtered_by_the_server(run: dict[str, Any]) ->
 
 
 async def test_operators_read_the_audit_trail_across_tenants(run: dict[str, Any], demo_world: DemoConsole) -> None:
-    assert demo_world.demo["TENANT"] in _flow(run, "auditAcross")["tenants"]
+    assert demo_world.demo["TENANT"] in flow_done(run, "auditAcross")["tenants"]
 
 
 async def test_limits_are_set_edited_read_and_deleted(run: dict[str, Any]) -> None:
-    flow = _flow(run, "limits")
+    flow = flow_done(run, "limits")
     # A quantity the server refuses is shown in plain words with the server's reason, and sets nothing.
     assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]
     assert flow["set"] == "600 requests/min · 1M tokens/month (soft 800k)"
@@ -82,7 +83,7 @@ async def test_limits_are_set_edited_read_and_deleted(run: dict[str, Any]) -> No
 
 
 async def test_limits_are_set_and_read_beside_keys_service_accounts_tenants_and_models(run: dict[str, Any]) -> None:
-    flow = _flow(run, "limitsBeside")
+    flow = flow_done(run, "limitsBeside")
     # Opening the panel asks for the tenant's policies and the scope's use; the page's own load asked for neither.
     assert sorted(c.split("/")[-1] for c in flow["opened"]) == ["GetLimitUsage", "ListLimitPolicies"], flow
     assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]

@@ -20,6 +20,7 @@ from tests.console.harness import (
     check_calls_per_load,
     check_screenshots,
     console_world,
+    flow_done,
     js_gzip_bytes,
     not_ready,
     run_script,
@@ -61,12 +62,6 @@ async def run(world: ConsoleWorld) -> dict[str, Any]:
     )
 
 
-def _flow(run: dict[str, Any], name: str) -> dict[str, Any]:
-    flow: dict[str, Any] = run["flows"][name]
-    assert flow["ok"], flow
-    return flow
-
-
 def test_the_javascript_fits_the_budget(ready: None) -> None:
     size = js_gzip_bytes()
     print(f"console JavaScript: {size / 1024:.1f} KB gzip (budget {BUDGET // 1024} KB)")
@@ -74,13 +69,13 @@ def test_the_javascript_fits_the_budget(ready: None) -> None:
 
 
 async def test_a_signed_out_visit_signs_in_and_returns_to_the_page(run: dict[str, Any], world: ConsoleWorld) -> None:
-    flow = _flow(run, "signIn")
+    flow = flow_done(run, "signIn")
     assert flow["signInUrl"].endswith(f"/console/sign-in?next=%2Fconsole%2Ft%2F{world.tenant_id}%2Fkeys")
     assert flow["returnedTo"] == f"{world.base}/console/t/{world.tenant_id}/keys"
 
 
 async def test_a_group_is_created_with_the_keyboard_alone(run: dict[str, Any]) -> None:
-    flow = _flow(run, "keyboardCreateGroup")
+    flow = flow_done(run, "keyboardCreateGroup")
     assert flow["skipLink"] == "Skip to content", flow  # the first Tab offers to skip the header and the nav
     assert flow["reachedButton"] and flow["tabs"] < 10, flow  # after it, the page's button is a few Tabs away
     assert flow["focusedField"] == "name"  # the dialog opens on its first field
@@ -89,7 +84,7 @@ async def test_a_group_is_created_with_the_keyboard_alone(run: dict[str, Any]) -
 
 
 async def test_tables_page_through_a_long_list_a_server_page_at_a_time(run: dict[str, Any]) -> None:
-    flow = _flow(run, "paging")
+    flow = flow_done(run, "paging")
     assert (flow["first"], flow["second"], flow["back"]) == (25, 6, 25)  # 30 seeded + 1 made with the keyboard
     assert flow["nextDisabled"]
     # One call per page shown (TenantListService's keyset pages): Next, then Previous back to the first.
@@ -97,23 +92,23 @@ async def test_tables_page_through_a_long_list_a_server_page_at_a_time(run: dict
 
 
 async def test_the_tenant_picker_keeps_the_page(run: dict[str, Any], world: ConsoleWorld) -> None:
-    path = _flow(run, "tenantPicker")["path"]
+    path = flow_done(run, "tenantPicker")["path"]
     assert path.startswith("/console/t/ten_") and path.endswith("/keys") and world.tenant_id not in path
 
 
 async def test_group_members_are_added_and_removed(run: dict[str, Any]) -> None:
-    flow = _flow(run, "groupMembers")
+    flow = flow_done(run, "groupMembers")
     assert flow["added"] == 1 and flow["removedThenAddedBack"] == 1
 
 
 async def test_a_member_is_invited_by_email(run: dict[str, Any]) -> None:
-    assert "Invited" in _flow(run, "invite")["status"]
+    assert "Invited" in flow_done(run, "invite")["status"]
 
 
 async def test_a_key_is_created_with_a_grant_and_a_group_and_its_secret_shown_once(
     run: dict[str, Any], world: ConsoleWorld
 ) -> None:
-    flow = _flow(run, "createKey")
+    flow = flow_done(run, "createKey")
     assert flow["secretPrefix"] == "sb_" and flow["copiedMatches"]
     assert not flow["secretInStorage"]  # neither localStorage nor sessionStorage holds it
     assert "Model deployment: Console chat (console-chat)" in flow["chips"]
@@ -128,21 +123,21 @@ async def test_a_key_is_created_with_a_grant_and_a_group_and_its_secret_shown_on
 
 
 async def test_a_key_is_disabled_enabled_and_revoked(run: dict[str, Any]) -> None:
-    assert _flow(run, "keyLifecycle")["states"] == ["disabled", "active", "revoked"]
+    assert flow_done(run, "keyLifecycle")["states"] == ["disabled", "active", "revoked"]
 
 
 async def test_a_service_account_gets_a_key(run: dict[str, Any]) -> None:
-    flow = _flow(run, "serviceAccount")
+    flow = flow_done(run, "serviceAccount")
     assert flow["secretPrefix"] == "sb_" and "Service account" in flow["listed"]
 
 
 async def test_tenants_are_created_and_a_refusal_is_in_plain_words(run: dict[str, Any]) -> None:
-    flow = _flow(run, "tenants")
+    flow = flow_done(run, "tenants")
     assert flow["refusal"].startswith("Some of what you entered was not accepted."), flow
 
 
 async def test_a_plain_member_sees_only_what_they_may_use(run: dict[str, Any]) -> None:
-    flow = _flow(run, "memberView")
+    flow = flow_done(run, "memberView")
     # No Tenants, Members or Service accounts; the resource pages list what a member may use (managing is per row).
     assert flow["nav"] == ["Groups", "API keys", "Models", "RAGs", "MCP servers", "Preset agents", "Chat", "Usage"]
     assert flow["adminButtons"] == 0
@@ -150,7 +145,7 @@ async def test_a_plain_member_sees_only_what_they_may_use(run: dict[str, Any]) -
 
 
 async def test_sign_out_ends_the_session(run: dict[str, Any]) -> None:
-    flow = _flow(run, "signOut")
+    flow = flow_done(run, "signOut")
     assert flow["landedOn"] == "/console/sign-in" and "sb_session" not in flow["cookies"]
 
 

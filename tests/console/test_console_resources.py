@@ -1,23 +1,22 @@
 """The console's resource pages (models, MCP servers, RAGs, preset agents) in a real browser against real servers:
-`switchboard serve --demo` (management server serving the built console, gateway, dev-models with real e5
-embeddings, the seeded demo) and the MCP OAuth stand-in of tests/test_mcp_oauth.py (an MCP server with its own
-authorization server). console/e2e/resources.mjs drives Debian's chromium through every page once — development
-sign-in, each page's load and main flow — and reports; this test judges: at most three management API calls per
-page load, no serious or critical axe-core violation, no console errors (CSP refusals among them), each flow done,
-and what it changed is there on the server. Screenshots at 1280 and 390 px go to var/console-screenshots/.
+the browser tests' one `switchboard serve --demo` (tests/console/conftest.py: management server serving the built
+console, gateway, dev-models with real e5 embeddings, the seeded demo) and the MCP OAuth stand-in of
+tests/test_mcp_oauth.py (an MCP server with its own authorization server). console/e2e/resources.mjs drives
+Debian's chromium through every page once — development sign-in, each page's load and main flow — and reports;
+this test judges: at most three management API calls per page load, no serious or critical axe-core violation, no
+console errors (CSP refusals among them), each flow done, and what it changed is there on the server. Screenshots
+at 1280 and 390 px go to var/console-screenshots/.
 
-Bounded: one serve (~20 s to ready with e5 on two cores), one browser session (~40 s)."""
+It runs after the other demo tests (the file order) and adds to the demo tenant what they do not expect: a member,
+a group, a quota, MCP servers and an agent. Bounded: one browser session (~40 s)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
-import sys
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,13 +24,10 @@ import pytest_asyncio
 
 from server.dev.demo import CHAT_PUBLIC_ID, EMBEDDING_PUBLIC_ID, GUARDRAIL_PUBLIC_ID
 from server.dev.models import CHAT_MODEL, GUARDRAIL_MODEL
-from server.settings import load_settings
 from server.tokens import mint_token
 from tests.clients import ConnectJsonCaller, http_json
-from tests.conftest import Database, server_env
-from tests.console.harness import CONSOLE, SCREENSHOTS, not_ready, run_script
+from tests.console.harness import SCREENSHOTS, DemoConsole, run_script
 from tests.fakes.mcp_servers import CLIENT_ID, CLIENT_SECRET, AutoApprove, oauth_server, serve_asgi, tools_server
-from tests.serving import free_port, ready, stop, until
 from tests.world import must
 
 MAX_CALLS_PER_LOAD = 3
@@ -51,13 +47,6 @@ class Stage:
     provider: AutoApprove
 
 
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    reason = not_ready()
-    if reason is not None:
-        pytest.skip(reason)
-
-
 @contextlib.contextmanager
 def _mcp_stand_ins(redirect_uri: str) -> Iterator[tuple[str, str, AutoApprove]]:
     provider = AutoApprove(redirect_uri)
@@ -65,67 +54,27 @@ def _mcp_stand_ins(redirect_uri: str) -> Iterator[tuple[str, str, AutoApprove]]:
         yield f"http://127.0.0.1:{oauth_port}/mcp", f"http://127.0.0.1:{tools_port}/mcp", provider
 
 
-def _demo_env(var_dir: Path) -> dict[str, str]:
-    lines = (var_dir / "demo.env").read_text().splitlines()
-    pairs = (line.removeprefix("export ").split("=", 1) for line in lines if "=" in line)
-    return {name: value.strip("'\"") for name, value in pairs}
-
-
 @pytest_asyncio.fixture(scope="module")
-async def stage(browser_ready: None, database: Database) -> AsyncIterator[Stage]:
-    if database.backend != "postgresql":
-        pytest.skip("the browser run needs one backend: PostgreSQL, as deployed")
-    port, gateway_port, models_port = free_port(), free_port(), free_port()
-    base = f"http://127.0.0.1:{port}"
-    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-console-resources-"))
-    # The redirect URI is left to its default, the console's own callback on this server's address.
-    with _mcp_stand_ins(base + CALLBACK) as (oauth_url, tools_url, provider):
-        env = server_env(
-            database,
-            var_dir,
-            SWITCHBOARD_PORT=str(port),
-            SWITCHBOARD_GATEWAY_PORT=str(gateway_port),
-            SWITCHBOARD_DEV_MODELS_PORT=str(models_port),
-            SWITCHBOARD_GATEWAY_WORKERS="1",
-            SWITCHBOARD_GATEWAY_PUBLIC_URL=f"http://127.0.0.1:{gateway_port}",
-            SWITCHBOARD_CONSOLE_DIR=str(CONSOLE / "dist"),
+async def stage(demo_world: DemoConsole) -> AsyncIterator[Stage]:
+    # The console's own MCP OAuth callback on the demo server's address: its default redirect URI.
+    with _mcp_stand_ins(demo_world.base + CALLBACK) as (oauth_url, tools_url, provider):
+        tenant, admin = demo_world.demo["TENANT"], demo_world.admin_token
+        member = mint_token(demo_world.settings, user_id="mia-console", email="mia@example.com", name="Mia Member")
+        connect = ConnectJsonCaller(demo_world.base)
+        must(await connect.call("platform.tenants.v1.UserService/GetCurrentUser", {}, token=member))
+        body = {"tenantId": tenant, "userId": "mia-console", "role": "TENANT_ROLE_MEMBER"}
+        must(await connect.call("platform.tenants.v1.TenantService/AddTenantMember", body, token=admin))
+        yield Stage(
+            base=demo_world.base,
+            gateway=demo_world.gateway,
+            dev_models=demo_world.demo["DEV_MODELS"],
+            tenant=tenant,
+            admin_token=admin,
+            member_session=member,
+            mcp_oauth_url=oauth_url,
+            mcp_tools_url=tools_url,
+            provider=provider,
         )
-        log_path = var_dir / "serve.log"
-        with log_path.open("wb") as log:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "server.cli", "serve", "--demo", env=env, stdout=log, stderr=log
-            )
-        try:
-
-            async def seeded() -> bool:
-                if proc.returncode is not None:
-                    raise AssertionError(f"serve exited:\n{log_path.read_text(errors='replace')}")
-                return "Demo (development only)" in log_path.read_text(errors="replace") and await ready(
-                    f"{base}/readyz"
-                )
-
-            await until(seeded, attempts=1800)
-            demo = _demo_env(var_dir)
-            settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
-            member = mint_token(settings, user_id="mia-console", email="mia@example.com", name="Mia Member")
-            admin = (var_dir / "admin-token").read_text().strip()
-            connect = ConnectJsonCaller(base)
-            must(await connect.call("platform.tenants.v1.UserService/GetCurrentUser", {}, token=member))
-            body = {"tenantId": demo["TENANT"], "userId": "mia-console", "role": "TENANT_ROLE_MEMBER"}
-            must(await connect.call("platform.tenants.v1.TenantService/AddTenantMember", body, token=admin))
-            yield Stage(
-                base=base,
-                gateway=f"http://127.0.0.1:{gateway_port}",
-                dev_models=demo["DEV_MODELS"],
-                tenant=demo["TENANT"],
-                admin_token=admin,
-                member_session=member,
-                mcp_oauth_url=oauth_url,
-                mcp_tools_url=tools_url,
-                provider=provider,
-            )
-        finally:
-            await stop(proc)
 
 
 async def _drive(stage: Stage, group_id: str) -> dict[str, Any]:
@@ -210,7 +159,13 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
         "Usage",
     ], member
     assert member["manageButtons"] == {"models": 0, "rags": 0, "mcp": 0, "agents": 0}, member
-    assert member["rows"]["models"] == 4, member  # the demo's deployments, shared with every tenant
+    # The deployments shared with every tenant: the demo's, and those of the session's other browser tests, which
+    # share its database.
+    deployments = must(
+        await connect.call("platform.modelmanager.v1.ModelDeploymentService/ListModelDeployments", {}, token=admin)
+    )["modelDeployments"]
+    shared = [d["name"] for d in deployments if d.get("sharing", {}).get("shareToAll")]
+    assert member["rows"]["models"] == len(shared), (member, shared)
     assert all(len(calls) <= MAX_CALLS_PER_LOAD for calls in member["calls"].values()), member
 
     # What the browser did is on the server.

@@ -5,10 +5,10 @@
 // caller may invoke.
 import { create } from "@bufbuild/protobuf";
 import { useMemo, useState } from "preact/hooks";
-import { inTenant } from "../../api/tenantScope";
 import { client } from "../../api/transport";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField, TextField } from "../../components/Fields";
+import { mcpChoices } from "../../components/mcpChoices";
 import { OrderedList } from "../../components/OrderedList";
 import { SearchPicker, combined, searched, type Choice, type ChoiceLoader } from "../../components/SearchPicker";
 import { useAction } from "../../components/useAction";
@@ -32,11 +32,6 @@ function modelChoices(task: TaskType): ChoiceLoader {
   const aliases = searched((r, signal) => lists.listModelAliases(r, { signal }), (a) => a.aliases,
     (a) => (a.alias?.publicModelId ? { value: a.alias.publicModelId, label: a.alias.publicModelId } : undefined));
   return combined(...models, ...(task === TaskType.TEXT_GENERATION ? [aliases] : []));
-}
-
-function mcpChoices(tenantId: string): ChoiceLoader {
-  return searched((r, signal) => client(ResourceListService).listExternalMcpServers(r, inTenant(tenantId, signal)),
-    (a) => a.externalMcpServers, (s) => ({ value: s.name, label: `${s.displayName || s.name} (${s.name})` }));
 }
 
 function ragChoices(tenantId: string): ChoiceLoader {

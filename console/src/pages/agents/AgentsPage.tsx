@@ -10,6 +10,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import type { PresetAgent } from "../../gen/platform/agents/v1/preset_agent_pb";
 import { PresetAgentService } from "../../gen/platform/agents/v1/preset_agent_service_pb";
 import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
@@ -58,10 +59,8 @@ export default function AgentsPage({ session, tenant }: PageProps) {
               Edit <span class="visually-hidden">{a.publicModelId}</span>
             </button>
             <ShareButton label={a.publicModelId} target={() => sharingTarget("agent", a.name, `agent ${a.publicModelId}`, a.tenantId === "")} />
-            <button type="button" class="danger" disabled={remove.busy}
-              onClick={() => { if (confirm(`Delete the agent ${a.publicModelId}?`)) { void remove.run(a.name); } }}>
-              Delete <span class="visually-hidden">{a.publicModelId}</span>
-            </button>
+            <DeleteButton label={a.publicModelId} question={`Delete the agent ${a.publicModelId}?`} busy={remove.busy}
+              onDelete={() => void remove.run(a.name)} />
           </div>
         ) : null,
     },

@@ -1,11 +1,11 @@
 // The MCP servers a chat with a plain model may use, each either run freely or asked about before every call (the
 // gateway's approval requests). Preset agents bring their own default servers and RAGs; RAGs the key can read are
-// offered to plain models by the gateway itself. The list loads when the panel is first opened (one call).
-import { useState } from "preact/hooks";
-import { client } from "../../api/transport";
-import { ErrorBanner } from "../../components/ErrorBanner";
+// offered to plain models by the gateway itself. The servers are searched a page at a time (SearchPicker), from when
+// the panel is first opened: the page load itself asks for none.
+import { useMemo, useState } from "preact/hooks";
 import { Checkbox } from "../../components/Fields";
-import { ExternalMcpServerService } from "../../gen/platform/agents/v1/external_mcp_server_service_pb";
+import { mcpChoices } from "../../components/mcpChoices";
+import { SearchPicker } from "../../components/SearchPicker";
 
 export interface McpChoice {
   name: string;
@@ -20,29 +20,8 @@ interface ToolsPanelProps {
 }
 
 export function ToolsPanel({ tenantId, value, onChange }: ToolsPanelProps) {
-  const [servers, setServers] = useState<{ name: string; label: string }[] | undefined>(undefined);
-  const [error, setError] = useState<unknown>(undefined);
-  const open = () => {
-    if (servers !== undefined) {
-      return;
-    }
-    setServers([]);
-    client(ExternalMcpServerService)
-      .listExternalMcpServers({}, { headers: { "X-Platform-Tenant-Id": tenantId } })
-      .then(
-        (answer) => {
-          setServers(
-            answer.externalMcpServers
-              .filter((s) => s.tenantId === "" || s.tenantId === tenantId)
-              .map((s) => ({ name: s.name, label: s.displayName && s.displayName !== s.name ? `${s.displayName} (${s.name})` : s.name })),
-          );
-        },
-        (caught: unknown) => {
-          setError(caught);
-        },
-      );
-  };
-  const chosen = (name: string) => value.find((c) => c.name === name);
+  const [opened, setOpened] = useState(false);
+  const load = useMemo(() => mcpChoices(tenantId), [tenantId]);
   const set = (name: string, choice: McpChoice | undefined) => {
     const rest = value.filter((c) => c.name !== name);
     onChange(choice === undefined ? rest : [...rest, choice]);
@@ -52,39 +31,31 @@ export function ToolsPanel({ tenantId, value, onChange }: ToolsPanelProps) {
       class="panel"
       onToggle={(event) => {
         if (event.currentTarget.open) {
-          open();
+          setOpened(true);
         }
       }}
     >
       <summary>Tools {value.length > 0 ? `(${value.length})` : ""}</summary>
-      <ErrorBanner error={error} />
-      {servers === undefined || servers.length === 0 ? (
-        <p class="hint">{servers === undefined ? "" : "No MCP server is available to you."}</p>
-      ) : (
+      {opened ? (
+        <SearchPicker label="MCP servers" name="mcp" load={load} chosen={(name) => value.some((c) => c.name === name)}
+          onToggle={(choice, on) => { set(choice.value, on ? { name: choice.value, ask: true } : undefined); }}
+          empty="No MCP server you can use matches." />
+      ) : null}
+      {value.length > 0 ? (
         <ul class="plain-list">
-          {servers.map((server) => {
-            const choice = chosen(server.name);
-            return (
-              <li key={server.name}>
-                <Checkbox
-                  label={server.label}
-                  name={`mcp-${server.name}`}
-                  checked={choice !== undefined}
-                  onChange={(on) => { set(server.name, on ? { name: server.name, ask: true } : undefined); }}
-                />
-                {choice !== undefined ? (
-                  <Checkbox
-                    label="Ask me before each call"
-                    name={`ask-${server.name}`}
-                    checked={choice.ask}
-                    onChange={(ask) => { set(server.name, { name: server.name, ask }); }}
-                  />
-                ) : null}
-              </li>
-            );
-          })}
+          {value.map((choice) => (
+            <li key={choice.name}>
+              <span class="mono">{choice.name}</span>
+              <Checkbox
+                label="Ask me before each call"
+                name={`ask-${choice.name}`}
+                checked={choice.ask}
+                onChange={(ask) => { set(choice.name, { name: choice.name, ask }); }}
+              />
+            </li>
+          ))}
         </ul>
-      )}
+      ) : null}
     </details>
   );
 }

@@ -8,6 +8,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, TextField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import { routeUrl } from "../../app/routes";
 import type { PageProps } from "../../app/routes";
 import type { Group } from "../../gen/platform/tenants/v1/group_pb";
@@ -84,18 +85,8 @@ export default function GroupsPage({ tenant }: PageProps) {
       header: "Actions",
       actions: true,
       cell: (group) => (
-        <button
-          type="button"
-          class="danger"
-          disabled={remove.busy}
-          onClick={() => {
-            if (confirm(`Delete the group ${group.name}?`)) {
-              void remove.run(group);
-            }
-          }}
-        >
-          Delete <span class="visually-hidden">{group.name}</span>
-        </button>
+        <DeleteButton label={group.name} question={`Delete the group ${group.name}?`} busy={remove.busy}
+          onDelete={() => void remove.run(group)} />
       ),
     });
   }

@@ -10,6 +10,7 @@ import { FormActions, TextField } from "../../components/Fields";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import { ApiKeyState, ApiKeyType, type ApiKey } from "../../gen/platform/tenants/v1/api_key_pb";
 import { ApiKeyService } from "../../gen/platform/tenants/v1/api_key_service_pb";
 import { LimitScopeKind, type LimitTier } from "../../gen/switchboard/limits/v1/limit_policy_pb";
@@ -148,13 +149,8 @@ export function KeysTable({ tenantId, serviceAccountId, reload, onChanged, limit
               <LimitsButton tenantId={tenantId} scope={{ kind: LimitScopeKind.API_KEY, id: k.id }} tiers={limitTiers}
                 what={`the key ${k.name}`} />
             ) : null}
-            <button type="button" class="danger" disabled={act.busy} onClick={() => {
-              if (confirm(`Revoke the key ${k.name}? This cannot be undone.`)) {
-                void act.run(k, "revoke");
-              }
-            }}>
-              Revoke <span class="visually-hidden">{k.name}</span>
-            </button>
+            <DeleteButton action="Revoke" label={k.name} question={`Revoke the key ${k.name}? This cannot be undone.`}
+              busy={act.busy} onDelete={() => void act.run(k, "revoke")} />
           </div>
         ),
     },

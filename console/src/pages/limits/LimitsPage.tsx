@@ -12,6 +12,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import { LimitScopeKind, type LimitPolicy } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { LimitService } from "../../gen/switchboard/limits/v1/limit_service_pb";
 import { CurrentUse } from "./CurrentUse";
@@ -45,14 +46,8 @@ export default function LimitsPage({ session, tenant }: PageProps) {
             <button type="button" onClick={() => { setEditing(p); }}>
               Edit
             </button>
-            <button type="button" class="danger" disabled={remove.busy}
-              onClick={() => {
-                if (confirm(`Delete the ${TIER_NAMES[p.tier].toLowerCase()} limits on ${SCOPE_NAMES[p.scope?.kind ?? LimitScopeKind.UNSPECIFIED].toLowerCase()}?`)) {
-                  void remove.run(p);
-                }
-              }}>
-              Delete
-            </button>
+            <DeleteButton busy={remove.busy} onDelete={() => void remove.run(p)}
+              question={`Delete the ${TIER_NAMES[p.tier].toLowerCase()} limits on ${SCOPE_NAMES[p.scope?.kind ?? LimitScopeKind.UNSPECIFIED].toLowerCase()}?`} />
           </div>
         ) : null,
     },

@@ -10,6 +10,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { formatTime } from "../../components/format";
 import { UsageBar } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import { LimitTier, type LimitPolicy, type LimitUsage } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { LimitService } from "../../gen/switchboard/limits/v1/limit_service_pb";
 import { METRIC_NAMES, TIER_NAMES } from "./names";
@@ -100,14 +101,8 @@ export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
                       {policy === undefined ? `Set ${name} limits` : `Edit ${name} limits`}
                     </button>
                     {policy !== undefined ? (
-                      <button type="button" class="danger" disabled={remove.busy}
-                        onClick={() => {
-                          if (confirm(`Delete the ${name} limits here?`)) {
-                            void remove.run(tier);
-                          }
-                        }}>
-                        Delete {name} limits
-                      </button>
+                      <DeleteButton action={`Delete ${name} limits`} question={`Delete the ${name} limits here?`}
+                        busy={remove.busy} onDelete={() => void remove.run(tier)} />
                     ) : null}
                   </div>
                 ) : null}

@@ -13,6 +13,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import { ExternalMcpAuthType, type ExternalMcpServerSummary } from "../../gen/platform/agents/v1/external_mcp_server_pb";
 import { ExternalMcpServerService } from "../../gen/platform/agents/v1/external_mcp_server_service_pb";
 import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
@@ -103,10 +104,8 @@ export default function McpPage({ session, tenant }: PageProps) {
         manages(s) ? (
           <div class="row-actions">
             <ShareButton label={s.name} target={() => sharingTarget("mcp", s.name, `MCP server ${s.name}`, s.tenantId === "")} />
-            <button type="button" class="danger" disabled={remove.busy}
-              onClick={() => { if (confirm(`Delete the MCP server ${s.name}?`)) { void remove.run(s.name); } }}>
-              Delete <span class="visually-hidden">{s.name}</span>
-            </button>
+            <DeleteButton label={s.name} question={`Delete the MCP server ${s.name}?`} busy={remove.busy}
+              onDelete={() => void remove.run(s.name)} />
           </div>
         ) : null,
     },

@@ -10,6 +10,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, TextField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import type { McpNetworkPolicy } from "../../gen/platform/platform/v1/mcp_network_policy_pb";
 import { McpNetworkPolicyService } from "../../gen/platform/platform/v1/mcp_network_policy_service_pb";
 import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
@@ -62,10 +63,8 @@ export default function NetworkPoliciesPage({ tenant }: PageProps) {
       header: "Actions",
       actions: true,
       cell: (p) => (
-        <button type="button" class="danger" disabled={remove.busy}
-          onClick={() => { if (confirm(`Delete the network policy ${p.name}?`)) { void remove.run(p); } }}>
-          Delete <span class="visually-hidden">{p.name}</span>
-        </button>
+        <DeleteButton label={p.name} question={`Delete the network policy ${p.name}?`} busy={remove.busy}
+          onDelete={() => void remove.run(p)} />
       ),
     },
   ];

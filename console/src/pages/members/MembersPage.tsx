@@ -10,6 +10,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField, TextField, chosenEnum } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import { TenantRole, type TenantMember } from "../../gen/platform/tenants/v1/tenant_pb";
 import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
 import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
@@ -115,13 +116,9 @@ export default function MembersPage({ tenant, session }: PageProps) {
       actions: true,
       // Not oneself: leaving a tenant is not what this page is for (and the last admin could lock everyone out).
       cell: (m) => m.userId === session.user.id ? null : (
-        <button type="button" class="danger" disabled={remove.busy} onClick={() => {
-          if (confirm(`Remove ${m.email || m.userId} from ${tenant?.name ?? "the tenant"}?`)) {
-            void remove.run(m);
-          }
-        }}>
-          {m.pending ? "Cancel invitation" : "Remove"} <span class="visually-hidden">{m.email || m.userId}</span>
-        </button>
+        <DeleteButton action={m.pending ? "Cancel invitation" : "Remove"} label={m.email || m.userId}
+          question={`Remove ${m.email || m.userId} from ${tenant?.name ?? "the tenant"}?`} busy={remove.busy}
+          onDelete={() => void remove.run(m)} />
       ),
     });
   }

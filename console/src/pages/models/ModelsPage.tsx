@@ -21,6 +21,7 @@ import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { formatTime } from "../../components/format";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import { ModelCapabilitiesSchema, TaskType } from "../../gen/platform/modelmanager/v1/capabilities_pb";
 import { ExternalModelProvider, ExternalModelSchema, type ExternalModelSummary } from "../../gen/platform/modelmanager/v1/external_model_pb";
 import { ExternalModelService } from "../../gen/platform/modelmanager/v1/external_model_service_pb";
@@ -30,15 +31,6 @@ import { ModelDeploymentSchema, type ModelDeployment } from "../../gen/platform/
 import { ModelDeploymentService } from "../../gen/platform/modelmanager/v1/model_deployment_service_pb";
 import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import { PROVIDERS, PROVIDER_NAMES, TARGET_KINDS, TARGET_KIND_NAMES, TASKS, TASK_NAMES } from "./labels";
-
-function DeleteButton({ label, onDelete, busy }: { label: string; onDelete: () => void; busy: boolean }) {
-  return (
-    <button type="button" class="danger" disabled={busy}
-      onClick={() => { if (confirm(`Delete ${label}?`)) { onDelete(); } }}>
-      Delete <span class="visually-hidden">{label}</span>
-    </button>
-  );
-}
 
 interface DeploymentDraft { name: string; publicModelId: string; displayName: string; endpointUrl: string; servedModelId: string; modelUrl: string; task: TaskType }
 
@@ -150,7 +142,7 @@ function Deployments({ operator, limits }: { operator: boolean; limits: ModelLim
             Edit <span class="visually-hidden">{d.publicModelId}</span>
           </button>
           <ShareButton label={d.publicModelId} target={() => sharingTarget("deployment", d.name, d.publicModelId, true)} />
-          <DeleteButton label={d.publicModelId} busy={remove.busy} onDelete={() => void remove.run(d.name)} />
+          <DeleteButton label={d.publicModelId} question={`Delete ${d.publicModelId}?`} busy={remove.busy} onDelete={() => void remove.run(d.name)} />
         </div>
       ),
     });
@@ -266,7 +258,7 @@ function ExternalModels({ tenantId, operator, tenantAllowed, canManage, limits }
         canManage(m) ? (
           <div class="row-actions">
             <ShareButton label={m.publicModelId} target={() => sharingTarget("external-model", m.name, m.publicModelId, m.tenantId === "")} />
-            <DeleteButton label={m.publicModelId} busy={remove.busy} onDelete={() => void remove.run(m.name)} />
+            <DeleteButton label={m.publicModelId} question={`Delete ${m.publicModelId}?`} busy={remove.busy} onDelete={() => void remove.run(m.name)} />
           </div>
         ) : null,
     },
@@ -379,7 +371,7 @@ function Aliases({ operator, limits }: { operator: boolean; limits: ModelLimits 
               Edit <span class="visually-hidden">{id}</span>
             </button>
             <ShareButton label={id} target={() => sharingTarget("alias", a.name, id, true)} />
-            <DeleteButton label={id} busy={remove.busy} onDelete={() => void remove.run(a.name)} />
+            <DeleteButton label={id} question={`Delete ${id}?`} busy={remove.busy} onDelete={() => void remove.run(a.name)} />
           </div>
         );
       },

@@ -16,6 +16,7 @@ import { Table, type Column } from "../../components/Table";
 import { UploadDrop } from "../../components/UploadDrop";
 import { formatBytes } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import type { Rag } from "../../gen/platform/ragmanager/v1/rag_pb";
 import { RagService } from "../../gen/platform/ragmanager/v1/rag_service_pb";
 import { context, deleteFile, fileLoader, pollStatuses, type ContextChunk, type RagFile } from "./files";
@@ -202,10 +203,8 @@ export default function RagPage({ session, tenant, params }: PageProps) {
       header: "Actions",
       actions: true,
       cell: (f) => (
-        <button type="button" class="danger" disabled={remove.busy}
-          onClick={() => { if (confirm(`Delete ${f.filename}?`)) { void remove.run(f); } }}>
-          Delete <span class="visually-hidden">{f.filename}</span>
-        </button>
+        <DeleteButton label={f.filename} question={`Delete ${f.filename}?`} busy={remove.busy}
+          onDelete={() => void remove.run(f)} />
       ),
     },
   ];

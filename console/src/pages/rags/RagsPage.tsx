@@ -12,6 +12,7 @@ import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { UsageBar } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import { TaskType } from "../../gen/platform/modelmanager/v1/capabilities_pb";
 import { ExternalModelService } from "../../gen/platform/modelmanager/v1/external_model_service_pb";
 import { ModelDeploymentService } from "../../gen/platform/modelmanager/v1/model_deployment_service_pb";
@@ -136,11 +137,8 @@ export default function RagsPage({ session, tenant }: PageProps) {
       cell: (rag) => !manages(rag) ? null : (
         <div class="row-actions">
           <ShareButton label={rag.name} target={() => sharingTarget("rag", rag.id, `RAG ${rag.name}`, rag.tenantId === "")} />
-          <button type="button" class="danger" disabled={remove.busy} onClick={() => {
-            if (confirm(`Delete the RAG ${rag.name} and everything uploaded to it?`)) { void remove.run(rag); }
-          }}>
-            Delete <span class="visually-hidden">{rag.name}</span>
-          </button>
+          <DeleteButton label={rag.name} question={`Delete the RAG ${rag.name} and everything uploaded to it?`}
+            busy={remove.busy} onDelete={() => void remove.run(rag)} />
         </div>
       ),
     },

@@ -9,6 +9,7 @@ import { FormActions, TextField } from "../../components/Fields";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { DeleteButton } from "../../components/DeleteButton";
 import type { ServiceAccount } from "../../gen/platform/tenants/v1/service_account_pb";
 import { ServiceAccountService } from "../../gen/platform/tenants/v1/service_account_service_pb";
 import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
@@ -76,13 +77,8 @@ export default function ServiceAccountsPage({ tenant }: PageProps) {
       header: "Actions",
       actions: true,
       cell: (a) => (
-        <button type="button" class="danger" disabled={remove.busy} onClick={() => {
-          if (confirm(`Delete the service account ${a.name}? Its keys stop working.`)) {
-            void remove.run(a);
-          }
-        }}>
-          Delete <span class="visually-hidden">{a.name}</span>
-        </button>
+        <DeleteButton label={a.name} question={`Delete the service account ${a.name}? Its keys stop working.`}
+          busy={remove.busy} onDelete={() => void remove.run(a)} />
       ),
     },
   ];

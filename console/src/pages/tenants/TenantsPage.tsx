@@ -16,6 +16,7 @@ import { ResourceListService } from "../../gen/switchboard/resources/v1/resource
 import { limitTiers } from "../limits/names";
 import { LimitsButton } from "../limits/ScopeLimits";
 import { formatTime } from "../../components/format";
+import { DeleteButton } from "../../components/DeleteButton";
 
 function TenantForm({ tenant, onDone, onCancel }: { tenant: Tenant | undefined; onDone: () => void; onCancel: () => void }) {
   const [name, setName] = useState("");
@@ -76,13 +77,8 @@ export default function TenantsPage({ session }: PageProps) {
           </button>
           <LimitsButton tenantId={t.id} scope={{ kind: LimitScopeKind.TENANT, id: "" }} what={`the tenant ${t.name}`}
             tiers={limitTiers(session, session.tenants.find((access) => access.id === t.id))} />
-          <button type="button" class="danger" disabled={remove.busy} onClick={() => {
-            if (confirm(`Delete the tenant ${t.name} and everything in it?`)) {
-              void remove.run(t);
-            }
-          }}>
-            Delete <span class="visually-hidden">{t.name}</span>
-          </button>
+          <DeleteButton label={t.name} question={`Delete the tenant ${t.name} and everything in it?`} busy={remove.busy}
+            onDelete={() => void remove.run(t)} />
         </div>
       ),
     },
