@@ -76,7 +76,7 @@ async def _create(connect: ConnectJsonCaller, token: str, world: GatewayWorld, s
     if spec.kind in ("deployment", "external"):
         if spec.kind == "deployment":
             service, kind, message = DEPLOYMENTS, ResourceKind.MODEL_DEPLOYMENT, "modelDeployment"
-            body = {"endpointUrl": spec.upstream, "servedModelId": spec.upstream_model}
+            body: dict[str, Any] = {"endpointUrl": spec.upstream, "servedModelId": spec.upstream_model}
         else:
             service, kind, message = EXTERNALS, ResourceKind.EXTERNAL_MODEL, "externalModel"
             body = {
@@ -160,7 +160,7 @@ async def service_account_key(
     connect: ConnectJsonCaller, world: GatewayWorld, token: str, label: str, grants: list[str]
 ) -> str:
     """A service-account key granted exactly these models, through the management API."""
-    body = {"tenantId": world.tenant_id, "name": f"sa-{secrets.token_hex(3)}"}
+    body: dict[str, Any] = {"tenantId": world.tenant_id, "name": f"sa-{secrets.token_hex(3)}"}
     account = must(await connect.call(f"{ACCOUNTS}/CreateServiceAccount", body, token=token))["serviceAccount"]
     refs = []
     for public_id in grants:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.clients import ConnectJsonCaller, Result
 
@@ -12,7 +13,7 @@ GROUPS = "platform.tenants.v1.GroupService"
 USERS = "platform.tenants.v1.UserService"
 
 
-def must(result: Result) -> dict:
+def must(result: Result) -> dict[str, Any]:
     assert result.ok, result
     return result.body
 

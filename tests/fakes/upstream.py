@@ -252,13 +252,11 @@ class FakeUpstream:
             return failure
         query_words = set(payload["query"].lower().split())
         docs = [d if isinstance(d, str) else d.get("text", "") for d in payload["documents"]]
-        scored = sorted(
-            (
-                {"index": i, "document": {"text": d}, "relevance_score": len(query_words & set(d.lower().split())) / 10}
-                for i, d in enumerate(docs)
-            ),
-            key=lambda r: -r["relevance_score"],
-        )
+        overlap = [len(query_words & set(d.lower().split())) / 10 for d in docs]
+        scored = [
+            {"index": i, "document": {"text": docs[i]}, "relevance_score": overlap[i]}
+            for i in sorted(range(len(docs)), key=lambda i: -overlap[i])
+        ]
         if payload.get("top_n"):
             scored = scored[: payload["top_n"]]
         body = {
