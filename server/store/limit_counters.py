@@ -335,7 +335,7 @@ _SWEEP_SECONDS = 60.0
 class _Credit:
     """Units of one counter this process holds: counted in Redis, not yet used by a call here."""
 
-    __slots__ = ("cap", "expires", "seen", "units", "used")
+    __slots__ = ("cap", "expires", "low", "seen", "target", "units", "used")
 
     def __init__(self, expires: float) -> None:
         self.units = 0
@@ -343,6 +343,18 @@ class _Credit:
         self.seen = 0  # the counter's value in Redis when last read (our units included)
         self.expires = expires
         self.cap = 0  # what it may hold: a refund above this goes back to Redis
+        self.low = 0  # below this it is topped up
+        self.target = 0  # what a top-up fills to, and a surplus is given back down to
+
+    def size(self, cap: int, tokens: bool) -> None:
+        """A count of requests is topped up below half its cap, to the cap. A token counter is topped up below a
+        quarter, to half, and gives back above the cap, down to half: the gap from half to the cap takes the
+        refunds of the calls in flight (a reservation is mostly refunded when its call ends). With the top-up
+        at half and the refill to the cap, the refunds of 8 calls in flight pushed the units over the cap, back
+        down to half, under it with the next call, and up again: two round trips every few calls
+        (tests/test_limits_counters.py counts them)."""
+        self.cap = cap
+        self.low, self.target = (cap // 4, cap // 2) if tokens else (cap // 2, cap)
 
 
 @dataclass(slots=True)
@@ -402,7 +414,7 @@ class RedisCounters:
             units = credit.units = credit.units - (reserve if take.tokens else 1)
             credit.used = now
             values.append(credit.seen - units)
-            if units < credit.cap // 2 and take.counter not in self._asking:  # top up before it runs out
+            if units < credit.low and take.counter not in self._asking:  # top up before it runs out
                 self._asking.add(take.counter)
                 self._background(self._refill(take, credit))
         using = self._using
@@ -469,7 +481,7 @@ class RedisCounters:
     async def _refill(self, take: Take, credit: _Credit) -> None:
         """Ask Redis for another grant of `take`'s counter (counting no call), off the request path; the caller
         marked the counter as asking."""
-        ask = credit.cap - credit.units
+        ask = credit.target - credit.units
         now = time.time()
         args = ["-", _ms(now), _ms(now), 1, take.limit, 0, _ms(take.expires), ask]
         try:
@@ -506,7 +518,7 @@ class RedisCounters:
                 self._schedule_trim()
             credit.units += grants[i]
             credit.used = now
-            credit.cap = max(credit.cap, PERMIT_CALLS * ((reserve or 1) if take.tokens else 1))
+            credit.size(max(credit.cap, PERMIT_CALLS * ((reserve or 1) if take.tokens else 1)), take.tokens)
             credit.seen = values[i]
             values[i] -= credit.units
         for j, slot in enumerate(slots):
@@ -534,8 +546,8 @@ class RedisCounters:
             credit.used = now
             if credit.units > 0 and self._trim is None:
                 self._schedule_trim()
-            if credit.units > credit.cap:  # hold no more than a grant's worth: down to half of it goes back
-                surplus = credit.units - credit.cap // 2
+            if credit.units > credit.cap:  # hold no more than a grant's worth
+                surplus = credit.units - credit.target
                 credit.units -= surplus
                 credit.seen -= surplus
                 remote.append((-1, _Adjustment(counter, -surplus, expires)))
