@@ -325,7 +325,7 @@ def _ms(seconds: float) -> int:
 # admitted from them without a round trip. Only limits of at least PERMIT_MIN_LIMIT grant any: smaller ones (and
 # every limit's last eighth) are counted call by call, exactly.
 PERMIT_MIN_LIMIT = 1000
-PERMIT_CALLS = 256
+PERMIT_CALLS = 1024
 PERMIT_LEASES = 32
 IDLE_SECONDS = 0.2  # permits (units of a counter, spare leases) unused this long go back to Redis
 _FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redis took it (it expires after 15 min)
