@@ -399,10 +399,11 @@ class RedisCounters:
     ) -> Outcome | None:
         """Admit from this process's permits alone (every take covered, a spare lease for every slot), or None."""
         held = self._credit
+        need = reserve or 1
         credits = []
         for take in takes:
             credit = held.get(take.counter)
-            if credit is None or credit.expires <= now or credit.units < ((reserve or 1) if take.tokens else 1):
+            if credit is None or credit.expires <= now or credit.units < (need if take.tokens else 1):
                 return None
             credits.append(credit)
         spares = self._spares
@@ -417,9 +418,10 @@ class RedisCounters:
             if units < credit.low and take.counter not in self._asking:  # top up before it runs out
                 self._asking.add(take.counter)
                 self._background(self._refill(take, credit))
-        using = self._using
-        for slot in slots:
-            using[slot.counter, lease] = spares[slot.counter].pop()
+        if slots:
+            using = self._using
+            for slot in slots:
+                using[slot.counter, lease] = spares[slot.counter].pop()
         return Outcome(True, -1, tuple(values))
 
     async def acquire(
@@ -530,17 +532,19 @@ class RedisCounters:
 
     def _settle(
         self, counters: Sequence[tuple[str, float]], delta: int, now: float
-    ) -> tuple[list[int | None], list[tuple[int, _Adjustment]]]:
-        """Settle what this process's permits can: the values known here (None: Redis will tell), and what goes to
-        Redis (the index whose value its answer gives, -1 for a surplus given back)."""
-        values: list[int | None] = []
+    ) -> tuple[list[int], list[tuple[int, _Adjustment]]]:
+        """Settle what this process's permits can: the values known here (0 where Redis will tell), and what goes
+        to Redis (the index whose value its answer gives, -1 for a surplus given back)."""
+        values: list[int] = []
         remote: list[tuple[int, _Adjustment]] = []
         held = self._credit if self._permits else {}
-        for index, (counter, expires) in enumerate(counters):
+        index = -1
+        for counter, expires in counters:
+            index += 1
             credit = held.get(counter)
             if credit is None or credit.expires <= now or credit.units < delta:
                 remote.append((index, _Adjustment(counter, delta, expires)))
-                values.append(None)
+                values.append(0)
                 continue
             credit.units -= delta  # a refund kept here, or a shortfall paid from what is held
             credit.used = now
@@ -598,7 +602,7 @@ class RedisCounters:
                     values[index] = count - credit.units  # what this process has not kept for itself
                 else:
                     values[index] = count
-        return tuple(v if v is not None else 0 for v in values)
+        return tuple(values)
 
     def _schedule_trim(self) -> None:
         if self._trim is None:
