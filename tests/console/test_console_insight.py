@@ -84,8 +84,10 @@ async def test_limits_are_set_edited_read_and_deleted(run: dict[str, Any]) -> No
 
 async def test_limits_are_set_and_read_beside_keys_service_accounts_tenants_and_models(run: dict[str, Any]) -> None:
     flow = flow_done(run, "limitsBeside")
-    # Opening the panel asks for the tenant's policies and the scope's use; the page's own load asked for neither.
+    # Opening the panel asks for the scope's policies and use; the page's own load asked for neither.
     assert sorted(c.split("/")[-1] for c in flow["opened"]) == ["GetLimitUsage", "ListLimitPolicies"], flow
+    # Only the key's own policies, never the whole tenant's.
+    assert flow["listed"]["scope"]["kind"] == "LIMIT_SCOPE_KIND_API_KEY" and flow["listed"]["scope"]["id"], flow
     assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]
     # The key's tenant-tier limits with their current use against each (no shared counter store in the demo: unknown,
     # said so) and the soft budget's state.

@@ -1,8 +1,9 @@
 // The limits set on one scope — an API key, a service account, a tenant, a model in a tenant — shown beside what
 // they limit: each tier's policy, set, edited or deleted in place, and the current use of each of its limits against
 // it (GetLimitUsage by scope: the scope's own counters, whichever key made the calls), with the soft budget's state.
-// Nothing is asked on page load: opening the panel makes two calls (ListLimitPolicies answers the tenant's policies
-// at once and is narrowed to the scope here). Shown only to the people limitTiers() names; the server decides.
+// Nothing is asked on page load: opening the panel makes two calls, both for this scope only (ListLimitPolicies and
+// GetLimitUsage with its `scope`), however many policies the tenant has. Shown only to the people limitTiers() names;
+// the server decides.
 import { useEffect, useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import { Dialog } from "../../components/Dialog";
@@ -52,13 +53,10 @@ export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
     const options = { signal: abort.signal };
     setError(undefined);
     Promise.all([
-      service.listLimitPolicies({ tenantId }, options),
+      service.listLimitPolicies({ tenantId, scope }, options),
       service.getLimitUsage({ tenantId, scope }, options),
     ]).then(
-      ([listed, used]) => {
-        const policies = listed.policies.filter((p) => p.scope?.kind === scope.kind && p.scope.id === scope.id);
-        setFound({ policies, usage: used.limits });
-      },
+      ([listed, used]) => { setFound({ policies: listed.policies, usage: used.limits }); },
       (caught: unknown) => {
         if (!abort.signal.aborted) {
           setError(caught);
