@@ -105,10 +105,11 @@ try {
     await page.getByRole("button", { name: "Show current use" }).click();
     await page.locator(".usage-list li, .panel [role=status]").first().waitFor();
     const use = await page.locator(".usage-list li").allInnerTexts();
+    const useStatus = await page.locator(".panel [role=status]").innerText();
     results.pages["limits-set"] = { axe: await axe(page), shots: await screenshots(page, plan.screenshots, "limits-set") };
     await row.getByRole("button", { name: "Delete" }).click();
     await row.waitFor({ state: "detached" });
-    return { refusal, set, edited, use, left: await page.locator(".table-block tbody tr").count() };
+    return { refusal, set, edited, use, useStatus, left: await page.locator(".table-block tbody tr").count() };
   });
 
   await step("limitsBeside", async () => {

@@ -76,9 +76,14 @@ async def test_limits_are_set_edited_read_and_deleted(run: dict[str, Any]) -> No
     assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]
     assert flow["set"] == "600 requests/min · 1M tokens/month (soft 800k)"
     assert flow["edited"] == "1k requests/min · 1M tokens/month (soft 800k)"
-    # Current use of the key's limits; the demo runs without a shared counter store, which the page says.
+    # Current use of the key's limits, each named with its tier and scope; the demo runs without a shared counter
+    # store: each figure says its use is unknown, and the page says why once.
     assert [line.split(" (")[0] for line in flow["use"]] == ["Requests per minute", "Token budget"], flow["use"]
-    assert "limit 1,000;" in flow["use"][0] and "limit 1,000,000;" in flow["use"][1]
+    assert flow["use"][0].startswith("Requests per minute (Tenant, whole tenant)"), flow["use"]
+    assert "usage unknown (limit 1,000)" in flow["use"][0], flow["use"]
+    assert "usage unknown (limit 1,000,000)" in flow["use"][1], flow["use"]
+    assert "Soft budget of 800,000 not crossed this period." in flow["use"][1], flow["use"]
+    assert "no shared counter store" in flow["useStatus"], flow["useStatus"]
     assert flow["left"] == 0
 
 

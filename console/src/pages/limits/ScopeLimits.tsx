@@ -8,13 +8,12 @@ import { useEffect, useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
-import { formatTime } from "../../components/format";
-import { UsageBar } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
 import { DeleteButton } from "../../components/DeleteButton";
 import { LimitTier, type LimitPolicy, type LimitUsage } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { LimitService } from "../../gen/switchboard/limits/v1/limit_service_pb";
-import { METRIC_NAMES, TIER_NAMES } from "./names";
+import { LimitUseList, UnknownUseHint } from "./LimitUse";
+import { TIER_NAMES } from "./names";
 import { PolicyForm, describe, type ScopeRef } from "./PolicyForm";
 
 interface ScopeLimitsProps {
@@ -22,24 +21,6 @@ interface ScopeLimitsProps {
   scope: ScopeRef;
   /** The tiers the person may set here (limitTiers); the other tier's policy is shown, read-only, when there is one. */
   tiers: LimitTier[];
-}
-
-const count = (value: bigint | number) => value.toLocaleString();
-
-function Use({ entry }: { entry: LimitUsage }) {
-  const crossed = entry.softLimitCrossedTime;
-  return (
-    <>
-      <UsageBar label={METRIC_NAMES[entry.metric]} used={entry.used} total={entry.limit} format={count} />
-      {entry.softLimit !== undefined ? (
-        <p class={crossed ? "field-error" : "hint"}>
-          {crossed
-            ? `Soft budget of ${count(entry.softLimit)} crossed ${formatTime(crossed)}.`
-            : `Soft budget of ${count(entry.softLimit)} not crossed this period.`}
-        </p>
-      ) : null}
-    </>
-  );
 }
 
 export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
@@ -92,7 +73,7 @@ export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
             ) : (
               <>
                 <p>{policy === undefined ? "None set." : describe(policy.limits)}</p>
-                {found.usage.filter((u) => u.tier === tier).map((u) => <Use key={u.metric} entry={u} />)}
+                <LimitUseList usage={found.usage.filter((u) => u.tier === tier)} />
                 {tiers.includes(tier) ? (
                   <div class="row-actions">
                     <button type="button" onClick={() => { setEditing(tier); }}>
@@ -109,9 +90,7 @@ export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
           </section>
         );
       })}
-      {found.usage.some((u) => u.used === undefined) ? (
-        <p class="hint">Current use is counted by each gateway on its own (no shared counter store), so it cannot be shown here.</p>
-      ) : null}
+      <UnknownUseHint usage={found.usage} />
     </div>
   );
 }
