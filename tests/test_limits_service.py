@@ -76,6 +76,48 @@ async def test_set_list_echo_and_delete_through_every_client(
     assert len(listed["policies"]) == 1
 
 
+async def test_list_of_one_scope_for_the_same_readers(server: Server, connect: ConnectJsonCaller, world: World) -> None:
+    """What the console's panel beside a key, a service account, a tenant or a model asks for: the policies set on
+    exactly that scope, both tiers, and not the rest of the tenant's; who may list is who may list them all."""
+    t, admin, operator = world.tenant_id, world.tokens["admin"], server.admin_token
+    body = {"tenantId": t, "name": f"sa-{secrets.token_hex(3)}"}
+    account = must(await connect.call(f"{ACCOUNTS}/CreateServiceAccount", body, token=admin))
+    account_scope = {"kind": "LIMIT_SCOPE_KIND_SERVICE_ACCOUNT", "id": account["serviceAccount"]["id"]}
+    key_id, secret = await personal_key(connect, world, "member")
+    key_scope = {"kind": "LIMIT_SCOPE_KIND_API_KEY", "id": key_id}
+    must(await call(connect, "SetLimitPolicy", policy(t, PLATFORM, TENANT_SCOPE, requestsPerMinute="600"), operator))
+    must(await call(connect, "SetLimitPolicy", policy(t, TENANT, account_scope, requestsPerMinute="60"), admin))
+    must(await call(connect, "SetLimitPolicy", policy(t, PLATFORM, account_scope, tokensPerMinute="9k"), operator))
+    must(await call(connect, "SetLimitPolicy", policy(t, TENANT, key_scope, concurrentRequests="2"), admin))
+    for token in (admin, operator):
+        got = must(await call(connect, "ListLimitPolicies", {"tenantId": t, "scope": account_scope}, token))
+        assert [(p["tier"], p["scope"], p["limits"]) for p in got["policies"]] == [
+            (PLATFORM, account_scope, {"tokensPerMinute": "9k"}),
+            (TENANT, account_scope, {"requestsPerMinute": "60"}),
+        ]
+    got = must(await call(connect, "ListLimitPolicies", {"tenantId": t, "scope": TENANT_SCOPE}, admin))
+    assert [(p["tier"], p["scope"]) for p in got["policies"]] == [(PLATFORM, TENANT_SCOPE)]
+    got = must(await call(connect, "ListLimitPolicies", {"tenantId": t, "scope": key_scope}, admin))
+    assert [(p["tier"], p["scope"]) for p in got["policies"]] == [(TENANT, key_scope)]
+    # A scope with no policy lists nothing: a model's here, and the same key named in another tenant (its admin's).
+    model_scope = {"kind": "LIMIT_SCOPE_KIND_MODEL", "id": "no-limits-here"}
+    assert must(await call(connect, "ListLimitPolicies", {"tenantId": t, "scope": model_scope}, admin)) == {}
+    elsewhere = {"tenantId": world.other_tenant_id, "scope": key_scope}
+    assert must(await call(connect, "ListLimitPolicies", elsewhere, world.tokens["outsider"])) == {}
+    # Without a scope, every policy of the tenant, as before.
+    assert len(must(await call(connect, "ListLimitPolicies", {"tenantId": t}, admin))["policies"]) == 4
+    ask = {"tenantId": t, "scope": account_scope}
+    for token in (world.tokens["member"], world.tokens["editor"], world.tokens["outsider"], secret):
+        assert (await call(connect, "ListLimitPolicies", ask, token)).code == "permission_denied"
+    for scope, field in (
+        ({"kind": "LIMIT_SCOPE_KIND_TENANT", "id": "x"}, "scope.id"),
+        ({"kind": "LIMIT_SCOPE_KIND_API_KEY"}, "scope.id"),
+        ({"kind": "LIMIT_SCOPE_KIND_UNSPECIFIED"}, "scope.kind"),
+    ):
+        refused = await call(connect, "ListLimitPolicies", {"tenantId": t, "scope": scope}, admin)
+        assert refused.code == "invalid_argument" and field in refused.message, (scope, refused)
+
+
 @pytest.mark.parametrize(
     ("limits", "field"),
     [

@@ -105,23 +105,28 @@ try {
     await page.getByRole("button", { name: "Show current use" }).click();
     await page.locator(".usage-list li, .panel [role=status]").first().waitFor();
     const use = await page.locator(".usage-list li").allInnerTexts();
+    const useStatus = await page.locator(".panel [role=status]").innerText();
     results.pages["limits-set"] = { axe: await axe(page), shots: await screenshots(page, plan.screenshots, "limits-set") };
     await row.getByRole("button", { name: "Delete" }).click();
     await row.waitFor({ state: "detached" });
-    return { refusal, set, edited, use, left: await page.locator(".table-block tbody tr").count() };
+    return { refusal, set, edited, use, useStatus, left: await page.locator(".table-block tbody tr").count() };
   });
 
   await step("limitsBeside", async () => {
     // The one limits panel beside what it limits: a key's row, a service account's page, the operators' tenants and
-    // the models (per model, in this tenant). Each opens with two calls and none on the page's own load.
+    // the models (per model, in this tenant). Each opens with two calls, both for its scope only, and none on the
+    // page's own load.
     const dialog = page.locator("dialog[open]");
     const tiers = (where) => where.locator(".scope-limits h3").allInnerTexts();
     await page.goto(tenantUrl("keys"), { waitUntil: "networkidle" });
     const keyRow = page.locator(".table-block tbody tr", { hasText: "demo" }).first();
     const before = seen.api.length;
+    const listing = page.waitForRequest((request) => new URL(request.url()).pathname.endsWith("/switchboard.limits.v1.LimitService/ListLimitPolicies"));
     await keyRow.getByRole("button", { name: /^Limits/ }).click();
     await dialog.getByRole("button", { name: "Set tenant limits" }).click();
     const opened = seen.api.slice(before);
+    // A Connect GET carries its request as JSON in `message`.
+    const listed = JSON.parse(new URL((await listing).url()).searchParams.get("message") ?? "null");
     await dialog.getByLabel("Requests per minute").fill("lots");
     await dialog.getByRole("button", { name: "Set limits" }).click();
     const refusal = await dialog.getByRole("alert").innerText();
@@ -162,7 +167,7 @@ try {
     await dialog.locator(".scope-limits h3").first().waitFor();
     const modelTitle = await dialog.locator("h2").innerText();
     const modelTiers = await tiers(dialog);
-    return { opened, refusal, keyPanel, accountPanel, tenantTiers, modelTitle, modelTiers };
+    return { opened, listed, refusal, keyPanel, accountPanel, tenantTiers, modelTitle, modelTiers };
   });
 } finally {
   await browser.close();

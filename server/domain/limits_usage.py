@@ -91,7 +91,7 @@ async def limit_usage(
         scope = validated_scope(scope)
         await permissions.require_tenant_admin(session, principal, tenant_id)
         caller = _scope_caller(tenant_id, scope)
-        policies = [p for p in await tenant_policies(session, tenant_id) if p.scope == scope]
+        policies = await tenant_policies(session, tenant_id, scope)
     return await _uses(session, tenant_id, applied_limits(policies, caller, now), counters, now)
 
 

@@ -76,16 +76,23 @@ async def test_limits_are_set_edited_read_and_deleted(run: dict[str, Any]) -> No
     assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]
     assert flow["set"] == "600 requests/min · 1M tokens/month (soft 800k)"
     assert flow["edited"] == "1k requests/min · 1M tokens/month (soft 800k)"
-    # Current use of the key's limits; the demo runs without a shared counter store, which the page says.
+    # Current use of the key's limits, each named with its tier and scope; the demo runs without a shared counter
+    # store: each figure says its use is unknown, and the page says why once.
     assert [line.split(" (")[0] for line in flow["use"]] == ["Requests per minute", "Token budget"], flow["use"]
-    assert "limit 1,000;" in flow["use"][0] and "limit 1,000,000;" in flow["use"][1]
+    assert flow["use"][0].startswith("Requests per minute (Tenant, whole tenant)"), flow["use"]
+    assert "usage unknown (limit 1,000)" in flow["use"][0], flow["use"]
+    assert "usage unknown (limit 1,000,000)" in flow["use"][1], flow["use"]
+    assert "Soft budget of 800,000 not crossed this period." in flow["use"][1], flow["use"]
+    assert "no shared counter store" in flow["useStatus"], flow["useStatus"]
     assert flow["left"] == 0
 
 
 async def test_limits_are_set_and_read_beside_keys_service_accounts_tenants_and_models(run: dict[str, Any]) -> None:
     flow = flow_done(run, "limitsBeside")
-    # Opening the panel asks for the tenant's policies and the scope's use; the page's own load asked for neither.
+    # Opening the panel asks for the scope's policies and use; the page's own load asked for neither.
     assert sorted(c.split("/")[-1] for c in flow["opened"]) == ["GetLimitUsage", "ListLimitPolicies"], flow
+    # Only the key's own policies, never the whole tenant's.
+    assert flow["listed"]["scope"]["kind"] == "LIMIT_SCOPE_KIND_API_KEY" and flow["listed"]["scope"]["id"], flow
     assert flow["refusal"].startswith("Some of what you entered was not accepted.") and "lots" in flow["refusal"]
     # The key's tenant-tier limits with their current use against each (no shared counter store in the demo: unknown,
     # said so) and the soft budget's state.

@@ -44,7 +44,12 @@ class LimitServiceHandler(LimitService):
 
     async def list_limit_policies(self, request: pb.ListLimitPoliciesRequest, ctx: Ctx) -> pb.ListLimitPoliciesResponse:
         async with self._db.read() as s:
-            found = await limits.list_policies(s, current_principal(), tenant_id=request.tenant_id)
+            found = await limits.list_policies(
+                s,
+                current_principal(),
+                tenant_id=request.tenant_id,
+                scope=convert.scope(request.scope) if request.HasField("scope") else None,
+            )
         return pb.ListLimitPoliciesResponse(policies=[convert.policy(p) for p in found])
 
     async def get_limit_usage(self, request: pb.GetLimitUsageRequest, ctx: Ctx) -> pb.GetLimitUsageResponse:

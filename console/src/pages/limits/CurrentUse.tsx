@@ -9,9 +9,16 @@ import { useAction } from "../../components/useAction";
 import type { LimitUsage } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { LimitService } from "../../gen/switchboard/limits/v1/limit_service_pb";
 import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
-import { METRIC_NAMES, SCOPE_NAMES, TIER_NAMES, useOf } from "./names";
+import { LimitUseList, UnknownUseHint } from "./LimitUse";
+import { METRIC_NAMES, SCOPE_NAMES, TIER_NAMES } from "./names";
 
 const KEYS_PAGE = 100;
+
+/** "Token budget (Tenant, api key key_…)": the limits of several tiers and scopes apply to one key's calls. */
+function named(entry: LimitUsage): string {
+  const scope = `${SCOPE_NAMES[entry.scope?.kind ?? 0].toLowerCase()}${entry.scope?.id ? ` ${entry.scope.id}` : ""}`;
+  return `${METRIC_NAMES[entry.metric]} (${TIER_NAMES[entry.tier]}, ${scope})`;
+}
 
 export function CurrentUse({ tenantId }: { tenantId: string }) {
   const [keys, setKeys] = useState<{ value: string; label: string }[] | undefined>(undefined);
@@ -69,19 +76,8 @@ export function CurrentUse({ tenantId }: { tenantId: string }) {
           <p role="status">No limit applies to this key's calls.</p>
         ) : (
           <div role="status">
-          <ul class="plain-list usage-list">
-            {usage.map((entry, index) => (
-              <li key={index}>
-                <strong>{METRIC_NAMES[entry.metric]}</strong> ({TIER_NAMES[entry.tier]},{" "}
-                {SCOPE_NAMES[entry.scope?.kind ?? 0].toLowerCase()}
-                {entry.scope?.id ? ` ${entry.scope.id}` : ""}): {useOf(entry)}
-                {entry.used !== undefined ? (
-                  <meter min={0} max={Number(entry.limit)} value={Number(entry.used)} aria-label={`${METRIC_NAMES[entry.metric]} used`} />
-                ) : null}
-                {entry.softLimitCrossedTime ? <span class="field-error"> Soft budget crossed.</span> : null}
-              </li>
-            ))}
-          </ul>
+            <LimitUseList usage={usage} label={named} />
+            <UnknownUseHint usage={usage} />
           </div>
         )
       ) : null}

@@ -1,19 +1,19 @@
 // The limits set on one scope — an API key, a service account, a tenant, a model in a tenant — shown beside what
 // they limit: each tier's policy, set, edited or deleted in place, and the current use of each of its limits against
 // it (GetLimitUsage by scope: the scope's own counters, whichever key made the calls), with the soft budget's state.
-// Nothing is asked on page load: opening the panel makes two calls (ListLimitPolicies answers the tenant's policies
-// at once and is narrowed to the scope here). Shown only to the people limitTiers() names; the server decides.
+// Nothing is asked on page load: opening the panel makes two calls, both for this scope only (ListLimitPolicies and
+// GetLimitUsage with its `scope`), however many policies the tenant has. Shown only to the people limitTiers() names;
+// the server decides.
 import { useEffect, useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
-import { formatTime } from "../../components/format";
-import { UsageBar } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
 import { DeleteButton } from "../../components/DeleteButton";
 import { LimitTier, type LimitPolicy, type LimitUsage } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { LimitService } from "../../gen/switchboard/limits/v1/limit_service_pb";
-import { METRIC_NAMES, TIER_NAMES } from "./names";
+import { LimitUseList, UnknownUseHint } from "./LimitUse";
+import { TIER_NAMES } from "./names";
 import { PolicyForm, describe, type ScopeRef } from "./PolicyForm";
 
 interface ScopeLimitsProps {
@@ -21,24 +21,6 @@ interface ScopeLimitsProps {
   scope: ScopeRef;
   /** The tiers the person may set here (limitTiers); the other tier's policy is shown, read-only, when there is one. */
   tiers: LimitTier[];
-}
-
-const count = (value: bigint | number) => value.toLocaleString();
-
-function Use({ entry }: { entry: LimitUsage }) {
-  const crossed = entry.softLimitCrossedTime;
-  return (
-    <>
-      <UsageBar label={METRIC_NAMES[entry.metric]} used={entry.used} total={entry.limit} format={count} />
-      {entry.softLimit !== undefined ? (
-        <p class={crossed ? "field-error" : "hint"}>
-          {crossed
-            ? `Soft budget of ${count(entry.softLimit)} crossed ${formatTime(crossed)}.`
-            : `Soft budget of ${count(entry.softLimit)} not crossed this period.`}
-        </p>
-      ) : null}
-    </>
-  );
 }
 
 export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
@@ -52,13 +34,10 @@ export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
     const options = { signal: abort.signal };
     setError(undefined);
     Promise.all([
-      service.listLimitPolicies({ tenantId }, options),
+      service.listLimitPolicies({ tenantId, scope }, options),
       service.getLimitUsage({ tenantId, scope }, options),
     ]).then(
-      ([listed, used]) => {
-        const policies = listed.policies.filter((p) => p.scope?.kind === scope.kind && p.scope.id === scope.id);
-        setFound({ policies, usage: used.limits });
-      },
+      ([listed, used]) => { setFound({ policies: listed.policies, usage: used.limits }); },
       (caught: unknown) => {
         if (!abort.signal.aborted) {
           setError(caught);
@@ -94,7 +73,7 @@ export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
             ) : (
               <>
                 <p>{policy === undefined ? "None set." : describe(policy.limits)}</p>
-                {found.usage.filter((u) => u.tier === tier).map((u) => <Use key={u.metric} entry={u} />)}
+                <LimitUseList usage={found.usage.filter((u) => u.tier === tier)} />
                 {tiers.includes(tier) ? (
                   <div class="row-actions">
                     <button type="button" onClick={() => { setEditing(tier); }}>
@@ -111,9 +90,7 @@ export function ScopeLimits({ tenantId, scope, tiers }: ScopeLimitsProps) {
           </section>
         );
       })}
-      {found.usage.some((u) => u.used === undefined) ? (
-        <p class="hint">Current use is counted by each gateway on its own (no shared counter store), so it cannot be shown here.</p>
-      ) : null}
+      <UnknownUseHint usage={found.usage} />
     </div>
   );
 }

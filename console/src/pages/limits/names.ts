@@ -1,8 +1,7 @@
-// Limits in words, shared by the policies table, the current-use list and the limits panels; and which tiers a
-// person may set, from GetSession only.
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+// Limits in words, shared by the policies table, the current use (LimitUse.tsx) and the limits panels; and which
+// tiers a person may set, from GetSession only.
 import type { Session, TenantAccess } from "../../app/session";
-import { BudgetPeriod, LimitMetric, LimitScopeKind, LimitTier, type LimitUsage } from "../../gen/switchboard/limits/v1/limit_policy_pb";
+import { BudgetPeriod, LimitMetric, LimitScopeKind, LimitTier } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 
 export const TIER_NAMES: Record<LimitTier, string> = {
   [LimitTier.UNSPECIFIED]: "",
@@ -32,15 +31,6 @@ export const METRIC_NAMES: Record<LimitMetric, string> = {
   [LimitMetric.CONCURRENT_REQUESTS]: "Concurrent requests",
   [LimitMetric.TOKEN_BUDGET]: "Token budget",
 };
-
-/** A usage entry's "used of limit" in words, or why it is unknown. */
-export function useOf(entry: LimitUsage): string {
-  if (entry.used === undefined) {
-    return `limit ${entry.limit.toLocaleString()}; current use is counted by the gateways (no shared counter store)`;
-  }
-  const reset = entry.resetTime ? `, resets ${timestampDate(entry.resetTime).toLocaleString()}` : "";
-  return `${entry.used.toLocaleString()} of ${entry.limit.toLocaleString()} used, ${(entry.remaining ?? 0n).toLocaleString()} left${reset}`;
-}
 
 /** The tiers the person may set in a tenant (operators: the platform's ceiling; its admins: the tenant's own). Empty:
  * no limits are shown at all, since reading a tenant's policies is for the same people (the server decides). */

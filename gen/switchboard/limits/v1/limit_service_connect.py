@@ -57,7 +57,7 @@ class LimitService(Protocol):
 
     async def list_limit_policies(self, request: ListLimitPoliciesRequest, ctx: RequestContext[ListLimitPoliciesRequest, ListLimitPoliciesResponse], /) -> ListLimitPoliciesResponse:
         """
-        ListLimitPolicies lists a tenant's policies.
+        ListLimitPolicies lists a tenant's policies, or those set on one scope.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -224,7 +224,7 @@ class LimitServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> ListLimitPoliciesResponse:
         """
-        ListLimitPolicies lists a tenant's policies.
+        ListLimitPolicies lists a tenant's policies, or those set on one scope.
         """
         return await self.execute_unary(
             request=request,
@@ -287,7 +287,7 @@ class LimitServiceSync(Protocol):
 
     def list_limit_policies(self, request: ListLimitPoliciesRequest, ctx: RequestContext[ListLimitPoliciesRequest, ListLimitPoliciesResponse], /) -> ListLimitPoliciesResponse:
         """
-        ListLimitPolicies lists a tenant's policies.
+        ListLimitPolicies lists a tenant's policies, or those set on one scope.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -452,7 +452,7 @@ class LimitServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> ListLimitPoliciesResponse:
         """
-        ListLimitPolicies lists a tenant's policies.
+        ListLimitPolicies lists a tenant's policies, or those set on one scope.
         """
         return self.execute_unary(
             request=request,

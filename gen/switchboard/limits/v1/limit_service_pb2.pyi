@@ -40,10 +40,12 @@ class DeleteLimitPolicyResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ListLimitPoliciesRequest(_message.Message):
-    __slots__ = ("tenant_id",)
+    __slots__ = ("tenant_id", "scope")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
-    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+    scope: _limit_policy_pb2.LimitScope
+    def __init__(self, tenant_id: _Optional[str] = ..., scope: _Optional[_Union[_limit_policy_pb2.LimitScope, _Mapping]] = ...) -> None: ...
 
 class ListLimitPoliciesResponse(_message.Message):
     __slots__ = ("policies",)

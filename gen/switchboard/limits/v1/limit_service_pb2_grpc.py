@@ -80,7 +80,7 @@ class LimitServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListLimitPolicies(self, request, context):
-        """ListLimitPolicies lists a tenant's policies.
+        """ListLimitPolicies lists a tenant's policies, or those set on one scope.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
