@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -64,6 +65,17 @@ def test_bodies_are_kept_up_to_the_bound_and_marked_when_cut() -> None:
     assert (row["request_bytes"], row["response_bytes"]) == (12, 16)
     request, response = open_bodies(row["sealed"], bytes.fromhex)
     assert (request, response) == (b"0123456789", b"data: abcd")
+
+
+def test_exchange_ids_follow_the_order_they_were_made_in() -> None:
+    """Ids in creation order are appended at the end of the primary key's index (and the usage rows' capture_id
+    index) instead of each landing on a random page of it."""
+    ids = []
+    for _ in range(3):
+        ids.append(Exchange(limit=1).id)
+        time.sleep(0.002)  # the id's time is in milliseconds: within one, ids are unique but not ordered
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    assert all(len(i) <= CapturedExchangeRow.id.type.length for i in ids)  # type: ignore[attr-defined]
 
 
 def test_sealed_blobs_open_only_unaltered_under_their_key(tmp_path: Path) -> None:
