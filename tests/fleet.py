@@ -33,6 +33,7 @@ from cryptography.fernet import Fernet
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, ensure_signing_key, mint_token
 from tests.conftest import unique_name
+from tests.serving import free_port
 
 __all__ = ["Fleet", "Replica", "pg_unreachable", "redis_unreachable", "running_fleet"]
 
@@ -42,12 +43,6 @@ MODEL = "fleet-chat"
 REPLICA_HEADER = "x-switchboard-replica"
 _STARTUP_SECONDS = 60.0
 DEREGISTER_SECONDS = 2.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def pg_unreachable() -> str | None:

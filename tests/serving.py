@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import random
 import signal
 import socket
 import sys
@@ -17,8 +19,39 @@ import aiohttp
 from tests.conftest import Database, server_env
 
 
+def _ephemeral_ports() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def _worker_ports() -> range:
+    """This pytest-xdist worker's share of the ports below the ephemeral range (all of them without xdist)."""
+    low = _ephemeral_ports()[0]
+    first, last = 10_000, max(low, 10_001)
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), 1)
+    share = (last - first) // count
+    return range(first + index * share, first + (index + 1) * share) if share > 0 else range(first, last)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A loopback port that a process started next will bind. A port the kernel hands out (bind to 0) comes from the
+    ephemeral range, which every outgoing connection on this machine also draws from: in a busy suite one of them
+    took such a port between the test choosing it and its server binding it ("address in use"). So the port is
+    chosen below that range, in a share of its own for each xdist worker, and checked free."""
+    ports = _worker_ports()
+    for _ in range(200):
+        port = random.choice(ports)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # every pick was taken: let the kernel choose
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 

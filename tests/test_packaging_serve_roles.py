@@ -21,15 +21,9 @@ import pytest
 
 from server.store.migrate import upgrade
 from tests.conftest import Database, server_env
-from tests.serving import stop
+from tests.serving import free_port, stop
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _bound(port: int) -> bool:
@@ -78,7 +72,7 @@ _Running = tuple[asyncio.subprocess.Process, int, int]  # serve, its management 
 async def _serve(
     database: Database, var_dir: Path, *args: str
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, int, int]]:
-    port, gateway_port = _free_port(), _free_port()
+    port, gateway_port = free_port(), free_port()
     env = server_env(
         database,
         var_dir,

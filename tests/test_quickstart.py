@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,23 +15,18 @@ import pytest
 
 from server.dev.models import STAND_IN_NOTICE
 from tests.readme import quickstart_blocks
+from tests.serving import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _fresh_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHBOARD_", "OPENAI_"))}
     # The README's ports are the defaults; a shared machine needs free ones. Everything else is as a user has it.
     env.update(
-        SWITCHBOARD_PORT=str(_free_port()),
-        SWITCHBOARD_GATEWAY_PORT=str(_free_port()),
-        SWITCHBOARD_DEV_MODELS_PORT=str(_free_port()),
+        SWITCHBOARD_PORT=str(free_port()),
+        SWITCHBOARD_GATEWAY_PORT=str(free_port()),
+        SWITCHBOARD_DEV_MODELS_PORT=str(free_port()),
         SWITCHBOARD_GATEWAY_WORKERS="1",
     )
     return env
