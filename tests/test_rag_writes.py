@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.rag.writes import CombinedWrites
@@ -94,6 +94,26 @@ async def test_a_write_whose_caller_went_away_before_the_commit_is_not_committed
     assert await names(db) == {"kept"}
     assert (await writes.run(insert("later")))[0] == "later"  # the writer goes on serving
     assert await names(db) == {"kept", "later"}
+
+
+async def test_a_caller_gone_while_its_transaction_commits_leaves_the_companions_their_results(db: Database) -> None:
+    """Cancelled during the commit (too late to leave it out): its row is committed, and the other callers of the
+    same transaction still get theirs, and the writer goes on serving."""
+    writes = CombinedWrites(db)
+    callers: list[asyncio.Future[tuple[str, int]]] = []
+    cancel_gone_at_commit = insert("gone")
+
+    async def write(session: AsyncSession) -> tuple[str, int]:
+        event.listen(session.sync_session, "before_commit", lambda _: callers[0].cancel())
+        return await cancel_gone_at_commit(session)
+
+    callers.append(asyncio.ensure_future(writes.run(write)))
+    callers.append(asyncio.ensure_future(writes.run(insert("kept"))))
+    assert (await asyncio.wait_for(callers[1], 10))[0] == "kept"
+    with pytest.raises(asyncio.CancelledError):
+        await callers[0]
+    assert await names(db) == {"gone", "kept"}
+    assert (await writes.run(insert("later")))[0] == "later"
 
 
 async def test_a_queued_write_of_a_caller_that_went_away_never_runs(db: Database) -> None:

@@ -9,7 +9,8 @@ go in the next. Chunks the embedding batcher embedded in one call are stored in 
 
 Each write still commits or fails on its own: a write that raises rolls the shared transaction back, and then each
 of its companions runs again in a transaction of its own. A write whose caller went away (a cancelled upload) before
-the commit is never committed: the transaction is rolled back and run again without it.
+the commit is never committed: the transaction is rolled back and run again without it; one whose caller went away
+during the commit is committed.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class CombinedWrites:
                 continue
             except Exception as exc:
                 if len(batch) == 1:
-                    batch[0].future.set_exception(exc)
+                    if not batch[0].future.done():  # its caller may have gone during the failed commit
+                        batch[0].future.set_exception(exc)
                     return
                 for pending in batch:
                     await self._commit([pending])
@@ -93,5 +95,6 @@ class CombinedWrites:
                     pending.future.cancel()
                 raise
             for pending, result in zip(batch, results, strict=True):
-                pending.future.set_result(result)
+                if not pending.future.done():  # a caller gone during the commit: too late, its write is in
+                    pending.future.set_result(result)
             return
