@@ -281,7 +281,7 @@ class Limiter:
             raise _too_large(plan, reserve)
         bound = plan.bound
         if bound is not None:  # in process: counted on the window's counters, no store call
-            refused = MemoryCounters.count(bound, reserve, with_slots)
+            refused = bound.count(reserve, with_slots)
             values: Sequence[int] = bound.values()
             if refused >= 0:
                 raise self._refusal(plan, reserve, refused, values[: refused + 1], now)
@@ -356,7 +356,7 @@ class Limiter:
             return
         bound = grant.bound
         if bound is not None:
-            values: Sequence[int] = MemoryCounters.settle(bound, delta, bool(grant.slots))
+            values: Sequence[int] = bound.settle(delta, bool(grant.slots))
         else:
             values = await self._settle(counters, delta, grant)
         for soft in grant.soft if counters else ():

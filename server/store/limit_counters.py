@@ -118,6 +118,39 @@ class Bound:
     def values(self) -> list[int]:
         return [cell.value for cell, _, _ in self.takes]
 
+    def count(self, reserve: int, with_slots: bool) -> int:
+        """Count one call if every take and (`with_slots`) every slot has room: -1, else the index (into takes,
+        then slots) of the first without, nothing counted."""
+        need = reserve or 1  # a zero reservation still needs room: none at the limit
+        index = 0
+        for cell, limit, tokens in self.takes:
+            if cell.value + (need if tokens else 1) > limit:
+                return index
+            index += 1
+        if with_slots:
+            for cell, limit in self.slots:
+                if cell.value >= limit:
+                    return index
+                index += 1
+        for cell, _, tokens in self.takes:
+            cell.value += reserve if tokens else 1
+        if with_slots:
+            for cell, _ in self.slots:
+                cell.value += 1
+        return -1
+
+    def settle(self, delta: int, with_slots: bool) -> list[int]:
+        """Add `delta` to the token counters and give back a lease of each slot; the token counts."""
+        cells = self.token_cells
+        if delta:
+            for cell in cells:
+                cell.value += delta
+        if with_slots:
+            for cell, _ in self.slots:
+                if cell.value > 0:
+                    cell.value -= 1
+        return [cell.value for cell in cells]
+
 
 class MemoryCounters:
     """This process's counters. Every method runs without awaiting, so each is atomic on the event loop. A
@@ -160,46 +193,11 @@ class MemoryCounters:
             bound_slots.append((entry, slot.limit))
         return Bound(bound_takes, bound_slots)
 
-    @staticmethod
-    def count(bound: Bound, reserve: int, with_slots: bool) -> int:
-        """Count one call if every take and (`with_slots`) every slot has room: -1, else the index (into takes,
-        then slots) of the first without, nothing counted."""
-        need = reserve or 1  # a zero reservation still needs room: none at the limit
-        index = 0
-        for cell, limit, tokens in bound.takes:
-            if cell.value + (need if tokens else 1) > limit:
-                return index
-            index += 1
-        if with_slots:
-            for cell, limit in bound.slots:
-                if cell.value >= limit:
-                    return index
-                index += 1
-        for cell, _, tokens in bound.takes:
-            cell.value += reserve if tokens else 1
-        if with_slots:
-            for cell, _ in bound.slots:
-                cell.value += 1
-        return -1
-
-    @staticmethod
-    def settle(bound: Bound, delta: int, with_slots: bool) -> list[int]:
-        """Add `delta` to the bound token counters and give back a lease of each slot; the token counts."""
-        cells = bound.token_cells
-        if delta:
-            for cell in cells:
-                cell.value += delta
-        if with_slots:
-            for cell, _ in bound.slots:
-                if cell.value > 0:
-                    cell.value -= 1
-        return [cell.value for cell in cells]
-
     async def acquire(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
         bound = self.bind(takes, slots, now)
-        refused = self.count(bound, reserve, bool(slots))
+        refused = bound.count(reserve, bool(slots))
         values = bound.values()
         if refused >= 0:  # the counts found up to the refusal
             return Outcome(False, refused, tuple(values[: refused + 1]))
