@@ -34,7 +34,7 @@ from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
-from server.store.limit_counters import Bound, Counters, CountersUnavailable, MemoryCounters, Slot, Take
+from server.store.limit_counters import Bound, Counters, CountersUnavailable, Slot, Take
 from server.store.models import LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
@@ -136,7 +136,7 @@ class _Plan:
     reset_end: float = 0.0
     reset_text: str = ""
 
-    def refresh(self, clock: _Windows, now: float, memory: MemoryCounters | None) -> None:
+    def refresh(self, clock: _Windows, now: float, counters: Counters) -> None:
         self.windows = [clock.of(c.rule.period, now) for c in self.takes]
         self.names = [counter(c.rule, w) for c, w in zip(self.takes, self.windows, strict=True)]
         self.expiries = [_expiry(c.rule.metric, w) for c, w in zip(self.takes, self.windows, strict=True)]
@@ -145,7 +145,7 @@ class _Plan:
         ]
         self.slot_takes = [Slot(c.rule.base, c.limit) for c in self.slots]
         self.slot_names = [s.counter for s in self.slot_takes]
-        self.bound = memory.bind(self.fixed, self.slot_takes, now) if memory is not None else None
+        self.bound = counters.bind(self.fixed, self.slot_takes, now)
         self.token_room = min((c.limit for c in self.takes if c.tokens), default=INT64_MAX)
         self.until = min((w.end for w in self.windows), default=INT64_MAX)
         tokens = [i for i, c in enumerate(self.takes) if c.tokens]
@@ -224,7 +224,6 @@ class Limiter:
     def __init__(self, db: Database, counters: Counters, *, ttl: float, fail_closed: bool) -> None:
         self._db = db
         self._counters = counters
-        self._memory = counters if isinstance(counters, MemoryCounters) else None
         self._policies: TtlCache[list[Policy]] = TtlCache(ttl)
         # A changed policy reaches every process at once (server.invalidation); the TTL is the fallback.
         db.invalidations.on(Topic.LIMITS, lambda _: self._policies.forget())
@@ -276,7 +275,7 @@ class Limiter:
             return None
         now = time.time() if now is None else now
         if now >= plan.until:
-            plan.refresh(self._windows, now, self._memory)
+            plan.refresh(self._windows, now, self._counters)
         if reserve > plan.token_room:
             raise _too_large(plan, reserve)
         bound = plan.bound

@@ -78,6 +78,11 @@ class Outcome:
 
 
 class Counters(Protocol):
+    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> Bound | None:
+        """A plan's counters for one window, counted on directly (`Bound.count`, `Bound.settle`) by a store that
+        counts in this process; None from a store that counts elsewhere (every call then goes through `acquire`)."""
+        ...
+
     async def acquire(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome: ...
@@ -385,6 +390,9 @@ class RedisCounters:
         self._next_sweep = 0.0
         self._trim: asyncio.TimerHandle | None = None
         self._releasing: set[asyncio.Task[None]] = set()
+
+    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> None:
+        return None  # counted in Redis: each call goes through `acquire`
 
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> list[int]:
         try:

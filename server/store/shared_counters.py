@@ -243,6 +243,9 @@ class SharedCounters:
 
     # -- the Counters contract --------------------------------------------------------------------------------------
 
+    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> None:
+        return None  # counted under the table's locks: each call goes through `acquire`
+
     async def acquire(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
