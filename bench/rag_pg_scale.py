@@ -34,7 +34,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.common import cpu_seconds
-from bench.rag import MODES, _new_rag, _zipf_texts
+from bench.rag import MODES, _zipf_texts
 from server.store.db import Database
 from server.store.migrate import upgrade
 from server.store.models import RagFileRow
@@ -43,6 +43,7 @@ from server.store.rag_index.base import searched_terms
 from server.store.rag_index.pg_lexical import IMPACT_INDEX, IMPACT_INDEX_DDL
 from server.store.rag_index.postgres import PostgresChunkIndex
 from server.store.rag_index.search import POOL
+from tests.rag_helpers import stored_rag
 
 CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_PG_CHUNKS", "1000000"))
 QUERIES = int(os.environ.get("SWITCHBOARD_BENCH_PG_QUERIES", "100"))
@@ -173,7 +174,7 @@ async def _fill(
     after the rows with the engine's DDL: the postings' impact index, then the RAG's HNSW graph."""
     centres = rng.standard_normal((2000, DIMS), dtype=np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    await _new_rag(db, rag_id)
+    await stored_rag(db, rag_id)
     files = [f"{rag_id}-f{f:06d}" for f in range(-(-CHUNKS // PER_FILE))]
     async with db.transaction() as session:
         session.add_all(
