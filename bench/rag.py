@@ -47,7 +47,7 @@ from server.domain.rags import DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_WEIGHT
 from server.settings import Settings, load_settings
 from server.store.db import Database
 from server.store.migrate import upgrade
-from server.store.models import RagDeploymentRow, RagFileRow
+from server.store.models import RagFileRow
 from server.store.rag_index import (
     ChunkHit,
     ChunkIndex,
@@ -58,6 +58,7 @@ from server.store.rag_index import (
     search,
 )
 from server.tokens import PLATFORM_ROLES, mint_token
+from tests.rag_helpers import stored_rag
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared/data/rag-eval/dbpedia from the repository root; SWITCHBOARD_BENCH_RAG_DATA points elsewhere (worktrees).
@@ -138,20 +139,6 @@ def _embed(texts: list[str], *, query: bool) -> np.ndarray:
     return out
 
 
-async def _new_rag(db: Database, rag_id: str) -> None:
-    async with db.transaction() as session:
-        session.add(
-            RagDeploymentRow(
-                id=rag_id,
-                name=rag_id.replace("_", "-"),
-                embedding_model="e5",
-                chunk_size_tokens=256,
-                chunk_overlap_tokens=0,
-                top_k=10,
-            )
-        )
-
-
 async def _add(db: Database, index: ChunkIndex, rag_id: str, file_id: str, chunks: list[ChunkInput]) -> None:
     async with db.transaction() as session:
         session.add(RagFileRow(id=file_id, rag_id=rag_id, filename=file_id, status="ready", chunk_count=len(chunks)))
@@ -203,7 +190,7 @@ async def load_judged(
 ) -> dict[str, str]:
     """A new RAG of the judged chunks, a file per document; returns each file's document id."""
     count = e5_token_counter()
-    await _new_rag(db, rag_id)
+    await stored_rag(db, rag_id)
     by_doc: dict[str, list[ChunkInput]] = defaultdict(list)
     file_of: dict[str, str] = {}
     for (doc_id, text), vector in zip(judged.chunked, vectors, strict=True):
@@ -312,7 +299,7 @@ async def latency(db: Database, index: ChunkIndex, n_chunks: int, dims: int = 38
     rng = np.random.default_rng(3)
     texts = _zipf_texts(rng, n_chunks)
     rag_id = "rag_latency"
-    await _new_rag(db, rag_id)
+    await stored_rag(db, rag_id)
     started = time.perf_counter()
     await _fill(db, index, rag_id, texts, rng=rng, dims=dims)
     seconds = time.perf_counter() - started

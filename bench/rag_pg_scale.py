@@ -43,7 +43,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.common import cpu_seconds
-from bench.rag import MODES, _embed, _new_rag, _zipf_texts, judged_chunks
+from bench.rag import MODES, _embed, _zipf_texts, judged_chunks
 from server.store.db import Database
 from server.store.migrate import upgrade
 from server.store.models import RagFileRow
@@ -52,6 +52,7 @@ from server.store.rag_index.base import searched_terms
 from server.store.rag_index.pg_lexical import IMPACT_INDEX, IMPACT_INDEX_DDL
 from server.store.rag_index.postgres import PostgresChunkIndex
 from server.store.rag_index.search import POOL
+from tests.rag_helpers import stored_rag
 
 CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_PG_CHUNKS", "1000000"))
 QUERIES = int(os.environ.get("SWITCHBOARD_BENCH_PG_QUERIES", "100"))
@@ -247,7 +248,7 @@ async def _fill(
 ) -> tuple[np.ndarray, np.ndarray]:
     """COPY into the engine's own tables (its triggers make the BM25 postings and statistics), the big indexes built
     after the rows with the engine's DDL: the postings' impact index, then the RAG's HNSW graph."""
-    await _new_rag(db, rag_id)
+    await stored_rag(db, rag_id)
     files = [f"{rag_id}-f{f:06d}" for f in range(-(-CHUNKS // PER_FILE))]
     async with db.transaction() as session:
         session.add_all(

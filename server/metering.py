@@ -302,6 +302,7 @@ class Meter:
             self._journal = None
 
     async def _run(self) -> None:
+        await self._prepare()
         await self._replay()
         rescan_at = time.monotonic() + RESCAN_SECONDS
         while True:
@@ -329,6 +330,13 @@ class Meter:
                 await self._write(usage, traffic, f"{self._id_prefix}-{next(self._batches)}")
             else:
                 await self._settle(segment, usage, traffic)
+            await self._prepare()
+
+    async def _prepare(self) -> None:
+        """The journal's next segment, opened here on a thread so that the next rotation (on the loop) only takes it.
+        Only this task rotates, so the two never overlap."""
+        if self._journal is not None:
+            await asyncio.to_thread(self._journal.prepare)
 
     async def _settle(self, segment: Segment, usage: list[UsageEvent], traffic: _TrafficCounts) -> None:
         """Write a journaled batch; delete its segment once written, keep it for a replay when not."""
@@ -349,6 +357,9 @@ class Meter:
             return
         for segment in await asyncio.to_thread(self._journal.leftovers):
             usage, traffic = await asyncio.to_thread(_read_segment, segment)
+            if not (usage or traffic):  # an empty one: a dead process's spare, or a segment it wrote nothing to
+                await asyncio.to_thread(segment.discard)
+                continue
             for event in usage:
                 event.capture_id = None  # its exchange was in the memory of the process that journaled it
             log.warning(

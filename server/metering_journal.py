@@ -11,6 +11,10 @@ segment at the same moment, so a segment holds exactly one batch; it makes the s
 event loop) before writing the batch to the database, and deletes it once that committed. A segment's lines end at
 its first NUL byte (the rest is allocated, unwritten space; JSON lines never hold a NUL).
 
+The new segment is a spare the flusher prepared earlier off the event loop (`Journal.prepare`, on a thread):
+creating, allocating and mapping a file took milliseconds of the loop twice a second when done at the switch. A
+spare holds no line until it is switched to, so one left by a dead process replays as nothing (and is deleted).
+
 A segment is locked (`flock`) by its process for as long as it is open, and the lock goes with the process however
 it ends. Any meter on the same directory replays segments nobody holds (at its start, then every
 `RESCAN_SECONDS`): a segment whose writer died, or whose batch the database refused beyond the retries. Replaying
@@ -129,6 +133,7 @@ class Journal:
         self._ours: set[Path] = set()  # segments this process wrote and still holds
         self._failing = False  # a write failed: said once until one succeeds again
         self._current: Segment | None = self._open()  # None: a new segment could not be opened, journal off
+        self._spare: Segment | None = None  # the next one, opened ahead by prepare()
 
     def _open(self) -> Segment:
         self._count += 1
@@ -160,11 +165,23 @@ class Journal:
             return
         self._failing = False
 
+    def prepare(self) -> None:
+        """Open the segment the next `rotate` switches to, unless one is ready. It blocks (file creation, allocation,
+        mapping): call it off the event loop, from the task that rotates, never while a rotation runs. A failure is
+        left to that rotation, which tries again and reports it."""
+        if self._spare is None:
+            with contextlib.suppress(OSError):
+                self._spare = self._open()
+
     def rotate(self) -> Segment | None:
         """The segment written so far (still held, for its batch's write; None when the journal is off), and a new
-        one for what follows. When no new one can be opened (no file descriptors, a read-only volume) the journal
-        goes off: later batches are written unprotected, never mixed into the returned segment."""
+        one for what follows: the prepared spare, else one opened here. When no new one can be opened (no file
+        descriptors, a read-only volume) the journal goes off: later batches are written unprotected, never mixed
+        into the returned segment."""
         segment = self._current
+        if self._spare is not None:
+            self._current, self._spare = self._spare, None
+            return segment
         try:
             self._current = self._open()
         except OSError as exc:
@@ -187,11 +204,12 @@ class Journal:
         return found
 
     def close(self) -> None:
-        """At a graceful stop, after the last batch: the current segment is empty, delete it."""
-        if self._current is not None:
-            self._current.discard()
-            self.forget(self._current)
-            self._current = None
+        """At a graceful stop, after the last batch: the current segment and the spare are empty, delete them."""
+        for segment in (self._current, self._spare):
+            if segment is not None:
+                segment.discard()
+                self.forget(segment)
+        self._current = self._spare = None
 
 
 def _mtime(path: Path) -> float:

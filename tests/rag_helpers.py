@@ -1,10 +1,13 @@
-"""RAG test helpers: models a RAG can point at, and RAGs created through the public API."""
+"""RAG test helpers: models a RAG can point at, RAGs created through the public API, and RAG rows written straight to
+the store for tests and benchmarks of the chunk index alone."""
 
 from __future__ import annotations
 
 import secrets
 from typing import Any
 
+from server.store.db import Database, new_id
+from server.store.models import RagDeploymentRow
 from tests.clients import ConnectJsonCaller, Result
 from tests.world import must
 
@@ -48,5 +51,26 @@ async def create_rag(
     return await connect.call(f"{RAGS}/CreateRag", {"tenantId": tenant_id, "rag": rag}, token=token)
 
 
-async def new_rag(connect: ConnectJsonCaller, token: str, tenant_id: str, embedding_model: str, **fields: Any) -> dict:
-    return must(await create_rag(connect, token, tenant_id, embedding_model, **fields))["rag"]
+async def new_rag(
+    connect: ConnectJsonCaller, token: str, tenant_id: str, embedding_model: str, **fields: Any
+) -> dict[str, Any]:
+    rag: dict[str, Any] = must(await create_rag(connect, token, tenant_id, embedding_model, **fields))["rag"]
+    return rag
+
+
+async def stored_rag(store: Database, rag_id: str | None = None) -> str:
+    """A RAG's row alone (no model, tenant or quota behind it), enough for the chunk index to file chunks under: its
+    id (`rag_id`, or a new one)."""
+    rag_id = rag_id or new_id("rag")
+    async with store.transaction() as session:
+        session.add(
+            RagDeploymentRow(
+                id=rag_id,
+                name=rag_id.replace("_", "-"),
+                embedding_model="e5",
+                chunk_size_tokens=256,
+                chunk_overlap_tokens=0,
+                top_k=10,
+            )
+        )
+    return rag_id

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.clients import Caller, ConnectJsonCaller, Result
@@ -116,6 +118,103 @@ async def test_list_of_one_scope_for_the_same_readers(server: Server, connect: C
     ):
         refused = await call(connect, "ListLimitPolicies", {"tenantId": t, "scope": scope}, admin)
         assert refused.code == "invalid_argument" and field in refused.message, (scope, refused)
+
+
+async def _walk(connect: ConnectJsonCaller, token: str, size: int, **body: Any) -> tuple[list[dict[str, Any]], int]:
+    """Every page of ListLimitPolicies of `size`, and how many calls that took."""
+    items: list[dict[str, Any]] = []
+    page_token, calls = "", 0
+    while True:
+        page = {"pageSize": size, "pageToken": page_token}
+        answer = must(await call(connect, "ListLimitPolicies", {**body, "page": page}, token))
+        calls += 1
+        assert len(answer.get("policies", [])) <= size
+        items += answer.get("policies", [])
+        page_token = answer.get("nextPageToken", "")
+        if not page_token:
+            return items, calls
+        assert calls < 100
+
+
+def _named(policies: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(p["tier"], p["scope"]["kind"], p["scope"].get("id", "")) for p in policies]
+
+
+async def test_policies_a_page_at_a_time(server: Server, connect: ConnectJsonCaller, world: World) -> None:
+    """Walking the pages answers the whole list, by tier, scope kind and id, for every page size (also sizes that
+    divide it evenly: a full last page carries no token); policies deleted or set between pages never make the walk
+    repeat or skip one that stayed; bad sizes and tokens are refused naming their field."""
+    t, admin, operator = world.tenant_id, world.tokens["admin"], server.admin_token
+    accounts = []
+    for i in range(5):
+        body = {"tenantId": t, "name": f"sa-{i}-{secrets.token_hex(3)}"}
+        created = must(await connect.call(f"{ACCOUNTS}/CreateServiceAccount", body, token=admin))
+        accounts.append({"kind": "LIMIT_SCOPE_KIND_SERVICE_ACCOUNT", "id": created["serviceAccount"]["id"]})
+    must(await call(connect, "SetLimitPolicy", policy(t, PLATFORM, TENANT_SCOPE, requestsPerMinute="600"), operator))
+    must(await call(connect, "SetLimitPolicy", policy(t, TENANT, TENANT_SCOPE, requestsPerMinute="500"), admin))
+    for scope in accounts:
+        must(await call(connect, "SetLimitPolicy", policy(t, TENANT, scope, requestsPerMinute="60"), admin))
+    sa = "LIMIT_SCOPE_KIND_SERVICE_ACCOUNT"
+    ids = sorted(scope["id"] for scope in accounts)  # hex after one prefix: the same order in every collation
+    for account_id in ids[:2]:
+        scope = {"kind": sa, "id": account_id}
+        must(await call(connect, "SetLimitPolicy", policy(t, PLATFORM, scope, requestsPerMinute="70"), operator))
+    own = {"tenantId": t}
+    whole = must(await call(connect, "ListLimitPolicies", {**own, "page": {"pageSize": 500}}, admin))["policies"]
+    assert _named(whole) == [
+        (PLATFORM, "LIMIT_SCOPE_KIND_TENANT", ""),
+        *[(PLATFORM, sa, i) for i in ids[:2]],
+        (TENANT, "LIMIT_SCOPE_KIND_TENANT", ""),
+        *[(TENANT, sa, i) for i in ids],
+    ]
+    assert must(await call(connect, "ListLimitPolicies", own, admin)) == {"policies": whole}  # the default page: 50
+    for size in (1, 2, 3, len(whole), len(whole) + 1, 500):
+        items, calls = await _walk(connect, admin, size, **own)
+        assert items == whole, size
+        assert calls == -(-len(whole) // size), size
+    # One scope's policies page too (both tiers of an account, one at a time).
+    assert _named((await _walk(connect, admin, 1, **own, scope={"kind": sa, "id": ids[0]}))[0]) == [
+        (PLATFORM, sa, ids[0]),
+        (TENANT, sa, ids[0]),
+    ]
+
+    # Three policies into a walk of pages of three (up to the platform's on ids[1]): one of them and one still ahead
+    # deleted, one set ahead (the platform's on ids[-1]).
+    first = must(await call(connect, "ListLimitPolicies", {**own, "page": {"pageSize": 3}}, admin))
+    passed, ahead = first["policies"][0], whole[5]
+    for gone in (passed, ahead):
+        body = {"tenantId": t, "tier": gone["tier"], "scope": gone["scope"]}
+        must(await call(connect, "DeleteLimitPolicy", body, admin if gone["tier"] == TENANT else operator))
+    added = {"kind": sa, "id": ids[-1]}
+    must(await call(connect, "SetLimitPolicy", policy(t, PLATFORM, added, requestsPerMinute="80"), operator))
+    rest: list[dict[str, Any]] = []
+    page_token = first["nextPageToken"]
+    while page_token:
+        page = {"pageSize": 3, "pageToken": page_token}
+        answer = must(await call(connect, "ListLimitPolicies", {**own, "page": page}, admin))
+        rest += answer.get("policies", [])
+        page_token = answer.get("nextPageToken", "")
+    walked = _named(first["policies"] + rest)
+    now = _named(must(await call(connect, "ListLimitPolicies", {**own, "page": {"pageSize": 500}}, admin))["policies"])
+    mark = _named(first["policies"])[-1]  # still there: the rest of the walk is what follows it now
+    assert walked == _named(first["policies"]) + now[now.index(mark) + 1 :]
+    assert len(walked) == len(set(walked)) == len(whole)  # one gone, one new; none twice
+    assert _named([ahead])[0] not in walked
+    assert (PLATFORM, sa, ids[-1]) in walked  # set after the walk's position: reached
+
+    for size in (-1, 501):
+        refused = await call(connect, "ListLimitPolicies", {**own, "page": {"pageSize": size}}, admin)
+        assert refused.code == "invalid_argument" and "page_size" in refused.message, size
+    other = await connect.call(
+        "switchboard.tenants.v1.TenantListService/ListServiceAccounts",
+        {**own, "page": {"pageSize": 1}},
+        token=admin,
+        get=True,
+    )
+    not_a_tier = base64.urlsafe_b64encode(orjson.dumps(["limit_policies", "x", "1", ""])).decode()
+    for forged in (must(other)["nextPageToken"], "not-a-token", "W10", not_a_tier):
+        refused = await call(connect, "ListLimitPolicies", {**own, "page": {"pageToken": forged}}, admin)
+        assert refused.code == "invalid_argument" and "page_token" in refused.message, forged
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ is never taken from it. Real processes, killed with SIGKILL, on both databases."
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import signal
@@ -62,15 +63,27 @@ print("holding", flush=True)
 sys.stdin.read()
 """
 
+# Journals one request, prepares the spare segment the next batch would take, then is killed before using it.
+_PREPARE_THEN_DIE = """
+import os, signal, sys
+from pathlib import Path
+from server.metering_journal import Journal
+
+journal = Journal(Path(sys.argv[1]))
+journal.append(('["t","svc-%s",200,1775030400,3,4]\\n' % sys.argv[2]).encode())
+journal.prepare()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _killed(script: str, *args: str) -> None:
+    """Runs a script that kills itself with SIGKILL."""
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, timeout=60, check=False)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode(errors="replace")
+
 
 def _metered_then_killed(url: str, journal: Path, tenant: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", _METER_THEN_DIE, url, str(journal), tenant, str(EVENTS), START.isoformat()],
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode(errors="replace")
+    _killed(_METER_THEN_DIE, url, str(journal), tenant, str(EVENTS), START.isoformat())
 
 
 def _segments(journal: Path) -> list[Path]:
@@ -220,3 +233,100 @@ async def test_an_idle_meter_rescans_on_schedule_and_does_not_spin(
         await db.close()
     assert replays >= 4, replays  # the journal was rescanned while idle
     assert waits <= replays + 2, (waits, replays)  # one wait per interval, not a spin
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _opened(path: Path) -> int:
+    """The rank of a segment among those of its journal, in the order they were opened (its name ends in it)."""
+    return int(path.name.removesuffix(".journal").rsplit("-", 1)[1])
+
+
+def _written(path: Path) -> bytes:
+    """A segment file's lines, read as a replay reads them (up to the first NUL)."""
+    return path.read_bytes().split(b"\0", 1)[0]
+
+
+def test_a_rotation_takes_the_segment_prepared_ahead_and_a_spare_does_not_leak(tmp_path: Path) -> None:
+    """The flusher prepares the next segment off the event loop; the rotation on the loop only switches to it (no
+    file is created there), the lines that follow go to it, and a spare nobody took is deleted at a graceful stop."""
+    fds = _open_fds()
+    journal = Journal(tmp_path)
+    journal.append(b'["t","a",200,0,0,0]\n')
+    journal.prepare()
+    journal.prepare()  # one spare, however often it is asked for
+    prepared = set(_segments(tmp_path))
+    assert len(prepared) == 2
+    taken = journal.rotate()
+    assert taken is not None
+    assert set(_segments(tmp_path)) == prepared  # the rotation opened no file: it took the spare
+    journal.append(b'["t","b",200,0,0,0]\n')
+    (spare,) = prepared - {taken.path}
+    assert list(taken.lines()) == [b'["t","a",200,0,0,0]']  # one batch per segment
+    assert _written(spare) == b'["t","b",200,0,0,0]\n'
+    taken.discard()
+    journal.forget(taken)
+
+    # Without a spare ready (a failed preparation), the rotation opens one itself.
+    again = journal.rotate()
+    assert again is not None and again.path == spare
+    assert len(_segments(tmp_path)) == 2
+    again.discard()
+    journal.forget(again)
+
+    journal.prepare()  # a spare left unused
+    assert len(_segments(tmp_path)) == 2
+    journal.close()
+    assert _segments(tmp_path) == []
+    assert _open_fds() == fds  # no descriptor (nor mapping) of a segment or a spare left open
+
+
+async def test_a_meter_keeps_a_spare_ready_and_deletes_it_at_its_stop(database: Database, tmp_path: Path) -> None:
+    tenant = f"journal-spare-{database.backend}-{os.getpid()}"
+    db = Db(database.url)
+    try:
+        meter = Meter(db, tmp_path)
+        meter.start()
+        for _ in range(200):
+            if len(_segments(tmp_path)) == 2:
+                break
+            await asyncio.sleep(0.05)
+        first, spare = sorted(_segments(tmp_path), key=_opened)  # the current segment, then the spare
+        meter.traffic(f"svc-{tenant}", 200, 1, 2)
+        for _ in range(200):  # the batch is written within the linger (0.5 s), then a new spare prepared
+            left = _segments(tmp_path)
+            if first not in left and len(left) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert await _counts(db, tenant) == (0, 0, 1, 1)
+        left = _segments(tmp_path)
+        assert first not in left and spare in left and len(left) == 2  # the spare is current; a new spare is ready
+        await meter.close()
+        assert _segments(tmp_path) == []
+    finally:
+        await db.close()
+
+
+async def test_a_dead_process_s_spare_replays_as_nothing(
+    database: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tenant = f"journal-dead-spare-{database.backend}-{os.getpid()}"
+    _killed(_PREPARE_THEN_DIE, str(tmp_path), tenant)
+    assert sorted(_written(path) for path in _segments(tmp_path)) == [
+        b"",  # the spare: allocated, never written
+        f'["t","svc-{tenant}",200,1775030400,3,4]\n'.encode(),
+    ]
+    db = Db(database.url)
+    try:
+        with caplog.at_level(logging.WARNING, logger="switchboard.metering"):
+            await _replay(db, tmp_path)
+        assert await _counts(db, tenant) == (0, 0, 1, 1)  # the one request, once; nothing from the spare
+        assert _segments(tmp_path) == []  # both deleted
+        replays = [r.getMessage() for r in caplog.records if "replaying" in r.getMessage()]
+        assert replays == [
+            "metering journal: replaying 0 usage events and 1 traffic counts left by an earlier process"
+        ]  # the spare is not replayed as a batch
+    finally:
+        await db.close()

@@ -18,6 +18,7 @@ from server.store.db import new_id
 from server.store.models import RagDeploymentRow, RagFileRow
 from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, numpy_dense, search
 from tests.conftest import Database
+from tests.rag_helpers import stored_rag
 
 FILES = {
     "energy": [
@@ -70,17 +71,7 @@ class Rag:
         self.files: dict[str, str] = {}
 
     async def create(self) -> Rag:
-        async with self.store.transaction() as session:
-            session.add(
-                RagDeploymentRow(
-                    id=self.id,
-                    name=self.id.replace("_", "-"),
-                    embedding_model="e5",
-                    chunk_size_tokens=256,
-                    chunk_overlap_tokens=0,
-                    top_k=10,
-                )
-            )
+        await stored_rag(self.store, self.id)
         return self
 
     async def add(self, name: str, metadata: dict[str, Any] | None = None) -> str:

@@ -21,6 +21,7 @@ from server.store.models import RagDeploymentRow, RagFileRow
 from server.store.rag_index import ChunkInput, chunk_index_for, pg_lexical
 from server.store.rag_index.postgres import PostgresChunkIndex
 from tests.conftest import Database
+from tests.rag_helpers import stored_rag
 
 on_postgresql = pytest.mark.parametrize("rag_database", ["postgresql", "pgvector"], indirect=True)
 
@@ -34,22 +35,6 @@ async def store(rag_database: Database) -> AsyncIterator[Store]:
         yield db
     finally:
         await db.close()
-
-
-async def _new_rag(store: Store) -> str:
-    rag_id = new_id("rag")
-    async with store.transaction() as session:
-        session.add(
-            RagDeploymentRow(
-                id=rag_id,
-                name=rag_id.replace("_", "-"),
-                embedding_model="e5",
-                chunk_size_tokens=256,
-                chunk_overlap_tokens=0,
-                top_k=10,
-            )
-        )
-    return rag_id
 
 
 async def _add(store: Store, rag_id: str, texts: list[str]) -> str:
@@ -100,7 +85,7 @@ async def _counted(session: AsyncSession, rag_id: str) -> tuple[dict[str, int], 
 @on_postgresql
 async def test_the_triggers_keep_each_rags_statistics_exact(store: Store) -> None:
     rng = np.random.default_rng(1)
-    one, other = await _new_rag(store), await _new_rag(store)
+    one, other = await stored_rag(store), await stored_rag(store)
     first = await _add(store, one, _random_texts(rng, 40))
     await _add(store, one, [*_random_texts(rng, 30), "", "the of and"])  # no lexemes at all: counted, no postings
     await _add(store, other, _random_texts(rng, 50))
@@ -143,10 +128,10 @@ async def test_the_ranking_is_bm25_whether_the_lists_are_read_in_one_pass_or_sev
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(2)
-    rag_id = await _new_rag(store)
+    rag_id = await stored_rag(store)
     for _ in range(3):
         await _add(store, rag_id, _random_texts(rng, 100))
-    await _add(store, await _new_rag(store), _random_texts(rng, 100))  # another RAG, the same words
+    await _add(store, await stored_rag(store), _random_texts(rng, 100))  # another RAG, the same words
     async with store.read() as session:
         rows = await session.execute(
             text(
@@ -181,7 +166,7 @@ async def test_the_ranking_is_bm25_whether_the_lists_are_read_in_one_pass_or_sev
 @on_postgresql
 async def test_chunks_written_before_the_triggers_are_backfilled(store: Store) -> None:
     rng = np.random.default_rng(3)
-    rag_id = await _new_rag(store)
+    rag_id = await stored_rag(store)
     await _add(store, rag_id, _random_texts(rng, 20))
     async with store.transaction() as session:  # an earlier version: no postings, no statistics, no triggers
         await session.execute(text("DROP TRIGGER rag_chunks_terms_added ON rag_chunks"))

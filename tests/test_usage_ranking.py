@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import pytest
 
-from server.domain._usage_ranking import _by_threshold, ranked
+from server.domain._usage_ranking import _Heads, ranked
 from server.domain._usage_sources import DAY, HOUR, MONTH, GroupBy, UsageFilter, _pieces, group_column, planned
 from server.metering import UsageEvent
 from server.permissions import UsageReach
@@ -117,7 +117,7 @@ async def test_skewed_keys_are_ranked_from_the_first_months_read(
             reach = UsageReach(tenant_id=world.tenant_id, user_id=None)
             source, where = planned(reach, UsageFilter(), GroupBy.API_KEY)
             column = group_column(source, GroupBy.API_KEY)
-            found = await _by_threshold(s, source, where, column=column, limit=3, span=(first, last), depth=12)
+            found = await _Heads(source, where, column=column, limit=3, span=(first, last)).deeper(s, 12)
     finally:
         await store.close()
     assert found is not None
@@ -165,3 +165,50 @@ async def test_tenants_ranked_from_key_rollups_are_summed_not_thresholded(
     finally:
         await store.close()
     assert [(tenant, totals.total_tokens) for tenant, totals in top] == [(heavy, 495)]
+
+
+async def test_the_deeper_read_goes_on_from_the_last_row_read_through_ties(
+    server: Server, connect: ConnectJsonCaller, database: Database
+) -> None:
+    """A month whose heaviest keys tie across the first pass's depth (which of them it reads is the database's
+    choice): the deeper pass reads on from there, taking the tied keys the first left (skipping them would rank a
+    lighter key among the winners) and no key twice (it would read fewer new ones, and prove less)."""
+    world = await make_world(server, connect)
+    start = datetime(1990 + random.Random().randrange(20), 3, 1, tzinfo=UTC)
+    first_depth, deeper = 4, 32
+    tied = [f"key_tied_{i}" for i in range(first_depth + 1)]
+    keys = [(key, 100) for key in tied] + [(f"key_light_{i:02d}", 10 + i) for i in range(deeper + 3)]
+    events = [
+        UsageEvent(
+            tenant_id=world.tenant_id,
+            api_key_id=key,
+            user_id="",
+            model_id="m-0",
+            call_kind=1,
+            prompt_tokens=tokens,
+            total_tokens=tokens,
+            status=200,
+            occurred_at=start + timedelta(days=2),
+        )
+        for key, tokens in keys
+    ]
+    await _write(database, events)
+    span = (_epoch(start), _epoch(datetime(start.year, 4, 1, tzinfo=UTC)))
+    limit = len(tied)
+    store = Store(database.url)
+    try:
+        async with store.read() as s:
+            source, where = planned(UsageReach(tenant_id=world.tenant_id, user_id=None), UsageFilter(), GroupBy.API_KEY)
+            column = group_column(source, GroupBy.API_KEY)
+            heads = _Heads(source, where, column=column, limit=limit, span=span)
+            assert await heads.deeper(s, first_depth) is None  # fewer keys read than wanted
+            proven = await heads.deeper(s, deeper)
+            read = [key for key, _ in heads._found]
+            top = await ranked(s, source, where, group=GroupBy.API_KEY, limit=limit, span=span)
+    finally:
+        await store.close()
+    assert proven is not None
+    assert [(key, totals.total_tokens) for key, totals in proven] == [(key, 100) for key in tied]
+    heaviest = sorted(keys, key=lambda item: -item[1])[:deeper]
+    assert sorted(read) == sorted(key for key, _ in heaviest)  # the month's 32 heaviest, each once
+    assert [(key, totals.total_tokens) for key, totals in top] == [(key, 100) for key in tied]

@@ -25,6 +25,7 @@ from server import permissions
 from server.domain.principal import Principal
 from server.domain.quantities import parse_bytes
 from server.errors import InvalidArgument, NotFound
+from server.store.keyset import Window
 from server.store.models import ApiKeyRow, LimitPolicyRow, PublicModelIdRow, ServiceAccountRow, TenantRow, utcnow
 
 __all__ = [
@@ -267,9 +268,15 @@ async def delete_policy(
         raise NotFound("no such limit policy", field="scope")
 
 
-async def tenant_policies(session: AsyncSession, tenant_id: str, scope: Scope | None = None) -> list[Policy]:
-    """Every policy of a tenant, or only those set on `scope` (both tiers), ordered; no gate (the gateway's
-    enforcement and the gated reads call it)."""
+# The order policies are listed in: the primary key's after the tenant, so a keyset page is a range of it.
+LIST_ORDER = (LimitPolicyRow.tier, LimitPolicyRow.scope_kind, LimitPolicyRow.scope_id)
+
+
+async def tenant_policies(
+    session: AsyncSession, tenant_id: str, scope: Scope | None = None, window: Window | None = None
+) -> list[Policy]:
+    """Every policy of a tenant, or only those set on `scope` (both tiers), on LIST_ORDER (a window: one keyset page
+    of them); no gate (the gateway's enforcement and the gated reads call it)."""
     query = select(LimitPolicyRow).where(LimitPolicyRow.tenant_id == tenant_id)
     if scope is not None:
         # Both tiers named, so the primary key (tenant, tier, kind, id) finds the scope's rows in one probe per tier
@@ -279,18 +286,24 @@ async def tenant_policies(session: AsyncSession, tenant_id: str, scope: Scope | 
             LimitPolicyRow.scope_kind == int(scope.kind),
             LimitPolicyRow.scope_id == scope.id,
         )
-    rows = await session.scalars(
-        query.order_by(LimitPolicyRow.tier, LimitPolicyRow.scope_kind, LimitPolicyRow.scope_id)
-    )
-    return [_policy(r) for r in rows]
+    query = query.order_by(*LIST_ORDER)
+    if window is not None:
+        query = window.apply(query, *LIST_ORDER)
+    return [_policy(r) for r in await session.scalars(query)]
 
 
 async def list_policies(
-    session: AsyncSession, principal: Principal, *, tenant_id: str, scope: Scope | None = None
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    tenant_id: str,
+    scope: Scope | None = None,
+    window: Window | None = None,
 ) -> list[Policy]:
-    """A tenant's policies, or with `scope` those set on exactly that scope; the same readers either way."""
+    """A tenant's policies, or with `scope` those set on exactly that scope (a window: one keyset page of them); the
+    same readers either way."""
     if scope is not None:
         scope = validated_scope(scope)
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_admin(session, principal, tenant_id)
-    return await tenant_policies(session, tenant_id, scope)
+    return await tenant_policies(session, tenant_id, scope, window)

@@ -11,6 +11,7 @@ from gen.switchboard.limits.v1 import limit_service_pb2 as pb
 from gen.switchboard.limits.v1.limit_service_connect import LimitService
 from server.domain import limits
 from server.domain.limits_usage import limit_usage
+from server.domain.pages import walk
 from server.services import Deps
 from server.services.context import current_principal
 from server.services.limits import convert
@@ -43,14 +44,23 @@ class LimitServiceHandler(LimitService):
         return pb.DeleteLimitPolicyResponse()
 
     async def list_limit_policies(self, request: pb.ListLimitPoliciesRequest, ctx: Ctx) -> pb.ListLimitPoliciesResponse:
+        principal = current_principal()
+        scope = convert.scope(request.scope) if request.HasField("scope") else None
         async with self._db.read() as s:
-            found = await limits.list_policies(
-                s,
-                current_principal(),
-                tenant_id=request.tenant_id,
-                scope=convert.scope(request.scope) if request.HasField("scope") else None,
+            page = await walk(
+                "limit_policies",
+                request.page.page_token,
+                request.page.page_size,
+                parts=3,
+                fetch=lambda window: limits.list_policies(
+                    s, principal, tenant_id=request.tenant_id, scope=scope, window=window
+                ),
+                key=lambda p: (str(int(p.tier)), str(int(p.scope.kind)), p.scope.id),
+                parse=lambda key: (int(key[0]), int(key[1]), key[2]),
             )
-        return pb.ListLimitPoliciesResponse(policies=[convert.policy(p) for p in found])
+        return pb.ListLimitPoliciesResponse(
+            policies=[convert.policy(p) for p in page.items], next_page_token=page.next_token
+        )
 
     async def get_limit_usage(self, request: pb.GetLimitUsageRequest, ctx: Ctx) -> pb.GetLimitUsageResponse:
         async with self._db.read() as s:

@@ -1,10 +1,11 @@
 // Rate limits, concurrency caps and token budgets of a tenant (switchboard.limits.v1.LimitService): the policies of
 // both tiers (the platform operator's ceiling and the tenant admins' own), set, replaced and deleted here, and the
-// current use of every limit that applies to one API key. A page load makes two calls (GetSession,
-// ListLimitPolicies, which answers a tenant's policies at once); the key picker of "Current use" loads a page of keys
-// when it is opened. The server decides who may set which tier; the page offers the tiers GetSession allows.
+// current use of every limit that applies to one API key. A page load makes two calls (GetSession, and the first
+// page of ListLimitPolicies: a tenant that limits many keys has many policies, read a page at a time); the key
+// picker of "Current use" loads a page of keys when it is opened. The server decides who may set which tier; the page
+// offers the tiers GetSession allows.
 import { useMemo, useState } from "preact/hooks";
-import { singleResponse } from "../../api/pagination";
+import { serverPages } from "../../api/pagination";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
 import { Dialog } from "../../components/Dialog";
@@ -29,7 +30,7 @@ export default function LimitsPage({ session, tenant }: PageProps) {
   });
   const tiers = limitTiers(session, tenant);
   const load = useMemo(
-    () => singleResponse(async (signal) => (await client(LimitService).listLimitPolicies({ tenantId }, { signal })).policies),
+    () => serverPages((page, signal) => client(LimitService).listLimitPolicies({ tenantId, page }, { signal }), (a) => a.policies),
     [tenantId],
   );
   const columns: Column<LimitPolicy>[] = [

@@ -57,7 +57,8 @@ class LimitService(Protocol):
 
     async def list_limit_policies(self, request: ListLimitPoliciesRequest, ctx: RequestContext[ListLimitPoliciesRequest, ListLimitPoliciesResponse], /) -> ListLimitPoliciesResponse:
         """
-        ListLimitPolicies lists a tenant's policies, or those set on one scope.
+        ListLimitPolicies lists a tenant's policies, or those set on one scope, a page at a time: by tier, scope kind
+        and scope id.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -224,7 +225,8 @@ class LimitServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> ListLimitPoliciesResponse:
         """
-        ListLimitPolicies lists a tenant's policies, or those set on one scope.
+        ListLimitPolicies lists a tenant's policies, or those set on one scope, a page at a time: by tier, scope kind
+        and scope id.
         """
         return await self.execute_unary(
             request=request,
@@ -287,7 +289,8 @@ class LimitServiceSync(Protocol):
 
     def list_limit_policies(self, request: ListLimitPoliciesRequest, ctx: RequestContext[ListLimitPoliciesRequest, ListLimitPoliciesResponse], /) -> ListLimitPoliciesResponse:
         """
-        ListLimitPolicies lists a tenant's policies, or those set on one scope.
+        ListLimitPolicies lists a tenant's policies, or those set on one scope, a page at a time: by tier, scope kind
+        and scope id.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -452,7 +455,8 @@ class LimitServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> ListLimitPoliciesResponse:
         """
-        ListLimitPolicies lists a tenant's policies, or those set on one scope.
+        ListLimitPolicies lists a tenant's policies, or those set on one scope, a page at a time: by tier, scope kind
+        and scope id.
         """
         return self.execute_unary(
             request=request,

@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from gen.switchboard.limits.v1 import limit_policy_pb2 as switchboard_dot_limits_dot_v1_dot_limit__policy__pb2
+from gen.switchboard.tenants.v1 import tenant_list_service_pb2 as switchboard_dot_tenants_dot_v1_dot_tenant__list__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)switchboard/limits/v1/limit_service.proto\x12\x15switchboard.limits.v1\x1a(switchboard/limits/v1/limit_policy.proto\"\xda\x01\n\x15SetLimitPolicyRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x34\n\x04tier\x18\x02 \x01(\x0e\x32 .switchboard.limits.v1.LimitTierR\x04tier\x12\x37\n\x05scope\x18\x03 \x01(\x0b\x32!.switchboard.limits.v1.LimitScopeR\x05scope\x12\x35\n\x06limits\x18\x04 \x01(\x0b\x32\x1d.switchboard.limits.v1.LimitsR\x06limits\"T\n\x16SetLimitPolicyResponse\x12:\n\x06policy\x18\x01 \x01(\x0b\x32\".switchboard.limits.v1.LimitPolicyR\x06policy\"\xa6\x01\n\x18\x44\x65leteLimitPolicyRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x34\n\x04tier\x18\x02 \x01(\x0e\x32 .switchboard.limits.v1.LimitTierR\x04tier\x12\x37\n\x05scope\x18\x03 \x01(\x0b\x32!.switchboard.limits.v1.LimitScopeR\x05scope\"\x1b\n\x19\x44\x65leteLimitPolicyResponse\"p\n\x18ListLimitPoliciesRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x37\n\x05scope\x18\x02 \x01(\x0b\x32!.switchboard.limits.v1.LimitScopeR\x05scope\"[\n\x19ListLimitPoliciesResponse\x12>\n\x08policies\x18\x01 \x03(\x0b\x32\".switchboard.limits.v1.LimitPolicyR\x08policies\"\xa0\x01\n\x14GetLimitUsageRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x1c\n\napi_key_id\x18\x02 \x01(\tR\x08\x61piKeyId\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x37\n\x05scope\x18\x04 \x01(\x0b\x32!.switchboard.limits.v1.LimitScopeR\x05scope\"R\n\x15GetLimitUsageResponse\x12\x39\n\x06limits\x18\x01 \x03(\x0b\x32!.switchboard.limits.v1.LimitUsageR\x06limits2\xe3\x03\n\x0cLimitService\x12m\n\x0eSetLimitPolicy\x12,.switchboard.limits.v1.SetLimitPolicyRequest\x1a-.switchboard.limits.v1.SetLimitPolicyResponse\x12v\n\x11\x44\x65leteLimitPolicy\x12/.switchboard.limits.v1.DeleteLimitPolicyRequest\x1a\x30.switchboard.limits.v1.DeleteLimitPolicyResponse\x12{\n\x11ListLimitPolicies\x12/.switchboard.limits.v1.ListLimitPoliciesRequest\x1a\x30.switchboard.limits.v1.ListLimitPoliciesResponse\"\x03\x90\x02\x01\x12o\n\rGetLimitUsage\x12+.switchboard.limits.v1.GetLimitUsageRequest\x1a,.switchboard.limits.v1.GetLimitUsageResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)switchboard/limits/v1/limit_service.proto\x12\x15switchboard.limits.v1\x1a(switchboard/limits/v1/limit_policy.proto\x1a\x30switchboard/tenants/v1/tenant_list_service.proto\"\xda\x01\n\x15SetLimitPolicyRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x34\n\x04tier\x18\x02 \x01(\x0e\x32 .switchboard.limits.v1.LimitTierR\x04tier\x12\x37\n\x05scope\x18\x03 \x01(\x0b\x32!.switchboard.limits.v1.LimitScopeR\x05scope\x12\x35\n\x06limits\x18\x04 \x01(\x0b\x32\x1d.switchboard.limits.v1.LimitsR\x06limits\"T\n\x16SetLimitPolicyResponse\x12:\n\x06policy\x18\x01 \x01(\x0b\x32\".switchboard.limits.v1.LimitPolicyR\x06policy\"\xa6\x01\n\x18\x44\x65leteLimitPolicyRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x34\n\x04tier\x18\x02 \x01(\x0e\x32 .switchboard.limits.v1.LimitTierR\x04tier\x12\x37\n\x05scope\x18\x03 \x01(\x0b\x32!.switchboard.limits.v1.LimitScopeR\x05scope\"\x1b\n\x19\x44\x65leteLimitPolicyResponse\"\xa9\x01\n\x18ListLimitPoliciesRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x37\n\x05scope\x18\x02 \x01(\x0b\x32!.switchboard.limits.v1.LimitScopeR\x05scope\x12\x37\n\x04page\x18\x03 \x01(\x0b\x32#.switchboard.tenants.v1.PageRequestR\x04page\"\x83\x01\n\x19ListLimitPoliciesResponse\x12>\n\x08policies\x18\x01 \x03(\x0b\x32\".switchboard.limits.v1.LimitPolicyR\x08policies\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa0\x01\n\x14GetLimitUsageRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\x12\x1c\n\napi_key_id\x18\x02 \x01(\tR\x08\x61piKeyId\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x37\n\x05scope\x18\x04 \x01(\x0b\x32!.switchboard.limits.v1.LimitScopeR\x05scope\"R\n\x15GetLimitUsageResponse\x12\x39\n\x06limits\x18\x01 \x03(\x0b\x32!.switchboard.limits.v1.LimitUsageR\x06limits2\xe3\x03\n\x0cLimitService\x12m\n\x0eSetLimitPolicy\x12,.switchboard.limits.v1.SetLimitPolicyRequest\x1a-.switchboard.limits.v1.SetLimitPolicyResponse\x12v\n\x11\x44\x65leteLimitPolicy\x12/.switchboard.limits.v1.DeleteLimitPolicyRequest\x1a\x30.switchboard.limits.v1.DeleteLimitPolicyResponse\x12{\n\x11ListLimitPolicies\x12/.switchboard.limits.v1.ListLimitPoliciesRequest\x1a\x30.switchboard.limits.v1.ListLimitPoliciesResponse\"\x03\x90\x02\x01\x12o\n\rGetLimitUsage\x12+.switchboard.limits.v1.GetLimitUsageRequest\x1a,.switchboard.limits.v1.GetLimitUsageResponse\"\x03\x90\x02\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,22 +37,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LIMITSERVICE'].methods_by_name['ListLimitPolicies']._serialized_options = b'\220\002\001'
   _globals['_LIMITSERVICE'].methods_by_name['GetLimitUsage']._loaded_options = None
   _globals['_LIMITSERVICE'].methods_by_name['GetLimitUsage']._serialized_options = b'\220\002\001'
-  _globals['_SETLIMITPOLICYREQUEST']._serialized_start=111
-  _globals['_SETLIMITPOLICYREQUEST']._serialized_end=329
-  _globals['_SETLIMITPOLICYRESPONSE']._serialized_start=331
-  _globals['_SETLIMITPOLICYRESPONSE']._serialized_end=415
-  _globals['_DELETELIMITPOLICYREQUEST']._serialized_start=418
-  _globals['_DELETELIMITPOLICYREQUEST']._serialized_end=584
-  _globals['_DELETELIMITPOLICYRESPONSE']._serialized_start=586
-  _globals['_DELETELIMITPOLICYRESPONSE']._serialized_end=613
-  _globals['_LISTLIMITPOLICIESREQUEST']._serialized_start=615
-  _globals['_LISTLIMITPOLICIESREQUEST']._serialized_end=727
-  _globals['_LISTLIMITPOLICIESRESPONSE']._serialized_start=729
-  _globals['_LISTLIMITPOLICIESRESPONSE']._serialized_end=820
-  _globals['_GETLIMITUSAGEREQUEST']._serialized_start=823
-  _globals['_GETLIMITUSAGEREQUEST']._serialized_end=983
-  _globals['_GETLIMITUSAGERESPONSE']._serialized_start=985
-  _globals['_GETLIMITUSAGERESPONSE']._serialized_end=1067
-  _globals['_LIMITSERVICE']._serialized_start=1070
-  _globals['_LIMITSERVICE']._serialized_end=1553
+  _globals['_SETLIMITPOLICYREQUEST']._serialized_start=161
+  _globals['_SETLIMITPOLICYREQUEST']._serialized_end=379
+  _globals['_SETLIMITPOLICYRESPONSE']._serialized_start=381
+  _globals['_SETLIMITPOLICYRESPONSE']._serialized_end=465
+  _globals['_DELETELIMITPOLICYREQUEST']._serialized_start=468
+  _globals['_DELETELIMITPOLICYREQUEST']._serialized_end=634
+  _globals['_DELETELIMITPOLICYRESPONSE']._serialized_start=636
+  _globals['_DELETELIMITPOLICYRESPONSE']._serialized_end=663
+  _globals['_LISTLIMITPOLICIESREQUEST']._serialized_start=666
+  _globals['_LISTLIMITPOLICIESREQUEST']._serialized_end=835
+  _globals['_LISTLIMITPOLICIESRESPONSE']._serialized_start=838
+  _globals['_LISTLIMITPOLICIESRESPONSE']._serialized_end=969
+  _globals['_GETLIMITUSAGEREQUEST']._serialized_start=972
+  _globals['_GETLIMITUSAGEREQUEST']._serialized_end=1132
+  _globals['_GETLIMITUSAGERESPONSE']._serialized_start=1134
+  _globals['_GETLIMITUSAGERESPONSE']._serialized_end=1216
+  _globals['_LIMITSERVICE']._serialized_start=1219
+  _globals['_LIMITSERVICE']._serialized_end=1702
 # @@protoc_insertion_point(module_scope)

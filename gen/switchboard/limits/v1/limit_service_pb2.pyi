@@ -1,4 +1,5 @@
 from gen.switchboard.limits.v1 import limit_policy_pb2 as _limit_policy_pb2
+from gen.switchboard.tenants.v1 import tenant_list_service_pb2 as _tenant_list_service_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -40,18 +41,22 @@ class DeleteLimitPolicyResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ListLimitPoliciesRequest(_message.Message):
-    __slots__ = ("tenant_id", "scope")
+    __slots__ = ("tenant_id", "scope", "page")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     scope: _limit_policy_pb2.LimitScope
-    def __init__(self, tenant_id: _Optional[str] = ..., scope: _Optional[_Union[_limit_policy_pb2.LimitScope, _Mapping]] = ...) -> None: ...
+    page: _tenant_list_service_pb2.PageRequest
+    def __init__(self, tenant_id: _Optional[str] = ..., scope: _Optional[_Union[_limit_policy_pb2.LimitScope, _Mapping]] = ..., page: _Optional[_Union[_tenant_list_service_pb2.PageRequest, _Mapping]] = ...) -> None: ...
 
 class ListLimitPoliciesResponse(_message.Message):
-    __slots__ = ("policies",)
+    __slots__ = ("policies", "next_page_token")
     POLICIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     policies: _containers.RepeatedCompositeFieldContainer[_limit_policy_pb2.LimitPolicy]
-    def __init__(self, policies: _Optional[_Iterable[_Union[_limit_policy_pb2.LimitPolicy, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, policies: _Optional[_Iterable[_Union[_limit_policy_pb2.LimitPolicy, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetLimitUsageRequest(_message.Message):
     __slots__ = ("tenant_id", "api_key_id", "model", "scope")

@@ -80,7 +80,8 @@ class LimitServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListLimitPolicies(self, request, context):
-        """ListLimitPolicies lists a tenant's policies, or those set on one scope.
+        """ListLimitPolicies lists a tenant's policies, or those set on one scope, a page at a time: by tier, scope kind
+        and scope id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

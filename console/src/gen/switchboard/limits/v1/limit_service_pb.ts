@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { LimitPolicy, Limits, LimitScope, LimitTier, LimitUsage } from "./limit_policy_pb.js";
 import { file_switchboard_limits_v1_limit_policy } from "./limit_policy_pb.js";
+import type { PageRequest } from "../../tenants/v1/tenant_list_service_pb.js";
+import { file_switchboard_tenants_v1_tenant_list_service } from "../../tenants/v1/tenant_list_service_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file switchboard/limits/v1/limit_service.proto.
  */
 export const file_switchboard_limits_v1_limit_service: GenFile = /*@__PURE__*/
-  fileDesc("Cilzd2l0Y2hib2FyZC9saW1pdHMvdjEvbGltaXRfc2VydmljZS5wcm90bxIVc3dpdGNoYm9hcmQubGltaXRzLnYxIrsBChVTZXRMaW1pdFBvbGljeVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEi4KBHRpZXIYAiABKA4yIC5zd2l0Y2hib2FyZC5saW1pdHMudjEuTGltaXRUaWVyEjAKBXNjb3BlGAMgASgLMiEuc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpbWl0U2NvcGUSLQoGbGltaXRzGAQgASgLMh0uc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpbWl0cyJMChZTZXRMaW1pdFBvbGljeVJlc3BvbnNlEjIKBnBvbGljeRgBIAEoCzIiLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5MaW1pdFBvbGljeSKPAQoYRGVsZXRlTGltaXRQb2xpY3lSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIuCgR0aWVyGAIgASgOMiAuc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpbWl0VGllchIwCgVzY29wZRgDIAEoCzIhLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5MaW1pdFNjb3BlIhsKGURlbGV0ZUxpbWl0UG9saWN5UmVzcG9uc2UiXwoYTGlzdExpbWl0UG9saWNpZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIwCgVzY29wZRgCIAEoCzIhLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5MaW1pdFNjb3BlIlEKGUxpc3RMaW1pdFBvbGljaWVzUmVzcG9uc2USNAoIcG9saWNpZXMYASADKAsyIi5zd2l0Y2hib2FyZC5saW1pdHMudjEuTGltaXRQb2xpY3kifgoUR2V0TGltaXRVc2FnZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhIKCmFwaV9rZXlfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSMAoFc2NvcGUYBCABKAsyIS5zd2l0Y2hib2FyZC5saW1pdHMudjEuTGltaXRTY29wZSJKChVHZXRMaW1pdFVzYWdlUmVzcG9uc2USMQoGbGltaXRzGAEgAygLMiEuc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpbWl0VXNhZ2Uy4wMKDExpbWl0U2VydmljZRJtCg5TZXRMaW1pdFBvbGljeRIsLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5TZXRMaW1pdFBvbGljeVJlcXVlc3QaLS5zd2l0Y2hib2FyZC5saW1pdHMudjEuU2V0TGltaXRQb2xpY3lSZXNwb25zZRJ2ChFEZWxldGVMaW1pdFBvbGljeRIvLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5EZWxldGVMaW1pdFBvbGljeVJlcXVlc3QaMC5zd2l0Y2hib2FyZC5saW1pdHMudjEuRGVsZXRlTGltaXRQb2xpY3lSZXNwb25zZRJ7ChFMaXN0TGltaXRQb2xpY2llcxIvLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5MaXN0TGltaXRQb2xpY2llc1JlcXVlc3QaMC5zd2l0Y2hib2FyZC5saW1pdHMudjEuTGlzdExpbWl0UG9saWNpZXNSZXNwb25zZSIDkAIBEm8KDUdldExpbWl0VXNhZ2USKy5zd2l0Y2hib2FyZC5saW1pdHMudjEuR2V0TGltaXRVc2FnZVJlcXVlc3QaLC5zd2l0Y2hib2FyZC5saW1pdHMudjEuR2V0TGltaXRVc2FnZVJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_switchboard_limits_v1_limit_policy]);
+  fileDesc("Cilzd2l0Y2hib2FyZC9saW1pdHMvdjEvbGltaXRfc2VydmljZS5wcm90bxIVc3dpdGNoYm9hcmQubGltaXRzLnYxIrsBChVTZXRMaW1pdFBvbGljeVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEi4KBHRpZXIYAiABKA4yIC5zd2l0Y2hib2FyZC5saW1pdHMudjEuTGltaXRUaWVyEjAKBXNjb3BlGAMgASgLMiEuc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpbWl0U2NvcGUSLQoGbGltaXRzGAQgASgLMh0uc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpbWl0cyJMChZTZXRMaW1pdFBvbGljeVJlc3BvbnNlEjIKBnBvbGljeRgBIAEoCzIiLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5MaW1pdFBvbGljeSKPAQoYRGVsZXRlTGltaXRQb2xpY3lSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIuCgR0aWVyGAIgASgOMiAuc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpbWl0VGllchIwCgVzY29wZRgDIAEoCzIhLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5MaW1pdFNjb3BlIhsKGURlbGV0ZUxpbWl0UG9saWN5UmVzcG9uc2UikgEKGExpc3RMaW1pdFBvbGljaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSMAoFc2NvcGUYAiABKAsyIS5zd2l0Y2hib2FyZC5saW1pdHMudjEuTGltaXRTY29wZRIxCgRwYWdlGAMgASgLMiMuc3dpdGNoYm9hcmQudGVuYW50cy52MS5QYWdlUmVxdWVzdCJqChlMaXN0TGltaXRQb2xpY2llc1Jlc3BvbnNlEjQKCHBvbGljaWVzGAEgAygLMiIuc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpbWl0UG9saWN5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ+ChRHZXRMaW1pdFVzYWdlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEgoKYXBpX2tleV9pZBgCIAEoCRINCgVtb2RlbBgDIAEoCRIwCgVzY29wZRgEIAEoCzIhLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5MaW1pdFNjb3BlIkoKFUdldExpbWl0VXNhZ2VSZXNwb25zZRIxCgZsaW1pdHMYASADKAsyIS5zd2l0Y2hib2FyZC5saW1pdHMudjEuTGltaXRVc2FnZTLjAwoMTGltaXRTZXJ2aWNlEm0KDlNldExpbWl0UG9saWN5Eiwuc3dpdGNoYm9hcmQubGltaXRzLnYxLlNldExpbWl0UG9saWN5UmVxdWVzdBotLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5TZXRMaW1pdFBvbGljeVJlc3BvbnNlEnYKEURlbGV0ZUxpbWl0UG9saWN5Ei8uc3dpdGNoYm9hcmQubGltaXRzLnYxLkRlbGV0ZUxpbWl0UG9saWN5UmVxdWVzdBowLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5EZWxldGVMaW1pdFBvbGljeVJlc3BvbnNlEnsKEUxpc3RMaW1pdFBvbGljaWVzEi8uc3dpdGNoYm9hcmQubGltaXRzLnYxLkxpc3RMaW1pdFBvbGljaWVzUmVxdWVzdBowLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5MaXN0TGltaXRQb2xpY2llc1Jlc3BvbnNlIgOQAgESbwoNR2V0TGltaXRVc2FnZRIrLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5HZXRMaW1pdFVzYWdlUmVxdWVzdBosLnN3aXRjaGJvYXJkLmxpbWl0cy52MS5HZXRMaW1pdFVzYWdlUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_switchboard_limits_v1_limit_policy, file_switchboard_tenants_v1_tenant_list_service]);
 
 /**
  * SetLimitPolicyRequest sets one policy.
@@ -128,7 +130,7 @@ export const DeleteLimitPolicyResponseSchema: GenMessage<DeleteLimitPolicyRespon
   messageDesc(file_switchboard_limits_v1_limit_service, 3);
 
 /**
- * ListLimitPoliciesRequest names a tenant and, optionally, one scope of it.
+ * ListLimitPoliciesRequest names a tenant and, optionally, one scope of it, and a page.
  *
  * @generated from message switchboard.limits.v1.ListLimitPoliciesRequest
  */
@@ -147,6 +149,14 @@ export type ListLimitPoliciesRequest = Message<"switchboard.limits.v1.ListLimitP
    * @generated from field: switchboard.limits.v1.LimitScope scope = 2;
    */
   scope?: LimitScope | undefined;
+
+  /**
+   * The page (absent: the first page, of the default size). Pages follow a keyset (the position after the last
+   * policy), so a deep page costs what the first one does.
+   *
+   * @generated from field: switchboard.tenants.v1.PageRequest page = 3;
+   */
+  page?: PageRequest | undefined;
 };
 
 /**
@@ -157,17 +167,24 @@ export const ListLimitPoliciesRequestSchema: GenMessage<ListLimitPoliciesRequest
   messageDesc(file_switchboard_limits_v1_limit_service, 4);
 
 /**
- * ListLimitPoliciesResponse lists a tenant's policies (or one scope's).
+ * ListLimitPoliciesResponse is one page of a tenant's policies (or one scope's).
  *
  * @generated from message switchboard.limits.v1.ListLimitPoliciesResponse
  */
 export type ListLimitPoliciesResponse = Message<"switchboard.limits.v1.ListLimitPoliciesResponse"> & {
   /**
-   * The policies, by tier, scope kind and scope id.
+   * The policies of this page, by tier, scope kind and scope id.
    *
    * @generated from field: repeated switchboard.limits.v1.LimitPolicy policies = 1;
    */
   policies: LimitPolicy[];
+
+  /**
+   * The token of the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -271,7 +288,8 @@ export const LimitService: GenService<{
     output: typeof DeleteLimitPolicyResponseSchema;
   },
   /**
-   * ListLimitPolicies lists a tenant's policies, or those set on one scope.
+   * ListLimitPolicies lists a tenant's policies, or those set on one scope, a page at a time: by tier, scope kind
+   * and scope id.
    *
    * @generated from rpc switchboard.limits.v1.LimitService.ListLimitPolicies
    */
