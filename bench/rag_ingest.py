@@ -9,8 +9,8 @@ SWITCHBOARD_BENCH_INGEST_MODELS (default "e5,40,10") lists the embedders, run on
 For each, its own throughput is measured first: batches of 32 of the texts the uploads carry, sent back to back, 4 in
 flight (what an ideal client gets from it). Then SWITCHBOARD_BENCH_INGEST_FILES (default 400) one-chunk files are
 uploaded the way `switchboard rag ingest` uploads them: one multipart request per file with its external id, 16 in
-flight, through a real gateway process (`python -m gateway`, SWITCHBOARD_BENCH_INGEST_WORKERS workers, default 1:
-parse, chunk, embed, store, index) on SQLite.
+flight (SWITCHBOARD_BENCH_INGEST_CONCURRENCY), through a real gateway process (`python -m gateway`,
+SWITCHBOARD_BENCH_INGEST_WORKERS workers, default 1: parse, chunk, embed, store, index) on SQLite.
 
 The stand-in sleeps: it needs no CPU, so on a loaded machine its throughput holds while the gateway's falls. Beside
 the wall-clock ratio the bench therefore prints the gateway's CPU time per chunk (its process group, from /proc) and
@@ -39,7 +39,7 @@ CALL = float(os.environ.get("SWITCHBOARD_BENCH_INGEST_CALL_MS", "5")) / 1000
 MODELS = os.environ.get("SWITCHBOARD_BENCH_INGEST_MODELS", "e5,40,10").split(",")
 FILES = int(os.environ.get("SWITCHBOARD_BENCH_INGEST_FILES", "400"))
 WORKERS = int(os.environ.get("SWITCHBOARD_BENCH_INGEST_WORKERS", "1"))
-CONCURRENCY = 16
+CONCURRENCY = int(os.environ.get("SWITCHBOARD_BENCH_INGEST_CONCURRENCY", "16"))
 
 
 class _SerialModel:
