@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import pytest_asyncio
-from sqlalchemy import delete, event
+from sqlalchemy import delete
 
 from server.store.db import Database as Store
 from server.store.db import new_id
@@ -419,37 +419,3 @@ async def test_chunks_of_the_shared_fts_table_move_to_their_rags_own(tmp_path: A
             )
     finally:
         await store.close()
-
-
-async def test_pgvector_hybrid_reads_its_two_lists_at_once_when_a_connection_is_idle(
-    rag: Rag, rag_database: Database
-) -> None:
-    if rag_database.backend != "pgvector":
-        pytest.skip("the two lists on two connections: PostgreSQL with pgvector")
-    pool = rag.store.engine.sync_engine.pool
-    checkouts: list[int] = []
-
-    def counted(*_: Any) -> None:
-        checkouts.append(1)
-
-    event.listen(pool, "checkout", counted)
-    try:
-        async with rag.store.read() as one, rag.store.read() as two:  # two connections, then idle in the pool
-            await one.connection()
-            await two.connection()
-        checkouts.clear()
-        apart = await rag.query("espresso coffee machine", top_k=5)
-        assert len(checkouts) == 2  # the caller's session and the dense list's own
-        async with rag.store.read() as busy:  # the idle connections taken: one after the other, on one connection
-            await busy.connection()
-            async with rag.store.read() as other:
-                await other.connection()
-                checkouts.clear()
-                together = await rag.query("espresso coffee machine", top_k=5)
-                assert len(checkouts) == 1
-    finally:
-        event.remove(pool, "checkout", counted)
-    assert [(h.chunk_id, h.score, h.dense_similarity, h.lexical_score) for h in apart] == [
-        (h.chunk_id, h.score, h.dense_similarity, h.lexical_score) for h in together
-    ]
-    assert apart[0].text == FILES["cooking"][2] and apart[0].dense_similarity is not None

@@ -9,7 +9,6 @@ numpy engine serves dense search from the `embedding` column instead.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -17,7 +16,6 @@ from collections.abc import Sequence
 from sqlalchemy import bindparam, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
-from sqlalchemy.pool import QueuePool
 
 from server.store.rag_index import pg_lexical
 from server.store.rag_index._rows import delete_chunk_rows, insert_chunk_rows
@@ -55,12 +53,6 @@ _VECTOR_DDL = [
 ]
 
 
-def _idle(engine: AsyncEngine) -> bool:
-    """Whether the engine's pool has a connection checked in right now (taking it cannot wait)."""
-    pool = engine.sync_engine.pool
-    return isinstance(pool, QueuePool) and pool.checkedin() > 0
-
-
 def _literal(vector: Sequence[float] | Vector) -> str:
     return "[" + ",".join(f"{float(x):.7g}" for x in normalized(vector)) + "]"
 
@@ -70,7 +62,6 @@ class PostgresChunkIndex(ChunkIndex):
 
     def __init__(self) -> None:
         self.pgvector = False
-        self.ef_search = _EF_SEARCH
         self._numpy = NumpyDense()
         self._indexed: set[tuple[str, int]] = set()
         self._engine: AsyncEngine | None = None
@@ -178,62 +169,11 @@ class PostgresChunkIndex(ChunkIndex):
             statement = statement.bindparams(bindparam("file_ids", expanding=True))
             params["file_ids"] = list(file_ids)
             await session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-        await session.execute(text(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, min(limit * 4, 1000))}"))
+        await session.execute(text(f"SET LOCAL hnsw.ef_search = {max(_EF_SEARCH, min(limit * 4, 1000))}"))
         result = await session.execute(statement, params)
         candidates = [Candidate(chunk_id=int(row[0]), score=float(row[1])) for row in result]
         # relaxed_order may return near-ties out of order; rank strictly by similarity.
         return sorted(candidates, key=lambda c: -c.score)
-
-    async def candidates(
-        self,
-        session: AsyncSession,
-        *,
-        rag_id: str,
-        query: str,
-        vector: Vector | None,
-        lexical: bool,
-        limit: int,
-        file_ids: Sequence[str] | None,
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        """A hybrid query's two lists at once, on two connections, while the pool has one idle: each statement runs
-        in its own server process, so the wall time is the slower list's instead of their sum. The caller's session
-        takes its connection first and the second is taken only when one is idle, so it never waits on the pool
-        while the caller holds one (callers each holding one and waiting for another could deadlock a full pool),
-        and it goes back as soon as the dense list is read. A busy pool, whose cores are taken anyway, gets the
-        lists one after the other."""
-        engine = self._engine
-        if vector is None or not lexical or not self.pgvector or engine is None:
-            return await super().candidates(
-                session, rag_id=rag_id, query=query, vector=vector, lexical=lexical, limit=limit, file_ids=file_ids
-            )
-        await session.connection()  # the caller's connection first: the second is then only ever an idle one
-        if not _idle(engine):
-            return await super().candidates(
-                session, rag_id=rag_id, query=query, vector=vector, lexical=lexical, limit=limit, file_ids=file_ids
-            )
-        apart = AsyncSession(engine)
-        await apart.connection()  # checked out now, before another task can take it
-        dense = asyncio.create_task(
-            self._dense_apart(apart, rag_id=rag_id, vector=vector, limit=limit, file_ids=file_ids)
-        )
-        try:
-            found = await self.lexical(
-                session, rag_id=rag_id, query=query, limit=limit, file_ids=file_ids, with_dense=True
-            )
-        except BaseException:
-            dense.cancel()  # the lexical list failed or was cancelled: the dense one is not wanted
-            await asyncio.gather(dense, return_exceptions=True)  # its session closed; its outcome is not this one
-            raise
-        return await dense, found
-
-    async def _dense_apart(
-        self, apart: AsyncSession, *, rag_id: str, vector: Vector, limit: int, file_ids: Sequence[str] | None
-    ) -> list[Candidate]:
-        """`dense` on its own session, closed (its connection back in the pool) as soon as the list is read."""
-        try:
-            return await self.dense(apart, rag_id=rag_id, vector=vector, limit=limit, file_ids=file_ids)
-        finally:
-            await apart.close()
 
     async def _lexical(
         self,
