@@ -198,19 +198,7 @@ async def _run(db: Database, dsn: str, server: Any, kept: Path | None) -> None:
     print(f"  (load average {os.getloadavg()[0]:.1f}; each mode's queries run once untimed first, so caches are warm)")
     async with db.read() as session:
         for mode, weights in MODES.items():
-            args: list[dict[str, Any]] = [
-                {"rag_id": rag_id, "query": words, "vector": vector.tolist(), "top_k": 10, "weights": weights}
-                for words, vector in queries
-            ]
-            for call in args:
-                await search(index, session, **call)
-            times = []
-            cpu = _cpu_seconds(server)
-            for call in args:
-                t0 = time.perf_counter()
-                await search(index, session, **call)
-                times.append(time.perf_counter() - t0)
-            _report(f"search in process, {mode}", times, (_cpu_seconds(server) - cpu) / len(args))
+            await _timed_mode(index, session, server, mode, [(rag_id, w, v, weights) for w, v in queries])
         await _lexical_exactness(session, rag_id, [q for q, _ in queries])
         distinct = list({v.tobytes(): v for _, v in queries}.values())
         await _dense_recall(session, index, rag_id=rag_id, ids=ids, vectors=vectors, queries=distinct)
@@ -219,6 +207,29 @@ async def _run(db: Database, dsn: str, server: Any, kept: Path | None) -> None:
     await _sizes(db, index, rag_id, baseline=kept is None)
     print(f"  server memory (PSS over its processes, shared buffers counted once): {_server_pss_mib(server):.0f} MiB")
     print(f"  this process's peak RSS (vectors kept for the exact baseline): {_peak_rss_mib():.0f} MiB")
+
+
+async def _timed_mode(
+    index: PostgresChunkIndex,
+    session: AsyncSession,
+    server: Any,
+    mode: str,
+    queries: list[tuple[str, str, np.ndarray, SearchWeights]],
+) -> None:
+    """`search` as /context runs it, once untimed (caches) then timed, with the CPU it took here and in the server."""
+    args: list[dict[str, Any]] = [
+        {"rag_id": rag_id, "query": words, "vector": vector.tolist(), "top_k": 10, "weights": weights}
+        for rag_id, words, vector, weights in queries
+    ]
+    for call in args:
+        await search(index, session, **call)
+    times = []
+    cpu = _cpu_seconds(server)
+    for call in args:
+        t0 = time.perf_counter()
+        await search(index, session, **call)
+        times.append(time.perf_counter() - t0)
+    _report(f"search in process, {mode}", times, (_cpu_seconds(server) - cpu) / len(args))
 
 
 async def _dense_recall(
