@@ -47,6 +47,21 @@ def test_pieces_cover_a_range_exactly_once_coarsest_first(seed: int) -> None:
     assert sum(1 for grain, _, _ in pieces if grain == HOUR) <= 2
 
 
+def _counted(tenant_id: str, key: str, tokens: int, at: datetime) -> UsageEvent:
+    """One counted call of `tokens` prompt tokens by `key` (empty: no key) of the tenant's."""
+    return UsageEvent(
+        tenant_id=tenant_id,
+        api_key_id=key,
+        user_id="",
+        model_id="m-0",
+        call_kind=1,
+        prompt_tokens=tokens,
+        total_tokens=tokens,
+        status=200,
+        occurred_at=at,
+    )
+
+
 def _events(tenant_id: str, start: datetime, days: int, rng: random.Random, *, skew: float) -> list[UsageEvent]:
     """Calls of KEYS keys (Zipf-weighted by `skew`; 0 is even), some without a key, over `days` days."""
     keys = [f"key_rank_{i:03d}" for i in range(KEYS)]
@@ -54,19 +69,8 @@ def _events(tenant_id: str, start: datetime, days: int, rng: random.Random, *, s
     events = []
     for key in rng.choices(keys, weights, k=1500):
         tokens = rng.randrange(1, 400)
-        events.append(
-            UsageEvent(
-                tenant_id=tenant_id,
-                api_key_id=key if rng.random() > 0.05 else "",
-                user_id="",
-                model_id="m-0",
-                call_kind=1,
-                prompt_tokens=tokens,
-                total_tokens=tokens,
-                status=200,
-                occurred_at=start + timedelta(seconds=rng.randrange(days * 86400)),
-            )
-        )
+        at = start + timedelta(seconds=rng.randrange(days * 86400))
+        events.append(_counted(tenant_id, key if rng.random() > 0.05 else "", tokens, at))
     return events
 
 
@@ -134,17 +138,7 @@ async def test_tenants_ranked_from_key_rollups_are_summed_not_thresholded(
     start = datetime(1990 + random.Random().randrange(20), 6, 1, tzinfo=UTC)
     keys = {light: [(f"key_few_{i}", 100) for i in range(4)], heavy: [(f"key_many_{i}", 99) for i in range(5)]}
     events = [
-        UsageEvent(
-            tenant_id=tenant,
-            api_key_id=key,
-            user_id="",
-            model_id="m-0",
-            call_kind=1,
-            prompt_tokens=tokens,
-            total_tokens=tokens,
-            status=200,
-            occurred_at=start + timedelta(days=3),
-        )
+        _counted(tenant, key, tokens, start + timedelta(days=3))
         for tenant, owned in keys.items()
         for key, tokens in owned
     ]
@@ -178,20 +172,7 @@ async def test_the_deeper_read_goes_on_from_the_last_row_read_through_ties(
     first_depth, deeper = 4, 32
     tied = [f"key_tied_{i}" for i in range(first_depth + 1)]
     keys = [(key, 100) for key in tied] + [(f"key_light_{i:02d}", 10 + i) for i in range(deeper + 3)]
-    events = [
-        UsageEvent(
-            tenant_id=world.tenant_id,
-            api_key_id=key,
-            user_id="",
-            model_id="m-0",
-            call_kind=1,
-            prompt_tokens=tokens,
-            total_tokens=tokens,
-            status=200,
-            occurred_at=start + timedelta(days=2),
-        )
-        for key, tokens in keys
-    ]
+    events = [_counted(world.tenant_id, key, tokens, start + timedelta(days=2)) for key, tokens in keys]
     await _write(database, events)
     span = (_epoch(start), _epoch(datetime(start.year, 4, 1, tzinfo=UTC)))
     limit = len(tied)
