@@ -4,7 +4,8 @@ tenant's exchanges in a meter batch instead of one of each per exchange
 Why: compressing and sealing each exchange alone cost a captured call most of its price in the gateway (zlib's
 fixed cost per stream, an AES-GCM call, a nonce, base64, and a few hundred bytes more in each exchange row). New
 exchanges name their group (`bodies_id`) and their place in it (`bodies_index`) and leave `sealed` NULL; rows
-written before keep their own `sealed`, which still opens.
+written before keep their own `sealed`, which still opens. On SQLite the table, rebuilt for the change anyway, is
+rebuilt WITHOUT ROWID: its rows in the primary key's b-tree, one b-tree insert fewer a captured call.
 
 Revision ID: 0010
 Revises: 0009
@@ -33,7 +34,7 @@ def upgrade() -> None:
     )
     op.create_index("ix_captured_bodies_time", "captured_bodies", ["occurred_at"])
     op.create_index("ix_captured_bodies_tenant", "captured_bodies", ["tenant_id"])
-    with op.batch_alter_table("captured_exchanges") as batch:
+    with op.batch_alter_table("captured_exchanges", table_kwargs={"sqlite_with_rowid": False}) as batch:
         batch.alter_column("sealed", existing_type=sa.Text(), nullable=True)
         batch.add_column(sa.Column("bodies_id", sa.String(length=40), nullable=True))
         batch.add_column(sa.Column("bodies_index", sa.Integer(), nullable=True))
@@ -45,7 +46,7 @@ def downgrade() -> None:
     grouped = "SELECT id FROM captured_exchanges WHERE sealed IS NULL"
     op.execute(f"UPDATE usage_events SET capture_id = NULL WHERE capture_id IN ({grouped})")  # noqa: S608
     op.execute("DELETE FROM captured_exchanges WHERE sealed IS NULL")
-    with op.batch_alter_table("captured_exchanges") as batch:
+    with op.batch_alter_table("captured_exchanges", table_kwargs={"sqlite_with_rowid": True}) as batch:
         batch.drop_column("bodies_index")
         batch.drop_column("bodies_id")
         batch.alter_column("sealed", existing_type=sa.Text(), nullable=False)
