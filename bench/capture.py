@@ -9,9 +9,23 @@ spent (all its threads, /proc schedstat), not how long it waited for a core. Eac
 has written the case's last batch (it lingers half a second for more), so the sealing and writing of an "on" round
 is counted in that round, not in the next "off" one.
 
+On a shared machine those rounds still move by 10-30 % from one to the next (the neighbours' load changes between
+them), more than the cost they measure. So the same two cases are measured a second way: off and on at the same
+time, through two gateway workers (16 in flight each), which swap keys from one phase to the next. Both sides of each
+ratio met the same machine at the same moment, and a round (two phases) cancels what sets one worker apart from the
+other; two identical workers measured this way agree within 1-2 %. The pair also serves a third case: non-streaming
+calls whose prompts (about 1 KB of words) differ from one call to the next. The other cases' bodies are the same on
+every call, which a group of sealed bodies compresses to almost nothing; these pay zlib's price per byte, as real
+traffic does.
+
 Python function calls per request (cProfile, as `bench gateway_calls` counts them: the gateway served in this
 process, the meter's sealing and writing included) are counted too, off and on: a count does not move with the
-machine's load.
+machine's load. So are the machine instructions per request of the gateway process (its threads included: the meter's
+sealing, SQLite), off and on, when valgrind is installed: the worker served under callgrind, counting only while the
+requests of a case are served and its meter writes them (SWITCHBOARD_BENCH_CALLGRIND=0 leaves it out). CPU time on
+a shared machine moves by +-10-30 % between rounds; these counts move by a few percent (the meter's batches, which
+under valgrind's slowdown hold tens of calls rather than a thousand, so its per-batch work weighs more than in the
+c=32 rounds). They leave out what the kernel does for the process (its socket and file writes) and what caches miss.
 
 Off: a request costs one cached lookup of its tenant's capture policies, and three look-ups of the request's capture
 slot (none there). Both are counted in function calls (the cached path, the one every request takes between
@@ -22,25 +36,53 @@ make. After the run, the captured rows are counted: every captured call must hav
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import cProfile
 import dataclasses
+import itertools
+import json
+import math
 import os
 import pstats
+import random
+import re
+import shutil
+import signal
 import statistics
+import string
+import sys
+import tempfile
+import time
+from asyncio.subprocess import DEVNULL
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 from aiohttp.test_utils import make_mocked_request
 from sqlalchemy import func, select
 
 from bench import gateway_calls
 from bench.common import gateway_env, running_server
-from bench.gateway import _PLAIN, _STREAMED, MODEL, Case, Served, _api_key, _asyncio_case, _calls, _process, _ready
+from bench.gateway import (
+    _PLAIN,
+    _STREAMED,
+    MODEL,
+    Case,
+    Served,
+    _api_key,
+    _asyncio_case,
+    _calls,
+    _free_port,
+    _process,
+    _ready,
+)
 from gateway.capture import CAPTURE, CapturePolicies
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.settings import Settings, load_settings
 from server.store.db import Database
-from server.store.models import CapturedExchangeRow, UsageEventRow
+from server.store.models import CapturedBodiesRow, CapturedExchangeRow, UsageEventRow
 from server.tokens import PLATFORM_ROLES, mint_token
 
 ROUNDS = 3
@@ -48,6 +90,15 @@ REQUESTS = 3000
 STREAMS = 1500
 LOOKUPS = 10_000
 SETTLE_SECONDS = 1.5  # the meter writes a case's last calls (it lingers 0.5 s for more) before its CPU is read
+PAIRED_ROUNDS = 5
+PAIRED_SECONDS = 3.0
+PAIRED_CONCURRENCY = 16  # per gateway worker: 32 in flight in all
+DISTINCT = "distinct 1 KB prompts"  # non-streaming, each call's prompt its own (`_prompts`)
+PAIRED_CASES = ("non-streaming", "streaming", DISTINCT)
+PROMPTS = 2000
+CALLGRIND_REQUESTS = 600
+CALLGRIND_REPEATS = 2  # each case's off and on counted twice, alternating; the lower of each is printed
+CALLGRIND_SETTLE_SECONDS = 4.0  # the meter's linger and write, slowed down by valgrind
 
 
 async def _captured_key(base_url: str, settings: Settings) -> tuple[str, str]:
@@ -117,8 +168,8 @@ async def _off_calls(settings: Settings) -> float:
         await db.close()
 
 
-async def _counts(settings: Settings, tenant: str) -> tuple[int, int, int]:
-    """(usage rows, exchanges, usage rows linked to an exchange) of the captured tenant."""
+async def _counts(settings: Settings, tenant: str) -> tuple[int, int, int, int]:
+    """(usage rows, exchanges, usage rows linked to an exchange, groups of sealed bodies) of the captured tenant."""
     db = Database(settings.database_url)
     try:
         async with db.read() as session:
@@ -134,7 +185,10 @@ async def _counts(settings: Settings, tenant: str) -> tuple[int, int, int]:
             usage = await session.scalar(
                 select(func.count()).select_from(UsageEventRow).where(UsageEventRow.tenant_id == tenant)
             )
-            return int(usage or 0), int(exchanges or 0), int(linked or 0)
+            groups = await session.scalar(
+                select(func.count()).select_from(CapturedBodiesRow).where(CapturedBodiesRow.tenant_id == tenant)
+            )
+            return int(usage or 0), int(exchanges or 0), int(linked or 0), int(groups or 0)
     finally:
         await db.close()
 
@@ -156,6 +210,165 @@ async def _call_counts(settings: Settings, off: str, on: str) -> float:
         plain_off = plain_off or counts[0]
         print(f"{name:<14} {counts[0]:>6.0f} {counts[1]:>6.0f} {counts[1] / counts[0] - 1:>6.1%}")
     return plain_off
+
+
+@contextlib.asynccontextmanager
+async def _callgrind_gateway(env: dict[str, str], out: Path) -> AsyncIterator[Served]:
+    """A gateway worker (as `_process` serves it) under callgrind, counting nothing until told to (callgrind_control);
+    each dump goes to a file of its own beside `out`."""
+    port = _free_port()
+    code = f"import json, sys; from bench.gateway import _run; _run('gateway', json.loads(sys.argv[1]), {port})"
+    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    proc = await asyncio.create_subprocess_exec(
+        *command, sys.executable, "-c", code, json.dumps(env), stdout=DEVNULL, stderr=DEVNULL
+    )
+    try:
+        yield Served(f"http://127.0.0.1:{port}", proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 120)
+
+
+async def _callgrind(*args: str) -> None:
+    proc = await asyncio.create_subprocess_exec("callgrind_control", *args, stdout=DEVNULL, stderr=DEVNULL)
+    assert await proc.wait() == 0, args
+
+
+async def _counted(served: Served, out: Path, call: Any) -> float:
+    """Instructions per request of `CALLGRIND_REQUESTS` calls, 8 in flight, and their meter's writing."""
+    await asyncio.sleep(CALLGRIND_SETTLE_SECONDS)  # the warm-up's rows written, uncounted
+    dumps = set(out.parent.glob(f"{out.name}.*"))
+    await _callgrind("-i", "on", str(served.pid))
+    for _ in range(CALLGRIND_REQUESTS // 8):
+        await asyncio.gather(*(call() for _ in range(8)))
+    await asyncio.sleep(CALLGRIND_SETTLE_SECONDS)
+    await _callgrind("-d", str(served.pid))  # writes the counts so far and starts again from zero
+    await _callgrind("-i", "off", str(served.pid))
+    (dump,) = set(out.parent.glob(f"{out.name}.*")) - dumps
+    totals = re.search(r"^totals:\s+(\d+)", dump.read_text(), re.MULTILINE)
+    assert totals is not None, dump
+    return int(totals[1]) / CALLGRIND_REQUESTS
+
+
+async def _instructions(env: dict[str, str], off: str, on: str) -> None:
+    """Prints the gateway's machine instructions per request, off and on (see the module's docstring)."""
+    if os.environ.get("SWITCHBOARD_BENCH_CALLGRIND") == "0" or not shutil.which("valgrind"):
+        print("-- instructions per request: skipped (valgrind not installed, or SWITCHBOARD_BENCH_CALLGRIND=0)")
+        return
+    print(f"-- instructions per request (callgrind), {CALLGRIND_REQUESTS} requests, 8 in flight")
+    print(f"{'case':<14} {'off':>8} {'on':>8} {'ratio':>7}")
+    out = Path(tempfile.mkdtemp(prefix="switchboard-callgrind-")) / "gateway.out"
+    try:
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http,
+            _callgrind_gateway(env, out) as gateway,
+        ):
+            url = f"{gateway.url}/v1/chat/completions"
+            for _ in range(10):  # its start, slowed down by valgrind
+                with contextlib.suppress(RuntimeError):
+                    await _ready(http, url, {"Authorization": f"Bearer {off}"})
+                    break
+            await _ready(http, url, {"Authorization": f"Bearer {on}"})
+            for streamed in (False, True):
+                counts: dict[str, list[float]] = {"off": [], "on": []}
+                for _ in range(CALLGRIND_REPEATS):
+                    for name, key in (("off", off), ("on", on)):
+                        non_stream, stream = _calls(http, url, {"Authorization": f"Bearer {key}"})
+                        call = stream if streamed else non_stream
+                        for _ in range(50):
+                            await call()
+                        counts[name].append(await _counted(gateway, out, call))
+                low_off, low_on = min(counts["off"]), min(counts["on"])
+                name = "streaming" if streamed else "non-streaming"
+                print(f"{name:<14} {low_off / 1000:>7.0f}k {low_on / 1000:>7.0f}k {low_on / low_off:>6.3f}x")
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+async def _driven(call: Any, seconds: float, concurrency: int) -> int:
+    """Calls made with `concurrency` in flight for `seconds`."""
+    done = 0
+    stop = time.monotonic() + seconds
+
+    async def worker() -> None:
+        nonlocal done
+        while time.monotonic() < stop:
+            await call()
+            done += 1
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done
+
+
+Call = Callable[[], Awaitable[float]]
+
+
+def _prompts() -> list[bytes]:
+    """Request bodies with a prompt of about 1 KB of words each, no two alike (a fixed seed: every run sends the same
+    ones), for calls whose captured bodies are not the same from one call to the next."""
+    draw = random.Random(26)
+    vocabulary = ["".join(draw.choices(string.ascii_lowercase, k=draw.randint(2, 9))) for _ in range(5000)]
+    bodies = []
+    for _ in range(PROMPTS):
+        prompt = " ".join(draw.choices(vocabulary, k=170))
+        bodies.append(orjson.dumps({"model": MODEL, "messages": [{"role": "user", "content": prompt}]}))
+    return bodies
+
+
+def _caller(http: aiohttp.ClientSession, case: str) -> Callable[[str, str], Call]:
+    """The calls of `case` (see `PAIRED_CASES`) to a gateway's URL with a key."""
+    prompts = itertools.cycle(_prompts()) if case == DISTINCT else None
+
+    def make(url: str, key: str) -> Call:
+        headers = {"Authorization": f"Bearer {key}"}
+        non_stream, stream = _calls(http, f"{url}/v1/chat/completions", headers)
+        if prompts is None:
+            return stream if case == "streaming" else non_stream
+        headers["Content-Type"] = "application/json"
+
+        async def distinct() -> float:
+            start = time.perf_counter()
+            async with http.post(f"{url}/v1/chat/completions", data=next(prompts), headers=headers) as resp:
+                await resp.read()
+                assert resp.status == 200
+            return time.perf_counter() - start
+
+        return distinct
+
+    return make
+
+
+async def _paired(
+    http: aiohttp.ClientSession, gateways: tuple[Served, Served], off: str, on: str, case: str
+) -> tuple[str, int]:
+    """Off and on served at the same time by two gateway workers, which swap keys from one phase to the next; a round
+    is two phases, each worker once off and once on. A round's ratio is the geometric mean of its two phases' (on /
+    off), which cancels what sets one worker apart from the other; both sides of a ratio met the same machine at the
+    same moment. Returns the table's row and the captured calls made."""
+    cpu: list[float] = []
+    served: list[float] = []
+    captured = 0
+    make = _caller(http, case)
+    for phase in range(2 * PAIRED_ROUNDS):
+        keys = (off, on) if phase % 2 == 0 else (on, off)
+        calls = [make(gateway.url, key) for gateway, key in zip(gateways, keys, strict=True)]
+        before = [g.cpu_seconds() for g in gateways]
+        counts = await asyncio.gather(*(_driven(call, PAIRED_SECONDS, PAIRED_CONCURRENCY) for call in calls))
+        await asyncio.sleep(SETTLE_SECONDS)
+        per_request = [(g.cpu_seconds() - b) / n for g, b, n in zip(gateways, before, counts, strict=True)]
+        o, f = (1, 0) if phase % 2 == 0 else (0, 1)
+        cpu.append(per_request[o] / per_request[f])
+        served.append(counts[o] / counts[f])
+        captured += counts[o]
+    rounds = [math.sqrt(a * b) for a, b in zip(cpu[::2], cpu[1::2], strict=True)]
+    throughput = [math.sqrt(a * b) for a, b in zip(served[::2], served[1::2], strict=True)]
+    c, t = statistics.median(rounds), statistics.median(throughput)
+    rps_ok, cpu_ok = ("ok" if good else "MISSED" for good in (t >= 0.90, c <= 1.10))
+    row = (
+        f"{case:<21} {t:>6.3f}x {rps_ok:<6} {min(throughput):.2f}-{max(throughput):.2f}x   "
+        f"{c:>6.3f}x {cpu_ok:<6} {min(rounds):.2f}-{max(rounds):.2f}x"
+    )
+    return row, captured
 
 
 def _load_average() -> str:
@@ -198,14 +411,29 @@ async def main() -> None:
                             runs["off"].append(await _case(http, gateway, off, streamed))
                             runs["on"].append(await _case(http, gateway, on, streamed))
                         print(_row("streaming" if streamed else "non-streaming", runs))
+                    print(f"load average: {_load_average()}")
+                    print(
+                        f"-- off and on at the same time, two gateway workers swapping keys, c={PAIRED_CONCURRENCY} "
+                        f"each, {PAIRED_ROUNDS} rounds of 2 x {PAIRED_SECONDS:.0f} s (medians, the rounds' range)"
+                    )
+                    print(f"{'case':<21} {'throughput on/off':<27} CPU per request on/off")
+                    paired_calls = 1  # the second worker's _ready call
+                    with _process("gateway", gateway_env(settings)) as second:
+                        for key in (off, on):
+                            await _ready(http, f"{second.url}/v1/chat/completions", {"Authorization": f"Bearer {key}"})
+                        for case in PAIRED_CASES:
+                            row, captured = await _paired(http, (gateway, second), off, on, case)
+                            paired_calls += captured
+                            print(row)
                 print(f"load average at the end: {_load_average()}")
-                # The gateway has stopped: its meter drained everything it had queued.
+                # The gateways have stopped: their meters drained everything they had queued.
                 calls = (1 + ROUNDS * (REQUESTS + 50)) + ROUNDS * (STREAMS + 50)  # _ready's call, warm-ups, runs
-                usage, exchanges, linked = await _counts(settings, tenant)
+                calls += paired_calls
+                usage, exchanges, linked, groups = await _counts(settings, tenant)
                 verdict = "ok" if usage == exchanges == linked >= calls else "MISSED"
                 print(
-                    f"captured calls: {usage} usage rows (>= {calls} sent), {exchanges} exchanges, {linked} linked to "
-                    f"their usage row {verdict}"
+                    f"captured calls: {usage} usage rows (>= {calls} sent), {exchanges} exchanges (their bodies in "
+                    f"{groups} sealed groups), {linked} linked to their usage row {verdict}"
                 )
             per_request = await _call_counts(settings, off, on)
             added = await _off_calls(settings)
@@ -213,4 +441,5 @@ async def main() -> None:
                 f"capture off: {added:.0f} function calls per request (the cached policy lookup, three empty look-ups "
                 f"of the capture slot), {added / per_request:.1%} of the gateway's {per_request:.0f}"
             )
+            await _instructions(gateway_env(settings), off, on)
             print(f"(model {MODEL}; bodies as bench gateway: a short prompt and a short answer)")

@@ -3,10 +3,10 @@ to an OTLP receiver) and an upstream that echoes its input:
 
 - off (the default): a canary sent through every inference surface is nowhere in the database (every table's
   every column), the logs or the traces, and no answer says capture is on;
-- on for a key: every answer carries the header, the canary is only in `captured_exchanges`, sealed (the raw bytes
-  do not hold it), each exchange linked to its usage row, a stream's events joined, long bodies cut and marked;
-  only a holder of the capability reads it (operators; a tenant admin once granted, until revoked); other tenants'
-  holders get not_found; turning capture on and off, granting and reading are audit events;
+- on for a key: every answer carries the header, the canary is only in the capture store's groups of bodies,
+  sealed (the raw bytes do not hold it), each exchange linked to its usage row, a stream's events joined, long
+  bodies cut and marked; only a holder of the capability reads it (operators; a tenant admin once granted, until
+  revoked); other tenants' holders get not_found; turning capture on and off, granting and reading are audit events;
 - the tee on a streamed answer's writer keeps every chunk and leaves no reference cycle behind.
 """
 
@@ -29,9 +29,10 @@ from sqlalchemy import select
 
 from gateway.capture import _tee
 from server.capture.exchange import Exchange
-from server.capture.store import open_bodies
+from server.capture.store import open_exchange
+from server.crypto import SecretBox
 from server.store.db import Database as Db
-from server.store.models import ApiKeyRow, AuditEventRow, CapturedExchangeRow, UsageEventRow
+from server.store.models import ApiKeyRow, AuditEventRow, CapturedBodiesRow, CapturedExchangeRow, UsageEventRow
 from tests.capture_world import (
     CAPTURE,
     MAX_BODY,
@@ -155,6 +156,17 @@ async def _rows(database: Database, statement: Any) -> list[Any]:
         await db.close()
 
 
+async def _bodies(database: Database, ids: list[str], box: SecretBox) -> dict[str, tuple[bytes, bytes]]:
+    """Each exchange's request and response bodies, opened as the capture service opens them."""
+    db = Db(database.url)
+    try:
+        async with db.read() as session:
+            opened = [await open_exchange(session, i, None, box.open_blob) for i in ids]
+    finally:
+        await db.close()
+    return {o.row.id: (o.request_body, o.response_body) for o in opened}
+
+
 async def _until(found: Any, done: Any) -> Any:
     """Poll `found()` until `done(value)`: rows are written by background flushers (bounded wait)."""
     value = None
@@ -231,9 +243,10 @@ async def test_capture_on_keeps_sealed_exchanges_for_holders_only(
     # In the clear, the canary is nowhere in the database; sealed, it is in the capture table only.
     assert await tables_holding(database, canary) == {}
     box = secret_box(server.settings)
-    assert all(canary not in r.sealed for (r,) in exchanges)
-    opened = [open_bodies(r.sealed, box.open_blob) for (r,) in exchanges]
-    assert sum(canary.encode() in request for request, _ in opened) == 5
+    groups = await _rows(database, select(CapturedBodiesRow.sealed).where(CapturedBodiesRow.tenant_id == tenant.id))
+    assert groups and all(canary not in sealed for (sealed,) in groups)
+    opened = await _bodies(database, [r.id for (r,) in exchanges], box)
+    assert sum(canary.encode() in request for request, _ in opened.values()) == 5
     assert canary.encode() not in b"".join(stack.receiver.raw) and canary not in stack.log_text()
 
     # The operator lists them (newest first, keyset pages, filters) and reads one decrypted.
@@ -264,7 +277,7 @@ async def test_capture_on_keeps_sealed_exchanges_for_holders_only(
         for kind in ("CALL_KIND_EMBEDDING", "CALL_KIND_TRANSCRIPTION", "CALL_KIND_CHAT_COMPLETION")
     }
     assert [len(kinds[k]["exchanges"]) for k in kinds] == [1, 1, 3]
-    streamed = {"id": next(r.id for (r,) in exchanges if b'"stream":true' in open_bodies(r.sealed, box.open_blob)[0])}
+    streamed = {"id": next(i for i, (request, _) in opened.items() if b'"stream":true' in request)}
     read = must(await tenant.call("GetCapturedExchange", server.admin_token, tenantId=tenant.id, id=streamed["id"]))
     assert canary in read["requestBody"]
     assert read["responseBody"].startswith("data: ") and read["responseBody"].endswith("data: [DONE]\n\n")

@@ -1,11 +1,15 @@
-"""Content capture below the gateway, on both databases: which scopes cover a caller, bodies cut at the bound, the
-meter writing an exchange sealed with its usage row, the retention sweeper, and a deleted tenant's exchanges."""
+"""Content capture below the gateway, on both databases: which scopes cover a caller, bodies cut at the bound, bodies
+sealed in groups (one tenant's each, bounded in size, every exchange opening to its own), the meter writing
+exchanges sealed with their usage rows, exchanges written before groups still opening, the retention sweeper, and a
+deleted tenant's exchanges."""
 
 from __future__ import annotations
 
 import base64
 import secrets
+import struct
 import time
+import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,13 +19,22 @@ from sqlalchemy import select
 
 from server.audit.retention import Retention
 from server.capture.exchange import Exchange, ScopeKind, covers
-from server.capture.store import EXCHANGE_SHAPE, exchange_row, open_bodies, prune_exchanges
+from server.capture.store import (
+    BODIES_SHAPE,
+    EXCHANGE_SHAPE,
+    GROUP_BYTES,
+    open_exchange,
+    open_member,
+    prune_exchanges,
+    seal_exchanges,
+)
 from server.crypto import SecretBox
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
+from server.errors import NotFound
 from server.metering import Meter, UsageEvent
 from server.settings import load_settings
 from server.store.db import Database as Db
-from server.store.models import CapturedExchangeRow, UsageEventRow
+from server.store.models import CapturedBodiesRow, CapturedExchangeRow, UsageEventRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, insert_rows
 from tests.world import must
@@ -60,11 +73,61 @@ def test_bodies_are_kept_up_to_the_bound_and_marked_when_cut() -> None:
     assert exchange.response_size == 16
     assert "abcd" not in repr(exchange)
     exchange.usage, exchange.occurred_at = ("t", "k", "", "u", "m", 1, 200), datetime.now(UTC)
-    row = dict(zip(EXCHANGE_SHAPE, exchange_row(exchange, lambda plain: plain.hex()), strict=True))
+    sealed = seal_exchanges([exchange], lambda plain: plain.hex())
+    row = dict(zip(EXCHANGE_SHAPE, sealed.exchanges[0], strict=True))
     assert (row["request_truncated"], row["response_truncated"]) == (True, True)
     assert (row["request_bytes"], row["response_bytes"]) == (12, 16)
-    request, response = open_bodies(row["sealed"], bytes.fromhex)
-    assert (request, response) == (b"0123456789", b"data: abcd")
+    (group,) = (dict(zip(BODIES_SHAPE, r, strict=True)) for r in sealed.bodies)
+    assert (row["bodies_id"], row["bodies_index"]) == (group["id"], 0)
+    assert open_member(group["sealed"], 0, bytes.fromhex) == (b"0123456789", b"data: abcd")
+
+
+def _metered(tenant: str, request: bytes, chunks: list[bytes], at: datetime, limit: int = 1 << 20) -> Exchange:
+    exchange = Exchange(limit)
+    exchange.request(request)
+    for chunk in chunks:
+        exchange.response(chunk)
+    exchange.usage, exchange.occurred_at = (tenant, "k", "", "u", "m", 1, 200), at
+    return exchange
+
+
+def test_bodies_are_sealed_in_groups_of_one_tenant_up_to_a_bound() -> None:
+    """One compression and one encryption per group: a group holds one tenant's exchanges only (a deleted tenant's
+    groups go whole), is closed once its plaintext reaches the bound (an exchange is never split), and its time is
+    its newest exchange's (the retention sweep deletes it only once every exchange in it is past the edge)."""
+    start = datetime.now(UTC)
+    big = b"b" * (GROUP_BYTES // 2)
+    exchanges = [
+        _metered("ten_a", b'{"n": 0}', [b"data: x\n\n", b"data: [DONE]\n\n"], start),
+        _metered("ten_b", b'{"n": 1}', [b"answer one"], start + timedelta(seconds=1)),
+        _metered("ten_a", big, [b"answer two"], start + timedelta(seconds=2)),
+        _metered("ten_a", b'{"n": 3}', [big], start + timedelta(seconds=3)),  # reaches the bound: closes its group
+        _metered("ten_a", b"", [], start + timedelta(seconds=4)),  # a new group, with an empty exchange
+    ]
+    seals: list[bytes] = []
+
+    def seal(compressed: bytes) -> str:
+        seals.append(compressed)
+        return compressed.hex()
+
+    sealed = seal_exchanges(exchanges, seal)
+    assert len(seals) == 3  # one seal per group, not per exchange
+    groups = {row[0]: dict(zip(BODIES_SHAPE, row, strict=True)) for row in sealed.bodies}
+    rows = [dict(zip(EXCHANGE_SHAPE, row, strict=True)) for row in sealed.exchanges]
+    assert [r["id"] for r in rows] == [e.id for e in exchanges]
+    assert [r["bodies_index"] for r in rows] == [0, 0, 1, 2, 0]
+    first, other, _, _, last = (r["bodies_id"] for r in rows)
+    assert len({first, other, last}) == 3 and rows[2]["bodies_id"] == rows[3]["bodies_id"] == first
+    assert [groups[g]["tenant_id"] for g in (first, other, last)] == ["ten_a", "ten_b", "ten_a"]
+    assert groups[first]["occurred_at"] == start + timedelta(seconds=3)  # its newest exchange's
+    for row, exchange in zip(rows, exchanges, strict=True):
+        bodies = open_member(groups[row["bodies_id"]]["sealed"], row["bodies_index"], bytes.fromhex)
+        assert bodies == (exchange.request_body, exchange.response_body)
+    with pytest.raises(ValueError, match="none at 3"):
+        open_member(groups[first]["sealed"], 3, bytes.fromhex)
+    unmetered = Exchange(10)
+    with pytest.raises(ValueError, match="metered"):
+        seal_exchanges([unmetered], seal)
 
 
 def test_exchange_ids_follow_the_order_they_were_made_in() -> None:
@@ -96,23 +159,22 @@ def _box(var_dir: Path) -> SecretBox:
     return SecretBox(load_settings({"SWITCHBOARD_VAR_DIR": str(var_dir)}))
 
 
-async def test_the_meter_writes_an_exchange_sealed_with_its_usage_row(database: Database, tmp_path: Path) -> None:
+async def test_the_meter_writes_exchanges_sealed_with_their_usage_rows(database: Database, tmp_path: Path) -> None:
     box = _box(tmp_path)
     canary = f"canary-{secrets.token_hex(6)}"
     tenant = f"ten_{secrets.token_hex(4)}"
     db = Db(database.url)
     meter = Meter(db, seal=box.seal_blob)
     unsealed = Meter(db)  # a meter that cannot seal stores usage only
+    sent: dict[str, tuple[bytes, bytes]] = {}
     try:
         meter.start()
         unsealed.start()
-        for target in (meter, unsealed):
-            exchange = Exchange(limit=1024)
-            exchange.request(f'{{"content": "{canary}"}}'.encode())
-            exchange.response(b"answer " + canary.encode())
+        for n, target in enumerate((meter, meter, meter, unsealed)):
             event = UsageEvent(tenant, "key_m", "u", "m", 1, status=200, total_tokens=3)
-            exchange.usage = (tenant, "key_m", "", "u", "m", 1, 200)
-            exchange.occurred_at = event.occurred_at
+            bodies = (f'{{"content": "{canary} {n}"}}'.encode(), f"answer {n} {canary}".encode())
+            exchange = _metered(tenant, bodies[0], [bodies[1]], event.occurred_at)
+            sent[exchange.id] = bodies
             target.captured(event, exchange)
         await meter.close()
         await unsealed.close()
@@ -124,42 +186,85 @@ async def test_the_meter_writes_an_exchange_sealed_with_its_usage_row(database: 
                 .scalars()
                 .all()
             )
+            groups = list(
+                await session.scalars(select(CapturedBodiesRow.sealed).where(CapturedBodiesRow.tenant_id == tenant))
+            )
+            opened = [await open_exchange(session, row.id, tenant, box.open_blob) for row in stored]
     finally:
         await db.close()
-    assert len(rows) == 2 and len(stored) == 1
-    linked = [r for r in rows if r.capture_id is not None]
-    assert [r.capture_id for r in linked] == [stored[0].id]
-    row = stored[0]
-    assert canary not in row.sealed
-    request, response = open_bodies(row.sealed, box.open_blob)
-    assert request == f'{{"content": "{canary}"}}'.encode() and response == b"answer " + canary.encode()
-    assert (row.request_bytes, row.response_bytes, row.status, row.model_id) == (len(request), len(response), 200, "m")
+    assert len(rows) == 4 and len(stored) == 3
+    linked = {r.capture_id: r.id for r in rows if r.capture_id is not None}
+    assert set(linked) == {row.id for row in stored}
+    assert len(groups) == 1 and canary not in groups[0]  # one batch, one tenant: one group, sealed
+    assert all(row.sealed is None for row in stored)
+    for found in opened:
+        assert (found.request_body, found.response_body) == sent[found.row.id]
+        assert found.usage is not None and found.usage.id == linked[found.row.id]
+        row = found.row
+        assert (row.request_bytes, row.response_bytes, row.status) == (*map(len, sent[row.id]), 200)
+
+
+async def test_an_exchange_written_before_groups_still_opens(database: Database, tmp_path: Path) -> None:
+    """Rows of migration 0007's layout hold their own bodies, sealed alone: the request's length, the request and the
+    response, compressed."""
+    box = _box(tmp_path)
+    tenant = f"ten_{secrets.token_hex(4)}"
+    request = b'{"old": 1}'
+    plain = struct.pack(">I", len(request)) + request + b"old answer"
+    old = CapturedExchangeRow(
+        id=f"cap_{secrets.token_hex(6)}", tenant_id=tenant, sealed=box.seal_blob(zlib.compress(plain))
+    )
+    await insert_rows(database, old)
+    db = Db(database.url)
+    try:
+        async with db.read() as session:
+            opened = await open_exchange(session, old.id, tenant, box.open_blob)
+            with pytest.raises(NotFound):
+                await open_exchange(session, old.id, "ten_other", box.open_blob)
+    finally:
+        await db.close()
+    assert (opened.request_body, opened.response_body) == (request, b"old answer")
 
 
 async def test_retention_prunes_exchanges_older_than_it_keeps(database: Database) -> None:
+    """Exchanges past the edge go; so do groups of bodies whose newest exchange is past it. A group straddling the
+    edge stays (its recent exchange still opens) until a later sweep finds all of it past."""
     tenant = f"ten_{secrets.token_hex(4)}"
     now = datetime.now(UTC)
+    old_group, straddling = (
+        CapturedBodiesRow(id=f"cab_{secrets.token_hex(6)}", tenant_id=tenant, occurred_at=now - age, sealed="x")
+        for age in (timedelta(days=31), timedelta(days=29))
+    )
 
-    def row(name: str, age: timedelta) -> CapturedExchangeRow:
+    def row(name: str, age: timedelta, group: CapturedBodiesRow) -> CapturedExchangeRow:
         return CapturedExchangeRow(
             id=f"cap_{name}_{secrets.token_hex(4)}",
             occurred_at=now - age,
             tenant_id=tenant,
-            sealed="x",
+            bodies_id=group.id,
+            bodies_index=0,
         )
 
-    old, recent = row("old", timedelta(days=31)), row("recent", timedelta(days=29))
-    await insert_rows(database, old, recent)
+    old, older, recent = (
+        row("old", timedelta(days=31), old_group),
+        row("older", timedelta(days=32), straddling),
+        row("recent", timedelta(days=29), straddling),
+    )
+    await insert_rows(database, old_group, straddling, old, older, recent)
     db = Db(database.url)
     try:
-        assert await Retention(db, 30, prune_exchanges, "captured exchanges").prune_once(now) >= 1
+        assert await Retention(db, 30, prune_exchanges, "captured exchanges").prune_once(now) >= 2
         async with db.read() as session:
             left = set(
                 await session.scalars(select(CapturedExchangeRow.id).where(CapturedExchangeRow.tenant_id == tenant))
             )
+            groups = set(
+                await session.scalars(select(CapturedBodiesRow.id).where(CapturedBodiesRow.tenant_id == tenant))
+            )
     finally:
         await db.close()
     assert left == {recent.id}
+    assert groups == {straddling.id}
 
 
 async def test_a_deleted_tenants_exchanges_go_with_it(
@@ -168,12 +273,14 @@ async def test_a_deleted_tenants_exchanges_go_with_it(
     admin = server.admin_token
     tenant = must(await connect.call(f"{TENANTS}/CreateTenant", {"name": f"gone-{secrets.token_hex(3)}"}, token=admin))
     tenant_id = tenant["tenant"]["id"]
-    kept = CapturedExchangeRow(id=f"cap_{secrets.token_hex(6)}", tenant_id=tenant_id, sealed="x")
-    await insert_rows(database, kept)
+    group = CapturedBodiesRow(id=f"cab_{secrets.token_hex(6)}", tenant_id=tenant_id, sealed="x")
+    kept = CapturedExchangeRow(id=f"cap_{secrets.token_hex(6)}", tenant_id=tenant_id, bodies_id=group.id)
+    await insert_rows(database, group, kept)
     must(await connect.call(f"{TENANTS}/DeleteTenant", {"tenantId": tenant_id}, token=admin))
     db = Db(database.url)
     try:
         async with db.read() as session:
             assert await session.get(CapturedExchangeRow, kept.id) is None
+            assert await session.get(CapturedBodiesRow, group.id) is None
     finally:
         await db.close()

@@ -1,5 +1,5 @@
-"""The meter's batched writes: every usage event of a batch larger than one statement lands once, every field exact;
-traffic lands as exact per-second counts."""
+"""The meter's batched writes: every usage event of a batch larger than one statement lands once, every field exact
+(times to the microsecond, zero-padded ones included); traffic lands as exact per-second counts."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ async def test_a_large_batch_lands_whole_and_exact(database: Database) -> None:
     db = Db(database.url)
     meter = Meter(db)
     meter.start()
-    start = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
+    start = datetime(2026, 3, 1, 12, 0, 0, 5, tzinfo=UTC)
     tenant = f"meter-batch-{database.backend}"
     for i in range(EVENTS):
         meter.usage(
@@ -42,7 +42,7 @@ async def test_a_large_batch_lands_whole_and_exact(database: Database) -> None:
                 latency_ms=i + 0.25,
                 request_bytes=10**12 + i,  # beyond 32 bits
                 response_bytes=i,
-                occurred_at=start + timedelta(seconds=i),
+                occurred_at=start + timedelta(seconds=i, microseconds=397 * i),
             )
         )
         # three requests a second: 200, 201, 200, then 201, 200, 201, ...
@@ -69,7 +69,9 @@ async def test_a_large_batch_lands_whole_and_exact(database: Database) -> None:
     assert [(r.status, r.latency_ms, r.request_bytes) for r in usage] == [
         (i % 3, i + 0.25, 10**12 + i) for i in range(EVENTS)
     ]
-    assert [_utc(r.occurred_at) for r in usage] == [start + timedelta(seconds=i) for i in range(EVENTS)]
+    assert [_utc(r.occurred_at) for r in usage] == [
+        start + timedelta(seconds=i, microseconds=397 * i) for i in range(EVENTS)
+    ]
     expected: dict[tuple[datetime, int], list[int]] = {}
     for i in range(EVENTS):
         second = (start + timedelta(seconds=i // 3)).replace(microsecond=0)

@@ -1,10 +1,23 @@
-"""Rows of `captured_exchanges`: made from a call's exchange (bodies sealed with the platform's secret key), listed
-newest first by keyset pages, one opened with its usage row, pruned by age."""
+"""Rows of `captured_exchanges` and `captured_bodies`: made from a batch of metered exchanges (their bodies sealed with
+the platform's secret key, a group of one tenant's exchanges at a time), listed newest first by keyset pages, one
+opened with its usage row, pruned by age.
+
+Bodies are sealed in groups, not one exchange at a time: the meter hands over a batch (up to a thousand calls), and
+each tenant's exchanges in it are compressed and sealed together, up to `GROUP_BYTES` of plaintext a group. Sealed one
+by one, zlib's fixed cost per stream (its state set up and torn down: 8-25 us in a busy gateway, more than the bytes
+themselves), an AES-GCM call, a nonce and base64 made most of what a captured call cost the gateway, and the few
+hundred bytes of each exchange's own blob made its row dearer to write. A group holds one tenant's content only, so
+deleting a tenant deletes its groups; opening one exchange opens its group (at most `GROUP_BYTES` plus one
+exchange's bodies).
+"""
 
 from __future__ import annotations
 
+import random
+import struct
+import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,26 +30,32 @@ from sqlalchemy.sql.elements import ColumnElement
 from server.capture.exchange import Exchange
 from server.errors import NotFound
 from server.store.keyset import filtered, newest_first
-from server.store.models import CapturedExchangeRow, UsageEventRow
+from server.store.models import CapturedBodiesRow, CapturedExchangeRow, UsageEventRow
 
 __all__ = [
+    "BODIES_SHAPE",
     "EXCHANGE_SHAPE",
+    "GROUP_BYTES",
     "ExchangeFilter",
     "ExchangePage",
     "Opened",
+    "SealedBatch",
     "delete_tenant_exchanges",
-    "exchange_row",
     "list_exchanges",
     "open_bodies",
     "open_exchange",
+    "open_member",
     "prune_exchanges",
+    "seal_exchanges",
 ]
 
 Seal = Callable[[bytes], str]  # SecretBox.seal_blob
 Open = Callable[[str], bytes]  # SecretBox.open_blob
-_LENGTH = 4  # the request's length, big-endian, before the request and the response in the sealed plaintext
+GROUP_BYTES = 256 * 1024  # a group is closed once its plaintext reaches this
+_LENGTH = struct.Struct(">I")  # lengths in a group's plaintext, and in a row's own before migration 0010
+_RAW_DEFLATE = -15  # zlib's wbits for a raw deflate stream with a 32 KB window
 
-# The columns of an exchange row in the order `exchange_row` gives them (occurred_at last, as server.metering
+# The columns of the rows `seal_exchanges` makes, in the order it gives them (occurred_at last, as server.metering
 # writes rows).
 EXCHANGE_SHAPE = (
     "id",
@@ -47,57 +66,118 @@ EXCHANGE_SHAPE = (
     "model_id",
     "call_kind",
     "status",
-    "sealed",
+    "bodies_id",
+    "bodies_index",
     "request_bytes",
     "response_bytes",
     "request_truncated",
     "response_truncated",
     "occurred_at",
 )
+BODIES_SHAPE = ("id", "tenant_id", "sealed", "occurred_at")
+
+
+@dataclass(frozen=True)
+class SealedBatch:
+    """A batch's exchanges ready to be written: the rows of their bodies' groups (`BODIES_SHAPE`) and their own
+    (`EXCHANGE_SHAPE`)."""
+
+    bodies: list[tuple[Any, ...]]
+    exchanges: list[tuple[Any, ...]]
+
+
+class _Group:
+    """One tenant's exchanges whose bodies are sealed together. Its plaintext: the number of exchanges, each one's
+    request and response lengths (4 bytes each, big-endian), then each one's request and response bytes in order."""
+
+    __slots__ = ("id", "lengths", "newest", "pieces", "size", "tenant_id")
+
+    def __init__(self, tenant_id: str, at: datetime) -> None:
+        # Ids as exchanges' (server.capture.exchange): the time first, so new rows land at the end of the key's index.
+        self.id = f"cab_{time.time_ns() // 1_000_000:012x}{random.getrandbits(64):016x}"
+        self.tenant_id = tenant_id
+        self.lengths: list[int] = []
+        self.pieces: list[bytes] = [b""]  # the header goes first, once the lengths are all known
+        self.size = 0
+        self.newest = at
+
+    def row(self, seal: Seal) -> tuple[Any, ...]:
+        """Compressed first (deflate level 1, the cheapest compressor Python ships): a token stream's repeated events
+        shrink 10-25x for less CPU than sealing and storing them whole would take; JSON text shrinks 2-3x for two to
+        three times that CPU (docs/audit.md, Cost). Raw deflate, without zlib's header and Adler-32 checksum (a
+        quarter of level 1's instructions on the bench's bodies): AES-GCM authenticates it already."""
+        self.pieces[0] = struct.pack(f">{len(self.lengths) + 1}I", len(self.lengths) // 2, *self.lengths)
+        compressed = zlib.compress(b"".join(self.pieces), 1, wbits=_RAW_DEFLATE)
+        return (self.id, self.tenant_id[:64], seal(compressed), self.newest)
+
+
+def seal_exchanges(exchanges: Iterable[Exchange], seal: Seal) -> SealedBatch:
+    """The rows of a batch of metered exchanges, each tenant's bodies sealed in groups of up to `GROUP_BYTES` of
+    plaintext (an exchange is never split: one past the bound closes its group). The clear bytes are never written
+    anywhere. CPU-bound and touching nothing shared: the meter runs it in a worker thread."""
+    bodies: list[tuple[Any, ...]] = []
+    rows: list[tuple[Any, ...]] = []
+    groups: dict[str, _Group] = {}  # each tenant's open group
+    for exchange in exchanges:
+        usage, at = exchange.usage, exchange.occurred_at
+        if usage is None or at is None:
+            raise ValueError("only a metered exchange is stored")
+        tenant_id, api_key_id, service_account_id, user_id, model_id, call_kind, status = usage
+        group = groups.get(tenant_id)
+        if group is None:
+            group = groups[tenant_id] = _Group(tenant_id, at)
+        elif at > group.newest:
+            group.newest = at
+        request, kept = exchange.request_body, exchange.kept
+        index = len(group.lengths) // 2
+        group.lengths += (len(request), kept)
+        group.pieces.append(request)
+        group.pieces += exchange.response_chunks
+        group.size += len(request) + kept
+        rows.append(
+            (
+                exchange.id,
+                tenant_id[:64],
+                api_key_id[:64],
+                service_account_id[:64],
+                user_id[:128],
+                model_id[:128],
+                call_kind,
+                status,
+                group.id,
+                index,
+                exchange.request_size,
+                exchange.response_size,
+                exchange.request_size > len(request),
+                exchange.response_size > kept,
+                at,
+            )
+        )
+        if group.size >= GROUP_BYTES:
+            bodies.append(group.row(seal))
+            del groups[tenant_id]
+    bodies.extend(group.row(seal) for group in groups.values())
+    return SealedBatch(bodies, rows)
+
+
+def open_member(sealed: str, index: int, open_sealed: Open) -> tuple[bytes, bytes]:
+    """The request and response bodies of the `index`th exchange of a sealed group."""
+    plain = zlib.decompress(open_sealed(sealed), wbits=_RAW_DEFLATE)
+    (count,) = _LENGTH.unpack_from(plain)
+    if not 0 <= index < count:
+        raise ValueError(f"a group of {count} exchanges has none at {index}")
+    lengths = struct.unpack_from(f">{2 * count}I", plain, _LENGTH.size)
+    start = _LENGTH.size * (1 + 2 * count) + sum(lengths[: 2 * index])
+    middle = start + lengths[2 * index]
+    return plain[start:middle], plain[middle : middle + lengths[2 * index + 1]]
 
 
 def open_bodies(sealed: str, open_sealed: Open) -> tuple[bytes, bytes]:
+    """The bodies of an exchange written before migration 0010, sealed alone in its own row: its request's length,
+    the request and the response, compressed."""
     plain = zlib.decompress(open_sealed(sealed))
-    size = int.from_bytes(plain[:_LENGTH], "big")
-    return plain[_LENGTH : _LENGTH + size], plain[_LENGTH + size :]
-
-
-def _compressed(plain: bytes) -> bytes:
-    """zlib at level 1 with a 16 KB window and small hash tables (wbits 14, memLevel 4; any zlib reader opens it):
-    its state, about 75 KB, stays under glibc's heap trim threshold, where zlib.compress's 256 KB is handed back to
-    the system after each call and faulted in afresh by the next. On the development machine 8 us an exchange against
-    50 us, the same size for the bench's bodies and for 58 KB of them."""
-    packer = zlib.compressobj(1, zlib.DEFLATED, 14, 4)
-    return packer.compress(plain) + packer.flush()
-
-
-def exchange_row(exchange: Exchange, seal: Seal) -> tuple[Any, ...]:
-    """The row of a metered exchange in `EXCHANGE_SHAPE`'s order, its bodies sealed (the clear bytes are never
-    written anywhere): both compressed and sealed together, one encryption per exchange, as text. Compressed first:
-    JSON and streamed events shrink several times (a short stream of 1.2 KB to 0.2 KB), and sealing and writing
-    fewer bytes saves more than the compression costs."""
-    usage, at = exchange.usage, exchange.occurred_at
-    if usage is None or at is None:
-        raise ValueError("only a metered exchange is stored")
-    tenant_id, api_key_id, service_account_id, user_id, model_id, call_kind, status = usage
-    request = exchange.request_body
-    plain = len(request).to_bytes(_LENGTH, "big") + request + b"".join(exchange.response_chunks)
-    return (
-        exchange.id,
-        tenant_id[:64],
-        api_key_id[:64],
-        service_account_id[:64],
-        user_id[:128],
-        model_id[:128],
-        call_kind,
-        status,
-        seal(_compressed(plain)),
-        exchange.request_size,
-        exchange.response_size,
-        exchange.request_size > len(request),
-        exchange.response_size > exchange.kept,
-        at,
-    )
+    (size,) = _LENGTH.unpack_from(plain)
+    return plain[_LENGTH.size : _LENGTH.size + size], plain[_LENGTH.size + size :]
 
 
 @dataclass(frozen=True)
@@ -170,13 +250,22 @@ async def open_exchange(session: AsyncSession, exchange_id: str, tenant_id: str 
     if row is None:
         raise NotFound(f"no captured exchange {exchange_id!r}", field="id")
     usage = await session.scalar(select(UsageEventRow).where(UsageEventRow.capture_id == exchange_id))
-    request, response = open_bodies(row.sealed, open_sealed)
+    if row.sealed is not None:  # written before its bodies were sealed in groups
+        request, response = open_bodies(row.sealed, open_sealed)
+    else:
+        group = await session.scalar(select(CapturedBodiesRow.sealed).where(CapturedBodiesRow.id == row.bodies_id))
+        if group is None or row.bodies_index is None:
+            raise LookupError(f"the bodies of captured exchange {exchange_id!r} are missing")
+        request, response = open_member(group, row.bodies_index, open_sealed)
     return Opened(row, usage, request, response)
 
 
 async def prune_exchanges(session: AsyncSession, before: datetime) -> int:
-    """Deletes exchanges captured before `before` (the retention's edge); returns how many."""
+    """Deletes exchanges captured before `before` (the retention's edge), and the groups of bodies whose newest
+    exchange is (so every exchange of theirs is); returns how many exchanges. A group that straddles the edge stays
+    until a later sweep finds all of it past: its older exchanges' bodies outlive their rows by at most that long."""
     result = await session.execute(delete(CapturedExchangeRow).where(CapturedExchangeRow.occurred_at < before))
+    await session.execute(delete(CapturedBodiesRow).where(CapturedBodiesRow.occurred_at < before))
     return int(getattr(result, "rowcount", 0) or 0)
 
 
@@ -184,3 +273,4 @@ async def delete_tenant_exchanges(session: AsyncSession, tenant_id: str) -> None
     """A deleted tenant's captured content goes with it (its policies and grants go by foreign key; exchanges have
     none, so that a batch of usage rows never fails on a tenant deleted while its calls were queued)."""
     await session.execute(delete(CapturedExchangeRow).where(CapturedExchangeRow.tenant_id == tenant_id))
+    await session.execute(delete(CapturedBodiesRow).where(CapturedBodiesRow.tenant_id == tenant_id))
