@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import statistics
 import sys
 import time
@@ -39,6 +38,7 @@ from bench.rag import DATA, _add, _jsonl, _rag_and_key, _zipf_texts
 from server.dev.models import EMBEDDING_MODEL
 from server.store.db import Database
 from server.store.rag_index import ChunkInput, chunk_index_for
+from tests.serving import free_port
 
 CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_CONTEXT_CHUNKS", "3000"))
 REQUESTS = int(os.environ.get("SWITCHBOARD_BENCH_CONTEXT_REQUESTS", "500"))
@@ -48,9 +48,7 @@ _PER_FILE = 500
 @contextlib.asynccontextmanager
 async def _dev_models() -> AsyncIterator[str]:
     """`switchboard dev-models` on a free loopback port, its model on one core; yields its /v1 URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     proc = await asyncio.create_subprocess_exec(
         *(str(Path(sys.executable).parent / "switchboard"), "dev-models", "--port", str(port)),
         stdout=asyncio.subprocess.DEVNULL,
