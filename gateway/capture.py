@@ -21,6 +21,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 
 from gateway.context import PRINCIPAL
+from gateway.event_stream import EventStream
 from server.capture.exchange import Covered, Exchange, covers
 from server.capture.policies import enabled_scopes
 from server.domain.principal import Principal
@@ -121,12 +122,13 @@ def form_summary(fields: list[tuple[str, bytes, str | None, str | None]]) -> byt
 
 def finish(request: web.Request, meter: Meter, exchange: Exchange, response: web.StreamResponse | None) -> None:
     """The request is answered (or its client is gone): hand a metered call's usage and exchange to the meter. A
-    buffered answer's body is taken here (aiohttp writes it after the handler); a streamed one was kept as written."""
+    buffered answer's body is taken here (aiohttp writes it after the handler); a streamed one was kept as written,
+    but for its last bytes, which leave with its end after the handler too (gateway.event_stream)."""
     event = exchange.event
     if event is None:  # not an inference call (or refused before it was metered): nothing is stored
         exchange.closed = True
         return
-    if response is not None and not response.prepared and isinstance(response, web.Response):
+    if isinstance(response, web.Response) and (not response.prepared or isinstance(response, EventStream)):
         body = response.body
         if isinstance(body, bytes):
             exchange.response(body)

@@ -36,6 +36,7 @@ from gateway.context import (
     REQUEST_ID,
     TRACING,
 )
+from gateway.event_stream import EventStream
 from gateway.security_events import authenticated, key_refused
 from server.auth import bearer_token
 from server.capture.exchange import Exchange
@@ -159,6 +160,8 @@ async def _authenticate(request: web.Request, app: web.Application) -> None:
 
 
 def _sent_bytes(response: web.StreamResponse) -> int:
+    if isinstance(response, EventStream):  # counted when the handler returns, before its end is written
+        return response.length
     if response.prepared:
         return response.body_length
     if isinstance(response, web.Response) and isinstance(response.body, bytes):

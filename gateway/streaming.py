@@ -23,6 +23,7 @@ import orjson
 from aiohttp import web
 
 from gateway.calls import CLIENT_CLOSED, Call
+from gateway.event_stream import EventStream
 from gateway.middleware import error_payload
 from server.errors import UpstreamFailed
 from server.upstream_http import UpstreamBroke, UpstreamResponse
@@ -32,7 +33,6 @@ __all__ = ["chat_chunks", "relay_sse"]
 log = logging.getLogger("switchboard.gateway.stream")
 
 _DONE = b"data: [DONE]\n\n"
-_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _DRAIN_SECONDS = 1.0
 _DRAIN_LIMIT = 64 * 1024  # what may follow [DONE] before the connection is given up on
 _BROKEN = UpstreamFailed("The model backend stopped responding in the middle of the stream.", retryable=True)
@@ -197,9 +197,9 @@ def _payload(event: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-async def _relay(upstream: UpstreamResponse, out: web.Response, call: Call, include_usage: bool) -> bool:
-    """Forward events as they arrive (one write per upstream read); True when the upstream ended with [DONE], which
-    has then been written too, ending the response body."""
+async def _relay(upstream: UpstreamResponse, out: EventStream, call: Call, include_usage: bool) -> bytes | None:
+    """Forward events as they arrive (one write per upstream read); when the upstream ended with [DONE], the last
+    events and [DONE], left for the end of the body."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
     async for data in upstream.chunks():
@@ -228,31 +228,28 @@ async def _relay(upstream: UpstreamResponse, out: web.Response, call: Call, incl
         if head is None:
             at = 0
         events = complete[at:].split(b"\n\n")[:-1]
-        if await _forward(out, events, call, include_usage, names, head=head or b""):
-            return True
-    return bool(pending.strip()) and await _forward(out, [pending.strip()], call, include_usage, names)
-
-
-async def _finish(out: web.Response, last: bytes) -> None:
-    """The last events and the end of the chunked body in one write (one system call; with the headers too when
-    nothing was written before, as when the whole stream came in one read)."""
-    out.body = last
-    await out.write_eof()
+        last = await _forward(out, events, call, include_usage, names, head=head or b"")
+        if last is not None:
+            return last
+    if not pending.strip():
+        return None
+    return await _forward(out, [pending.strip()], call, include_usage, names)
 
 
 async def _forward(
-    out: web.Response, events: list[bytes], call: Call, include_usage: bool, names: _Names, *, head: bytes = b""
-) -> bool:
-    """Write `head` (already translated) and these events (translated) in one write; True when they ended with
-    [DONE] (the body is then ended)."""
+    out: EventStream, events: list[bytes], call: Call, include_usage: bool, names: _Names, *, head: bytes = b""
+) -> bytes | None:
+    """Write `head` (already translated) and these events (translated) in one write; when they end with [DONE],
+    write nothing and return them with it instead: the last events and the end of the body then leave in one write
+    (one system call; with the headers too when nothing was written before, as when the whole stream came in one
+    read)."""
     batch: list[bytes] = [head]
     for event in events:
         payload = _payload(event)
         if not payload:
             continue  # a comment or a keep-alive
         if payload.startswith(b"[DONE]"):
-            await _finish(out, b"".join((*batch, _DONE)))
-            return True
+            return b"".join((*batch, _DONE))
         try:
             forwarded = _event(payload, call, include_usage, names)
         except UpstreamFailed:
@@ -263,49 +260,51 @@ async def _forward(
     block = b"".join(batch)
     if block:
         await out.write(block)
-    return False
+    return None
 
 
 async def relay_sse(
     request: web.Request, upstream: UpstreamResponse, call: Call, *, include_usage: bool
 ) -> web.StreamResponse:
-    # A Response, prepared here and written by the relay, holds its headers until the first write (a StreamResponse
-    # sends them alone at prepare): they leave with the first events, one system call fewer per stream.
-    out = web.Response(headers=_SSE_HEADERS)
-    out.enable_chunked_encoding()
+    out = EventStream()
     await out.prepare(request)
+    ended = False
     try:
         try:
-            done = await _relay(upstream, out, call, include_usage)
+            last = await _relay(upstream, out, call, include_usage)
         except UpstreamFailed as exc:
             await _error_event(out, exc)
             call.status = 502
             return out
         except UpstreamBroke:
             log.warning("upstream stream of %s broke", call.route.ref.name if call.route else "?")
-            done = False
-        if not done:
+            last = None
+        if last is None:
             await _error_event(out, _BROKEN)
             call.status = 502
             return out
-        call.response_bytes = out.body_length  # the body has ended with [DONE]
-        await _drain(upstream)
+        out.end(last, functools.partial(_drained, upstream))
+        ended = True
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
-        upstream.release()
-        call.response_bytes = out.body_length
+        if not ended:
+            upstream.release()
+        call.response_bytes = out.length
     return out
 
 
-async def _drain(upstream: UpstreamResponse) -> None:
+async def _drained(upstream: UpstreamResponse) -> None:
     """Read the little that follows [DONE] (the end of the chunked body), so the pooled upstream connection is
-    reused rather than closed; an upstream that keeps the stream open after [DONE] is given up on after a second."""
-    if upstream.at_eof:
-        return
-    with contextlib.suppress(TimeoutError, UpstreamBroke):
-        async with asyncio.timeout(_DRAIN_SECONDS):  # a timer, not wait_for's extra task per stream
-            await upstream.read(_DRAIN_LIMIT)
+    reused rather than closed; an upstream that keeps the stream open after [DONE] is given up on after a second.
+    Run once the client's stream has ended (EventStream), which this never holds back."""
+    try:
+        if not upstream.at_eof:
+            with contextlib.suppress(TimeoutError, UpstreamBroke):
+                async with asyncio.timeout(_DRAIN_SECONDS):  # a timer, not wait_for's extra task per stream
+                    await upstream.read(_DRAIN_LIMIT)
+    finally:
+        upstream.release()
 
 
 async def chat_chunks(upstream: UpstreamResponse) -> AsyncIterator[dict[str, Any]]:

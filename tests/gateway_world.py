@@ -12,7 +12,7 @@ from typing import Any
 
 from server.permissions import ResourceKind
 from tests.clients import ConnectJsonCaller
-from tests.world import World, must
+from tests.world import World, make_world, must
 
 
 @dataclass
@@ -224,3 +224,15 @@ def default_specs(openai_url: str, azure_url: str, closed_url: str) -> list[Mode
 
 def usage_of(row: Any) -> dict[str, Any]:
     return {c: getattr(row, c) for c in ("model_id", "call_kind", "prompt_tokens", "completion_tokens", "status")}
+
+
+async def one_model_and_key(server: Any, upstream: str, upstream_model: str) -> tuple[str, str, str]:
+    """A tenant of its own with one model (served by the stand-in's `upstream_model`, see tests/fakes/upstream.py)
+    and a key that may call it: (model id, key secret, key id)."""
+    connect = ConnectJsonCaller(server.base_url)
+    people = await make_world(server, connect)
+    world = GatewayWorld(tenant_id=people.tenant_id, tag=secrets.token_hex(3), tokens=dict(people.tokens))
+    spec = ModelSpec("model", upstream=upstream, upstream_model=upstream_model)
+    await create_models(connect, server.admin_token, world, [spec])
+    secret = await all_resources_key(connect, world, people.tokens["member"], "all")
+    return world.model("model"), secret, world.key_ids["all"]

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import shutil
 import signal
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import aiohttp
 import openai
@@ -19,7 +22,7 @@ from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.upstream import COMPLETION_TOKENS, PROMPT_TOKENS
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
-from tests.gateway_world import GatewayWorld, all_resources_key
+from tests.gateway_world import GatewayWorld, all_resources_key, one_model_and_key
 from tests.world import must
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -132,3 +135,47 @@ async def _traffic(url: str) -> int:
             return int(count or 0)
     finally:
         await db.close()
+
+
+async def test_a_stream_whose_end_its_client_saw_is_metered_though_the_gateway_dies_at_once(
+    database: Database, server: Server, fakes: Fakes, tmp_path: Path
+) -> None:
+    """A stream's end leaves only once its usage is in the meter's journal (gateway.event_stream). The client reads a
+    stream to its end, the gateway is killed at once (SIGKILL, its every process), and the gateway started again on
+    the same var dir writes the usage from the journal. The stand-in holds its own stream open after [DONE]
+    (`linger-stream`): a gateway that ended the client's stream first would then still be reading the upstream's
+    end, its usage not yet metered, when killed."""
+    model, secret, key_id = await one_model_and_key(server, fakes.openai_url, "linger-stream")
+    var_dir = tmp_path / "var"
+    shutil.copytree(server.settings.var_dir, var_dir)  # the keys that decrypt what the server stored
+    env = gateway_env(database, var_dir, fakes)
+    gw = await start_gateway_process(env, workers=1, own_group=True)
+    body = {"model": model, "stream": True, "messages": MESSAGES}
+    try:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(f"{gw.base_url}/chat/completions", json=body, headers={"Authorization": f"Bearer {secret}"}) as r,
+        ):
+            assert r.status == 200
+            received = await r.read()
+        assert received.endswith(b"data: [DONE]\n\n")
+        assert fakes.openai.lingering.is_set()  # the upstream's own stream has not ended
+    finally:
+        os.killpg(gw.proc.pid, signal.SIGKILL)
+        await gw.proc.wait()
+        fakes.openai.lingering.clear()
+    again = await start_gateway_process(env, workers=1)
+    db = Db(database.url)
+    try:
+        rows: list[UsageEventRow] = []
+        for _ in range(200):  # the journal is replayed as the meter starts; bounded, not a timing assertion
+            async with db.read() as s:
+                rows = list(await s.scalars(select(UsageEventRow).where(UsageEventRow.api_key_id == key_id)))
+            if rows:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        again.proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(again.proc.wait(), 60)
+        await db.close()
+    assert [(row.model_id, row.status, row.response_bytes) for row in rows] == [(model, 200, len(received))]

@@ -1,7 +1,7 @@
 """The stream relay's translation, byte for byte, however the upstream's bytes are cut into reads: every `model`
 names the id asked for, the null usage fields and the usage-only chunk reach only a client that asked for usage, the
-usage is counted either way, [DONE] ends the body, comments and CRs do not reach the client, an error event stops the
-stream after what came before it."""
+usage is counted either way, [DONE] ends the body (left, with the events before it, for the end of the body),
+comments and CRs do not reach the client, an error event stops the stream after what came before it."""
 
 from __future__ import annotations
 
@@ -38,20 +38,20 @@ class _Upstream:
 
 
 class _Out:
-    """What the client gets: the writes, then the body written with the end of the response."""
+    """What the client gets: the writes, then what the relay left for the end of the body."""
 
     def __init__(self) -> None:
         self.sent: list[bytes] = []
-        self.body: bytes | None = None
         self.ended = False
 
     async def write(self, data: bytes) -> None:
         assert not self.ended
         self.sent.append(data)
 
-    async def write_eof(self, data: bytes = b"") -> None:
-        self.sent.append(self.body or data)
-        self.ended = True
+    def end(self, last: bytes | None) -> None:
+        if last is not None:
+            self.sent.append(last)
+            self.ended = True
 
     def received(self) -> bytes:
         return b"".join(self.sent)
@@ -75,8 +75,8 @@ class _Call:
 
 async def _relayed(reads: list[bytes], include_usage: bool) -> tuple[bool, _Out, _Call]:
     out, call = _Out(), _Call()
-    done = await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, call), include_usage)
-    return done, out, call
+    out.end(await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, call), include_usage))
+    return out.ended, out, call
 
 
 def _cuts(data: bytes) -> list[list[bytes]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import shutil
 import signal
 from pathlib import Path
@@ -22,31 +21,18 @@ from gateway.context import READINESS
 from server.settings import load_settings
 from server.store.db import Database as Db
 from server.store.models import UsageEventRow
-from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
 from tests.fakes.upstream import SLOW_STREAM_PIECES
 from tests.gateway_fixtures import Fakes, gateway_env
-from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
+from tests.gateway_world import one_model_and_key
 from tests.serving import children, running_process, serve, until
-from tests.world import make_world
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 
 GRACE = 30  # seconds; the slow stream takes about 6
 # Beyond the grace, serve may spend this long on the last usage batch: the test's outer bound, not a timing claim.
 FLUSH = 15
-
-
-async def _slow_model_and_key(server: Server, fakes: Fakes) -> tuple[str, str, str]:
-    """A model that streams slowly and a key that may call it: (model id, key secret, key id)."""
-    connect = ConnectJsonCaller(server.base_url)
-    world = await make_world(server, connect)
-    gw = GatewayWorld(tenant_id=world.tenant_id, tag=secrets.token_hex(3), tokens=dict(world.tokens))
-    spec = ModelSpec("slow", upstream=fakes.openai_url, upstream_model="slow-stream")
-    await create_models(connect, server.admin_token, gw, [spec])
-    secret = await all_resources_key(connect, gw, world.tokens["member"], "all")
-    return gw.model("slow"), secret, gw.key_ids["all"]
 
 
 async def _refused(port: int) -> bool:
@@ -72,7 +58,7 @@ def _text(body: bytes) -> str:
 async def test_sigterm_lets_a_stream_finish_refuses_new_connections_and_meters_it_once(
     database: Database, server: Server, fakes: Fakes, tmp_path: Path
 ) -> None:
-    model, secret, key_id = await _slow_model_and_key(server, fakes)
+    model, secret, key_id = await one_model_and_key(server, fakes.openai_url, "slow-stream")
     var_dir = tmp_path / "var"
     shutil.copytree(server.settings.var_dir, var_dir)  # the keys that decrypt and sign what the server stored
     extra = {"SWITCHBOARD_GATEWAY_WORKERS": "2", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS": str(GRACE)}

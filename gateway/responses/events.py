@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from aiohttp import web
 
+from gateway.event_stream import EventStream
 from gateway.responses import translate
 
 __all__ = ["ResponseStream"]
@@ -32,11 +32,11 @@ class _Call:
 
 @dataclass
 class ResponseStream:
-    out: web.StreamResponse
     response_id: str
     model: str
     echo: dict[str, Any]
     created_at: int
+    out: EventStream = field(default_factory=EventStream)
     sequence: int = 0
     output: list[dict[str, Any]] = field(default_factory=list)
     _text: str | None = None  # None until a message item is open

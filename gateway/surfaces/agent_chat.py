@@ -29,6 +29,7 @@ from gateway.agents import AgentRoute
 from gateway.calls import CLIENT_CLOSED, Call
 from gateway.catalog import TaskType
 from gateway.context import PRINCIPAL, REQUEST_ID
+from gateway.event_stream import EventStream
 from gateway.middleware import error_payload
 from gateway.providers import Surface
 from gateway.security_events import guardrail_refused
@@ -149,7 +150,7 @@ def _replay(completion: dict[str, Any], include_usage: bool) -> bytes:
 async def _stream(
     request: web.Request, call: Call, agent: AgentRoute, body: dict[str, Any], include_usage: bool
 ) -> web.StreamResponse:
-    out = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    out = EventStream()
     await out.prepare(request)
     try:
         async with kept_alive(out, _answer(request, call, agent, body)) as work:
@@ -168,12 +169,11 @@ async def _stream(
                 }
                 await out.write(b"data: " + orjson.dumps(failure) + b"\n\n")
                 return out
-            await out.write(_replay(completion, include_usage))
-            await out.write_eof()
+            out.end(_replay(completion, include_usage))
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
-        call.response_bytes = out.body_length
+        call.response_bytes = out.length
     return out
 
 

@@ -95,8 +95,6 @@ async def guarded_response(
         call.response_bytes = len(encoded)
         return web.Response(body=encoded, content_type="application/json")
     out = events.out
-    out.headers["Content-Type"] = "text/event-stream"
-    out.headers["Cache-Control"] = "no-cache"
     await out.prepare(request)
     try:
         async with kept_alive(out, _checked(request, call, agent, plan, run_turn)) as work:
@@ -116,9 +114,8 @@ async def guarded_response(
             body = body_of(result)
             await events.end(body)
             await remember(body, result)
-            await out.write_eof()
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
-        call.response_bytes = out.body_length
+        call.response_bytes = out.length
     return out

@@ -192,7 +192,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             chat["stream"], chat["stream_options"] = True, {"include_usage": True}
         upstream = await post_json(request, route, Surface.CHAT, chat)
         if stream:
-            events = ResponseStream(web.StreamResponse(), response_id, model, plan.echo, created_at)
+            events = ResponseStream(response_id, model, plan.echo, created_at)
             return await _stream(request, upstream, call, plan, events, conversation_id=conversation_id)
         _raw, parsed = await read_upstream_json(upstream, call)
         call.count(parsed.get("usage"))
@@ -300,7 +300,7 @@ async def _with_loop(
             args.agent,
             plan,
             stream=stream,
-            events=ResponseStream(web.StreamResponse(), response_id, model, plan.echo, created_at),
+            events=ResponseStream(response_id, model, plan.echo, created_at),
             run_turn=lambda: turn(None),
             body_of=body_of,
             remember=remember,
@@ -313,10 +313,8 @@ async def _with_loop(
         encoded = orjson.dumps(body)
         call.response_bytes = len(encoded)
         return web.Response(body=encoded, content_type="application/json")
-    events = ResponseStream(web.StreamResponse(), response_id, model, plan.echo, created_at)
+    events = ResponseStream(response_id, model, plan.echo, created_at)
     out = events.out
-    out.headers["Content-Type"] = "text/event-stream"
-    out.headers["Cache-Control"] = "no-cache"
     await out.prepare(request)
     try:
         await events.start()
@@ -341,10 +339,9 @@ async def _with_loop(
         body = body_of(result)
         await events.end(body)
         await _remember(request, body, plan, conversation_id, result)
-        await out.write_eof()
     except ConnectionError:
         call.status = 499  # the client went away: the loop stopped with it
-    call.response_bytes = out.body_length
+    call.response_bytes = out.length
     return out
 
 
@@ -358,8 +355,6 @@ async def _stream(
     conversation_id: str | None,
 ) -> web.StreamResponse:
     out = events.out
-    out.headers["Content-Type"] = "text/event-stream"
-    out.headers["Cache-Control"] = "no-cache"
     await out.prepare(request)
     try:
         await events.start()
@@ -375,10 +370,9 @@ async def _stream(
         body = await events.finish()
         call.count(events.usage)
         await _remember(request, body, plan, conversation_id)
-        await out.write_eof()
     except ConnectionError:
         call.status = 499  # the client went away
-    call.response_bytes = out.body_length
+    call.response_bytes = out.length
     return out
 
 

@@ -5,6 +5,7 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
 - `fail-500` / `fail-400` / `fail-429`: answer that status with a body full of upstream secrets;
 - `break-stream`: stream two chunks, then drop the connection;
 - `slow-stream`: stream six pieces a second apart (a long generation in flight when a replica shuts down);
+- `linger-stream`: after [DONE], hold the body open (its end unsent) until `lingering` is cleared (at most 10 s);
 - `error-stream`: stream one chunk, then an upstream error event;
 - `crlf-stream`: a stream framed with CRLF line endings;
 - `snapshot-stream`: stream chunks naming a dated snapshot (`snapshot-stream-2026-01-01`), not the id it was sent;
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -52,6 +54,7 @@ class FakeUpstream:
         self.name = name
         self.received: list[Received] = []
         self.script: list[dict[str, Any]] = []
+        self.lingering = threading.Event()  # set while `linger-stream` streams hold their ends back
 
     def last(self) -> Received:
         return self.received[-1]
@@ -178,7 +181,17 @@ class FakeUpstream:
                 b": a comment line\n" + b"data: " + orjson.dumps({**base, "choices": [], "usage": _usage()}) + end
             )
         await resp.write(b"data: [DONE]" + end)
+        if model == "linger-stream":
+            await self._linger()
         return resp
+
+    async def _linger(self) -> None:
+        """Hold a stream's end back until a test clears `lingering` (10 s at most)."""
+        self.lingering.set()
+        for _ in range(1000):
+            if not self.lingering.is_set():
+                return
+            await asyncio.sleep(0.01)
 
     async def _stream_scripted(
         self, request: web.Request, payload: dict[str, Any], model: str, message: dict[str, Any]
