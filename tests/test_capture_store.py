@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import zstandard
 from cryptography.exceptions import InvalidTag
 from sqlalchemy import select
 
@@ -128,6 +129,29 @@ def test_bodies_are_sealed_in_groups_of_one_tenant_up_to_a_bound() -> None:
     unmetered = Exchange(10)
     with pytest.raises(ValueError, match="metered"):
         seal_exchanges([unmetered], seal)
+
+
+def test_a_group_compresses_to_a_fraction_and_one_sealed_with_deflate_before_still_opens() -> None:
+    """Groups are compressed with Zstandard; those sealed before it hold raw deflate, and open all the same."""
+    start = datetime.now(UTC)
+    words = b" ".join(b"word%d" % (i % 97) for i in range(400))
+    exchanges = [
+        _metered("ten_a", b'{"prompt": "%s"}' % words, [words], start + timedelta(seconds=i)) for i in range(3)
+    ]
+    seals: list[bytes] = []
+
+    def seal(compressed: bytes) -> str:
+        seals.append(compressed)
+        return compressed.hex()
+
+    seal_exchanges(exchanges, seal)
+    (compressed,) = seals
+    plain = zstandard.ZstdDecompressor().decompress(compressed)
+    assert len(compressed) * 4 < len(plain)
+    before = zlib.compress(plain, 1, wbits=-15).hex()  # raw deflate, as groups were sealed before
+    for index, exchange in enumerate(exchanges):
+        assert open_member(before, index, bytes.fromhex) == (exchange.request_body, exchange.response_body)
+        assert open_member(compressed.hex(), index, bytes.fromhex) == (exchange.request_body, exchange.response_body)
 
 
 def test_exchange_ids_follow_the_order_they_were_made_in() -> None:
