@@ -5,8 +5,7 @@ after the handler has returned: aiohttp finishes a response after its handler, a
 has handed the call's usage to the meter, whose journal keeps it through a kill -9 (server.metering_journal). So a
 client that saw a stream end is metered even when its replica dies the moment after. (Ended first and metered after,
 a stream could be lost in between: tests/test_topology.py caught one, killed while it read what its upstream sent
-after [DONE].) Work that may wait but must not hold back the client's end, such as reading the rest of an upstream's
-body so that its connection can be pooled, is given to `end` as `after`.
+after [DONE].)
 
 It counts the body bytes it is given: a stream's size as its client reads it (without the chunked framing), the
 figure the call's usage and the request's traffic count record.
@@ -14,7 +13,7 @@ figure the call's usage and the request's traffic count record.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import web
@@ -22,6 +21,7 @@ from aiohttp import web
 __all__ = ["EventStream"]
 
 _HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+_write = web.StreamResponse.write
 
 
 class EventStream(web.Response):
@@ -31,28 +31,17 @@ class EventStream(web.Response):
         super().__init__(headers=_HEADERS)
         self.enable_chunked_encoding()
         self.sent = 0
-        self._after: Callable[[], Awaitable[None]] | None = None
 
     def write(self, data: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
         self.sent += len(data)
-        return super().write(data)  # its coroutine, not one more of our own around it
+        return _write(self, data)  # its coroutine, not one more of our own around it
 
-    def end(self, last: bytes = b"", after: Callable[[], Awaitable[None]] | None = None) -> None:
-        """The stream is complete: `last` goes with the end of the body, once the handler has returned; `after` runs
-        once that was written (or could not be)."""
+    def end(self, last: bytes = b"") -> None:
+        """The stream is complete: `last` goes with the end of the body, once the handler has returned."""
         self.body = last
-        self._after = after
 
     @property
     def length(self) -> int:
         """The body's bytes: those written and those left to the end."""
         body = self.body
         return self.sent + (len(body) if isinstance(body, bytes) else 0)
-
-    async def write_eof(self, data: bytes = b"") -> None:
-        after, self._after = self._after, None
-        try:
-            await super().write_eof(data)
-        finally:
-            if after is not None:
-                await after()

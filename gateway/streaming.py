@@ -268,7 +268,6 @@ async def relay_sse(
 ) -> web.StreamResponse:
     out = EventStream()
     await out.prepare(request)
-    ended = False
     try:
         try:
             last = await _relay(upstream, out, call, include_usage)
@@ -283,28 +282,24 @@ async def relay_sse(
             await _error_event(out, _BROKEN)
             call.status = 502
             return out
-        out.end(last, functools.partial(_drained, upstream))
-        ended = True
+        out.end(last)
+        await _drain(upstream)
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
-        if not ended:
-            upstream.release()
+        upstream.release()
         call.response_bytes = out.length
     return out
 
 
-async def _drained(upstream: UpstreamResponse) -> None:
+async def _drain(upstream: UpstreamResponse) -> None:
     """Read the little that follows [DONE] (the end of the chunked body), so the pooled upstream connection is
-    reused rather than closed; an upstream that keeps the stream open after [DONE] is given up on after a second.
-    Run once the client's stream has ended (EventStream), which this never holds back."""
-    try:
-        if not upstream.at_eof:
-            with contextlib.suppress(TimeoutError, UpstreamBroke):
-                async with asyncio.timeout(_DRAIN_SECONDS):  # a timer, not wait_for's extra task per stream
-                    await upstream.read(_DRAIN_LIMIT)
-    finally:
-        upstream.release()
+    reused rather than closed; an upstream that keeps the stream open after [DONE] is given up on after a second."""
+    if upstream.at_eof:
+        return
+    with contextlib.suppress(TimeoutError, UpstreamBroke):
+        async with asyncio.timeout(_DRAIN_SECONDS):  # a timer, not wait_for's extra task per stream
+            await upstream.read(_DRAIN_LIMIT)
 
 
 async def chat_chunks(upstream: UpstreamResponse) -> AsyncIterator[dict[str, Any]]:
