@@ -15,8 +15,8 @@ time, through two gateway workers (16 in flight each), which swap keys from one 
 ratio met the same machine at the same moment, and a round (two phases) cancels what sets one worker apart from the
 other; two identical workers measured this way agree within 1-2 %. The pair also serves a third case: non-streaming
 calls whose prompts (about 1 KB of words) differ from one call to the next. The other cases' bodies are the same on
-every call, which a group of sealed bodies compresses to almost nothing; these pay zlib's price per byte, as real
-traffic does.
+every call, which a group of sealed bodies compresses to almost nothing; these pay the compressor's price per
+byte, as real traffic does.
 
 Python function calls per request (cProfile, as `bench gateway_calls` counts them: the gateway served in this
 process, the meter's sealing and writing included) are counted too, off and on: a count does not move with the

@@ -391,7 +391,8 @@ class Meter:
 
     async def _sealed(self, usage: list[UsageEvent]) -> SealedBatch | None:
         """The rows of the exchanges of these usage events, sealed here (once, before any retry) in a worker thread:
-        zlib lets the event loop run meanwhile, and a batch of long bodies takes milliseconds to compress."""
+        the compressor (Zstandard) releases the GIL, so the event loop runs meanwhile, and a batch of long bodies
+        takes milliseconds to compress."""
         seal, pop = self._seal, self._exchanges.pop
         exchanges = [found for event in usage if event.capture_id and (found := pop(event.capture_id, None))]
         if not exchanges or seal is None:
