@@ -20,12 +20,8 @@ byte, as real traffic does.
 
 Python function calls per request (cProfile, as `bench gateway_calls` counts them: the gateway served in this
 process, the meter's sealing and writing included) are counted too, off and on: a count does not move with the
-machine's load. So are the machine instructions per request of the gateway process (its threads included: the meter's
-sealing, SQLite), off and on, when valgrind is installed: the worker served under callgrind, counting only while the
-requests of a case are served and its meter writes them (SWITCHBOARD_BENCH_CALLGRIND=0 leaves it out). CPU time on
-a shared machine moves by +-10-30 % between rounds; these counts move by a few percent (the meter's batches, which
-under valgrind's slowdown hold tens of calls rather than a thousand, so its per-batch work weighs more than in the
-c=32 rounds). They leave out what the kernel does for the process (its socket and file writes) and what caches miss.
+machine's load. So are the machine instructions per request of the gateway process, off and on (bench.instructions:
+callgrind, when valgrind is installed).
 
 Off: a request costs one cached lookup of its tenant's capture policies, and three look-ups of the request's capture
 slot (none there). Both are counted in function calls (the cached path, the one every request takes between
@@ -36,26 +32,17 @@ make. After the run, the captured rows are counted: every captured call must hav
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import cProfile
 import dataclasses
 import itertools
-import json
 import math
 import os
 import pstats
 import random
-import re
-import shutil
-import signal
 import statistics
 import string
-import sys
-import tempfile
 import time
-from asyncio.subprocess import DEVNULL
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -74,10 +61,10 @@ from bench.gateway import (
     _api_key,
     _asyncio_case,
     _calls,
-    _free_port,
     _process,
     _ready,
 )
+from bench.instructions import instructions
 from gateway.capture import CAPTURE, CapturePolicies
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.settings import Settings, load_settings
@@ -96,9 +83,6 @@ PAIRED_CONCURRENCY = 16  # per gateway worker: 32 in flight in all
 DISTINCT = "distinct 1 KB prompts"  # non-streaming, each call's prompt its own (`_prompts`)
 PAIRED_CASES = ("non-streaming", "streaming", DISTINCT)
 PROMPTS = 2000
-CALLGRIND_REQUESTS = 600
-CALLGRIND_REPEATS = 2  # each case's off and on counted twice, alternating; the lower of each is printed
-CALLGRIND_SETTLE_SECONDS = 4.0  # the meter's linger and write, slowed down by valgrind
 
 
 async def _captured_key(base_url: str, settings: Settings) -> tuple[str, str]:
@@ -210,79 +194,6 @@ async def _call_counts(settings: Settings, off: str, on: str) -> float:
         plain_off = plain_off or counts[0]
         print(f"{name:<14} {counts[0]:>6.0f} {counts[1]:>6.0f} {counts[1] / counts[0] - 1:>6.1%}")
     return plain_off
-
-
-@contextlib.asynccontextmanager
-async def _callgrind_gateway(env: dict[str, str], out: Path) -> AsyncIterator[Served]:
-    """A gateway worker (as `_process` serves it) under callgrind, counting nothing until told to (callgrind_control);
-    each dump goes to a file of its own beside `out`."""
-    port = _free_port()
-    code = f"import json, sys; from bench.gateway import _run; _run('gateway', json.loads(sys.argv[1]), {port})"
-    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
-    proc = await asyncio.create_subprocess_exec(
-        *command, sys.executable, "-c", code, json.dumps(env), stdout=DEVNULL, stderr=DEVNULL
-    )
-    try:
-        yield Served(f"http://127.0.0.1:{port}", proc.pid)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(proc.wait(), 120)
-
-
-async def _callgrind(*args: str) -> None:
-    proc = await asyncio.create_subprocess_exec("callgrind_control", *args, stdout=DEVNULL, stderr=DEVNULL)
-    assert await proc.wait() == 0, args
-
-
-async def _counted(served: Served, out: Path, call: Any) -> float:
-    """Instructions per request of `CALLGRIND_REQUESTS` calls, 8 in flight, and their meter's writing."""
-    await asyncio.sleep(CALLGRIND_SETTLE_SECONDS)  # the warm-up's rows written, uncounted
-    dumps = set(out.parent.glob(f"{out.name}.*"))
-    await _callgrind("-i", "on", str(served.pid))
-    for _ in range(CALLGRIND_REQUESTS // 8):
-        await asyncio.gather(*(call() for _ in range(8)))
-    await asyncio.sleep(CALLGRIND_SETTLE_SECONDS)
-    await _callgrind("-d", str(served.pid))  # writes the counts so far and starts again from zero
-    await _callgrind("-i", "off", str(served.pid))
-    (dump,) = set(out.parent.glob(f"{out.name}.*")) - dumps
-    totals = re.search(r"^totals:\s+(\d+)", dump.read_text(), re.MULTILINE)
-    assert totals is not None, dump
-    return int(totals[1]) / CALLGRIND_REQUESTS
-
-
-async def _instructions(env: dict[str, str], off: str, on: str) -> None:
-    """Prints the gateway's machine instructions per request, off and on (see the module's docstring)."""
-    if os.environ.get("SWITCHBOARD_BENCH_CALLGRIND") == "0" or not shutil.which("valgrind"):
-        print("-- instructions per request: skipped (valgrind not installed, or SWITCHBOARD_BENCH_CALLGRIND=0)")
-        return
-    print(f"-- instructions per request (callgrind), {CALLGRIND_REQUESTS} requests, 8 in flight")
-    print(f"{'case':<14} {'off':>8} {'on':>8} {'ratio':>7}")
-    out = Path(tempfile.mkdtemp(prefix="switchboard-callgrind-")) / "gateway.out"
-    try:
-        async with (
-            aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http,
-            _callgrind_gateway(env, out) as gateway,
-        ):
-            url = f"{gateway.url}/v1/chat/completions"
-            for _ in range(10):  # its start, slowed down by valgrind
-                with contextlib.suppress(RuntimeError):
-                    await _ready(http, url, {"Authorization": f"Bearer {off}"})
-                    break
-            await _ready(http, url, {"Authorization": f"Bearer {on}"})
-            for streamed in (False, True):
-                counts: dict[str, list[float]] = {"off": [], "on": []}
-                for _ in range(CALLGRIND_REPEATS):
-                    for name, key in (("off", off), ("on", on)):
-                        non_stream, stream = _calls(http, url, {"Authorization": f"Bearer {key}"})
-                        call = stream if streamed else non_stream
-                        for _ in range(50):
-                            await call()
-                        counts[name].append(await _counted(gateway, out, call))
-                low_off, low_on = min(counts["off"]), min(counts["on"])
-                name = "streaming" if streamed else "non-streaming"
-                print(f"{name:<14} {low_off / 1000:>7.0f}k {low_on / 1000:>7.0f}k {low_on / low_off:>6.3f}x")
-    finally:
-        shutil.rmtree(out.parent, ignore_errors=True)
 
 
 async def _driven(call: Any, seconds: float, concurrency: int) -> int:
@@ -441,5 +352,5 @@ async def main() -> None:
                 f"capture off: {added:.0f} function calls per request (the cached policy lookup, three empty look-ups "
                 f"of the capture slot), {added / per_request:.1%} of the gateway's {per_request:.0f}"
             )
-            await _instructions(gateway_env(settings), off, on)
+            await instructions(gateway_env(settings), {"off": off, "on": on})
             print(f"(model {MODEL}; bodies as bench gateway: a short prompt and a short answer)")

@@ -16,7 +16,9 @@ alone (its CPU per admit + finish, timed in this process with no HTTP around it)
 request's CPU: the same cost measured a third way, without the six headers' cost in aiohttp. That figure is a floor:
 in a hot loop the limiter's code and data stay in the CPU's caches, while in a gateway each request runs it among
 everything else the request touches, and the same Python steps cost about three times as much at c=32 (more when
-requests come one at a time). The load average is printed with each store's rows.
+requests come one at a time). The load average is printed with each store's rows. Last, a fourth way that does not
+move with the machine: the gateway worker's machine instructions per request for each key, in process and on Redis
+(bench.instructions, callgrind, when valgrind is installed), judged against the same 3.1 %.
 
 Accuracy: three gateway replicas sharing Redis under 64 concurrent calls: a 600 requests/minute limit must admit
 600 +- 1 in a window; a token budget must not end above what it allows plus the reservations of calls in flight.
@@ -49,6 +51,7 @@ from bench.gateway import (
     _ready,
     _wrk_case,
 )
+from bench.instructions import instructions
 from gateway.limits.limiter import Limiter
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.settings import Settings
@@ -284,6 +287,13 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
                 f"{verdict:>8} {share:>14} {paced_f:>13.0f} {paced_l:>8.0f} {paced_added:>6.1%} {paced_verdict:>8}  "
                 f"{load_before}, {_load()}"
             )
+    for store in ("in-process", "redis"):
+        print(f"{store}:", end=" ")
+        counted = await instructions(stores[store], {"no limits": free, "limited": limited}, streaming=False)
+        if counted is not None:
+            base, with_limits = counted["non-streaming"]
+            added = with_limits / base - 1
+            print(f"{store}: instructions added {added:.1%} {'ok' if added <= CPU_GOAL else 'MISSED'}")
 
 
 @contextlib.contextmanager
