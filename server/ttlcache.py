@@ -15,6 +15,7 @@ later callers start a load of their own.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -69,6 +70,12 @@ class TtlCache(Generic[T]):
         if self._hits is not None:
             metrics.BATCH.add(self._hits)
         return hit[1]
+
+    def expires(self, key: Hashable, answer: T) -> float:
+        """When `answer` goes stale (time.monotonic()), for a caller that keeps what it derives from it; -inf when it
+        is not what the cache holds for `key` (forgotten while it loaded, or already replaced)."""
+        hit = self._entries.get(key)
+        return hit[0] if hit is not None and hit[1] is answer else -math.inf
 
     async def _load(self, key: Hashable, load: Callable[[], Awaitable[T]]) -> tuple[float, T | SwitchboardError]:
         pending = self._loading.get(key)

@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from opentelemetry import metrics
 
@@ -34,7 +35,7 @@ from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
-from server.store.limit_counters import Bound, Counters, CountersUnavailable, Slot, Take
+from server.store.limit_counters import Counters, CountersUnavailable, Slot, Take
 from server.store.models import LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
@@ -76,16 +77,14 @@ class LimitExceeded(QuotaExceeded):
 
 @dataclass(slots=True)
 class Grant:
-    """What one admitted model call holds: its token reservations (counter, expiry) and its leases; counted in
-    process, the window's counters themselves (`bound`)."""
+    """What one admitted model call holds: the span it was counted in (its windows' counters, so it settles in them
+    even after they end), its token reservation and, with `slots`, a lease in each of the span's concurrency caps."""
 
-    lease: str
+    span: _Span
     reserved: int
-    token_counters: list[tuple[str, float]]
-    soft: list[_Soft]  # budgets with a soft threshold
-    slots: list[str]
     headers: dict[str, str]
-    bound: Bound | None = None
+    slots: bool
+    lease: str = ""
 
 
 @dataclass(slots=True)
@@ -94,7 +93,7 @@ class _Soft:
 
     applied: Applied
     threshold: int
-    position: int  # its counter's index in the plan's token_counters
+    position: int  # its counter's index in the span's token_counters
     take: int  # its index among the plan's takes
 
 
@@ -107,66 +106,81 @@ class _Check:
     tokens: bool  # reserves the call's tokens (else counts one request, or holds a lease)
 
 
+class _Span:
+    """What a plan counts on until the first of its windows ends (`until`): the counter names, expiries and Takes
+    every call of those windows counts, in process the counters themselves (`bound`), and the limits as header
+    text. Made once per window, so per call only the token reservation is new."""
+
+    __slots__ = (
+        "bound",
+        "caps",
+        "checks",
+        "fixed",
+        "reset_at",
+        "reset_end",
+        "reset_text",
+        "slot_names",
+        "slot_takes",
+        "soft",
+        "soft_cells",
+        "token_counters",
+        "token_room",
+        "trios",
+        "until",
+        "windows",
+    )
+
+    def __init__(
+        self, takes: list[_Check], slots: list[_Check], clock: _Windows, now: float, counters: Counters
+    ) -> None:
+        self.checks, self.caps = takes, slots
+        self.windows = windows = [clock.of(c.rule.period, now) for c in takes]
+        names = [counter(c.rule, w) for c, w in zip(takes, windows, strict=True)]
+        expiries = [_expiry(c.rule.metric, w) for c, w in zip(takes, windows, strict=True)]
+        # Each check's Take: what every call of the window counts.
+        self.fixed = [Take(n, c.limit, c.tokens, e) for c, n, e in zip(takes, names, expiries, strict=True)]
+        self.slot_takes = [Slot(c.rule.base, c.limit) for c in slots]
+        self.slot_names = [s.counter for s in self.slot_takes]
+        self.bound = bound = counters.bind(self.fixed, self.slot_takes, now)
+        self.token_room = min((c.limit for c in takes if c.tokens), default=INT64_MAX)  # above it nothing fits
+        self.until = min((w.end for w in windows), default=INT64_MAX)
+        tokens = [i for i, c in enumerate(takes) if c.tokens]
+        self.token_counters = [(names[i], expiries[i]) for i in tokens]  # what settles: (counter, expiry)
+        # Only the policy whose (lowest) limit a shared budget counter keeps is watched for its soft threshold.
+        self.soft = [
+            _Soft(Applied(c.rule.policy, c.rule.metric, c.limit, names[i], windows[i]), soft, position, i)
+            for position, i in enumerate(tokens)
+            if (c := takes[i]).rule.metric == Metric.TOKEN_BUDGET and (soft := c.rule.policy.soft_budget) is not None
+        ]
+        # In process a soft threshold is watched on its counter itself.
+        self.soft_cells = [(s, bound.cell(s.take)) for s in self.soft] if bound is not None else []
+        # The header names of a kind (requests, tokens), and the takes it picks from: (index, limit, limit as text).
+        self.trios = [
+            (NAMES[kind], found)
+            for metric, kind in _HEADER_KINDS
+            if (found := [(i, c.limit, str(c.limit)) for i, c in enumerate(takes) if c.rule.metric == metric])
+        ]
+        # A reset header is written once per hundredth of a second (from its start: at most 10 ms late), not per call.
+        self.reset_at = -1
+        self.reset_end = 0.0
+        self.reset_text = ""
+
+
 @dataclass(slots=True)
 class _Plan:
     """The checks of one (key, model), built once from the tenant's policies (`source`) and reused while those stay
-    the cached ones. What depends on the windows (counter names, expiries, the one-request Takes, the limits as
-    header text) is rebuilt only when a window ends (`until`); per call only the token reservations are new."""
+    the cached ones; its span is remade when a window ends. Valid (`since` <= now < `until`) until the first of its
+    windows ends or its policies go stale in the cache, whichever comes first: each call within that is one lookup."""
 
     source: list[Policy]
     takes: list[_Check]
     slots: list[_Check]
-    until: float = 0.0
-    windows: list[Window] = field(default_factory=list)
-    fixed: list[Take] = field(default_factory=list)  # each check's Take: what every call of the window counts
-    names: list[str] = field(default_factory=list)
-    expiries: list[float] = field(default_factory=list)
-    slot_takes: list[Slot] = field(default_factory=list)
-    token_room: int = 0  # the lowest token limit: a reservation above it can never fit
-    token_counters: list[tuple[str, float]] = field(default_factory=list)  # what settles: (counter, expiry)
-    soft: list[_Soft] = field(default_factory=list)
-    # The header names of a kind (requests, tokens), the take indices it picks from.
-    trios: list[tuple[tuple[str, str, str], list[int]]] = field(default_factory=list)
-    limits: list[int] = field(default_factory=list)  # each take's limit
-    limit_texts: list[str] = field(default_factory=list)  # each take's limit as its header writes it
-    slot_names: list[str] = field(default_factory=list)
-    bound: Bound | None = None  # counted in process: the window's counters
-    # A reset header is written once per hundredth of a second (from its start: at most 10 ms late), not per call.
-    reset_at: int = -1
-    reset_end: float = 0.0
-    reset_text: str = ""
-
-    def refresh(self, clock: _Windows, now: float, counters: Counters) -> None:
-        self.windows = [clock.of(c.rule.period, now) for c in self.takes]
-        self.names = [counter(c.rule, w) for c, w in zip(self.takes, self.windows, strict=True)]
-        self.expiries = [_expiry(c.rule.metric, w) for c, w in zip(self.takes, self.windows, strict=True)]
-        self.fixed = [
-            Take(n, c.limit, c.tokens, e) for c, n, e in zip(self.takes, self.names, self.expiries, strict=True)
-        ]
-        self.slot_takes = [Slot(c.rule.base, c.limit) for c in self.slots]
-        self.slot_names = [s.counter for s in self.slot_takes]
-        self.bound = counters.bind(self.fixed, self.slot_takes, now)
-        self.token_room = min((c.limit for c in self.takes if c.tokens), default=INT64_MAX)
-        self.until = min((w.end for w in self.windows), default=INT64_MAX)
-        tokens = [i for i, c in enumerate(self.takes) if c.tokens]
-        self.token_counters = [(self.names[i], self.expiries[i]) for i in tokens]
-        # Only the policy whose (lowest) limit a shared budget counter keeps is watched for its soft threshold.
-        self.soft = [
-            _Soft(Applied(c.rule.policy, c.rule.metric, c.limit, self.names[i], self.windows[i]), soft, position, i)
-            for position, i in enumerate(tokens)
-            if (c := self.takes[i]).rule.metric == Metric.TOKEN_BUDGET
-            and (soft := c.rule.policy.soft_budget) is not None
-        ]
-        self.limits = [c.limit for c in self.takes]
-        self.limit_texts = [str(c.limit) for c in self.takes]
-        self.trios = [
-            (NAMES[kind], found)
-            for metric, kind in _HEADER_KINDS
-            if (found := [i for i, c in enumerate(self.takes) if c.rule.metric == metric])
-        ]
+    span: _Span
+    since: float = 0.0
+    until: float = -math.inf
 
 
-def _plan(policies: list[Policy], caller: Caller) -> _Plan:
+def _checks(policies: list[Policy], caller: Caller) -> tuple[list[_Check], list[_Check]]:
     takes: dict[str, _Check] = {}
     slots: dict[str, _Check] = {}
     for rule in rules(policies, caller):
@@ -178,7 +192,7 @@ def _plan(policies: list[Policy], caller: Caller) -> _Plan:
             into[name] = _Check(rule, rule.limit, rule.metric in _TOKEN_METRICS)
         elif rule.limit < found.limit:
             found.rule, found.limit = rule, rule.limit
-    return _Plan(policies, list(takes.values()), list(slots.values()))
+    return list(takes.values()), list(slots.values())
 
 
 class _Windows:
@@ -205,8 +219,8 @@ def _expiry(metric: Metric, window: Window) -> float:
     return window.end + (_PERIOD_MARGIN if metric == Metric.TOKEN_BUDGET else _MINUTE_MARGIN)
 
 
-def _too_large(plan: _Plan, reserve: int) -> LimitExceeded:
-    check = min((c for c in plan.takes if c.tokens), key=lambda c: c.limit)
+def _too_large(span: _Span, reserve: int) -> LimitExceeded:
+    check = min((c for c in span.checks if c.tokens), key=lambda c: c.limit)
     return LimitExceeded(
         f"Request too large: it may use {reserve} tokens, more than the {_describe(check.rule)} allows "
         f"({check.limit}). Lower max_tokens or the input size.",
@@ -226,8 +240,8 @@ class Limiter:
         self._counters = counters
         self._policies: TtlCache[list[Policy]] = TtlCache(ttl)
         # A changed policy reaches every process at once (server.invalidation); the TTL is the fallback.
-        db.invalidations.on(Topic.LIMITS, lambda _: self._policies.forget())
-        self._plans: dict[tuple[str, str, str | None, str], _Plan] = {}
+        db.invalidations.on(Topic.LIMITS, lambda _: self._forget())
+        self._plans: dict[tuple[str, str], _Plan] = {}  # by (key, model)
         self._windows = _Windows()
         self._fail_closed = fail_closed
         self._missed = 0
@@ -247,14 +261,28 @@ class Limiter:
         async with self._db.read() as session:
             return await tenant_policies(session, tenant_id)
 
-    def _plan_for(self, policies: list[Policy], key: ApiKeyIdentity, model: str) -> _Plan:
-        lookup = (key.tenant_id, key.key_id, key.service_account_id, model)
+    def _forget(self) -> None:
+        self._policies.forget()
+        self._plans.clear()
+
+    async def _current(self, key: ApiKeyIdentity, model: str, now: float) -> _Plan:
+        """The plan of (key, model) made valid at `now`: its policies (re)loaded, it rebuilt if they changed, its span
+        remade if a window ended."""
+        tenant_id = key.tenant_id
+        policies = await self._policies.get(tenant_id, lambda: self._load(tenant_id))
+        lookup = (key.key_id, model)  # a key's tenant and service account never change
         plan = self._plans.get(lookup)
         if plan is None or plan.source is not policies:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
-            caller = Caller(key.tenant_id, key.key_id, key.service_account_id, model)
-            plan = self._plans[lookup] = _plan(policies, caller)
+            takes, slots = _checks(policies, Caller(tenant_id, key.key_id, key.service_account_id, model))
+            span = _Span(takes, slots, self._windows, now, self._counters)
+            plan = self._plans[lookup] = _Plan(policies, takes, slots, span)
+        elif now >= plan.span.until:
+            plan.span = _Span(plan.takes, plan.slots, self._windows, now, self._counters)
+        # The policies' expiry is on the monotonic clock, the windows' on the wall clock `now` comes from.
+        stale = now + (self._policies.expires(tenant_id, policies) - time.monotonic())
+        plan.since, plan.until = now, min(plan.span.until, stale)
         return plan
 
     async def admit(
@@ -264,64 +292,58 @@ class Limiter:
         key = principal.api_key
         if key is None:
             return None
-        tenant_id = key.tenant_id
-        policies = self._policies.fresh(tenant_id)
-        if policies is None:
-            policies = await self._policies.get(tenant_id, lambda: self._load(tenant_id))
-        if not policies:
-            return None
-        plan = self._plan_for(policies, key, model)
+        if now is None:
+            now = time.time()
+        plan = self._plans.get((key.key_id, model))
+        if plan is None or not plan.since <= now < plan.until:
+            plan = await self._current(key, model, now)
         if not plan.takes and not (with_slots and plan.slots):
             return None
-        now = time.time() if now is None else now
-        if now >= plan.until:
-            plan.refresh(self._windows, now, self._counters)
-        if reserve > plan.token_room:
-            raise _too_large(plan, reserve)
-        bound = plan.bound
-        if bound is not None:  # in process: counted on the window's counters, no store call
-            refused = bound.count(reserve, with_slots)
-            values: Sequence[int] = bound.values()
-            if refused >= 0:
-                raise self._refusal(plan, reserve, refused, values[: refused + 1], now)
-            lease = ""
-        else:
-            counted = await self._acquire(plan, reserve, with_slots, now)
-            if counted is None:
-                return None
-            values, lease = counted
-        for soft in plan.soft:
-            after = values[soft.take]
+        span = plan.span
+        if reserve > span.token_room:
+            raise _too_large(span, reserve)
+        bound = span.bound
+        if bound is None:
+            return await self._acquire(span, reserve, with_slots, now)
+        # In process: counted on the window's counters, no store call.
+        if not bound.count(reserve, with_slots):
+            refused = bound.refused(reserve, with_slots)
+            raise self._refusal(span, reserve, refused, bound.values()[: refused + 1], now)
+        for soft, cell in span.soft_cells:
+            after = cell.value
             if after - reserve < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
-        slot_names = plan.slot_names if with_slots else []
-        return Grant(lease, reserve, plan.token_counters, plan.soft, slot_names, _headers(plan, values, now), bound)
+        return Grant(span, reserve, _headers(span, bound.values(), now), with_slots)
 
-    async def _acquire(
-        self, plan: _Plan, reserve: int, with_slots: bool, now: float
-    ) -> tuple[Sequence[int], str] | None:
-        """Count the call in the shared store: its counts and lease, None if the store is down (fail open)."""
-        slots = plan.slot_takes if with_slots else []
+    async def _acquire(self, span: _Span, reserve: int, with_slots: bool, now: float) -> Grant | None:
+        """Count the call in the shared store; None if the store is down (fail open)."""
+        slots = span.slot_takes if with_slots else []
         lease = f"{self._lease_prefix}{next(self._serial):x}" if slots else ""
         try:
-            outcome = await self._counters.acquire(plan.fixed, reserve, slots, lease, now)
+            outcome = await self._counters.acquire(span.fixed, reserve, slots, lease, now)
         except CountersUnavailable as exc:
             self._store_down(str(exc))
             return None
+        values = outcome.values
         if not outcome.admitted:
-            raise self._refusal(plan, reserve, outcome.refused, outcome.values, now)
-        return outcome.values, lease
+            raise self._refusal(span, reserve, outcome.refused, values, now)
+        for soft in span.soft:
+            after = values[soft.take]
+            if after - reserve < soft.threshold <= after:
+                self._soft_crossed(soft.applied, after)
+        return Grant(span, reserve, _headers(span, values, now), with_slots, lease)
 
-    def _refusal(self, plan: _Plan, reserve: int, refused: int, values: Sequence[int], now: float) -> LimitExceeded:
-        if refused >= len(plan.takes):
-            cap = plan.slots[refused - len(plan.takes)]
+    def _refusal(self, span: _Span, reserve: int, refused: int, values: Sequence[int], now: float) -> LimitExceeded:
+        checks = span.checks
+        if refused >= len(checks):
+            cap = span.caps[refused - len(checks)]
             return LimitExceeded(
                 f"Rate limit reached on the {_describe(cap.rule)}: limit {cap.limit} in flight. "
                 f"Please try again in {_CONCURRENCY_WAIT:.0f}s.",
                 retry_headers(_CONCURRENCY_WAIT),
             )
-        check = plan.takes[refused]
-        headers = {**_headers(plan, values, now), **retry_headers(plan.windows[refused].end - now)}
+        check = checks[refused]
+        headers = {**_headers(span, values, now), **retry_headers(span.windows[refused].end - now)}
         return LimitExceeded(
             f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
             f"requested {reserve if check.tokens else 1}. Please try again in {headers['retry-after']}s.",
@@ -349,27 +371,31 @@ class Limiter:
 
     async def finish(self, grant: Grant, used: int | None) -> None:
         """Settle the reservation to `used` tokens (None: keep it, the usage is unknown) and free the leases."""
+        span = grant.span
         delta = 0 if used is None else used - grant.reserved
-        counters = grant.token_counters if delta else []
-        if not counters and not grant.slots:
-            return
-        bound = grant.bound
+        bound = span.bound
         if bound is not None:
-            values: Sequence[int] = bound.settle(delta, bool(grant.slots))
-        else:
-            values = await self._settle(counters, delta, grant)
-        for soft in grant.soft if counters else ():
-            after = values[soft.position]
-            if after - delta < soft.threshold <= after:
-                self._soft_crossed(soft.applied, after)
-
-    async def _settle(self, counters: list[tuple[str, float]], delta: int, grant: Grant) -> Sequence[int]:
+            bound.settle(delta, grant.slots)
+            if delta:
+                for soft, cell in span.soft_cells:
+                    after = cell.value
+                    if after - delta < soft.threshold <= after:
+                        self._soft_crossed(soft.applied, after)
+            return
+        counters = span.token_counters if delta else []
+        slots = span.slot_names if grant.slots else []
+        if not counters and not slots:
+            return
         try:
-            return await self._counters.finish(counters, delta, grant.slots, grant.lease)
+            values = await self._counters.finish(counters, delta, slots, grant.lease)
         except CountersUnavailable:
             # A settlement that cannot reach the store leaves the reservation standing (its leases expire in Redis).
             _unavailable.add(1, {"outcome": "unsettled"})
-            return ()
+            return
+        for soft in span.soft if counters else ():
+            after = values[soft.position]
+            if after - delta < soft.threshold <= after:
+                self._soft_crossed(soft.applied, after)
 
     def _soft_crossed(self, applied: Applied, after: int) -> None:
         policy = applied.policy
@@ -405,27 +431,27 @@ class Limiter:
             log.exception("could not record a soft budget crossing")
 
 
-def _headers(plan: _Plan, values: Sequence[int], now: float) -> dict[str, str]:
+def _headers(span: _Span, values: Sequence[int], now: float) -> dict[str, str]:
     """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known (a refusal
     knows the counts up to the limit that refused)."""
     headers: dict[str, str] = {}
     known = len(values)
-    limits = plan.limits
     at = int(now * 100)
-    for (limit_name, remaining_name, reset_name), indices in plan.trios:
+    for (limit_name, remaining_name, reset_name), candidates in span.trios:
         best = -1
         least = 0
-        for i in indices:
+        text = ""
+        for i, limit, limit_text in candidates:
             if i < known:
-                left = limits[i] - values[i]
+                left = limit - values[i]
                 if best < 0 or left < least:
-                    best, least = i, left
+                    best, least, text = i, left, limit_text
         if best < 0:
             continue
-        end = plan.windows[best].end
-        if at != plan.reset_at or end != plan.reset_end:
-            plan.reset_at, plan.reset_end, plan.reset_text = at, end, duration(end - at / 100)
-        headers[limit_name] = plan.limit_texts[best]
+        end = span.windows[best].end
+        if at != span.reset_at or end != span.reset_end:
+            span.reset_at, span.reset_end, span.reset_text = at, end, duration(end - at / 100)
+        headers[limit_name] = text
         headers[remaining_name] = str(least) if least > 0 else "0"
-        headers[reset_name] = plan.reset_text
+        headers[reset_name] = span.reset_text
     return headers

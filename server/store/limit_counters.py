@@ -29,6 +29,7 @@ from server.store.redis_scripts import ScriptBatcher, ScriptFailed
 __all__ = [
     "LEASE_SECONDS",
     "Bound",
+    "Cell",
     "Counters",
     "CountersUnavailable",
     "MemoryCounters",
@@ -98,7 +99,7 @@ class Counters(Protocol):
     async def close(self) -> None: ...
 
 
-class _Count:
+class Cell:
     """One counter in process: its value, and its expiry (epoch seconds) after which it counts as zero."""
 
     __slots__ = ("expires", "value")
@@ -111,22 +112,53 @@ class Bound:
     """A plan's counters in process for one window (`MemoryCounters.bind`), found by name once: each call of the
     window counts on them directly. In the gateway a request's CPU grows with every Python step it takes, far more
     than a hot loop shows (the limiter's ~50 calls per request cost ~20 us there against ~6 us alone), so the
-    per-call path does no lookup, allocation or expiry check that can be done once per window."""
+    per-call path does no lookup, allocation or expiry check that can be done once per window: counters of requests
+    and of tokens are held apart (each adds one amount, unpacked without a flag), and the caller reads the cells
+    themselves (`token_cells`, `cell`) rather than a list of their values."""
 
-    __slots__ = ("slots", "takes", "token_cells")
+    __slots__ = ("request_cells", "requests", "slot_cells", "slots", "takes", "token_cells", "tokens")
 
-    def __init__(self, takes: list[tuple[_Count, int, bool]], slots: list[tuple[_Count, int]]) -> None:
+    def __init__(self, takes: list[tuple[Cell, int, bool]], slots: list[tuple[Cell, int]]) -> None:
         self.takes = takes  # (counter, limit, counts the reservation rather than one request), in the takes' order
         self.slots = slots  # (leases held, limit)
-        self.token_cells = [cell for cell, _, tokens in takes if tokens]
+        self.requests = [(cell, limit) for cell, limit, tokens in takes if not tokens]
+        self.tokens = [(cell, limit) for cell, limit, tokens in takes if tokens]
+        self.request_cells = [cell for cell, _ in self.requests]
+        self.token_cells = [cell for cell, _ in self.tokens]
+        self.slot_cells = [cell for cell, _ in slots]
+
+    def cell(self, take: int) -> Cell:
+        return self.takes[take][0]
 
     def values(self) -> list[int]:
         return [cell.value for cell, _, _ in self.takes]
 
-    def count(self, reserve: int, with_slots: bool) -> int:
-        """Count one call if every take and (`with_slots`) every slot has room: -1, else the index (into takes,
-        then slots) of the first without, nothing counted."""
+    def count(self, reserve: int, with_slots: bool) -> bool:
+        """Count one call if every take and (`with_slots`) every slot has room; else count nothing (`refused`
+        tells which)."""
+        for cell, limit in self.requests:
+            if cell.value >= limit:
+                return False
         need = reserve or 1  # a zero reservation still needs room: none at the limit
+        for cell, limit in self.tokens:
+            if cell.value + need > limit:
+                return False
+        if with_slots:
+            for cell, limit in self.slots:
+                if cell.value >= limit:
+                    return False
+            for cell in self.slot_cells:
+                cell.value += 1
+        for cell in self.request_cells:
+            cell.value += 1
+        for cell in self.token_cells:
+            cell.value += reserve
+        return True
+
+    def refused(self, reserve: int, with_slots: bool) -> int:
+        """The index (into takes, then slots) of the first limit without room for the call, -1 if none: which limit
+        refused when `count` did."""
+        need = reserve or 1
         index = 0
         for cell, limit, tokens in self.takes:
             if cell.value + (need if tokens else 1) > limit:
@@ -137,24 +169,17 @@ class Bound:
                 if cell.value >= limit:
                     return index
                 index += 1
-        for cell, _, tokens in self.takes:
-            cell.value += reserve if tokens else 1
-        if with_slots:
-            for cell, _ in self.slots:
-                cell.value += 1
         return -1
 
-    def settle(self, delta: int, with_slots: bool) -> list[int]:
-        """Add `delta` to the token counters and give back a lease of each slot; the token counts."""
-        cells = self.token_cells
+    def settle(self, delta: int, with_slots: bool) -> None:
+        """Add `delta` to the token counters and give back a lease of each slot."""
         if delta:
-            for cell in cells:
+            for cell in self.token_cells:
                 cell.value += delta
         if with_slots:
-            for cell, _ in self.slots:
+            for cell in self.slot_cells:
                 if cell.value > 0:
                     cell.value -= 1
-        return [cell.value for cell in cells]
 
 
 class MemoryCounters:
@@ -164,7 +189,7 @@ class MemoryCounters:
     _SWEEP_SECONDS = 60.0
 
     def __init__(self) -> None:
-        self._counts: dict[str, _Count] = {}  # windowed counters, and slots (which never expire)
+        self._counts: dict[str, Cell] = {}  # windowed counters, and slots (which never expire)
         self._next_sweep = 0.0
 
     def _sweep(self, now: float) -> None:
@@ -180,21 +205,21 @@ class MemoryCounters:
         if now >= self._next_sweep:
             self._sweep(now)
         counts = self._counts
-        bound_takes: list[tuple[_Count, int, bool]] = []
+        bound_takes: list[tuple[Cell, int, bool]] = []
         for take in takes:
             entry = counts.get(take.counter)
             if entry is None:
-                entry = counts[take.counter] = _Count(0, take.expires)
+                entry = counts[take.counter] = Cell(0, take.expires)
             elif entry.expires <= now:
                 entry.value, entry.expires = 0, take.expires
             else:
                 entry.expires = max(entry.expires, take.expires)
             bound_takes.append((entry, take.limit, take.tokens))
-        bound_slots: list[tuple[_Count, int]] = []
+        bound_slots: list[tuple[Cell, int]] = []
         for slot in slots:
             entry = counts.get(slot.counter)
             if entry is None:
-                entry = counts[slot.counter] = _Count(0, math.inf)
+                entry = counts[slot.counter] = Cell(0, math.inf)
             bound_slots.append((entry, slot.limit))
         return Bound(bound_takes, bound_slots)
 
@@ -202,11 +227,10 @@ class MemoryCounters:
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
         bound = self.bind(takes, slots, now)
-        refused = bound.count(reserve, bool(slots))
-        values = bound.values()
-        if refused >= 0:  # the counts found up to the refusal
-            return Outcome(False, refused, tuple(values[: refused + 1]))
-        return Outcome(True, -1, tuple(values))
+        if bound.count(reserve, bool(slots)):
+            return Outcome(True, -1, tuple(bound.values()))
+        refused = bound.refused(reserve, bool(slots))
+        return Outcome(False, refused, tuple(bound.values()[: refused + 1]))  # the counts found up to the refusal
 
     async def finish(
         self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
@@ -219,7 +243,7 @@ class MemoryCounters:
             value = (entry.value if entry is not None and entry.expires > now else 0) + delta
             if expires > now:
                 if entry is None:
-                    counts[name] = _Count(value, expires)
+                    counts[name] = Cell(value, expires)
                 else:
                     entry.value, entry.expires = value, expires
             values.append(value)
