@@ -35,7 +35,7 @@ from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
-from server.store.limit_counters import Counters, CountersUnavailable, Slot, Take
+from server.store.limit_counters import Cell, Counters, CountersUnavailable, Slot, Take
 from server.store.models import LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
@@ -118,11 +118,13 @@ class _Span:
         "fixed",
         "reset_at",
         "reset_end",
-        "reset_text",
+        "reset_names",
+        "reset_next",
         "slot_names",
         "slot_takes",
         "soft",
         "soft_cells",
+        "template",
         "token_counters",
         "token_room",
         "trios",
@@ -153,17 +155,20 @@ class _Span:
             if (c := takes[i]).rule.metric == Metric.TOKEN_BUDGET and (soft := c.rule.policy.soft_budget) is not None
         ]
         # In process a soft threshold is watched on its counter itself.
-        self.soft_cells = [(s, bound.cell(s.take)) for s in self.soft] if bound is not None else []
+        self.soft_cells = [(s, bound.cells[s.take]) for s in self.soft] if bound is not None else []
         # The header names of a kind (requests, tokens), and the takes it picks from: (index, limit, limit as text).
         self.trios = [
             (NAMES[kind], found)
             for metric, kind in _HEADER_KINDS
             if (found := [(i, c.limit, str(c.limit)) for i, c in enumerate(takes) if c.rule.metric == metric])
         ]
+        # Each call's headers start as a copy of these, in the order they are sent; only the counts are per call.
+        self.template = {name: "" for names, _ in self.trios for name in names}
         # A reset header is written once per hundredth of a second (from its start: at most 10 ms late), not per call.
-        self.reset_at = -1
-        self.reset_end = 0.0
-        self.reset_text = ""
+        # Both kinds count per minute: one window, one reset.
+        self.reset_names = [names[2] for names, _ in self.trios]
+        self.reset_end = windows[self.trios[0][1][0][0]].end if self.trios else 0.0
+        self.reset_at = self.reset_next = 0.0  # the hundredth of a second it was written for: [at, next) * 1/100
 
 
 @dataclass(slots=True)
@@ -308,12 +313,12 @@ class Limiter:
         # In process: counted on the window's counters, no store call.
         if not bound.count(reserve, with_slots):
             refused = bound.refused(reserve, with_slots)
-            raise self._refusal(span, reserve, refused, bound.values()[: refused + 1], now)
+            raise self._refusal(span, reserve, refused, bound.cells, refused + 1, now=now)
         for soft, cell in span.soft_cells:
             after = cell.value
             if after - reserve < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
-        return Grant(span, reserve, _headers(span, bound.values(), now), with_slots)
+        return Grant(span, reserve, _headers(span, bound.cells, len(bound.cells), now), with_slots)
 
     async def _acquire(self, span: _Span, reserve: int, with_slots: bool, now: float) -> Grant | None:
         """Count the call in the shared store; None if the store is down (fail open)."""
@@ -325,15 +330,19 @@ class Limiter:
             self._store_down(str(exc))
             return None
         values = outcome.values
+        cells = [Cell(value, now) for value in values]  # the counts as `_headers` reads them
         if not outcome.admitted:
-            raise self._refusal(span, reserve, outcome.refused, values, now)
+            raise self._refusal(span, reserve, outcome.refused, cells, len(cells), now=now)
         for soft in span.soft:
             after = values[soft.take]
             if after - reserve < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
-        return Grant(span, reserve, _headers(span, values, now), with_slots, lease)
+        return Grant(span, reserve, _headers(span, cells, len(cells), now), with_slots, lease)
 
-    def _refusal(self, span: _Span, reserve: int, refused: int, values: Sequence[int], now: float) -> LimitExceeded:
+    def _refusal(
+        self, span: _Span, reserve: int, refused: int, cells: Sequence[Cell], known: int, *, now: float
+    ) -> LimitExceeded:
+        """The refusal by take or slot `refused`, the counts of the first `known` takes found."""
         checks = span.checks
         if refused >= len(checks):
             cap = span.caps[refused - len(checks)]
@@ -343,9 +352,9 @@ class Limiter:
                 retry_headers(_CONCURRENCY_WAIT),
             )
         check = checks[refused]
-        headers = {**_headers(span, values, now), **retry_headers(span.windows[refused].end - now)}
+        headers = {**_headers(span, cells, known, now), **retry_headers(span.windows[refused].end - now)}
         return LimitExceeded(
-            f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
+            f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {cells[refused].value}, "
             f"requested {reserve if check.tokens else 1}. Please try again in {headers['retry-after']}s.",
             headers,
         )
@@ -431,27 +440,27 @@ class Limiter:
             log.exception("could not record a soft budget crossing")
 
 
-def _headers(span: _Span, values: Sequence[int], now: float) -> dict[str, str]:
-    """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known (a refusal
-    knows the counts up to the limit that refused)."""
-    headers: dict[str, str] = {}
-    known = len(values)
-    at = int(now * 100)
+def _headers(span: _Span, cells: Sequence[Cell], known: int, now: float) -> dict[str, str]:
+    """The trios of the tightest requests-per-minute and tokens-per-minute limits among the first `known` counts of
+    the span's takes (a refusal knows the counts up to the limit that refused)."""
+    hundredths = now * 100
+    if not span.reset_at <= hundredths < span.reset_next:
+        span.reset_at = at = float(int(hundredths))
+        span.reset_next = at + 1
+        reset = duration(span.reset_end - at / 100)
+        for name in span.reset_names:
+            span.template[name] = reset
+    headers = span.template.copy()
     for (limit_name, remaining_name, reset_name), candidates in span.trios:
-        best = -1
-        least = 0
-        text = ""
+        least, text = 0, ""
         for i, limit, limit_text in candidates:
             if i < known:
-                left = limit - values[i]
-                if best < 0 or left < least:
-                    best, least, text = i, left, limit_text
-        if best < 0:
-            continue
-        end = span.windows[best].end
-        if at != span.reset_at or end != span.reset_end:
-            span.reset_at, span.reset_end, span.reset_text = at, end, duration(end - at / 100)
-        headers[limit_name] = text
-        headers[remaining_name] = str(least) if least > 0 else "0"
-        headers[reset_name] = span.reset_text
+                left = limit - cells[i].value
+                if not text or left < least:
+                    least, text = left, limit_text
+        if text:
+            headers[limit_name] = text
+            headers[remaining_name] = str(least) if least > 0 else "0"
+        else:
+            del headers[limit_name], headers[remaining_name], headers[reset_name]
     return headers

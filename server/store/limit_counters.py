@@ -114,46 +114,57 @@ class Bound:
     than a hot loop shows (the limiter's ~50 calls per request cost ~20 us there against ~6 us alone), so the
     per-call path does no lookup, allocation or expiry check that can be done once per window: counters of requests
     and of tokens are held apart (each adds one amount, unpacked without a flag), and the caller reads the cells
-    themselves (`token_cells`, `cell`) rather than a list of their values."""
+    themselves (`cells`, in the takes' order) rather than a list of their values."""
 
-    __slots__ = ("request_cells", "requests", "slot_cells", "slots", "takes", "token_cells", "tokens")
+    __slots__ = ("cells", "request_cells", "requests", "slot_cells", "slots", "takes", "token_cells", "tokens")
 
     def __init__(self, takes: list[tuple[Cell, int, bool]], slots: list[tuple[Cell, int]]) -> None:
         self.takes = takes  # (counter, limit, counts the reservation rather than one request), in the takes' order
         self.slots = slots  # (leases held, limit)
+        self.cells = [cell for cell, _, _ in takes]
         self.requests = [(cell, limit) for cell, limit, tokens in takes if not tokens]
         self.tokens = [(cell, limit) for cell, limit, tokens in takes if tokens]
         self.request_cells = [cell for cell, _ in self.requests]
         self.token_cells = [cell for cell, _ in self.tokens]
         self.slot_cells = [cell for cell, _ in slots]
 
-    def cell(self, take: int) -> Cell:
-        return self.takes[take][0]
-
     def values(self) -> list[int]:
-        return [cell.value for cell, _, _ in self.takes]
+        return [cell.value for cell in self.cells]
 
     def count(self, reserve: int, with_slots: bool) -> bool:
         """Count one call if every take and (`with_slots`) every slot has room; else count nothing (`refused`
-        tells which)."""
+        tells which). Each counter is checked and counted in one pass; a refusal takes back what the pass counted."""
         for cell, limit in self.requests:
             if cell.value >= limit:
-                return False
+                return self._take_back(reserve, cell)
+            cell.value += 1
         need = reserve or 1  # a zero reservation still needs room: none at the limit
         for cell, limit in self.tokens:
             if cell.value + need > limit:
-                return False
+                return self._take_back(reserve, cell)
+            cell.value += reserve
         if with_slots:
             for cell, limit in self.slots:
                 if cell.value >= limit:
-                    return False
-            for cell in self.slot_cells:
+                    return self._take_back(reserve, cell)
                 cell.value += 1
-        for cell in self.request_cells:
-            cell.value += 1
-        for cell in self.token_cells:
-            cell.value += reserve
         return True
+
+    def _take_back(self, reserve: int, refused: Cell) -> bool:
+        """Undo what `count` counted before it reached the counter without room; False, for `count` to return."""
+        for cell in self.request_cells:
+            if cell is refused:
+                return False
+            cell.value -= 1
+        for cell in self.token_cells:
+            if cell is refused:
+                return False
+            cell.value -= reserve
+        for cell in self.slot_cells:
+            if cell is refused:
+                return False
+            cell.value -= 1
+        return False
 
     def refused(self, reserve: int, with_slots: bool) -> int:
         """The index (into takes, then slots) of the first limit without room for the call, -1 if none: which limit
