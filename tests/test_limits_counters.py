@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, reservation
 from gateway.limits.headers import duration, retry_headers
@@ -440,6 +441,35 @@ async def test_in_process_limiter_shares_tenant_counters_restarts_windows_and_se
         assert fits is not None and fits.headers["x-ratelimit-remaining-tokens"] == "0"
         with pytest.raises(LimitExceeded, match="tokens per minute of the API key"):
             await admit("k1", 1, start + 62)
+    finally:
+        await limiter.close()
+        await db.close()
+
+
+async def test_in_process_limiter_applies_a_changed_policy_at_once(database: Database) -> None:
+    """Each call of a window reuses its (key, model) plan without looking the policies up; a policy write must still
+    drop the plans with the cached policies, so the very next call is counted against the new limit."""
+    tenant = unique_name("lim")
+    await insert_rows(database, TenantRow(id=tenant, name=tenant))
+    await insert_rows(
+        database,
+        LimitPolicyRow(tenant_id=tenant, tier=1, quantities={}, scope_kind=1, scope_id="", requests_per_minute=10),
+    )
+    db = Db(database.url)
+    limiter = Limiter(db, MemoryCounters(), ttl=60, fail_closed=False)
+    caller = Principal(
+        None, scoped_tenant_id=tenant, api_key=ApiKeyIdentity("k1", tenant, ApiKeyType.PERSONAL, "u", None)
+    )
+    try:
+        start = minute_window(time.time()).end  # one minute for both calls
+        first = await limiter.admit(caller, "m", 1, with_slots=False, now=start)
+        assert first is not None and first.headers["x-ratelimit-limit-requests"] == "10"
+        async with db.transaction() as session:  # the writing process drops its caches on commit
+            await session.execute(
+                update(LimitPolicyRow).where(LimitPolicyRow.tenant_id == tenant).values(requests_per_minute=1)
+            )
+        with pytest.raises(LimitExceeded, match="limit 1, used 1"):
+            await limiter.admit(caller, "m", 1, with_slots=False, now=start + 1)
     finally:
         await limiter.close()
         await db.close()
