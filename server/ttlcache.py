@@ -9,7 +9,8 @@ its hits and misses (server.metrics, `switchboard_cache_lookups_total{cache=name
 
 `forget()` drops entries before their time (a change announced by `server.invalidation`); a load already under way
 when it is called may have read the old rows, so its answer reaches the callers waiting on it but is not kept, and
-later callers start a load of their own.
+later callers start a load of their own. `expires(key, answer)` tells a caller that keeps what it derived from an
+answer until when it may (-inf once the answer is no longer the cached one).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 `admit` runs before each model call: it finds the policies of the key's tenant (cached per process for
 `settings.api_key_cache_seconds`, so no database round trip per request; a changed policy reaches every replica
 through server.invalidation, that TTL being the fallback), keeps those whose scope matches (the tenant, the key's
-service account, the key, the model named) and asks the counter store, in one atomic step, to count one request in
+service account, the key, the model named: a plan per key and model, reused until a window ends or the policies go
+stale or change) and asks the counter store, in one atomic step, to count one request in
 every requests-per-minute window, reserve the call's estimated tokens in every tokens-per-minute window and budget
 period, and hold a lease in every concurrency cap. If any limit has no room, nothing is counted and the call is
 refused (`LimitExceeded`, a 429 with Retry-After). `finish` settles the reservation to the tokens the answer
