@@ -58,12 +58,12 @@ async def _callgrind(*args: str) -> None:
     assert await proc.wait() == 0, args
 
 
-async def _counted(served: Served, out: Path, call: Any) -> float:
-    """Instructions per request of `REQUESTS` calls, `IN_FLIGHT` at a time, and their meter's writing."""
+async def _counted(served: Served, out: Path, call: Any, requests: int) -> float:
+    """Instructions per request of `requests` calls, `IN_FLIGHT` at a time, and their meter's writing."""
     await asyncio.sleep(SETTLE_SECONDS)  # the warm-up's rows written, uncounted
     dumps = set(out.parent.glob(f"{out.name}.*"))
     await _callgrind("-i", "on", str(served.pid))
-    for _ in range(REQUESTS // IN_FLIGHT):
+    for _ in range(requests // IN_FLIGHT):
         await asyncio.gather(*(call() for _ in range(IN_FLIGHT)))
     await asyncio.sleep(SETTLE_SECONDS)
     await _callgrind("-d", str(served.pid))  # writes the counts so far and starts again from zero
@@ -71,19 +71,25 @@ async def _counted(served: Served, out: Path, call: Any) -> float:
     (dump,) = set(out.parent.glob(f"{out.name}.*")) - dumps
     totals = re.search(r"^totals:\s+(\d+)", dump.read_text(), re.MULTILINE)
     assert totals is not None, dump
-    return int(totals[1]) / REQUESTS
+    return int(totals[1]) / requests
 
 
 async def instructions(
-    env: dict[str, str], keys: dict[str, str], *, streaming: bool = True
+    env: dict[str, str],
+    keys: dict[str, str],
+    *,
+    streaming: bool = True,
+    requests: int = REQUESTS,
+    repeats: int = REPEATS,
 ) -> dict[str, tuple[float, float]] | None:
     """Prints, and returns by case (non-streaming, streaming), the instructions per request of the two `keys`
-    (label -> secret, the baseline first) and their ratio; None when skipped."""
+    (label -> secret, the baseline first) and their ratio, the lower of `repeats` counts of `requests` calls each;
+    None when skipped."""
     if os.environ.get("SWITCHBOARD_BENCH_CALLGRIND") == "0" or not shutil.which("valgrind"):
         print("-- instructions per request: skipped (valgrind not installed, or SWITCHBOARD_BENCH_CALLGRIND=0)")
         return None
     (base, base_key), (other, other_key) = keys.items()
-    print(f"-- instructions per request (callgrind), {REQUESTS} requests, {IN_FLIGHT} in flight")
+    print(f"-- instructions per request (callgrind), {requests} requests, {IN_FLIGHT} in flight, lower of {repeats}")
     print(f"{'case':<14} {base:>10} {other:>10} {'ratio':>7}")
     out = Path(tempfile.mkdtemp(prefix="switchboard-callgrind-")) / "gateway.out"
     found: dict[str, tuple[float, float]] = {}
@@ -100,17 +106,23 @@ async def instructions(
             await _ready(http, url, {"Authorization": f"Bearer {other_key}"})
             for streamed in (False, True) if streaming else (False,):
                 counts: dict[str, list[float]] = {base: [], other: []}
-                for _ in range(REPEATS):
+                for _ in range(repeats):
                     for label, key in keys.items():
                         non_stream, stream = _calls(http, url, {"Authorization": f"Bearer {key}"})
                         call = stream if streamed else non_stream
                         for _ in range(50):
                             await call()
-                        counts[label].append(await _counted(gateway, out, call))
+                        counts[label].append(await _counted(gateway, out, call, requests))
                 low_base, low_other = min(counts[base]), min(counts[other])
                 case = "streaming" if streamed else "non-streaming"
                 found[case] = (low_base, low_other)
-                print(f"{case:<14} {low_base / 1000:>9.0f}k {low_other / 1000:>9.0f}k {low_other / low_base:>6.3f}x")
+                spread = " ".join(
+                    f"{label}: {', '.join(f'{c / 1000:.0f}k' for c in got)}" for label, got in counts.items()
+                )
+                print(
+                    f"{case:<14} {low_base / 1000:>9.0f}k {low_other / 1000:>9.0f}k {low_other / low_base:>6.3f}x"
+                    f"  (each count, in order: {spread})"
+                )
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
     return found

@@ -289,7 +289,9 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
             )
     for store in ("in-process", "redis"):
         print(f"{store}:", end=" ")
-        counted = await instructions(stores[store], {"no limits": free, "limited": limited}, streaming=False)
+        counted = await instructions(
+            stores[store], {"no limits": free, "limited": limited}, streaming=False, requests=1800, repeats=3
+        )
         if counted is not None:
             base, with_limits = counted["non-streaming"]
             added = with_limits / base - 1
