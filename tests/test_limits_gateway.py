@@ -28,7 +28,7 @@ from server.store.models import LimitSoftCrossingRow
 from tests.conftest import Database, Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
 from tests.gateway_world import GatewayWorld
-from tests.limits_world import LimitsGateway, Tenant, limits_gateway, new_tenant
+from tests.limits_world import LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
 from tests.world import must
 
 RESET = re.compile(r"^(\d+ms|\d+(\.\d+)?s)$")
@@ -75,6 +75,7 @@ async def test_requests_per_minute_refuse_with_openais_429(gw: LimitsGateway, te
     key_id, secret = await tenant.key("rpm")
     _, other = await tenant.key("unlimited")
     await tenant.limit((KEY, key_id), requestsPerMinute="3")
+    await early_in_a_minute(10)
     model = tenant.world.model("lchat")
     for remaining in ("2", "1", "0"):
         status, headers, _ = await post(gw, secret, "/chat/completions", chat(model))
@@ -163,6 +164,7 @@ async def test_the_tightest_applicable_limit_wins(gw: LimitsGateway, tenant: Ten
     chat_model, other_model = tenant.world.model("lchat"), tenant.world.model("lchat2")
     await tenant.limit((TENANT, ""), requestsPerMinute="5")
     await tenant.limit((MODEL, chat_model), tier="LIMIT_TIER_TENANT", requestsPerMinute="2")
+    await early_in_a_minute(10)
     results = [(await post(gw, secret, "/chat/completions", chat(chat_model)))[0] for _ in range(3)]
     assert results == [200, 200, 429]
     # The other model is limited by the tenant's 5 only, which the two admitted calls above already used from.
@@ -177,6 +179,7 @@ async def test_every_inference_surface_is_limited(gw: LimitsGateway, tenant: Ten
     m = tenant.world.model
     for name in ("lchat", "lembed", "lrerank", "lwhisper"):
         await tenant.limit((MODEL, m(name)), requestsPerMinute="1")
+    await early_in_a_minute(20)  # the /responses call at the end finds the chat model's minute spent
     calls = {
         "chat": ("/chat/completions", chat(m("lchat"))),
         "embeddings": ("/embeddings", {"model": m("lembed"), "input": ["a", "b"]}),
@@ -225,6 +228,7 @@ async def test_each_model_call_of_the_tool_loop_counts(
     )
     key_id, secret = await tenant.key("loop")
     await tenant.limit((KEY, key_id), requestsPerMinute="3")
+    await early_in_a_minute(10)
     tools = [{"type": "mcp", "server_label": label, "require_approval": "never"}]
     with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0) as sdk:
         raw = sdk.responses.with_raw_response.create(model=tenant.world.model("lchat"), input="2+3?", tools=tools)
@@ -238,6 +242,7 @@ async def test_each_model_call_of_the_tool_loop_counts(
     key_id, secret = await tenant.key("loop-stream")
     await tenant.limit((KEY, key_id), requestsPerMinute="3")
     await asyncio.sleep(1.2)  # the tenant's policies, cached by the gateway for up to 1 s (the test setting)
+    await early_in_a_minute(10)
     with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0) as sdk:
         for expected in ("response.completed", "response.failed"):
             events = list(
@@ -279,8 +284,7 @@ async def test_the_sdk_retry_succeeds_after_the_window(gw: LimitsGateway, tenant
     """A refused call's Retry-After runs to the end of the minute window; the SDK waits that long and succeeds."""
     key_id, secret = await tenant.key("window")
     await tenant.limit((KEY, key_id), requestsPerMinute="1")
-    if 60 - time.time() % 60 < 5:  # both calls must start in one window
-        await asyncio.sleep(60 - time.time() % 60 + 0.1)
+    await early_in_a_minute(5)  # both calls must start in one window
     model = tenant.world.model("lchat")
     statuses: list[int] = []
     client = httpx.Client(event_hooks={"response": [lambda r: statuses.append(r.status_code)]})
@@ -300,8 +304,7 @@ async def test_two_workers_of_one_gateway_admit_the_limit_once_without_redis(
     spreads over both workers) against a limit of 10 admit exactly 10, not 10 per worker."""
     key_id, secret = await tenant.key("two-workers")
     await tenant.limit((KEY, key_id), requestsPerMinute="10")
-    if 60 - time.time() % 60 < 10:  # all of them in one minute window
-        await asyncio.sleep(60 - time.time() % 60 + 0.1)
+    await early_in_a_minute(10)  # all of them in one minute window
     body = orjson.dumps(chat(tenant.world.model("lchat")))
     async with limits_gateway(database, server, workers=2) as two:
         connector = aiohttp.TCPConnector(force_close=True)  # a new connection per call
@@ -327,6 +330,7 @@ async def test_browsers_can_read_the_rate_limit_headers(gw: LimitsGateway, tenan
     written = {*NAMES["requests"], *NAMES["tokens"], *retry_headers(1)}
     key_id, secret = await tenant.key("browser")
     await tenant.limit((KEY, key_id), requestsPerMinute="1", tokensPerMinute="100k")
+    await early_in_a_minute(10)
     url = f"{gw.base_url}/chat/completions"
     async with aiohttp.ClientSession() as http:
         asked = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, server_env, start_server, unique_name
 from tests.gateway_world import GatewayWorld
-from tests.limits_world import REDIS_URL, LimitsGateway, Tenant, limits_gateway, new_tenant
+from tests.limits_world import REDIS_URL, LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
 from tests.world import must
 
 LIMITS = "switchboard.limits.v1.LimitService"
@@ -67,19 +66,12 @@ async def _spread(
         return list(await asyncio.gather(*(one(i, b) for i, b in enumerate(bodies))))
 
 
-async def _fresh_window() -> None:
-    """Start a burst early in a minute window, so all of it is counted in one."""
-    left = 60 - time.time() % 60
-    if left < 20:
-        await asyncio.sleep(left + 0.1)
-
-
 async def test_three_replicas_admit_exactly_the_limit_under_64_concurrent_calls(
     replicas: list[LimitsGateway], tenant: Tenant
 ) -> None:
     key_id, secret = await tenant.key("shared")
     await tenant.limit(("API_KEY", key_id), requestsPerMinute="60")
-    await _fresh_window()
+    await early_in_a_minute(20)
     statuses = await _spread(replicas, secret, [chat(tenant.world.model("lchat"))] * 150, concurrency=64)
     assert statuses.count(200) == 60 and statuses.count(429) == 90
 
