@@ -36,7 +36,7 @@ from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
-from server.store.limit_counters import Cell, Counters, CountersUnavailable, Slot, Take
+from server.store.limit_counters import Counters, CountersUnavailable, Slot, Take
 from server.store.models import LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
@@ -314,12 +314,12 @@ class Limiter:
         # In process: counted on the window's counters, no store call.
         if not bound.count(reserve, with_slots):
             refused = bound.refused(reserve, with_slots)
-            raise self._refusal(span, reserve, refused, bound.cells, refused + 1, now=now)
+            raise self._refusal(span, reserve, refused, bound.values()[: refused + 1], now)
         for soft, cell in span.soft_cells:
             after = cell.value
             if after - reserve < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
-        return Grant(span, reserve, _headers(span, bound.cells, len(bound.cells), now), with_slots)
+        return Grant(span, reserve, _headers(span, bound.values(), now), with_slots)
 
     async def _acquire(self, span: _Span, reserve: int, with_slots: bool, now: float) -> Grant | None:
         """Count the call in the shared store; None if the store is down (fail open)."""
@@ -331,19 +331,16 @@ class Limiter:
             self._store_down(str(exc))
             return None
         values = outcome.values
-        cells = [Cell(value, now) for value in values]  # the counts as `_headers` reads them
         if not outcome.admitted:
-            raise self._refusal(span, reserve, outcome.refused, cells, len(cells), now=now)
+            raise self._refusal(span, reserve, outcome.refused, values, now)
         for soft in span.soft:
             after = values[soft.take]
             if after - reserve < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
-        return Grant(span, reserve, _headers(span, cells, len(cells), now), with_slots, lease)
+        return Grant(span, reserve, _headers(span, values, now), with_slots, lease)
 
-    def _refusal(
-        self, span: _Span, reserve: int, refused: int, cells: Sequence[Cell], known: int, *, now: float
-    ) -> LimitExceeded:
-        """The refusal by take or slot `refused`, the counts of the first `known` takes found."""
+    def _refusal(self, span: _Span, reserve: int, refused: int, values: Sequence[int], now: float) -> LimitExceeded:
+        """The refusal by take or slot `refused`; `values` are the counts of the takes found up to it."""
         checks = span.checks
         if refused >= len(checks):
             cap = span.caps[refused - len(checks)]
@@ -353,9 +350,9 @@ class Limiter:
                 retry_headers(_CONCURRENCY_WAIT),
             )
         check = checks[refused]
-        headers = {**_headers(span, cells, known, now), **retry_headers(span.windows[refused].end - now)}
+        headers = {**_headers(span, values, now), **retry_headers(span.windows[refused].end - now)}
         return LimitExceeded(
-            f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {cells[refused].value}, "
+            f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
             f"requested {reserve if check.tokens else 1}. Please try again in {headers['retry-after']}s.",
             headers,
         )
@@ -441,9 +438,10 @@ class Limiter:
             log.exception("could not record a soft budget crossing")
 
 
-def _headers(span: _Span, cells: Sequence[Cell], known: int, now: float) -> dict[str, str]:
-    """The trios of the tightest requests-per-minute and tokens-per-minute limits among the first `known` counts of
-    the span's takes (a refusal knows the counts up to the limit that refused)."""
+def _headers(span: _Span, values: Sequence[int], now: float) -> dict[str, str]:
+    """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known (`values`,
+    the span's takes in order: a refusal knows the counts up to the limit that refused)."""
+    known = len(values)
     hundredths = now * 100
     if not span.reset_at <= hundredths < span.reset_next:
         span.reset_at = at = float(int(hundredths))
@@ -456,7 +454,7 @@ def _headers(span: _Span, cells: Sequence[Cell], known: int, now: float) -> dict
         least, text = 0, ""
         for i, limit, limit_text in candidates:
             if i < known:
-                left = limit - cells[i].value
+                left = limit - values[i]
                 if not text or left < least:
                     least, text = left, limit_text
         if text:
