@@ -124,7 +124,6 @@ class _Span:
         "slot_names",
         "slot_takes",
         "soft",
-        "soft_cells",
         "template",
         "token_counters",
         "token_room",
@@ -144,7 +143,7 @@ class _Span:
         self.fixed = [Take(n, c.limit, c.tokens, e) for c, n, e in zip(takes, names, expiries, strict=True)]
         self.slot_takes = [Slot(c.rule.base, c.limit) for c in slots]
         self.slot_names = [s.counter for s in self.slot_takes]
-        self.bound = bound = counters.bind(self.fixed, self.slot_takes, now)
+        self.bound = counters.bind(self.fixed, self.slot_takes, now)
         self.token_room = min((c.limit for c in takes if c.tokens), default=INT64_MAX)  # above it nothing fits
         self.until = min((w.end for w in windows), default=INT64_MAX)
         tokens = [i for i, c in enumerate(takes) if c.tokens]
@@ -155,8 +154,6 @@ class _Span:
             for position, i in enumerate(tokens)
             if (c := takes[i]).rule.metric == Metric.TOKEN_BUDGET and (soft := c.rule.policy.soft_budget) is not None
         ]
-        # In process a soft threshold is watched on its counter itself.
-        self.soft_cells = [(s, bound.cells[s.take]) for s in self.soft] if bound is not None else []
         # The header names of a kind (requests, tokens), and the takes it picks from: (index, limit, limit as text).
         self.trios = [
             (NAMES[kind], found)
@@ -309,20 +306,27 @@ class Limiter:
         if reserve > span.token_room:
             raise _too_large(span, reserve)
         bound = span.bound
-        if bound is None:
-            return await self._acquire(span, reserve, with_slots, now)
-        # In process: counted on the window's counters, no store call.
-        if not bound.count(reserve, with_slots):
-            refused = bound.refused(reserve, with_slots)
-            raise self._refusal(span, reserve, refused, bound.values()[: refused + 1], now)
-        for soft, cell in span.soft_cells:
-            after = cell.value
+        values: Sequence[int]
+        if bound is not None:  # in process: counted on the window's counters, no store call
+            if not bound.count(reserve, with_slots):
+                refused = bound.refused(reserve, with_slots)
+                raise self._refusal(span, reserve, refused, bound.values()[: refused + 1], now)
+            values, lease = bound.values(), ""
+        else:
+            counted = await self._acquire(span, reserve, with_slots, now)
+            if counted is None:
+                return None
+            values, lease = counted
+        for soft in span.soft:
+            after = values[soft.take]
             if after - reserve < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
-        return Grant(span, reserve, _headers(span, bound.values(), now), with_slots)
+        return Grant(span, reserve, _headers(span, values, now), with_slots, lease)
 
-    async def _acquire(self, span: _Span, reserve: int, with_slots: bool, now: float) -> Grant | None:
-        """Count the call in the shared store; None if the store is down (fail open)."""
+    async def _acquire(
+        self, span: _Span, reserve: int, with_slots: bool, now: float
+    ) -> tuple[Sequence[int], str] | None:
+        """Count the call in the shared store: its counts and lease, None if the store is down (fail open)."""
         slots = span.slot_takes if with_slots else []
         lease = f"{self._lease_prefix}{next(self._serial):x}" if slots else ""
         try:
@@ -330,14 +334,9 @@ class Limiter:
         except CountersUnavailable as exc:
             self._store_down(str(exc))
             return None
-        values = outcome.values
         if not outcome.admitted:
-            raise self._refusal(span, reserve, outcome.refused, values, now)
-        for soft in span.soft:
-            after = values[soft.take]
-            if after - reserve < soft.threshold <= after:
-                self._soft_crossed(soft.applied, after)
-        return Grant(span, reserve, _headers(span, values, now), with_slots, lease)
+            raise self._refusal(span, reserve, outcome.refused, outcome.values, now)
+        return outcome.values, lease
 
     def _refusal(self, span: _Span, reserve: int, refused: int, values: Sequence[int], now: float) -> LimitExceeded:
         """The refusal by take or slot `refused`; `values` are the counts of the takes found up to it."""
@@ -381,25 +380,24 @@ class Limiter:
         span = grant.span
         delta = 0 if used is None else used - grant.reserved
         bound = span.bound
+        values: Sequence[int]
         if bound is not None:
             bound.settle(delta, grant.slots)
-            if delta:
-                for soft, cell in span.soft_cells:
-                    after = cell.value
-                    if after - delta < soft.threshold <= after:
-                        self._soft_crossed(soft.applied, after)
-            return
-        counters = span.token_counters if delta else []
-        slots = span.slot_names if grant.slots else []
-        if not counters and not slots:
-            return
-        try:
-            values = await self._counters.finish(counters, delta, slots, grant.lease)
-        except CountersUnavailable:
-            # A settlement that cannot reach the store leaves the reservation standing (its leases expire in Redis).
-            _unavailable.add(1, {"outcome": "unsettled"})
-            return
-        for soft in span.soft if counters else ():
+            # Read back only for a soft budget to watch: most keys have none, and every call settles.
+            values = [cell.value for cell in bound.token_cells] if delta and span.soft else ()
+        else:
+            counters = span.token_counters if delta else []
+            slots = span.slot_names if grant.slots else []
+            if not counters and not slots:
+                return
+            try:
+                values = await self._counters.finish(counters, delta, slots, grant.lease)
+            except CountersUnavailable:
+                # A settlement that cannot reach the store leaves the reservation standing (its leases expire in
+                # Redis).
+                _unavailable.add(1, {"outcome": "unsettled"})
+                return
+        for soft in span.soft if delta else ():
             after = values[soft.position]
             if after - delta < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)

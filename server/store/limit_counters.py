@@ -113,8 +113,8 @@ class Bound:
     window counts on them directly. In the gateway a request's CPU grows with every Python step it takes, far more
     than a hot loop shows (the limiter's ~50 calls per request cost ~20 us there against ~6 us alone), so the
     per-call path does no lookup, allocation or expiry check that can be done once per window: counters of requests
-    and of tokens are held apart (each adds one amount, unpacked without a flag), and soft budgets are watched on
-    the cells themselves (`cells`, in the takes' order)."""
+    and of tokens are held apart (each adds one amount, unpacked without a flag); `values` reads the counts in the
+    takes' order."""
 
     __slots__ = ("cells", "request_cells", "requests", "slot_cells", "slots", "takes", "token_cells", "tokens")
 
