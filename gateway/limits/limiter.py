@@ -176,9 +176,7 @@ class _Plan:
     windows ends or its policies go stale in the cache, whichever comes first: each call within that is one lookup."""
 
     source: list[Policy]
-    takes: list[_Check]
-    slots: list[_Check]
-    span: _Span
+    span: _Span  # the current windows'; its checks carry over to the next span
     since: float = 0.0
     until: float = -math.inf
 
@@ -280,9 +278,9 @@ class Limiter:
                 self._plans.clear()
             takes, slots = _checks(policies, Caller(tenant_id, key.key_id, key.service_account_id, model))
             span = _Span(takes, slots, self._windows, now, self._counters)
-            plan = self._plans[lookup] = _Plan(policies, takes, slots, span)
+            plan = self._plans[lookup] = _Plan(policies, span)
         elif now >= plan.span.until:
-            plan.span = _Span(plan.takes, plan.slots, self._windows, now, self._counters)
+            plan.span = _Span(plan.span.checks, plan.span.caps, self._windows, now, self._counters)
         # The policies' expiry is on the monotonic clock, the windows' on the wall clock `now` comes from.
         stale = now + (self._policies.expires(tenant_id, policies) - time.monotonic())
         plan.since, plan.until = now, min(plan.span.until, stale)
@@ -300,9 +298,9 @@ class Limiter:
         plan = self._plans.get((key.key_id, model))
         if plan is None or not plan.since <= now < plan.until:
             plan = await self._current(key, model, now)
-        if not plan.takes and not (with_slots and plan.slots):
-            return None
         span = plan.span
+        if not span.checks and not (with_slots and span.caps):
+            return None
         if reserve > span.token_room:
             raise _too_large(span, reserve)
         bound = span.bound
