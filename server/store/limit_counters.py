@@ -46,14 +46,45 @@ class CountersUnavailable(Exception):
     """The shared store cannot be reached (the caller fails open or closed, as configured)."""
 
 
+class _Credit:
+    """Units of one counter this process holds: counted in Redis, not yet used by a call here."""
+
+    __slots__ = ("cap", "expires", "low", "seen", "target", "units", "used")
+
+    def __init__(self, expires: float) -> None:
+        self.units = 0
+        self.used = 0.0  # when a call last drew on it or refunded to it
+        self.seen = 0  # the counter's value in Redis when last read (our units included)
+        self.expires = expires
+        self.cap = 0  # what it may hold: a refund above this goes back to Redis
+        self.low = 0  # below this it is topped up
+        self.target = 0  # what a top-up fills to, and a surplus is given back down to
+
+    def size(self, cap: int, tokens: bool) -> None:
+        """A count of requests is topped up below half its cap, to the cap. A token counter is topped up below a
+        quarter, to half, and gives back above the cap, down to half: the gap from half to the cap takes the
+        refunds of the calls in flight (a reservation is mostly refunded when its call ends). With the top-up
+        at half and the refill to the cap, the refunds of 8 calls in flight pushed the units over the cap, back
+        down to half, under it with the next call, and up again: two round trips every few calls
+        (tests/test_limits_counters.py counts them)."""
+        self.cap = cap
+        self.low, self.target = (cap // 4, cap // 2) if tokens else (cap // 2, cap)
+
+
+_NO_CREDIT = _Credit(-math.inf)  # expired from the start: never drawn on
+
+
 # Plain slotted records (a frozen dataclass costs ~4x as much to create). Treated as values: nothing changes one
-# after it is made.
+# after it is made, except a Take's `credit`.
 @dataclass(slots=True)
 class Take:
     counter: str
     limit: int
     tokens: bool  # counts the call's reservation (else one request)
     expires: float  # epoch seconds
+    # RedisCounters' permits of this counter, kept on the Take once found: a plan makes its Takes once per window,
+    # so each call of the window finds them without a lookup by name (RedisCounters._credit stays their holder).
+    credit: _Credit = _NO_CREDIT
 
 
 @dataclass(slots=True)
@@ -370,31 +401,6 @@ _FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redi
 _SWEEP_SECONDS = 60.0
 
 
-class _Credit:
-    """Units of one counter this process holds: counted in Redis, not yet used by a call here."""
-
-    __slots__ = ("cap", "expires", "low", "seen", "target", "units", "used")
-
-    def __init__(self, expires: float) -> None:
-        self.units = 0
-        self.used = 0.0  # when a call last drew on it or refunded to it
-        self.seen = 0  # the counter's value in Redis when last read (our units included)
-        self.expires = expires
-        self.cap = 0  # what it may hold: a refund above this goes back to Redis
-        self.low = 0  # below this it is topped up
-        self.target = 0  # what a top-up fills to, and a surplus is given back down to
-
-    def size(self, cap: int, tokens: bool) -> None:
-        """A count of requests is topped up below half its cap, to the cap. A token counter is topped up below a
-        quarter, to half, and gives back above the cap, down to half: the gap from half to the cap takes the
-        refunds of the calls in flight (a reservation is mostly refunded when its call ends). With the top-up
-        at half and the refill to the cap, the refunds of 8 calls in flight pushed the units over the cap, back
-        down to half, under it with the next call, and up again: two round trips every few calls
-        (tests/test_limits_counters.py counts them)."""
-        self.cap = cap
-        self.low, self.target = (cap // 4, cap // 2) if tokens else (cap // 2, cap)
-
-
 @dataclass(slots=True)
 class _Spare:
     member: str  # the lease in Redis's set
@@ -439,20 +445,22 @@ class RedisCounters:
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome | None:
         """Admit from this process's permits alone (every take covered, a spare lease for every slot), or None."""
-        held = self._credit
         need = reserve or 1
-        credits = []
         for take in takes:
-            credit = held.get(take.counter)
-            if credit is None or credit.expires <= now or credit.units < (need if take.tokens else 1):
+            credit = take.credit
+            if credit.expires <= now:  # none on this Take yet, or its window's ended: the one held by name, if any
+                credit = take.credit = self._credit.get(take.counter, _NO_CREDIT)
+                if credit.expires <= now:
+                    return None
+            if credit.units < (need if take.tokens else 1):
                 return None
-            credits.append(credit)
         spares = self._spares
         for slot in slots:
             if not spares.get(slot.counter):
                 return None
         values = []
-        for take, credit in zip(takes, credits, strict=True):
+        for take in takes:
+            credit = take.credit
             units = credit.units = credit.units - (reserve if take.tokens else 1)
             credit.used = now
             values.append(credit.seen - units)
