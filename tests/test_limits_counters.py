@@ -9,7 +9,7 @@ import multiprocessing
 import os
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -251,7 +251,7 @@ def _die_locking(store: SharedCounters, worker: int, named: bool) -> None:
     store.attach(worker)
     stripe = store._where("t|rpm").stripe
     if named:
-        store._lock([store._where("t|rpm")])
+        store._lock([stripe])
     else:
         store._locks[stripe].acquire()
     os._exit(0)
@@ -395,11 +395,16 @@ async def test_permit_leases_never_exceed_a_concurrency_cap(
     assert (await reader.peek([], ["t|cap"], now))[0] <= 1000
 
 
-# ---- the limiter counting in process (gateway.limits.limiter over MemoryCounters' window-bound counters) ----------
+# ---- the limiter counting in memory (gateway.limits.limiter over window-bound counters: in process, shared) -------
+
+_IN_MEMORY = pytest.mark.parametrize(
+    "in_memory", [MemoryCounters, lambda: SharedCounters(slots=1024, workers=1)], ids=["in-process", "shared"]
+)
 
 
-async def test_in_process_limiter_shares_tenant_counters_restarts_windows_and_settles_into_their_own(
-    database: Database,
+@_IN_MEMORY
+async def test_in_memory_limiter_shares_tenant_counters_restarts_windows_and_settles_into_their_own(
+    database: Database, in_memory: Callable[[], Counters]
 ) -> None:
     """Each (key, model) plan binds its window's counters once; two keys' plans must still count on the one tenant
     counter, a new minute must start from zero, and a call admitted in one minute must settle in that minute's
@@ -413,7 +418,7 @@ async def test_in_process_limiter_shares_tenant_counters_restarts_windows_and_se
         LimitPolicyRow(**policy, scope_kind=3, scope_id="k1", tokens_per_minute=100, concurrent_requests=1),
     )
     db = Db(database.url)
-    limiter = Limiter(db, MemoryCounters(), ttl=60, fail_closed=False)
+    limiter = Limiter(db, in_memory(), ttl=60, fail_closed=False)
 
     def caller(key: str) -> Principal:
         return Principal(
@@ -446,7 +451,10 @@ async def test_in_process_limiter_shares_tenant_counters_restarts_windows_and_se
         await db.close()
 
 
-async def test_in_process_limiter_applies_a_changed_policy_at_once(database: Database) -> None:
+@_IN_MEMORY
+async def test_in_memory_limiter_applies_a_changed_policy_at_once(
+    database: Database, in_memory: Callable[[], Counters]
+) -> None:
     """Each call of a window reuses its (key, model) plan without looking the policies up; a policy write must still
     drop the plans with the cached policies, so the very next call is counted against the new limit."""
     tenant = unique_name("lim")
@@ -456,7 +464,7 @@ async def test_in_process_limiter_applies_a_changed_policy_at_once(database: Dat
         LimitPolicyRow(tenant_id=tenant, tier=1, quantities={}, scope_kind=1, scope_id="", requests_per_minute=10),
     )
     db = Db(database.url)
-    limiter = Limiter(db, MemoryCounters(), ttl=60, fail_closed=False)
+    limiter = Limiter(db, in_memory(), ttl=60, fail_closed=False)
     caller = Principal(
         None, scoped_tenant_id=tenant, api_key=ApiKeyIdentity("k1", tenant, ApiKeyType.PERSONAL, "u", None)
     )

@@ -109,7 +109,7 @@ class _Check:
 
 class _Span:
     """What a plan counts on until the first of its windows ends (`until`): the counter names, expiries and Takes
-    every call of those windows counts, in process the counters themselves (`bound`), and the limits as header
+    every call of those windows counts, in memory the counters themselves (`bound`), and the limits as header
     text. Made once per window, so per call only the token reservation is new."""
 
     __slots__ = (
@@ -305,8 +305,8 @@ class Limiter:
             raise _too_large(span, reserve)
         bound = span.bound
         values: Sequence[int]
-        if bound is not None:  # in process: counted on the window's counters, no store call
-            if not bound.count(reserve, with_slots):
+        if bound is not None:  # in this host's memory: counted on the window's counters, no store call
+            if not bound.count(reserve, with_slots, now):
                 refused = bound.refused(reserve, with_slots)
                 raise self._refusal(span, reserve, refused, bound.values()[: refused + 1], now)
             values, lease = bound.values(), ""
@@ -382,7 +382,7 @@ class Limiter:
         if bound is not None:
             bound.settle(delta, grant.slots)
             # Read back only for a soft budget to watch: most keys have none, and every call settles.
-            values = [cell.value for cell in bound.token_cells] if delta and span.soft else ()
+            values = bound.token_values() if delta and span.soft else ()
         else:
             counters = span.token_counters if delta else []
             slots = span.slot_names if grant.slots else []

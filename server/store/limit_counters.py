@@ -30,6 +30,7 @@ __all__ = [
     "LEASE_SECONDS",
     "Bound",
     "Cell",
+    "CellBound",
     "Counters",
     "CountersUnavailable",
     "MemoryCounters",
@@ -112,7 +113,8 @@ class Outcome:
 class Counters(Protocol):
     def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> Bound | None:
         """A plan's counters for one window, counted on directly (`Bound.count`, `Bound.settle`) by a store that
-        counts in this process; None from a store that counts elsewhere (every call then goes through `acquire`)."""
+        counts in this host's memory (this process's, or the table a gateway's workers share); None from a store that
+        counts elsewhere (every call then goes through `acquire`)."""
         ...
 
     async def acquire(
@@ -139,7 +141,24 @@ class Cell:
         self.value, self.expires = value, expires
 
 
-class Bound:
+class Bound(Protocol):
+    """A plan's counters for one window (`Counters.bind`), counted on directly: no lookup by name per call. `count`
+    counts one call if every take and (`with_slots`) every slot has room, else nothing (`refused` then says which
+    limit refused: an index into takes, then slots); `values` are the takes' counts after it (up to the refusal);
+    `settle` adds a call's token delta and gives its leases back, after which `token_values` are the token counts."""
+
+    def count(self, reserve: int, with_slots: bool, now: float) -> bool: ...
+
+    def refused(self, reserve: int, with_slots: bool) -> int: ...
+
+    def values(self) -> list[int]: ...
+
+    def settle(self, delta: int, with_slots: bool) -> None: ...
+
+    def token_values(self) -> list[int]: ...
+
+
+class CellBound:
     """A plan's counters in process for one window (`MemoryCounters.bind`), found by name once: each call of the
     window counts on them directly. In the gateway a request's CPU grows with every Python step it takes, far more
     than a hot loop shows (the limiter's ~50 calls per request cost ~20 us there against ~6 us alone), so the
@@ -162,9 +181,12 @@ class Bound:
     def values(self) -> list[int]:
         return [cell.value for cell in self.cells]
 
-    def count(self, reserve: int, with_slots: bool) -> bool:
-        """Count one call if every take and (`with_slots`) every slot has room; else count nothing (`refused`
-        tells which). Each counter is checked and counted in one pass; a refusal takes back what the pass counted."""
+    def token_values(self) -> list[int]:
+        return [cell.value for cell in self.token_cells]
+
+    def count(self, reserve: int, with_slots: bool, now: float) -> bool:
+        """Each counter is checked and counted in one pass; a refusal takes back what the pass counted. (`now`: the
+        cells were made for the window.)"""
         for cell, limit in self.requests:
             if cell.value >= limit:
                 return self._take_back(reserve, cell)
@@ -242,7 +264,7 @@ class MemoryCounters:
         entry = self._counts.get(counter)
         return entry.value if entry is not None and entry.expires > now else 0
 
-    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> Bound:
+    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> CellBound:
         """The counters of `takes` (made, or restarted if their window ended) and `slots`, for `count`."""
         if now >= self._next_sweep:
             self._sweep(now)
@@ -263,13 +285,13 @@ class MemoryCounters:
             if entry is None:
                 entry = counts[slot.counter] = Cell(0, math.inf)
             bound_slots.append((entry, slot.limit))
-        return Bound(bound_takes, bound_slots)
+        return CellBound(bound_takes, bound_slots)
 
     async def acquire(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
         bound = self.bind(takes, slots, now)
-        if bound.count(reserve, bool(slots)):
+        if bound.count(reserve, bool(slots), now):
             return Outcome(True, -1, tuple(bound.values()))
         refused = bound.refused(reserve, bool(slots))
         return Outcome(False, refused, tuple(bound.values()[: refused + 1]))  # the counts found up to the refusal

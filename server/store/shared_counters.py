@@ -13,17 +13,18 @@ is split into `stripes` regions; a counter lives in the region its **tenant** (t
 to, so one call's counters (all of one tenant) sit under one lock, and at a slot within `PROBES` of its home slot
 (linear probing, wrapping inside the region).
 
-**Atomicity.** Each region has a lock: a process-shared POSIX semaphore (multiprocessing's Lock, made before the
-fork), which costs no system call when nobody else holds it (an fcntl record lock costs two per operation, about
-2.5 us here: most of what counting in shared memory added). An operation locks the regions of its counters in
-ascending order (so two operations never wait on each other in a cycle), reads, checks and writes with no await in
-between, and unlocks. While it holds a region's lock, a worker's column number is in that region's `holder` word.
-The kernel does not release a semaphore whose holder dies, so the parent does, when it reaps the worker
-(`release_worker`): a region whose holder was the dead worker is taken over at once; one held for
-`STRANDED_SECONDS` with no holder named (it died between taking the lock and naming itself, or between the two on
-the way out) is taken over then. A worker killed mid-operation (the watchdog's SIGKILL, the OOM killer) therefore
-leaves no region locked for longer than that, and at most that one operation half written (a count or a lease off
-by one). Until its parent reaps it, the other workers wait for the region, as they would wait for a live holder.
+**Atomicity.** Each region has a lock: a process-shared POSIX semaphore (multiprocessing's Lock, made before the fork),
+which costs no system call when nobody else holds it (an fcntl record lock costs two per operation, about 2.5 us here:
+most of what counting in shared memory added). An operation locks the regions of its counters in ascending order (so two
+operations never wait on each other in a cycle), reads, checks and writes with no await in between, and unlocks. The
+limiter counts through `bind`: a plan's counters are found by name once per window (`TableBound`), and each call is then
+one such locked pass over them. While it holds a region's lock, a worker's column number is in that region's `holder`
+word. The kernel does not release a semaphore whose holder dies, so the parent does, when it reaps the worker
+(`release_worker`): a region whose holder was the dead worker is taken over at once; one held for `STRANDED_SECONDS`
+with no holder named (it died between taking the lock and naming itself, or between the two on the way out) is taken
+over then. A worker killed mid-operation (the watchdog's SIGKILL, the OOM killer) therefore leaves no region locked for
+longer than that, and at most that one operation half written (a count or a lease off by one). Until its parent reaps
+it, the other workers wait for the region, as they would wait for a live holder.
 
 **Slots.** A slot is live while its expiry is ahead or it holds leases; a dead slot is reused by whichever counter
 probes it first. Slots are never emptied again once used, which is what lets a lookup stop at the first empty slot
@@ -45,6 +46,7 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from server.store.limit_counters import CountersUnavailable, Outcome, Slot, Take
 
@@ -84,6 +86,136 @@ class _Place:
     def __init__(self, stripe: int, home: int, key1: int, key2: int) -> None:
         self.stripe, self.home, self.key1, self.key2 = stripe, home, key1, key2
         self.at = -1
+
+
+@dataclass(slots=True)
+class _Counter:
+    """A windowed counter as a bound plan counts on it: its place, its limit, whether it counts the call's reservation
+    (else one request), and its window's expiry in ms."""
+
+    place: _Place
+    limit: int
+    tokens: bool
+    expires_ms: int
+
+
+class TableBound:
+    """A plan's counters in the shared table for one window (`SharedCounters.bind`): their places, limits and expiries
+    found once, so each call locks their regions, checks and counts them and unlocks, with no lookup by name, no
+    expiry to convert and no coroutine. What a call counted (`values`, and after `settle` the token counts) is kept
+    until the next call: the limiter reads it at once, with nothing awaited in between."""
+
+    __slots__ = (
+        "_counters",
+        "_leases",
+        "_limits",
+        "_places",
+        "_refused",
+        "_settled",
+        "_stripes",
+        "_table",
+        "_token_places",
+        "_tokens",
+        "_values",
+    )
+
+    def __init__(self, table: SharedCounters, counters: list[_Counter], slots: list[tuple[_Place, int]]) -> None:
+        self._table, self._counters = table, counters
+        self._places = [c.place for c in counters]
+        self._leases = [place for place, _ in slots]
+        self._limits = [limit for _, limit in slots]
+        self._tokens = [c for c in counters if c.tokens]
+        self._token_places = [c.place for c in self._tokens]
+        everything = self._places + self._leases
+        self._stripes = table._stripes_of(everything) if everything else []
+        self._values: list[int] = []
+        self._settled: list[int] = []
+        self._refused = -1
+
+    def count(self, reserve: int, with_slots: bool, now: float) -> bool:
+        table, counters = self._table, self._counters
+        words = table._words
+        now_ms = int(now * 1000)
+        need = reserve or 1  # a zero reservation still needs room: none at the limit
+        values: list[int] = []
+        self._values = values
+        table._lock(self._stripes)
+        try:
+            offsets = table._offsets(self._places, now_ms, True)
+            expiries = []
+            for index, counter in enumerate(counters):
+                at = offsets[index]
+                expires_ms = words[at + _EXPIRES]
+                value = words[at + _VALUE] if expires_ms > now_ms else 0
+                values.append(value)
+                expiries.append(expires_ms)
+                if value + (need if counter.tokens else 1) > counter.limit:
+                    self._refused = index
+                    return False
+            leases = table._offsets(self._leases, now_ms, True) if with_slots else []
+            for index, at in enumerate(leases):
+                if words[at + _LEASES] >= self._limits[index]:
+                    self._refused = len(counters) + index
+                    return False
+            for index, counter in enumerate(counters):
+                at = offsets[index]
+                value = values[index] = values[index] + (reserve if counter.tokens else 1)
+                words[at + _VALUE] = value
+                if expiries[index] != counter.expires_ms:  # a write costs more than the read that spares it
+                    words[at + _EXPIRES] = counter.expires_ms
+            column = _COLUMNS + table._column
+            for at in leases:
+                words[at + _LEASES] += 1
+                words[at + column] += 1
+        finally:
+            table._unlock(self._stripes)
+        self._refused = -1
+        return True
+
+    def refused(self, reserve: int, with_slots: bool) -> int:
+        return self._refused
+
+    def values(self) -> list[int]:
+        return self._values
+
+    def settle(self, delta: int, with_slots: bool) -> None:
+        """Add `delta` to the token counters whose window has not ended (a settlement after it leaves nothing
+        behind; `token_values` are their counts after it) and give back one of this worker's leases of each slot
+        (`with_slots`)."""
+        counters = self._tokens
+        if not counters and not with_slots:
+            return
+        table = self._table
+        words = table._words
+        now_ms = int(time.time() * 1000)
+        values: list[int] = []
+        self._settled = values
+        table._lock(self._stripes)
+        try:
+            offsets = table._offsets(self._token_places, now_ms, False) if counters else []
+            for index, counter in enumerate(counters):
+                expires_ms = counter.expires_ms
+                live = expires_ms > now_ms
+                at = offsets[index]
+                if at < 0 and live:  # settled before it was ever counted (the store's contract allows it)
+                    at = table._find(counter.place, now_ms, True)
+                found = words[at + _EXPIRES] if at >= 0 else 0
+                value = (words[at + _VALUE] if found > now_ms else 0) + delta
+                if at >= 0 and live:
+                    words[at + _VALUE] = value
+                    if found != expires_ms:
+                        words[at + _EXPIRES] = expires_ms
+                values.append(value)
+            column = _COLUMNS + table._column
+            for at in table._offsets(self._leases, now_ms, False) if with_slots else ():
+                if at >= 0 and words[at + column] > 0:
+                    words[at + column] -= 1
+                    words[at + _LEASES] -= 1
+        finally:
+            table._unlock(self._stripes)
+
+    def token_values(self) -> list[int]:
+        return self._settled
 
 
 class SharedCounters:
@@ -173,14 +305,19 @@ class SharedCounters:
             found = self._lease_names[slot] = self._where(slot + _LEASE_SUFFIX)
         return found
 
-    def _at(self, place: _Place, now_ms: int, claim: bool) -> int:
-        """`_find`, its first check inline: where the counter was last seen is nearly always where it still is. That
-        check reads only the first 64 bits of the key (each word read here costs ~0.1 us): another counter would have
-        to take over that very slot with the same first 64 bits to be mistaken for it."""
-        at = place.at
-        if at >= 0 and self._words[at] == place.key1:
-            return at
-        return self._find(place, now_ms, claim)
+    def _offsets(self, places: Sequence[_Place], now_ms: int, claim: bool) -> list[int]:
+        """The slots of `places` (-1 for one without, unless `claim`), by `_find`; its first check inline: where a
+        counter was last seen is nearly always where it still is. That check reads only the first 64 bits of the key
+        (each word read here costs ~0.1 us in a busy worker): another counter would have to take over that very slot
+        with the same first 64 bits to be mistaken for it."""
+        words, find = self._words, self._find
+        offsets = []
+        for place in places:
+            at = place.at
+            if at < 0 or words[at] != place.key1:
+                at = find(place, now_ms, claim)
+            offsets.append(at)
+        return offsets
 
     def _find(self, place: _Place, now_ms: int, claim: bool) -> int:
         """The word offset of the counter's slot; -1 when it has none (and `claim` is false). With `claim`, a counter
@@ -221,19 +358,21 @@ class SharedCounters:
         place.at = free
         return free
 
-    def _lock(self, places: Sequence[_Place]) -> list[int]:
-        """Lock the regions of `places` in ascending order; the regions locked (for `_unlock`)."""
+    @staticmethod
+    def _stripes_of(places: Sequence[_Place]) -> list[int]:
+        """The regions of `places`, ascending: the order `_lock` takes them in (so two operations never wait on each
+        other in a cycle)."""
         stripe = places[0].stripe
-        stripes = [stripe]
         for place in places:
             if place.stripe != stripe:  # rare: counters of more than one tenant
-                stripes = sorted({p.stripe for p in places})
-                break
+                return sorted({p.stripe for p in places})
+        return [stripe]
+
+    def _lock(self, stripes: list[int]) -> None:
         locks, holders, me = self._locks, self._holders, self._me
         for locking in stripes:
             locks[locking].acquire()  # no system call unless another process holds it
             holders[locking] = me
-        return stripes
 
     def _unlock(self, stripes: list[int]) -> None:
         locks, holders = self._locks, self._holders
@@ -243,56 +382,25 @@ class SharedCounters:
 
     # -- the Counters contract --------------------------------------------------------------------------------------
 
-    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> None:
-        return None  # counted under the table's locks: each call goes through `acquire`
+    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> TableBound:
+        """A plan's counters for one window, their places in the table found once (no lock taken: the slots are
+        found, or claimed, by each call under its lock)."""
+        names, where, lease_names = self._names, self._where, self._lease_names
+        return TableBound(
+            self,
+            [
+                _Counter(names.get(t.counter) or where(t.counter), t.limit, t.tokens, int(t.expires * 1000))
+                for t in takes
+            ],
+            [(lease_names.get(s.counter) or self._lease_where(s.counter), s.limit) for s in slots],
+        )
 
     async def acquire(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
-        names, where, lease_names = self._names, self._where, self._lease_names
-        everything = [names.get(t.counter) or where(t.counter) for t in takes]
-        if slots:
-            everything += [lease_names.get(s.counter) or self._lease_where(s.counter) for s in slots]
-        if not everything:
-            return Outcome(True, -1, ())
-        now_ms = int(now * 1000)
-        words, at_of = self._words, self._at
-        count = len(takes)
-        locked = self._lock(everything)
-        try:
-            offsets = [at_of(place, now_ms, True) for place in everything]
-            values: list[int] = []
-            expiries: list[int] = []
-            for index in range(count):
-                at, take = offsets[index], takes[index]
-                expires_ms = words[at + _EXPIRES]
-                value = words[at + _VALUE] if expires_ms > now_ms else 0
-                values.append(value)
-                expiries.append(expires_ms)
-                # A zero reservation still needs room: none at the limit.
-                if value + ((reserve or 1) if take.tokens else 1) > take.limit:
-                    return Outcome(False, index, tuple(values))
-            for index in range(count, len(offsets)):
-                if words[offsets[index] + _LEASES] >= slots[index - count].limit:
-                    return Outcome(False, index, tuple(values))
-            for index in range(count):
-                at, take = offsets[index], takes[index]
-                values[index] += reserve if take.tokens else 1
-                words[at + _VALUE] = values[index]
-                expires_ms = int(take.expires * 1000)
-                if expiries[index] != expires_ms:  # a write costs more than the read that spares it
-                    words[at + _EXPIRES] = expires_ms
-            column = _COLUMNS + self._column
-            for index in range(count, len(offsets)):
-                at = offsets[index]
-                words[at + _LEASES] += 1
-                words[at + column] += 1
-        finally:
-            self._unlock(locked)
-        self._hold(slots, lease)
-        return Outcome(True, -1, tuple(values))
-
-    def _hold(self, slots: Sequence[Slot], lease: str) -> None:
+        bound = self.bind(takes, slots, now)
+        if not bound.count(reserve, bool(slots), now):
+            return Outcome(False, bound.refused(reserve, bool(slots)), tuple(bound.values()))
         held = self._held
         for slot in slots:
             leases = held.get(slot.counter)
@@ -300,47 +408,24 @@ class SharedCounters:
                 held[slot.counter] = {lease}
             else:
                 leases.add(lease)
+        return Outcome(True, -1, tuple(bound.values()))
 
     async def finish(
         self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
     ) -> tuple[int, ...]:
         names, where = self._names, self._where
-        everything = [names.get(name) or where(name) for name, _ in counters]
+        settled = [_Counter(names.get(name) or where(name), 0, True, int(expires * 1000)) for name, expires in counters]
+        leases = []
         for counter in slots:
             held = self._held.get(counter)
             if held is not None and lease in held:
                 held.discard(lease)
                 if not held:
                     del self._held[counter]
-                everything.append(self._lease_names.get(counter) or self._lease_where(counter))
-        if not everything:
-            return ()
-        now_ms = int(time.time() * 1000)
-        words, at_of = self._words, self._at
-        values = []
-        count = len(counters)
-        locked = self._lock(everything)
-        try:
-            for index in range(count):
-                expires_ms = int(counters[index][1] * 1000)
-                live = expires_ms > now_ms
-                at = at_of(everything[index], now_ms, live)
-                found = words[at + _EXPIRES] if at >= 0 else 0
-                value = (words[at + _VALUE] if found > now_ms else 0) + delta
-                if at >= 0 and live:
-                    words[at + _VALUE] = value
-                    if found != expires_ms:
-                        words[at + _EXPIRES] = expires_ms
-                values.append(value)
-            column = _COLUMNS + self._column
-            for index in range(count, len(everything)):
-                at = at_of(everything[index], now_ms, False)
-                if at >= 0 and words[at + column] > 0:
-                    words[at + column] -= 1
-                    words[at + _LEASES] -= 1
-        finally:
-            self._unlock(locked)
-        return tuple(values)
+                leases.append((self._lease_names.get(counter) or self._lease_where(counter), 0))
+        bound = TableBound(self, settled, leases)
+        bound.settle(delta, bool(leases))
+        return tuple(bound.token_values())
 
     async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]:
         wheres = [self._where(c) for c in counters] + [self._lease_where(s) for s in slots]
@@ -349,7 +434,8 @@ class SharedCounters:
         now_ms = int(now * 1000)
         words = self._words
         values = []
-        locked = self._lock(wheres)
+        locked = self._stripes_of(wheres)
+        self._lock(locked)
         try:
             for index, place in enumerate(wheres):
                 at = self._find(place, now_ms, False)
