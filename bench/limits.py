@@ -17,8 +17,8 @@ request's CPU: the same cost measured a third way, without the six headers' cost
 in a hot loop the limiter's code and data stay in the CPU's caches, while in a gateway each request runs it among
 everything else the request touches, and the same Python steps cost about three times as much at c=32 (more when
 requests come one at a time). The load average is printed with each store's rows. Last, a fourth way that does not
-move with the machine: the gateway worker's machine instructions per request for each key, in process and on Redis
-(bench.instructions, callgrind, when valgrind is installed), judged against the same 3.1 %.
+move with the machine: the gateway worker's machine instructions per request for each key, with each of the three
+stores (bench.instructions, callgrind, when valgrind is installed), judged against the same 3.1 %.
 
 Accuracy: three gateway replicas sharing Redis under 64 concurrent calls: a 600 requests/minute limit must admit
 600 +- 1 in a window; a token budget must not end above what it allows plus the reservations of calls in flight.
@@ -287,10 +287,10 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
                 f"{verdict:>8} {share:>14} {paced_f:>13.0f} {paced_l:>8.0f} {paced_added:>6.1%} {paced_verdict:>8}  "
                 f"{load_before}, {_load()}"
             )
-    for store in ("in-process", "redis"):
+    for store, env in stores.items():
         print(f"{store}:", end=" ")
         counted = await instructions(
-            stores[store], {"no limits": free, "limited": limited}, streaming=False, requests=1800, repeats=3
+            env, {"no limits": free, "limited": limited}, streaming=False, requests=1800, repeats=3
         )
         if counted is not None:
             base, with_limits = counted["non-streaming"]
