@@ -185,8 +185,8 @@ class CellBound:
         return [cell.value for cell in self.token_cells]
 
     def count(self, reserve: int, with_slots: bool, now: float) -> bool:
-        """Each counter is checked and counted in one pass; a refusal takes back what the pass counted. (`now`: the
-        cells were made for the window.)"""
+        """Each counter is checked and counted in one pass; a refusal takes back what the pass counted. (`now` goes
+        unused: the cells are the window's.)"""
         for cell, limit in self.requests:
             if cell.value >= limit:
                 return self._take_back(reserve, cell)
