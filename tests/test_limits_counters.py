@@ -102,10 +102,10 @@ async def test_slots_hold_leases_until_finished(counters: Counters) -> None:
 async def test_finish_settles_reservations(counters: Counters) -> None:
     now = time.time()
     await counters.acquire([take("tpm", 1000, tokens=True)], 500, [], "a", now)
-    assert await counters.finish([("tpm", now + 60)], -380, [], "a") == (120,)
-    assert await counters.finish([("tpm", now + 60)], 30, [], "a") == (150,)
+    assert await counters.finish([Take("tpm", 0, True, now + 60)], -380, [], "a") == (120,)
+    assert await counters.finish([Take("tpm", 0, True, now + 60)], 30, [], "a") == (150,)
     # A settlement that comes after its window's counter expired leaves nothing behind.
-    await counters.finish([("old", now - 1)], -10, [], "a")
+    await counters.finish([Take("old", 0, True, now - 1)], -10, [], "a")
     assert await counters.peek(["old", "tpm"], [], now) == (0, 150)
 
 
@@ -347,7 +347,7 @@ async def test_token_permits_are_not_topped_up_and_given_back_call_after_call() 
                 assert (await store.acquire(takes, 1041, [], "l", time.time())).admitted
             await asyncio.sleep(0)  # the calls' own work: a top-up under way can answer meanwhile
             for _ in range(8):
-                await store.finish([("t|tpm", takes[1].expires)], 7 - 1041, [], "l")
+                await store.finish([takes[1]], 7 - 1041, [], "l")
         assert store.round_trips <= 20, store.round_trips
     finally:
         await store.close()
@@ -364,8 +364,8 @@ async def test_permits_held_idle_go_back_to_redis(replicas: tuple[RedisCounters,
         200,
     )
     assert await reader.peek(["t|tpm"], ["t|cc"], now) == (held_tokens, held_leases)  # admitted from the permits
-    await one.finish([("t|tpm", now + 60)], -60, ["t|cc"], "a")
-    await one.finish([("t|tpm", now + 60)], -60, ["t|cc"], "b")
+    await one.finish([Take("t|tpm", 0, True, now + 60)], -60, ["t|cc"], "a")
+    await one.finish([Take("t|tpm", 0, True, now + 60)], -60, ["t|cc"], "b")
     await asyncio.sleep(IDLE_SECONDS * 3)
     # Unused, they went back: Redis shows what the calls used (2 x 40 tokens) and no lease held.
     assert await reader.peek(["t|tpm"], ["t|cc"], now) == (80, 0)

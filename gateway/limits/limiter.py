@@ -94,7 +94,7 @@ class _Soft:
 
     applied: Applied
     threshold: int
-    position: int  # its counter's index in the span's token_counters
+    position: int  # its counter's index in the span's token_takes
     take: int  # its index among the plan's takes
 
 
@@ -125,8 +125,8 @@ class _Span:
         "slot_takes",
         "soft",
         "template",
-        "token_counters",
         "token_room",
+        "token_takes",
         "trios",
         "until",
         "windows",
@@ -147,7 +147,7 @@ class _Span:
         self.token_room = min((c.limit for c in takes if c.tokens), default=INT64_MAX)  # above it nothing fits
         self.until = min((w.end for w in windows), default=INT64_MAX)
         tokens = [i for i, c in enumerate(takes) if c.tokens]
-        self.token_counters = [(names[i], expiries[i]) for i in tokens]  # what settles: (counter, expiry)
+        self.token_takes = [self.fixed[i] for i in tokens]  # what settles
         # Only the policy whose (lowest) limit a shared budget counter keeps is watched for its soft threshold.
         self.soft = [
             _Soft(Applied(c.rule.policy, c.rule.metric, c.limit, names[i], windows[i]), soft, position, i)
@@ -384,12 +384,12 @@ class Limiter:
             # Read back only for a soft budget to watch: most keys have none, and every call settles.
             values = bound.token_values() if delta and span.soft else ()
         else:
-            counters = span.token_counters if delta else []
+            takes = span.token_takes if delta else []
             slots = span.slot_names if grant.slots else []
-            if not counters and not slots:
+            if not takes and not slots:
                 return
             try:
-                values = await self._counters.finish(counters, delta, slots, grant.lease)
+                values = await self._counters.finish(takes, delta, slots, grant.lease)
             except CountersUnavailable:
                 # A settlement that cannot reach the store leaves the reservation standing (its leases expire in
                 # Redis).

@@ -122,9 +122,10 @@ class Counters(Protocol):
     ) -> Outcome: ...
 
     async def finish(
-        self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
+        self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str
     ) -> tuple[int, ...]:
-        """Add `delta` to each (counter, expiry) of `counters` and give back the leases of `slots`; the new counts."""
+        """Add `delta` to the counter of each of `takes` (the call's token takes: their limits are not checked, a
+        counter past its expiry is left alone) and give back the leases of `slots`; the new counts."""
         ...
 
     async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]: ...
@@ -297,12 +298,13 @@ class MemoryCounters:
         return Outcome(False, refused, tuple(bound.values()[: refused + 1]))  # the counts found up to the refusal
 
     async def finish(
-        self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
+        self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str
     ) -> tuple[int, ...]:
         now = time.time()
         values = []
         counts = self._counts
-        for name, expires in counters:
+        for take in takes:
+            name, expires = take.counter, take.expires
             entry = counts.get(name)
             value = (entry.value if entry is not None and entry.expires > now else 0) + delta
             if expires > now:
@@ -602,18 +604,20 @@ class RedisCounters:
                 self._schedule_trim()
 
     def _settle(
-        self, counters: Sequence[tuple[str, float]], delta: int, now: float
+        self, takes: Sequence[Take], delta: int, now: float
     ) -> tuple[list[int], list[tuple[int, _Adjustment]]]:
         """Settle what this process's permits can: the values known here (0 where Redis will tell), and what goes
         to Redis (the index whose value its answer gives, -1 for a surplus given back)."""
         values: list[int] = []
         remote: list[tuple[int, _Adjustment]] = []
-        held = self._credit if self._permits else {}
         index = -1
-        for counter, expires in counters:
+        for take in takes:
             index += 1
-            credit = held.get(counter)
-            if credit is None or credit.expires <= now or credit.units < delta:
+            counter, expires = take.counter, take.expires
+            credit = take.credit
+            if credit.expires <= now:  # as in `_local`: found by name once per Take
+                credit = take.credit = self._credit.get(counter, _NO_CREDIT)
+            if credit.expires <= now or credit.units < delta:
                 remote.append((index, _Adjustment(counter, delta, expires)))
                 values.append(0)
                 continue
@@ -651,10 +655,10 @@ class RedisCounters:
         return members
 
     async def finish(
-        self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
+        self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str
     ) -> tuple[int, ...]:
         now = time.time()
-        values, remote = self._settle(counters, delta, now)
+        values, remote = self._settle(takes, delta, now)
         members = self._unlease(slots, lease, now)
         if remote or members:
             p = self._prefix

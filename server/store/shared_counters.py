@@ -411,10 +411,10 @@ class SharedCounters:
         return Outcome(True, -1, tuple(bound.values()))
 
     async def finish(
-        self, counters: Sequence[tuple[str, float]], delta: int, slots: Sequence[str], lease: str
+        self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str
     ) -> tuple[int, ...]:
         names, where = self._names, self._where
-        settled = [_Counter(names.get(name) or where(name), 0, True, int(expires * 1000)) for name, expires in counters]
+        settled = [_Counter(names.get(t.counter) or where(t.counter), 0, True, int(t.expires * 1000)) for t in takes]
         leases = []
         for counter in slots:
             held = self._held.get(counter)
