@@ -121,9 +121,7 @@ class Counters(Protocol):
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome: ...
 
-    async def finish(
-        self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str
-    ) -> tuple[int, ...]:
+    async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
         """Add `delta` to the counter of each of `takes` (the call's token takes: their limits are not checked, a
         counter past its expiry is left alone) and give back the leases of `slots`; the new counts."""
         ...
@@ -297,9 +295,7 @@ class MemoryCounters:
         refused = bound.refused(reserve, bool(slots))
         return Outcome(False, refused, tuple(bound.values()[: refused + 1]))  # the counts found up to the refusal
 
-    async def finish(
-        self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str
-    ) -> tuple[int, ...]:
+    async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
         now = time.time()
         values = []
         counts = self._counts
@@ -603,9 +599,7 @@ class RedisCounters:
                 spares += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]
                 self._schedule_trim()
 
-    def _settle(
-        self, takes: Sequence[Take], delta: int, now: float
-    ) -> tuple[list[int], list[tuple[int, _Adjustment]]]:
+    def _settle(self, takes: Sequence[Take], delta: int, now: float) -> tuple[list[int], list[tuple[int, _Adjustment]]]:
         """Settle what this process's permits can: the values known here (0 where Redis will tell), and what goes
         to Redis (the index whose value its answer gives, -1 for a surplus given back)."""
         values: list[int] = []
@@ -654,9 +648,7 @@ class RedisCounters:
                 members.append((slot, held.member))
         return members
 
-    async def finish(
-        self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str
-    ) -> tuple[int, ...]:
+    async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
         now = time.time()
         values, remote = self._settle(takes, delta, now)
         members = self._unlease(slots, lease, now)

@@ -410,22 +410,21 @@ class SharedCounters:
                 leases.add(lease)
         return Outcome(True, -1, tuple(bound.values()))
 
-    async def finish(
-        self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str
-    ) -> tuple[int, ...]:
-        names, where = self._names, self._where
-        settled = [_Counter(names.get(t.counter) or where(t.counter), 0, True, int(t.expires * 1000)) for t in takes]
-        leases = []
-        for counter in slots:
-            held = self._held.get(counter)
-            if held is not None and lease in held:
-                held.discard(lease)
-                if not held:
-                    del self._held[counter]
-                leases.append((self._lease_names.get(counter) or self._lease_where(counter), 0))
-        bound = TableBound(self, settled, leases)
-        bound.settle(delta, bool(leases))
+    async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
+        held = [Slot(counter, 0) for counter in slots if self._release(counter, lease)]
+        bound = self.bind(takes, held, 0.0)  # the call's token takes: `settle` settles every one
+        bound.settle(delta, bool(held))
         return tuple(bound.token_values())
+
+    def _release(self, slot: str, lease: str) -> bool:
+        """Forget `lease` in `slot` if this process holds it there (its count in the table is then given back)."""
+        held = self._held.get(slot)
+        if held is None or lease not in held:
+            return False
+        held.discard(lease)
+        if not held:
+            del self._held[slot]
+        return True
 
     async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]:
         wheres = [self._where(c) for c in counters] + [self._lease_where(s) for s in slots]
