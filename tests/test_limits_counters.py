@@ -481,3 +481,41 @@ async def test_in_memory_limiter_applies_a_changed_policy_at_once(
     finally:
         await limiter.close()
         await db.close()
+
+
+@_IN_MEMORY
+async def test_in_memory_limiter_notices_a_soft_budget_crossed_when_a_call_settles(
+    database: Database, in_memory: Callable[[], Counters], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The soft threshold is watched on the counts a settlement leaves (each store's `token_values`): a call that
+    reserved 50 and used 150 carries a budget of soft threshold 100 across it when it ends, not when it starts."""
+    tenant = unique_name("lim")
+    await insert_rows(database, TenantRow(id=tenant, name=tenant))
+    await insert_rows(
+        database,
+        LimitPolicyRow(
+            tenant_id=tenant,
+            tier=1,
+            quantities={},
+            scope_kind=3,
+            scope_id="k1",
+            token_budget=1000,
+            budget_period=int(BudgetPeriod.DAY),
+            soft_budget=100,
+        ),
+    )
+    db = Db(database.url)
+    limiter = Limiter(db, in_memory(), ttl=60, fail_closed=False)
+    caller = Principal(
+        None, scoped_tenant_id=tenant, api_key=ApiKeyIdentity("k1", tenant, ApiKeyType.PERSONAL, "u", None)
+    )
+    try:
+        with caplog.at_level("WARNING", logger="switchboard.gateway.limits"):
+            grant = await limiter.admit(caller, "m", 50, with_slots=False)
+            assert grant is not None
+            assert "soft token budget crossed" not in caplog.text
+            await limiter.finish(grant, 150)
+        assert "soft token budget crossed" in caplog.text and "(150 of 100)" in caplog.text
+    finally:
+        await limiter.close()
+        await db.close()
