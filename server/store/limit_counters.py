@@ -461,6 +461,12 @@ class RedisCounters:
         except ScriptFailed as exc:
             raise CountersUnavailable(str(exc)) from None
 
+    def _found(self, take: Take) -> _Credit:
+        """The credit held for `take`'s counter, kept on the Take from now on (called when the Take has none yet, or
+        its window's has ended): a lookup by name once per Take, not per call."""
+        credit = take.credit = self._credit.get(take.counter, _NO_CREDIT)
+        return credit
+
     def _local(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome | None:
@@ -468,8 +474,8 @@ class RedisCounters:
         need = reserve or 1
         for take in takes:
             credit = take.credit
-            if credit.expires <= now:  # none on this Take yet, or its window's ended: the one held by name, if any
-                credit = take.credit = self._credit.get(take.counter, _NO_CREDIT)
+            if credit.expires <= now:
+                credit = self._found(take)
                 if credit.expires <= now:
                     return None
             if credit.units < (need if take.tokens else 1):
@@ -609,8 +615,8 @@ class RedisCounters:
             index += 1
             counter, expires = take.counter, take.expires
             credit = take.credit
-            if credit.expires <= now:  # as in `_local`: found by name once per Take
-                credit = take.credit = self._credit.get(counter, _NO_CREDIT)
+            if credit.expires <= now:
+                credit = self._found(take)
             if credit.expires <= now or credit.units < delta:
                 remote.append((index, _Adjustment(counter, delta, expires)))
                 values.append(0)

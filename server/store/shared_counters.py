@@ -308,8 +308,8 @@ class SharedCounters:
     def _offsets(self, places: Sequence[_Place], now_ms: int, claim: bool) -> list[int]:
         """The slots of `places` (-1 for one without, unless `claim`), by `_find`; its first check inline: where a
         counter was last seen is nearly always where it still is. That check reads only the first 64 bits of the key
-        (each word read here costs ~0.1 us in a busy worker): another counter would have to take over that very slot
-        with the same first 64 bits to be mistaken for it."""
+        (each word read here costs ~0.1 us): another counter would have to take over that very slot with the same
+        first 64 bits to be mistaken for it."""
         words, find = self._words, self._find
         offsets = []
         for place in places:
@@ -412,7 +412,7 @@ class SharedCounters:
 
     async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
         held = [Slot(counter, 0) for counter in slots if self._release(counter, lease)]
-        bound = self.bind(takes, held, 0.0)  # the call's token takes: `settle` settles every one
+        bound = self.bind(takes, held, 0.0)  # the call's token takes (`tokens` set), which `settle` settles
         bound.settle(delta, bool(held))
         return tuple(bound.token_values())
 
