@@ -20,6 +20,7 @@ import orjson
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
+from multidict import istr
 from opentelemetry import trace
 
 from gateway import metrics
@@ -75,6 +76,7 @@ INFERENCE_LIMIT = 32 * MiB
 TRANSCRIPTION_LIMIT = 128 * MiB
 SERVICE = "gateway"
 _PUBLIC = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})  # /metrics checks its own token
+_REQUEST_ID_HEADER = istr("x-request-id")  # case-folded once, not on every answer
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _tracer = trace.get_tracer("switchboard.gateway")
 
@@ -203,7 +205,7 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
     signal receiver for all."""
     request_id = request.get(REQUEST_ID)
     if request_id is not None:
-        response.headers["x-request-id"] = request_id
+        response.headers[_REQUEST_ID_HEADER] = request_id
     exchange = request.get(CAPTURE)
     if exchange is not None:  # content capture covers the caller: it is told, and the answer kept
         tee(response, exchange)

@@ -161,7 +161,7 @@ class _Span:
             if (found := [(i, c.limit, str(c.limit)) for i, c in enumerate(takes) if c.rule.metric == metric])
         ]
         # Each call's headers start as a copy of these, in the order they are sent; only the counts are per call.
-        self.template = {name: "" for names, _ in self.trios for name in names}
+        self.template: dict[str, str] = {name: "" for names, _ in self.trios for name in names}
         # A reset header is written once per hundredth of a second (from its start: at most 10 ms late), not per call.
         # Both kinds count per minute: one window, one reset.
         self.reset_names = [names[2] for names, _ in self.trios]
