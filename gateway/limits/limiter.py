@@ -377,12 +377,14 @@ class Limiter:
         """Settle the reservation to `used` tokens (None: keep it, the usage is unknown) and free the leases."""
         span = grant.span
         delta = 0 if used is None else used - grant.reserved
+        # Counts are read back only to watch a soft budget, which only a settlement adding tokens can cross: most keys
+        # have none, and most settlements give back part of a reservation.
+        watch = delta > 0 and bool(span.soft)
         bound = span.bound
         values: Sequence[int]
         if bound is not None:
             bound.settle(delta, grant.slots)
-            # Read back only for a soft budget to watch: most keys have none, and every call settles.
-            values = bound.token_values() if delta and span.soft else ()
+            values = bound.token_values() if watch else ()
         else:
             takes = span.token_takes if delta else []
             slots = span.slot_names if grant.slots else []
@@ -395,7 +397,7 @@ class Limiter:
                 # Redis).
                 _unavailable.add(1, {"outcome": "unsettled"})
                 return
-        for soft in span.soft if delta else ():
+        for soft in span.soft if watch else ():
             after = values[soft.position]
             if after - delta < soft.threshold <= after:
                 self._soft_crossed(soft.applied, after)
