@@ -613,12 +613,11 @@ class RedisCounters:
         index = -1
         for take in takes:
             index += 1
-            counter, expires = take.counter, take.expires
             credit = take.credit
             if credit.expires <= now:
                 credit = self._found(take)
             if credit.expires <= now or credit.units < delta:
-                remote.append((index, _Adjustment(counter, delta, expires)))
+                remote.append((index, _Adjustment(take.counter, delta, take.expires)))
                 values.append(0)
                 continue
             credit.units -= delta  # a refund kept here, or a shortfall paid from what is held
@@ -629,7 +628,7 @@ class RedisCounters:
                 surplus = credit.units - credit.target
                 credit.units -= surplus
                 credit.seen -= surplus
-                remote.append((-1, _Adjustment(counter, -surplus, expires)))
+                remote.append((-1, _Adjustment(take.counter, -surplus, take.expires)))
             values.append(credit.seen - credit.units)
         return values, remote
 
