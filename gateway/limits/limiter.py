@@ -76,16 +76,16 @@ class LimitExceeded(QuotaExceeded):
         self.headers = headers
 
 
-@dataclass(slots=True)
 class Grant:
     """What one admitted model call holds: the span it was counted in (its windows' counters, so it settles in them
-    even after they end), its token reservation and, with `slots`, a lease in each of the span's concurrency caps."""
+    even after they end), its token reservation and, with `slots`, a lease in each of the span's concurrency caps.
+    (A plain class, not a dataclass: compiled, a dataclass's __init__ is still the interpreted one dataclasses
+    writes, and one Grant is made per call.)"""
 
-    span: _Span
-    reserved: int
-    headers: dict[str, str]
-    slots: bool
-    lease: str = ""
+    __slots__ = ("headers", "lease", "reserved", "slots", "span")
+
+    def __init__(self, span: _Span, reserved: int, headers: dict[str, str], slots: bool, lease: str) -> None:
+        self.span, self.reserved, self.headers, self.slots, self.lease = span, reserved, headers, slots, lease
 
 
 @dataclass(slots=True)
