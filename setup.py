@@ -1,0 +1,29 @@
+"""The package's build (pyproject.toml holds its metadata), plus the modules compiled to C when SWITCHBOARD_COMPILE=1.
+
+Compiled with mypyc (part of mypy): the rate limiter's per-call path, listed in pyproject.toml under
+[tool.switchboard] compiled. The gateway runs it on every limited call, and compiled it costs half the machine
+instructions it costs interpreted (docs/limits.md). Without the variable the build is pure Python, and the package
+behaves the same: `make` compiles them in place for development and tests (docs/development.md, "Compiled modules").
+"""
+
+import os
+import tomllib
+from pathlib import Path
+
+from setuptools import setup
+
+ROOT = Path(__file__).parent
+
+
+def _compiled() -> list[str]:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        sources: list[str] = tomllib.load(f)["tool"]["switchboard"]["compiled"]
+    return sources
+
+
+if os.environ.get("SWITCHBOARD_COMPILE") == "1":
+    from mypyc.build import mypycify
+
+    setup(ext_modules=mypycify(_compiled(), group_name="switchboard_compiled"))
+else:
+    setup()
