@@ -83,7 +83,7 @@ run: $(RUNTIME_STAMP) $(COMPILED_BUILD) $(CONSOLE_BUILD)
 # loadgroup). `.venv/bin/pytest -q` still runs the suite in one process.
 PYTEST_WORKERS ?= 2
 test: $(STAMP) $(COMPILED_BUILD) lint check-gen docs $(CONSOLE_BUILD)
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+	SWITCHBOARD_TEST_COMPILED=$(if $(COMPILED_BUILD),1,0) $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 	$(MAKE) conformance
 	$(MAKE) package-check
 

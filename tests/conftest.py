@@ -78,14 +78,18 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-def stale_compiled_modules() -> list[str]:
-    """The sources of pyproject.toml's [tool.switchboard] compiled whose build (the .so beside them that Python imports
-    first) is older than they are."""
-    with (ROOT / "pyproject.toml").open("rb") as f:
+def compiled_sources(root: Path = ROOT) -> list[str]:
+    """What pyproject.toml lists under [tool.switchboard] compiled (`make compiled` builds them)."""
+    with (root / "pyproject.toml").open("rb") as f:
         sources: list[str] = tomllib.load(f)["tool"]["switchboard"]["compiled"]
+    return sources
+
+
+def stale_compiled_modules(root: Path = ROOT) -> list[str]:
+    """The compiled sources whose build (the .so beside them that Python imports first) is older than they are."""
     stale = []
-    for source in sources:
-        path = ROOT / source
+    for source in compiled_sources(root):
+        path = root / source
         builds = list(path.parent.glob(f"{path.stem}.*.so"))
         if builds and min(build.stat().st_mtime for build in builds) < path.stat().st_mtime:
             stale.append(source)

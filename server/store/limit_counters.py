@@ -103,11 +103,15 @@ class _Adjustment:
     expires: float
 
 
-@dataclass(slots=True)
 class Outcome:
-    admitted: bool
-    refused: int  # index into takes + slots of the first limit that refused; -1 when admitted
-    values: tuple[int, ...]  # admitted: each take's count after it; refused: the counts found up to the refusal
+    """One `acquire`'s answer: `refused` is the index into takes + slots of the first limit that refused (-1 when
+    admitted); `values` each take's count after it when admitted, else the counts found up to the refusal. (A plain
+    class, one per call: compiled, a dataclass keeps the interpreted `__init__` that `dataclasses` writes.)"""
+
+    __slots__ = ("admitted", "refused", "values")
+
+    def __init__(self, admitted: bool, refused: int, values: tuple[int, ...]) -> None:
+        self.admitted, self.refused, self.values = admitted, refused, values
 
 
 class Counters(Protocol):
