@@ -45,7 +45,7 @@ COMPILED_BUILD := $(if $(wildcard setup.py),$(COMPILED_STAMP))
 
 # Without a C compiler (or Python's headers) they run interpreted, with a warning, as the console is skipped without
 # npm; `make test` then fails tests/test_compiled_modules.py, which checks that the suite runs the builds.
-COMPILED_BUILDS := $(addsuffix .*.so,$(basename $(COMPILED_SOURCES))) switchboard_compiled__mypyc.*.so
+COMPILED_BUILDS := $(addsuffix .*.so,$(basename $(COMPILED_SOURCES))) server/compiled__mypyc.*.so
 
 $(COMPILED_STAMP): $(COMPILED_SOURCES) $(RUNTIME_STAMP)
 	@if ! SWITCHBOARD_COMPILE=1 $(BIN)/python setup.py --quiet build_ext --inplace >$(VENV)/compile.log 2>&1; then \

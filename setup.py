@@ -24,6 +24,7 @@ def _compiled() -> list[str]:
 if os.environ.get("SWITCHBOARD_COMPILE") == "1":
     from mypyc.build import mypycify
 
-    setup(ext_modules=mypycify(_compiled(), group_name="switchboard_compiled"))
+    # The runtime they share goes inside a package (server/compiled__mypyc.*.so), so it imports from any directory.
+    setup(ext_modules=mypycify(_compiled(), group_name="server.compiled"))
 else:
     setup()
