@@ -1,9 +1,10 @@
 """The package's build (pyproject.toml holds its metadata), plus the modules compiled to C when SWITCHBOARD_COMPILE=1.
 
 Compiled with mypyc (part of mypy): the rate limiter's per-call path, listed in pyproject.toml under
-[tool.switchboard] compiled. The gateway runs it on every limited call, and compiled it costs half the machine
-instructions it costs interpreted (docs/limits.md). Without the variable the build is pure Python, and the package
-behaves the same: `make` compiles them in place for development and tests (docs/development.md, "Compiled modules").
+[tool.switchboard] compiled. The gateway runs it on every limited call, and compiled it costs about a third of the
+machine instructions it costs interpreted (docs/limits.md). Without the variable the build is pure Python, and the
+package behaves the same: `make` compiles them in place for development and tests (docs/development.md, "Compiled
+modules").
 """
 
 import os
