@@ -47,7 +47,7 @@ COMPILED_BUILD := $(if $(wildcard setup.py),$(COMPILED_STAMP))
 # npm; `make test` then fails tests/test_compiled_modules.py, which checks that the suite runs the builds.
 COMPILED_BUILDS := $(addsuffix .*.so,$(basename $(COMPILED_SOURCES))) server/compiled__mypyc.*.so
 
-$(COMPILED_STAMP): $(COMPILED_SOURCES) $(RUNTIME_STAMP)
+$(COMPILED_STAMP): setup.py $(COMPILED_SOURCES) $(RUNTIME_STAMP)
 	@if ! SWITCHBOARD_COMPILE=1 $(BIN)/python setup.py --quiet build_ext --inplace >$(VENV)/compile.log 2>&1; then \
 		rm -f $(COMPILED_BUILDS); \
 		echo "warning: the modules under [tool.switchboard] compiled could not be compiled (a C compiler and Python's" \
