@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # The modules pyproject.toml lists under [tool.switchboard] compiled (the rate limiter's per-call path), compiled to C
 # in place with mypyc (setup.py), again whenever one of them changes; the .so beside each source is what Python then
 # imports. tests/conftest.py refuses to run on one older than its source (docs/development.md, "Compiled modules").
-COMPILED_SOURCES := $(shell sed -n '/^compiled = \[/,/^\]/s/^ *"\(.*\)",*$$/\1/p' pyproject.toml)
+COMPILED_SOURCES := $(shell $(PYTHON) -c 'import setup; print(*setup.compiled_sources())' 2>/dev/null)
 COMPILED_STAMP := $(VENV)/.compiled-stamp
 # Empty where there is no setup.py (a partial copy of the tree for `make run`, as with CONSOLE_BUILD below).
 COMPILED_BUILD := $(if $(wildcard setup.py),$(COMPILED_STAMP))
@@ -51,7 +51,8 @@ $(COMPILED_STAMP): setup.py $(COMPILED_SOURCES) $(RUNTIME_STAMP)
 	@if ! SWITCHBOARD_COMPILE=1 $(BIN)/python setup.py --quiet build_ext --inplace >$(VENV)/compile.log 2>&1; then \
 		rm -f $(COMPILED_BUILDS); \
 		echo "warning: the modules under [tool.switchboard] compiled could not be compiled (a C compiler and Python's" \
-			"headers are needed; $(VENV)/compile.log says why): they run interpreted" >&2; fi
+			"headers are needed; $(VENV)/compile.log says why): they run interpreted;" \
+			"with a compiler installed, \`make -B compiled\`" >&2; fi
 	rm -rf build
 	touch $@
 

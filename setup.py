@@ -5,27 +5,32 @@ Compiled with mypyc (part of mypy): the rate limiter's per-call path, listed in 
 machine instructions it costs interpreted (docs/limits.md). Without the variable the build is pure Python, and the
 package behaves the same: `make` compiles them in place for development and tests (docs/development.md, "Compiled
 modules").
+
+`compiled_sources` is the one reader of that list (the Makefile and tests/conftest.py import it), so importing this
+file builds nothing: setuptools runs it as __main__.
 """
 
 import os
 import tomllib
 from pathlib import Path
 
-from setuptools import setup
-
 ROOT = Path(__file__).parent
 
 
-def _compiled() -> list[str]:
-    with (ROOT / "pyproject.toml").open("rb") as f:
+def compiled_sources(root: Path = ROOT) -> list[str]:
+    """What pyproject.toml lists under [tool.switchboard] compiled, as paths from the repository's root."""
+    with (root / "pyproject.toml").open("rb") as f:
         sources: list[str] = tomllib.load(f)["tool"]["switchboard"]["compiled"]
     return sources
 
 
-if os.environ.get("SWITCHBOARD_COMPILE") == "1":
-    from mypyc.build import mypycify
+if __name__ == "__main__":
+    from setuptools import setup
 
-    # The runtime they share goes inside a package (server/compiled__mypyc.*.so), so it imports from any directory.
-    setup(ext_modules=mypycify(_compiled(), group_name="server.compiled"))
-else:
-    setup()
+    if os.environ.get("SWITCHBOARD_COMPILE") == "1":
+        from mypyc.build import mypycify
+
+        # The runtime they share goes inside a package (server/compiled__mypyc.*.so), so it imports from any directory.
+        setup(ext_modules=mypycify(compiled_sources(), group_name="server.compiled"))
+    else:
+        setup()

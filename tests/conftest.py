@@ -17,7 +17,6 @@ import contextlib
 import os
 import secrets
 import tempfile
-import tomllib
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from server.launch import start_management
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
 from server.tokens import PLATFORM_ROLES, mint_token
+from setup import compiled_sources
 from tests.clients import CALLERS, Caller, ConnectJsonCaller
 
 pytest_plugins = ["tests.gateway_fixtures", "tests.rag_fixtures", "tests.limits_world"]
@@ -76,13 +76,6 @@ def pytest_configure(config: pytest.Config) -> None:
             "`make compiled` (or `make test`)",
             returncode=2,
         )
-
-
-def compiled_sources(root: Path = ROOT) -> list[str]:
-    """What pyproject.toml lists under [tool.switchboard] compiled (`make compiled` builds them)."""
-    with (root / "pyproject.toml").open("rb") as f:
-        sources: list[str] = tomllib.load(f)["tool"]["switchboard"]["compiled"]
-    return sources
 
 
 def stale_compiled_modules(root: Path = ROOT) -> list[str]:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import compiled_sources, stale_compiled_modules
+from setup import compiled_sources
+from tests.conftest import stale_compiled_modules
 
 
 @pytest.mark.skipif(os.environ.get("SWITCHBOARD_TEST_COMPILED") != "1", reason="run by `make test`, which compiles")
