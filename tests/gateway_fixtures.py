@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import sys
@@ -102,6 +103,16 @@ def gateway_env(database: Database, var_dir: Path, fakes: Fakes) -> dict[str, st
         "SWITCHBOARD_RESPONSES_HEARTBEAT_SECONDS": "0.5",
         "SWITCHBOARD_MCP_MAX_TOOL_RESULT_BYTES": "65536",
     }
+
+
+def own_var_dir(server: Server, dest: Path) -> Path:
+    """A var dir of its own holding only the server's keys (to decrypt and sign what it stored). Not a copy of the
+    whole dir: the shared gateways' metering journal changes under a copy, and a gateway started on another's journal
+    would replay (meter again) what that one wrote."""
+    dest.mkdir(parents=True)
+    for key in (server.settings.signing_key_path, server.settings.encryption_key_path):
+        shutil.copy2(key, dest / key.name)
+    return dest
 
 
 @contextlib.asynccontextmanager

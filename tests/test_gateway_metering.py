@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-import shutil
 import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +20,7 @@ from server.store.models import ApiTrafficRow, UsageEventRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.upstream import COMPLETION_TOKENS, PROMPT_TOKENS
-from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
+from tests.gateway_fixtures import Fakes, Gateway, gateway_env, own_var_dir, start_gateway_process
 from tests.gateway_world import GatewayWorld, all_resources_key, one_model_and_key
 from tests.world import must
 
@@ -146,8 +145,7 @@ async def test_a_stream_whose_end_its_client_saw_is_metered_though_the_gateway_d
     (`linger-stream`): a gateway that ended the client's stream first would then still be reading the upstream's
     end, its usage not yet metered, when killed."""
     model, secret, key_id = await one_model_and_key(server, fakes.openai_url, "linger-stream")
-    var_dir = tmp_path / "var"
-    shutil.copytree(server.settings.var_dir, var_dir)  # the keys that decrypt what the server stored
+    var_dir = own_var_dir(server, tmp_path / "var")
     env = gateway_env(database, var_dir, fakes)
     gw = await start_gateway_process(env, workers=1, own_group=True)
     body = {"model": model, "stream": True, "messages": MESSAGES}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 import signal
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from server.store.models import UsageEventRow
 from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
 from tests.fakes.upstream import SLOW_STREAM_PIECES
-from tests.gateway_fixtures import Fakes, gateway_env
+from tests.gateway_fixtures import Fakes, gateway_env, own_var_dir
 from tests.gateway_world import one_model_and_key
 from tests.serving import children, running_process, serve, until
 
@@ -59,8 +58,7 @@ async def test_sigterm_lets_a_stream_finish_refuses_new_connections_and_meters_i
     database: Database, server: Server, fakes: Fakes, tmp_path: Path
 ) -> None:
     model, secret, key_id = await one_model_and_key(server, fakes.openai_url, "slow-stream")
-    var_dir = tmp_path / "var"
-    shutil.copytree(server.settings.var_dir, var_dir)  # the keys that decrypt and sign what the server stored
+    var_dir = own_var_dir(server, tmp_path / "var")
     extra = {"SWITCHBOARD_GATEWAY_WORKERS": "2", "SWITCHBOARD_SHUTDOWN_GRACE_SECONDS": str(GRACE)}
     async with serve(database, var_dir, **extra) as running:
         url = f"http://127.0.0.1:{running.gateway_port}/v1/chat/completions"
