@@ -157,11 +157,13 @@ class Settings:
     request_header_timeout_seconds: float = 15.0
     # Rate limits (gateway.limits): the Redis every gateway replica counts in (empty: the workers of one gateway share
     # a table in memory of `limits_shared_slots` counters, right for one node), the prefix of its keys, and whether
-    # calls are refused (429) while Redis is unreachable (fail closed) or admitted unlimited (fail open, the default).
+    # calls are refused (429) while Redis is unreachable (fail closed) or admitted unlimited (fail open, the default),
+    # and how long a gateway worker keeps Redis permits it is not using before giving them back.
     redis_url: Secret = field(default_factory=lambda: Secret(""))
     limits_redis_prefix: str = "switchboard:limits:"
     limits_fail_closed: bool = False
     limits_shared_slots: int = 65536
+    limits_permit_idle_seconds: float = 0.2
     # Audit events (server.audit) older than this are pruned by the management server.
     audit_retention_days: float = 365.0
     # The audit trail as a stream for a SIEM: "" (off), "jsonl:-" (stdout), "jsonl:<file>" or "otlp:<URL of /v1/logs>".
@@ -378,6 +380,9 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         limits_redis_prefix=_get(env, "LIMITS_REDIS_PREFIX", "switchboard:limits:"),
         limits_fail_closed=_when_store_down(_get(env, "LIMITS_WHEN_REDIS_DOWN", "open")),
         limits_shared_slots=_count(_get(env, "LIMITS_SHARED_SLOTS", "65536"), "LIMITS_SHARED_SLOTS"),
+        limits_permit_idle_seconds=_positive(
+            _get(env, "LIMITS_PERMIT_IDLE_SECONDS", "0.2"), "LIMITS_PERMIT_IDLE_SECONDS"
+        ),
         audit_retention_days=_positive(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS", "days"),
         audit_export=_audit_export(_get(env, "AUDIT_EXPORT", "")),
         capture_retention_days=_positive(_get(env, "CAPTURE_RETENTION_DAYS", "30"), "CAPTURE_RETENTION_DAYS", "days"),

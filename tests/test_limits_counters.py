@@ -359,6 +359,45 @@ async def test_token_permits_are_not_topped_up_and_given_back_call_after_call() 
         await store.close()
 
 
+async def test_a_grant_of_tokens_is_not_given_back_when_the_call_that_took_it_ends() -> None:
+    """A call that takes a grant of token permits reserves 1041 and uses 7: its refund lands on what it was granted,
+    which must stay under the cap (a grant fills to the top-up target), not go back to Redis at once."""
+    store = RedisCounters(REDIS_URL, prefix=f"test:{unique_name('grant')}:", permits=True)
+    round_trips = _count_round_trips(store)
+    tokens = take("t|tpm", 10**9, tokens=True)
+    try:
+        assert (await store.acquire([tokens], 1041, [], "l", time.time())).admitted
+        await store.finish([tokens], 7 - 1041, [], "l")
+        assert round_trips == [1]
+    finally:
+        await store.close()
+
+
+async def test_leases_of_calls_admitted_while_a_grant_was_asked_for_go_back_together(
+    replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
+) -> None:
+    """40 calls arrive at once: the first asks for spare leases, the rest are admitted one by one meanwhile. When
+    they end their leases outnumber what a replica keeps (PERMIT_LEASES): the surplus goes back in one round trip
+    with the next trim, not one round trip per call, and what stays idle goes back after it."""
+    one, _, reader = replicas
+    round_trips = _count_round_trips(one)
+    slot = Slot("t|cc", 10**4)
+    now = time.time()
+    outcomes = await asyncio.gather(*(one.acquire([], 0, [slot], f"l{i}", now) for i in range(40)))
+    assert all(o.admitted for o in outcomes)
+    held = (await reader.peek([], [slot.counter], now))[0]
+    assert held == 40 + PERMIT_LEASES
+    asked = round_trips[0]
+    for i in range(40):
+        await one.finish([], 0, [slot.counter], f"l{i}")
+    assert round_trips[0] == asked  # kept until the trim
+    await asyncio.sleep(IDLE_SECONDS * 0.5 + 0.05)
+    assert (await reader.peek([], [slot.counter], time.time()))[0] in (held, PERMIT_LEASES)
+    await asyncio.sleep(IDLE_SECONDS * 3)
+    assert await reader.peek([], [slot.counter], time.time()) == (0,)
+    assert round_trips[0] <= asked + 2
+
+
 async def test_permits_held_idle_go_back_to_redis(replicas: tuple[RedisCounters, RedisCounters, RedisCounters]) -> None:
     one, _, reader = replicas
     now = time.time()

@@ -40,7 +40,9 @@ def counters_from(settings: Settings, shared: SharedCounters | None = None) -> C
     url = settings.redis_url.reveal()
     if url:
         # Local permits: most calls of a busy worker are admitted and settled without a round trip (docs/limits.md).
-        return RedisCounters(url, prefix=settings.limits_redis_prefix, permits=True)
+        return RedisCounters(
+            url, prefix=settings.limits_redis_prefix, permits=True, idle_seconds=settings.limits_permit_idle_seconds
+        )
     if shared is not None:
         return shared
     return MemoryCounters()

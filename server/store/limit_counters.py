@@ -420,7 +420,7 @@ def _ms(seconds: float) -> int:
 PERMIT_MIN_LIMIT = 1000
 PERMIT_CALLS = 1024
 PERMIT_LEASES = 32
-IDLE_SECONDS = 0.2  # permits (units of a counter, spare leases) unused this long go back to Redis
+IDLE_SECONDS = 0.2  # permits (units of a counter, spare leases) unused this long go back to Redis (by default)
 _FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redis took it (it expires after 15 min)
 _SWEEP_SECONDS = 60.0
 
@@ -438,7 +438,13 @@ class RedisCounters:
     most admissions and settlements of a busy process need no script call at all (see PERMIT_CALLS)."""
 
     def __init__(
-        self, url: str, *, prefix: str = "switchboard:limits:", timeout: float = 2.0, permits: bool = False
+        self,
+        url: str,
+        *,
+        prefix: str = "switchboard:limits:",
+        timeout: float = 2.0,
+        permits: bool = False,
+        idle_seconds: float = IDLE_SECONDS,
     ) -> None:
         import redis.asyncio as redis
 
@@ -448,6 +454,7 @@ class RedisCounters:
         scripts = {"acquire": _ACQUIRE, "finish": _FINISH, "peek": _PEEK}
         self._scripts = ScriptBatcher(self._redis, scripts, timeout=timeout)
         self._permits = permits
+        self._idle = idle_seconds
         self._credit: dict[str, _Credit] = {}
         self._spares: dict[str, list[_Spare]] = {}  # slot -> spare leases, idle
         self._using: dict[tuple[str, str], _Spare] = {}  # (slot, a call's lease) -> the Redis lease it holds
@@ -525,7 +532,9 @@ class RedisCounters:
             amount = reserve if take.tokens else 1
             ask = 0
             if permits and take.limit >= PERMIT_MIN_LIMIT and take.counter not in asking:
-                ask = PERMIT_CALLS * (amount or 1)  # up to a grant's worth held here, no more
+                # Up to what a top-up fills to (_Credit.size), no more: for tokens that is half a grant's worth, so
+                # the refund of this very call does not push the permits over their cap and back to Redis.
+                ask = PERMIT_CALLS * (amount or 1) // (2 if take.tokens else 1)
                 held = self._credit.get(take.counter)
                 if held is not None and held.expires > now:
                     ask = max(0, ask - held.units)
@@ -535,7 +544,7 @@ class RedisCounters:
         for slot in slots:
             spare = 0
             if permits and slot.limit >= PERMIT_MIN_LIMIT and slot.counter not in asking:
-                spare = PERMIT_LEASES - len(self._spares.get(slot.counter, ()))
+                spare = max(0, PERMIT_LEASES - len(self._spares.get(slot.counter, ())))
             spares.append(spare)
             args += [slot.limit, spare]
         mine = [t.counter for t, ask in zip(takes, asks, strict=True) if ask] + [
@@ -637,7 +646,9 @@ class RedisCounters:
         return values, remote
 
     def _unlease(self, slots: Sequence[str], lease: str, now: float) -> list[tuple[str, str]]:
-        """Keep the call's leases as spares where permits allow; the (slot, lease) pairs Redis must drop."""
+        """Keep the call's leases as spares while fresh; the (slot, lease) pairs Redis must drop. Spares above
+        PERMIT_LEASES (the leases of calls admitted one by one while a grant was being asked for) go back with the
+        next trim, together, not one round trip each."""
         members = []
         using, idle = self._using, self._spares
         for slot in slots:
@@ -648,7 +659,7 @@ class RedisCounters:
             spares = idle.get(slot)
             if spares is None:
                 spares = idle[slot] = []
-            if now - held.taken < _FRESH_LEASE_SECONDS and len(spares) < PERMIT_LEASES:
+            if now - held.taken < _FRESH_LEASE_SECONDS:
                 held.idle_since = now
                 spares.append(held)
                 if self._trim is None:
@@ -682,18 +693,20 @@ class RedisCounters:
 
     def _schedule_trim(self) -> None:
         if self._trim is None:
-            self._trim = asyncio.get_running_loop().call_later(IDLE_SECONDS, self._trim_idle)
+            self._trim = asyncio.get_running_loop().call_later(self._idle, self._trim_idle)
 
     def _trim_idle(self) -> None:
-        """Give back the permits unused for IDLE_SECONDS: another replica may need them, and usage reads (which
+        """Give back the permits unused for `idle_seconds`: another replica may need them, and usage reads (which
         see Redis) should show what calls used, not what a process holds."""
         self._trim = None
         now = time.time()
-        cutoff = now - IDLE_SECONDS
+        cutoff = now - self._idle
         members: list[tuple[str, str]] = []
         for slot, spares in list(self._spares.items()):
-            members += [(slot, s.member) for s in spares if s.idle_since <= cutoff]
-            spares[:] = [s for s in spares if s.idle_since > cutoff]
+            # The newest are used first (taken from the end), so the idle and the surplus are at the start.
+            drop = len(spares) - min(PERMIT_LEASES, sum(s.idle_since > cutoff for s in spares))
+            members += [(slot, s.member) for s in spares[:drop]]
+            del spares[:drop]
             if not spares:
                 del self._spares[slot]
         returned: list[_Adjustment] = []
