@@ -18,7 +18,11 @@ in a hot loop the limiter's code and data stay in the CPU's caches, while in a g
 everything else the request touches, and the same Python steps cost about three times as much at c=32 (more when
 requests come one at a time). The load average is printed with each store's rows. Last, a fourth way that does not
 move with the machine: the gateway worker's machine instructions per request for each key, with each of the three
-stores (bench.instructions, callgrind, when valgrind is installed), judged against the same 3.1 %.
+stores (bench.instructions, callgrind, when valgrind is installed), judged against the same 3.1 %. Valgrind runs the
+worker ~50 times slower, so there Redis permits are held idle 50 times as long (`CALLGRIND_PERMIT_IDLE`): what a
+worker at speed does between two calls takes longer than the default 0.2 s under valgrind, and the permits would go
+back to Redis and be fetched again between calls, which a worker at speed under this load never does (its Redis
+round trips are counted alongside, at speed, to show it).
 
 Accuracy: three gateway replicas sharing Redis under 64 concurrent calls: a 600 requests/minute limit must admit
 600 +- 1 in a window; a token budget must not end above what it allows plus the reservations of calls in flight.
@@ -69,6 +73,7 @@ C32_REQUESTS = 2000  # without wrk
 LIMITER_CALLS = 32 * 625
 _PLAIN = b'{"model":"%s","messages":[{"role":"user","content":"hi"}]}' % MODEL.encode()
 _HIGH = "1G"  # never reached in a bench run: every limit is checked and counted, none refuses
+CALLGRIND_PERMIT_IDLE = {"SWITCHBOARD_LIMITS_PERMIT_IDLE_SECONDS": "10"}  # 0.2 s at valgrind's ~50x slowdown
 
 
 class _Api:
@@ -180,6 +185,18 @@ async def _limiter_cpu(settings: Settings, principal: Principal) -> dict[str, fl
     return per_call
 
 
+async def _script_calls() -> int:
+    """The script calls (EVALSHA) the Redis at REDIS_URL has served, every client's."""
+    import redis.asyncio as redis
+
+    admin = redis.Redis.from_url(REDIS_URL)
+    try:
+        stats = await admin.info("commandstats")
+    finally:
+        await admin.aclose()
+    return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+
+
 def _load() -> str:
     one, five, _ = os.getloadavg()
     return f"load {one:.1f}/{five:.1f}"
@@ -258,6 +275,7 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
                     await _ready(http, f"{gateway.url}/v1/chat/completions", {"Authorization": f"Bearer {key}"})
                 runs: dict[str, list[Case]] = {"free": [], "limited": []}
                 paced: list[tuple[float, float]] = []
+                limited_scripts = 0
                 for round_ in range(ROUNDS):
                     # Which key goes first alternates, and each case starts on an idle worker: what one case
                     # leaves behind (its usage events being written) must not be billed to the other.
@@ -269,7 +287,10 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
                         runs[name].append(await _c32(http, gateway, keys[name], wrk))
                     for name in order:
                         await gateway.idle()
+                        scripts = await _script_calls()
                         pace[name] = await _paced(http, gateway, keys[name])
+                        if name == "limited":
+                            limited_scripts += await _script_calls() - scripts
                     paced.append((pace["free"], pace["limited"]))
             f, lim = (statistics.median(c.rps for c in runs[k]) for k in ("free", "limited"))
             cpu_f, cpu_l = (statistics.median(c.cpu_us for c in runs[k]) for k in ("free", "limited"))
@@ -287,10 +308,17 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
                 f"{verdict:>8} {share:>14} {paced_f:>13.0f} {paced_l:>8.0f} {paced_added:>6.1%} {paced_verdict:>8}  "
                 f"{load_before}, {_load()}"
             )
+            if store == "redis":
+                per = limited_scripts / (ROUNDS * PACED_REQUESTS)
+                print(f"{'':<11} Redis script calls per limited request at {PACED_RATE:.0f}/s: {per:.3f}")
     for store, env in stores.items():
         print(f"{store}:", end=" ")
         counted = await instructions(
-            env, {"no limits": free, "limited": limited}, streaming=False, requests=1800, repeats=3
+            {**env, **CALLGRIND_PERMIT_IDLE},
+            {"no limits": free, "limited": limited},
+            streaming=False,
+            requests=1800,
+            repeats=3,
         )
         if counted is not None:
             base, with_limits = counted["non-streaming"]
