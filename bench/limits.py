@@ -135,12 +135,9 @@ async def _limiter_cpu(settings: Settings, principal: Principal) -> dict[str, fl
     alone is measured and taken off), per counter store; on Redis also the Redis server's CPU per call (read from
     INFO, so other clients of that Redis add to it). Steadier than throughput on a busy host. Returns the us per call
     by store."""
-    import redis.asyncio as redis
-
-    admin = redis.Redis.from_url(REDIS_URL)
 
     async def redis_cpu() -> float:
-        info = await admin.info("cpu")
+        info = await _redis_info("cpu")
         return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
     prefix = f"bench:{secrets.token_hex(4)}:"
@@ -181,19 +178,24 @@ async def _limiter_cpu(settings: Settings, principal: Principal) -> dict[str, fl
         extra = f"  (Redis server: {server / LIMITER_CALLS * 1e6:.1f} us)" if name.startswith("redis") else ""
         per_call[name] = used / LIMITER_CALLS * 1e6
         print(f"{name:<12} {per_call[name]:>6.1f} us{extra}")
-    await admin.aclose()
     return per_call
 
 
-async def _script_calls() -> int:
-    """The script calls (EVALSHA) the Redis at REDIS_URL has served, every client's."""
+async def _redis_info(section: str) -> dict[str, Any]:
+    """A section of INFO from the Redis at REDIS_URL (what every client of it did, not only the bench's)."""
     import redis.asyncio as redis
 
     admin = redis.Redis.from_url(REDIS_URL)
     try:
-        stats = await admin.info("commandstats")
+        info: dict[str, Any] = await admin.info(section)
+        return info
     finally:
         await admin.aclose()
+
+
+async def _script_calls() -> int:
+    """The script calls (EVALSHA) the Redis at REDIS_URL has served, every client's."""
+    stats = await _redis_info("commandstats")
     return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
 
 

@@ -69,7 +69,13 @@ class _Credit:
         down to half, under it with the next call, and up again: two round trips every few calls
         (tests/test_limits_counters.py counts them)."""
         self.cap = cap
-        self.low, self.target = (cap // 4, cap // 2) if tokens else (cap // 2, cap)
+        self.low = cap // 4 if tokens else cap // 2
+        self.target = _target(cap, tokens)
+
+
+def _target(cap: int, tokens: bool) -> int:
+    """What a counter's permits are filled to, by a top-up or by the grant an admission asks for (see size)."""
+    return cap // 2 if tokens else cap
 
 
 _NO_CREDIT = _Credit(-math.inf)  # expired from the start: never drawn on
@@ -532,9 +538,9 @@ class RedisCounters:
             amount = reserve if take.tokens else 1
             ask = 0
             if permits and take.limit >= PERMIT_MIN_LIMIT and take.counter not in asking:
-                # Up to what a top-up fills to (_Credit.size), no more: for tokens that is half a grant's worth, so
-                # the refund of this very call does not push the permits over their cap and back to Redis.
-                ask = PERMIT_CALLS * (amount or 1) // (2 if take.tokens else 1)
+                # Up to what a top-up fills to, no more: for tokens that is half a grant's worth, so the refund of
+                # this very call does not push the permits over their cap and back to Redis.
+                ask = _target(PERMIT_CALLS * (amount or 1), take.tokens)
                 held = self._credit.get(take.counter)
                 if held is not None and held.expires > now:
                     ask = max(0, ask - held.units)
@@ -656,11 +662,11 @@ class RedisCounters:
             if held is None:  # counted without permits: the call's own lease
                 members.append((slot, lease))
                 continue
-            spares = idle.get(slot)
-            if spares is None:
-                spares = idle[slot] = []
             if now - held.taken < _FRESH_LEASE_SECONDS:
                 held.idle_since = now
+                spares = idle.get(slot)
+                if spares is None:
+                    spares = idle[slot] = []
                 spares.append(held)
                 if self._trim is None:
                     self._schedule_trim()
