@@ -25,6 +25,8 @@ from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
 from server.metering import CallKind
 from server.store.db import Database as Db
 from server.store.limit_counters import (
+    ADMITTED,
+    ASK_STORE,
     IDLE_SECONDS,
     PERMIT_LEASES,
     PERMIT_MIN_LIMIT,
@@ -139,11 +141,22 @@ async def test_redis_unreachable_is_reported_as_such() -> None:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "text"),
-    [(0.02, "20ms"), (0.0004, "1ms"), (1, "1s"), (59.5, "59.5s"), (60, "1m0s"), (360, "6m0s"), (3723.25, "1h2m3.25s")],
+    ("ms", "text"),
+    [
+        (-5, "0ms"),
+        (20, "20ms"),
+        (1000, "1s"),
+        (3250, "3.25s"),
+        (59_500, "59.5s"),
+        (59_881, "59.881s"),
+        (1_010, "1.01s"),
+        (60_000, "1m0s"),
+        (360_000, "6m0s"),
+        (3_723_250, "1h2m3.25s"),
+    ],
 )
-def test_durations_are_written_as_openai_sends_them(seconds: float, text: str) -> None:
-    assert duration(seconds) == text
+def test_durations_are_written_as_openai_sends_them(ms: int, text: str) -> None:
+    assert duration(ms) == text
 
 
 def test_retry_headers_say_when_waiting_cannot_help() -> None:
@@ -416,6 +429,37 @@ async def test_permits_held_idle_go_back_to_redis(replicas: tuple[RedisCounters,
     assert await reader.peek(["t|tpm"], ["t|cc"], now) == (80, 0)
 
 
+async def test_a_permit_bound_counts_what_the_permits_cover_and_leaves_the_rest_to_redis(
+    replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
+) -> None:
+    """What the limiter counts on with permits (`bind`): a call nothing held here covers is ASK_STORE (counted by
+    `acquire`, which takes a grant); the next calls are admitted and settled from the grant without a round trip; a
+    settlement larger than the units held is refused (False) for `finish` to make; once idle, everything goes back
+    and Redis shows what the calls used and no lease."""
+    one, _, reader = replicas
+    round_trips = _count_round_trips(one)
+    now = time.time()
+    takes = [take("t|rpm", 10**6), take("t|tpm", 10**6, tokens=True)]
+    slot = Slot("t|cc", 5000)
+    bound = one.bind(takes, [slot], now)
+    assert bound is not None
+    assert bound.count(100, True, now) == ASK_STORE and round_trips[0] == 0
+    assert (await one.acquire(takes, 100, [slot], "first", now)).admitted
+    asked = round_trips[0]
+    for _ in range(10):
+        assert bound.count(100, True, now) == ADMITTED
+    assert bound.values() == [11, 1100]  # the counts in Redis, less what this process holds for later calls
+    for _ in range(9):
+        assert bound.settle(7 - 100, True)
+    assert bound.token_values() == [1100 - 9 * 93]
+    assert round_trips[0] == asked
+    assert not bound.settle(10**5, True)  # its lease given back, its 100,000 tokens left to `finish`
+    assert await one.finish([takes[1]], 10**5, [], "") == (1100 - 9 * 93 + 10**5,)
+    await one.finish([takes[1]], 7 - 100, [slot.counter], "first")
+    await asyncio.sleep(IDLE_SECONDS * 3)
+    assert await reader.peek(["t|rpm", "t|tpm"], [slot.counter], now) == (11, 10 * 7 + 100 + 10**5, 0)
+
+
 async def test_limits_below_the_permit_floor_are_counted_call_by_call(
     replicas: tuple[RedisCounters, RedisCounters, RedisCounters],
 ) -> None:
@@ -440,16 +484,23 @@ async def test_permit_leases_never_exceed_a_concurrency_cap(
     assert (await reader.peek([], ["t|cap"], now))[0] <= 1000
 
 
-# ---- the limiter counting in memory (gateway.limits.limiter over window-bound counters: in process, shared) -------
+# ---- the limiter over window-bound counters (gateway.limits.limiter: in process, shared, Redis with permits) ------
 
-_IN_MEMORY = pytest.mark.parametrize(
-    "in_memory", [MemoryCounters, lambda: SharedCounters(slots=1024, workers=1)], ids=["in-process", "shared"]
+
+def _redis_permits() -> RedisCounters:
+    return RedisCounters(REDIS_URL, prefix=f"test:{unique_name('bound')}:", permits=True)
+
+
+_BOUND = pytest.mark.parametrize(
+    "bound_store",
+    [MemoryCounters, lambda: SharedCounters(slots=1024, workers=1), _redis_permits],
+    ids=["in-process", "shared", "redis-permits"],
 )
 
 
-@_IN_MEMORY
-async def test_in_memory_limiter_shares_tenant_counters_restarts_windows_and_settles_into_their_own(
-    database: Database, in_memory: Callable[[], Counters]
+@_BOUND
+async def test_limiter_shares_tenant_counters_restarts_windows_and_settles_into_their_own(
+    database: Database, bound_store: Callable[[], Counters]
 ) -> None:
     """Each (key, model) plan binds its window's counters once; two keys' plans must still count on the one tenant
     counter, a new minute must start from zero, and a call admitted in one minute must settle in that minute's
@@ -463,7 +514,7 @@ async def test_in_memory_limiter_shares_tenant_counters_restarts_windows_and_set
         LimitPolicyRow(**policy, scope_kind=3, scope_id="k1", tokens_per_minute=100, concurrent_requests=1),
     )
     db = Db(database.url)
-    limiter = Limiter(db, in_memory(), ttl=60, fail_closed=False)
+    limiter = Limiter(db, bound_store(), ttl=60, fail_closed=False)
 
     def caller(key: str) -> Principal:
         return Principal(
@@ -496,9 +547,9 @@ async def test_in_memory_limiter_shares_tenant_counters_restarts_windows_and_set
         await db.close()
 
 
-@_IN_MEMORY
-async def test_in_memory_limiter_applies_a_changed_policy_at_once(
-    database: Database, in_memory: Callable[[], Counters]
+@_BOUND
+async def test_limiter_applies_a_changed_policy_at_once(
+    database: Database, bound_store: Callable[[], Counters]
 ) -> None:
     """Each call of a window reuses its (key, model) plan without looking the policies up; a policy write must still
     drop the plans with the cached policies, so the very next call is counted against the new limit."""
@@ -509,7 +560,7 @@ async def test_in_memory_limiter_applies_a_changed_policy_at_once(
         LimitPolicyRow(tenant_id=tenant, tier=1, quantities={}, scope_kind=1, scope_id="", requests_per_minute=10),
     )
     db = Db(database.url)
-    limiter = Limiter(db, in_memory(), ttl=60, fail_closed=False)
+    limiter = Limiter(db, bound_store(), ttl=60, fail_closed=False)
     caller = Principal(
         None, scoped_tenant_id=tenant, api_key=ApiKeyIdentity("k1", tenant, ApiKeyType.PERSONAL, "u", None)
     )
@@ -528,9 +579,9 @@ async def test_in_memory_limiter_applies_a_changed_policy_at_once(
         await db.close()
 
 
-@_IN_MEMORY
-async def test_in_memory_limiter_notices_a_soft_budget_crossed_when_a_call_settles(
-    database: Database, in_memory: Callable[[], Counters], caplog: pytest.LogCaptureFixture
+@_BOUND
+async def test_limiter_notices_a_soft_budget_crossed_when_a_call_settles(
+    database: Database, bound_store: Callable[[], Counters], caplog: pytest.LogCaptureFixture
 ) -> None:
     """The soft threshold is watched on the counts a settlement leaves (each store's `token_values`): a call that
     reserved 50 and used 150 carries a budget of soft threshold 100 across it when it ends, not when it starts."""
@@ -550,7 +601,7 @@ async def test_in_memory_limiter_notices_a_soft_budget_crossed_when_a_call_settl
         ),
     )
     db = Db(database.url)
-    limiter = Limiter(db, in_memory(), ttl=60, fail_closed=False)
+    limiter = Limiter(db, bound_store(), ttl=60, fail_closed=False)
     caller = Principal(
         None, scoped_tenant_id=tenant, api_key=ApiKeyIdentity("k1", tenant, ApiKeyType.PERSONAL, "u", None)
     )

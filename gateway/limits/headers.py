@@ -19,16 +19,18 @@ __all__ = ["NAMES", "duration", "retry_headers"]
 def _seconds(ms: int) -> str:
     """ms (< 60 000) as Go writes the seconds part: 1s, 59.5s, 3.25s, 0.001s."""
     whole, frac = divmod(ms, 1000)
-    if not frac:
-        return f"{whole}s"
+    if frac % 10 == 0:  # whole hundredths, as every reset the limiter writes is: no formatting
+        return str(whole) + _HUNDREDTHS[frac // 10]
     return f"{whole}.{frac:03d}".rstrip("0") + "s"
 
 
-def duration(seconds: float) -> str:
-    """Go's time.Duration notation, to the millisecond: 20ms, 1s, 59.5s, 6m0s, 1h2m3s."""
-    ms = max(0, math.ceil(seconds * 1000))
+_HUNDREDTHS = ["s"] + [f".{h:02d}".rstrip("0") + "s" for h in range(1, 100)]
+
+
+def duration(ms: int) -> str:
+    """`ms` milliseconds (none if negative) in Go's time.Duration notation: 20ms, 1s, 59.5s, 6m0s, 1h2m3s."""
     if ms < 1000:
-        return f"{ms}ms"
+        return f"{max(ms, 0)}ms"
     if ms < 60_000:  # the common case (a minute window): one format
         return _seconds(ms)
     hours, ms = divmod(ms, 3_600_000)

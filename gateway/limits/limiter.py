@@ -36,7 +36,7 @@ from server.domain.quantities import INT64_MAX
 from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
-from server.store.limit_counters import Counters, CountersUnavailable, Slot, Take
+from server.store.limit_counters import ADMITTED, ASK_STORE, Counters, CountersUnavailable, Slot, Take
 from server.store.models import LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
@@ -118,7 +118,7 @@ class _Span:
         "checks",
         "fixed",
         "reset_at",
-        "reset_end",
+        "reset_end_ms",
         "reset_names",
         "reset_next",
         "slot_names",
@@ -165,7 +165,7 @@ class _Span:
         # A reset header is written once per hundredth of a second (from its start: at most 10 ms late), not per call.
         # Both kinds count per minute: one window, one reset.
         self.reset_names = [names[2] for names, _ in self.trios]
-        self.reset_end = windows[self.trios[0][1][0][0]].end if self.trios else 0.0
+        self.reset_end_ms = round(windows[self.trios[0][1][0][0]].end * 1000) if self.trios else 0
         self.reset_at = self.reset_next = 0.0  # the hundredth of a second it was written for: [at, next) * 1/100
 
 
@@ -305,16 +305,17 @@ class Limiter:
             raise _too_large(span, reserve)
         bound = span.bound
         values: Sequence[int]
-        if bound is not None:  # in this host's memory: counted on the window's counters, no store call
-            if not bound.count(reserve, with_slots, now):
-                refused = bound.refused(reserve, with_slots)
-                raise self._refusal(span, reserve, refused, bound.values()[: refused + 1], now)
+        # Counted on the window's counters in this host's memory, or from the permits this process holds: no store
+        # call, no coroutine.
+        if bound is None or (counted := bound.count(reserve, with_slots, now)) == ASK_STORE:
+            found = await self._acquire(span, reserve, with_slots, now)
+            if found is None:
+                return None
+            values, lease = found
+        elif counted == ADMITTED:
             values, lease = bound.values(), ""
         else:
-            counted = await self._acquire(span, reserve, with_slots, now)
-            if counted is None:
-                return None
-            values, lease = counted
+            raise self._refusal(span, reserve, counted, bound.values()[: counted + 1], now)
         for soft in span.soft:
             after = values[soft.take]
             if after - reserve < soft.threshold <= after:
@@ -382,12 +383,11 @@ class Limiter:
         watch = delta > 0 and bool(span.soft)
         bound = span.bound
         values: Sequence[int]
-        if bound is not None:
-            bound.settle(delta, grant.slots)
+        if bound is not None and bound.settle(delta, grant.slots):
             values = bound.token_values() if watch else ()
-        else:
+        else:  # the store settles it all, or (a bound gave the leases back) the tokens the bound could not
             takes = span.token_takes if delta else []
-            slots = span.slot_names if grant.slots else []
+            slots = span.slot_names if grant.slots and bound is None else []
             if not takes and not slots:
                 return
             try:
@@ -444,7 +444,7 @@ def _headers(span: _Span, values: Sequence[int], now: float) -> dict[str, str]:
     if not span.reset_at <= hundredths < span.reset_next:
         span.reset_at = at = float(int(hundredths))
         span.reset_next = at + 1
-        reset = duration(span.reset_end - at / 100)
+        reset = duration(span.reset_end_ms - int(at) * 10)
         for name in span.reset_names:
             span.template[name] = reset
     headers = span.template.copy()

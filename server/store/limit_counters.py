@@ -27,6 +27,8 @@ from typing import Any, Protocol
 from server.store.redis_scripts import ScriptBatcher, ScriptFailed
 
 __all__ = [
+    "ADMITTED",
+    "ASK_STORE",
     "LEASE_SECONDS",
     "Bound",
     "Cell",
@@ -35,12 +37,16 @@ __all__ = [
     "CountersUnavailable",
     "MemoryCounters",
     "Outcome",
+    "PermitBound",
     "RedisCounters",
     "Slot",
     "Take",
 ]
 
 LEASE_SECONDS = 900.0
+# What `Bound.count` answers besides the index (into takes, then slots) of the limit that refused the call.
+ADMITTED = -1
+ASK_STORE = -2  # not counted here: count it in the store (`Counters.acquire`)
 
 
 class CountersUnavailable(Exception):
@@ -151,18 +157,18 @@ class Cell:
 
 
 class Bound(Protocol):
-    """A plan's counters for one window (`Counters.bind`), counted on directly: no lookup by name per call. `count`
-    counts one call if every take and (`with_slots`) every slot has room, else nothing (`refused` then says which
-    limit refused: an index into takes, then slots); `values` are the takes' counts after it (up to the refusal);
-    `settle` adds a call's token delta and gives its leases back, after which `token_values` are the token counts."""
+    """A plan's counters for one window (`Counters.bind`), counted on directly: no lookup by name, no coroutine per
+    call. `count` counts one call if every take and (`with_slots`) every slot has room, else nothing, and answers
+    ADMITTED, the index (into takes, then slots) of the limit that refused it, or ASK_STORE when what this process
+    holds cannot tell (the call then goes through `Counters.acquire`); `values` are the takes' counts after it (up to
+    the refusal). `settle` gives a call's leases back and adds its token delta, after which `token_values` are the
+    token counts; False when the delta could not be settled here (it then goes through `Counters.finish`)."""
 
-    def count(self, reserve: int, with_slots: bool, now: float) -> bool: ...
-
-    def refused(self, reserve: int, with_slots: bool) -> int: ...
+    def count(self, reserve: int, with_slots: bool, now: float) -> int: ...
 
     def values(self) -> list[int]: ...
 
-    def settle(self, delta: int, with_slots: bool) -> None: ...
+    def settle(self, delta: int, with_slots: bool) -> bool: ...
 
     def token_values(self) -> list[int]: ...
 
@@ -193,44 +199,37 @@ class CellBound:
     def token_values(self) -> list[int]:
         return [cell.value for cell in self.token_cells]
 
-    def count(self, reserve: int, with_slots: bool, now: float) -> bool:
+    def count(self, reserve: int, with_slots: bool, now: float) -> int:
         """Each counter is checked and counted in one pass; a refusal takes back what the pass counted. (`now` goes
         unused: the cells are the window's.)"""
         for cell, limit in self.requests:
             if cell.value >= limit:
-                return self._take_back(reserve, cell)
+                return self._take_back(reserve, cell, with_slots)
             cell.value += 1
         need = reserve or 1  # a zero reservation still needs room: none at the limit
         for cell, limit in self.tokens:
             if cell.value + need > limit:
-                return self._take_back(reserve, cell)
+                return self._take_back(reserve, cell, with_slots)
             cell.value += reserve
         if with_slots:
             for cell, limit in self.slots:
                 if cell.value >= limit:
-                    return self._take_back(reserve, cell)
+                    return self._take_back(reserve, cell, with_slots)
                 cell.value += 1
-        return True
+        return ADMITTED
 
-    def _take_back(self, reserve: int, refused: Cell) -> bool:
-        """Undo what `count` counted before it reached the counter without room; False, for `count` to return."""
-        for cell in self.request_cells:
+    def _take_back(self, reserve: int, refused: Cell, with_slots: bool) -> int:
+        """Undo what `count` counted before it reached the counter without room; the index of the limit that
+        refused, for `count` to answer."""
+        counted = [(cell, 1) for cell in self.request_cells] + [(cell, reserve) for cell in self.token_cells]
+        for cell, amount in counted + [(cell, 1) for cell in self.slot_cells]:
             if cell is refused:
-                return False
-            cell.value -= 1
-        for cell in self.token_cells:
-            if cell is refused:
-                return False
-            cell.value -= reserve
-        for cell in self.slot_cells:
-            if cell is refused:
-                return False
-            cell.value -= 1
-        return False
+                break
+            cell.value -= amount
+        return self._refused(reserve, with_slots)
 
-    def refused(self, reserve: int, with_slots: bool) -> int:
-        """The index (into takes, then slots) of the first limit without room for the call, -1 if none: which limit
-        refused when `count` did."""
+    def _refused(self, reserve: int, with_slots: bool) -> int:
+        """The index (into takes, then slots) of the first limit without room for the call."""
         need = reserve or 1
         index = 0
         for cell, limit, tokens in self.takes:
@@ -244,7 +243,7 @@ class CellBound:
                 index += 1
         return -1
 
-    def settle(self, delta: int, with_slots: bool) -> None:
+    def settle(self, delta: int, with_slots: bool) -> bool:
         """Add `delta` to the token counters and give back a lease of each slot."""
         if delta:
             for cell in self.token_cells:
@@ -253,6 +252,7 @@ class CellBound:
             for cell in self.slot_cells:
                 if cell.value > 0:
                     cell.value -= 1
+        return True
 
 
 class MemoryCounters:
@@ -300,9 +300,9 @@ class MemoryCounters:
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
         bound = self.bind(takes, slots, now)
-        if bound.count(reserve, bool(slots), now):
+        refused = bound.count(reserve, bool(slots), now)
+        if refused == ADMITTED:
             return Outcome(True, -1, tuple(bound.values()))
-        refused = bound.refused(reserve, bool(slots))
         return Outcome(False, refused, tuple(bound.values()[: refused + 1]))  # the counts found up to the refusal
 
     async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
@@ -436,6 +436,9 @@ class _Spare:
     member: str  # the lease in Redis's set
     taken: float  # when Redis counted it
     idle_since: float
+    # Kept as a spare when its call ends (else dropped at once): only the leases of a cap that grants spares. A
+    # smaller cap's lease held idle would refuse other replicas' calls meanwhile.
+    reusable: bool = True
 
 
 class RedisCounters:
@@ -463,14 +466,18 @@ class RedisCounters:
         self._idle = idle_seconds
         self._credit: dict[str, _Credit] = {}
         self._spares: dict[str, list[_Spare]] = {}  # slot -> spare leases, idle
-        self._using: dict[tuple[str, str], _Spare] = {}  # (slot, a call's lease) -> the Redis lease it holds
+        # slot -> the leases of calls in flight, oldest first. Redis counts a slot's leases, not whose they are, so a
+        # call that ends gives back the oldest: the calls still running keep the newest, which expire last.
+        self._busy: dict[str, list[_Spare]] = {}
         self._asking: set[str] = set()  # counters and slots a request for permits is in flight for
         self._next_sweep = 0.0
         self._trim: asyncio.TimerHandle | None = None
         self._releasing: set[asyncio.Task[None]] = set()
 
-    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> None:
-        return None  # counted in Redis: each call goes through `acquire`
+    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> PermitBound | None:
+        """With permits, what counts the calls they cover (`PermitBound`); without, None: each call goes through
+        `acquire`."""
+        return PermitBound(self, list(takes), [s.counter for s in slots]) if self._permits else None
 
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> list[int]:
         try:
@@ -484,10 +491,12 @@ class RedisCounters:
         credit = take.credit = self._credit.get(take.counter, _NO_CREDIT)
         return credit
 
-    def _local(
-        self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
-    ) -> Outcome | None:
-        """Admit from this process's permits alone (every take covered, a spare lease for every slot), or None."""
+    def _draw(self, takes: Sequence[Take], reserve: int, slots: Sequence[str], now: float) -> list[int] | None:
+        """Admit from this process's permits alone (every take covered, a spare lease for every slot, which the call
+        then holds): the takes' counts, or None, nothing drawn."""
+        if now >= self._next_sweep:
+            self._next_sweep = now + _SWEEP_SECONDS
+            self._credit = {k: c for k, c in self._credit.items() if c.expires > now}
         need = reserve or 1
         for take in takes:
             credit = take.credit
@@ -499,7 +508,7 @@ class RedisCounters:
                 return None
         spares = self._spares
         for slot in slots:
-            if not spares.get(slot.counter):
+            if not spares.get(slot):
                 return None
         values = []
         for take in takes:
@@ -510,23 +519,25 @@ class RedisCounters:
             if units < credit.low and take.counter not in self._asking:  # top up before it runs out
                 self._asking.add(take.counter)
                 self._background(self._refill(take, credit))
-        if slots:
-            using = self._using
-            for slot in slots:
-                using[slot.counter, lease] = spares[slot.counter].pop()
-        return Outcome(True, -1, tuple(values))
+        for slot in slots:
+            self._hold(slot, spares[slot].pop())
+        return values
+
+    def _hold(self, slot: str, lease: _Spare) -> None:
+        busy = self._busy.get(slot)
+        if busy is None:
+            self._busy[slot] = [lease]
+        else:
+            busy.append(lease)
 
     async def acquire(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
         permits = self._permits
         if permits:
-            if now >= self._next_sweep:
-                self._next_sweep = now + _SWEEP_SECONDS
-                self._credit = {k: c for k, c in self._credit.items() if c.expires > now}
-            local = self._local(takes, reserve, slots, lease, now)
+            local = self._draw(takes, reserve, [s.counter for s in slots], now)
             if local is not None:
-                return local
+                return Outcome(True, -1, tuple(local))
         p = self._prefix
         keys = [p + t.counter for t in takes] + [p + s.counter for s in slots]
         args: list[Any] = [lease, _ms(now), _ms(now + LEASE_SECONDS), len(takes)]
@@ -534,10 +545,17 @@ class RedisCounters:
         # One request for permits per counter in flight at a time: the calls of a burst that all miss at once must
         # not each take a grant (together they could take the whole room and leave it idle here).
         asking = self._asking
+        # Permits serve only calls they can admit whole: a call under a limit too small to grant any is counted here
+        # every time, and permits of its other limits would sit idle, holding room other replicas could use.
+        grants = (
+            permits
+            and all(t.limit >= PERMIT_MIN_LIMIT for t in takes)
+            and all(s.limit >= PERMIT_MIN_LIMIT for s in slots)
+        )
         for take in takes:
             amount = reserve if take.tokens else 1
             ask = 0
-            if permits and take.limit >= PERMIT_MIN_LIMIT and take.counter not in asking:
+            if grants and take.counter not in asking:
                 # Up to what a top-up fills to, no more: for tokens that is half a grant's worth, so the refund of
                 # this very call does not push the permits over their cap and back to Redis.
                 ask = _target(PERMIT_CALLS * (amount or 1), take.tokens)
@@ -549,7 +567,7 @@ class RedisCounters:
         spares = []
         for slot in slots:
             spare = 0
-            if permits and slot.limit >= PERMIT_MIN_LIMIT and slot.counter not in asking:
+            if grants and slot.counter not in asking:
                 spare = max(0, PERMIT_LEASES - len(self._spares.get(slot.counter, ())))
             spares.append(spare)
             args += [slot.limit, spare]
@@ -618,7 +636,7 @@ class RedisCounters:
             credit.seen = values[i]
             values[i] -= credit.units
         for j, slot in enumerate(slots):
-            self._using[slot.counter, lease] = _Spare(lease, now, now)
+            self._hold(slot.counter, _Spare(lease, now, now, slot.limit >= PERMIT_MIN_LIMIT))
             if grants[n + j]:
                 spares = self._spares.setdefault(slot.counter, [])
                 spares += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]
@@ -652,27 +670,46 @@ class RedisCounters:
         return values, remote
 
     def _unlease(self, slots: Sequence[str], lease: str, now: float) -> list[tuple[str, str]]:
-        """Keep the call's leases as spares while fresh; the (slot, lease) pairs Redis must drop. Spares above
-        PERMIT_LEASES (the leases of calls admitted one by one while a grant was being asked for) go back with the
-        next trim, together, not one round trip each."""
+        """Give back a lease of each slot, kept as a spare while fresh; the (slot, lease) pairs Redis must drop.
+        Spares above PERMIT_LEASES (the leases of calls admitted one by one while a grant was being asked for) go
+        back with the next trim, together, not one round trip each."""
         members = []
-        using, idle = self._using, self._spares
+        busy, idle = self._busy, self._spares
         for slot in slots:
-            held = using.pop((slot, lease), None)
-            if held is None:  # counted without permits: the call's own lease
+            held = busy.get(slot)
+            if not held:  # counted without permits: the call's own lease
                 members.append((slot, lease))
                 continue
-            if now - held.taken < _FRESH_LEASE_SECONDS:
-                held.idle_since = now
+            spare = held.pop(0)
+            if spare.reusable and now - spare.taken < _FRESH_LEASE_SECONDS:
+                spare.idle_since = now
                 spares = idle.get(slot)
                 if spares is None:
                     spares = idle[slot] = []
-                spares.append(held)
+                spares.append(spare)
                 if self._trim is None:
                     self._schedule_trim()
             else:
-                members.append((slot, held.member))
+                members.append((slot, spare.member))
         return members
+
+    def _settle_held(self, takes: Sequence[Take], delta: int, slots: Sequence[str]) -> list[int] | None:
+        """`PermitBound.settle`: a lease of each of `slots` given back, and `delta` settled from or to the units held
+        here; the token counts, or None when the units here cannot settle it (`finish` then must, with no slots)."""
+        now = time.time()
+        members = self._unlease(slots, "", now)
+        for take in takes:
+            credit = take.credit
+            if credit.expires <= now:
+                credit = self._found(take)
+            if credit.expires <= now or credit.units < delta:
+                if members:
+                    self._background(self._release([], members))
+                return None
+        values, remote = self._settle(takes, delta, now)  # all of it here: only surpluses go back
+        if remote or members:
+            self._background(self._release([a for _, a in remote], members))
+        return values
 
     async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
         now = time.time()
@@ -756,3 +793,41 @@ class RedisCounters:
             await asyncio.gather(*self._releasing, return_exceptions=True)
         await self._scripts.close()
         await self._redis.aclose()
+
+
+class PermitBound:
+    """A plan's counters for one window on Redis (`RedisCounters.bind`, with permits): a call the permits this
+    process holds cover is admitted, and settled, from them, with no script call and no coroutine; one they do not
+    cover is ASK_STORE, for `acquire` (which asks Redis for more as it counts it)."""
+
+    __slots__ = ("_counters", "_settled", "_slots", "_takes", "_token_takes", "_values")
+
+    def __init__(self, counters: RedisCounters, takes: list[Take], slots: list[str]) -> None:
+        self._counters, self._takes, self._slots = counters, takes, slots
+        self._token_takes = [t for t in takes if t.tokens]
+        self._values: list[int] = []
+        self._settled: list[int] = []
+
+    def count(self, reserve: int, with_slots: bool, now: float) -> int:
+        values = self._counters._draw(self._takes, reserve, self._slots if with_slots else [], now)
+        if values is None:
+            return ASK_STORE
+        self._values = values
+        return ADMITTED
+
+    def values(self) -> list[int]:
+        return self._values
+
+    def settle(self, delta: int, with_slots: bool) -> bool:
+        takes = self._token_takes if delta else []
+        slots = self._slots if with_slots else []
+        if not takes and not slots:
+            return True
+        settled = self._counters._settle_held(takes, delta, slots)
+        if settled is None:
+            return False
+        self._settled = settled
+        return True
+
+    def token_values(self) -> list[int]:
+        return self._settled

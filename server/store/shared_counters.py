@@ -48,7 +48,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from server.store.limit_counters import CountersUnavailable, Outcome, Slot, Take
+from server.store.limit_counters import ADMITTED, CountersUnavailable, Outcome, Slot, Take
 
 __all__ = ["PROBES", "STRANDED_SECONDS", "SharedCounters"]
 
@@ -110,7 +110,6 @@ class TableBound:
         "_leases",
         "_limits",
         "_places",
-        "_refused",
         "_settled",
         "_stripes",
         "_table",
@@ -130,9 +129,8 @@ class TableBound:
         self._stripes = table._stripes_of(everything) if everything else []
         self._values: list[int] = []
         self._settled: list[int] = []
-        self._refused = -1
 
-    def count(self, reserve: int, with_slots: bool, now: float) -> bool:
+    def count(self, reserve: int, with_slots: bool, now: float) -> int:
         table, counters = self._table, self._counters
         words = table._words
         now_ms = int(now * 1000)
@@ -150,13 +148,11 @@ class TableBound:
                 values.append(value)
                 expiries.append(expires_ms)
                 if value + (need if counter.tokens else 1) > counter.limit:
-                    self._refused = index
-                    return False
+                    return index
             leases = table._offsets(self._leases, now_ms, True) if with_slots else []
             for index, at in enumerate(leases):
                 if words[at + _LEASES] >= self._limits[index]:
-                    self._refused = len(counters) + index
-                    return False
+                    return len(counters) + index
             for index, counter in enumerate(counters):
                 at = offsets[index]
                 value = values[index] = values[index] + (reserve if counter.tokens else 1)
@@ -169,22 +165,18 @@ class TableBound:
                 words[at + column] += 1
         finally:
             table._unlock(self._stripes)
-        self._refused = -1
-        return True
-
-    def refused(self, reserve: int, with_slots: bool) -> int:
-        return self._refused
+        return ADMITTED
 
     def values(self) -> list[int]:
         return self._values
 
-    def settle(self, delta: int, with_slots: bool) -> None:
+    def settle(self, delta: int, with_slots: bool) -> bool:
         """Add `delta` to the token counters whose window has not ended (a settlement after it leaves nothing
         behind; `token_values` are their counts after it) and give back one of this worker's leases of each slot
         (`with_slots`)."""
         counters = self._tokens
         if not counters and not with_slots:
-            return
+            return True
         table = self._table
         words = table._words
         now_ms = int(time.time() * 1000)
@@ -213,6 +205,7 @@ class TableBound:
                     words[at + _LEASES] -= 1
         finally:
             table._unlock(self._stripes)
+        return True
 
     def token_values(self) -> list[int]:
         return self._settled
@@ -399,8 +392,9 @@ class SharedCounters:
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
         bound = self.bind(takes, slots, now)
-        if not bound.count(reserve, bool(slots), now):
-            return Outcome(False, bound.refused(reserve, bool(slots)), tuple(bound.values()))
+        refused = bound.count(reserve, bool(slots), now)
+        if refused != ADMITTED:
+            return Outcome(False, refused, tuple(bound.values()))
         held = self._held
         for slot in slots:
             leases = held.get(slot.counter)
