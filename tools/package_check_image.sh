@@ -58,6 +58,9 @@ run sh -c '! command -v gcc cc make git >/dev/null' || { echo "build tools in th
 run sh -c '! test -e /opt/switchboard/bin/pip && ! python3 -m pip --version' >/dev/null 2>&1 \
     || { echo "pip is in the runtime image"; exit 1; }
 run switchboard migrate | grep -q "database schema is up to date"
+run python3 -c 'import sys; from gateway.limits import limiter; from server.store import limit_counters as c
+sys.exit(not (limiter.__file__.endswith(".so") and c.__file__.endswith(".so")))' \
+    || { echo "the image runs the rate limiter interpreted, not compiled"; exit 1; }
 
 echo "== smoke: serve (both roles) answers /readyz from inside the image"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
