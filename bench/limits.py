@@ -19,10 +19,12 @@ everything else the request touches, and the same Python steps cost about three 
 requests come one at a time). The load average is printed with each store's rows. Last, a fourth way that does not
 move with the machine: the gateway worker's machine instructions per request for each key, with each of the three
 stores (bench.instructions, callgrind, when valgrind is installed), judged against the same 3.1 %. Valgrind runs the
-worker ~50 times slower, so there Redis permits are held idle 50 times as long (`CALLGRIND_PERMIT_IDLE`): what a
-worker at speed does between two calls takes longer than the default 0.2 s under valgrind, and the permits would go
-back to Redis and be fetched again between calls, which a worker at speed under this load never does (its Redis
-round trips are counted alongside, at speed, to show it).
+worker ~50 times slower, so there what it does once per so many seconds takes 50 times as long to come round
+(`CALLGRIND_TIMES`): Redis permits are held idle 10 s, not 0.2 s (what a worker at speed does between two calls
+takes longer than 0.2 s under valgrind, and the permits would go back to Redis and be fetched again between calls,
+which a worker at speed under this load never does: its Redis round trips are counted alongside, at speed, to show
+it), and keys and policies are cached 250 s, not 5 s (a reload's ~0.5M instructions would otherwise land on every
+~300th request, not on every ~15,000th as at c=32).
 
 Accuracy: three gateway replicas sharing Redis under 64 concurrent calls: a 600 requests/minute limit must admit
 600 +- 1 in a window; a token budget must not end above what it allows plus the reservations of calls in flight.
@@ -73,7 +75,9 @@ C32_REQUESTS = 2000  # without wrk
 LIMITER_CALLS = 32 * 625
 _PLAIN = b'{"model":"%s","messages":[{"role":"user","content":"hi"}]}' % MODEL.encode()
 _HIGH = "1G"  # never reached in a bench run: every limit is checked and counted, none refuses
-CALLGRIND_PERMIT_IDLE = {"SWITCHBOARD_LIMITS_PERMIT_IDLE_SECONDS": "10"}  # 0.2 s at valgrind's ~50x slowdown
+# Valgrind runs the worker ~50x slower: what a worker does once per so many seconds (give idle permits back, reload
+# the keys and policies it caches) would weigh ~50x as much per request as at speed, so those times are 50x too.
+CALLGRIND_TIMES = {"SWITCHBOARD_LIMITS_PERMIT_IDLE_SECONDS": "10", "SWITCHBOARD_API_KEY_CACHE_SECONDS": "250"}
 
 
 class _Api:
@@ -316,7 +320,7 @@ async def _cost(base_url: str, settings: Settings, upstream: Served) -> None:
     for store, env in stores.items():
         print(f"{store}:", end=" ")
         counted = await instructions(
-            {**env, **CALLGRIND_PERMIT_IDLE},
+            {**env, **CALLGRIND_TIMES},
             {"no limits": free, "limited": limited},
             streaming=False,
             requests=1800,

@@ -304,7 +304,7 @@ class Limiter:
         if reserve > span.token_room:
             raise _too_large(span, reserve)
         bound = span.bound
-        values: Sequence[int]
+        values: list[int]
         # Counted on the window's counters in this host's memory, or from the permits this process holds: no store
         # call, no coroutine.
         if bound is None or (counted := bound.count(reserve, with_slots, now)) == ASK_STORE:
@@ -322,9 +322,7 @@ class Limiter:
                 self._soft_crossed(soft.applied, after)
         return Grant(span, reserve, _headers(span, values, now), with_slots, lease)
 
-    async def _acquire(
-        self, span: _Span, reserve: int, with_slots: bool, now: float
-    ) -> tuple[Sequence[int], str] | None:
+    async def _acquire(self, span: _Span, reserve: int, with_slots: bool, now: float) -> tuple[list[int], str] | None:
         """Count the call in the shared store: its counts and lease, None if the store is down (fail open)."""
         slots = span.slot_takes if with_slots else []
         lease = f"{self._lease_prefix}{next(self._serial):x}" if slots else ""
@@ -335,7 +333,7 @@ class Limiter:
             return None
         if not outcome.admitted:
             raise self._refusal(span, reserve, outcome.refused, outcome.values, now)
-        return outcome.values, lease
+        return list(outcome.values), lease
 
     def _refusal(self, span: _Span, reserve: int, refused: int, values: Sequence[int], now: float) -> LimitExceeded:
         """The refusal by take or slot `refused`; `values` are the counts of the takes found up to it."""
@@ -348,7 +346,7 @@ class Limiter:
                 retry_headers(_CONCURRENCY_WAIT),
             )
         check = checks[refused]
-        headers = {**_headers(span, values, now), **retry_headers(span.windows[refused].end - now)}
+        headers = {**_headers(span, list(values), now), **retry_headers(span.windows[refused].end - now)}
         return LimitExceeded(
             f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
             f"requested {reserve if check.tokens else 1}. Please try again in {headers['retry-after']}s.",
@@ -436,7 +434,7 @@ class Limiter:
             log.exception("could not record a soft budget crossing")
 
 
-def _headers(span: _Span, values: Sequence[int], now: float) -> dict[str, str]:
+def _headers(span: _Span, values: list[int], now: float) -> dict[str, str]:
     """The trios of the tightest requests-per-minute and tokens-per-minute limits among the counts known (`values`,
     the span's takes in order: a refusal knows the counts up to the limit that refused)."""
     known = len(values)

@@ -491,7 +491,7 @@ class RedisCounters:
         credit = take.credit = self._credit.get(take.counter, _NO_CREDIT)
         return credit
 
-    def _draw(self, takes: Sequence[Take], reserve: int, slots: Sequence[str], now: float) -> list[int] | None:
+    def _draw(self, takes: list[Take], reserve: int, slots: list[str], now: float) -> list[int] | None:
         """Admit from this process's permits alone (every take covered, a spare lease for every slot, which the call
         then holds): the takes' counts, or None, nothing drawn."""
         if now >= self._next_sweep:
@@ -535,7 +535,7 @@ class RedisCounters:
     ) -> Outcome:
         permits = self._permits
         if permits:
-            local = self._draw(takes, reserve, [s.counter for s in slots], now)
+            local = self._draw(list(takes), reserve, [s.counter for s in slots], now)
             if local is not None:
                 return Outcome(True, -1, tuple(local))
         p = self._prefix
@@ -642,7 +642,7 @@ class RedisCounters:
                 spares += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]
                 self._schedule_trim()
 
-    def _settle(self, takes: Sequence[Take], delta: int, now: float) -> tuple[list[int], list[tuple[int, _Adjustment]]]:
+    def _settle(self, takes: list[Take], delta: int, now: float) -> tuple[list[int], list[tuple[int, _Adjustment]]]:
         """Settle what this process's permits can: the values known here (0 where Redis will tell), and what goes
         to Redis (the index whose value its answer gives, -1 for a surplus given back)."""
         values: list[int] = []
@@ -669,7 +669,7 @@ class RedisCounters:
             values.append(credit.seen - credit.units)
         return values, remote
 
-    def _unlease(self, slots: Sequence[str], lease: str, now: float) -> list[tuple[str, str]]:
+    def _unlease(self, slots: list[str], lease: str, now: float) -> list[tuple[str, str]]:
         """Give back a lease of each slot, kept as a spare while fresh; the (slot, lease) pairs Redis must drop.
         Spares above PERMIT_LEASES (the leases of calls admitted one by one while a grant was being asked for) go
         back with the next trim, together, not one round trip each."""
@@ -693,7 +693,7 @@ class RedisCounters:
                 members.append((slot, spare.member))
         return members
 
-    def _settle_held(self, takes: Sequence[Take], delta: int, slots: Sequence[str]) -> list[int] | None:
+    def _settle_held(self, takes: list[Take], delta: int, slots: list[str]) -> list[int] | None:
         """`PermitBound.settle`: a lease of each of `slots` given back, and `delta` settled from or to the units held
         here; the token counts, or None when the units here cannot settle it (`finish` then must, with no slots)."""
         now = time.time()
@@ -713,8 +713,9 @@ class RedisCounters:
 
     async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
         now = time.time()
-        values, remote = self._settle(takes, delta, now)
-        members = self._unlease(slots, lease, now)
+        # (Lists, which compiled code indexes directly: the permits' own path takes them on every call.)
+        values, remote = self._settle(list(takes), delta, now)
+        members = self._unlease(list(slots), lease, now)
         if remote or members:
             p = self._prefix
             keys = [p + a.counter for _, a in remote] + [p + slot for slot, _ in members]
