@@ -431,6 +431,10 @@ _FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redi
 _SWEEP_SECONDS = 60.0
 
 
+def _grants_permits(limit: int) -> bool:
+    return limit >= PERMIT_MIN_LIMIT
+
+
 @dataclass(slots=True)
 class _Spare:
     member: str  # the lease in Redis's set
@@ -520,15 +524,8 @@ class RedisCounters:
                 self._asking.add(take.counter)
                 self._background(self._refill(take, credit))
         for slot in slots:
-            self._hold(slot, spares[slot].pop())
+            _file(self._busy, slot, spares[slot].pop())
         return values
-
-    def _hold(self, slot: str, lease: _Spare) -> None:
-        busy = self._busy.get(slot)
-        if busy is None:
-            self._busy[slot] = [lease]
-        else:
-            busy.append(lease)
 
     async def acquire(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
@@ -548,9 +545,7 @@ class RedisCounters:
         # Permits serve only calls they can admit whole: a call under a limit too small to grant any is counted here
         # every time, and permits of its other limits would sit idle, holding room other replicas could use.
         grants = (
-            permits
-            and all(t.limit >= PERMIT_MIN_LIMIT for t in takes)
-            and all(s.limit >= PERMIT_MIN_LIMIT for s in slots)
+            permits and all(_grants_permits(t.limit) for t in takes) and all(_grants_permits(s.limit) for s in slots)
         )
         for take in takes:
             amount = reserve if take.tokens else 1
@@ -636,7 +631,7 @@ class RedisCounters:
             credit.seen = values[i]
             values[i] -= credit.units
         for j, slot in enumerate(slots):
-            self._hold(slot.counter, _Spare(lease, now, now, slot.limit >= PERMIT_MIN_LIMIT))
+            _file(self._busy, slot.counter, _Spare(lease, now, now, _grants_permits(slot.limit)))
             if grants[n + j]:
                 spares = self._spares.setdefault(slot.counter, [])
                 spares += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]
@@ -683,10 +678,7 @@ class RedisCounters:
             spare = held.pop(0)
             if spare.reusable and now - spare.taken < _FRESH_LEASE_SECONDS:
                 spare.idle_since = now
-                spares = idle.get(slot)
-                if spares is None:
-                    spares = idle[slot] = []
-                spares.append(spare)
+                _file(idle, slot, spare)
                 if self._trim is None:
                     self._schedule_trim()
             else:
@@ -794,6 +786,15 @@ class RedisCounters:
             await asyncio.gather(*self._releasing, return_exceptions=True)
         await self._scripts.close()
         await self._redis.aclose()
+
+
+def _file(leases: dict[str, list[_Spare]], slot: str, lease: _Spare) -> None:
+    """Put `lease` at the end of `slot`'s list in `leases` (the busy or the idle ones)."""
+    held = leases.get(slot)
+    if held is None:
+        leases[slot] = [lease]
+    else:
+        held.append(lease)
 
 
 class PermitBound:
