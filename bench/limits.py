@@ -64,6 +64,7 @@ from server.settings import Settings
 from server.store.db import Database
 from server.store.limit_counters import Counters, MemoryCounters, RedisCounters
 from server.store.shared_counters import SharedCounters
+from server.store.shared_permits import SharedPermits
 from server.tokens import PLATFORM_ROLES, mint_token
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -147,12 +148,12 @@ async def _limiter_cpu(settings: Settings, principal: Principal) -> dict[str, fl
     prefix = f"bench:{secrets.token_hex(4)}:"
     stores: dict[str, Callable[[], Counters]] = {
         "in-process": MemoryCounters,
-        "shared-mem": lambda: SharedCounters(slots=settings.limits_shared_slots, workers=1),
+        "shared-mem": lambda: SharedPermits(SharedCounters(slots=settings.limits_shared_slots, workers=1)),
         "redis": lambda: RedisCounters(REDIS_URL, prefix=prefix, permits=True),
         "redis exact": lambda: RedisCounters(REDIS_URL, prefix=prefix + "x:"),
     }
     reserve = -(-len(_PLAIN) // 4) + 1024
-    print("-- limiter CPU per call: admit + finish of six limits, 32 in flight (redis: with permits, as gateways do)")
+    print("-- limiter CPU per call: admit + finish of six limits, 32 in flight (with permits where gateways use them)")
     per_call: dict[str, float] = {}
 
     async def turn(count: int) -> None:

@@ -39,6 +39,7 @@ from server.store.limit_counters import (
 )
 from server.store.models import LimitPolicyRow, TenantRow
 from server.store.shared_counters import PROBES, STRANDED_SECONDS, SharedCounters
+from server.store.shared_permits import PermitTableBound, SharedPermits
 from tests.conftest import Database, insert_rows, unique_name
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -301,6 +302,146 @@ async def test_a_full_shared_table_is_reported_and_expired_slots_are_reused() ->
     assert await store.peek(["t|c0", "t|one-too-many"], [], later) == (0, 1)
 
 
+# ---- worker-local permits on the shared table (server.store.shared_permits) -------------------------------------
+
+
+async def test_shared_permits_admit_and_settle_covered_calls_without_the_table_and_go_back_when_idle() -> None:
+    """A call the permits do not cover is counted in the table, taking a grant with it; the next calls are admitted
+    and settled from it with no word of the table written (`values` are the counts less what this worker holds);
+    spare leases above PERMIT_LEASES go back at once, a settlement larger than the permits hold is made in the table,
+    and everything else goes back once idle, after which the table shows what the calls used and no lease."""
+    table = SharedCounters(slots=1024, workers=1)
+    permits = SharedPermits(table, idle_seconds=0.05)
+    now = time.time()
+    takes = [take("t|rpm", 10**6), take("t|tpm", 10**6, tokens=True)]
+    slot = Slot("t|cc", 5000)
+    bound = permits.bind(takes, [slot], now)
+    assert isinstance(bound, PermitTableBound)
+
+    async def table_counts() -> tuple[int, ...]:
+        return await table.peek(["t|rpm", "t|tpm"], [slot.counter], now)
+
+    assert bound.count(100, True, now) == ADMITTED and bound.values() == [1, 100]
+    held = await table_counts()
+    assert held[0] > 1 and held[1] > 100 and held[2] == 1 + PERMIT_LEASES  # the grant, counted in the table
+    for _ in range(10):
+        assert bound.count(100, True, now) == ADMITTED
+    assert bound.values() == [11, 1100]
+    for _ in range(10):
+        assert bound.settle(7 - 100, True)
+    assert bound.token_values() == [1100 - 10 * 93]
+    assert await table_counts() == held
+    assert bound.settle(7 - 100, True)  # the 33rd spare lease: above what a worker keeps, back to the table
+    assert await table_counts() == (held[0], held[1], held[2] - 1)
+    assert bound.count(100, True, now) == ADMITTED
+    assert bound.settle(10**5, True)  # more than the permits hold: settled in the table
+    assert bound.token_values() == [11 * 7 + 100 + 10**5]
+    await asyncio.sleep(0.3)
+    assert await table_counts() == (12, 11 * 7 + 100 + 10**5, 0)
+    await permits.close()
+
+
+async def test_shared_permits_below_the_floor_or_off_an_event_loop_count_every_call_in_the_table() -> None:
+    table = SharedCounters(slots=1024, workers=1)
+    permits = SharedPermits(table)
+    now = time.time()
+    small = permits.bind([take("t|rpm", 10**6)], [Slot("t|cc", PERMIT_MIN_LIMIT - 1)], now)
+    assert not isinstance(small, PermitTableBound)  # a cap too small to grant: the whole call is exact
+    assert small.count(0, True, now) == ADMITTED
+    assert await table.peek(["t|rpm"], ["t|cc"], now) == (1, 1)
+    # No event loop, no timer to give idle permits back: none are taken.
+    bound = permits.bind([take("t|big", 10**6)], [], now)
+    assert await asyncio.to_thread(bound.count, 0, False, now) == ADMITTED
+    assert await table.peek(["t|big"], [], now) == (1,)
+    await permits.close()
+
+
+def _spend(store: SharedCounters, worker: int, start: Any, out: multiprocessing.SimpleQueue[int]) -> None:
+    """A forked worker counting through permits: 3000 calls against the shared limit of 2000; how many it got."""
+    store.attach(worker)
+    start.wait()
+
+    async def run() -> int:
+        permits = SharedPermits(store)
+        bound = permits.bind([take("t|rpm", 2000), take("t|tpm", 10**7, tokens=True)], [], time.time())
+        admitted = sum(bound.count(3, False, time.time()) == ADMITTED for _ in range(3000))
+        await permits.close()
+        return admitted
+
+    out.put(asyncio.run(run()))
+
+
+async def test_shared_permits_never_over_admit_across_forked_workers() -> None:
+    """Permits are counted in the table when taken, and each worker spends its own on its next calls: two workers
+    making 3000 calls each against 2000/minute admit exactly 2000 together, and the table shows exactly that."""
+    store = SharedCounters(slots=1024, workers=2)
+    context = multiprocessing.get_context("fork")
+    out: multiprocessing.SimpleQueue[int] = context.SimpleQueue()
+    start = context.Barrier(2)
+    procs = [context.Process(target=_spend, args=(store, worker, start, out)) for worker in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        await asyncio.to_thread(proc.join, 60)
+        assert proc.exitcode == 0
+    assert out.get() + out.get() == 2000
+    assert await store.peek(["t|rpm", "t|tpm"], [], time.time()) == (2000, 6000)
+
+
+def _hold_spares_and_die(store: SharedCounters, worker: int) -> None:
+    store.attach(worker)
+
+    async def run() -> None:
+        bound = SharedPermits(store).bind([], [Slot("t|cc", 5000)], time.time())
+        assert bound.count(0, True, time.time()) == ADMITTED
+        assert bound.settle(0, True)  # its lease becomes a spare, held by this worker
+
+    asyncio.run(run())
+    os._exit(0)
+
+
+async def test_a_dead_workers_spare_leases_are_given_back() -> None:
+    store = SharedCounters(slots=1024, workers=2)
+    proc = multiprocessing.get_context("fork").Process(target=_hold_spares_and_die, args=(store, 1))
+    proc.start()
+    await asyncio.to_thread(proc.join, 60)
+    assert proc.exitcode == 0
+    assert await store.peek([], ["t|cc"], time.time()) == (PERMIT_LEASES,)
+    store.release_worker(1)
+    assert await store.peek([], ["t|cc"], time.time()) == (0,)
+
+
+@pytest.mark.parametrize("fail_closed", [False, True], ids=["fail-open", "fail-closed"])
+async def test_a_full_shared_table_fails_open_or_closed_through_the_limiter(
+    database: Database, fail_closed: bool
+) -> None:
+    """A call whose counter finds no free slot in the table is admitted unlimited or refused with a 429, as
+    configured: never an error out of the limiter."""
+    tenant = unique_name("lim")
+    await insert_rows(database, TenantRow(id=tenant, name=tenant))
+    await insert_rows(
+        database,
+        LimitPolicyRow(tenant_id=tenant, tier=1, quantities={}, scope_kind=1, scope_id="", requests_per_minute=10),
+    )
+    table = SharedCounters(slots=PROBES, workers=1, stripes=1)
+    for i in range(PROBES):  # every slot of the one region live
+        assert (await table.acquire([take(f"x|c{i}", 5)], 0, [], "", time.time())).admitted
+    db = Db(database.url)
+    limiter = Limiter(db, SharedPermits(table), ttl=60, fail_closed=fail_closed)
+    caller = Principal(
+        None, scoped_tenant_id=tenant, api_key=ApiKeyIdentity("k1", tenant, ApiKeyType.PERSONAL, "u", None)
+    )
+    try:
+        if fail_closed:
+            with pytest.raises(LimitExceeded, match="cannot be checked"):
+                await limiter.admit(caller, "m", 1, with_slots=False)
+        else:
+            assert await limiter.admit(caller, "m", 1, with_slots=False) is None
+    finally:
+        await limiter.close()
+        await db.close()
+
+
 @pytest.fixture
 async def replicas() -> AsyncIterator[tuple[RedisCounters, RedisCounters, RedisCounters]]:
     """Two gateway replicas counting in Redis with local permits, and an exact reader of the same counters."""
@@ -493,8 +634,13 @@ def _redis_permits() -> RedisCounters:
 
 _BOUND = pytest.mark.parametrize(
     "bound_store",
-    [MemoryCounters, lambda: SharedCounters(slots=1024, workers=1), _redis_permits],
-    ids=["in-process", "shared", "redis-permits"],
+    [
+        MemoryCounters,
+        lambda: SharedCounters(slots=1024, workers=1),
+        lambda: SharedPermits(SharedCounters(slots=1024, workers=1)),
+        _redis_permits,
+    ],
+    ids=["in-process", "shared", "shared-permits", "redis-permits"],
 )
 
 

@@ -16,6 +16,7 @@ from server.settings import Settings
 from server.store.db import Database
 from server.store.limit_counters import Counters, MemoryCounters, RedisCounters
 from server.store.shared_counters import SharedCounters
+from server.store.shared_permits import SharedPermits
 
 __all__ = ["counters_from", "open_limiter", "shared_counters_for"]
 
@@ -44,7 +45,8 @@ def counters_from(settings: Settings, shared: SharedCounters | None = None) -> C
             url, prefix=settings.limits_redis_prefix, permits=True, idle_seconds=settings.limits_permit_idle_seconds
         )
     if shared is not None:
-        return shared
+        # Worker-local permits on the shared table, as on Redis (server.store.shared_permits).
+        return SharedPermits(shared, idle_seconds=settings.limits_permit_idle_seconds)
     return MemoryCounters()
 
 

@@ -22,7 +22,7 @@ import math
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from server.store.redis_scripts import ScriptBatcher, ScriptFailed
 
@@ -44,9 +44,10 @@ __all__ = [
 ]
 
 LEASE_SECONDS = 900.0
-# What `Bound.count` answers besides the index (into takes, then slots) of the limit that refused the call.
-ADMITTED = -1
-ASK_STORE = -2  # not counted here: count it in the store (`Counters.acquire`)
+# What `Bound.count` answers besides the index (into takes, then slots) of the limit that refused the call. (Final
+# constants are folded into compiled code; a plain module global is looked up by name at every use.)
+ADMITTED: Final = -1
+ASK_STORE: Final = -2  # not counted here: count it in the store (`Counters.acquire`)
 
 
 class CountersUnavailable(Exception):
@@ -423,9 +424,9 @@ def _ms(seconds: float) -> int:
 # of a concurrency cap (at most PERMIT_LEASES), counted in Redis at once, so the next calls of this process are
 # admitted from them without a round trip. Only limits of at least PERMIT_MIN_LIMIT grant any: smaller ones (and
 # every limit's last eighth) are counted call by call, exactly.
-PERMIT_MIN_LIMIT = 1000
-PERMIT_CALLS = 1024
-PERMIT_LEASES = 32
+PERMIT_MIN_LIMIT: Final = 1000
+PERMIT_CALLS: Final = 1024
+PERMIT_LEASES: Final = 32
 IDLE_SECONDS = 0.2  # permits (units of a counter, spare leases) unused this long go back to Redis (by default)
 _FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redis took it (it expires after 15 min)
 _SWEEP_SECONDS = 60.0

@@ -4,7 +4,8 @@ Without Redis each gateway worker used to count on its own, so N workers admitte
 keeps one table for all of them, with the same contract and the same fixed-window semantics as `MemoryCounters`
 (a counter's value counts while its expiry is ahead; a take needs room for `max(amount, 1)`; nothing is counted for
 a refused call; a settlement after its window's expiry leaves nothing behind). Across replicas (other hosts, other
-gateway processes) it shares nothing: that is what Redis is for.
+gateway processes) it shares nothing: that is what Redis is for. A gateway worker counts through permits it holds of
+the table (server.store.shared_permits), which come here only every few hundred calls.
 
 **Layout.** One anonymous shared file (memfd), mapped MAP_SHARED, of `slots` fixed-size slots of int64 words:
 `[key1, key2, value, expires_ms, leases, lease count of worker 0 … worker W-1]`. A counter's key is 128 bits of
@@ -47,19 +48,27 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from server.store.limit_counters import ADMITTED, CountersUnavailable, Outcome, Slot, Take
+from server.store.limit_counters import ADMITTED, ASK_STORE, CountersUnavailable, Outcome, Slot, Take
 
 __all__ = ["PROBES", "STRANDED_SECONDS", "SharedCounters"]
 
 PROBES = 32  # how far from its home slot a counter may live
-_KEY1, _KEY2, _VALUE, _EXPIRES, _LEASES, _COLUMNS = range(6)
+# A slot's words. Final: compiled code folds them in (a plain module global is looked up by name at every use).
+_KEY1: Final = 0
+_KEY2: Final = 1
+_VALUE: Final = 2
+_EXPIRES: Final = 3
+_LEASES: Final = 4
+_COLUMNS: Final = 5
 _MAX_NAMES = 100_000  # names whose slot coordinates are remembered (cleared when reached)
 # Concurrency slots are a namespace of their own, as in MemoryCounters; a suffix keeps them in their tenant's region.
 _LEASE_SUFFIX = "|\x00lease"
 # How long a region's lock may be held with no holder named before the parent, reaping a dead worker, takes it over.
 # An operation holds a lock for microseconds; this is far beyond any live holder's, even descheduled on a busy host.
 STRANDED_SECONDS = 2.0
+_FULL = "the shared rate-limit counter table is full"
 _PARENT = -1  # the holder word of a lock the parent (a process that counts as no worker) holds
 
 
@@ -72,6 +81,14 @@ def _anonymous_file(size: int) -> int:
             fd = os.dup(handle.fileno())
     os.ftruncate(fd, size)
     return fd
+
+
+def _drop_leases(words: memoryview, at: int, column: int, count: int) -> None:
+    """Give back up to `count` of the leases a worker's `column` holds in the slot at `at`."""
+    count = min(count, words[at + column])
+    if count > 0:
+        words[at + column] -= count
+        words[at + _LEASES] -= count
 
 
 def _signed(data: bytes) -> int:
@@ -163,6 +180,10 @@ class TableBound:
             for at in leases:
                 words[at + _LEASES] += 1
                 words[at + column] += 1
+        except (
+            CountersUnavailable
+        ):  # no slot free for a counter: `acquire` reports it, the limiter fails open or closed
+            return ASK_STORE
         finally:
             table._unlock(self._stripes)
         return ADMITTED
@@ -178,34 +199,101 @@ class TableBound:
         if not counters and not with_slots:
             return True
         table = self._table
-        words = table._words
         now_ms = int(time.time() * 1000)
-        values: list[int] = []
-        self._settled = values
         table._lock(self._stripes)
         try:
-            offsets = table._offsets(self._token_places, now_ms, False) if counters else []
-            for index, counter in enumerate(counters):
-                expires_ms = counter.expires_ms
-                live = expires_ms > now_ms
-                at = offsets[index]
-                if at < 0 and live:  # settled before it was ever counted (the store's contract allows it)
-                    at = table._find(counter.place, now_ms, True)
-                found = words[at + _EXPIRES] if at >= 0 else 0
-                value = (words[at + _VALUE] if found > now_ms else 0) + delta
-                if at >= 0 and live:
-                    words[at + _VALUE] = value
-                    if found != expires_ms:
-                        words[at + _EXPIRES] = expires_ms
-                values.append(value)
-            column = _COLUMNS + table._column
-            for at in table._offsets(self._leases, now_ms, False) if with_slots else ():
-                if at >= 0 and words[at + column] > 0:
-                    words[at + column] -= 1
-                    words[at + _LEASES] -= 1
+            self._settled = self._add_tokens([delta] * len(counters), now_ms) if counters else []
+            if with_slots:
+                self._give_back_leases([1] * len(self._leases), now_ms)
         finally:
             table._unlock(self._stripes)
         return True
+
+    def _add_tokens(self, deltas: list[int], now_ms: int) -> list[int]:
+        """Add each of `deltas` to its token counter (in the takes' order) unless its window has ended; the counts
+        after. The caller holds the lock."""
+        table = self._table
+        words = table._words
+        values: list[int] = []
+        offsets = table._offsets(self._token_places, now_ms, False)
+        for index, counter in enumerate(self._tokens):
+            expires_ms = counter.expires_ms
+            live = expires_ms > now_ms
+            at = offsets[index]
+            if at < 0 and live:  # settled before it was ever counted (the store's contract allows it)
+                at = table._find(counter.place, now_ms, True)
+            found = words[at + _EXPIRES] if at >= 0 else 0
+            value = (words[at + _VALUE] if found > now_ms else 0) + deltas[index]
+            if at >= 0 and live:
+                words[at + _VALUE] = value
+                if found != expires_ms:
+                    words[at + _EXPIRES] = expires_ms
+            values.append(value)
+        return values
+
+    def _give_back_leases(self, counts: list[int], now_ms: int) -> None:
+        """Give back up to `counts` of this worker's leases of each slot. The caller holds the lock."""
+        table = self._table
+        words = table._words
+        column = _COLUMNS + table._column
+        for index, at in enumerate(table._offsets(self._leases, now_ms, False)):
+            if at >= 0:
+                _drop_leases(words, at, column, counts[index])
+
+    # Worker-local permits (server.store.shared_permits): units of a counter, and spare leases of a slot, counted in
+    # the table and held by this worker for calls it has yet to admit.
+
+    def grant(self, asks: list[int], lease_asks: list[int], now: float) -> tuple[list[int], list[int], list[int]]:
+        """Count up to `asks` more of each counter (in the takes' order) and hold up to `lease_asks` more leases of
+        each slot, in one locked pass, each at most 1/8 of the room left: the grants, the counts after them, and
+        the leases granted."""
+        table = self._table
+        words = table._words
+        now_ms = int(now * 1000)
+        grants: list[int] = []
+        counts: list[int] = []
+        lease_grants: list[int] = []
+        table._lock(self._stripes)
+        try:
+            offsets = table._offsets(self._places, now_ms, True)
+            for index, counter in enumerate(self._counters):
+                at = offsets[index]
+                found = words[at + _EXPIRES]
+                value = words[at + _VALUE] if found > now_ms else 0
+                grant = max(0, min(asks[index], (counter.limit - value) // 8))
+                if grant:
+                    value += grant
+                    words[at + _VALUE] = value
+                    if found != counter.expires_ms:
+                        words[at + _EXPIRES] = counter.expires_ms
+                grants.append(grant)
+                counts.append(value)
+            column = _COLUMNS + table._column
+            for index, at in enumerate(table._offsets(self._leases, now_ms, True)):
+                grant = max(0, min(lease_asks[index], (self._limits[index] - words[at + _LEASES]) // 8))
+                if grant:
+                    words[at + _LEASES] += grant
+                    words[at + column] += grant
+                lease_grants.append(grant)
+        finally:
+            table._unlock(self._stripes)
+        return grants, counts, lease_grants
+
+    def adjust(self, deltas: list[int], now: float) -> None:
+        """Add each of `deltas` to its token counter (settlements, and permits given back)."""
+        self._table._lock(self._stripes)
+        try:
+            self._add_tokens(deltas, int(now * 1000))
+        finally:
+            self._table._unlock(self._stripes)
+
+    def return_leases(self, counts: list[int], now: float) -> None:
+        """Give back `counts` of this worker's leases of each slot (spares above what it keeps)."""
+        self._table._lock(self._stripes)
+        try:
+            self._give_back_leases(counts, int(now * 1000))
+        finally:
+            self._table._unlock(self._stripes)
 
     def token_values(self) -> list[int]:
         return self._settled
@@ -340,7 +428,7 @@ class SharedCounters:
         if not claim:
             return -1
         if free < 0:
-            raise CountersUnavailable("the shared rate-limit counter table is full")
+            raise CountersUnavailable(_FULL)
         words[free + _VALUE] = 0
         words[free + _EXPIRES] = now_ms + 1  # live for the rest of this operation: no other counter of it takes it
         words[free + _LEASES] = 0
@@ -393,6 +481,8 @@ class SharedCounters:
     ) -> Outcome:
         bound = self.bind(takes, slots, now)
         refused = bound.count(reserve, bool(slots), now)
+        if refused == ASK_STORE:
+            raise CountersUnavailable(_FULL)
         if refused != ADMITTED:
             return Outcome(False, refused, tuple(bound.values()))
         held = self._held
@@ -441,6 +531,25 @@ class SharedCounters:
         finally:
             self._unlock(locked)
         return tuple(values)
+
+    def give_back(self, counters: list[tuple[str, int]], slots: list[tuple[str, int]], now: float) -> None:
+        """Take each `(name, units)` off its counter, if its window has not ended, and give back each `(name, count)`
+        of this worker's leases of a slot: the permits a worker held idle (server.store.shared_permits)."""
+        now_ms = int(now * 1000)
+        words = self._words
+        column = _COLUMNS + self._column
+        places = [(self._where(name), units, False) for name, units in counters]
+        places += [(self._lease_where(name), count, True) for name, count in slots]
+        for place, amount, lease in places:
+            self._lock([place.stripe])
+            try:
+                at = self._find(place, now_ms, False)
+                if at >= 0 and lease:
+                    _drop_leases(words, at, column, amount)
+                elif at >= 0 and words[at + _EXPIRES] > now_ms:
+                    words[at + _VALUE] -= amount
+            finally:
+                self._unlock([place.stripe])
 
     async def close(self) -> None:
         """This process's use ends; the mapping stays for the others (it goes with the last process)."""
