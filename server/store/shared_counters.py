@@ -180,10 +180,8 @@ class TableBound:
             for at in leases:
                 words[at + _LEASES] += 1
                 words[at + column] += 1
-        except (
-            CountersUnavailable
-        ):  # no slot free for a counter: `acquire` reports it, the limiter fails open or closed
-            return ASK_STORE
+        except CountersUnavailable:
+            return ASK_STORE  # no slot free for a counter: `acquire` says so (the limiter fails open or closed)
         finally:
             table._unlock(self._stripes)
         return ADMITTED
