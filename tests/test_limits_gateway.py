@@ -350,6 +350,8 @@ async def test_browsers_can_read_the_rate_limit_headers(gw: LimitsGateway, tenan
                 assert resp.headers["Access-Control-Allow-Origin"] == ORIGIN
                 exposed = _listed(resp.headers["Access-Control-Expose-Headers"])
                 assert wanted <= {h.lower() for h in resp.headers}
+                # Each once: a 429's error answer sets x-should-retry too, and the limiter's headers replace it.
+                assert all(len(resp.headers.getall(name)) == 1 for name in written if name in resp.headers)
                 assert written <= exposed, written - exposed  # every header the limiter writes, not only these
 
 
