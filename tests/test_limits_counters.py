@@ -341,6 +341,24 @@ async def test_shared_permits_admit_and_settle_covered_calls_without_the_table_a
     await permits.close()
 
 
+async def test_shared_permits_bounded_by_the_room_left_are_not_topped_up_call_after_call() -> None:
+    """A token limit whose room grants less than a top-up asks for (100,000 tokens: 1/8 of the room is 12,487, the
+    top-up mark 25,600): the calls it covers still take no locked pass each, until half the grant is spent."""
+    table = SharedCounters(slots=1024, workers=1)
+    permits = SharedPermits(table)
+    now = time.time()
+    bound = permits.bind([take("t|tpm", 100_000, tokens=True)], [], now)
+    assert bound.count(100, False, now) == ADMITTED
+    (held,) = await table.peek(["t|tpm"], [], now)
+    assert held == 100 + (100_000 - 100) // 8
+    for _ in range(10):
+        assert bound.count(100, False, now) == ADMITTED
+    assert await table.peek(["t|tpm"], [], now) == (held,)
+    assert bound.values() == [1100]
+    await permits.close()
+    assert await table.peek(["t|tpm"], [], now) == (1100,)
+
+
 async def test_shared_permits_below_the_floor_or_off_an_event_loop_count_every_call_in_the_table() -> None:
     table = SharedCounters(slots=1024, workers=1)
     permits = SharedPermits(table)

@@ -202,11 +202,15 @@ class SharedPermits:
             grants, counts, lease_grants = bound._exact.grant(asks, lease_asks, now)
         except CountersUnavailable:  # no room in the table for a cap's slot: the call itself was counted
             return
-        for credit, grant, seen in zip(bound._credits, grants, counts, strict=True):
+        for credit, grant, seen, ask in zip(bound._credits, grants, counts, asks, strict=True):
             if grant:
                 credit.units += grant
                 credit.seen = seen
                 credit.used = now
+            if grant < ask:
+                # The room left bounded the grant, maybe below the top-up mark: top up again once half of what is
+                # held is spent, not on every call (each a locked pass).
+                credit.low = min(credit.low, credit.units // 2)
         for spares, grant in zip(bound._spares, lease_grants, strict=True):
             spares.count += grant
             spares.used = now
