@@ -531,6 +531,21 @@ async def test_token_permits_are_not_topped_up_and_given_back_call_after_call() 
         await store.close()
 
 
+async def test_token_permits_the_room_left_bounded_are_not_topped_up_call_after_call() -> None:
+    """A 20,000-token limit grants at most 1/8 of its room (2,487 to a 100-token call), and what it ever grants stays
+    below the top-up mark of such calls' permits (25,600): the calls they cover must not each send a top-up."""
+    store = RedisCounters(REDIS_URL, prefix=f"test:{unique_name('bounded')}:", permits=True)
+    round_trips = _count_round_trips(store)
+    takes = [take("t|tpm", 20_000, tokens=True)]
+    try:
+        for _ in range(20):
+            assert (await store.acquire(takes, 100, [], "l", time.time())).admitted
+            await asyncio.sleep(0.005)  # time for a top-up under way to come back
+        assert round_trips[0] <= 3, round_trips
+    finally:
+        await store.close()
+
+
 async def test_a_grant_of_tokens_is_not_given_back_when_the_call_that_took_it_ends() -> None:
     """A call that takes a grant of token permits reserves 1041 and uses 7: its refund lands on what it was granted,
     which must stay under the cap (a grant fills to the top-up target), not go back to Redis at once."""

@@ -79,6 +79,13 @@ class _Credit:
         self.low = cap // 4 if tokens else cap // 2
         self.target = _target(cap, tokens)
 
+    def hold(self, grant: int, asked: int) -> None:
+        """Hold `grant` more units, of `asked`. When the room left bounded the grant, maybe below the top-up mark,
+        the next top-up waits until half of what is held is spent: else every call would ask for one."""
+        self.units += grant
+        if grant < asked:
+            self.low = min(self.low, self.units // 2)
+
 
 def _target(cap: int, tokens: bool) -> int:
     """What a counter's permits are filled to, by a top-up or by the grant an admission asks for (see size)."""
@@ -580,7 +587,7 @@ class RedisCounters:
         if reply[0] != 1:
             return Outcome(False, reply[1] - 1, tuple(values))
         if permits:
-            self._keep(takes, reserve, slots, lease, now=now, values=values, grants=reply[2 + n :])
+            self._keep(takes, reserve, slots, lease, now=now, values=values, asks=asks, grants=reply[2 + n :])
         return Outcome(True, -1, tuple(values))
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
@@ -600,8 +607,11 @@ class RedisCounters:
             return
         finally:
             self._asking.discard(take.counter)
-        if reply[0] == 1 and reply[3] and self._credit.get(take.counter) is credit:
-            credit.units += reply[3]
+        if self._credit.get(take.counter) is not credit:
+            return
+        granted = reply[3] if reply[0] == 1 else 0
+        credit.hold(granted, ask)
+        if granted:
             credit.seen = reply[2]
             self._schedule_trim()
 
@@ -614,6 +624,7 @@ class RedisCounters:
         *,
         now: float,
         values: list[int],
+        asks: list[int],
         grants: list[int],
     ) -> None:
         """Keep the permits Redis granted with an admission; `values` become the counts less what is kept here."""
@@ -626,9 +637,9 @@ class RedisCounters:
                 credit = self._credit[take.counter] = _Credit(take.expires)
             if grants[i]:
                 self._schedule_trim()
-            credit.units += grants[i]
             credit.used = now
             credit.size(max(credit.cap, PERMIT_CALLS * ((reserve or 1) if take.tokens else 1)), take.tokens)
+            credit.hold(grants[i], asks[i])
             credit.seen = values[i]
             values[i] -= credit.units
         for j, slot in enumerate(slots):

@@ -203,14 +203,10 @@ class SharedPermits:
         except CountersUnavailable:  # no room in the table for a cap's slot: the call itself was counted
             return
         for credit, grant, seen, ask in zip(bound._credits, grants, counts, asks, strict=True):
+            credit.hold(grant, ask)  # (a grant the room bounded: no locked pass on every call after it)
             if grant:
-                credit.units += grant
                 credit.seen = seen
                 credit.used = now
-            if grant < ask:
-                # The room left bounded the grant, maybe below the top-up mark: top up again once half of what is
-                # held is spent, not on every call (each a locked pass).
-                credit.low = min(credit.low, credit.units // 2)
         for spares, grant in zip(bound._spares, lease_grants, strict=True):
             spares.count += grant
             spares.used = now
