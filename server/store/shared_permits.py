@@ -67,12 +67,19 @@ class PermitTableBound:
         "_values",
     )
 
-    def __init__(self, permits: SharedPermits, exact: TableBound, credits: list[_Credit], takes: list[Take]) -> None:
+    def __init__(
+        self,
+        permits: SharedPermits,
+        exact: TableBound,
+        credits: list[_Credit],
+        takes: Sequence[Take],
+        spares: list[_Spares],
+    ) -> None:
         self._permits, self._exact = permits, exact
         self._credits = credits  # in the takes' order
         self._request_credits = [c for c, t in zip(credits, takes, strict=True) if not t.tokens]
         self._token_credits = [c for c, t in zip(credits, takes, strict=True) if t.tokens]
-        self._spares: list[_Spares] = []
+        self._spares = spares  # in the slots' order
         self._values: list[int] = []
         self._settled: list[int] = []
 
@@ -102,7 +109,7 @@ class PermitTableBound:
             low = low or credit.units < credit.low
         self._values = [credit.seen - credit.units for credit in self._credits]
         if low:  # top up before they run out: one locked pass every few hundred calls
-            self._permits._top_up(self, reserve, now)
+            self._top_up(reserve, now)
         return ADMITTED
 
     def _count_in_table(self, reserve: int, with_slots: bool, now: float) -> int:
@@ -117,7 +124,7 @@ class PermitTableBound:
             credit.seen = values[index]
             values[index] -= credit.units  # what this worker does not hold for itself
         self._values = values
-        self._permits._top_up(self, reserve, now)
+        self._top_up(reserve, now)
         return ADMITTED
 
     def values(self) -> list[int]:
@@ -127,26 +134,73 @@ class PermitTableBound:
         """Give the call's leases back to this worker's spares (to the table above PERMIT_LEASES) and settle `delta`
         into the token permits (in the table what they cannot cover, or what takes them over their cap)."""
         now = time.time()
-        permits = self._permits
         if with_slots:
             for spares in self._spares:
                 spares.count += 1
                 spares.used = now
                 if spares.count > PERMIT_LEASES:
-                    permits._return_spares(self, now)
+                    self._return_spares(now)
                     break
         if delta:
             for credit in self._token_credits:
                 if credit.units < delta or credit.units - delta > credit.cap:
-                    permits._settle_in_table(self, delta, now)
+                    self._settle_in_table(delta, now)
                     break
             else:
                 for credit in self._token_credits:
                     credit.units -= delta
                     credit.used = now
-        permits._schedule_trim()
+        self._permits._schedule_trim()
         self._settled = [credit.seen - credit.units for credit in self._token_credits]
         return True
+
+    def _top_up(self, reserve: int, now: float) -> None:
+        """Take what the permits lack into the table, in one locked pass: up to each credit's target, at most 1/8 of
+        the room left; spare leases up to PERMIT_LEASES. Only on an event loop, whose timer gives idle permits
+        back."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for credit in self._token_credits:
+            credit.size(max(credit.cap, PERMIT_CALLS * (reserve or 1)), True)
+        for credit in self._request_credits:
+            credit.size(PERMIT_CALLS, False)
+        asks = [max(0, credit.target - credit.units) for credit in self._credits]
+        lease_asks = [max(0, PERMIT_LEASES - spares.count) for spares in self._spares]
+        try:
+            grants, counts, lease_grants = self._exact.grant(asks, lease_asks, now)
+        except CountersUnavailable:  # no room in the table for a cap's slot: the call itself was counted
+            return
+        for credit, grant, seen, ask in zip(self._credits, grants, counts, asks, strict=True):
+            credit.hold(grant, ask)  # (a grant the room bounded: no locked pass on every call after it)
+            if grant:
+                credit.seen = seen
+                credit.used = now
+        for spares, grant in zip(self._spares, lease_grants, strict=True):
+            spares.count += grant
+            spares.used = now
+        if any(grants) or any(lease_grants):
+            self._permits._schedule_trim()
+
+    def _settle_in_table(self, delta: int, now: float) -> None:
+        """Settle `delta` in the table for every token counter, giving back what the permits hold above their target
+        (a refund the permits cannot keep, or a shortfall they cannot pay)."""
+        returned = []
+        for credit in self._token_credits:
+            surplus = credit.units - credit.target if credit.units > credit.target else 0
+            credit.units -= surplus
+            credit.seen += delta - surplus
+            credit.used = now
+            returned.append(delta - surplus)
+        self._exact.adjust(returned, now)
+
+    def _return_spares(self, now: float) -> None:
+        """Give back the spare leases above what a worker keeps (PERMIT_LEASES)."""
+        surplus = [max(0, spares.count - PERMIT_LEASES) for spares in self._spares]
+        for spares, extra in zip(self._spares, surplus, strict=True):
+            spares.count -= extra
+        self._exact.return_leases(surplus, now)
 
     def token_values(self) -> list[int]:
         return self._settled
@@ -180,56 +234,8 @@ class SharedPermits:
             if credit is None:
                 credit = self._credit[take.counter] = _Credit(take.expires)
             credits.append(credit)
-        bound = PermitTableBound(self, exact, credits, list(takes))
-        bound._spares = [self._spares.get(s.counter) or self._spares.setdefault(s.counter, _Spares()) for s in slots]
-        return bound
-
-    def _top_up(self, bound: PermitTableBound, reserve: int, now: float) -> None:
-        """Take what `bound`'s permits lack into the table, in one locked pass: up to each credit's target, at most
-        1/8 of the room left; spare leases up to PERMIT_LEASES. Only on an event loop, whose timer gives idle permits
-        back."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        for credit in bound._token_credits:
-            credit.size(max(credit.cap, PERMIT_CALLS * (reserve or 1)), True)
-        for credit in bound._request_credits:
-            credit.size(PERMIT_CALLS, False)
-        asks = [max(0, credit.target - credit.units) for credit in bound._credits]
-        lease_asks = [max(0, PERMIT_LEASES - spares.count) for spares in bound._spares]
-        try:
-            grants, counts, lease_grants = bound._exact.grant(asks, lease_asks, now)
-        except CountersUnavailable:  # no room in the table for a cap's slot: the call itself was counted
-            return
-        for credit, grant, seen, ask in zip(bound._credits, grants, counts, asks, strict=True):
-            credit.hold(grant, ask)  # (a grant the room bounded: no locked pass on every call after it)
-            if grant:
-                credit.seen = seen
-                credit.used = now
-        for spares, grant in zip(bound._spares, lease_grants, strict=True):
-            spares.count += grant
-            spares.used = now
-        if any(grants) or any(lease_grants):
-            self._schedule_trim()
-
-    def _settle_in_table(self, bound: PermitTableBound, delta: int, now: float) -> None:
-        """Settle `delta` in the table for every token counter of `bound`, giving back what the permits hold above
-        their target (a refund the permits cannot keep, or a shortfall they cannot pay)."""
-        returned = []
-        for credit in bound._token_credits:
-            surplus = credit.units - credit.target if credit.units > credit.target else 0
-            credit.units -= surplus
-            credit.seen += delta - surplus
-            credit.used = now
-            returned.append(delta - surplus)
-        bound._exact.adjust(returned, now)
-
-    def _return_spares(self, bound: PermitTableBound, now: float) -> None:
-        surplus = [max(0, spares.count - PERMIT_LEASES) for spares in bound._spares]
-        for spares, extra in zip(bound._spares, surplus, strict=True):
-            spares.count -= extra
-        bound._exact.return_leases(surplus, now)
+        spares = [self._spares.get(s.counter) or self._spares.setdefault(s.counter, _Spares()) for s in slots]
+        return PermitTableBound(self, exact, credits, takes, spares)
 
     def _schedule_trim(self) -> None:
         if self._trim is None:
