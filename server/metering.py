@@ -224,10 +224,22 @@ async def _insert(
         await connection.exec_driver_sql(_insert_sql(table, dialect, shape), (orjson.dumps(rows).decode(),))
         return
     rows = rows_of(_sqlite_time)
-    for start in range(0, len(rows), _SQLITE_ROWS_PER_STATEMENT):
-        chunk = rows[start : start + _SQLITE_ROWS_PER_STATEMENT]
+    start = 0
+    while start < len(rows):
+        size = _statement_rows(len(rows) - start)
+        chunk = rows[start : start + size]
         flat = [value for row in chunk for value in row]
-        await connection.exec_driver_sql(_insert_sql(table, dialect, shape, len(chunk)), tuple(flat))
+        await connection.exec_driver_sql(_insert_sql(table, dialect, shape, size), tuple(flat))
+        start += size
+
+
+def _statement_rows(left: int) -> int:
+    """How many of `left` rows the next multi-row INSERT takes: 100, else the largest power of two that fits. A few
+    statement shapes per table, each parsed once and then found in the driver's statement cache (128 statements),
+    where a remainder of any size from 1 to 99 was a new statement to parse on most batches."""
+    if left >= _SQLITE_ROWS_PER_STATEMENT:
+        return _SQLITE_ROWS_PER_STATEMENT
+    return 1 << (left.bit_length() - 1)
 
 
 class Meter:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from server.metering import Meter, UsageEvent
+from server.metering import Meter, UsageEvent, _statement_rows
 from server.store.db import Database as Db
 from server.store.models import ApiTrafficRow, UsageEventRow
 from tests.conftest import Database
@@ -82,3 +82,17 @@ async def test_a_large_batch_lands_whole_and_exact(database: Database) -> None:
     found = {(_utc(r.occurred_at), r.status): [r.requests, r.request_bytes, r.response_bytes] for r in traffic}
     assert len(traffic) == len(found)  # one row per second and status: the whole batch went in one flush
     assert found == expected
+
+
+def test_sqlite_batches_are_written_in_a_few_statement_shapes() -> None:
+    """Any number of rows goes out in statements of 100 rows or a power of two below it: 8 shapes per table, which
+    the driver's statement cache (128) keeps parsed, where a remainder of any size was a statement to parse again."""
+    shapes = set()
+    for rows in range(1, 1001):
+        left = rows
+        while left:
+            size = _statement_rows(left)
+            assert 1 <= size <= left
+            shapes.add(size)
+            left -= size
+    assert shapes == {100, 64, 32, 16, 8, 4, 2, 1}
