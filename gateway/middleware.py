@@ -211,7 +211,10 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
         tee(response, exchange)
     limit_headers = request.get(LIMIT_HEADERS)
     if limit_headers:
-        response.headers.update(limit_headers)
+        if response.status == 429:  # a refusal: its error answer set x-should-retry, which the limiter's replaces
+            response.headers.update(limit_headers)
+        else:  # added, not merged: merging rebuilds the whole header table, on every limited call
+            response.headers.extend(limit_headers)
     origin = request.headers.get("Origin")
     if origin is None or "Access-Control-Allow-Origin" in response.headers:
         return
