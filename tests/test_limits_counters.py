@@ -218,20 +218,26 @@ def _hammer(store: SharedCounters, worker: int, start: Any, out: multiprocessing
     out.put(asyncio.run(run()))
 
 
-async def test_shared_counters_are_exact_across_forked_processes() -> None:
-    """Two processes forked after the table was made, 6000 calls between them, a limit of 4500: exactly 4500
-    counted (without the locks, concurrent read-modify-writes lose counts and admit more)."""
-    store = SharedCounters(slots=1024, workers=2)
+async def _two_forked_workers(store: SharedCounters, work: Callable[..., None]) -> list[int]:
+    """Workers 0 and 1 forked after `store` was made, each running `work(store, worker, start, out)`, both let go
+    at once (`start`): the counts they put on `out`."""
     context = multiprocessing.get_context("fork")
     out: multiprocessing.SimpleQueue[int] = context.SimpleQueue()
     start = context.Barrier(2)
-    procs = [context.Process(target=_hammer, args=(store, worker, start, out)) for worker in range(2)]
+    procs = [context.Process(target=work, args=(store, worker, start, out)) for worker in range(2)]
     for proc in procs:
         proc.start()
     for proc in procs:
         await asyncio.to_thread(proc.join, 60)
         assert proc.exitcode == 0
-    admitted = [out.get(), out.get()]
+    return [out.get(), out.get()]
+
+
+async def test_shared_counters_are_exact_across_forked_processes() -> None:
+    """Two processes forked after the table was made, 6000 calls between them, a limit of 4500: exactly 4500
+    counted (without the locks, concurrent read-modify-writes lose counts and admit more)."""
+    store = SharedCounters(slots=1024, workers=2)
+    admitted = await _two_forked_workers(store, _hammer)
     assert sum(admitted) == 4500 and min(admitted) > 0  # both took part
     assert await store.peek(["t|rpm", "t|tpm"], [], time.time()) == (4500, 13500)
 
@@ -393,16 +399,7 @@ async def test_shared_permits_never_over_admit_across_forked_workers() -> None:
     """Permits are counted in the table when taken, and each worker spends its own on its next calls: two workers
     making 3000 calls each against 2000/minute admit exactly 2000 together, and the table shows exactly that."""
     store = SharedCounters(slots=1024, workers=2)
-    context = multiprocessing.get_context("fork")
-    out: multiprocessing.SimpleQueue[int] = context.SimpleQueue()
-    start = context.Barrier(2)
-    procs = [context.Process(target=_spend, args=(store, worker, start, out)) for worker in range(2)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        await asyncio.to_thread(proc.join, 60)
-        assert proc.exitcode == 0
-    assert out.get() + out.get() == 2000
+    assert sum(await _two_forked_workers(store, _spend)) == 2000
     assert await store.peek(["t|rpm", "t|tpm"], [], time.time()) == (2000, 6000)
 
 
