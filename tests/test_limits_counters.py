@@ -347,6 +347,21 @@ async def test_shared_permits_admit_and_settle_covered_calls_without_the_table_a
     await permits.close()
 
 
+async def test_shared_permits_give_back_the_lease_of_every_cap_a_call_held() -> None:
+    """A call under two caps, ending when this worker already keeps all the spares it may: both caps' leases come
+    back (the one above PERMIT_LEASES to the table), none is lost to the first cap's return."""
+    table = SharedCounters(slots=1024, workers=1)
+    permits = SharedPermits(table)
+    now = time.time()
+    caps = [Slot("t|key-cc", 5000), Slot("t|tenant-cc", 5000)]
+    bound = permits.bind([], caps, now)
+    assert bound.count(0, True, now) == ADMITTED  # its own lease and 32 spares of each cap
+    assert bound.settle(0, True)
+    assert await table.peek([], [c.counter for c in caps], now) == (PERMIT_LEASES, PERMIT_LEASES)
+    await permits.close()
+    assert await table.peek([], [c.counter for c in caps], now) == (0, 0)
+
+
 async def test_shared_permits_bounded_by_the_room_left_are_not_topped_up_call_after_call() -> None:
     """A token limit whose room grants less than a top-up asks for (100,000 tokens: 1/8 of the room is 12,487, the
     top-up mark 25,600): the calls it covers still take no locked pass each, until half the grant is spent."""

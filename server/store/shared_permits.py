@@ -135,12 +135,13 @@ class PermitTableBound:
         into the token permits (in the table what they cannot cover, or what takes them over their cap)."""
         now = time.time()
         if with_slots:
-            for spares in self._spares:
+            over = False
+            for spares in self._spares:  # every cap's lease back first: a return must not skip the caps after it
                 spares.count += 1
                 spares.used = now
-                if spares.count > PERMIT_LEASES:
-                    self._return_spares(now)
-                    break
+                over = over or spares.count > PERMIT_LEASES
+            if over:
+                self._return_spares(now)
         if delta:
             for credit in self._token_credits:
                 if credit.units < delta or credit.units - delta > credit.cap:
