@@ -205,18 +205,8 @@ class ResponseStream:
     async def text(self, text: str) -> dict[str, Any]:
         """One whole assistant message, as the event sequence of a message with one delta."""
         await self._open_text()
-        self._text = text
-        await self._emit(
-            "response.output_text.delta",
-            item_id=self._text_id,
-            output_index=self._text_index,
-            content_index=0,
-            delta=text,
-            logprobs=[],
-        )
-        index = self._text_index
-        await self._close_text()
-        return self.output[index]
+        await self.text_delta(text)
+        return await self.close_text()
 
     async def function_call(self, item: dict[str, Any]) -> None:
         index = await self.add_item({**item, "arguments": "", "status": "in_progress"})
