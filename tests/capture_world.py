@@ -58,7 +58,8 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-async def _embeddings(request: web.Request) -> web.StreamResponse:
+async def fixed_embeddings(request: web.Request) -> web.StreamResponse:
+    """/v1/embeddings of a stand-in model: one fixed 2-d vector an input, 8 prompt tokens."""
     payload = await request.json()
     count = len(payload["input"]) if isinstance(payload["input"], list) else 1
     data = [{"object": "embedding", "index": i, "embedding": [0.5, 0.25]} for i in range(count)]
@@ -82,7 +83,7 @@ async def _transcriptions(request: web.Request) -> web.StreamResponse:
 def echo_app() -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", _chat)
-    app.router.add_post("/v1/embeddings", _embeddings)
+    app.router.add_post("/v1/embeddings", fixed_embeddings)
     app.router.add_post("/v1/rerank", _rerank)
     app.router.add_post("/v1/audio/transcriptions", _transcriptions)
     return app

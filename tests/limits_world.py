@@ -24,6 +24,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from tests.capture_world import fixed_embeddings
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
@@ -86,13 +87,6 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-async def _embeddings(request: web.Request) -> web.StreamResponse:
-    payload = await request.json()
-    count = len(payload["input"]) if isinstance(payload["input"], list) else 1
-    data = [{"object": "embedding", "index": i, "embedding": [0.5, 0.25]} for i in range(count)]
-    return web.json_response({"object": "list", "data": data, "usage": {"prompt_tokens": 8, "total_tokens": 8}})
-
-
 async def _rerank(request: web.Request) -> web.StreamResponse:
     payload = await request.json()
     results = [{"index": i, "relevance_score": 1.0 / (i + 1)} for i in range(len(payload["documents"]))]
@@ -109,7 +103,7 @@ async def _transcriptions(request: web.Request) -> web.StreamResponse:
 def upstream_app() -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", _chat)
-    app.router.add_post("/v1/embeddings", _embeddings)
+    app.router.add_post("/v1/embeddings", fixed_embeddings)
     app.router.add_post("/v1/rerank", _rerank)
     app.router.add_post("/v1/audio/transcriptions", _transcriptions)
     return app
