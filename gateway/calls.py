@@ -84,8 +84,8 @@ class Call:
         request = self.request
         try:
             grant = await self.app[LIMITER].admit(self.principal, self.model, reserve, with_slots=not self.grants)
-        except LimitExceeded as exc:
-            request[LIMIT_HEADERS] = exc.headers
+        except LimitExceeded:  # its answer carries its own headers; an earlier call's grant no longer describes it
+            request.pop(LIMIT_HEADERS, None)
             raise
         if grant is not None:
             self.grants.append(grant)

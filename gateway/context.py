@@ -50,4 +50,4 @@ PRINCIPAL = web.RequestKey("principal", Principal)
 REQUEST_BYTES = web.RequestKey("request_bytes", int)
 REQUEST_ID = web.RequestKey("request_id", str)  # sent as x-request-id; names the request in our logs
 PAYLOAD = web.RequestKey("payload", dict)  # the parsed JSON body, for what a call reserves against token limits
-LIMIT_HEADERS = web.RequestKey("limit_headers", dict)  # rate-limit headers for whatever answer the request gets
+LIMIT_HEADERS = web.RequestKey("limit_headers", dict)  # an admitted call's rate-limit headers, for its answer

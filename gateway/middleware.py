@@ -38,6 +38,7 @@ from gateway.context import (
     TRACING,
 )
 from gateway.event_stream import EventStream
+from gateway.limits import LimitExceeded
 from gateway.security_events import authenticated, key_refused
 from server.auth import bearer_token
 from server.capture.exchange import Exchange
@@ -111,11 +112,14 @@ def error_payload(exc: SwitchboardError) -> dict[str, Any]:
 
 
 def error_response(exc: SwitchboardError) -> web.Response:
+    headers = {"x-should-retry": "true" if _retryable(exc) else "false"}
+    if isinstance(exc, LimitExceeded):  # Retry-After, the limits' trios, and whether waiting can help at all
+        headers.update(exc.headers)
     return web.Response(
         status=wire_error_for(exc).http_status,
         body=orjson.dumps(error_payload(exc)),
         content_type="application/json",
-        headers={"x-should-retry": "true" if _retryable(exc) else "false"},
+        headers=headers,
     )
 
 
@@ -210,11 +214,8 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
     if exchange is not None:  # content capture covers the caller: it is told, and the answer kept
         tee(response, exchange)
     limit_headers = request.get(LIMIT_HEADERS)
-    if limit_headers:
-        if response.status == 429:  # a refusal: its error answer set x-should-retry, which the limiter's replaces
-            response.headers.update(limit_headers)
-        else:  # added, not merged: merging rebuilds the whole header table, on every limited call
-            response.headers.extend(limit_headers)
+    if limit_headers:  # added, not merged: merging rebuilds the whole header table, on every limited call
+        response.headers.extend(limit_headers)
     origin = request.headers.get("Origin")
     if origin is None or "Access-Control-Allow-Origin" in response.headers:
         return

@@ -236,8 +236,10 @@ async def test_each_model_call_of_the_tool_loop_counts(
         assert [item.type for item in result.output] == ["mcp_list_tools", "mcp_call", "message"]
         # Two model calls (the tool call, then the answer): two of the three requests.
         assert raw.headers["x-ratelimit-remaining-requests"] == "1"
-        with pytest.raises(openai.RateLimitError):  # its first model call fits, its second does not
+        with pytest.raises(openai.RateLimitError) as refused:  # its first model call fits, its second does not
             sdk.responses.create(model=tenant.world.model("lchat"), input="2+3?", tools=tools)
+        # The refusal's own headers only: not also those of the grant its first model call had.
+        assert refused.value.response.headers.get_list("x-ratelimit-remaining-requests") == ["0"]
     # Streamed, a loop call refused after the stream began ends it with response.failed naming the limit.
     key_id, secret = await tenant.key("loop-stream")
     await tenant.limit((KEY, key_id), requestsPerMinute="3")
@@ -350,7 +352,7 @@ async def test_browsers_can_read_the_rate_limit_headers(gw: LimitsGateway, tenan
                 assert resp.headers["Access-Control-Allow-Origin"] == ORIGIN
                 exposed = _listed(resp.headers["Access-Control-Expose-Headers"])
                 assert wanted <= {h.lower() for h in resp.headers}
-                # Each once: a 429's error answer sets x-should-retry too, and the limiter's headers replace it.
+                # Each once: a refusal's answer carries its own, an admitted call's answer gets its grant's.
                 assert all(len(resp.headers.getall(name)) == 1 for name in written if name in resp.headers)
                 assert written <= exposed, written - exposed  # every header the limiter writes, not only these
 
