@@ -218,6 +218,14 @@ def _hammer(store: SharedCounters, worker: int, start: Any, out: multiprocessing
     out.put(asyncio.run(run()))
 
 
+async def _forked(target: Callable[..., None], *args: object) -> None:
+    """`target(*args)` in a process forked from this one (so sharing its tables), waited for; it must exit with 0."""
+    proc = multiprocessing.get_context("fork").Process(target=target, args=args)
+    proc.start()
+    await asyncio.to_thread(proc.join, 60)
+    assert proc.exitcode == 0
+
+
 async def _two_forked_workers(store: SharedCounters, work: Callable[..., None]) -> list[int]:
     """Workers 0 and 1 forked after `store` was made, each running `work(store, worker, start, out)`, both let go
     at once (`start`): the counts they put on `out`."""
@@ -250,10 +258,7 @@ def _hold_and_die(store: SharedCounters, worker: int) -> None:
 
 async def test_a_dead_workers_leases_are_given_back() -> None:
     store = SharedCounters(slots=1024, workers=2)
-    proc = multiprocessing.get_context("fork").Process(target=_hold_and_die, args=(store, 1))
-    proc.start()
-    await asyncio.to_thread(proc.join, 60)
-    assert proc.exitcode == 0
+    await _forked(_hold_and_die, store, 1)
     now = time.time()
     assert (await store.acquire([], 0, [Slot("t|cc", 2)], "mine", now)).admitted
     assert not (await store.acquire([], 0, [Slot("t|cc", 2)], "more", now)).admitted  # worker 1's lease still counts
@@ -280,10 +285,7 @@ def _die_locking(store: SharedCounters, worker: int, named: bool) -> None:
 @pytest.mark.parametrize("named", [True, False], ids=["mid-operation", "before-naming-itself"])
 async def test_a_region_lock_a_dead_worker_held_is_taken_over_when_it_is_reaped(named: bool) -> None:
     store = SharedCounters(slots=1024, workers=2)
-    proc = multiprocessing.get_context("fork").Process(target=_die_locking, args=(store, 1, named))
-    proc.start()
-    await asyncio.to_thread(proc.join, 60)
-    assert proc.exitcode == 0
+    await _forked(_die_locking, store, 1, named)
     stripe = store._where("t|rpm").stripe
     assert not store._locks[stripe].acquire(False)  # the semaphore outlived its holder: still locked
     started = time.monotonic()
@@ -432,10 +434,7 @@ def _hold_spares_and_die(store: SharedCounters, worker: int) -> None:
 
 async def test_a_dead_workers_spare_leases_are_given_back() -> None:
     store = SharedCounters(slots=1024, workers=2)
-    proc = multiprocessing.get_context("fork").Process(target=_hold_spares_and_die, args=(store, 1))
-    proc.start()
-    await asyncio.to_thread(proc.join, 60)
-    assert proc.exitcode == 0
+    await _forked(_hold_spares_and_die, store, 1)
     assert await store.peek([], ["t|cc"], time.time()) == (PERMIT_LEASES,)
     store.release_worker(1)
     assert await store.peek([], ["t|cc"], time.time()) == (0,)
