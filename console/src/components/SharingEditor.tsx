@@ -11,6 +11,7 @@ import { ErrorBanner } from "./ErrorBanner";
 import { Checkbox, FormActions, SelectField, TextField, chosenEnum } from "./Fields";
 import { Table, type Column } from "./Table";
 import { useAction } from "./useAction";
+import { runOnSubmit } from "./runOnSubmit";
 
 export const SUBJECT_NAMES: Record<SubjectType, string> = {
   [SubjectType.UNSPECIFIED]: "Subject",
@@ -66,11 +67,10 @@ function SharingForm({ target }: { target: SharingTarget }) {
   }
   return (
     <form
-      onSubmit={(event) => {
-        event.preventDefault();
+      onSubmit={runOnSubmit(() => {
         setSaved(false);
-        void save.run();
-      }}
+        return save.run();
+      })}
     >
       <fieldset>
         <legend>Who may use it</legend>
@@ -131,13 +131,7 @@ function Permissions({ target }: { target: SharingTarget }) {
       <ErrorBanner error={remove.error} />
       <Table caption="Permissions" columns={columns} load={load} rowKey={(g) => `${g.type}:${g.id}:${g.role}`}
         reload={reload} empty="No explicit permissions." />
-      <form
-        class="inline-form"
-        onSubmit={(event) => {
-          event.preventDefault();
-          void add.run();
-        }}
-      >
+      <form class="inline-form" onSubmit={runOnSubmit(add.run)}>
         <fieldset>
           <legend>Add a permission</legend>
           <ErrorBanner error={add.error} />

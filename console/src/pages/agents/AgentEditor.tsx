@@ -7,11 +7,13 @@ import { create } from "@bufbuild/protobuf";
 import { useMemo, useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import { ErrorBanner } from "../../components/ErrorBanner";
-import { FormActions, SelectField, TextField } from "../../components/Fields";
+import { FormActions, TextField } from "../../components/Fields";
 import { mcpChoices } from "../../components/mcpChoices";
 import { OrderedList } from "../../components/OrderedList";
 import { SearchPicker, combined, searched, type Choice, type ChoiceLoader } from "../../components/SearchPicker";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
+import { OwnerField, type Owner } from "../../components/OwnerField";
 import { PresetAgentSamplingSchema, PresetAgentSchema, type PresetAgent } from "../../gen/platform/agents/v1/preset_agent_pb";
 import { PresetAgentService } from "../../gen/platform/agents/v1/preset_agent_service_pb";
 import { TaskType } from "../../gen/platform/modelmanager/v1/capabilities_pb";
@@ -55,7 +57,7 @@ interface AgentEditorProps {
 }
 
 export function AgentEditor({ tenantId, agent, platformAllowed, tenantAllowed, onDone, onCancel }: AgentEditorProps) {
-  const [owner, setOwner] = useState<"tenant" | "platform">(tenantAllowed ? "tenant" : "platform");
+  const [owner, setOwner] = useState<Owner>(tenantAllowed ? "tenant" : "platform");
   const [form, setForm] = useState({
     name: agent?.name ?? "",
     publicModelId: agent?.publicModelId ?? "",
@@ -108,18 +110,11 @@ export function AgentEditor({ tenantId, agent, platformAllowed, tenantAllowed, o
     set(on ? [...list.filter((v) => v !== choice.value), choice.value] : list.filter((v) => v !== choice.value));
   };
   return (
-    <form onSubmit={(event) => {
-      event.preventDefault();
-      void save.run().then((ok) => { if (ok) { onDone(); } });
-    }}>
+    <form onSubmit={runOnSubmit(save.run, onDone)}>
       <ErrorBanner error={save.error} />
       {agent === undefined ? (
         <>
-          {platformAllowed && tenantAllowed ? (
-            <SelectField label="Owner" name="owner" value={owner}
-              options={[{ value: "tenant", label: "This tenant" }, { value: "platform", label: "The platform (operators)" }]}
-              onChange={setOwner} />
-          ) : null}
+          <OwnerField tenantAllowed={tenantAllowed} platformAllowed={platformAllowed} value={owner} onChange={setOwner} />
           <TextField label="Name" name="agent-name" value={form.name} onInput={field("name")} required autoFocus
             hint="Lowercase letters, digits and hyphens; it cannot change later." />
           <TextField label="Model id" name="agent-model-id" value={form.publicModelId} onInput={field("publicModelId")} required

@@ -7,6 +7,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField, TextField, chosenEnum } from "../../components/Fields";
 import { formatTime } from "../../components/format";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import { CaptureScopeKind, type CapturePolicy } from "../../gen/switchboard/capture/v1/capture_pb";
 import { CaptureService } from "../../gen/switchboard/capture/v1/capture_service_pb";
 
@@ -80,11 +81,10 @@ export function CapturePolicies({ tenantId }: { tenantId: string }) {
             </ul>
           )}
           <form class="filters" aria-label="Turn capture on for a key or service account"
-            onSubmit={(event) => {
-              event.preventDefault();
+            onSubmit={runOnSubmit(() => {
               const chosen = chosenEnum([CaptureScopeKind.API_KEY, CaptureScopeKind.SERVICE_ACCOUNT], kind, CaptureScopeKind.API_KEY);
-              void set.run(chosen, scopeId.trim(), true).then((ok) => { if (ok) { setScopeId(""); } });
-            }}>
+              return set.run(chosen, scopeId.trim(), true);
+            }, () => { setScopeId(""); })}>
             <SelectField label="Scope" name="scope-kind" value={kind} options={NARROW_KINDS} onChange={setKind} />
             <TextField label="Id" name="scope-id" value={scopeId} onInput={setScopeId} required placeholder="key or service account id" />
             <FormActions submit="Turn capture on" busy={set.busy} />

@@ -9,6 +9,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import { routeUrl } from "../../app/routes";
 import type { PageProps } from "../../app/routes";
 import type { GroupMember } from "../../gen/platform/tenants/v1/group_pb";
@@ -54,17 +55,7 @@ function AddMember({ tenantId, groupId, onAdded }: { tenantId: string; groupId: 
         Add member
       </button>
       <Dialog title="Add a member to the group" open={open} onClose={close}>
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            void add.run().then((ok) => {
-              if (ok) {
-                close();
-                onAdded();
-              }
-            });
-          }}
-        >
+        <form onSubmit={runOnSubmit(add.run, () => { close(); onAdded(); })}>
           <ErrorBanner error={loadMembers.error ?? add.error} />
           {members === undefined ? (
             <p aria-busy="true">Loading the tenant's members…</p>

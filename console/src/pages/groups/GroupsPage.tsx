@@ -3,11 +3,11 @@
 import { useMemo, useState } from "preact/hooks";
 import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
-import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
-import { FormActions, TextField } from "../../components/Fields";
+import { TextField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { FormDialog } from "../../components/FormDialog";
 import { DeleteButton } from "../../components/DeleteButton";
 import { routeUrl } from "../../app/routes";
 import type { PageProps } from "../../app/routes";
@@ -16,39 +16,15 @@ import { GroupService } from "../../gen/platform/tenants/v1/group_service_pb";
 import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
 
 function CreateGroup({ tenantId, onCreated }: { tenantId: string; onCreated: () => void }) {
-  const [open, setOpen] = useState(false);
   const [name, setName] = useState("");
   const create = useAction(async () => {
     await client(GroupService).createGroup({ tenantId, name: name.trim() });
   });
-  const close = () => {
-    setOpen(false);
-    setName("");
-    create.clear();
-  };
   return (
-    <>
-      <button type="button" class="primary" onClick={() => { setOpen(true); }}>
-        Create group
-      </button>
-      <Dialog title="Create group" open={open} onClose={close}>
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            void create.run().then((ok) => {
-              if (ok) {
-                close();
-                onCreated();
-              }
-            });
-          }}
-        >
-          <ErrorBanner error={create.error} />
-          <TextField label="Name" name="name" value={name} onInput={setName} required maxLength={200} autoFocus />
-          <FormActions submit="Create" busy={create.busy} onCancel={close} />
-        </form>
-      </Dialog>
-    </>
+    <FormDialog opener="Create group" title="Create group" submit="Create" action={create}
+      onReset={() => { setName(""); }} onDone={onCreated}>
+      <TextField label="Name" name="name" value={name} onInput={setName} required maxLength={200} autoFocus />
+    </FormDialog>
   );
 }
 

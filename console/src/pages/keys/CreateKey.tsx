@@ -9,6 +9,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField, TextField, chosenEnum } from "../../components/Fields";
 import { SecretOnce } from "../../components/SecretOnce";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import { ApiKeyType } from "../../gen/platform/tenants/v1/api_key_pb";
 import { ApiKeyService } from "../../gen/platform/tenants/v1/api_key_service_pb";
 import { GrantsPicker, type Grant } from "./GrantsPicker";
@@ -83,12 +84,7 @@ export function CreateKey({ tenantId, serviceAccountId, onCreated }: CreateKeyPr
             </div>
           </div>
         ) : (
-          <form
-            onSubmit={(event) => {
-              event.preventDefault();
-              void create.run();
-            }}
-          >
+          <form onSubmit={runOnSubmit(create.run)}>
             <ErrorBanner error={create.error} />
             <TextField label="Name" name="name" value={name} onInput={setName} required maxLength={200} autoFocus />
             <TextField label="Description" name="description" value={description} onInput={setDescription} />

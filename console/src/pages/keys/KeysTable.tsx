@@ -10,6 +10,7 @@ import { FormActions, TextField } from "../../components/Fields";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import { DeleteButton } from "../../components/DeleteButton";
 import { ApiKeyState, ApiKeyType, type ApiKey } from "../../gen/platform/tenants/v1/api_key_pb";
 import { ApiKeyService } from "../../gen/platform/tenants/v1/api_key_service_pb";
@@ -54,16 +55,7 @@ function EditKey({ tenantId, apiKey, onDone, onCancel }: { tenantId: string; api
     });
   });
   return (
-    <form
-      onSubmit={(event) => {
-        event.preventDefault();
-        void save.run().then((ok) => {
-          if (ok) {
-            onDone();
-          }
-        });
-      }}
-    >
+    <form onSubmit={runOnSubmit(save.run, onDone)}>
       <ErrorBanner error={save.error} />
       <TextField label="Name" value={name} onInput={setName} required autoFocus />
       <TextField label="Description" value={description} onInput={setDescription} />

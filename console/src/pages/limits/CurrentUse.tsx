@@ -6,6 +6,7 @@ import { client } from "../../api/transport";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField, TextField } from "../../components/Fields";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import type { LimitUsage } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { LimitService } from "../../gen/switchboard/limits/v1/limit_service_pb";
 import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
@@ -54,12 +55,7 @@ export function CurrentUse({ tenantId }: { tenantId: string }) {
       <ErrorBanner error={loadKeys.error ?? check.error} />
       {keys?.length === 0 ? <p class="hint">This tenant has no API keys.</p> : null}
       {keys !== undefined && keys.length > 0 ? (
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            void check.run();
-          }}
-        >
+        <form onSubmit={runOnSubmit(check.run)}>
           <SelectField label="API key" name="key" value={key} options={keys} onChange={setKey} />
           {next !== "" ? (
             <button type="button" disabled={loadKeys.busy} onClick={() => void loadKeys.run(next)}>

@@ -5,6 +5,7 @@ import { client } from "../../api/transport";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField, TextField, chosenEnum } from "../../components/Fields";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import {
   BudgetPeriod,
   LimitScopeKind,
@@ -107,14 +108,7 @@ export function PolicyForm({ tenantId, tiers, policy, scope, onDone, onCancel }:
   });
   const editing = policy !== undefined;
   return (
-    <form
-      onSubmit={(event) => {
-        event.preventDefault();
-        void save.run().then((ok) => {
-          if (ok) onDone();
-        });
-      }}
-    >
+    <form onSubmit={runOnSubmit(save.run, onDone)}>
       <ErrorBanner error={save.error} />
       {!editing ? (
         <SelectField label="Set by" name="tier" value={draft.tier} onChange={field("tier")}

@@ -5,11 +5,11 @@ import { useMemo, useState } from "preact/hooks";
 import { serverPages } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
-import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
-import { FormActions, TextField } from "../../components/Fields";
+import { TextField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { FormDialog } from "../../components/FormDialog";
 import { DeleteButton } from "../../components/DeleteButton";
 import type { McpNetworkPolicy } from "../../gen/platform/platform/v1/mcp_network_policy_pb";
 import { McpNetworkPolicyService } from "../../gen/platform/platform/v1/mcp_network_policy_service_pb";
@@ -17,7 +17,6 @@ import { ResourceListService } from "../../gen/switchboard/resources/v1/resource
 import "../resources.css";
 
 function CreatePolicy({ onCreated }: { onCreated: () => void }) {
-  const [open, setOpen] = useState(false);
   const [networks, setNetworks] = useState("");
   const [description, setDescription] = useState("");
   const submit = useAction(async () => {
@@ -25,23 +24,13 @@ function CreatePolicy({ onCreated }: { onCreated: () => void }) {
       spec: { allowedNetworks: networks.split(/[\s,]+/).filter(Boolean), description: description.trim() },
     });
   });
-  const close = () => { setOpen(false); setNetworks(""); setDescription(""); submit.clear(); };
   return (
-    <>
-      <button type="button" class="primary" onClick={() => { setOpen(true); }}>Create policy</button>
-      <Dialog title="Create network policy" open={open} onClose={close}>
-        <form onSubmit={(event) => {
-          event.preventDefault();
-          void submit.run().then((ok) => { if (ok) { close(); onCreated(); } });
-        }}>
-          <ErrorBanner error={submit.error} />
-          <TextField label="Allowed networks" name="allowed-networks" value={networks} onInput={setNetworks} required autoFocus
-            hint="Addresses or CIDR ranges (10.20.0.0/16, fd12:3456::1), separated by commas or spaces." />
-          <TextField label="Description" name="policy-description" value={description} onInput={setDescription} />
-          <FormActions submit="Create" busy={submit.busy} onCancel={close} />
-        </form>
-      </Dialog>
-    </>
+    <FormDialog opener="Create policy" title="Create network policy" submit="Create" action={submit}
+      onReset={() => { setNetworks(""); setDescription(""); }} onDone={onCreated}>
+      <TextField label="Allowed networks" name="allowed-networks" value={networks} onInput={setNetworks} required autoFocus
+        hint="Addresses or CIDR ranges (10.20.0.0/16, fd12:3456::1), separated by commas or spaces." />
+      <TextField label="Description" name="policy-description" value={description} onInput={setDescription} />
+    </FormDialog>
   );
 }
 

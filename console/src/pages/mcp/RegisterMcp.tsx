@@ -9,6 +9,8 @@ import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField, TextField } from "../../components/Fields";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
+import { OwnerField, type Owner } from "../../components/OwnerField";
 import {
   ExternalMcpAuthType,
   ExternalMcpServerSchema,
@@ -39,7 +41,7 @@ export function RegisterMcp({ tenantId, tenantAllowed, platformAllowed, onCreate
   tenantId: string; tenantAllowed: boolean; platformAllowed: boolean; onCreated: () => void;
 }) {
   const [open, setOpen] = useState(false);
-  const [owner, setOwner] = useState<"tenant" | "platform">(tenantAllowed ? "tenant" : "platform");
+  const [owner, setOwner] = useState<Owner>(tenantAllowed ? "tenant" : "platform");
   const [url, setUrl] = useState("");
   const [found, setFound] = useState<ExternalMcpServerDiscovery | undefined>(undefined);
   const [name, setName] = useState("");
@@ -108,16 +110,9 @@ export function RegisterMcp({ tenantId, tenantAllowed, platformAllowed, onCreate
     <>
       <button type="button" class="primary" onClick={() => { setOpen(true); }}>Register MCP server</button>
       <Dialog title="Register MCP server" open={open} onClose={close}>
-        <form onSubmit={(event) => {
-          event.preventDefault();
-          void submit.run().then((ok) => { if (ok) { close(); onCreated(); } });
-        }}>
+        <form onSubmit={runOnSubmit(submit.run, () => { close(); onCreated(); })}>
           <ErrorBanner error={submit.error ?? discover.error} />
-          {tenantAllowed && platformAllowed ? (
-            <SelectField label="Owner" name="owner" value={owner}
-              options={[{ value: "tenant", label: "This tenant" }, { value: "platform", label: "The platform (operators)" }]}
-              onChange={setOwner} />
-          ) : null}
+          <OwnerField tenantAllowed={tenantAllowed} platformAllowed={platformAllowed} value={owner} onChange={setOwner} />
           <TextField label="Server URL" name="server-url" value={url} onInput={setUrl} required autoFocus
             hint="The MCP endpoint (streamable HTTP), e.g. https://mcp.example.com/mcp" />
           <div class="form-actions">

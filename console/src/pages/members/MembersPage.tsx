@@ -5,11 +5,11 @@ import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
 import { roleName } from "../../app/session";
-import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
-import { FormActions, SelectField, TextField, chosenEnum } from "../../components/Fields";
+import { SelectField, TextField, chosenEnum } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { FormDialog } from "../../components/FormDialog";
 import { DeleteButton } from "../../components/DeleteButton";
 import { TenantRole, type TenantMember } from "../../gen/platform/tenants/v1/tenant_pb";
 import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
@@ -24,42 +24,18 @@ const ROLE_OPTIONS = [
 ] as const;
 
 function Invite({ tenantId, onInvited }: { tenantId: string; onInvited: () => void }) {
-  const [open, setOpen] = useState(false);
   const [email, setEmail] = useState("");
   const [role, setRole] = useState<string>(String(TenantRole.MEMBER));
   const invite = useAction(async () => {
     await client(TenantService).inviteTenantMember({ tenantId, email: email.trim(), role: chosenEnum(ROLES, role, TenantRole.MEMBER) });
   });
-  const close = () => {
-    setOpen(false);
-    setEmail("");
-    invite.clear();
-  };
   return (
-    <>
-      <button type="button" class="primary" onClick={() => { setOpen(true); }}>
-        Invite member
-      </button>
-      <Dialog title="Invite a member" open={open} onClose={close}>
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            void invite.run().then((ok) => {
-              if (ok) {
-                close();
-                onInvited();
-              }
-            });
-          }}
-        >
-          <ErrorBanner error={invite.error} />
-          <TextField label="Email" type="email" name="email" value={email} onInput={setEmail} required autoFocus
-            hint="The invitation applies when this person first signs in with this email." />
-          <SelectField label="Role" value={role} options={ROLE_OPTIONS} onChange={setRole} />
-          <FormActions submit="Invite" busy={invite.busy} onCancel={close} />
-        </form>
-      </Dialog>
-    </>
+    <FormDialog opener="Invite member" title="Invite a member" submit="Invite" action={invite}
+      onReset={() => { setEmail(""); }} onDone={onInvited}>
+      <TextField label="Email" type="email" name="email" value={email} onInput={setEmail} required autoFocus
+        hint="The invitation applies when this person first signs in with this email." />
+      <SelectField label="Role" value={role} options={ROLE_OPTIONS} onChange={setRole} />
+    </FormDialog>
   );
 }
 

@@ -9,8 +9,8 @@ import { LimitsButton } from "../limits/ScopeLimits";
 import "../resources.css";
 import { create } from "@bufbuild/protobuf";
 import { useLocation } from "preact-iso";
-import { useMemo, useState } from "preact/hooks";
-import { serverPages } from "../../api/pagination";
+import { useState } from "preact/hooks";
+import { serverPages, type PageRequest } from "../../api/pagination";
 import { found, sharingTarget } from "../../api/sharing";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
@@ -21,6 +21,9 @@ import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { formatTime } from "../../components/format";
 import { useAction } from "../../components/useAction";
+import { FormDialog } from "../../components/FormDialog";
+import { runOnSubmit } from "../../components/runOnSubmit";
+import { OwnerField, type Owner } from "../../components/OwnerField";
 import { DeleteButton } from "../../components/DeleteButton";
 import { ModelCapabilitiesSchema, TaskType } from "../../gen/platform/modelmanager/v1/capabilities_pb";
 import { ExternalModelProvider, ExternalModelSchema, type ExternalModelSummary } from "../../gen/platform/modelmanager/v1/external_model_pb";
@@ -59,10 +62,7 @@ function DeploymentForm({ initial, editing, onDone, onCancel }: {
     }
   });
   return (
-    <form onSubmit={(event) => {
-      event.preventDefault();
-      void submit.run().then((ok) => { if (ok) { onDone(); } });
-    }}>
+    <form onSubmit={runOnSubmit(submit.run, onDone)}>
       <ErrorBanner error={submit.error} />
       {editing ? <p>Deployment <span class="mono">{draft.name}</span> (<span class="mono">{draft.publicModelId}</span>)</p> : (
         <>
@@ -104,18 +104,33 @@ function withLimits<T>(columns: Column<T>[], limits: ModelLimits, modelId: (row:
   }];
 }
 
-function Deployments({ operator, limits }: { operator: boolean; limits: ModelLimits }) {
+/**
+ * One kind of model as a table's rows, a page at a time from ResourceListService, and the row action that deletes
+ * one by its resource name. A delete, or `refresh` after a create or an edit, reloads the table from its first page.
+ */
+function useModelList<A extends { nextPageToken: string }, T>(
+  list: (page: PageRequest, signal: AbortSignal) => Promise<A>,
+  items: (answer: A) => T[],
+  remove: (name: string) => Promise<unknown>,
+) {
   const [reload, setReload] = useState(0);
-  const [editing, setEditing] = useState<{ draft: DeploymentDraft; editing: boolean } | undefined>(undefined);
-  const done = () => { setEditing(undefined); setReload((n) => n + 1); };
-  const load = useMemo(
-    () => serverPages((page, signal) => client(ResourceListService).listModelDeployments({ page }, { signal }), (a) => a.modelDeployments),
-    [],
-  );
-  const remove = useAction(async (name: string) => {
-    await client(ModelDeploymentService).deleteModelDeployment({ name });
-    setReload((n) => n + 1);
+  const refresh = () => { setReload((n) => n + 1); };
+  // Made once: a new loader would send the table back to its first page on every render.
+  const [load] = useState(() => serverPages(list, items));
+  const removal = useAction(async (name: string) => {
+    await remove(name);
+    refresh();
   });
+  return { load, reload, refresh, remove: removal };
+}
+
+function Deployments({ operator, limits }: { operator: boolean; limits: ModelLimits }) {
+  const { load, reload, refresh, remove } = useModelList(
+    (page, signal) => client(ResourceListService).listModelDeployments({ page }, { signal }), (a) => a.modelDeployments,
+    (name) => client(ModelDeploymentService).deleteModelDeployment({ name }),
+  );
+  const [editing, setEditing] = useState<{ draft: DeploymentDraft; editing: boolean } | undefined>(undefined);
+  const done = () => { setEditing(undefined); refresh(); };
   const columns: Column<ModelDeployment>[] = [
     { header: "Model id", cell: (d) => <span class="mono">{d.publicModelId}</span> },
     { header: "Name", cell: (d) => d.displayName },
@@ -172,8 +187,7 @@ function Deployments({ operator, limits }: { operator: boolean; limits: ModelLim
 function CreateExternalModel({ tenantId, platform, tenantAllowed, onCreated }: {
   tenantId: string; platform: boolean; tenantAllowed: boolean; onCreated: () => void;
 }) {
-  const [open, setOpen] = useState(false);
-  const [owner, setOwner] = useState<"tenant" | "platform">(tenantAllowed ? "tenant" : "platform");
+  const [owner, setOwner] = useState<Owner>(tenantAllowed ? "tenant" : "platform");
   const [form, setForm] = useState({ name: "", publicModelId: "", displayName: "", providerModelId: "", baseUrl: "", apiKey: "", apiVersion: "" });
   const [provider, setProvider] = useState<ExternalModelProvider>(ExternalModelProvider.CUSTOM_COMPATIBLE);
   const [task, setTask] = useState<TaskType>(TaskType.TEXT_GENERATION);
@@ -191,59 +205,39 @@ function CreateExternalModel({ tenantId, platform, tenantAllowed, onCreated }: {
       await api.createTenantExternalModel({ externalModel, tenantId });
     }
   });
-  const close = () => { setOpen(false); submit.clear(); };
   return (
-    <>
-      <button type="button" class="primary" onClick={() => { setOpen(true); }}>Add external model</button>
-      <Dialog title="Add external model" open={open} onClose={close}>
-        <form onSubmit={(event) => {
-          event.preventDefault();
-          void submit.run().then((ok) => { if (ok) { close(); onCreated(); } });
-        }}>
-          <ErrorBanner error={submit.error} />
-          {platform && tenantAllowed ? (
-            <SelectField label="Owner" name="owner" value={owner}
-              options={[{ value: "tenant", label: "This tenant" }, { value: "platform", label: "The platform (operators)" }]}
-              onChange={setOwner} />
-          ) : null}
-          <TextField label="Resource name" name="external-name" value={form.name} onInput={field("name")} required autoFocus
-            hint="Lowercase letters, digits and hyphens; it cannot change later." />
-          <TextField label="Model id" name="public-model-id" value={form.publicModelId} onInput={field("publicModelId")} required
-            hint="What clients send as `model`; unique across all models and aliases." />
-          <TextField label="Display name" name="display-name" value={form.displayName} onInput={field("displayName")} />
-          <SelectField label="Provider" name="provider" value={String(provider)}
-            options={PROVIDERS.map((p) => ({ value: String(p), label: PROVIDER_NAMES[p] }))}
-            onChange={(v) => { setProvider(chosenEnum(PROVIDERS, v, ExternalModelProvider.CUSTOM_COMPATIBLE)); }} />
-          <TextField label="Provider's model id" name="provider-model-id" value={form.providerModelId} onInput={field("providerModelId")} required />
-          <TextField label="Base URL" name="base-url" value={form.baseUrl} onInput={field("baseUrl")}
-            hint="The provider's API base, e.g. https://api.example.com/v1" />
-          <TextField label="API key" name="api-key" value={form.apiKey} onInput={field("apiKey")}
-            hint="Write-only: stored encrypted and never shown again." />
-          {provider === ExternalModelProvider.VENDOR_B ? (
-            <TextField label="API version" name="api-version" value={form.apiVersion} onInput={field("apiVersion")} />
-          ) : null}
-          <SelectField label="Task" name="task" value={String(task)}
-            options={TASKS.map((t) => ({ value: String(t), label: TASK_NAMES[t] }))}
-            onChange={(v) => { setTask(chosenEnum(TASKS, v, TaskType.TEXT_GENERATION)); }} />
-          <FormActions submit="Add" busy={submit.busy} onCancel={close} />
-        </form>
-      </Dialog>
-    </>
+    <FormDialog opener="Add external model" title="Add external model" submit="Add" action={submit} onDone={onCreated}>
+      <OwnerField tenantAllowed={tenantAllowed} platformAllowed={platform} value={owner} onChange={setOwner} />
+      <TextField label="Resource name" name="external-name" value={form.name} onInput={field("name")} required autoFocus
+        hint="Lowercase letters, digits and hyphens; it cannot change later." />
+      <TextField label="Model id" name="public-model-id" value={form.publicModelId} onInput={field("publicModelId")} required
+        hint="What clients send as `model`; unique across all models and aliases." />
+      <TextField label="Display name" name="display-name" value={form.displayName} onInput={field("displayName")} />
+      <SelectField label="Provider" name="provider" value={String(provider)}
+        options={PROVIDERS.map((p) => ({ value: String(p), label: PROVIDER_NAMES[p] }))}
+        onChange={(v) => { setProvider(chosenEnum(PROVIDERS, v, ExternalModelProvider.CUSTOM_COMPATIBLE)); }} />
+      <TextField label="Provider's model id" name="provider-model-id" value={form.providerModelId} onInput={field("providerModelId")} required />
+      <TextField label="Base URL" name="base-url" value={form.baseUrl} onInput={field("baseUrl")}
+        hint="The provider's API base, e.g. https://api.example.com/v1" />
+      <TextField label="API key" name="api-key" value={form.apiKey} onInput={field("apiKey")}
+        hint="Write-only: stored encrypted and never shown again." />
+      {provider === ExternalModelProvider.VENDOR_B ? (
+        <TextField label="API version" name="api-version" value={form.apiVersion} onInput={field("apiVersion")} />
+      ) : null}
+      <SelectField label="Task" name="task" value={String(task)}
+        options={TASKS.map((t) => ({ value: String(t), label: TASK_NAMES[t] }))}
+        onChange={(v) => { setTask(chosenEnum(TASKS, v, TaskType.TEXT_GENERATION)); }} />
+    </FormDialog>
   );
 }
 
 function ExternalModels({ tenantId, operator, tenantAllowed, canManage, limits }: {
   tenantId: string; operator: boolean; tenantAllowed: boolean; canManage: (m: ExternalModelSummary) => boolean; limits: ModelLimits;
 }) {
-  const [reload, setReload] = useState(0);
-  const load = useMemo(
-    () => serverPages((page, signal) => client(ResourceListService).listExternalModels({ page }, { signal }), (a) => a.externalModels),
-    [],
+  const { load, reload, refresh, remove } = useModelList(
+    (page, signal) => client(ResourceListService).listExternalModels({ page }, { signal }), (a) => a.externalModels,
+    (name) => client(ExternalModelService).deleteExternalModel({ name }),
   );
-  const remove = useAction(async (name: string) => {
-    await client(ExternalModelService).deleteExternalModel({ name });
-    setReload((n) => n + 1);
-  });
   const columns: Column<ExternalModelSummary>[] = [
     { header: "Model id", cell: (m) => <span class="mono">{m.publicModelId}</span> },
     { header: "Name", cell: (m) => m.displayName },
@@ -269,7 +263,7 @@ function ExternalModels({ tenantId, operator, tenantAllowed, canManage, limits }
         <h2 id="external-title">External models</h2>
         {operator || tenantAllowed ? (
           <CreateExternalModel tenantId={tenantId} platform={operator} tenantAllowed={tenantAllowed}
-            onCreated={() => { setReload((n) => n + 1); }} />
+            onCreated={refresh} />
         ) : null}
       </div>
       <ErrorBanner error={remove.error} />
@@ -300,10 +294,7 @@ function AliasForm({ initial, handle, onDone, onCancel }: {
     }
   });
   return (
-    <form onSubmit={(event) => {
-      event.preventDefault();
-      void submit.run().then((ok) => { if (ok) { onDone(); } });
-    }}>
+    <form onSubmit={runOnSubmit(submit.run, onDone)}>
       <ErrorBanner error={submit.error} />
       {handle === undefined ? (
         <TextField label="Alias id" name="alias-id" value={draft.publicModelId} required autoFocus
@@ -323,17 +314,12 @@ function AliasForm({ initial, handle, onDone, onCancel }: {
 }
 
 function Aliases({ operator, limits }: { operator: boolean; limits: ModelLimits }) {
-  const [reload, setReload] = useState(0);
-  const [editing, setEditing] = useState<{ handle: string | undefined; draft: AliasDraft } | undefined>(undefined);
-  const load = useMemo(
-    () => serverPages((page, signal) => client(ResourceListService).listModelAliases({ page }, { signal }), (a) => a.aliases),
-    [],
+  const { load, reload, refresh, remove } = useModelList(
+    (page, signal) => client(ResourceListService).listModelAliases({ page }, { signal }), (a) => a.aliases,
+    (name) => client(ModelAliasService).deleteModelAlias({ name }),
   );
-  const remove = useAction(async (name: string) => {
-    await client(ModelAliasService).deleteModelAlias({ name });
-    setReload((n) => n + 1);
-  });
-  const done = () => { setEditing(undefined); setReload((n) => n + 1); };
+  const [editing, setEditing] = useState<{ handle: string | undefined; draft: AliasDraft } | undefined>(undefined);
+  const done = () => { setEditing(undefined); refresh(); };
   const columns: Column<ListModelAliasesResponse_Item>[] = [
     { header: "Alias id", cell: (a) => <span class="mono">{a.alias?.publicModelId}</span> },
     { header: "Name", cell: (a) => a.alias?.displayName ?? "" },

@@ -16,6 +16,7 @@ import { Table, type Column } from "../../components/Table";
 import { UploadDrop } from "../../components/UploadDrop";
 import { formatBytes } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import { DeleteButton } from "../../components/DeleteButton";
 import type { Rag } from "../../gen/platform/ragmanager/v1/rag_pb";
 import { RagService } from "../../gen/platform/ragmanager/v1/rag_service_pb";
@@ -153,7 +154,7 @@ function ContextBox({ tenantId, rag }: { tenantId: string; rag: Rag }) {
   return (
     <section aria-labelledby="context-title">
       <h2 id="context-title">Try a query</h2>
-      <form class="inline-form" onSubmit={(event) => { event.preventDefault(); void ask.run(); }}>
+      <form class="inline-form" onSubmit={runOnSubmit(ask.run)}>
         <ErrorBanner error={ask.error} />
         <TextField label="Query" name="context-query" type="search" value={query} onInput={setQuery} required />
         <TextField label="Results" name="context-top-k" value={topK} onInput={setTopK} hint="How many chunks (1 to 100)." />

@@ -12,6 +12,7 @@ import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { UsageBar } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import { DeleteButton } from "../../components/DeleteButton";
 import { TaskType } from "../../gen/platform/modelmanager/v1/capabilities_pb";
 import { ExternalModelService } from "../../gen/platform/modelmanager/v1/external_model_service_pb";
@@ -72,10 +73,7 @@ function CreateRag({ tenantId, onCreated }: { tenantId: string; onCreated: (rag:
     <>
       <button type="button" class="primary" onClick={() => { setOpen(true); }}>Create RAG</button>
       <Dialog title="Create RAG" open={open} onClose={close}>
-        <form onSubmit={(event) => {
-          event.preventDefault();
-          void submit.run().then((ok) => { if (ok) { close(); } });
-        }}>
+        <form onSubmit={runOnSubmit(submit.run, close)}>
           <ErrorBanner error={submit.error ?? modelsError} />
           <TextField label="Name" name="rag-name" value={form.name} required autoFocus maxLength={128}
             onInput={(v) => { setForm({ ...form, name: v }); }} hint="A handle unique in this tenant." />

@@ -3,52 +3,29 @@ import { useMemo, useState } from "preact/hooks";
 import type { PageLoader } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
-import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
-import { FormActions, TextField } from "../../components/Fields";
+import { TextField } from "../../components/Fields";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { FormDialog } from "../../components/FormDialog";
 import { DeleteButton } from "../../components/DeleteButton";
 import type { ServiceAccount } from "../../gen/platform/tenants/v1/service_account_pb";
 import { ServiceAccountService } from "../../gen/platform/tenants/v1/service_account_service_pb";
 import { TenantListService } from "../../gen/switchboard/tenants/v1/tenant_list_service_pb";
 
 function CreateAccount({ tenantId, onCreated }: { tenantId: string; onCreated: () => void }) {
-  const [open, setOpen] = useState(false);
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
   const create = useAction(async () => {
     await client(ServiceAccountService).createServiceAccount({ tenantId, name: name.trim(), description: description.trim() });
   });
-  const close = () => {
-    setOpen(false);
-    setName("");
-    setDescription("");
-    create.clear();
-  };
   return (
-    <>
-      <button type="button" class="primary" onClick={() => { setOpen(true); }}>
-        Create service account
-      </button>
-      <Dialog title="Create service account" open={open} onClose={close}>
-        <form onSubmit={(event) => {
-          event.preventDefault();
-          void create.run().then((ok) => {
-            if (ok) {
-              close();
-              onCreated();
-            }
-          });
-        }}>
-          <ErrorBanner error={create.error} />
-          <TextField label="Name" value={name} onInput={setName} required autoFocus maxLength={200} />
-          <TextField label="Description" value={description} onInput={setDescription} />
-          <FormActions submit="Create" busy={create.busy} onCancel={close} />
-        </form>
-      </Dialog>
-    </>
+    <FormDialog opener="Create service account" title="Create service account" submit="Create" action={create}
+      onReset={() => { setName(""); setDescription(""); }} onDone={onCreated}>
+      <TextField label="Name" value={name} onInput={setName} required autoFocus maxLength={200} />
+      <TextField label="Description" value={description} onInput={setDescription} />
+    </FormDialog>
   );
 }
 

@@ -9,6 +9,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, TextField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { runOnSubmit } from "../../components/runOnSubmit";
 import type { Tenant } from "../../gen/platform/tenants/v1/tenant_pb";
 import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
 import { LimitScopeKind } from "../../gen/switchboard/limits/v1/limit_policy_pb";
@@ -29,16 +30,7 @@ function TenantForm({ tenant, onDone, onCancel }: { tenant: Tenant | undefined; 
     }
   });
   return (
-    <form
-      onSubmit={(event) => {
-        event.preventDefault();
-        void save.run().then((ok) => {
-          if (ok) {
-            onDone();
-          }
-        });
-      }}
-    >
+    <form onSubmit={runOnSubmit(save.run, onDone)}>
       <ErrorBanner error={save.error} />
       {tenant === undefined ? (
         <TextField label="Name" name="name" value={name} onInput={setName} required autoFocus
