@@ -1,6 +1,6 @@
-"""The rate-limit counter stores (server.store.limit_counters, server.store.shared_counters): one contract, in
-process, in memory shared by forked processes, and on a real Redis (127.0.0.1:6379, a fresh key prefix per test), plus
-the windows, header formats and reservations built on them."""
+"""The rate-limit counter stores (server.store.limit_counters, server.store.shared_counters,
+server.store.redis_counters): one contract, in process, in memory shared by forked processes, and on a real Redis
+(127.0.0.1:6379, a fresh key prefix per test), plus the windows, header formats and reservations built on them."""
 
 from __future__ import annotations
 
@@ -27,17 +27,14 @@ from server.store.db import Database as Db
 from server.store.limit_counters import (
     ADMITTED,
     ASK_STORE,
-    IDLE_SECONDS,
-    PERMIT_LEASES,
-    PERMIT_MIN_LIMIT,
     Counters,
     CountersUnavailable,
     MemoryCounters,
-    RedisCounters,
     Slot,
     Take,
 )
 from server.store.models import LimitPolicyRow, TenantRow
+from server.store.redis_counters import IDLE_SECONDS, PERMIT_LEASES, PERMIT_MIN_LIMIT, RedisCounters
 from server.store.shared_counters import PROBES, STRANDED_SECONDS, SharedCounters
 from server.store.shared_permits import PermitTableBound, SharedPermits
 from tests.conftest import Database, insert_rows, unique_name

@@ -14,7 +14,8 @@ import logging
 from gateway.limits.limiter import Limiter
 from server.settings import Settings
 from server.store.db import Database
-from server.store.limit_counters import Counters, MemoryCounters, RedisCounters
+from server.store.limit_counters import Counters, MemoryCounters
+from server.store.redis_counters import RedisCounters
 from server.store.shared_counters import SharedCounters
 from server.store.shared_permits import SharedPermits
 

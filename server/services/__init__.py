@@ -24,7 +24,8 @@ from server.metering import Meter
 from server.observability import Sources, sources_from
 from server.settings import Settings
 from server.store.db import Database
-from server.store.limit_counters import Counters, RedisCounters
+from server.store.limit_counters import Counters
+from server.store.redis_counters import RedisCounters
 
 __all__ = ["HANDLERS", "Deps"]
 

@@ -5,7 +5,7 @@ per limit: ~40 words a call, each a Python int made and freed, which cost a gate
 (in process the same limits cost 2.7 %). So, as each replica does on Redis (RedisCounters(permits=True)), a worker
 takes a few more calls' worth of each counter, and a few spare leases of each concurrency cap, into the table with a
 call it counts there, and admits its next calls from them in its own memory, where counting costs what it does in
-process. The rules are Redis's (server.store.limit_counters): only limits of at least PERMIT_MIN_LIMIT grant permits,
+process. The rules are Redis's (server.store.redis_counters): only limits of at least PERMIT_MIN_LIMIT grant permits,
 and only when every limit of a call does; a grant is at most what a top-up fills to (`_Credit`) and at most 1/8 of the
 room left, so a limit's last eighth is counted call by call; permits idle for `idle_seconds` go back to the table.
 
@@ -22,18 +22,8 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from server.store.limit_counters import (
-    ADMITTED,
-    IDLE_SECONDS,
-    PERMIT_CALLS,
-    PERMIT_LEASES,
-    CountersUnavailable,
-    Outcome,
-    Slot,
-    Take,
-    _Credit,
-    _grants_permits,
-)
+from server.store.limit_counters import ADMITTED, CountersUnavailable, Outcome, Slot, Take, _Credit
+from server.store.redis_counters import IDLE_SECONDS, PERMIT_CALLS, PERMIT_LEASES, _grants_permits
 from server.store.shared_counters import SharedCounters, TableBound
 
 __all__ = ["SharedPermits"]

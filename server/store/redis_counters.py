@@ -1,0 +1,550 @@
+"""The rate-limit counter store on Redis, shared by every replica (`RedisCounters`), and the permits a replica holds
+of it in its own memory (`PermitBound`). It implements the protocol of server.store.limit_counters, where the records
+it takes and answers and the in-process store live; this module holds what only Redis needs: its Lua scripts, its
+leases and its permits.
+
+Each operation is one script call, atomic in Redis and batched with the other calls of the same event-loop turn into
+one round trip (server.store.redis_scripts). Leases in Redis expire after `LEASE_SECONDS`, so a replica that dies with
+calls in flight frees its slots by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from server.store.limit_counters import (
+    _NO_CREDIT,
+    ADMITTED,
+    ASK_STORE,
+    CountersUnavailable,
+    Outcome,
+    Slot,
+    Take,
+    _Credit,
+    _target,
+)
+from server.store.redis_scripts import ScriptBatcher, ScriptFailed
+
+__all__ = ["LEASE_SECONDS", "PermitBound", "RedisCounters"]
+
+LEASE_SECONDS = 900.0
+
+
+@dataclass(slots=True)
+class _Adjustment:
+    """A delta for one counter (Redis's settlements and permits given back)."""
+
+    counter: str
+    delta: int
+    expires: float
+
+
+# KEYS: the takes' counters, then the slots'. ARGV: lease, now (ms), lease end (ms), number of takes, then per take
+# its limit, amount, expiry (ms since the epoch) and permits asked, then per slot its limit and permits asked.
+# Returns {admitted, refused index (1-based, 0 when admitted), counts...}, and when admitted the permits granted
+# (per take, then per slot). A grant is at most what was asked and at most 1/8 of the room left after the call.
+_ACQUIRE = """
+local lease, now, lease_end, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local values = {}
+for i = 1, n do
+  local a = 5 + 4 * (i - 1)
+  local current = tonumber(redis.call('GET', KEYS[i]) or '0')
+  values[i] = current
+  if current + math.max(tonumber(ARGV[a + 1]), 1) > tonumber(ARGV[a]) then
+    return {0, i, unpack(values)}
+  end
+end
+local base = 5 + 4 * n
+local held = {}
+for j = 1, #KEYS - n do
+  local key = KEYS[n + j]
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  held[j] = redis.call('ZCARD', key)
+  if held[j] >= tonumber(ARGV[base + 2 * (j - 1)]) then
+    return {0, n + j, unpack(values)}
+  end
+end
+local reply = {1, 0}
+local grants = {}
+for i = 1, n do
+  local a = 5 + 4 * (i - 1)
+  local amount = tonumber(ARGV[a + 1])
+  local grant = math.max(0, math.min(tonumber(ARGV[a + 3]), math.floor((tonumber(ARGV[a]) - values[i] - amount) / 8)))
+  grants[i] = grant
+  reply[2 + i] = redis.call('INCRBY', KEYS[i], string.format('%d', amount + grant))
+  redis.call('PEXPIREAT', KEYS[i], ARGV[a + 2])
+end
+for j = 1, #KEYS - n do
+  local key, b = KEYS[n + j], base + 2 * (j - 1)
+  local grant = math.max(0, math.min(tonumber(ARGV[b + 1]), math.floor((tonumber(ARGV[b]) - held[j] - 1) / 8)))
+  grants[n + j] = grant
+  redis.call('ZADD', key, lease_end, lease)
+  for g = 1, grant do
+    redis.call('ZADD', key, lease_end, lease .. '#' .. g)
+  end
+  redis.call('PEXPIREAT', key, lease_end)
+end
+for k = 1, #grants do
+  reply[2 + n + k] = grants[k]
+end
+return reply
+"""
+
+# KEYS: the counters to adjust, then the slots. ARGV: number of counters, then per counter its delta and expiry (ms;
+# a counter whose window already ended is dropped by the expiry in the past), then per slot the lease to remove.
+# Returns the new counts.
+_FINISH = """
+local n = tonumber(ARGV[1])
+local values = {}
+for i = 1, n do
+  local a = 2 + 2 * (i - 1)
+  values[i] = redis.call('INCRBY', KEYS[i], ARGV[a])
+  redis.call('PEXPIREAT', KEYS[i], ARGV[a + 1])
+end
+for j = n + 1, #KEYS do
+  redis.call('ZREM', KEYS[j], ARGV[2 + 2 * n + j - n - 1])
+end
+return values
+"""
+
+# KEYS: counters, then slots. ARGV: number of counters, now (ms). Returns counts, then leases held.
+_PEEK = """
+local n = tonumber(ARGV[1])
+local values = {}
+for i = 1, n do
+  values[i] = tonumber(redis.call('GET', KEYS[i]) or '0')
+end
+for j = n + 1, #KEYS do
+  values[j] = redis.call('ZCOUNT', KEYS[j], '(' .. ARGV[2], '+inf')
+end
+return values
+"""
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+# Local permits (RedisCounters(permits=True), what the gateway uses): an admission that goes to Redis may also take a
+# few more calls' worth of a counter (at most PERMIT_CALLS, and at most 1/8 of the room left) and a few spare leases
+# of a concurrency cap (at most PERMIT_LEASES), counted in Redis at once, so the next calls of this process are
+# admitted from them without a round trip. Only limits of at least PERMIT_MIN_LIMIT grant any: smaller ones (and
+# every limit's last eighth) are counted call by call, exactly.
+PERMIT_MIN_LIMIT: Final = 1000
+PERMIT_CALLS: Final = 1024
+PERMIT_LEASES: Final = 32
+IDLE_SECONDS = 0.2  # permits (units of a counter, spare leases) unused this long go back to Redis (by default)
+_FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redis took it (it expires after 15 min)
+_SWEEP_SECONDS = 60.0
+
+
+def _grants_permits(limit: int) -> bool:
+    return limit >= PERMIT_MIN_LIMIT
+
+
+@dataclass(slots=True)
+class _Spare:
+    member: str  # the lease in Redis's set
+    taken: float  # when Redis counted it
+    idle_since: float
+    # Kept as a spare when its call ends (else dropped at once): only the leases of a cap that grants spares. A
+    # smaller cap's lease held idle would refuse other replicas' calls meanwhile.
+    reusable: bool = True
+
+
+class RedisCounters:
+    """Counters shared by every replica, in Redis under `prefix`. Each method is one script call (EVALSHA), batched
+    with the calls of the same event-loop turn into one round trip (server.store.redis_scripts). With `permits`,
+    most admissions and settlements of a busy process need no script call at all (see PERMIT_CALLS)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "switchboard:limits:",
+        timeout: float = 2.0,
+        permits: bool = False,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
+        import redis.asyncio as redis
+
+        # No per-read socket timeout: each batch has one deadline of `timeout` (server.store.redis_scripts).
+        self._redis: Any = redis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=timeout)
+        self._prefix = prefix
+        scripts = {"acquire": _ACQUIRE, "finish": _FINISH, "peek": _PEEK}
+        self._scripts = ScriptBatcher(self._redis, scripts, timeout=timeout)
+        self._permits = permits
+        self._idle = idle_seconds
+        self._credit: dict[str, _Credit] = {}
+        self._spares: dict[str, list[_Spare]] = {}  # slot -> spare leases, idle
+        # slot -> the leases of calls in flight, oldest first. Redis counts a slot's leases, not whose they are, so a
+        # call that ends gives back the oldest: the calls still running keep the newest, which expire last.
+        self._busy: dict[str, list[_Spare]] = {}
+        self._asking: set[str] = set()  # counters and slots a request for permits is in flight for
+        self._next_sweep = 0.0
+        self._trim: asyncio.TimerHandle | None = None
+        self._releasing: set[asyncio.Task[None]] = set()
+
+    def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> PermitBound | None:
+        """With permits, what counts the calls they cover (`PermitBound`); without, None: each call goes through
+        `acquire`."""
+        return PermitBound(self, list(takes), [s.counter for s in slots]) if self._permits else None
+
+    async def _run(self, script: str, keys: list[str], args: list[Any]) -> list[int]:
+        try:
+            return [int(v) for v in await self._scripts.call(script, keys, args)]
+        except ScriptFailed as exc:
+            raise CountersUnavailable(str(exc)) from None
+
+    def _found(self, take: Take) -> _Credit:
+        """The credit held for `take`'s counter, kept on the Take from now on (called when the Take has none yet, or
+        its window's has ended): a lookup by name once per Take, not per call."""
+        credit = take.credit = self._credit.get(take.counter, _NO_CREDIT)
+        return credit
+
+    def _draw(self, takes: list[Take], reserve: int, slots: list[str], now: float) -> list[int] | None:
+        """Admit from this process's permits alone (every take covered, a spare lease for every slot, which the call
+        then holds): the takes' counts, or None, nothing drawn."""
+        if now >= self._next_sweep:
+            self._next_sweep = now + _SWEEP_SECONDS
+            self._credit = {k: c for k, c in self._credit.items() if c.expires > now}
+        need = reserve or 1
+        for take in takes:
+            credit = take.credit
+            if credit.expires <= now:
+                credit = self._found(take)
+                if credit.expires <= now:
+                    return None
+            if credit.units < (need if take.tokens else 1):
+                return None
+        spares = self._spares
+        for slot in slots:
+            if not spares.get(slot):
+                return None
+        values = []
+        for take in takes:
+            credit = take.credit
+            units = credit.units = credit.units - (reserve if take.tokens else 1)
+            credit.used = now
+            values.append(credit.seen - units)
+            if units < credit.low and take.counter not in self._asking:  # top up before it runs out
+                self._asking.add(take.counter)
+                self._background(self._refill(take, credit))
+        for slot in slots:
+            _file(self._busy, slot, spares[slot].pop())
+        return values
+
+    async def acquire(
+        self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
+    ) -> Outcome:
+        permits = self._permits
+        if permits:
+            local = self._draw(list(takes), reserve, [s.counter for s in slots], now)
+            if local is not None:
+                return Outcome(True, -1, tuple(local))
+        p = self._prefix
+        keys = [p + t.counter for t in takes] + [p + s.counter for s in slots]
+        args: list[Any] = [lease, _ms(now), _ms(now + LEASE_SECONDS), len(takes)]
+        asks = []
+        # One request for permits per counter in flight at a time: the calls of a burst that all miss at once must
+        # not each take a grant (together they could take the whole room and leave it idle here).
+        asking = self._asking
+        # Permits serve only calls they can admit whole: a call under a limit too small to grant any is counted here
+        # every time, and permits of its other limits would sit idle, holding room other replicas could use.
+        grants = (
+            permits and all(_grants_permits(t.limit) for t in takes) and all(_grants_permits(s.limit) for s in slots)
+        )
+        for take in takes:
+            amount = reserve if take.tokens else 1
+            ask = 0
+            if grants and take.counter not in asking:
+                # Up to what a top-up fills to, no more: for tokens that is half a grant's worth, so the refund of
+                # this very call does not push the permits over their cap and back to Redis.
+                ask = _target(PERMIT_CALLS * (amount or 1), take.tokens)
+                held = self._credit.get(take.counter)
+                if held is not None and held.expires > now:
+                    ask = max(0, ask - held.units)
+            asks.append(ask)
+            args += [take.limit, amount, _ms(take.expires), ask]
+        spares = []
+        for slot in slots:
+            spare = 0
+            if grants and slot.counter not in asking:
+                spare = max(0, PERMIT_LEASES - len(self._spares.get(slot.counter, ())))
+            spares.append(spare)
+            args += [slot.limit, spare]
+        mine = [t.counter for t, ask in zip(takes, asks, strict=True) if ask] + [
+            s.counter for s, spare in zip(slots, spares, strict=True) if spare
+        ]
+        asking.update(mine)
+        try:
+            reply = await self._run("acquire", keys, args)
+        finally:
+            asking.difference_update(mine)
+        n = len(takes)
+        values = reply[2 : 2 + n]
+        if reply[0] != 1:
+            return Outcome(False, reply[1] - 1, tuple(values))
+        if permits:
+            self._keep(takes, reserve, slots, lease, now=now, values=values, asks=asks, grants=reply[2 + n :])
+        return Outcome(True, -1, tuple(values))
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
+
+    async def _refill(self, take: Take, credit: _Credit) -> None:
+        """Ask Redis for another grant of `take`'s counter (counting no call), off the request path; the caller
+        marked the counter as asking."""
+        ask = credit.target - credit.units
+        now = time.time()
+        args = ["-", _ms(now), _ms(now), 1, take.limit, 0, _ms(take.expires), ask]
+        try:
+            reply = await self._run("acquire", [self._prefix + take.counter], args)
+        except CountersUnavailable:
+            return
+        finally:
+            self._asking.discard(take.counter)
+        if self._credit.get(take.counter) is not credit:
+            return
+        granted = reply[3] if reply[0] == 1 else 0
+        credit.hold(granted, ask)
+        if granted:
+            credit.seen = reply[2]
+            self._schedule_trim()
+
+    def _keep(
+        self,
+        takes: Sequence[Take],
+        reserve: int,
+        slots: Sequence[Slot],
+        lease: str,
+        *,
+        now: float,
+        values: list[int],
+        asks: list[int],
+        grants: list[int],
+    ) -> None:
+        """Keep the permits Redis granted with an admission; `values` become the counts less what is kept here."""
+        n = len(takes)
+        for i, take in enumerate(takes):
+            credit = self._credit.get(take.counter)
+            if credit is None or credit.expires <= now:
+                if not grants[i]:
+                    continue
+                credit = self._credit[take.counter] = _Credit(take.expires)
+            if grants[i]:
+                self._schedule_trim()
+            credit.used = now
+            credit.size(max(credit.cap, PERMIT_CALLS * ((reserve or 1) if take.tokens else 1)), take.tokens)
+            credit.hold(grants[i], asks[i])
+            credit.seen = values[i]
+            values[i] -= credit.units
+        for j, slot in enumerate(slots):
+            _file(self._busy, slot.counter, _Spare(lease, now, now, _grants_permits(slot.limit)))
+            if grants[n + j]:
+                spares = self._spares.setdefault(slot.counter, [])
+                spares += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]
+                self._schedule_trim()
+
+    def _settle(self, takes: list[Take], delta: int, now: float) -> tuple[list[int], list[tuple[int, _Adjustment]]]:
+        """Settle what this process's permits can: the values known here (0 where Redis will tell), and what goes
+        to Redis (the index whose value its answer gives, -1 for a surplus given back)."""
+        values: list[int] = []
+        remote: list[tuple[int, _Adjustment]] = []
+        index = -1
+        for take in takes:
+            index += 1
+            credit = take.credit
+            if credit.expires <= now:
+                credit = self._found(take)
+            if credit.expires <= now or credit.units < delta:
+                remote.append((index, _Adjustment(take.counter, delta, take.expires)))
+                values.append(0)
+                continue
+            credit.units -= delta  # a refund kept here, or a shortfall paid from what is held
+            credit.used = now
+            if credit.units > 0 and self._trim is None:
+                self._schedule_trim()
+            if credit.units > credit.cap:  # hold no more than a grant's worth
+                surplus = credit.units - credit.target
+                credit.units -= surplus
+                credit.seen -= surplus
+                remote.append((-1, _Adjustment(take.counter, -surplus, take.expires)))
+            values.append(credit.seen - credit.units)
+        return values, remote
+
+    def _unlease(self, slots: list[str], lease: str, now: float) -> list[tuple[str, str]]:
+        """Give back a lease of each slot, kept as a spare while fresh; the (slot, lease) pairs Redis must drop.
+        Spares above PERMIT_LEASES (the leases of calls admitted one by one while a grant was being asked for) go
+        back with the next trim, together, not one round trip each."""
+        members = []
+        busy, idle = self._busy, self._spares
+        for slot in slots:
+            held = busy.get(slot)
+            if not held:  # counted without permits: the call's own lease
+                members.append((slot, lease))
+                continue
+            spare = held.pop(0)
+            if spare.reusable and now - spare.taken < _FRESH_LEASE_SECONDS:
+                spare.idle_since = now
+                _file(idle, slot, spare)
+                if self._trim is None:
+                    self._schedule_trim()
+            else:
+                members.append((slot, spare.member))
+        return members
+
+    def _settle_held(self, takes: list[Take], delta: int, slots: list[str]) -> list[int] | None:
+        """`PermitBound.settle`: a lease of each of `slots` given back, and `delta` settled from or to the units held
+        here; the token counts, or None when the units here cannot settle it (`finish` then must, with no slots)."""
+        now = time.time()
+        members = self._unlease(slots, "", now)
+        for take in takes:
+            credit = take.credit
+            if credit.expires <= now:
+                credit = self._found(take)
+            if credit.expires <= now or credit.units < delta:
+                if members:
+                    self._background(self._release([], members))
+                return None
+        values, remote = self._settle(takes, delta, now)  # all of it here: only surpluses go back
+        if remote or members:
+            self._background(self._release([a for _, a in remote], members))
+        return values
+
+    async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
+        now = time.time()
+        # (Lists, which compiled code indexes directly: the permits' own path takes them on every call.)
+        values, remote = self._settle(list(takes), delta, now)
+        members = self._unlease(list(slots), lease, now)
+        if remote or members:
+            p = self._prefix
+            keys = [p + a.counter for _, a in remote] + [p + slot for slot, _ in members]
+            args: list[Any] = [len(remote)]
+            for _, adjustment in remote:
+                args += [adjustment.delta, _ms(adjustment.expires)]
+            args += [member for _, member in members]
+            counts = await self._run("finish", keys, args)
+            for (index, adjustment), count in zip(remote, counts, strict=False):
+                if index < 0:
+                    continue
+                credit = self._credit.get(adjustment.counter) if self._permits else None
+                if credit is not None and credit.expires > now:
+                    credit.seen = count
+                    values[index] = count - credit.units  # what this process has not kept for itself
+                else:
+                    values[index] = count
+        return tuple(values)
+
+    def _schedule_trim(self) -> None:
+        if self._trim is None:
+            self._trim = asyncio.get_running_loop().call_later(self._idle, self._trim_idle)
+
+    def _trim_idle(self) -> None:
+        """Give back the permits unused for `idle_seconds`: another replica may need them, and usage reads (which
+        see Redis) should show what calls used, not what a process holds."""
+        self._trim = None
+        now = time.time()
+        cutoff = now - self._idle
+        members: list[tuple[str, str]] = []
+        for slot, spares in list(self._spares.items()):
+            # The newest are used first (taken from the end), so the idle and the surplus are at the start.
+            drop = len(spares) - min(PERMIT_LEASES, sum(s.idle_since > cutoff for s in spares))
+            members += [(slot, s.member) for s in spares[:drop]]
+            del spares[:drop]
+            if not spares:
+                del self._spares[slot]
+        returned: list[_Adjustment] = []
+        for counter, credit in self._credit.items():
+            if credit.units > 0 and credit.used <= cutoff and credit.expires > now:
+                returned.append(_Adjustment(counter, -credit.units, credit.expires))
+                credit.seen -= credit.units
+                credit.units = 0
+        if members or returned:
+            self._background(self._release(returned, members))
+        if self._spares or any(c.units > 0 for c in self._credit.values()):
+            self._schedule_trim()
+
+    async def _release(self, returned: list[_Adjustment], members: list[tuple[str, str]]) -> None:
+        p = self._prefix
+        keys = [p + a.counter for a in returned] + [p + slot for slot, _ in members]
+        args: list[Any] = [len(returned)]
+        for adjustment in returned:
+            args += [adjustment.delta, _ms(adjustment.expires)]
+        args += [member for _, member in members]
+        try:
+            await self._run("finish", keys, args)
+        except CountersUnavailable:  # leases expire in Redis after LEASE_SECONDS, counters with their window
+            return
+
+    async def peek(self, counters: Sequence[str], slots: Sequence[str], now: float) -> tuple[int, ...]:
+        p = self._prefix
+        keys = [p + c for c in counters] + [p + s for s in slots]
+        return tuple(await self._run("peek", keys, [len(counters), _ms(now)]))
+
+    async def close(self) -> None:
+        if self._trim is not None:
+            self._trim.cancel()
+            self._trim = None
+        spares = [(slot, s.member) for slot, held in self._spares.items() for s in held]
+        credits = [_Adjustment(k, -c.units, c.expires) for k, c in self._credit.items() if c.units > 0]
+        self._spares, self._credit = {}, {}
+        if spares or credits:
+            await self._release(credits, spares)
+        if self._releasing:
+            await asyncio.gather(*self._releasing, return_exceptions=True)
+        await self._scripts.close()
+        await self._redis.aclose()
+
+
+def _file(leases: dict[str, list[_Spare]], slot: str, lease: _Spare) -> None:
+    """Put `lease` at the end of `slot`'s list in `leases` (the busy or the idle ones)."""
+    held = leases.get(slot)
+    if held is None:
+        leases[slot] = [lease]
+    else:
+        held.append(lease)
+
+
+class PermitBound:
+    """A plan's counters for one window on Redis (`RedisCounters.bind`, with permits): a call the permits this
+    process holds cover is admitted, and settled, from them, with no script call and no coroutine; one they do not
+    cover is ASK_STORE, for `acquire` (which asks Redis for more as it counts it)."""
+
+    __slots__ = ("_counters", "_settled", "_slots", "_takes", "_token_takes", "_values")
+
+    def __init__(self, counters: RedisCounters, takes: list[Take], slots: list[str]) -> None:
+        self._counters, self._takes, self._slots = counters, takes, slots
+        self._token_takes = [t for t in takes if t.tokens]
+        self._values: list[int] = []
+        self._settled: list[int] = []
+
+    def count(self, reserve: int, with_slots: bool, now: float) -> int:
+        values = self._counters._draw(self._takes, reserve, self._slots if with_slots else [], now)
+        if values is None:
+            return ASK_STORE
+        self._values = values
+        return ADMITTED
+
+    def values(self) -> list[int]:
+        return self._values
+
+    def settle(self, delta: int, with_slots: bool) -> bool:
+        takes = self._token_takes if delta else []
+        slots = self._slots if with_slots else []
+        if not takes and not slots:
+            return True
+        settled = self._counters._settle_held(takes, delta, slots)
+        if settled is None:
+            return False
+        self._settled = settled
+        return True
+
+    def token_values(self) -> list[int]:
+        return self._settled
