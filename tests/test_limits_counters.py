@@ -34,7 +34,8 @@ from server.store.limit_counters import (
     Take,
 )
 from server.store.models import LimitPolicyRow, TenantRow
-from server.store.redis_counters import IDLE_SECONDS, PERMIT_LEASES, PERMIT_MIN_LIMIT, RedisCounters
+from server.store.permits import IDLE_SECONDS, PERMIT_LEASES, PERMIT_MIN_LIMIT
+from server.store.redis_counters import RedisCounters
 from server.store.shared_counters import PROBES, STRANDED_SECONDS, SharedCounters
 from server.store.shared_permits import PermitTableBound, SharedPermits
 from tests.conftest import Database, insert_rows, unique_name

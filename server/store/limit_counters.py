@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from server.store.permits import NO_CREDIT, Credit
+
 __all__ = [
     "ADMITTED",
     "ASK_STORE",
@@ -50,47 +52,6 @@ class CountersUnavailable(Exception):
     """The shared store cannot be reached (the caller fails open or closed, as configured)."""
 
 
-class _Credit:
-    """Units of one counter this process holds: counted in Redis, not yet used by a call here."""
-
-    __slots__ = ("cap", "expires", "low", "seen", "target", "units", "used")
-
-    def __init__(self, expires: float) -> None:
-        self.units = 0
-        self.used = 0.0  # when a call last drew on it or refunded to it
-        self.seen = 0  # the counter's value in Redis when last read (our units included)
-        self.expires = expires
-        self.cap = 0  # what it may hold: a refund above this goes back to Redis
-        self.low = 0  # below this it is topped up
-        self.target = 0  # what a top-up fills to, and a surplus is given back down to
-
-    def size(self, cap: int, tokens: bool) -> None:
-        """A count of requests is topped up below half its cap, to the cap. A token counter is topped up below a
-        quarter, to half, and gives back above the cap, down to half: the gap from half to the cap takes the
-        refunds of the calls in flight (a reservation is mostly refunded when its call ends). With the top-up
-        at half and the refill to the cap, the refunds of 8 calls in flight pushed the units over the cap, back
-        down to half, under it with the next call, and up again: two round trips every few calls
-        (tests/test_limits_counters.py counts them)."""
-        self.cap = cap
-        self.low = cap // 4 if tokens else cap // 2
-        self.target = _target(cap, tokens)
-
-    def hold(self, grant: int, asked: int) -> None:
-        """Hold `grant` more units, of `asked`. When the room left bounded the grant, maybe below the top-up mark,
-        the next top-up waits until half of what is held is spent: else every call would ask for one."""
-        self.units += grant
-        if grant < asked:
-            self.low = min(self.low, self.units // 2)
-
-
-def _target(cap: int, tokens: bool) -> int:
-    """What a counter's permits are filled to, by a top-up or by the grant an admission asks for (see size)."""
-    return cap // 2 if tokens else cap
-
-
-_NO_CREDIT = _Credit(-math.inf)  # expired from the start: never drawn on
-
-
 # Plain slotted records (a frozen dataclass costs ~4x as much to create). Treated as values: nothing changes one
 # after it is made, except a Take's `credit`.
 @dataclass(slots=True)
@@ -101,7 +62,7 @@ class Take:
     expires: float  # epoch seconds
     # RedisCounters' permits of this counter, kept on the Take once found: a plan makes its Takes once per window,
     # so each call of the window finds them without a lookup by name (RedisCounters._credit stays their holder).
-    credit: _Credit = _NO_CREDIT
+    credit: Credit = NO_CREDIT
 
 
 @dataclass(slots=True)

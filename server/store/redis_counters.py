@@ -14,18 +14,17 @@ import asyncio
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-from server.store.limit_counters import (
-    _NO_CREDIT,
-    ADMITTED,
-    ASK_STORE,
-    CountersUnavailable,
-    Outcome,
-    Slot,
-    Take,
-    _Credit,
-    _target,
+from server.store.limit_counters import ADMITTED, ASK_STORE, CountersUnavailable, Outcome, Slot, Take
+from server.store.permits import (
+    IDLE_SECONDS,
+    NO_CREDIT,
+    PERMIT_CALLS,
+    PERMIT_LEASES,
+    Credit,
+    fill_target,
+    grants_permits,
 )
 from server.store.redis_scripts import ScriptBatcher, ScriptFailed
 
@@ -129,21 +128,8 @@ def _ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
-# Local permits (RedisCounters(permits=True), what the gateway uses): an admission that goes to Redis may also take a
-# few more calls' worth of a counter (at most PERMIT_CALLS, and at most 1/8 of the room left) and a few spare leases
-# of a concurrency cap (at most PERMIT_LEASES), counted in Redis at once, so the next calls of this process are
-# admitted from them without a round trip. Only limits of at least PERMIT_MIN_LIMIT grant any: smaller ones (and
-# every limit's last eighth) are counted call by call, exactly.
-PERMIT_MIN_LIMIT: Final = 1000
-PERMIT_CALLS: Final = 1024
-PERMIT_LEASES: Final = 32
-IDLE_SECONDS = 0.2  # permits (units of a counter, spare leases) unused this long go back to Redis (by default)
 _FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redis took it (it expires after 15 min)
 _SWEEP_SECONDS = 60.0
-
-
-def _grants_permits(limit: int) -> bool:
-    return limit >= PERMIT_MIN_LIMIT
 
 
 @dataclass(slots=True)
@@ -179,7 +165,7 @@ class RedisCounters:
         self._scripts = ScriptBatcher(self._redis, scripts, timeout=timeout)
         self._permits = permits
         self._idle = idle_seconds
-        self._credit: dict[str, _Credit] = {}
+        self._credit: dict[str, Credit] = {}
         self._spares: dict[str, list[_Spare]] = {}  # slot -> spare leases, idle
         # slot -> the leases of calls in flight, oldest first. Redis counts a slot's leases, not whose they are, so a
         # call that ends gives back the oldest: the calls still running keep the newest, which expire last.
@@ -200,10 +186,10 @@ class RedisCounters:
         except ScriptFailed as exc:
             raise CountersUnavailable(str(exc)) from None
 
-    def _found(self, take: Take) -> _Credit:
+    def _found(self, take: Take) -> Credit:
         """The credit held for `take`'s counter, kept on the Take from now on (called when the Take has none yet, or
         its window's has ended): a lookup by name once per Take, not per call."""
-        credit = take.credit = self._credit.get(take.counter, _NO_CREDIT)
+        credit = take.credit = self._credit.get(take.counter, NO_CREDIT)
         return credit
 
     def _draw(self, takes: list[Take], reserve: int, slots: list[str], now: float) -> list[int] | None:
@@ -255,16 +241,14 @@ class RedisCounters:
         asking = self._asking
         # Permits serve only calls they can admit whole: a call under a limit too small to grant any is counted here
         # every time, and permits of its other limits would sit idle, holding room other replicas could use.
-        grants = (
-            permits and all(_grants_permits(t.limit) for t in takes) and all(_grants_permits(s.limit) for s in slots)
-        )
+        grants = permits and all(grants_permits(t.limit) for t in takes) and all(grants_permits(s.limit) for s in slots)
         for take in takes:
             amount = reserve if take.tokens else 1
             ask = 0
             if grants and take.counter not in asking:
                 # Up to what a top-up fills to, no more: for tokens that is half a grant's worth, so the refund of
                 # this very call does not push the permits over their cap and back to Redis.
-                ask = _target(PERMIT_CALLS * (amount or 1), take.tokens)
+                ask = fill_target(PERMIT_CALLS * (amount or 1), take.tokens)
                 held = self._credit.get(take.counter)
                 if held is not None and held.expires > now:
                     ask = max(0, ask - held.units)
@@ -298,7 +282,7 @@ class RedisCounters:
         self._releasing.add(task)
         task.add_done_callback(self._releasing.discard)
 
-    async def _refill(self, take: Take, credit: _Credit) -> None:
+    async def _refill(self, take: Take, credit: Credit) -> None:
         """Ask Redis for another grant of `take`'s counter (counting no call), off the request path; the caller
         marked the counter as asking."""
         ask = credit.target - credit.units
@@ -337,7 +321,7 @@ class RedisCounters:
             if credit is None or credit.expires <= now:
                 if not grants[i]:
                     continue
-                credit = self._credit[take.counter] = _Credit(take.expires)
+                credit = self._credit[take.counter] = Credit(take.expires)
             if grants[i]:
                 self._schedule_trim()
             credit.used = now
@@ -346,7 +330,7 @@ class RedisCounters:
             credit.seen = values[i]
             values[i] -= credit.units
         for j, slot in enumerate(slots):
-            _file(self._busy, slot.counter, _Spare(lease, now, now, _grants_permits(slot.limit)))
+            _file(self._busy, slot.counter, _Spare(lease, now, now, grants_permits(slot.limit)))
             if grants[n + j]:
                 spares = self._spares.setdefault(slot.counter, [])
                 spares += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]

@@ -5,8 +5,8 @@ per limit: ~40 words a call, each a Python int made and freed, which cost a gate
 (in process the same limits cost 2.7 %). So, as each replica does on Redis (RedisCounters(permits=True)), a worker
 takes a few more calls' worth of each counter, and a few spare leases of each concurrency cap, into the table with a
 call it counts there, and admits its next calls from them in its own memory, where counting costs what it does in
-process. The rules are Redis's (server.store.redis_counters): only limits of at least PERMIT_MIN_LIMIT grant permits,
-and only when every limit of a call does; a grant is at most what a top-up fills to (`_Credit`) and at most 1/8 of the
+process. The rules are Redis's (server.store.permits): only limits of at least PERMIT_MIN_LIMIT grant permits, and
+only when every limit of a call does; a grant is at most what a top-up fills to (`Credit`) and at most 1/8 of the
 room left, so a limit's last eighth is counted call by call; permits idle for `idle_seconds` go back to the table.
 
 Permits are counted in the table when taken, so the workers together never admit more than a limit; a worker holding
@@ -22,8 +22,8 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from server.store.limit_counters import ADMITTED, CountersUnavailable, Outcome, Slot, Take, _Credit
-from server.store.redis_counters import IDLE_SECONDS, PERMIT_CALLS, PERMIT_LEASES, _grants_permits
+from server.store.limit_counters import ADMITTED, CountersUnavailable, Outcome, Slot, Take
+from server.store.permits import IDLE_SECONDS, PERMIT_CALLS, PERMIT_LEASES, Credit, grants_permits
 from server.store.shared_counters import SharedCounters, TableBound
 
 __all__ = ["SharedPermits"]
@@ -61,7 +61,7 @@ class PermitTableBound:
         self,
         permits: SharedPermits,
         exact: TableBound,
-        credits: list[_Credit],
+        credits: list[Credit],
         takes: Sequence[Take],
         spares: list[_Spares],
     ) -> None:
@@ -205,7 +205,7 @@ class SharedPermits:
     def __init__(self, table: SharedCounters, *, idle_seconds: float = IDLE_SECONDS) -> None:
         self.table = table
         self._idle = idle_seconds
-        self._credit: dict[str, _Credit] = {}  # counter -> the units of it this worker holds
+        self._credit: dict[str, Credit] = {}  # counter -> the units of it this worker holds
         self._spares: dict[str, _Spares] = {}  # concurrency slot -> spare leases
         self._trim: asyncio.TimerHandle | None = None
         self._next_sweep = 0.0
@@ -214,7 +214,7 @@ class SharedPermits:
         exact = self.table.bind(takes, slots, now)
         # Permits serve only calls they can admit whole: under a limit too small to grant any, every call is counted
         # in the table, and permits of the call's other limits would sit idle, holding room other workers could use.
-        if not all(_grants_permits(t.limit) for t in takes) or not all(_grants_permits(s.limit) for s in slots):
+        if not all(grants_permits(t.limit) for t in takes) or not all(grants_permits(s.limit) for s in slots):
             return exact
         if now >= self._next_sweep:
             self._next_sweep = now + _SWEEP_SECONDS
@@ -223,7 +223,7 @@ class SharedPermits:
         for take in takes:
             credit = self._credit.get(take.counter)
             if credit is None:
-                credit = self._credit[take.counter] = _Credit(take.expires)
+                credit = self._credit[take.counter] = Credit(take.expires)
             credits.append(credit)
         spares = [self._spares.get(s.counter) or self._spares.setdefault(s.counter, _Spares()) for s in slots]
         return PermitTableBound(self, exact, credits, takes, spares)
