@@ -43,8 +43,17 @@ async def _callgrind_gateway(env: dict[str, str], out: Path) -> AsyncIterator[Se
     port = _free_port()
     code = f"import json, sys; from bench.gateway import _run; _run('gateway', json.loads(sys.argv[1]), {port})"
     command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    # A fixed string hash seed: dicts' and sets' layouts follow it, and with a random one counts of the same code
+    # moved by up to a point from run to run (docs/limits.md, "Re-counted"); fixed, runs of the same code agree.
     proc = await asyncio.create_subprocess_exec(
-        *command, sys.executable, "-c", code, json.dumps(env), stdout=DEVNULL, stderr=DEVNULL
+        *command,
+        sys.executable,
+        "-c",
+        code,
+        json.dumps(env),
+        stdout=DEVNULL,
+        stderr=DEVNULL,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
     )
     try:
         yield Served(f"http://127.0.0.1:{port}", proc.pid)
