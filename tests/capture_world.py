@@ -21,6 +21,7 @@ from server.crypto import SecretBox
 from server.settings import Settings
 from server.store.db import Database as Db
 from tests.conftest import Database, Server, server_env, start_server
+from tests.fakes.upstream import fixed_embeddings
 from tests.gateway_fixtures import start_gateway_process
 from tests.gateway_world import ModelSpec
 from tests.otlp import Receiver, otlp_env
@@ -56,14 +57,6 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         await resp.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
     await resp.write(b"data: [DONE]\n\n")
     return resp
-
-
-async def fixed_embeddings(request: web.Request) -> web.StreamResponse:
-    """/v1/embeddings of a stand-in model: one fixed 2-d vector an input, 8 prompt tokens."""
-    payload = await request.json()
-    count = len(payload["input"]) if isinstance(payload["input"], list) else 1
-    data = [{"object": "embedding", "index": i, "embedding": [0.5, 0.25]} for i in range(count)]
-    return web.json_response({"object": "list", "data": data, "usage": {"prompt_tokens": 8, "total_tokens": 8}})
 
 
 async def _rerank(request: web.Request) -> web.StreamResponse:

@@ -24,10 +24,10 @@ import orjson
 import pytest
 from aiohttp import web
 
-from tests.capture_world import fixed_embeddings
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
+from tests.fakes.upstream import fixed_embeddings
 from tests.gateway_fixtures import start_gateway_process
 from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, platform_models, tenant_view
 from tests.world import make_world, must

@@ -216,12 +216,18 @@ def _hammer(store: SharedCounters, worker: int, start: Any, out: multiprocessing
     out.put(asyncio.run(run()))
 
 
+async def _reaped(procs: list[multiprocessing.process.BaseProcess]) -> None:
+    """Start `procs` (forked from this one, so sharing its tables), wait for them all; each must exit with 0."""
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        await asyncio.to_thread(proc.join, 60)
+        assert proc.exitcode == 0
+
+
 async def _forked(target: Callable[..., None], *args: object) -> None:
-    """`target(*args)` in a process forked from this one (so sharing its tables), waited for; it must exit with 0."""
-    proc = multiprocessing.get_context("fork").Process(target=target, args=args)
-    proc.start()
-    await asyncio.to_thread(proc.join, 60)
-    assert proc.exitcode == 0
+    """`target(*args)` in a process forked from this one, waited for."""
+    await _reaped([multiprocessing.get_context("fork").Process(target=target, args=args)])
 
 
 async def _two_forked_workers(store: SharedCounters, work: Callable[..., None]) -> list[int]:
@@ -230,12 +236,7 @@ async def _two_forked_workers(store: SharedCounters, work: Callable[..., None]) 
     context = multiprocessing.get_context("fork")
     out: multiprocessing.SimpleQueue[int] = context.SimpleQueue()
     start = context.Barrier(2)
-    procs = [context.Process(target=work, args=(store, worker, start, out)) for worker in range(2)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        await asyncio.to_thread(proc.join, 60)
-        assert proc.exitcode == 0
+    await _reaped([context.Process(target=work, args=(store, worker, start, out)) for worker in range(2)])
     return [out.get(), out.get()]
 
 

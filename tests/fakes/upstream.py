@@ -19,6 +19,8 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
 `script` (assistant messages, e.g. tool calls) answers the next chat requests in order (streamed ones as chunks),
 before any of the above: a test scripts a model that calls tools the way it wants (`delay_seconds` in an entry:
 answer that much later).
+`fixed_embeddings` is a bare /v1/embeddings handler for the small stand-in apps of tests/capture_world.py and
+tests/limits_world.py.
 """
 
 from __future__ import annotations
@@ -383,3 +385,11 @@ def _usage() -> dict[str, int]:
 def _tool_call(tools: list[Any]) -> dict[str, Any]:
     name = tools[0]["function"]["name"]
     return {"id": "call_1", "type": "function", "function": {"name": name, "arguments": '{"city": "Paris"}'}}
+
+
+async def fixed_embeddings(request: web.Request) -> web.StreamResponse:
+    """/v1/embeddings of a stand-in model: one fixed 2-d vector an input, 8 prompt tokens."""
+    payload = await request.json()
+    count = len(payload["input"]) if isinstance(payload["input"], list) else 1
+    data = [{"object": "embedding", "index": i, "embedding": [0.5, 0.25]} for i in range(count)]
+    return web.json_response({"object": "list", "data": data, "usage": {"prompt_tokens": 8, "total_tokens": 8}})
