@@ -1,7 +1,6 @@
 // Preset agents the person may use in this tenant: a page of ListPresetAgents per load; creating (the tenant's
 // create-agent capability, or operators for platform agents), editing, sharing and deleting those they manage.
-import { useMemo, useState } from "preact/hooks";
-import { serverPages } from "../../api/pagination";
+import { useState } from "preact/hooks";
 import { sharingTarget } from "../../api/sharing";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
@@ -9,7 +8,7 @@ import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
-import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { DeleteButton } from "../../components/DeleteButton";
 import type { PresetAgent } from "../../gen/platform/agents/v1/preset_agent_pb";
 import { PresetAgentService } from "../../gen/platform/agents/v1/preset_agent_service_pb";
@@ -22,16 +21,11 @@ export default function AgentsPage({ session, tenant }: PageProps) {
   const tenantAdmin = tenant?.capabilities.tenantAdmin ?? false;
   const tenantAllowed = tenant?.capabilities.createAgent ?? false;
   const platformAllowed = session.canManageModels;
-  const [reload, setReload] = useState(0);
   const [editing, setEditing] = useState<{ agent: PresetAgent | undefined } | undefined>(undefined);
-  const load = useMemo(
-    () => serverPages((page, signal) => client(ResourceListService).listPresetAgents({ tenantId, page }, { signal }), (a) => a.presetAgents),
-    [tenantId],
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(ResourceListService).listPresetAgents({ tenantId, page }, { signal }), (a) => a.presetAgents,
+    (name: string) => client(PresetAgentService).deletePresetAgent({ name }), [tenantId],
   );
-  const remove = useAction(async (name: string) => {
-    await client(PresetAgentService).deletePresetAgent({ name });
-    setReload((n) => n + 1);
-  });
   // Tenant agents: their admins and creator (not in the listing: those who may create agents see the buttons, the
   // server refuses the rest in words); platform agents: operators.
   const manages = (a: PresetAgent) => (a.tenantId === "" ? platformAllowed : tenantAdmin || tenantAllowed);
@@ -65,7 +59,7 @@ export default function AgentsPage({ session, tenant }: PageProps) {
         ) : null,
     },
   ];
-  const done = () => { setEditing(undefined); setReload((n) => n + 1); };
+  const done = () => { setEditing(undefined); refresh(); };
   return (
     <section>
       <div class="page-head">

@@ -1,14 +1,14 @@
 // One group and its members (a page of ListGroupMembers). Tenant admins add members (picked from the tenant's
 // members, a page at a time from when the dialog opens, not on page load) and remove them.
 import { useLocation } from "preact-iso";
-import { useMemo, useState } from "preact/hooks";
-import type { PageLoader } from "../../api/pagination";
+import { useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, SelectField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { runOnSubmit } from "../../components/runOnSubmit";
 import { routeUrl } from "../../app/routes";
 import type { PageProps } from "../../app/routes";
@@ -85,19 +85,9 @@ export default function GroupPage({ tenant, params }: PageProps) {
   const groupId = params.group ?? "";
   const admin = tenant?.capabilities.tenantAdmin ?? false;
   const name = useLocation().query.name ?? "";
-  const [reload, setReload] = useState(0);
-  const remove = useAction(async (member: GroupMember) => {
-    await client(GroupService).removeGroupMember({ tenantId, groupId, userId: member.userId });
-    setReload((n) => n + 1);
-  });
-  const load = useMemo<PageLoader<GroupMember>>(
-    () => async (pageToken, pageSize, signal) => {
-      const answer = await client(TenantListService).listGroupMembers(
-        { tenantId, groupId, page: { pageSize, pageToken } },
-        { signal },
-      );
-      return { items: answer.members, nextPageToken: answer.nextPageToken };
-    },
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(TenantListService).listGroupMembers({ tenantId, groupId, page }, { signal }), (a) => a.members,
+    (member: GroupMember) => client(GroupService).removeGroupMember({ tenantId, groupId, userId: member.userId }),
     [tenantId, groupId],
   );
   const columns: Column<GroupMember>[] = [
@@ -123,7 +113,7 @@ export default function GroupPage({ tenant, params }: PageProps) {
       </p>
       <div class="page-head">
         <h1>Group {name || groupId}</h1>
-        {admin ? <AddMember tenantId={tenantId} groupId={groupId} onAdded={() => { setReload((n) => n + 1); }} /> : null}
+        {admin ? <AddMember tenantId={tenantId} groupId={groupId} onAdded={refresh} /> : null}
       </div>
       <p class="hint">
         ID <span class="mono">{groupId}</span>

@@ -1,12 +1,12 @@
 // Groups of a tenant: every member may open it (the spec); tenant admins also create and delete groups. One call on
 // load (a page of ListGroups); creating or deleting reloads the first page.
-import { useMemo, useState } from "preact/hooks";
-import type { PageLoader } from "../../api/pagination";
+import { useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { TextField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { FormDialog } from "../../components/FormDialog";
 import { DeleteButton } from "../../components/DeleteButton";
 import { routeUrl } from "../../app/routes";
@@ -31,17 +31,9 @@ function CreateGroup({ tenantId, onCreated }: { tenantId: string; onCreated: () 
 export default function GroupsPage({ tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const admin = tenant?.capabilities.tenantAdmin ?? false;
-  const [reload, setReload] = useState(0);
-  const remove = useAction(async (group: Group) => {
-    await client(GroupService).deleteGroup({ tenantId, groupId: group.id });
-    setReload((n) => n + 1);
-  });
-  const load = useMemo<PageLoader<Group>>(
-    () => async (pageToken, pageSize, signal) => {
-      const answer = await client(TenantListService).listGroups({ tenantId, page: { pageSize, pageToken } }, { signal });
-      return { items: answer.groups, nextPageToken: answer.nextPageToken };
-    },
-    [tenantId],
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(TenantListService).listGroups({ tenantId, page }, { signal }), (a) => a.groups,
+    (group: Group) => client(GroupService).deleteGroup({ tenantId, groupId: group.id }), [tenantId],
   );
   const columns: Column<Group>[] = [
     {
@@ -70,7 +62,7 @@ export default function GroupsPage({ tenant }: PageProps) {
     <section>
       <div class="page-head">
         <h1>Groups</h1>
-        {admin ? <CreateGroup tenantId={tenantId} onCreated={() => { setReload((n) => n + 1); }} /> : null}
+        {admin ? <CreateGroup tenantId={tenantId} onCreated={refresh} /> : null}
       </div>
       <p class="lead">Groups gather members of {tenant?.name}; API keys attached to a group reach what it is shared with.</p>
       <ErrorBanner error={remove.error} />

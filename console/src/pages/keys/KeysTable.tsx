@@ -2,7 +2,7 @@
 // and edit of name, description and expiry. Used by the keys page and by a service account's page.
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useMemo, useState } from "preact/hooks";
-import type { PageLoader } from "../../api/pagination";
+import { serverPages } from "../../api/pagination";
 import { client } from "../../api/transport";
 import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
@@ -90,19 +90,14 @@ export function KeysTable({ tenantId, serviceAccountId, reload, onChanged, limit
     }
     onChanged();
   });
-  const load = useMemo<PageLoader<ApiKey>>(
-    () => async (pageToken, pageSize, signal) => {
-      const answer = await client(TenantListService).listApiKeys(
-        {
-          tenantId,
-          includeRevoked,
-          ...(serviceAccountId !== undefined ? { serviceAccountId } : {}),
-          page: { pageSize, pageToken },
-        },
+  const load = useMemo(
+    () => serverPages(
+      (page, signal) => client(TenantListService).listApiKeys(
+        { tenantId, includeRevoked, ...(serviceAccountId !== undefined ? { serviceAccountId } : {}), page },
         { signal },
-      );
-      return { items: answer.apiKeys, nextPageToken: answer.nextPageToken };
-    },
+      ),
+      (a) => a.apiKeys,
+    ),
     [tenantId, serviceAccountId, includeRevoked],
   );
   const columns: Column<ApiKey>[] = [

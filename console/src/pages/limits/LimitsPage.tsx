@@ -4,15 +4,14 @@
 // page of ListLimitPolicies: a tenant that limits many keys has many policies, read a page at a time); the key
 // picker of "Current use" loads a page of keys when it is opened. The server decides who may set which tier; the page
 // offers the tiers GetSession allows.
-import { useMemo, useState } from "preact/hooks";
-import { serverPages } from "../../api/pagination";
+import { useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
 import { Dialog } from "../../components/Dialog";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
-import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { DeleteButton } from "../../components/DeleteButton";
 import { LimitScopeKind, type LimitPolicy } from "../../gen/switchboard/limits/v1/limit_policy_pb";
 import { LimitService } from "../../gen/switchboard/limits/v1/limit_service_pb";
@@ -22,17 +21,13 @@ import { PolicyForm, describe } from "./PolicyForm";
 
 export default function LimitsPage({ session, tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
-  const [reload, setReload] = useState(0);
   const [editing, setEditing] = useState<LimitPolicy | "new" | undefined>(undefined);
-  const remove = useAction(async (policy: LimitPolicy) => {
-    await client(LimitService).deleteLimitPolicy({ tenantId, tier: policy.tier, scope: policy.scope ?? {} });
-    setReload((n) => n + 1);
-  });
-  const tiers = limitTiers(session, tenant);
-  const load = useMemo(
-    () => serverPages((page, signal) => client(LimitService).listLimitPolicies({ tenantId, page }, { signal }), (a) => a.policies),
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(LimitService).listLimitPolicies({ tenantId, page }, { signal }), (a) => a.policies,
+    (policy: LimitPolicy) => client(LimitService).deleteLimitPolicy({ tenantId, tier: policy.tier, scope: policy.scope ?? {} }),
     [tenantId],
   );
+  const tiers = limitTiers(session, tenant);
   const columns: Column<LimitPolicy>[] = [
     { header: "Set by", cell: (p) => TIER_NAMES[p.tier] },
     { header: "Applies to", cell: (p) => `${SCOPE_NAMES[p.scope?.kind ?? LimitScopeKind.UNSPECIFIED]}${p.scope?.id ? ` ${p.scope.id}` : ""}` },
@@ -55,7 +50,7 @@ export default function LimitsPage({ session, tenant }: PageProps) {
   ];
   const done = () => {
     setEditing(undefined);
-    setReload((n) => n + 1);
+    refresh();
   };
   return (
     <section>

@@ -2,9 +2,8 @@
 // per load. Registering (tenant Editors and Admins; operators for platform servers), sharing and deleting what they
 // manage, and — for servers where each person signs in (OAuth) — connecting this tab (api/mcpOAuth.ts), whose token
 // the chat page then uses from memory.
-import { useMemo, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { connectMcpServer, forgetMcpToken, mcpTokens } from "../../api/mcpOAuth";
-import { serverPages } from "../../api/pagination";
 import { sharingTarget } from "../../api/sharing";
 import { inTenant } from "../../api/tenantScope";
 import { client } from "../../api/transport";
@@ -13,6 +12,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { DeleteButton } from "../../components/DeleteButton";
 import { ExternalMcpAuthType, type ExternalMcpServerSummary } from "../../gen/platform/agents/v1/external_mcp_server_pb";
 import { ExternalMcpServerService } from "../../gen/platform/agents/v1/external_mcp_server_service_pb";
@@ -75,15 +75,10 @@ function Connect({ server }: { server: ExternalMcpServerSummary }) {
 export default function McpPage({ session, tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const tenantAdmin = tenant?.capabilities.tenantAdmin ?? false;
-  const [reload, setReload] = useState(0);
-  const load = useMemo(
-    () => serverPages((page, signal) => client(ResourceListService).listExternalMcpServers({ page }, inTenant(tenantId, signal)), (a) => a.externalMcpServers),
-    [tenantId],
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(ResourceListService).listExternalMcpServers({ page }, inTenant(tenantId, signal)), (a) => a.externalMcpServers,
+    (name: string) => client(ExternalMcpServerService).deleteExternalMcpServer({ name }), [tenantId],
   );
-  const remove = useAction(async (name: string) => {
-    await client(ExternalMcpServerService).deleteExternalMcpServer({ name });
-    setReload((n) => n + 1);
-  });
   // Tenant servers are managed by the tenant's admins and their creator (the creator is not in the listing, so those
   // who may register servers see the buttons and the server refuses the rest in words); platform ones by operators.
   const manages = (s: ExternalMcpServerSummary) =>
@@ -117,7 +112,7 @@ export default function McpPage({ session, tenant }: PageProps) {
         <h1>MCP servers</h1>
         {tenantAllowed || session.canManageTenants ? (
           <RegisterMcp tenantId={tenantId} tenantAllowed={tenantAllowed} platformAllowed={session.canManageTenants}
-            onCreated={() => { setReload((n) => n + 1); }} />
+            onCreated={refresh} />
         ) : null}
         {session.canManageTenants ? <a href={routeUrl({ path: "mcp/network-policies", scope: "tenant" }, tenantId)}>Network policies</a> : null}
       </div>

@@ -1,14 +1,14 @@
 // MCP network policies (operators: can_manage_tenants): the private networks MCP servers and tenant models may be
 // reached on. A page of ListMcpNetworkPolicies per load; a delete sends the uid and resourceVersion read, so a policy
 // changed meanwhile is not deleted blind (the server answers `aborted`, shown in words).
-import { useMemo, useState } from "preact/hooks";
-import { serverPages } from "../../api/pagination";
+import { useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { TextField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { FormDialog } from "../../components/FormDialog";
 import { DeleteButton } from "../../components/DeleteButton";
 import type { McpNetworkPolicy } from "../../gen/platform/platform/v1/mcp_network_policy_pb";
@@ -35,15 +35,11 @@ function CreatePolicy({ onCreated }: { onCreated: () => void }) {
 }
 
 export default function NetworkPoliciesPage({ tenant }: PageProps) {
-  const [reload, setReload] = useState(0);
-  const load = useMemo(
-    () => serverPages((page, signal) => client(ResourceListService).listMcpNetworkPolicies({ page }, { signal }), (a) => a.policies),
-    [],
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(ResourceListService).listMcpNetworkPolicies({ page }, { signal }), (a) => a.policies,
+    (policy: McpNetworkPolicy) =>
+      client(McpNetworkPolicyService).deleteMcpNetworkPolicy({ name: policy.name, uid: policy.uid, resourceVersion: policy.resourceVersion }),
   );
-  const remove = useAction(async (policy: McpNetworkPolicy) => {
-    await client(McpNetworkPolicyService).deleteMcpNetworkPolicy({ name: policy.name, uid: policy.uid, resourceVersion: policy.resourceVersion });
-    setReload((n) => n + 1);
-  });
   const columns: Column<McpNetworkPolicy>[] = [
     { header: "Name", cell: (p) => <span class="mono">{p.name}</span> },
     { header: "Networks", cell: (p) => <span class="mono">{p.spec?.allowedNetworks.join(", ")}</span> },
@@ -62,7 +58,7 @@ export default function NetworkPoliciesPage({ tenant }: PageProps) {
       <p><a href={routeUrl({ path: "mcp", scope: "tenant" }, tenant?.id)}>MCP servers</a></p>
       <div class="page-head">
         <h1>MCP network policies</h1>
-        <CreatePolicy onCreated={() => { setReload((n) => n + 1); }} />
+        <CreatePolicy onCreated={refresh} />
       </div>
       <p class="lead">Private networks that MCP servers and tenant models may be reached on. A policy widens where traffic may go; it grants no one the right to use anything.</p>
       <ErrorBanner error={remove.error} />

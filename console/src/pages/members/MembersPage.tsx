@@ -1,7 +1,6 @@
 // Members and invitations of a tenant (ListTenantMembers: joined members and pending invitations by email). Tenant
 // admins invite by email, change roles and remove; others with the list capability only read.
-import { useMemo, useState } from "preact/hooks";
-import type { PageLoader } from "../../api/pagination";
+import { useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
 import { roleName } from "../../app/session";
@@ -9,6 +8,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { SelectField, TextField, chosenEnum } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { FormDialog } from "../../components/FormDialog";
 import { DeleteButton } from "../../components/DeleteButton";
 import { TenantRole, type TenantMember } from "../../gen/platform/tenants/v1/tenant_pb";
@@ -42,25 +42,17 @@ function Invite({ tenantId, onInvited }: { tenantId: string; onInvited: () => vo
 export default function MembersPage({ tenant, session }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const admin = tenant?.capabilities.tenantAdmin ?? false;
-  const [reload, setReload] = useState(0);
-  const done = () => { setReload((n) => n + 1); };
-  const change = useAction(async (member: TenantMember, role: TenantRole) => {
-    await client(TenantService).updateTenantMemberRole({ tenantId, userId: member.userId, role });
-    done();
-  });
-  const remove = useAction(async (member: TenantMember) => {
-    await client(TenantService).removeTenantMember(
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(TenantListService).listTenantMembers({ tenantId, page }, { signal }), (a) => a.members,
+    (member: TenantMember) => client(TenantService).removeTenantMember(
       member.pending ? { tenantId, email: member.email } : { tenantId, userId: member.userId },
-    );
-    done();
-  });
-  const load = useMemo<PageLoader<TenantMember>>(
-    () => async (pageToken, pageSize, signal) => {
-      const answer = await client(TenantListService).listTenantMembers({ tenantId, page: { pageSize, pageToken } }, { signal });
-      return { items: answer.members, nextPageToken: answer.nextPageToken };
-    },
+    ),
     [tenantId],
   );
+  const change = useAction(async (member: TenantMember, role: TenantRole) => {
+    await client(TenantService).updateTenantMemberRole({ tenantId, userId: member.userId, role });
+    refresh();
+  });
   const columns: Column<TenantMember>[] = [
     { header: "Name", cell: (m) => m.metadata?.displayName || (m.pending ? "(invited)" : m.userId) },
     { header: "Email", cell: (m) => m.email || m.metadata?.email || "" },
@@ -102,7 +94,7 @@ export default function MembersPage({ tenant, session }: PageProps) {
     <section>
       <div class="page-head">
         <h1>Members</h1>
-        {admin ? <Invite tenantId={tenantId} onInvited={done} /> : null}
+        {admin ? <Invite tenantId={tenantId} onInvited={refresh} /> : null}
       </div>
       <ErrorBanner error={change.error ?? remove.error} />
       <Table caption={`Members of ${tenant?.name ?? ""}`} columns={columns} load={load}

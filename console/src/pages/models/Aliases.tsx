@@ -11,11 +11,12 @@ import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { runOnSubmit } from "../../components/runOnSubmit";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { ModelAliasSchema, ModelAliasTargetKind, ModelAliasTargetRefSchema } from "../../gen/platform/modelmanager/v1/model_alias_pb";
 import { ModelAliasService, type ListModelAliasesResponse_Item } from "../../gen/platform/modelmanager/v1/model_alias_service_pb";
 import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import { TARGET_KINDS, TARGET_KIND_NAMES } from "./labels";
-import { useModelList, withLimits, type ModelLimits } from "./modelList";
+import { withLimits, type ModelLimits } from "./modelList";
 
 interface AliasDraft { publicModelId: string; displayName: string; kind: ModelAliasTargetKind; target: string; unlisted: boolean }
 
@@ -58,9 +59,9 @@ function AliasForm({ initial, handle, onDone, onCancel }: {
 }
 
 export function Aliases({ operator, limits }: { operator: boolean; limits: ModelLimits }) {
-  const { load, reload, refresh, remove } = useModelList(
+  const { load, reload, refresh, remove } = usePagedList(
     (page, signal) => client(ResourceListService).listModelAliases({ page }, { signal }), (a) => a.aliases,
-    (name) => client(ModelAliasService).deleteModelAlias({ name }),
+    (name: string) => client(ModelAliasService).deleteModelAlias({ name }),
   );
   const [editing, setEditing] = useState<{ handle: string | undefined; draft: AliasDraft } | undefined>(undefined);
   const done = () => { setEditing(undefined); refresh(); };

@@ -12,12 +12,13 @@ import { Table, type Column } from "../../components/Table";
 import { formatTime } from "../../components/format";
 import { runOnSubmit } from "../../components/runOnSubmit";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { ModelCapabilitiesSchema, TaskType } from "../../gen/platform/modelmanager/v1/capabilities_pb";
 import { ModelDeploymentSchema, type ModelDeployment } from "../../gen/platform/modelmanager/v1/model_deployment_pb";
 import { ModelDeploymentService } from "../../gen/platform/modelmanager/v1/model_deployment_service_pb";
 import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import { TASKS, TASK_NAMES } from "./labels";
-import { useModelList, withLimits, type ModelLimits } from "./modelList";
+import { withLimits, type ModelLimits } from "./modelList";
 
 interface DeploymentDraft { name: string; publicModelId: string; displayName: string; endpointUrl: string; servedModelId: string; modelUrl: string; task: TaskType }
 
@@ -72,9 +73,9 @@ function DeploymentForm({ initial, editing, onDone, onCancel }: {
 }
 
 export function Deployments({ operator, limits }: { operator: boolean; limits: ModelLimits }) {
-  const { load, reload, refresh, remove } = useModelList(
+  const { load, reload, refresh, remove } = usePagedList(
     (page, signal) => client(ResourceListService).listModelDeployments({ page }, { signal }), (a) => a.modelDeployments,
-    (name) => client(ModelDeploymentService).deleteModelDeployment({ name }),
+    (name: string) => client(ModelDeploymentService).deleteModelDeployment({ name }),
   );
   const [editing, setEditing] = useState<{ draft: DeploymentDraft; editing: boolean } | undefined>(undefined);
   const done = () => { setEditing(undefined); refresh(); };

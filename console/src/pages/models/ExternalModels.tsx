@@ -12,12 +12,13 @@ import { OwnerField, type Owner } from "../../components/OwnerField";
 import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { ModelCapabilitiesSchema, TaskType } from "../../gen/platform/modelmanager/v1/capabilities_pb";
 import { ExternalModelProvider, ExternalModelSchema, type ExternalModelSummary } from "../../gen/platform/modelmanager/v1/external_model_pb";
 import { ExternalModelService } from "../../gen/platform/modelmanager/v1/external_model_service_pb";
 import { ResourceListService } from "../../gen/switchboard/resources/v1/resource_list_service_pb";
 import { PROVIDERS, PROVIDER_NAMES, TASKS, TASK_NAMES } from "./labels";
-import { useModelList, withLimits, type ModelLimits } from "./modelList";
+import { withLimits, type ModelLimits } from "./modelList";
 
 function CreateExternalModel({ tenantId, platform, tenantAllowed, onCreated }: {
   tenantId: string; platform: boolean; tenantAllowed: boolean; onCreated: () => void;
@@ -69,9 +70,9 @@ function CreateExternalModel({ tenantId, platform, tenantAllowed, onCreated }: {
 export function ExternalModels({ tenantId, operator, tenantAllowed, canManage, limits }: {
   tenantId: string; operator: boolean; tenantAllowed: boolean; canManage: (m: ExternalModelSummary) => boolean; limits: ModelLimits;
 }) {
-  const { load, reload, refresh, remove } = useModelList(
+  const { load, reload, refresh, remove } = usePagedList(
     (page, signal) => client(ResourceListService).listExternalModels({ page }, { signal }), (a) => a.externalModels,
-    (name) => client(ExternalModelService).deleteExternalModel({ name }),
+    (name: string) => client(ExternalModelService).deleteExternalModel({ name }),
   );
   const columns: Column<ExternalModelSummary>[] = [
     { header: "Model id", cell: (m) => <span class="mono">{m.publicModelId}</span> },

@@ -1,7 +1,6 @@
 // The tenant's RAGs: a server-listed table with each RAG's stored bytes against its quota (a page of ListRags and, for
 // tenant admins, one GetTenantUsage on load), creation (the tenant's create-RAG capability), sharing and deletion.
-import { useEffect, useMemo, useState } from "preact/hooks";
-import { serverPages } from "../../api/pagination";
+import { useEffect, useState } from "preact/hooks";
 import { sharingTarget } from "../../api/sharing";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
@@ -12,6 +11,7 @@ import { ShareButton } from "../../components/SharingEditor";
 import { Table, type Column } from "../../components/Table";
 import { UsageBar } from "../../components/UsageBar";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { runOnSubmit } from "../../components/runOnSubmit";
 import { DeleteButton } from "../../components/DeleteButton";
 import { TaskType } from "../../gen/platform/modelmanager/v1/capabilities_pb";
@@ -97,7 +97,10 @@ function CreateRag({ tenantId, onCreated }: { tenantId: string; onCreated: (rag:
 export default function RagsPage({ session, tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
   const admin = tenant?.capabilities.tenantAdmin ?? false;
-  const [reload, setReload] = useState(0);
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(ResourceListService).listRags({ tenantId, page }, { signal }), (a) => a.rags,
+    (rag: Rag) => client(RagService).deleteRag({ id: rag.id }), [tenantId],
+  );
   const [usage, setUsage] = useState<GetTenantUsageResponse | undefined>(undefined);
   const [usageError, setUsageError] = useState<unknown>(undefined);
   useEffect(() => {
@@ -110,14 +113,6 @@ export default function RagsPage({ session, tenant }: PageProps) {
     });
     return () => { abort.abort(); };
   }, [tenantId, admin, reload]);
-  const load = useMemo(
-    () => serverPages((page, signal) => client(ResourceListService).listRags({ tenantId, page }, { signal }), (a) => a.rags),
-    [tenantId],
-  );
-  const remove = useAction(async (rag: Rag) => {
-    await client(RagService).deleteRag({ id: rag.id });
-    setReload((n) => n + 1);
-  });
   // Managing a tenant RAG is for its admins and creator (the server's rule; the creator is not in the listing, so
   // those who may create RAGs see the buttons and the server refuses the rest in words); platform RAGs: operators.
   const manages = (rag: Rag) => (rag.tenantId === "" ? session.canManageTenants : admin || (tenant?.capabilities.createRag ?? false));
@@ -145,7 +140,7 @@ export default function RagsPage({ session, tenant }: PageProps) {
     <section>
       <div class="page-head">
         <h1>RAGs</h1>
-        {tenant?.capabilities.createRag ? <CreateRag tenantId={tenantId} onCreated={() => { setReload((n) => n + 1); }} /> : null}
+        {tenant?.capabilities.createRag ? <CreateRag tenantId={tenantId} onCreated={refresh} /> : null}
       </div>
       <p class="lead">Document collections the gateway searches ({"{rag_url}"}/context, file_search, and their MCP tool).</p>
       <ErrorBanner error={usageError ?? remove.error} />

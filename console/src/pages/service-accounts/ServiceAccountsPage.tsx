@@ -1,6 +1,5 @@
 // Service accounts of a tenant (tenant admins): non-human identities that own keys. One call on load.
-import { useMemo, useState } from "preact/hooks";
-import type { PageLoader } from "../../api/pagination";
+import { useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import { routeUrl, type PageProps } from "../../app/routes";
 import { ErrorBanner } from "../../components/ErrorBanner";
@@ -8,6 +7,7 @@ import { TextField } from "../../components/Fields";
 import { formatTime } from "../../components/format";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { FormDialog } from "../../components/FormDialog";
 import { DeleteButton } from "../../components/DeleteButton";
 import type { ServiceAccount } from "../../gen/platform/tenants/v1/service_account_pb";
@@ -31,16 +31,9 @@ function CreateAccount({ tenantId, onCreated }: { tenantId: string; onCreated: (
 
 export default function ServiceAccountsPage({ tenant }: PageProps) {
   const tenantId = tenant?.id ?? "";
-  const [reload, setReload] = useState(0);
-  const remove = useAction(async (account: ServiceAccount) => {
-    await client(ServiceAccountService).deleteServiceAccount({ tenantId, serviceAccountId: account.id });
-    setReload((n) => n + 1);
-  });
-  const load = useMemo<PageLoader<ServiceAccount>>(
-    () => async (pageToken, pageSize, signal) => {
-      const answer = await client(TenantListService).listServiceAccounts({ tenantId, page: { pageSize, pageToken } }, { signal });
-      return { items: answer.serviceAccounts, nextPageToken: answer.nextPageToken };
-    },
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(TenantListService).listServiceAccounts({ tenantId, page }, { signal }), (a) => a.serviceAccounts,
+    (account: ServiceAccount) => client(ServiceAccountService).deleteServiceAccount({ tenantId, serviceAccountId: account.id }),
     [tenantId],
   );
   const columns: Column<ServiceAccount>[] = [
@@ -63,7 +56,7 @@ export default function ServiceAccountsPage({ tenant }: PageProps) {
     <section>
       <div class="page-head">
         <h1>Service accounts</h1>
-        <CreateAccount tenantId={tenantId} onCreated={() => { setReload((n) => n + 1); }} />
+        <CreateAccount tenantId={tenantId} onCreated={refresh} />
       </div>
       <ErrorBanner error={remove.error} />
       <Table caption="Service accounts" columns={columns} load={load} rowKey={(a) => a.id} reload={reload}

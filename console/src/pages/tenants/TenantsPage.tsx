@@ -1,7 +1,6 @@
 // Tenants (operators only: can_manage_tenants): list (a page at a time), create, rename (display name) and delete;
 // each tenant's limits (its platform-tier ceiling, and its own tier where the operator is also its admin) beside it.
-import { useMemo, useState } from "preact/hooks";
-import { serverPages } from "../../api/pagination";
+import { useState } from "preact/hooks";
 import { client } from "../../api/transport";
 import type { PageProps } from "../../app/routes";
 import { Dialog } from "../../components/Dialog";
@@ -9,6 +8,7 @@ import { ErrorBanner } from "../../components/ErrorBanner";
 import { FormActions, TextField } from "../../components/Fields";
 import { Table, type Column } from "../../components/Table";
 import { useAction } from "../../components/useAction";
+import { usePagedList } from "../../components/usePagedList";
 import { runOnSubmit } from "../../components/runOnSubmit";
 import type { Tenant } from "../../gen/platform/tenants/v1/tenant_pb";
 import { TenantService } from "../../gen/platform/tenants/v1/tenant_service_pb";
@@ -44,15 +44,10 @@ function TenantForm({ tenant, onDone, onCancel }: { tenant: Tenant | undefined; 
 }
 
 export default function TenantsPage({ session }: PageProps) {
-  const [reload, setReload] = useState(0);
   const [editing, setEditing] = useState<Tenant | "new" | undefined>(undefined);
-  const remove = useAction(async (tenant: Tenant) => {
-    await client(TenantService).deleteTenant({ tenantId: tenant.id });
-    setReload((n) => n + 1);
-  });
-  const load = useMemo(
-    () => serverPages((page, signal) => client(ResourceListService).listTenants({ page }, { signal }), (a) => a.tenants),
-    [],
+  const { load, reload, refresh, remove } = usePagedList(
+    (page, signal) => client(ResourceListService).listTenants({ page }, { signal }), (a) => a.tenants,
+    (tenant: Tenant) => client(TenantService).deleteTenant({ tenantId: tenant.id }),
   );
   const columns: Column<Tenant>[] = [
     { header: "Name", cell: (t) => t.name },
@@ -92,7 +87,7 @@ export default function TenantsPage({ session }: PageProps) {
           onCancel={close}
           onDone={() => {
             close();
-            setReload((n) => n + 1);
+            refresh();
           }}
         />
       </Dialog>
