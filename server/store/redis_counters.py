@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from server.store.limit_counters import ADMITTED, ASK_STORE, CountersUnavailable, Outcome, Slot, Take
 from server.store.permits import (
@@ -31,6 +31,10 @@ from server.store.redis_scripts import ScriptBatcher, ScriptFailed
 __all__ = ["LEASE_SECONDS", "PermitBound", "RedisCounters"]
 
 LEASE_SECONDS = 900.0
+# The wall clock, read on every settlement. Final, compiled code keeps it in a C variable; `time.time()` looks the
+# attribute up on the module object at each call (~270 instructions under callgrind, the call itself ~180), and a
+# plain global is a dictionary lookup (~150).
+_clock: Final = time.time
 
 
 @dataclass(slots=True)
@@ -128,8 +132,11 @@ def _ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
-_FRESH_LEASE_SECONDS = 60.0  # a spare lease is reused only this long after Redis took it (it expires after 15 min)
-_SWEEP_SECONDS = 60.0
+# A spare lease is reused only this long after Redis took it (it expires after 15 min). (Final, as the next: compiled
+# code folds it in, where a plain module global is a dictionary lookup and a float unboxed at every use, here on
+# every call that gives a lease back.)
+_FRESH_LEASE_SECONDS: Final = 60.0
+_SWEEP_SECONDS: Final = 60.0
 
 
 @dataclass(slots=True)
@@ -140,6 +147,22 @@ class _Spare:
     # Kept as a spare when its call ends (else dropped at once): only the leases of a cap that grants spares. A
     # smaller cap's lease held idle would refuse other replicas' calls meanwhile.
     reusable: bool = True
+
+
+class _Leases:
+    """The leases this process holds of one concurrency cap (`slot`): spares no call holds (`idle`, the newest last,
+    used first), and those of its calls in flight (`busy`). Redis counts a cap's leases, not whose they are, so a call
+    that ends gives back the oldest: the calls still running keep the newest, which expire last. `busy` keeps the
+    newest first, so the oldest is popped from the end (from the front, a list moves every item after it). One per
+    cap, kept for the life of the store: a plan's bound counters hold theirs (`PermitBound`), so a call finds them
+    without a lookup by name."""
+
+    __slots__ = ("busy", "idle", "slot")
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+        self.idle: list[_Spare] = []
+        self.busy: list[_Spare] = []
 
 
 class RedisCounters:
@@ -166,10 +189,7 @@ class RedisCounters:
         self._permits = permits
         self._idle = idle_seconds
         self._credit: dict[str, Credit] = {}
-        self._spares: dict[str, list[_Spare]] = {}  # slot -> spare leases, idle
-        # slot -> the leases of calls in flight, oldest first. Redis counts a slot's leases, not whose they are, so a
-        # call that ends gives back the oldest: the calls still running keep the newest, which expire last.
-        self._busy: dict[str, list[_Spare]] = {}
+        self._leases: dict[str, _Leases] = {}  # slot -> the leases held of it, idle and busy
         self._asking: set[str] = set()  # counters and slots a request for permits is in flight for
         self._next_sweep = 0.0
         self._trim: asyncio.TimerHandle | None = None
@@ -178,7 +198,15 @@ class RedisCounters:
     def bind(self, takes: Sequence[Take], slots: Sequence[Slot], now: float) -> PermitBound | None:
         """With permits, what counts the calls they cover (`PermitBound`); without, None: each call goes through
         `acquire`."""
-        return PermitBound(self, list(takes), [s.counter for s in slots]) if self._permits else None
+        if not self._permits:
+            return None
+        return PermitBound(self, list(takes), [self._leases_of(s.counter) for s in slots])
+
+    def _leases_of(self, slot: str) -> _Leases:
+        held = self._leases.get(slot)
+        if held is None:
+            held = self._leases[slot] = _Leases(slot)
+        return held
 
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> list[int]:
         try:
@@ -192,9 +220,9 @@ class RedisCounters:
         credit = take.credit = self._credit.get(take.counter, NO_CREDIT)
         return credit
 
-    def _draw(self, takes: list[Take], reserve: int, slots: list[str], now: float) -> list[int] | None:
-        """Admit from this process's permits alone (every take covered, a spare lease for every slot, which the call
-        then holds): the takes' counts, or None, nothing drawn."""
+    def _draw(self, takes: list[Take], reserve: int, leases: list[_Leases], now: float) -> list[int] | None:
+        """Admit from this process's permits alone (every take covered, a spare lease of every cap in `leases`, which
+        the call then holds): the takes' counts, or None, nothing drawn."""
         if now >= self._next_sweep:
             self._next_sweep = now + _SWEEP_SECONDS
             self._credit = {k: c for k, c in self._credit.items() if c.expires > now}
@@ -207,29 +235,27 @@ class RedisCounters:
                     return None
             if credit.units < (need if take.tokens else 1):
                 return None
-        spares = self._spares
-        for slot in slots:
-            if not spares.get(slot):
+        for held in leases:
+            if not held.idle:
                 return None
-        values = []
         for take in takes:
             credit = take.credit
-            units = credit.units = credit.units - (reserve if take.tokens else 1)
+            credit.units -= reserve if take.tokens else 1
             credit.used = now
-            values.append(credit.seen - units)
-            if units < credit.low and take.counter not in self._asking:  # top up before it runs out
+            if credit.units < credit.low and take.counter not in self._asking:  # top up before it runs out
                 self._asking.add(take.counter)
                 self._background(self._refill(take, credit))
-        for slot in slots:
-            _file(self._busy, slot, spares[slot].pop())
-        return values
+        for held in leases:
+            held.busy.insert(0, held.idle.pop())
+        # (A comprehension over a list: compiled, it fills a list made at its size, where appends grow one.)
+        return [take.credit.seen - take.credit.units for take in takes]
 
     async def acquire(
         self, takes: Sequence[Take], reserve: int, slots: Sequence[Slot], lease: str, now: float
     ) -> Outcome:
         permits = self._permits
         if permits:
-            local = self._draw(list(takes), reserve, [s.counter for s in slots], now)
+            local = self._draw(list(takes), reserve, [self._leases_of(s.counter) for s in slots], now)
             if local is not None:
                 return Outcome(True, -1, tuple(local))
         p = self._prefix
@@ -258,7 +284,8 @@ class RedisCounters:
         for slot in slots:
             spare = 0
             if grants and slot.counter not in asking:
-                spare = max(0, PERMIT_LEASES - len(self._spares.get(slot.counter, ())))
+                leases = self._leases.get(slot.counter)
+                spare = max(0, PERMIT_LEASES - (len(leases.idle) if leases is not None else 0))
             spares.append(spare)
             args += [slot.limit, spare]
         mine = [t.counter for t, ask in zip(takes, asks, strict=True) if ask] + [
@@ -286,7 +313,7 @@ class RedisCounters:
         """Ask Redis for another grant of `take`'s counter (counting no call), off the request path; the caller
         marked the counter as asking."""
         ask = credit.target - credit.units
-        now = time.time()
+        now = _clock()
         args = ["-", _ms(now), _ms(now), 1, take.limit, 0, _ms(take.expires), ask]
         try:
             reply = await self._run("acquire", [self._prefix + take.counter], args)
@@ -330,11 +357,32 @@ class RedisCounters:
             credit.seen = values[i]
             values[i] -= credit.units
         for j, slot in enumerate(slots):
-            _file(self._busy, slot.counter, _Spare(lease, now, now, grants_permits(slot.limit)))
+            held = self._leases_of(slot.counter)
+            held.busy.insert(0, _Spare(lease, now, now, grants_permits(slot.limit)))
             if grants[n + j]:
-                spares = self._spares.setdefault(slot.counter, [])
-                spares += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]
+                held.idle += [_Spare(f"{lease}#{g}", now, now) for g in range(1, grants[n + j] + 1)]
                 self._schedule_trim()
+
+    def _settle_into(self, take: Take, credit: Credit, delta: int, now: float) -> _Adjustment | None:
+        """Settle `delta` into `credit` (`take`'s, live, holding at least `delta`): a refund kept here, or a shortfall
+        paid from what is held. The surplus to give back to Redis when that takes it over its cap (a grant's worth),
+        else None."""
+        credit.units -= delta
+        credit.used = now
+        if credit.units > 0 and self._trim is None:
+            self._schedule_trim()
+        if credit.units <= credit.cap:
+            return None
+        surplus = credit.units - credit.target  # hold no more than a grant's worth
+        credit.units -= surplus
+        credit.seen -= surplus
+        return _Adjustment(take.counter, -surplus, take.expires)
+
+    def _live(self, take: Take, now: float) -> Credit:
+        """`take`'s credit, looked up again by name once the one kept on it has expired (NO_CREDIT when none is held:
+        it is expired from the start)."""
+        credit = take.credit
+        return credit if credit.expires > now else self._found(take)
 
     def _settle(self, takes: list[Take], delta: int, now: float) -> tuple[list[int], list[tuple[int, _Adjustment]]]:
         """Settle what this process's permits can: the values known here (0 where Redis will tell), and what goes
@@ -344,69 +392,64 @@ class RedisCounters:
         index = -1
         for take in takes:
             index += 1
-            credit = take.credit
-            if credit.expires <= now:
-                credit = self._found(take)
+            credit = self._live(take, now)
             if credit.expires <= now or credit.units < delta:
                 remote.append((index, _Adjustment(take.counter, delta, take.expires)))
                 values.append(0)
                 continue
-            credit.units -= delta  # a refund kept here, or a shortfall paid from what is held
-            credit.used = now
-            if credit.units > 0 and self._trim is None:
-                self._schedule_trim()
-            if credit.units > credit.cap:  # hold no more than a grant's worth
-                surplus = credit.units - credit.target
-                credit.units -= surplus
-                credit.seen -= surplus
-                remote.append((-1, _Adjustment(take.counter, -surplus, take.expires)))
+            surplus = self._settle_into(take, credit, delta, now)
+            if surplus is not None:
+                remote.append((-1, surplus))
             values.append(credit.seen - credit.units)
         return values, remote
 
-    def _unlease(self, slots: list[str], lease: str, now: float) -> list[tuple[str, str]]:
-        """Give back a lease of each slot, kept as a spare while fresh; the (slot, lease) pairs Redis must drop.
-        Spares above PERMIT_LEASES (the leases of calls admitted one by one while a grant was being asked for) go
-        back with the next trim, together, not one round trip each."""
+    def _unlease(self, leases: list[_Leases], lease: str, now: float) -> list[tuple[str, str]]:
+        """Give back a lease of each cap in `leases`, kept as a spare while fresh; the (slot, lease) pairs Redis must
+        drop. Spares above PERMIT_LEASES (the leases of calls admitted one by one while a grant was being asked for)
+        go back with the next trim, together, not one round trip each."""
         members = []
-        busy, idle = self._busy, self._spares
-        for slot in slots:
-            held = busy.get(slot)
-            if not held:  # counted without permits: the call's own lease
-                members.append((slot, lease))
+        for held in leases:
+            busy = held.busy
+            if not busy:  # counted without permits: the call's own lease
+                members.append((held.slot, lease))
                 continue
-            spare = held.pop(0)
+            spare = busy.pop()  # the oldest
             if spare.reusable and now - spare.taken < _FRESH_LEASE_SECONDS:
                 spare.idle_since = now
-                _file(idle, slot, spare)
+                held.idle.append(spare)
                 if self._trim is None:
                     self._schedule_trim()
             else:
-                members.append((slot, spare.member))
+                members.append((held.slot, spare.member))
         return members
 
-    def _settle_held(self, takes: list[Take], delta: int, slots: list[str]) -> list[int] | None:
-        """`PermitBound.settle`: a lease of each of `slots` given back, and `delta` settled from or to the units held
-        here; the token counts, or None when the units here cannot settle it (`finish` then must, with no slots)."""
-        now = time.time()
-        members = self._unlease(slots, "", now)
+    def _settle_held(self, takes: list[Take], delta: int, leases: list[_Leases]) -> bool:
+        """`PermitBound.settle`: a lease of each cap in `leases` given back, and `delta` settled from or to the units
+        held here; False when the units here cannot settle it (`finish` then must, with no slots). Each take's credit
+        is then the one kept on it (`PermitBound.token_values` reads them)."""
+        now = _clock()
+        members = self._unlease(leases, "", now)
         for take in takes:
-            credit = take.credit
-            if credit.expires <= now:
-                credit = self._found(take)
+            credit = self._live(take, now)
             if credit.expires <= now or credit.units < delta:
                 if members:
                     self._background(self._release([], members))
-                return None
-        values, remote = self._settle(takes, delta, now)  # all of it here: only surpluses go back
-        if remote or members:
-            self._background(self._release([a for _, a in remote], members))
-        return values
+                return False
+        returned: list[_Adjustment] = []
+        for take in takes:  # all of it here: only surpluses go back
+            surplus = self._settle_into(take, take.credit, delta, now)
+            if surplus is not None:
+                returned.append(surplus)
+        if returned or members:
+            self._background(self._release(returned, members))
+        return True
 
     async def finish(self, takes: Sequence[Take], delta: int, slots: Sequence[str], lease: str) -> tuple[int, ...]:
-        now = time.time()
+        now = _clock()
         # (Lists, which compiled code indexes directly: the permits' own path takes them on every call.)
         values, remote = self._settle(list(takes), delta, now)
-        members = self._unlease(list(slots), lease, now)
+        # A cap this process holds no leases of (no permits): a holder of none, not kept, gives back the call's own.
+        members = self._unlease([self._leases.get(slot) or _Leases(slot) for slot in slots], lease, now)
         if remote or members:
             p = self._prefix
             keys = [p + a.counter for _, a in remote] + [p + slot for slot, _ in members]
@@ -434,16 +477,17 @@ class RedisCounters:
         """Give back the permits unused for `idle_seconds`: another replica may need them, and usage reads (which
         see Redis) should show what calls used, not what a process holds."""
         self._trim = None
-        now = time.time()
+        now = _clock()
         cutoff = now - self._idle
         members: list[tuple[str, str]] = []
-        for slot, spares in list(self._spares.items()):
+        for held in self._leases.values():
+            spares = held.idle
+            if not spares:
+                continue
             # The newest are used first (taken from the end), so the idle and the surplus are at the start.
             drop = len(spares) - min(PERMIT_LEASES, sum(s.idle_since > cutoff for s in spares))
-            members += [(slot, s.member) for s in spares[:drop]]
+            members += [(held.slot, s.member) for s in spares[:drop]]
             del spares[:drop]
-            if not spares:
-                del self._spares[slot]
         returned: list[_Adjustment] = []
         for counter, credit in self._credit.items():
             if credit.units > 0 and credit.used <= cutoff and credit.expires > now:
@@ -452,7 +496,7 @@ class RedisCounters:
                 credit.units = 0
         if members or returned:
             self._background(self._release(returned, members))
-        if self._spares or any(c.units > 0 for c in self._credit.values()):
+        if any(held.idle for held in self._leases.values()) or any(c.units > 0 for c in self._credit.values()):
             self._schedule_trim()
 
     async def _release(self, returned: list[_Adjustment], members: list[tuple[str, str]]) -> None:
@@ -476,9 +520,11 @@ class RedisCounters:
         if self._trim is not None:
             self._trim.cancel()
             self._trim = None
-        spares = [(slot, s.member) for slot, held in self._spares.items() for s in held]
+        spares = [(held.slot, s.member) for held in self._leases.values() for s in held.idle]
         credits = [_Adjustment(k, -c.units, c.expires) for k, c in self._credit.items() if c.units > 0]
-        self._spares, self._credit = {}, {}
+        for held in self._leases.values():  # (bound plans keep their caps' holders: none draws a lease given back)
+            held.idle.clear()
+        self._credit = {}
         if spares or credits:
             await self._release(credits, spares)
         if self._releasing:
@@ -487,30 +533,21 @@ class RedisCounters:
         await self._redis.aclose()
 
 
-def _file(leases: dict[str, list[_Spare]], slot: str, lease: _Spare) -> None:
-    """Put `lease` at the end of `slot`'s list in `leases` (the busy or the idle ones)."""
-    held = leases.get(slot)
-    if held is None:
-        leases[slot] = [lease]
-    else:
-        held.append(lease)
-
-
 class PermitBound:
     """A plan's counters for one window on Redis (`RedisCounters.bind`, with permits): a call the permits this
     process holds cover is admitted, and settled, from them, with no script call and no coroutine; one they do not
-    cover is ASK_STORE, for `acquire` (which asks Redis for more as it counts it)."""
+    cover is ASK_STORE, for `acquire` (which asks Redis for more as it counts it). Its caps' leases are held here
+    (`_Leases`), found by name once, as its takes keep their credits."""
 
-    __slots__ = ("_counters", "_settled", "_slots", "_takes", "_token_takes", "_values")
+    __slots__ = ("_counters", "_leases", "_takes", "_token_takes", "_values")
 
-    def __init__(self, counters: RedisCounters, takes: list[Take], slots: list[str]) -> None:
-        self._counters, self._takes, self._slots = counters, takes, slots
+    def __init__(self, counters: RedisCounters, takes: list[Take], leases: list[_Leases]) -> None:
+        self._counters, self._takes, self._leases = counters, takes, leases
         self._token_takes = [t for t in takes if t.tokens]
         self._values: list[int] = []
-        self._settled: list[int] = []
 
     def count(self, reserve: int, with_slots: bool, now: float) -> int:
-        values = self._counters._draw(self._takes, reserve, self._slots if with_slots else [], now)
+        values = self._counters._draw(self._takes, reserve, self._leases if with_slots else [], now)
         if values is None:
             return ASK_STORE
         self._values = values
@@ -521,14 +558,12 @@ class PermitBound:
 
     def settle(self, delta: int, with_slots: bool) -> bool:
         takes = self._token_takes if delta else []
-        slots = self._slots if with_slots else []
-        if not takes and not slots:
+        leases = self._leases if with_slots else []
+        if not takes and not leases:
             return True
-        settled = self._counters._settle_held(takes, delta, slots)
-        if settled is None:
-            return False
-        self._settled = settled
-        return True
+        return self._counters._settle_held(takes, delta, leases)
 
     def token_values(self) -> list[int]:
-        return self._settled
+        """The token counts after the last `settle` (read only then: most calls need none): what Redis showed when
+        the permits were taken, less what this process has used since."""
+        return [take.credit.seen - take.credit.units for take in self._token_takes]
