@@ -1,9 +1,9 @@
 """`/context` end to end through the gateway, the query embedded by the real dev embedder (issue 27: no bimodal
 latency; p95 <= 1.5x p50).
 
-The embedder is `switchboard dev-models` as `make run` starts it, its model on one core (OMP_NUM_THREADS=1, which is
-what dev-models picks on a 2-core machine: server.dev.models.model_threads says why), registered with e5's query
-prefix. The gateway is its own process (`python -m gateway`, one worker). One RAG holds
+The embedder is `switchboard dev-models` as `make run` starts it, its model on the threads dev-models picks (half
+the cores, one on a 2-core machine: server.dev.models.model_threads says why; OMP_NUM_THREADS overrides it),
+registered with e5's query prefix. The gateway is its own process (`python -m gateway`, one worker). One RAG holds
 SWITCHBOARD_BENCH_CONTEXT_CHUNKS chunks (default 3000): BEIR DBpedia abstracts from SWITCHBOARD_BENCH_RAG_DATA when
 there (else Zipf-distributed words), stored through the chunk index's own write path with random vectors (search
 cost does not depend on their values; the query's vector is e5's).
@@ -48,13 +48,12 @@ _PER_FILE = 500
 
 @contextlib.asynccontextmanager
 async def _dev_models() -> AsyncIterator[str]:
-    """`switchboard dev-models` on a free loopback port, its model on one core; yields its /v1 URL."""
+    """`switchboard dev-models` on a free loopback port, its model on the threads it picks; yields its /v1 URL."""
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
         *(str(Path(sys.executable).parent / "switchboard"), "dev-models", "--port", str(port)),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     url = f"http://127.0.0.1:{port}/v1"
     try:
