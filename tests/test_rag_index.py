@@ -16,7 +16,15 @@ from sqlalchemy import delete
 from server.store.db import Database as Store
 from server.store.db import new_id
 from server.store.models import RagDeploymentRow, RagFileRow
-from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, numpy_dense, search
+from server.store.rag_index import (
+    ChunkIndex,
+    ChunkInput,
+    SearchWeights,
+    chunk_index_for,
+    lexical_list,
+    numpy_dense,
+    search,
+)
 from tests.conftest import Database
 from tests.rag_helpers import stored_rag
 
@@ -237,6 +245,25 @@ async def test_hybrid_fuses_both_lists_with_normalised_scores(rag: Rag) -> None:
     assert all(0 <= h.score <= 1 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert len(hits) == 5  # dense fills in where lexical has no match
+
+
+async def test_a_lexical_list_read_beforehand_gives_the_same_hits(rag: Rag) -> None:
+    """What /context does (gateway.rag.service): the lexical list in a session of its own, then the dense one."""
+    cases = [
+        ("espresso coffee machine", 5, SearchWeights(), None),
+        ("warm home heating", 2, SearchWeights(dense=1, lexical=2), [rag.files["energy"]]),
+        ("bread and coffee", 4, SearchWeights(dense=0, lexical=1), None),
+    ]
+    for text, top_k, weights, file_ids in cases:
+        async with rag.store.read() as session:
+            found = await lexical_list(
+                rag.index, session, rag_id=rag.id, query=text, top_k=top_k, file_ids=file_ids, weights=weights
+            )
+        assert found
+        given = await rag.query(text, top_k=top_k, weights=weights, file_ids=file_ids, lexical=found)
+        assert given == await rag.query(text, top_k=top_k, weights=weights, file_ids=file_ids)
+    # The list given is the one fused: search reads no second one.
+    assert await rag.query("bread", weights=SearchWeights(dense=0, lexical=1), lexical=[]) == []
 
 
 async def test_score_threshold_drops_weak_hits(rag: Rag) -> None:

@@ -14,12 +14,13 @@ again. Small files complete within the request, and if their embedding fails not
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -34,11 +35,21 @@ from server.domain.rag_filters import MetadataCondition
 from server.errors import NotFound, SwitchboardError
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
-from server.store.rag_index import ChunkHit, ChunkIndex, SearchWeights, chunk_index_for, search
+from server.store.rag_index import (
+    Candidate,
+    ChunkHit,
+    ChunkIndex,
+    SearchWeights,
+    chunk_index_for,
+    lexical_list,
+    search,
+)
 
 __all__ = ["TASKS", "authorize", "background_tasks", "context", "index_of", "ingest", "meter_context"]
 
 log = logging.getLogger("switchboard.gateway.rag")
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 class _Tasks:
@@ -198,8 +209,19 @@ async def context(
         files = {f.id: f for f in found}
         file_ids = list(files)
     models = GatewayEmbedder(app, rag, request[PRINCIPAL])
-    vector = await models.query(query) if weights.dense > 0 else None
     reranking = rerank and rag.rerank_model is not None
+    wanted = max(top_k * 3, 20) if reranking else top_k
+    vector, lexical = None, None
+    if weights.dense > 0 and weights.lexical > 0:
+        # The lexical list needs no vector: read while the query is embedded, its time (about a millisecond on
+        # SQLite, several round trips on PostgreSQL) hides behind the upstream call. In a session of its own, so no
+        # pooled connection waits on the embedding upstream.
+        vector, lexical = await _beside(
+            models.query(query),
+            _lexical(app, index, rag.id, query=query, top_k=wanted, file_ids=file_ids, weights=weights),
+        )
+    elif weights.dense > 0:
+        vector = await models.query(query)
     async with app[DB].read() as session:
         hits = await search(
             index,
@@ -207,10 +229,11 @@ async def context(
             rag_id=rag.id,
             query=query,
             vector=vector,
-            top_k=max(top_k * 3, 20) if reranking else top_k,
+            top_k=wanted,
             file_ids=file_ids,
             weights=weights,
             score_threshold=score_threshold,
+            lexical=lexical,
         )
         if not reranking:
             files |= await _files_of(session, rag.id, hits, files)
@@ -222,6 +245,26 @@ async def context(
             files |= await _files_of(session, rag.id, hits, files)
     # A file deleted since the search is gone with its chunks.
     return [h for h in hits if h.file_id in files], files
+
+
+async def _lexical(app: web.Application, index: ChunkIndex, rag_id: str, **arguments: Any) -> list[Candidate]:
+    """`lexical_list` in a read session of its own."""
+    async with app[DB].read() as session:
+        return await lexical_list(index, session, rag_id=rag_id, **arguments)
+
+
+async def _beside(main: Awaitable[T], side: Coroutine[Any, Any, U]) -> tuple[T, U]:
+    """`main`'s and `side`'s results, `side` running as a task meanwhile. If `main` fails, `side` still runs to its
+    end, its outcome dropped: it is a short database read, and one cancelled mid-statement can cost its pooled
+    connection. If `side` fails, that is raised once `main` is done."""
+    task = asyncio.create_task(side)
+    try:
+        result = await main
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await task
+        raise
+    return result, await task
 
 
 async def _files_of(

@@ -21,7 +21,7 @@ from server.store.rag_index.base import (
     ChunkInput,
 )
 from server.store.rag_index.factory import chunk_index_for
-from server.store.rag_index.search import ChunkHit, SearchWeights, search
+from server.store.rag_index.search import ChunkHit, SearchWeights, lexical_list, search
 
 __all__ = [
     "RUNTIME_SCHEMA_COLUMNS",
@@ -32,5 +32,6 @@ __all__ = [
     "ChunkInput",
     "SearchWeights",
     "chunk_index_for",
+    "lexical_list",
     "search",
 ]

@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.store.models import RagChunkRow
 from server.store.rag_index.base import Candidate, ChunkIndex
 
-__all__ = ["ChunkHit", "SearchWeights", "fuse", "search"]
+__all__ = ["ChunkHit", "SearchWeights", "fuse", "lexical_list", "search"]
 
 POOL = 30  # candidates per list (at least top_k); see the module docstring
 
@@ -72,6 +72,25 @@ def fuse(dense: Sequence[Candidate], lexical: Sequence[Candidate], weights: Sear
     return sorted(fused.items(), key=lambda item: -item[1])
 
 
+async def lexical_list(
+    index: ChunkIndex,
+    session: AsyncSession,
+    *,
+    rag_id: str,
+    query: str,
+    top_k: int,
+    file_ids: Sequence[str] | None = None,
+    weights: SearchWeights = SearchWeights(),
+) -> list[Candidate]:
+    """The lexical candidates `search` would read, read on their own: they need no query vector, so a caller can
+    read them while the query is being embedded and hand them to `search` (`lexical`)."""
+    if weights.lexical <= 0:
+        return []
+    return await index.lexical(
+        session, rag_id=rag_id, query=query, limit=_pool(top_k), file_ids=file_ids, with_dense=weights.dense > 0
+    )
+
+
 async def search(
     index: ChunkIndex,
     session: AsyncSession,
@@ -83,27 +102,29 @@ async def search(
     file_ids: Sequence[str] | None = None,
     weights: SearchWeights = SearchWeights(),
     score_threshold: float | None = None,
-    candidates: int | None = None,
+    lexical: Sequence[Candidate] | None = None,
 ) -> list[ChunkHit]:
-    """`file_ids` (from the metadata filter) restricts both searches; None means the whole RAG."""
-    pool = candidates or max(POOL, top_k)
+    """`file_ids` (from the metadata filter) restricts both searches; None means the whole RAG. `lexical`, when
+    given, is the lexical list `lexical_list` read for the same arguments: only the dense one is read here."""
     query_vector = np.asarray(vector, dtype=np.float32) if weights.dense > 0 and vector is not None else None
-    dense, lexical = await index.candidates(
+    dense, found = await index.candidates(
         session,
         rag_id=rag_id,
         query=query,
         vector=query_vector,
-        lexical=weights.lexical > 0,
-        limit=pool,
+        lexical=weights.lexical > 0 and lexical is None,
+        limit=_pool(top_k),
         file_ids=file_ids,
     )
-    ranked = [(c, s) for c, s in fuse(dense, lexical, weights) if score_threshold is None or s >= score_threshold]
+    if lexical is not None:
+        found = list(lexical)
+    ranked = [(c, s) for c, s in fuse(dense, found, weights) if score_threshold is None or s >= score_threshold]
     ranked = ranked[:top_k]
     if not ranked:
         return []
     rows = await _chunk_rows(session, [chunk_id for chunk_id, _ in ranked])
     similarity = {c.chunk_id: c.score for c in dense}
-    lexical_scores = {c.chunk_id: c.score for c in lexical}
+    lexical_scores = {c.chunk_id: c.score for c in found}
     return [
         ChunkHit(
             chunk_id=chunk_id,
@@ -117,6 +138,10 @@ async def search(
         for chunk_id, score in ranked
         if chunk_id in rows  # a chunk deleted between the searches and this read is simply gone
     ]
+
+
+def _pool(top_k: int) -> int:
+    return max(POOL, top_k)
 
 
 async def _chunk_rows(session: AsyncSession, ids: list[int]) -> dict[int, dict[str, Any]]:
