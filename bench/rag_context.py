@@ -12,8 +12,9 @@ each, in turn on the same connection pool, three requests, so that all three see
 - the embedder alone: the query's /v1/embeddings call straight to dev-models (the baseline);
 - `/context` lexical-only (`weights.dense` 0): the gateway and the search without any embedding call;
 - `/context` with the RAG's default hybrid weights: what a client gets, the query embedded through the gateway.
-Printed: p50, p95, p99 and p95/p50 of each (over all requests, and within a query), and a histogram of the full
-`/context`, whose two modes, if it has two, show; the stage figures say which part a slow mode comes from. On
+Printed: p50, p95, p99 and p95/p50 of each (over all requests, and within a query), a histogram of the full
+`/context`, whose two modes, if it has two, show (the stage figures say which part a slow mode comes from), and
+what the gateway adds to the embedding: each hybrid request's time minus its query's embedding just before. On
 SQLite, and on PostgreSQL when it answers.
 """
 
@@ -161,6 +162,12 @@ async def _measure(http: aiohttp.ClientSession, embed_url: str, rag_url: str, ke
     for label, times in stages.items():
         _line(label, times, asked)
     _histogram(full, _line("/context hybrid, query embedded (the goal)", full, asked))
+    # What the gateway adds to the embedding it waits for, request by request (the two ran back to back).
+    added = sorted(f - e for f, e in zip(full, stages["embedder alone (/v1/embeddings)"], strict=True))
+    print(
+        f"  hybrid minus the embedder alone, paired     p50 {added[len(added) // 2] * 1000:7.2f}  "
+        f"p95 {added[int(0.95 * len(added))] * 1000:7.2f} ms"
+    )
 
 
 async def _run(backend: str, embed_url: str, rng: np.random.Generator) -> None:
