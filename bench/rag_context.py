@@ -5,8 +5,9 @@ The embedder is `switchboard dev-models` as `make run` starts it, its model on t
 the cores, one on a 2-core machine: server.dev.models.model_threads says why; OMP_NUM_THREADS overrides it),
 registered with e5's query prefix. The gateway is its own process (`python -m gateway`, one worker). One RAG holds
 SWITCHBOARD_BENCH_CONTEXT_CHUNKS chunks (default 3000): BEIR DBpedia abstracts from SWITCHBOARD_BENCH_RAG_DATA when
-there (else Zipf-distributed words), stored through the chunk index's own write path with random vectors (search
-cost does not depend on their values; the query's vector is e5's).
+there (else Zipf-distributed words), stored through the chunk index's own write path with their e5 passage
+vectors (embedded in process before the run, cached under var/bench-cache/ as bench/rag.py does: an HNSW search's
+cost depends on the vectors, and random ones are its worst case).
 SWITCHBOARD_BENCH_CONTEXT_REQUESTS (default 500) queries (DBpedia's, in turn) are sent one after another, and for
 each, in turn on the same connection pool, three requests, so that all three see the same machine load:
 - the embedder alone: the query's /v1/embeddings call straight to dev-models (the baseline);
@@ -36,7 +37,7 @@ import orjson
 
 from bench._backends import backends, using
 from bench.common import gateway_env, gateway_process, running_server
-from bench.rag import DATA, _add, _jsonl, _rag_and_key, _zipf_texts
+from bench.rag import DATA, _add, _embed, _jsonl, _rag_and_key, _zipf_texts
 from server.dev.models import EMBEDDING_MODEL
 from server.store.db import Database
 from server.store.rag_index import ChunkInput, chunk_index_for
@@ -83,16 +84,16 @@ def _corpus(rng: np.random.Generator) -> tuple[list[str], list[str]]:
     return _zipf_texts(rng, CHUNKS), _zipf_texts(rng, 50, words=4)
 
 
-async def _fill(database_url: str, rag_id: str, texts: list[str], rng: np.random.Generator) -> None:
+async def _fill(database_url: str, rag_id: str, texts: list[str]) -> None:
+    vectors = _embed(texts, query=False)
     db = Database(database_url)
     try:
         index = await chunk_index_for(db.engine)
         for start in range(0, len(texts), _PER_FILE):
             part = texts[start : start + _PER_FILE]
-            vectors = rng.standard_normal((len(part), 384), dtype=np.float32)
             chunks = [
                 ChunkInput(text=t, token_count=len(t.split()), vector=v.tolist())
-                for t, v in zip(part, vectors, strict=True)
+                for t, v in zip(part, vectors[start : start + _PER_FILE], strict=True)
             ]
             await _add(db, index, rag_id, f"file_bench{start // _PER_FILE}", chunks)
     finally:
@@ -175,7 +176,7 @@ async def _run(backend: str, embed_url: str, rng: np.random.Generator) -> None:
     async with running_server() as (base_url, _port, settings):
         deployment = {"servedModelId": EMBEDDING_MODEL, "queryPrefix": "query: "}
         rag_id, key = await _rag_and_key(base_url, settings, embed_url.removesuffix("/v1"), deployment)
-        await _fill(settings.database_url, rag_id, texts, rng)
+        await _fill(settings.database_url, rag_id, texts)
         env = gateway_env(settings, SWITCHBOARD_GATEWAY_PORT="0")
         async with gateway_process(env, workers=1) as (gateway_url, _group), aiohttp.ClientSession() as http:
             print(
