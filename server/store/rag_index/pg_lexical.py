@@ -218,12 +218,15 @@ async def _read_lists(
     seen: dict[int, _Seen] = {}
     counts: dict[str, int] = {}
     last: dict[str, float] = {}
+    # psycopg gives int, str and float already; a chunk's entry is made only when first seen (half the loop's time).
     for term, chunk_id, tf, dl, impact in await session.execute(statement, params):
-        entry = seen.setdefault(int(chunk_id), _Seen(dl=int(dl), tfs={}))
-        entry.tfs[str(term)] = int(tf)
+        entry = seen.get(chunk_id)
+        if entry is None:
+            entry = seen[chunk_id] = _Seen(dl, {})
+        entry.tfs[term] = tf
         counts[term] = counts.get(term, 0) + 1
-        last[term] = float(impact)  # rows come best first within a term
-    return seen, {t: impact for t, impact in last.items() if counts[t] >= depth}
+        last[term] = impact  # rows come best first within a term
+    return seen, {t: float(impact) for t, impact in last.items() if counts[t] >= depth}
 
 
 async def _complete(
