@@ -1,7 +1,7 @@
 """A hybrid /context reads its lexical list while the query is being embedded (gateway.rag.service.context), on
 SQLite and PostgreSQL: the embedding upstream here answers a query only once the gateway's database has run a
 lexical statement, or after a long wait, which the test reports. And when the embedding fails, the answer is the
-usual 502, with the lexical read left to finish, not cut off on its pooled connection."""
+usual 502 and the next search works (the lexical read is left to finish, not cut off on its pooled connection)."""
 
 from __future__ import annotations
 
