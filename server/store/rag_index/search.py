@@ -11,11 +11,12 @@ its tail pulls a confident dense ranking down as much as a confident one would. 
 default 3:1 weights, over a pool of 30 candidates per list, is the one that did not fall below dense-only. Deeper
 pools add weak lexical candidates whose normalised scores still crowd the dense ones, hence the modest pool.
 
-Its gain there is within noise (paired bootstrap over the 40 queries: +0.005 [-0.009, +0.019]), and so was every
-alternative tried (z-score or max normalisation, distribution-based fusion, CombMNZ, RRF k=60, pools of 30-200,
-lexical hits weighted by their share of the query's terms, weights switched by the query's form or by its lists'
-confidence, with the settings picked on half of the queries and scored on the other half): docs/benchmarks.md, "RAG".
-Until a variant wins beyond noise on held-out queries the fusion stays as it is.
+Its gain there is within noise (paired bootstrap over the 40 queries: +0.005 [-0.009, +0.019]; +0.0097 [-0.004,
++0.024] with the whole 5,000-passage corpus), and so was every alternative tried (z-score or max normalisation,
+distribution-based fusion, CombMNZ, RRF k=60, pools of 30-200, lexical hits weighted by their share of the query's
+terms, weights switched by the query's form or by its lists' confidence, feedback, score regularisation over the
+candidates' neighbourhoods, with the settings picked on half of the queries and scored on the other half):
+docs/benchmarks.md, "RAG". Until a variant wins beyond noise on held-out queries the fusion stays as it is.
 """
 
 from __future__ import annotations
