@@ -6,13 +6,11 @@ usual 502 and the next search works (the lexical read is left to finish, not cut
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pytest_asyncio
 from aiohttp import web
 from sqlalchemy import event
@@ -24,6 +22,7 @@ from server.settings import load_settings
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
+from tests.fakes.upstream import fixed_embeddings
 from tests.gateway_fixtures import Fakes, gateway_env
 from tests.rag_helpers import new_rag
 from tests.rag_http import call, personal_all_key, register_e5
@@ -32,33 +31,27 @@ from tests.world import make_world
 # How long the stand-in holds a query embedding waiting for the lexical statement: far beyond what the read takes,
 # so only a gateway that reads the list after the embedding runs into it.
 HOLD_SECONDS = 20
-# The stand-in's vectors are random, so the lexical list decides the order: its first hit scores at least 0.75.
+# The stand-in's vectors are all alike, so the lexical list decides the order: its first hit scores at least 0.75.
 LEXICAL_FIRST = {"dense": 1, "lexical": 3}
 
 
 @dataclass
 class _GatedEmbedder:
-    """/v1/embeddings: passages at once; a query once `lexical_read` is set (or HOLD_SECONDS passed), or a 500."""
+    """/v1/embeddings (the fakes' fixed vectors): passages at once; a query once `lexical_read` is set (or
+    HOLD_SECONDS passed), or a 500."""
 
     lexical_read: threading.Event = field(default_factory=threading.Event)
     fail_queries: bool = False
     seen_in_flight: list[bool] = field(default_factory=list)  # per query: was the lexical list read meanwhile?
 
-    async def embeddings(self, request: web.Request) -> web.Response:
-        body = await request.json()
+    async def embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()  # aiohttp keeps the body: fixed_embeddings reads it again
         texts: list[str] = body["input"] if isinstance(body["input"], list) else [body["input"]]
         if any(t.startswith(QUERY_PREFIX) for t in texts):
             self.seen_in_flight.append(await asyncio.to_thread(self.lexical_read.wait, HOLD_SECONDS))
             if self.fail_queries:
                 return web.json_response({"error": {"message": "model overloaded"}}, status=500)
-        data = [{"object": "embedding", "index": i, "embedding": _vector(t)} for i, t in enumerate(texts)]
-        usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
-        return web.json_response({"object": "list", "model": body["model"], "data": data, "usage": usage})
-
-
-def _vector(text: str) -> list[float]:
-    seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-    return [float(x) for x in np.random.default_rng(seed).standard_normal(16)]
+        return await fixed_embeddings(request)
 
 
 @dataclass

@@ -218,7 +218,7 @@ async def context(
         # pooled connection waits on the embedding upstream.
         vector, lexical = await _beside(
             models.query(query),
-            _lexical(app, index, rag.id, query=query, top_k=wanted, file_ids=file_ids, weights=weights),
+            _lexical(app, index, rag_id=rag.id, query=query, top_k=wanted, file_ids=file_ids, weights=weights),
         )
     elif weights.dense > 0:
         vector = await models.query(query)
@@ -247,10 +247,21 @@ async def context(
     return [h for h in hits if h.file_id in files], files
 
 
-async def _lexical(app: web.Application, index: ChunkIndex, rag_id: str, **arguments: Any) -> list[Candidate]:
+async def _lexical(
+    app: web.Application,
+    index: ChunkIndex,
+    *,
+    rag_id: str,
+    query: str,
+    top_k: int,
+    file_ids: list[str] | None,
+    weights: SearchWeights,
+) -> list[Candidate]:
     """`lexical_list` in a read session of its own."""
     async with app[DB].read() as session:
-        return await lexical_list(index, session, rag_id=rag_id, **arguments)
+        return await lexical_list(
+            index, session, rag_id=rag_id, query=query, top_k=top_k, file_ids=file_ids, weights=weights
+        )
 
 
 async def _beside(main: Awaitable[T], side: Coroutine[Any, Any, U]) -> tuple[T, U]:
