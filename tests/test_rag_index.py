@@ -4,6 +4,7 @@ the search, deletes, and isolation between RAGs."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from functools import cache
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import pytest_asyncio
-from sqlalchemy import delete
+from sqlalchemy import delete, event
 
 from server.store.db import Database as Store
 from server.store.db import new_id
@@ -23,6 +24,7 @@ from server.store.rag_index import (
     chunk_index_for,
     lexical_list,
     numpy_dense,
+    postgres,
     search,
 )
 from tests.conftest import Database
@@ -115,6 +117,34 @@ class Rag:
             )
 
 
+async def _warmed(rag: Rag) -> None:
+    """Until the index's background reads of vectors into memory (pgvector's small RAGs) are done."""
+    for _ in range(500):
+        if not getattr(rag.index, "_warming", None):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the RAG's vectors were never read into memory")
+
+
+def _graph_searches(rag: Rag) -> list[str]:
+    """The pgvector searches (`<=>`) the test's engine runs from now on."""
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "<=>" in statement:
+            seen.append(statement)
+
+    event.listen(rag.store.engine.sync_engine, "before_cursor_execute", record)
+    return seen
+
+
+async def _filled(rag: Rag) -> Rag:
+    await rag.create()
+    for name in FILES:
+        await rag.add(name, {"topic": name, "source_group_ids": [f"g-{name}", "g-all"], "year": 2020 + len(name)})
+    return rag
+
+
 @pytest_asyncio.fixture
 async def rag(rag_database: Database) -> AsyncIterator[Rag]:
     store = Store(rag_database.url)
@@ -122,11 +152,10 @@ async def rag(rag_database: Database) -> AsyncIterator[Rag]:
         index = await chunk_index_for(store.engine)
         if rag_database.backend == "pgvector":
             assert getattr(index, "pgvector", False), "the embedded PostgreSQL must offer pgvector"
-        created = await Rag(store, index).create()
-        for name in FILES:
-            await created.add(
-                name, {"topic": name, "source_group_ids": [f"g-{name}", "g-all"], "year": 2020 + len(name)}
-            )
+        created = await _filled(Rag(store, index))
+        if rag_database.backend == "pgvector":  # the steady state: a small RAG searched in memory (see below)
+            await created.query("warm", weights=SearchWeights(dense=1, lexical=0))
+            await _warmed(created)
         yield created
     finally:
         await store.close()
@@ -331,6 +360,74 @@ async def test_pgvector_gives_each_rag_its_own_hnsw_index_and_uses_it(rag: Rag, 
             )
         )
     assert "ix_rag_vec_" in plan
+
+
+async def test_pgvector_answers_a_small_rag_from_memory_once_its_vectors_are_read(
+    rag: Rag, rag_database: Database
+) -> None:
+    if rag_database.backend != "pgvector":
+        pytest.skip("pgvector only")
+    rag = await _filled(Rag(rag.store, rag.index))  # one not searched yet
+    graph = _graph_searches(rag)
+    dense = SearchWeights(dense=1, lexical=0)
+    query = "how can I keep my home warm"
+    from_graph = await rag.query(query, top_k=5, weights=dense)
+    assert len(graph) == 1  # nothing in memory yet: the graph answers while the vectors are read
+    await _warmed(rag)
+    from_memory = await rag.query(query, top_k=5, weights=dense)
+    assert len(graph) == 1
+    assert [h.chunk_id for h in from_memory] == [h.chunk_id for h in from_graph]
+    assert [h.dense_similarity for h in from_memory] == pytest.approx([h.dense_similarity for h in from_graph])
+    two = [rag.files["energy"], rag.files["travel"]]
+    filtered = await rag.query(query, top_k=5, weights=dense, file_ids=two)
+    assert len(graph) == 1 and {h.file_id for h in filtered} <= set(two)
+    assert [h.chunk_id for h in filtered][:4] == [h.chunk_id for h in from_graph if h.file_id in two][:4]
+
+    # A change is seen by the next search (from the graph until the new vectors are in memory), and then by memory.
+    await rag.remove("travel")
+    for expected_graph_searches in (2, 2):
+        hits = await rag.query("night train across the Alps", top_k=10, weights=dense)
+        assert FILES["travel"][0] not in texts(hits) and len(graph) == expected_graph_searches
+        await _warmed(rag)
+    await rag.add("travel")
+    assert texts(await rag.query("night train across the Alps", top_k=1, weights=dense)) == [FILES["travel"][0]]
+    assert len(graph) == 3
+    await _warmed(rag)
+    assert texts(await rag.query("night train across the Alps", top_k=1, weights=dense)) == [FILES["travel"][0]]
+    assert len(graph) == 3
+
+
+async def test_pgvector_keeps_a_large_rag_on_the_graph(
+    rag: Rag, rag_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if rag_database.backend != "pgvector":
+        pytest.skip("pgvector only")
+    monkeypatch.setattr(postgres, "EXACT_ROWS", 4)  # this RAG's 10 chunks are "large"
+    graph = _graph_searches(rag)
+    for _ in range(2):
+        assert texts(await rag.query("night train", top_k=1, weights=SearchWeights(dense=1, lexical=0))) == [
+            FILES["travel"][0]
+        ]
+        await _warmed(rag)
+    assert len(graph) == 2
+
+
+def test_the_matrix_cache_drops_the_least_recently_used_beyond_its_byte_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def matrix(rows: int) -> numpy_dense.Matrix:
+        vectors = [(i, "rf_1", np.ones(384, "<f4").tobytes()) for i in range(rows)]
+        return numpy_dense.build_matrix(1, vectors, dtype="<f4")
+
+    cache = numpy_dense.NumpyDense()
+    monkeypatch.setattr(numpy_dense, "CACHE_BYTES", 2 * matrix(100).nbytes)
+    cache.keep("a", matrix(100))
+    cache.keep("b", matrix(100))
+    assert cache.cached("a", 1) is not None  # now the most recently used
+    cache.keep("c", matrix(100))
+    assert [cache.cached(rag, 1) is not None for rag in "abc"] == [True, False, True]
+    cache.keep("d", matrix(300))  # over the budget on its own: kept (a query needs it), every other one dropped
+    assert [cache.cached(rag, 1) is not None for rag in "acd"] == [False, False, True]
 
 
 QUERIES = [

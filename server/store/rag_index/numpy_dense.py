@@ -1,8 +1,9 @@
 """Dense search in process: one float32 matrix per RAG, cached, reloaded when the RAG's generation moves.
 
 A replica that did not write a change still sees it on its next query (one primary-key read of the generation);
-what is lost on restart is only the cache. Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits; at most
-`_MAX_RAGS` RAGs stay cached.
+what is lost on restart is only the cache. Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits; the least
+recently used matrices are dropped once a process holds more than `CACHE_BYTES` of them (the one just used stays,
+whatever its size: a query needs it), and never more than `_MAX_RAGS`.
 
 Up to `EXACT_ROWS` rows every query is scored exactly. Above that a full float32 pass is bound by memory
 bandwidth (100k rows of 384 floats are 150 MB read per query: ~12 ms here), so a binary prefilter picks the
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,9 +30,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.store.models import RagChunkRow, RagIndexGenerationRow
 from server.store.rag_index.base import Candidate, Vector, normalized
 
-__all__ = ["EXACT_ROWS", "Matrix", "NumpyDense", "current_generation"]
+__all__ = ["CACHE_BYTES", "EXACT_ROWS", "Loader", "Matrix", "NumpyDense", "build_matrix", "current_generation"]
 
 _MAX_RAGS = 64
+CACHE_BYTES = 1 << 30  # per process: a gateway worker holds at most this much of RAG matrices beside the one in use
 EXACT_ROWS = 20_000
 RESCORE_MIN = 2_000
 RESCORE_PER_RESULT = 50
@@ -48,6 +51,10 @@ class Matrix:
     bits: npt.NDArray[
         np.uint64
     ]  # signs of (row - center), packed: one row of words per 64 dimensions, a column a chunk
+
+    @property
+    def nbytes(self) -> int:
+        return self.ids.nbytes + self.files.nbytes + self.vectors.nbytes + self.center.nbytes + self.bits.nbytes
 
     def contains(self, chunk_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         where = np.searchsorted(self.ids, chunk_ids)
@@ -104,8 +111,17 @@ def _signs(vectors: Vector, center: Vector) -> npt.NDArray[np.uint64]:
     return words
 
 
+# Reads a RAG's rows and builds its matrix, labelled with the generation read before (a write committed meanwhile only
+# makes the next query load again).
+Loader = Callable[[AsyncSession, str, int], Awaitable[Matrix]]
+
+
 class NumpyDense:
-    def __init__(self) -> None:
+    """The matrices of the RAGs a process searches, each loaded by `load` (the engine's rows) and kept while its
+    generation is current."""
+
+    def __init__(self, load: Loader | None = None) -> None:
+        self._load = load or _load_blobs
         self._cache: OrderedDict[str, Matrix] = OrderedDict()
         self._loading: dict[str, asyncio.Lock] = {}
 
@@ -121,21 +137,34 @@ class NumpyDense:
     async def matrix(self, session: AsyncSession, rag_id: str) -> Matrix:
         """The RAG's current matrix: one primary-key read when cached, else a load."""
         generation = await current_generation(session, rag_id)
-        cached = self._cache.get(rag_id)
-        if cached is not None and cached.generation == generation:
-            self._cache.move_to_end(rag_id)
+        cached = self.cached(rag_id, generation)
+        if cached is not None:
             return cached
         lock = self._loading.setdefault(rag_id, asyncio.Lock())
         async with lock:  # one load per RAG at a time; later callers reuse it
-            cached = self._cache.get(rag_id)
-            if cached is not None and cached.generation == generation:
+            cached = self.cached(rag_id, generation)
+            if cached is not None:
                 return cached
-            matrix = await _load(session, rag_id, generation)
-            self._cache[rag_id] = matrix
-            self._cache.move_to_end(rag_id)
-            while len(self._cache) > _MAX_RAGS:
-                self._cache.popitem(last=False)
+            matrix = await self._load(session, rag_id, generation)
+            self.keep(rag_id, matrix)
             return matrix
+
+    def cached(self, rag_id: str, generation: int) -> Matrix | None:
+        """The RAG's matrix if one of that generation is in memory (now the most recently used)."""
+        cached = self._cache.get(rag_id)
+        if cached is None or cached.generation != generation:
+            return None
+        self._cache.move_to_end(rag_id)
+        return cached
+
+    def keep(self, rag_id: str, matrix: Matrix) -> None:
+        """Caches `matrix` as the RAG's, dropping the least recently used beyond the budget."""
+        self._cache[rag_id] = matrix
+        self._cache.move_to_end(rag_id)
+        held = sum(m.nbytes for m in self._cache.values())
+        while len(self._cache) > 1 and (held > CACHE_BYTES or len(self._cache) > _MAX_RAGS):
+            _, dropped = self._cache.popitem(last=False)
+            held -= dropped.nbytes
 
     def forget(self, rag_id: str) -> None:
         self._cache.pop(rag_id, None)
@@ -146,26 +175,33 @@ async def current_generation(session: AsyncSession, rag_id: str) -> int:
     return int(value or 0)
 
 
-async def _load(session: AsyncSession, rag_id: str, generation: int) -> Matrix:
+async def _load_blobs(session: AsyncSession, rag_id: str, generation: int) -> Matrix:
+    """From `rag_chunks.embedding` (little-endian float32), where the engine keeps vectors in the chunk rows."""
     result = await session.execute(
         select(RagChunkRow.id, RagChunkRow.file_id, RagChunkRow.embedding)
         .where(RagChunkRow.rag_id == rag_id, RagChunkRow.embedding.is_not(None))
         .order_by(RagChunkRow.id)
     )
+    return build_matrix(generation, result, dtype="<f4")
+
+
+def build_matrix(generation: int, rows: Iterable[Any], *, dtype: str, header: int = 0) -> Matrix:
+    """A matrix from (chunk id, file id, vector bytes) rows in chunk id order; each vector's first `header` bytes
+    are skipped and the rest read as `dtype`."""
     ids: list[int] = []
     files: list[int] = []
     codes: dict[str, int] = {}
     blobs: list[bytes] = []
-    for chunk_id, file_id, blob in result:
+    for chunk_id, file_id, blob in rows:
         ids.append(chunk_id)
         files.append(codes.setdefault(file_id, len(codes)))
-        blobs.append(blob or b"")
+        blobs.append(bytes(blob or b"")[header:])
     if not blobs:
         empty = np.zeros((0, 0), dtype=np.float32)
         return Matrix(
             generation, np.zeros(0, np.int64), np.zeros(0, np.int32), {}, empty, np.zeros(0, np.float32), _no_bits()
         )
-    vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1).astype(np.float32)
+    vectors = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(len(blobs), -1).astype(np.float32)
     center = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
     bits = np.concatenate([_signs(vectors[i : i + _BLOCK], center) for i in range(0, len(vectors), _BLOCK)])
     bits = np.ascontiguousarray(bits.T)
