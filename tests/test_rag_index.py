@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -16,7 +16,7 @@ from sqlalchemy import delete, event
 
 from server.store.db import Database as Store
 from server.store.db import new_id
-from server.store.models import RagDeploymentRow, RagFileRow
+from server.store.models import RagChunkRow, RagDeploymentRow, RagFileRow
 from server.store.rag_index import (
     ChunkIndex,
     ChunkInput,
@@ -27,6 +27,7 @@ from server.store.rag_index import (
     postgres,
     search,
 )
+from server.store.rag_index.base import bump_generation
 from tests.conftest import Database
 from tests.rag_helpers import stored_rag
 
@@ -410,6 +411,120 @@ async def test_pgvector_keeps_a_large_rag_on_the_graph(
         ]
         await _warmed(rag)
     assert len(graph) == 2
+
+
+def _matrices(rag: Rag) -> numpy_dense.NumpyDense:
+    """The engine's in-process matrices: SQLite's, PostgreSQL's without pgvector, or pgvector's small RAGs'."""
+    if isinstance(rag.index, postgres.PostgresChunkIndex):
+        return rag.index._memory if rag.index.pgvector else rag.index._numpy
+    return cast(numpy_dense.NumpyDense, vars(rag.index)["_dense"])
+
+
+async def _matrix(rag: Rag, cache: numpy_dense.NumpyDense) -> numpy_dense.Matrix:
+    async with rag.store.read() as session:
+        return await cache.matrix(session, rag.id)
+
+
+async def _same_as_a_whole_read(rag: Rag, matrix: numpy_dense.Matrix) -> None:
+    whole = await _matrix(rag, numpy_dense.NumpyDense(_matrices(rag)._source))
+    assert matrix.ids.tolist() == whole.ids.tolist()
+    assert np.array_equal(matrix.vectors, whole.vectors)
+    names = {code: file_id for file_id, code in matrix.file_codes.items()}
+    whole_names = {code: file_id for file_id, code in whole.file_codes.items()}
+    assert [names[c] for c in matrix.files] == [whole_names[c] for c in whole.files]
+
+
+async def test_chunks_added_to_a_rag_are_read_alone_and_a_removal_reads_it_whole(rag: Rag) -> None:
+    cache = _matrices(rag)
+    first = await _matrix(rag, cache)
+    await rag.remove("travel")  # SQLite will give the new travel chunks these ids again
+    fewer = await _matrix(rag, cache)
+    assert fewer.center is not first.center and len(fewer.ids) == 8
+    await _same_as_a_whole_read(rag, fewer)
+    await rag.add("travel")
+    more = await _matrix(rag, cache)
+    assert more.center is fewer.center and more.drift == 2  # the two new rows read on their own
+    await _same_as_a_whole_read(rag, more)
+    assert texts(await rag.query("night train", top_k=1, weights=SearchWeights(dense=1, lexical=0))) == [
+        FILES["travel"][0]
+    ]
+    # Rows added that way reach half the RAG: read whole, its mean taken again.
+    await rag.add("cooking")
+    assert (await _matrix(rag, cache)).center is fewer.center
+    await rag.add("energy")
+    whole = await _matrix(rag, cache)
+    assert whole.center is not fewer.center and whole.drift == 0 and len(whole.ids) == 18
+    await _same_as_a_whole_read(rag, whole)
+
+
+async def test_chunks_removed_and_added_between_two_searches_are_both_seen(rag: Rag) -> None:
+    cache = _matrices(rag)
+    await _matrix(rag, cache)
+    await rag.remove("travel")
+    await rag.add("cooking")  # on SQLite its first chunks take the ids the travel ones had
+    await _same_as_a_whole_read(rag, await _matrix(rag, cache))
+
+
+async def test_a_chunk_below_the_highest_held_makes_the_rag_read_whole(rag: Rag, rag_database: Database) -> None:
+    # What a PostgreSQL transaction that took its ids first and committed last looks like to a reader: a new id
+    # below the highest one the matrix holds. Here a chunk row written with the id of one deleted earlier.
+    if rag_database.backend == "pgvector":
+        pytest.skip("the vectors' own table; the chunk rows' blobs are what this writes")
+    cache = _matrices(rag)
+    first = await _matrix(rag, cache)
+    late = int(first.ids[0])
+    async with rag.store.transaction() as session:
+        await session.execute(delete(RagChunkRow).where(RagChunkRow.id == late))
+        await bump_generation(session, rag.id, removal=True)
+    assert late not in (await _matrix(rag, cache)).ids.tolist()
+    async with rag.store.transaction() as session:
+        session.add(
+            RagChunkRow(
+                id=late,
+                rag_id=rag.id,
+                file_id=rag.files["energy"],
+                ordinal=9,
+                text="a late chunk",
+                token_count=3,
+                embedding=numpy_dense.NumpyDense.encode(passage_vectors()["travel"][0]),
+            )
+        )
+        await session.flush()
+        await bump_generation(session, rag.id)
+    matrix = await _matrix(rag, cache)
+    assert late in matrix.ids.tolist() and matrix.center is not first.center
+    await _same_as_a_whole_read(rag, matrix)
+
+
+def test_rows_appended_to_a_matrix_leave_the_matrices_before_it_as_they_were() -> None:
+    rng = np.random.default_rng(27)
+
+    def rows(first: int, count: int, file_id: str) -> list[tuple[int, str, bytes]]:
+        vectors = rng.normal(size=(count, 384)).astype("<f4")
+        return [(first + i, file_id, vectors[i].tobytes()) for i in range(count)]
+
+    def built(*parts: list[tuple[int, str, bytes]], center: Any = None) -> numpy_dense.Matrix:
+        return numpy_dense.build_matrix(1, [row for part in parts for row in part], dtype="<f4", center=center)
+
+    a, b, c, d = rows(1, 40, "rf_a"), rows(41, 12, "rf_b"), rows(53, 3, "rf_a"), rows(53, 5, "rf_d")
+    first = built(a)
+    second = first.appended(built(b, center=first.center), 2)
+    third = second.appended(built(c, center=first.center), 3)  # into the room `second` left
+    assert third.room is second.room
+    other = second.appended(built(d, center=first.center), 4)  # the room's rows past `second` are `third`'s now
+    assert other.room is not second.room
+    whole = built(a, b, c, center=first.center)
+    for matrix, parts in ((first, [a]), (second, [a, b]), (third, [a, b, c]), (other, [a, b, d])):
+        expected = built(*parts, center=first.center)
+        assert matrix.ids.tolist() == expected.ids.tolist()
+        assert np.array_equal(matrix.vectors, expected.vectors) and np.array_equal(matrix.bits, expected.bits)
+        names = {code: name for name, code in matrix.file_codes.items()}
+        assert [names[code] for code in matrix.files] == [row[1] for part in parts for row in part]
+    query = whole.vectors[45]
+    assert third.search(query, 3, None)[0].chunk_id == 46
+    assert [h.chunk_id for h in third.search(query, 5, ["rf_a"])] == [
+        h.chunk_id for h in whole.search(query, 5, ["rf_a"])
+    ]
 
 
 def test_the_matrix_cache_drops_the_least_recently_used_beyond_its_byte_budget(

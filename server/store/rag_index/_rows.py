@@ -33,4 +33,4 @@ async def insert_chunk_rows(
 
 async def delete_chunk_rows(session: AsyncSession, *, rag_id: str, file_id: str) -> None:
     await session.execute(delete(RagChunkRow).where(RagChunkRow.rag_id == rag_id, RagChunkRow.file_id == file_id))
-    await bump_generation(session, rag_id)
+    await bump_generation(session, rag_id, removal=True)

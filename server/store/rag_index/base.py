@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from server.store.models import RagIndexGenerationRow
 
 __all__ = [
+    "REMOVALS",
     "RUNTIME_SCHEMA_COLUMNS",
     "RUNTIME_SCHEMA_PREFIXES",
     "Candidate",
@@ -259,11 +260,18 @@ def plan_terms(words: list[str], matches: Sequence[int], cap: int | None, *, wit
     return [min(zip(words, matches, strict=True), key=lambda pair: pair[1])[0]]
 
 
-async def bump_generation(session: AsyncSession, rag_id: str) -> None:
+# A generation's part above this counts removals of chunks, the part below additions since the last removal.
+REMOVALS = 1 << 32
+
+
+async def bump_generation(session: AsyncSession, rag_id: str, *, removal: bool = False) -> None:
+    """Moves the RAG's generation on: by one for added chunks, to the next multiple of `REMOVALS` for removed ones, so
+    a reader can tell from two generations whether chunks were only added in between (numpy_dense reads just those)."""
     table: Any = RagIndexGenerationRow.__table__
     insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
-    statement = insert(table).values(rag_id=rag_id, generation=1)
-    statement = statement.on_conflict_do_update(index_elements=["rag_id"], set_={"generation": table.c.generation + 1})
+    statement = insert(table).values(rag_id=rag_id, generation=REMOVALS if removal else 1)
+    moved = table.c.generation - table.c.generation % REMOVALS + REMOVALS if removal else table.c.generation + 1
+    statement = statement.on_conflict_do_update(index_elements=["rag_id"], set_={"generation": moved})
     await session.execute(statement)
 
 

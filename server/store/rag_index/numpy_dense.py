@@ -1,7 +1,15 @@
 """Dense search in process: one float32 matrix per RAG, cached, reloaded when the RAG's generation moves.
 
-A replica that did not write a change still sees it on its next query (one primary-key read of the generation);
-what is lost on restart is only the cache. Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits; the least
+A replica that did not write a change still sees it on its next query (one primary-key read of the generation); what is
+lost on restart is only the cache. Chunks only added are read as such: a count of the RAG's chunks up to the highest id
+held (an index range) says none committed late below it, and only the rows above it are read and written into spare
+room at the end of the matrix's buffers, so an upload to a 100k-chunk RAG costs the next query its new chunks, not a
+reload and copy of every vector. A removal (the generation says so: `base.bump_generation`) reads the RAG whole, as
+SQLite gives the highest ids of deleted rows to the next rows inserted; so does an id committed late below the highest
+held (PostgreSQL's sequences hand ids out before commit). The sign bits of added rows are taken against the matrix's
+existing mean until the rows added that way reach half the RAG; then it is read whole, its mean taken again.
+
+Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits, and up to a quarter more as room to append; the least
 recently used matrices are dropped once a process holds more than `CACHE_BYTES` of them (the one just used stays,
 whatever its size: a query needs it), and never more than `_MAX_RAGS`.
 
@@ -17,20 +25,30 @@ measures that recall).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import select
+from sqlalchemy import Executable, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.store.models import RagChunkRow, RagIndexGenerationRow
-from server.store.rag_index.base import Candidate, Vector, normalized
+from server.store.rag_index.base import REMOVALS, Candidate, Vector, normalized
 
-__all__ = ["CACHE_BYTES", "EXACT_ROWS", "Loader", "Matrix", "NumpyDense", "build_matrix", "current_generation"]
+__all__ = [
+    "CACHE_BYTES",
+    "CHUNK_BLOBS",
+    "EXACT_ROWS",
+    "Matrix",
+    "NumpyDense",
+    "VectorSource",
+    "build_matrix",
+    "current_generation",
+]
 
 _MAX_RAGS = 64
 CACHE_BYTES = 1 << 30  # per process: a gateway worker holds at most this much of RAG matrices beside the one in use
@@ -51,10 +69,40 @@ class Matrix:
     bits: npt.NDArray[
         np.uint64
     ]  # signs of (row - center), packed: one row of words per 64 dimensions, a column a chunk
+    drift: int = 0  # rows added since `center` was computed
+    room: _Room | None = field(default=None, repr=False)  # the buffers the arrays above view, when appended to
 
     @property
     def nbytes(self) -> int:
-        return self.ids.nbytes + self.files.nbytes + self.vectors.nbytes + self.center.nbytes + self.bits.nbytes
+        held = self.room or self
+        return held.ids.nbytes + held.files.nbytes + held.vectors.nbytes + held.bits.nbytes + self.center.nbytes
+
+    def appended(self, added: Matrix, generation: int) -> Matrix:
+        """This matrix and `added`'s rows after it (ids above this one's; its signs taken against this center). The
+        rows go to spare room at the end of shared buffers, which views of fewer rows never see, so searches of this
+        matrix in flight are undisturbed and an upload does not copy the RAG's every vector."""
+        if not len(added.ids):
+            return dataclasses.replace(self, generation=generation)
+        rows, total = len(self.ids), len(self.ids) + len(added.ids)
+        room = self.room
+        if room is None or room.used != rows or len(room.ids) < total:
+            room = _Room.around(self, total)
+        codes = dict(self.file_codes)
+        for file_id in added.file_codes:  # in code order: dicts keep insertion order
+            codes.setdefault(file_id, len(codes))
+        recode = np.asarray([codes[f] for f in added.file_codes], dtype=np.int32)
+        room.write(rows, added.ids, recode[added.files], added.vectors, added.bits)
+        return Matrix(
+            generation,
+            room.ids[:total],
+            room.files[:total],
+            codes,
+            room.vectors[:total],
+            self.center,
+            room.bits[:, :total],
+            self.drift + len(added.ids),
+            room,
+        )
 
     def contains(self, chunk_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         where = np.searchsorted(self.ids, chunk_ids)
@@ -102,6 +150,42 @@ class Matrix:
         return nearest
 
 
+@dataclass
+class _Room:
+    """Buffers with spare rows at their end, shared by a matrix and those appended to it; `used` rows are written."""
+
+    ids: npt.NDArray[np.int64]
+    files: npt.NDArray[np.int32]
+    vectors: Vector
+    bits: npt.NDArray[np.uint64]
+    used: int = 0
+
+    @classmethod
+    def around(cls, matrix: Matrix, rows: int) -> _Room:
+        """Room for `rows` rows and a quarter more, holding `matrix`'s."""
+        capacity = rows + rows // 4
+        room = cls(
+            np.empty(capacity, np.int64),
+            np.empty(capacity, np.int32),
+            np.empty((capacity, matrix.vectors.shape[1]), np.float32),
+            np.empty((matrix.bits.shape[0], capacity), np.uint64),
+        )
+        room.write(0, matrix.ids, matrix.files, matrix.vectors, matrix.bits)
+        return room
+
+    def write(
+        self,
+        at: int,
+        ids: npt.NDArray[np.int64],
+        files: npt.NDArray[np.int32],
+        vectors: Vector,
+        bits: npt.NDArray[np.uint64],
+    ) -> None:
+        end = at + len(ids)
+        self.ids[at:end], self.files[at:end], self.vectors[at:end], self.bits[:, at:end] = ids, files, vectors, bits
+        self.used = end
+
+
 def _signs(vectors: Vector, center: Vector) -> npt.NDArray[np.uint64]:
     packed = np.packbits(vectors > center, axis=1)
     pad = (-packed.shape[1]) % 8  # whole uint64 words; the padding is zero on both sides of the XOR
@@ -111,17 +195,23 @@ def _signs(vectors: Vector, center: Vector) -> npt.NDArray[np.uint64]:
     return words
 
 
-# Reads a RAG's rows and builds its matrix, labelled with the generation read before (a write committed meanwhile only
-# makes the next query load again).
-Loader = Callable[[AsyncSession, str, int], Awaitable[Matrix]]
+@dataclass(frozen=True)
+class VectorSource:
+    """Where an engine keeps a RAG's vectors: `count(rag_id, top)` counts its chunks with ids up to `top`;
+    `rows(rag_id, above)` selects its (chunk id, file id, vector bytes) rows with ids above `above`, ascending; each
+    vector is `header` bytes followed by `dtype` numbers."""
+
+    count: Callable[[str, int], Executable]
+    rows: Callable[[str, int], Executable]
+    dtype: str
+    header: int = 0
 
 
 class NumpyDense:
-    """The matrices of the RAGs a process searches, each loaded by `load` (the engine's rows) and kept while its
-    generation is current."""
+    """The matrices of the RAGs a process searches, read from `source` and kept while their generation is current."""
 
-    def __init__(self, load: Loader | None = None) -> None:
-        self._load = load or _load_blobs
+    def __init__(self, source: VectorSource | None = None) -> None:
+        self._source = source or CHUNK_BLOBS
         self._cache: OrderedDict[str, Matrix] = OrderedDict()
         self._loading: dict[str, asyncio.Lock] = {}
 
@@ -145,9 +235,32 @@ class NumpyDense:
             cached = self.cached(rag_id, generation)
             if cached is not None:
                 return cached
-            matrix = await self._load(session, rag_id, generation)
+            stale = self._cache.get(rag_id)
+            matrix = None if stale is None else await self._refreshed(session, rag_id, generation, stale)
+            if matrix is None:
+                rows = await session.execute(self._source.rows(rag_id, -1))
+                matrix = build_matrix(generation, rows, dtype=self._source.dtype, header=self._source.header)
             self.keep(rag_id, matrix)
             return matrix
+
+    async def _refreshed(self, session: AsyncSession, rag_id: str, generation: int, stale: Matrix) -> Matrix | None:
+        """`stale` with the rows added since, read alone; None where only a whole read will do (module docstring)."""
+        if not len(stale.ids) or generation // REMOVALS != stale.generation // REMOVALS:
+            return None  # chunks were removed: SQLite may have given their ids to new ones, whose vectors differ
+        top = int(stale.ids[-1])
+        # With no removal, the rows up to the top are those held, unless one committed late (PostgreSQL).
+        if await session.scalar(self._source.count(rag_id, top)) != len(stale.ids):
+            return None
+        rows = await session.execute(self._source.rows(rag_id, top))
+        added = build_matrix(
+            generation, rows, dtype=self._source.dtype, header=self._source.header, center=stale.center
+        )
+        total = len(stale.ids) + len(added.ids)
+        if (len(added.ids) and added.vectors.shape[1] != stale.vectors.shape[1]) or 2 * (
+            stale.drift + len(added.ids)
+        ) > total:
+            return None
+        return stale.appended(added, generation)
 
     def cached(self, rag_id: str, generation: int) -> Matrix | None:
         """The RAG's matrix if one of that generation is in memory (now the most recently used)."""
@@ -175,19 +288,23 @@ async def current_generation(session: AsyncSession, rag_id: str) -> int:
     return int(value or 0)
 
 
-async def _load_blobs(session: AsyncSession, rag_id: str, generation: int) -> Matrix:
-    """From `rag_chunks.embedding` (little-endian float32), where the engine keeps vectors in the chunk rows."""
-    result = await session.execute(
+# Where the vectors are the chunk rows' own `embedding` (SQLite; PostgreSQL without pgvector): little-endian float32.
+CHUNK_BLOBS = VectorSource(
+    count=lambda rag_id, top: select(func.count()).where(RagChunkRow.rag_id == rag_id, RagChunkRow.id <= top),
+    rows=lambda rag_id, above: (
         select(RagChunkRow.id, RagChunkRow.file_id, RagChunkRow.embedding)
-        .where(RagChunkRow.rag_id == rag_id, RagChunkRow.embedding.is_not(None))
+        .where(RagChunkRow.rag_id == rag_id, RagChunkRow.id > above, RagChunkRow.embedding.is_not(None))
         .order_by(RagChunkRow.id)
-    )
-    return build_matrix(generation, result, dtype="<f4")
+    ),
+    dtype="<f4",
+)
 
 
-def build_matrix(generation: int, rows: Iterable[Any], *, dtype: str, header: int = 0) -> Matrix:
+def build_matrix(
+    generation: int, rows: Iterable[Any], *, dtype: str, header: int = 0, center: Vector | None = None
+) -> Matrix:
     """A matrix from (chunk id, file id, vector bytes) rows in chunk id order; each vector's first `header` bytes
-    are skipped and the rest read as `dtype`."""
+    are skipped and the rest read as `dtype`. Sign bits are taken against `center`, by default the rows' mean."""
     ids: list[int] = []
     files: list[int] = []
     codes: dict[str, int] = {}
@@ -202,7 +319,8 @@ def build_matrix(generation: int, rows: Iterable[Any], *, dtype: str, header: in
             generation, np.zeros(0, np.int64), np.zeros(0, np.int32), {}, empty, np.zeros(0, np.float32), _no_bits()
         )
     vectors = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(len(blobs), -1).astype(np.float32)
-    center = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
+    if center is None or center.shape != vectors.shape[1:]:
+        center = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
     bits = np.concatenate([_signs(vectors[i : i + _BLOCK], center) for i in range(0, len(vectors), _BLOCK)])
     bits = np.ascontiguousarray(bits.T)
     return Matrix(generation, np.asarray(ids, np.int64), np.asarray(files, np.int32), codes, vectors, center, bits)

@@ -20,7 +20,7 @@ import logging
 import re
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import BigInteger, bindparam, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -33,7 +33,7 @@ from server.store.rag_index.base import (
     Vector,
     normalized,
 )
-from server.store.rag_index.numpy_dense import EXACT_ROWS, Matrix, NumpyDense, build_matrix
+from server.store.rag_index.numpy_dense import EXACT_ROWS, NumpyDense, VectorSource
 
 __all__ = ["PostgresChunkIndex"]
 
@@ -72,14 +72,21 @@ _PRELUDES = {
     False: text(_PRELUDE.format(scan="")),
     True: text(_PRELUDE.format(scan=", set_config('hnsw.iterative_scan', 'relaxed_order', true)")),
 }
-# pgvector's binary form: a 2-byte dimension, 2 unused bytes, then big-endian float4s.
-_VECTORS = text(
-    "SELECT chunk_id, file_id, vector_send(embedding) FROM rag_chunk_vectors WHERE rag_id = :rag_id ORDER BY chunk_id"
+# With pgvector: the vectors of `rag_chunk_vectors`, reached through rag_chunks' (rag_id, id) index, in pgvector's
+# binary form (a 2-byte dimension, 2 unused bytes, then big-endian float4s).
+_VECTOR_COUNT = text("SELECT count(*) FROM rag_chunks WHERE rag_id = :rag_id AND id <= :top").bindparams(
+    bindparam("top", type_=BigInteger())
 )
-
-
-async def _load_vectors(session: AsyncSession, rag_id: str, generation: int) -> Matrix:
-    return build_matrix(generation, await session.execute(_VECTORS, {"rag_id": rag_id}), dtype=">f4", header=4)
+_VECTOR_ROWS = text(
+    "SELECT v.chunk_id, v.file_id, vector_send(v.embedding) FROM rag_chunks AS c "
+    "JOIN rag_chunk_vectors AS v ON v.chunk_id = c.id WHERE c.rag_id = :rag_id AND c.id > :above ORDER BY c.id"
+).bindparams(bindparam("above", type_=BigInteger()))
+PGVECTOR_ROWS = VectorSource(
+    count=lambda rag_id, top: _VECTOR_COUNT.bindparams(rag_id=rag_id, top=top),
+    rows=lambda rag_id, above: _VECTOR_ROWS.bindparams(rag_id=rag_id, above=above),
+    dtype=">f4",
+    header=4,
+)
 
 
 def _literal(vector: Sequence[float] | Vector) -> str:
@@ -93,7 +100,7 @@ class PostgresChunkIndex(ChunkIndex):
         self.pgvector = False
         self.ef_search = _EF_SEARCH  # an attribute so that a benchmark can sweep it
         self._numpy = NumpyDense()
-        self._memory = NumpyDense(_load_vectors)  # with pgvector: small RAGs' vectors, read from rag_chunk_vectors
+        self._memory = NumpyDense(PGVECTOR_ROWS)  # with pgvector: small RAGs' vectors, read from rag_chunk_vectors
         self._warming: dict[str, asyncio.Task[None]] = {}
         self._indexed: set[tuple[str, int]] = set()
         self._engine: AsyncEngine | None = None

@@ -1,0 +1,81 @@
+"""The first dense search after an upload: reading a RAG's matrix whole (the baseline, what every change cost before)
+against bringing a cached one up to date with the chunks just added (server/store/rag_index/numpy_dense.py).
+
+One RAG of SWITCHBOARD_BENCH_REFRESH_CHUNKS chunks (default 100,000; random 384-d vectors: reading them costs the
+same whatever they hold) on SQLite, and on PostgreSQL without pgvector when it answers: the engines whose dense
+search runs on that matrix. Then, SWITCHBOARD_BENCH_REFRESH_UPLOADS times (default 20), a one-chunk file is stored
+and the matrix read again; the first of those also moves the matrix into buffers with room to append, and is printed
+on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench._backends import backends, using
+from bench.rag import _add
+from server.store.db import Database
+from server.store.migrate import upgrade
+from server.store.rag_index import ChunkInput, chunk_index_for
+from server.store.rag_index.numpy_dense import NumpyDense
+from tests.rag_helpers import stored_rag
+
+CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_REFRESH_CHUNKS", "100000"))
+UPLOADS = int(os.environ.get("SWITCHBOARD_BENCH_REFRESH_UPLOADS", "20"))
+_PER_FILE = 1000
+_WHOLE_READS = 3
+
+
+async def _read(db: Database, cache: NumpyDense, rag_id: str) -> float:
+    started = time.perf_counter()
+    async with db.read() as session:
+        await cache.matrix(session, rag_id)
+    return (time.perf_counter() - started) * 1000
+
+
+async def _run(backend: str, url: str) -> None:
+    upgrade(url)
+    db = Database(url)
+    rng = np.random.default_rng(27)
+    try:
+        index = await chunk_index_for(db.engine)
+        rag_id = await stored_rag(db)
+        started = time.perf_counter()
+        for start in range(0, CHUNKS, _PER_FILE):
+            count = min(_PER_FILE, CHUNKS - start)
+            vectors = rng.normal(size=(count, 384)).astype(np.float32)
+            chunks = [
+                ChunkInput(text=f"chunk {start + i}", token_count=2, vector=v.tolist()) for i, v in enumerate(vectors)
+            ]
+            await _add(db, index, rag_id, f"rf_bench{start // _PER_FILE}", chunks)
+        print(f"{backend}: {CHUNKS} chunks stored in {time.perf_counter() - started:.0f} s")
+        whole = statistics.median([await _read(db, NumpyDense(), rag_id) for _ in range(_WHOLE_READS)])
+        cache = NumpyDense()
+        await _read(db, cache, rag_id)
+        after_upload = []
+        for upload in range(UPLOADS):
+            vector = rng.normal(size=384).astype(np.float32).tolist()
+            await _add(db, index, rag_id, f"rf_new{upload}", [ChunkInput(text="new", token_count=1, vector=vector)])
+            after_upload.append(await _read(db, cache, rag_id))
+        first, rest = after_upload[0], sorted(after_upload[1:])
+        p50 = statistics.median(rest)
+        print(f"  whole read (baseline)          p50 {whole:8.1f} ms")
+        print(f"  after an upload, the first     {first:12.1f} ms  (into buffers with room to append)")
+        print(f"  after an upload, then          p50 {p50:8.1f} ms  max {rest[-1]:.1f} ms")
+        print(f"  whole read / after an upload   x{whole / p50:.0f}")
+    finally:
+        await db.close()
+
+
+async def main() -> None:
+    for backend in backends():
+        with using(backend):
+            given = os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL")
+            url = given or f"sqlite+aiosqlite:///{Path(tempfile.mkdtemp(prefix='switchboard-bench-')) / 'refresh.db'}"
+            await _run(backend, url)
