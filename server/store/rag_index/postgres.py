@@ -81,7 +81,7 @@ _VECTOR_ROWS = text(
     "SELECT v.chunk_id, v.file_id, vector_send(v.embedding) FROM rag_chunks AS c "
     "JOIN rag_chunk_vectors AS v ON v.chunk_id = c.id WHERE c.rag_id = :rag_id AND c.id > :above ORDER BY c.id"
 ).bindparams(bindparam("above", type_=BigInteger()))
-PGVECTOR_ROWS = VectorSource(
+_PGVECTOR_ROWS = VectorSource(
     count=lambda rag_id, top: _VECTOR_COUNT.bindparams(rag_id=rag_id, top=top),
     rows=lambda rag_id, above: _VECTOR_ROWS.bindparams(rag_id=rag_id, above=above),
     dtype=">f4",
@@ -100,7 +100,7 @@ class PostgresChunkIndex(ChunkIndex):
         self.pgvector = False
         self.ef_search = _EF_SEARCH  # an attribute so that a benchmark can sweep it
         self._numpy = NumpyDense()
-        self._memory = NumpyDense(PGVECTOR_ROWS)  # with pgvector: small RAGs' vectors, read from rag_chunk_vectors
+        self._memory = NumpyDense(_PGVECTOR_ROWS)  # with pgvector: small RAGs' vectors, read from rag_chunk_vectors
         self._warming: dict[str, asyncio.Task[None]] = {}
         self._indexed: set[tuple[str, int]] = set()
         self._engine: AsyncEngine | None = None
@@ -199,7 +199,7 @@ class PostgresChunkIndex(ChunkIndex):
             return []
         filtered = file_ids is not None
         prelude = {"ef_search": str(max(self.ef_search, min(limit * 4, 1000))), "rag_id": rag_id}
-        _, *_scan, generation, chunks = (await session.execute(_PRELUDES[filtered], prelude)).one()
+        *_settings, generation, chunks = (await session.execute(_PRELUDES[filtered], prelude)).one()
         if chunks is not None and chunks <= EXACT_ROWS:
             matrix = self._memory.cached(rag_id, int(generation or 0))
             if matrix is not None:
