@@ -1,13 +1,13 @@
 """Dense search in process: one float32 matrix per RAG, cached, reloaded when the RAG's generation moves.
 
 A replica that did not write a change still sees it on its next query (one primary-key read of the generation); what is
-lost on restart is only the cache. Chunks only added are read as such: a count of the RAG's chunks up to the highest id
-held (an index range) says none committed late below it, and only the rows above it are read and written into spare
-room at the end of the matrix's buffers, so an upload to a 100k-chunk RAG costs the next query its new chunks, not a
-reload and copy of every vector. A removal (the generation says so: `base.bump_generation`) reads the RAG whole, as
-SQLite gives the highest ids of deleted rows to the next rows inserted; so does an id committed late below the highest
-held (PostgreSQL's sequences hand ids out before commit). The sign bits of added rows are taken against the matrix's
-existing mean until the rows added that way reach half the RAG; then it is read whole, its mean taken again.
+lost on restart is only the cache. Chunks only added are read as such: only the rows above the highest id held, written
+into spare room at the end of the matrix's buffers, so an upload to a 100k-chunk RAG costs the next query its new
+chunks, not a reload and copy of every vector. A removal (the generation says so: `base.bump_generation`) reads the RAG
+whole, as SQLite gives the highest ids of deleted rows to the next rows inserted; so does an id committed late below
+the highest held, which on PostgreSQL (its sequences hand ids out before commit) the RAG's chunk count, read after the
+rows, reveals. The sign bits of added rows are taken against the matrix's existing mean until the rows added that way
+reach half the RAG; then it is read whole, its mean taken again.
 
 Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits, and up to a quarter more as room to append; the least
 recently used matrices are dropped once a process holds more than `CACHE_BYTES` of them (the one just used stays,
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Executable, func, select
+from sqlalchemy import Executable, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.store.models import RagChunkRow, RagIndexGenerationRow
@@ -197,14 +197,15 @@ def _signs(vectors: Vector, center: Vector) -> npt.NDArray[np.uint64]:
 
 @dataclass(frozen=True)
 class VectorSource:
-    """Where an engine keeps a RAG's vectors: `count(rag_id, top)` counts its chunks with ids up to `top`;
-    `rows(rag_id, above)` selects its (chunk id, file id, vector bytes) rows with ids above `above`, ascending; each
-    vector is `header` bytes followed by `dtype` numbers."""
+    """Where an engine keeps a RAG's vectors: `rows(rag_id, above)` selects its (chunk id, file id, vector bytes) rows
+    with ids above `above`, ascending, each vector `header` bytes followed by `dtype` numbers; `count(rag_id)`, its
+    number of chunks, where ids can commit out of order (PostgreSQL's sequences hand them out before commit; SQLite
+    writes one transaction at a time, so its ids commit in order and it has none)."""
 
-    count: Callable[[str, int], Executable]
     rows: Callable[[str, int], Executable]
     dtype: str
     header: int = 0
+    count: Callable[[str], Executable] | None = None
 
 
 class NumpyDense:
@@ -248,17 +249,18 @@ class NumpyDense:
         if not len(stale.ids) or generation // REMOVALS != stale.generation // REMOVALS:
             return None  # chunks were removed: SQLite may have given their ids to new ones, whose vectors differ
         top = int(stale.ids[-1])
-        # With no removal, the rows up to the top are those held, unless one committed late (PostgreSQL).
-        if await session.scalar(self._source.count(rag_id, top)) != len(stale.ids):
-            return None
         rows = await session.execute(self._source.rows(rag_id, top))
         added = build_matrix(
             generation, rows, dtype=self._source.dtype, header=self._source.header, center=stale.center
         )
         total = len(stale.ids) + len(added.ids)
-        if (len(added.ids) and added.vectors.shape[1] != stale.vectors.shape[1]) or 2 * (
-            stale.drift + len(added.ids)
-        ) > total:
+        if len(added.ids) and added.vectors.shape[1] != stale.vectors.shape[1]:
+            return None
+        if 2 * (stale.drift + len(added.ids)) > total:
+            return None  # time to take the mean again
+        # Counted after the rows were read, the RAG's chunks are those held and those read, unless one committed late
+        # below the top (or since the read, which costs a whole read too).
+        if self._source.count is not None and await session.scalar(self._source.count(rag_id)) != total:
             return None
         return stale.appended(added, generation)
 
@@ -290,7 +292,6 @@ async def current_generation(session: AsyncSession, rag_id: str) -> int:
 
 # Where the vectors are the chunk rows' own `embedding` (SQLite; PostgreSQL without pgvector): little-endian float32.
 CHUNK_BLOBS = VectorSource(
-    count=lambda rag_id, top: select(func.count()).where(RagChunkRow.rag_id == rag_id, RagChunkRow.id <= top),
     rows=lambda rag_id, above: (
         select(RagChunkRow.id, RagChunkRow.file_id, RagChunkRow.embedding)
         .where(RagChunkRow.rag_id == rag_id, RagChunkRow.id > above, RagChunkRow.embedding.is_not(None))

@@ -16,11 +16,12 @@ query waits for a load, and searches during a bulk ingest stay on the graph.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 from collections.abc import Sequence
 
-from sqlalchemy import BigInteger, bindparam, text
+from sqlalchemy import BigInteger, Executable, bindparam, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -33,7 +34,7 @@ from server.store.rag_index.base import (
     Vector,
     normalized,
 )
-from server.store.rag_index.numpy_dense import EXACT_ROWS, NumpyDense, VectorSource
+from server.store.rag_index.numpy_dense import CHUNK_BLOBS, EXACT_ROWS, NumpyDense, VectorSource
 
 __all__ = ["PostgresChunkIndex"]
 
@@ -74,18 +75,23 @@ _PRELUDES = {
 }
 # With pgvector: the vectors of `rag_chunk_vectors`, reached through rag_chunks' (rag_id, id) index, in pgvector's
 # binary form (a 2-byte dimension, 2 unused bytes, then big-endian float4s).
-_VECTOR_COUNT = text("SELECT count(*) FROM rag_chunks WHERE rag_id = :rag_id AND id <= :top").bindparams(
-    bindparam("top", type_=BigInteger())
-)
 _VECTOR_ROWS = text(
     "SELECT v.chunk_id, v.file_id, vector_send(v.embedding) FROM rag_chunks AS c "
     "JOIN rag_chunk_vectors AS v ON v.chunk_id = c.id WHERE c.rag_id = :rag_id AND c.id > :above ORDER BY c.id"
 ).bindparams(bindparam("above", type_=BigInteger()))
+# A RAG's chunk count, kept by pg_lexical's triggers (an in-process matrix's check that no id committed late).
+_CHUNK_COUNT = text("SELECT coalesce((SELECT chunks FROM rag_lexical_stats WHERE rag_id = :rag_id), 0)")
+
+
+def _chunk_count(rag_id: str) -> Executable:
+    return _CHUNK_COUNT.bindparams(rag_id=rag_id)
+
+
 _PGVECTOR_ROWS = VectorSource(
-    count=lambda rag_id, top: _VECTOR_COUNT.bindparams(rag_id=rag_id, top=top),
     rows=lambda rag_id, above: _VECTOR_ROWS.bindparams(rag_id=rag_id, above=above),
     dtype=">f4",
     header=4,
+    count=_chunk_count,
 )
 
 
@@ -99,7 +105,7 @@ class PostgresChunkIndex(ChunkIndex):
     def __init__(self) -> None:
         self.pgvector = False
         self.ef_search = _EF_SEARCH  # an attribute so that a benchmark can sweep it
-        self._numpy = NumpyDense()
+        self._numpy = NumpyDense(dataclasses.replace(CHUNK_BLOBS, count=_chunk_count))
         self._memory = NumpyDense(_PGVECTOR_ROWS)  # with pgvector: small RAGs' vectors, read from rag_chunk_vectors
         self._warming: dict[str, asyncio.Task[None]] = {}
         self._indexed: set[tuple[str, int]] = set()
