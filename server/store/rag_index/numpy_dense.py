@@ -9,9 +9,9 @@ the highest held, which on PostgreSQL (its sequences hand ids out before commit)
 rows, reveals. The sign bits of added rows are taken against the matrix's existing mean until the rows added that way
 reach half the RAG; then it is read whole, its mean taken again.
 
-Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits, and up to a quarter more as room to append; the least
-recently used matrices are dropped once a process holds more than `CACHE_BYTES` of them (the one just used stays,
-whatever its size: a query needs it), and never more than `_MAX_RAGS`.
+Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits (the room to append to is a quarter more, in memory only
+once used); the least recently used matrices are dropped once a process holds more than `CACHE_BYTES` of them (the one
+just used stays, whatever its size: a query needs it), and never more than `_MAX_RAGS`.
 
 Up to `EXACT_ROWS` rows every query is scored exactly. Above that a full float32 pass is bound by memory
 bandwidth (100k rows of 384 floats are 150 MB read per query: ~12 ms here), so a binary prefilter picks the
@@ -74,8 +74,8 @@ class Matrix:
 
     @property
     def nbytes(self) -> int:
-        held = self.room or self
-        return held.ids.nbytes + held.files.nbytes + held.vectors.nbytes + held.bits.nbytes + self.center.nbytes
+        """What its rows hold (a room's spare rows take memory only once written)."""
+        return self.ids.nbytes + self.files.nbytes + self.vectors.nbytes + self.center.nbytes + self.bits.nbytes
 
     def appended(self, added: Matrix, generation: int) -> Matrix:
         """This matrix and `added`'s rows after it (ids above this one's; its signs taken against this center). The
@@ -92,17 +92,7 @@ class Matrix:
             codes.setdefault(file_id, len(codes))
         recode = np.asarray([codes[f] for f in added.file_codes], dtype=np.int32)
         room.write(rows, added.ids, recode[added.files], added.vectors, added.bits)
-        return Matrix(
-            generation,
-            room.ids[:total],
-            room.files[:total],
-            codes,
-            room.vectors[:total],
-            self.center,
-            room.bits[:, :total],
-            self.drift + len(added.ids),
-            room,
-        )
+        return room.matrix(generation, codes, self.center, self.drift + len(added.ids))
 
     def contains(self, chunk_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         where = np.searchsorted(self.ids, chunk_ids)
@@ -161,17 +151,37 @@ class _Room:
     used: int = 0
 
     @classmethod
-    def around(cls, matrix: Matrix, rows: int) -> _Room:
-        """Room for `rows` rows and a quarter more, holding `matrix`'s."""
+    def sized(cls, rows: int, dimensions: int) -> _Room:
+        """Room for `rows` rows and a quarter more; the spare rows' memory is only touched once they are written."""
         capacity = rows + rows // 4
-        room = cls(
+        return cls(
             np.empty(capacity, np.int64),
             np.empty(capacity, np.int32),
-            np.empty((capacity, matrix.vectors.shape[1]), np.float32),
-            np.empty((matrix.bits.shape[0], capacity), np.uint64),
+            np.empty((capacity, dimensions), np.float32),
+            np.empty((-(-dimensions // 64), capacity), np.uint64),
         )
+
+    @classmethod
+    def around(cls, matrix: Matrix, rows: int) -> _Room:
+        """Room for `rows` rows and a quarter more, holding `matrix`'s."""
+        room = cls.sized(rows, matrix.vectors.shape[1])
         room.write(0, matrix.ids, matrix.files, matrix.vectors, matrix.bits)
         return room
+
+    def matrix(self, generation: int, codes: dict[str, int], center: Vector, drift: int) -> Matrix:
+        """The matrix of the rows written so far."""
+        rows = self.used
+        return Matrix(
+            generation,
+            self.ids[:rows],
+            self.files[:rows],
+            codes,
+            self.vectors[:rows],
+            center,
+            self.bits[:, :rows],
+            drift,
+            self,
+        )
 
     def write(
         self,
@@ -319,12 +329,16 @@ def build_matrix(
         return Matrix(
             generation, np.zeros(0, np.int64), np.zeros(0, np.int32), {}, empty, np.zeros(0, np.float32), _no_bits()
         )
-    vectors = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(len(blobs), -1).astype(np.float32)
+    read = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(len(blobs), -1)
+    room = _Room.sized(len(read), read.shape[1])  # room to append to without a copy of every vector
+    vectors = room.vectors[: len(read)]
+    vectors[:] = read
     if center is None or center.shape != vectors.shape[1:]:
         center = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
     bits = np.concatenate([_signs(vectors[i : i + _BLOCK], center) for i in range(0, len(vectors), _BLOCK)])
-    bits = np.ascontiguousarray(bits.T)
-    return Matrix(generation, np.asarray(ids, np.int64), np.asarray(files, np.int32), codes, vectors, center, bits)
+    room.ids[: len(read)], room.files[: len(read)], room.bits[:, : len(read)] = ids, files, bits.T
+    room.used = len(read)
+    return room.matrix(generation, codes, center, 0)
 
 
 def _no_bits() -> npt.NDArray[np.uint64]:
