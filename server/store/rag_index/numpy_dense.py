@@ -254,6 +254,20 @@ class NumpyDense:
             self.keep(rag_id, matrix)
             return matrix
 
+    async def updated(self, session: AsyncSession, rag_id: str, generation: int) -> Matrix | None:
+        """The RAG's matrix at `generation` if it is cached, or a cached one needs only the chunks added since (read
+        now, a few rows); None where that would take a whole read, or one is under way."""
+        cached = self.cached(rag_id, generation)
+        stale = self._cache.get(rag_id)
+        lock = self._loading.setdefault(rag_id, asyncio.Lock())
+        if cached is not None or stale is None or lock.locked():
+            return cached
+        async with lock:
+            matrix = await self._refreshed(session, rag_id, generation, stale)
+            if matrix is not None:
+                self.keep(rag_id, matrix)
+            return matrix
+
     async def _refreshed(self, session: AsyncSession, rag_id: str, generation: int, stale: Matrix) -> Matrix | None:
         """`stale` with the rows added since, read alone; None where only a whole read will do (module docstring)."""
         if not len(stale.ids) or generation // REMOVALS != stale.generation // REMOVALS:

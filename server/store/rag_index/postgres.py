@@ -9,8 +9,9 @@ numpy engine serves dense search from the `embedding` column instead.
 A RAG of up to `EXACT_ROWS` chunks is searched in process once its vectors are in memory: exactly, and in a fraction
 of a graph search's time (3,000 chunks: ~0.2 ms against ~1.5-2 ms and a round trip, docs/benchmarks.md). The
 statement that sets a search's HNSW parameters also reads the RAG's generation and size, so that costs no extra
-round trip. A matrix missing or stale (the RAG changed) is loaded in the background while pgvector answers, so no
-query waits for a load, and searches during a bulk ingest stay on the graph.
+round trip. A matrix that only lacks chunks added since is brought up to date by the search (it reads just those);
+one missing, or stale by a removal, is read whole in the background while pgvector answers, so no query waits for
+a whole read.
 """
 
 from __future__ import annotations
@@ -207,7 +208,7 @@ class PostgresChunkIndex(ChunkIndex):
         prelude = {"ef_search": str(max(self.ef_search, min(limit * 4, 1000))), "rag_id": rag_id}
         *_settings, generation, chunks = (await session.execute(_PRELUDES[filtered], prelude)).one()
         if chunks is not None and chunks <= EXACT_ROWS:
-            matrix = self._memory.cached(rag_id, int(generation or 0))
+            matrix = await self._memory.updated(session, rag_id, int(generation or 0))
             if matrix is not None:
                 return matrix.search(vector, limit, file_ids)
             self._warm(rag_id)
