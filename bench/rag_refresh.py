@@ -4,7 +4,7 @@ against bringing a cached one up to date with the chunks just added (server/stor
 One RAG of SWITCHBOARD_BENCH_REFRESH_CHUNKS chunks (default 100,000; random 384-d vectors: reading them costs the
 same whatever they hold) on SQLite, and on PostgreSQL without pgvector when it answers: the engines whose dense
 search runs on that matrix. Then, SWITCHBOARD_BENCH_REFRESH_UPLOADS times (default 20), a one-chunk file is stored
-and the matrix read again.
+and the matrix read again; then five times a file of 1,000 chunks is removed and the matrix read again.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_REFRESH_CHUNKS", "100000"))
 UPLOADS = int(os.environ.get("SWITCHBOARD_BENCH_REFRESH_UPLOADS", "20"))
 _PER_FILE = 1000
 _WHOLE_READS = 3
+_REMOVALS = 5  # files of 1,000 chunks
 
 
 async def _read(db: Database, cache: NumpyDense, rag_id: str) -> float:
@@ -62,10 +63,16 @@ async def _run(backend: str, url: str) -> None:
             vector = rng.normal(size=384).astype(np.float32).tolist()
             await _add(db, index, rag_id, f"rf_new{upload}", [ChunkInput(text="new", token_count=1, vector=vector)])
             after_upload.append(await _read(db, cache, rag_id))
-        p50 = statistics.median(after_upload)
+        after_removal = []
+        for removed in range(_REMOVALS):
+            async with db.transaction() as session:
+                await index.remove_file(session, rag_id=rag_id, file_id=f"rf_bench{removed}")
+            after_removal.append(await _read(db, cache, rag_id))
+        p50, removal_p50 = statistics.median(after_upload), statistics.median(after_removal)
         print(f"  whole read (baseline)          p50 {whole:8.1f} ms")
         print(f"  after an upload                p50 {p50:8.1f} ms  max {max(after_upload):.1f} ms")
-        print(f"  whole read / after an upload   x{whole / p50:.0f}")
+        print(f"  after a file's removal         p50 {removal_p50:8.1f} ms  max {max(after_removal):.1f} ms")
+        print(f"  whole read / after an upload   x{whole / p50:.0f}, / after a removal x{whole / removal_p50:.0f}")
     finally:
         await db.close()
 

@@ -384,16 +384,13 @@ async def test_pgvector_answers_a_small_rag_from_memory_once_its_vectors_are_rea
     assert len(graph) == 1 and {h.file_id for h in filtered} <= set(two)
     assert [h.chunk_id for h in filtered][:4] == [h.chunk_id for h in from_graph if h.file_id in two][:4]
 
-    # A removal is seen by the next search, from the graph until the RAG is read whole again, then from memory.
+    # A removal and an addition are read by the search itself, which answers from memory.
     await rag.remove("travel")
-    for _ in range(2):
-        hits = await rag.query("night train across the Alps", top_k=10, weights=dense)
-        assert FILES["travel"][0] not in texts(hits) and len(graph) == 2
-        await _warmed(rag)
-    # Chunks only added are read by the search itself, which answers from memory.
+    hits = await rag.query("night train across the Alps", top_k=10, weights=dense)
+    assert FILES["travel"][0] not in texts(hits) and len(graph) == 1
     await rag.add("travel")
     assert texts(await rag.query("night train across the Alps", top_k=1, weights=dense)) == [FILES["travel"][0]]
-    assert len(graph) == 2
+    assert len(graph) == 1
     assert isinstance(rag.index, postgres.PostgresChunkIndex) and not rag.index._warming  # none in the background
 
 
@@ -433,26 +430,24 @@ async def _same_as_a_whole_read(rag: Rag, matrix: numpy_dense.Matrix) -> None:
     assert [names[c] for c in matrix.files] == [whole_names[c] for c in whole.files]
 
 
-async def test_chunks_added_to_a_rag_are_read_alone_and_a_removal_reads_it_whole(rag: Rag) -> None:
+async def test_a_rags_matrix_follows_its_files_without_reading_it_whole(rag: Rag) -> None:
     cache = _matrices(rag)
     first = await _matrix(rag, cache)
-    await rag.remove("travel")  # SQLite will give the new travel chunks these ids again
+    await rag.remove("cooking")  # a file in the middle: its rows go
     fewer = await _matrix(rag, cache)
-    assert fewer.center is not first.center and len(fewer.ids) == 8
+    assert fewer.center is first.center and fewer.drift == 0 and len(fewer.ids) == 6
     await _same_as_a_whole_read(rag, fewer)
-    await rag.add("travel")
-    more = await _matrix(rag, cache)
-    assert more.center is fewer.center and more.drift == 2  # the two new rows read on their own
-    await _same_as_a_whole_read(rag, more)
-    assert texts(await rag.query("night train", top_k=1, weights=SearchWeights(dense=1, lexical=0))) == [
-        FILES["travel"][0]
-    ]
-    # Rows added that way reach half the RAG: read whole, its mean taken again.
     await rag.add("cooking")
-    assert (await _matrix(rag, cache)).center is fewer.center
+    more = await _matrix(rag, cache)
+    assert more.center is first.center and more.drift == 4  # the new rows read on their own
+    await _same_as_a_whole_read(rag, more)
+    assert texts(await rag.query("fresh pasta", top_k=1, weights=SearchWeights(dense=1, lexical=0))) == [
+        FILES["cooking"][1]
+    ]
+    # Rows added since the mean was taken reach half the RAG: read whole, its mean taken again.
     await rag.add("energy")
     whole = await _matrix(rag, cache)
-    assert whole.center is not fewer.center and whole.drift == 0 and len(whole.ids) == 18
+    assert whole.center is not first.center and whole.drift == 0 and len(whole.ids) == 14
     await _same_as_a_whole_read(rag, whole)
 
 
@@ -466,33 +461,35 @@ async def test_chunks_removed_and_added_between_two_searches_are_both_seen(rag: 
 
 async def test_a_chunk_below_the_highest_held_makes_the_rag_read_whole(rag: Rag, rag_database: Database) -> None:
     # What a PostgreSQL transaction that took its ids first and committed last looks like to a reader: a new id
-    # below the highest one the matrix holds. Here a chunk row written with the id of one deleted earlier. (SQLite
-    # commits its ids in order; pgvector keeps the vectors in a table of their own, not the rows' blobs written here.)
+    # below the highest one the matrix holds, with nothing removed since. Here a file stored with an id of one
+    # removed earlier. (SQLite commits its ids in order; pgvector keeps the vectors in a table of its own.)
     if rag_database.backend != "postgresql":
         pytest.skip("PostgreSQL without pgvector")
     cache = _matrices(rag)
     first = await _matrix(rag, cache)
-    late = int(first.ids[0])
+    cooking = first.file_codes[rag.files["cooking"]]
+    gap = [int(i) for i, code in zip(first.ids, first.files, strict=True) if code == cooking]
+    await rag.remove("cooking")
+    assert not set(gap) & set((await _matrix(rag, cache)).ids.tolist())
+    file_id = new_id("rf")
     async with rag.store.transaction() as session:
-        await session.execute(delete(RagChunkRow).where(RagChunkRow.id == late))
-        await bump_generation(session, rag.id, removal=True)
-    assert late not in (await _matrix(rag, cache)).ids.tolist()
-    async with rag.store.transaction() as session:
+        session.add(RagFileRow(id=file_id, rag_id=rag.id, filename="late.txt", status="ready", chunk_count=1))
+        await session.flush()
         session.add(
             RagChunkRow(
-                id=late,
+                id=gap[0],
                 rag_id=rag.id,
-                file_id=rag.files["energy"],
-                ordinal=9,
+                file_id=file_id,
+                ordinal=0,
                 text="a late chunk",
                 token_count=3,
-                embedding=numpy_dense.NumpyDense.encode(passage_vectors()["travel"][0]),
+                embedding=numpy_dense.NumpyDense.encode(passage_vectors()["cooking"][0]),
             )
         )
         await session.flush()
         await bump_generation(session, rag.id)
     matrix = await _matrix(rag, cache)
-    assert late in matrix.ids.tolist() and matrix.center is not first.center
+    assert gap[0] in matrix.ids.tolist() and matrix.center is not first.center
     await _same_as_a_whole_read(rag, matrix)
 
 

@@ -1,13 +1,15 @@
 """Dense search in process: one float32 matrix per RAG, cached, reloaded when the RAG's generation moves.
 
 A replica that did not write a change still sees it on its next query (one primary-key read of the generation); what is
-lost on restart is only the cache. Chunks only added are read as such: only the rows above the highest id held, written
-into spare room at the end of the matrix's buffers, so an upload to a 100k-chunk RAG costs the next query its new
-chunks, not a reload and copy of every vector. A removal (the generation says so: `base.bump_generation`) reads the RAG
-whole, as SQLite gives the highest ids of deleted rows to the next rows inserted; so does an id committed late below
-the highest held, which on PostgreSQL (its sequences hand ids out before commit) the RAG's chunk count, read after the
-rows, reveals. The sign bits of added rows are taken against the matrix's existing mean until the rows added that way
-reach half the RAG; then it is read whole, its mean taken again.
+lost on restart is only the cache. A change is read as a change, not by reading the RAG again: after a removal (the
+generation says so: `base.bump_generation`) the files held that no longer have chunks are dropped (chunks go with their
+file; SQLite gives the highest ids of removed rows to the next rows inserted, so ids alone cannot tell which rows
+went), and every chunk stored since has an id above the rows left, so only those are read, into spare room at the end
+of the matrix's buffers. An upload to a 100k-chunk RAG thus costs the next query its new chunks, not a reload of every
+vector. On PostgreSQL, whose sequences hand ids out before commit, the RAG's chunk count read after the new rows
+reveals an id committed late below them, and then the RAG is read whole; so it is when the matrix holds over
+`_MAX_FILES_ASKED` files after a removal, and when the rows added since the sign bits' mean was taken reach half the
+RAG (their bits are taken against it; a whole read takes it again).
 
 Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits (the room to append to is a quarter more, in memory only
 once used); the least recently used matrices are dropped once a process holds more than `CACHE_BYTES` of them (the one
@@ -55,6 +57,7 @@ CACHE_BYTES = 1 << 30  # per process: a gateway worker holds at most this much o
 EXACT_ROWS = 20_000
 RESCORE_MIN = 2_000
 RESCORE_PER_RESULT = 50
+_MAX_FILES_ASKED = 10_000  # after a removal, whether each file held still has chunks; past that, a whole read
 _BLOCK = 16_384  # rows binarised at a time, bounding the temporary float matrix
 
 
@@ -93,6 +96,16 @@ class Matrix:
         recode = np.asarray([codes[f] for f in added.file_codes], dtype=np.int32)
         room.write(rows, added.ids, recode[added.files], added.vectors, added.bits)
         return room.matrix(generation, codes, self.center, self.drift + len(added.ids))
+
+    def only_files(self, file_ids: set[str]) -> Matrix:
+        """The rows of those files, in buffers of their own (with room to append)."""
+        names = [f for f in self.file_codes if f in file_ids]  # in code order
+        keep = np.isin(self.files, [self.file_codes[f] for f in names])
+        recode = np.zeros(len(self.file_codes), np.int32)
+        recode[[self.file_codes[f] for f in names]] = np.arange(len(names), dtype=np.int32)
+        room = _Room.sized(int(keep.sum()), self.vectors.shape[1])
+        room.write(0, self.ids[keep], recode[self.files[keep]], self.vectors[keep], self.bits[:, keep])
+        return room.matrix(self.generation, {f: i for i, f in enumerate(names)}, self.center, self.drift)
 
     def contains(self, chunk_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         where = np.searchsorted(self.ids, chunk_ids)
@@ -270,14 +283,17 @@ class NumpyDense:
 
     async def _refreshed(self, session: AsyncSession, rag_id: str, generation: int, stale: Matrix) -> Matrix | None:
         """`stale` with the rows added since, read alone; None where only a whole read will do (module docstring)."""
-        if not len(stale.ids) or generation // REMOVALS != stale.generation // REMOVALS:
-            return None  # chunks were removed: SQLite may have given their ids to new ones, whose vectors differ
-        top = int(stale.ids[-1])
-        rows = await session.execute(self._source.rows(rag_id, top))
+        if not len(stale.ids):
+            return None
+        removed = generation // REMOVALS != stale.generation // REMOVALS
+        kept = await self._without_removed_files(session, stale) if removed else stale
+        if kept is None:
+            return None
+        rows = await session.execute(self._source.rows(rag_id, int(kept.ids[-1])))
         added = build_matrix(
             generation, rows, dtype=self._source.dtype, header=self._source.header, center=stale.center
         )
-        total = len(stale.ids) + len(added.ids)
+        total = len(kept.ids) + len(added.ids)
         if len(added.ids) and added.vectors.shape[1] != stale.vectors.shape[1]:
             return None
         if 2 * (stale.drift + len(added.ids)) > total:
@@ -286,7 +302,24 @@ class NumpyDense:
         # below the top (or since the read, which costs a whole read too).
         if self._source.count is not None and await session.scalar(self._source.count(rag_id)) != total:
             return None
-        return stale.appended(added, generation)
+        return kept.appended(added, generation)
+
+    @staticmethod
+    async def _without_removed_files(session: AsyncSession, stale: Matrix) -> Matrix | None:
+        """`stale` without the files whose chunks were removed (chunks go with their file: `remove_file`), in new
+        buffers; None where it holds too many files to ask about, or none is left. Every chunk stored since has an id
+        above those left: SQLite gives the next row the highest id in the table plus one, even one a removed chunk
+        had, so ids cannot say which rows were removed but the rows left still say which are new."""
+        if len(stale.file_codes) > _MAX_FILES_ASKED:
+            return None
+        left = set(
+            await session.scalars(
+                select(RagChunkRow.file_id).where(RagChunkRow.file_id.in_(list(stale.file_codes))).distinct()
+            )
+        )
+        if not left:
+            return None
+        return stale.only_files(left)
 
     def cached(self, rag_id: str, generation: int) -> Matrix | None:
         """The RAG's matrix if one of that generation is in memory (now the most recently used)."""
