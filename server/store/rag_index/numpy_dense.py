@@ -103,8 +103,15 @@ class Matrix:
         keep = np.isin(self.files, [self.file_codes[f] for f in names])
         recode = np.zeros(len(self.file_codes), np.int32)
         recode[[self.file_codes[f] for f in names]] = np.arange(len(names), dtype=np.int32)
-        room = _Room.sized(int(keep.sum()), self.vectors.shape[1])
-        room.write(0, self.ids[keep], recode[self.files[keep]], self.vectors[keep], self.bits[:, keep])
+        rows = int(keep.sum())
+        room = _Room.sized(rows, self.vectors.shape[1])
+        np.compress(keep, self.vectors, axis=0, out=room.vectors[:rows])  # the big copy, without a temporary
+        room.ids[:rows], room.files[:rows], room.bits[:, :rows] = (
+            self.ids[keep],
+            recode[self.files[keep]],
+            self.bits[:, keep],
+        )
+        room.used = rows
         return room.matrix(self.generation, {f: i for i, f in enumerate(names)}, self.center, self.drift)
 
     def contains(self, chunk_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
