@@ -27,7 +27,7 @@ from server.store.rag_index import (
     postgres,
     search,
 )
-from server.store.rag_index.base import bump_generation
+from server.store.rag_index.base import REMOVALS, bump_generation
 from tests.conftest import Database
 from tests.rag_helpers import stored_rag
 
@@ -457,6 +457,46 @@ async def test_chunks_removed_and_added_between_two_searches_are_both_seen(rag: 
     await rag.remove("travel")
     await rag.add("cooking")  # on SQLite its first chunks take the ids the travel ones had
     await _same_as_a_whole_read(rag, await _matrix(rag, cache))
+
+
+async def test_an_id_given_to_another_chunk_while_the_matrix_is_read_is_not_kept(
+    rag: Rag, rag_database: Database
+) -> None:
+    # SQLite reads each statement at its own moment: here, between the generation read and the rows read, another
+    # connection removes the last file and stores a chunk under its first id (what SQLite's next insert does).
+    if rag_database.backend != "sqlite":
+        pytest.skip("SQLite's reads and reused ids")
+    import sqlite3
+
+    cache = _matrices(rag)
+    first = await _matrix(rag, cache)
+    await rag.add("cooking")  # the change the next read follows
+    path = rag_database.url.removeprefix("sqlite+aiosqlite:///")
+    reused = int(first.ids[-2])  # travel's first chunk
+    vector = numpy_dense.NumpyDense.encode(passage_vectors()["energy"][0])
+
+    fired: list[str] = []
+
+    def meanwhile(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "rag_chunks.id >" not in statement or fired:
+            return
+        fired.append(statement)
+        with sqlite3.connect(path) as other:
+            other.execute("DELETE FROM rag_chunks WHERE file_id = ?", (rag.files["travel"],))
+            other.execute(
+                "INSERT INTO rag_chunks (id, rag_id, file_id, ordinal, text, token_count, embedding) "
+                "VALUES (?, ?, ?, 0, 'reused', 1, ?)",
+                (reused, rag.id, rag.files["energy"], vector),
+            )
+            other.execute(
+                "UPDATE rag_index_generations SET generation = generation - generation % ? + ? WHERE rag_id = ?",
+                (REMOVALS, REMOVALS, rag.id),
+            )
+
+    event.listen(rag.store.engine.sync_engine, "before_cursor_execute", meanwhile)
+    matrix = await _matrix(rag, cache)
+    assert fired
+    await _same_as_a_whole_read(rag, matrix)
 
 
 async def test_a_chunk_below_the_highest_held_makes_the_rag_read_whole(rag: Rag, rag_database: Database) -> None:

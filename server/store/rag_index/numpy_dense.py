@@ -309,6 +309,10 @@ class NumpyDense:
         # below the top (or since the read, which costs a whole read too).
         if self._source.count is not None and await session.scalar(self._source.count(rag_id)) != total:
             return None
+        # SQLite reads each statement at its own moment, and an id read as held may have gone to another chunk since
+        # the generation was read: only a generation unchanged after the reads says the rows held are still theirs.
+        if self._source.count is None and await current_generation(session, rag_id) != generation:
+            return None
         return kept.appended(added, generation)
 
     @staticmethod
