@@ -6,10 +6,11 @@ generation says so: `base.bump_generation`) the files held that no longer have c
 file; SQLite gives the highest ids of removed rows to the next rows inserted, so ids alone cannot tell which rows
 went), and every chunk stored since has an id above the rows left, so only those are read, into spare room at the end
 of the matrix's buffers. An upload to a 100k-chunk RAG thus costs the next query its new chunks, not a reload of every
-vector. On PostgreSQL, whose sequences hand ids out before commit, the RAG's chunk count read after the new rows
-reveals an id committed late below them, and then the RAG is read whole; so it is when the matrix holds over
-`_MAX_FILES_ASKED` files after a removal, and when the rows added since the sign bits' mean was taken reach half the
-RAG (their bits are taken against it; a whole read takes it again).
+vector. The generation, read again after the rows, must not have moved (each statement reads at its own moment, and a
+reused id could otherwise keep an old vector). On PostgreSQL, whose sequences hand ids out before commit, the RAG's
+chunk count read after the new rows reveals an id committed late below them, and then the RAG is read whole; so it is
+when the matrix holds over `_MAX_FILES_ASKED` files after a removal, and when the rows added since the sign bits' mean
+was taken reach half the RAG (their bits are taken against it; a whole read takes it again).
 
 Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits (the room to append to is a quarter more, in memory only
 once used); the least recently used matrices are dropped once a process holds more than `CACHE_BYTES` of them (the one
@@ -269,8 +270,7 @@ class NumpyDense:
             stale = self._cache.get(rag_id)
             matrix = None if stale is None else await self._refreshed(session, rag_id, generation, stale)
             if matrix is None:
-                rows = await session.execute(self._source.rows(rag_id, -1))
-                matrix = build_matrix(generation, rows, dtype=self._source.dtype, header=self._source.header)
+                matrix = await self._read(session, rag_id, generation, above=-1)
             self.keep(rag_id, matrix)
             return matrix
 
@@ -296,10 +296,7 @@ class NumpyDense:
         kept = await self._without_removed_files(session, stale) if removed else stale
         if kept is None:
             return None
-        rows = await session.execute(self._source.rows(rag_id, int(kept.ids[-1])))
-        added = build_matrix(
-            generation, rows, dtype=self._source.dtype, header=self._source.header, center=stale.center
-        )
+        added = await self._read(session, rag_id, generation, above=int(kept.ids[-1]), center=stale.center)
         total = len(kept.ids) + len(added.ids)
         if len(added.ids) and added.vectors.shape[1] != stale.vectors.shape[1]:
             return None
@@ -309,11 +306,19 @@ class NumpyDense:
         # below the top (or since the read, which costs a whole read too).
         if self._source.count is not None and await session.scalar(self._source.count(rag_id)) != total:
             return None
-        # SQLite reads each statement at its own moment, and an id read as held may have gone to another chunk since
-        # the generation was read: only a generation unchanged after the reads says the rows held are still theirs.
-        if self._source.count is None and await current_generation(session, rag_id) != generation:
+        # Each statement reads at its own moment, and an id read as held may have gone to another chunk since the
+        # generation was read (SQLite reuses the highest ids): only a generation unchanged after the reads says the
+        # rows held are still theirs.
+        if await current_generation(session, rag_id) != generation:
             return None
         return kept.appended(added, generation)
+
+    async def _read(
+        self, session: AsyncSession, rag_id: str, generation: int, *, above: int, center: Vector | None = None
+    ) -> Matrix:
+        """The RAG's rows with ids above `above` as a matrix, its sign bits against `center` (by default their mean)."""
+        rows = await session.execute(self._source.rows(rag_id, above))
+        return build_matrix(generation, rows, dtype=self._source.dtype, header=self._source.header, center=center)
 
     @staticmethod
     async def _without_removed_files(session: AsyncSession, stale: Matrix) -> Matrix | None:

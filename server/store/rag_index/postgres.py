@@ -65,10 +65,11 @@ _VECTOR_DDL = [
 
 # A search's HNSW settings for its transaction, and the RAG's generation and chunk count (whether its in-process
 # matrix may answer instead), in one round trip.
+# The RAG's chunk count, kept by pg_lexical's triggers.
+_CHUNKS = "(SELECT chunks FROM rag_lexical_stats WHERE rag_id = :rag_id)"
 _PRELUDE = (
-    "SELECT set_config('hnsw.ef_search', :ef_search, true){scan}, "
-    "(SELECT generation FROM rag_index_generations WHERE rag_id = :rag_id), "
-    "(SELECT chunks FROM rag_lexical_stats WHERE rag_id = :rag_id)"
+    "SELECT set_config('hnsw.ef_search', :ef_search, true){scan}, "  # noqa: S608 - fixed fragments
+    f"(SELECT generation FROM rag_index_generations WHERE rag_id = :rag_id), {_CHUNKS}"
 )
 _PRELUDES = {
     False: text(_PRELUDE.format(scan="")),
@@ -80,8 +81,8 @@ _VECTOR_ROWS = text(
     "SELECT v.chunk_id, v.file_id, vector_send(v.embedding) FROM rag_chunks AS c "
     "JOIN rag_chunk_vectors AS v ON v.chunk_id = c.id WHERE c.rag_id = :rag_id AND c.id > :above ORDER BY c.id"
 ).bindparams(bindparam("above", type_=BigInteger()))
-# A RAG's chunk count, kept by pg_lexical's triggers (an in-process matrix's check that no id committed late).
-_CHUNK_COUNT = text("SELECT coalesce((SELECT chunks FROM rag_lexical_stats WHERE rag_id = :rag_id), 0)")
+# An in-process matrix's check that no id committed late.
+_CHUNK_COUNT = text(f"SELECT coalesce({_CHUNKS}, 0)")
 
 
 def _chunk_count(rag_id: str) -> Executable:
