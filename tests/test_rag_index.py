@@ -451,6 +451,33 @@ async def test_a_rags_matrix_follows_its_files_without_reading_it_whole(rag: Rag
     await _same_as_a_whole_read(rag, whole)
 
 
+async def test_a_removal_asks_about_the_files_held_a_batch_at_a_time(rag: Rag, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(numpy_dense, "_FILES_ASKED", 1)  # a statement a file: a file left unasked would be dropped
+    cache = _matrices(rag)
+    first = await _matrix(rag, cache)
+    await rag.remove("travel")  # the last file held: asked about in the last batch
+    fewer = await _matrix(rag, cache)
+    assert fewer.center is first.center and fewer.drift == 0 and len(fewer.ids) == 8  # no row read again
+    await _same_as_a_whole_read(rag, fewer)
+
+
+async def test_a_matrix_of_one_file_for_every_row_or_so_is_read_whole_after_a_removal(rag: Rag) -> None:
+    # Asking about each file would cost about what reading each row does (bench/rag_refresh.py).
+    vectors = np.random.default_rng(27).normal(size=(6, 384)).astype(np.float32)
+    for i, vector in enumerate(vectors):  # 9 files over 16 rows
+        async with rag.store.transaction() as session:
+            session.add(RagFileRow(id=f"rf_one{i}", rag_id=rag.id, filename="one.txt", status="ready", chunk_count=1))
+            await session.flush()
+            chunk = ChunkInput(text=f"one {i}", token_count=2, vector=vector.tolist())
+            await rag.index.add(session, rag_id=rag.id, file_id=f"rf_one{i}", chunks=[chunk])
+    cache = _matrices(rag)
+    first = await _matrix(rag, cache)
+    await rag.remove("travel")
+    fewer = await _matrix(rag, cache)
+    assert fewer.center is not first.center and len(fewer.ids) == 14
+    await _same_as_a_whole_read(rag, fewer)
+
+
 async def test_chunks_removed_and_added_between_two_searches_are_both_seen(rag: Rag) -> None:
     cache = _matrices(rag)
     await _matrix(rag, cache)
