@@ -39,6 +39,7 @@ import aiohttp
 import numpy as np
 import orjson
 from aiohttp import web
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.common import running_server
 from server.domain.rag_chunking import chunk_parsed, e5_token_counter
@@ -141,9 +142,16 @@ def _embed(texts: list[str], *, query: bool) -> np.ndarray:
 
 async def _add(db: Database, index: ChunkIndex, rag_id: str, file_id: str, chunks: list[ChunkInput]) -> None:
     async with db.transaction() as session:
-        session.add(RagFileRow(id=file_id, rag_id=rag_id, filename=file_id, status="ready", chunk_count=len(chunks)))
-        await session.flush()
-        await index.add(session, rag_id=rag_id, file_id=file_id, chunks=chunks)
+        await _add_in(session, index, rag_id, file_id, chunks)
+
+
+async def _add_in(
+    session: AsyncSession, index: ChunkIndex, rag_id: str, file_id: str, chunks: list[ChunkInput]
+) -> None:
+    """A ready file of `chunks`, in the caller's transaction."""
+    session.add(RagFileRow(id=file_id, rag_id=rag_id, filename=file_id, status="ready", chunk_count=len(chunks)))
+    await session.flush()
+    await index.add(session, rag_id=rag_id, file_id=file_id, chunks=chunks)
 
 
 @dataclass(frozen=True)

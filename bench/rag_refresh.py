@@ -3,8 +3,9 @@ against bringing a cached one up to date with the chunks just added (server/stor
 
 One RAG of SWITCHBOARD_BENCH_REFRESH_CHUNKS chunks (default 100,000; random 384-d vectors: reading them costs the
 same whatever they hold) on SQLite, and on PostgreSQL without pgvector when it answers: the engines whose dense
-search runs on that matrix. Then, SWITCHBOARD_BENCH_REFRESH_UPLOADS times (default 20), a one-chunk file is stored
-and the matrix read again; then five times a file of 1,000 chunks is removed and the matrix read again.
+search runs on that matrix, in files of SWITCHBOARD_BENCH_REFRESH_FILE_CHUNKS chunks (default 1,000; 5 gives a RAG of
+20,000 files, as one of short documents). Then, SWITCHBOARD_BENCH_REFRESH_UPLOADS times (default 20), a one-chunk file
+is stored and the matrix read again; then five times one of those files is removed and the matrix read again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bench._backends import backends, using
-from bench.rag import _add
+from bench.rag import _add, _add_in
 from server.store.db import Database
 from server.store.migrate import upgrade
 from server.store.rag_index import ChunkInput, chunk_index_for
@@ -27,9 +28,10 @@ from tests.rag_helpers import stored_rag
 
 CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_REFRESH_CHUNKS", "100000"))
 UPLOADS = int(os.environ.get("SWITCHBOARD_BENCH_REFRESH_UPLOADS", "20"))
-_PER_FILE = 1000
+_PER_FILE = int(os.environ.get("SWITCHBOARD_BENCH_REFRESH_FILE_CHUNKS", "1000"))
 _WHOLE_READS = 3
-_REMOVALS = 5  # files of 1,000 chunks
+_REMOVALS = 5
+_BLOCK = max(1000, _PER_FILE)
 
 
 async def _read(db: Database, cache: NumpyDense, rag_id: str) -> float:
@@ -47,14 +49,15 @@ async def _run(backend: str, url: str) -> None:
         index = await chunk_index_for(db.engine)
         rag_id = await stored_rag(db)
         started = time.perf_counter()
-        for start in range(0, CHUNKS, _PER_FILE):
-            count = min(_PER_FILE, CHUNKS - start)
-            vectors = rng.normal(size=(count, 384)).astype(np.float32)
-            chunks = [
-                ChunkInput(text=f"chunk {start + i}", token_count=2, vector=v.tolist()) for i, v in enumerate(vectors)
-            ]
-            await _add(db, index, rag_id, f"rf_bench{start // _PER_FILE}", chunks)
-        print(f"{backend}: {CHUNKS} chunks stored in {time.perf_counter() - started:.0f} s")
+        for block in range(0, CHUNKS, _BLOCK):  # a transaction per block of chunks, however small the files
+            async with db.transaction() as session:
+                for start in range(block, min(block + _BLOCK, CHUNKS), _PER_FILE):
+                    count = min(_PER_FILE, CHUNKS - start)
+                    vectors = rng.normal(size=(count, 384)).astype(np.float32)
+                    chunks = [ChunkInput(f"chunk {start + i}", 2, v.tolist()) for i, v in enumerate(vectors)]
+                    await _add_in(session, index, rag_id, f"rf_bench{start // _PER_FILE}", chunks)
+        files = -(-CHUNKS // _PER_FILE)
+        print(f"{backend}: {CHUNKS} chunks in {files} files stored in {time.perf_counter() - started:.0f} s")
         whole = statistics.median([await _read(db, NumpyDense(), rag_id) for _ in range(_WHOLE_READS)])
         cache = NumpyDense()
         await _read(db, cache, rag_id)
