@@ -63,7 +63,9 @@ async def _serve(with_deadline: bool) -> tuple[web.AppRunner, asyncio.AbstractSe
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     if with_deadline:
-        server = await listen(runner, "127.0.0.1", 0, backlog=128, header_timeout=15.0, access_log=None)
+        server = await listen(
+            runner, "127.0.0.1", 0, backlog=128, header_timeout=15.0, max_connections=4096, access_log=None
+        )
     else:
         assert runner.server is not None
         server = await asyncio.get_running_loop().create_server(runner.server, "127.0.0.1", 0)

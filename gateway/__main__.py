@@ -79,6 +79,7 @@ async def serve_worker(
         port,
         backlog=_BACKLOG,
         header_timeout=settings.request_header_timeout_seconds,
+        max_connections=settings.max_connections,
         **handler_options,
     )
     stop = asyncio.Event()

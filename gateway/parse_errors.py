@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from gateway.connections import ConnectionCap
 from gateway.header_deadline import HeaderDeadlineHandler, track_requests
 
 __all__ = ["listen"]
@@ -25,6 +26,14 @@ _MESSAGE = "We could not parse your HTTP request (for example, headers over 8 KB
 
 
 class _Handler(HeaderDeadlineHandler):
+    def __init__(self, *args: Any, connections: ConnectionCap, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._connections = connections
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._connections.closed()
+        super().connection_lost(exc)
+
     def handle_error(
         self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
     ) -> web.StreamResponse:
@@ -42,19 +51,32 @@ class _Handler(HeaderDeadlineHandler):
 
 
 async def listen(
-    runner: web.AppRunner, host: str, port: int, *, backlog: int, header_timeout: float, **handler_options: Any
+    runner: web.AppRunner,
+    host: str,
+    port: int,
+    *,
+    backlog: int,
+    header_timeout: float,
+    max_connections: int,
+    **handler_options: Any,
 ) -> asyncio.AbstractServer:
     """Accept connections on host:port (SO_REUSEPORT: the workers share it) for the set-up `runner`'s app, each
     served with `handler_options` (the request handler options given to the AppRunner, e.g. `lingering_time`) and
-    a deadline of `header_timeout` seconds on each request's headers (gateway.header_deadline).
-    Close the returned server before `runner.cleanup()`, which then lets in-flight requests finish."""
+    a deadline of `header_timeout` seconds on each request's headers (gateway.header_deadline), at most
+    `max_connections` at once (gateway.connections). Close the returned server before `runner.cleanup()`, which then
+    lets in-flight requests finish."""
     server = runner.server
     if server is None:
         raise RuntimeError("listen() needs a runner that has been set up")
     track_requests(server)
     loop = asyncio.get_running_loop()
+    connections = ConnectionCap(max_connections)
     return await loop.create_server(
-        lambda: _Handler(server, loop=loop, header_timeout=header_timeout, **handler_options),
+        connections.protocols(
+            lambda: _Handler(
+                server, loop=loop, header_timeout=header_timeout, connections=connections, **handler_options
+            )
+        ),
         host,
         port,
         reuse_port=True,

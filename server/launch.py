@@ -9,6 +9,10 @@ request headers (slowloris), in two parts:
   of a new connection (to tell HTTP/1.1 from h2c), and a connection that has not sent one in time is closed. That
   covers a connection that sends nothing at all, which the first part never arms for.
 
+`with_connection_limit` bounds the connections Envoy holds open (`max_connections`) with its overload manager's
+global downstream connection monitor: past it new connections are closed as they are accepted, so the process (the app
+runs inside Envoy) keeps file descriptors for its database and upstreams. The admin API, which a drain needs, is exempt.
+
 Envoy binds its listener with SO_REUSEPORT by default, which let a second server bind the same port and take part of
 the traffic; ours is bound once for all of Envoy's threads (`enable_reuse_port: false`), so a second one is refused
 (server.listening). A graceful stop (`drain_management`) first reports not ready while still serving (the drain
@@ -31,7 +35,7 @@ from typing import IO, Any, Literal
 from server.listening import ensure_free
 from server.settings import load_settings
 
-__all__ = ["drain_management", "start_management", "with_request_deadlines"]
+__all__ = ["drain_management", "start_management", "with_connection_limit", "with_request_deadlines"]
 
 _WHAT = "management API"
 _ACTIVE = re.compile(rb"^http\.ingress_http\.downstream_rq_active: (\d+)$", re.MULTILINE)
@@ -59,6 +63,24 @@ def with_request_deadlines(config: dict[str, Any], seconds: float) -> dict[str, 
     return config
 
 
+def with_connection_limit(config: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Envoy's configuration closing downstream connections past `limit` open at once, its admin API exempt."""
+    config["overload_manager"] = {
+        "resource_monitors": [
+            {
+                "name": "envoy.resource_monitors.global_downstream_max_connections",
+                "typed_config": {
+                    "@type": "type.googleapis.com/"
+                    "envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
+                    "max_active_downstream_connections": limit,
+                },
+            }
+        ]
+    }
+    config["admin"]["ignore_global_conn_limit"] = True
+    return config
+
+
 def _ready(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback URL we built
@@ -67,12 +89,13 @@ def _ready(url: str) -> bool:
         return False
 
 
-def _exclusive_server(header_timeout: float, **options: Any) -> Any:
+def _exclusive_server(header_timeout: float, max_connections: int, **options: Any) -> Any:
     from pyvoy import PyvoyServer
 
     class ExclusiveServer(PyvoyServer):
         def get_envoy_config(self) -> dict[str, Any]:
             config: dict[str, Any] = with_request_deadlines(super().get_envoy_config(), header_timeout)
+            config = with_connection_limit(config, max_connections)
             for listener in config["static_resources"]["listeners"]:
                 listener["enable_reuse_port"] = False
             return config
@@ -100,7 +123,7 @@ async def start_management(
     # Left by a server of this var dir that was killed while draining: this one is not draining.
     settings.management_drain_marker.unlink(missing_ok=True)
     options = {"address": host, "port": port, "env": env or {}, "stdout": stdout, "stderr": stderr}
-    server = _exclusive_server(header_timeout, **options, log_level=log_level)
+    server = _exclusive_server(header_timeout, settings.max_connections, **options, log_level=log_level)
     try:
         await server.start()
     except StartupError:

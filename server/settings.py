@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import resource
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,14 @@ class Secret:
 
     def __bool__(self) -> bool:
         return bool(self._value)
+
+
+def default_max_connections() -> int:
+    """The open-file limit less an eighth (at least 64) for the process's own files and sockets."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(16, soft - max(64, soft // 8))
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,10 @@ class Settings:
     # Envoy's request_headers_timeout, the gateway per connection): slow senders cannot hold connections open.
     # Idle keep-alive connections between requests are not affected.
     request_header_timeout_seconds: float = 15.0
+    # The client connections a server process holds open at once (the management server's Envoy, each gateway
+    # worker); past it new ones are closed as they arrive, so the process keeps file descriptors for its database,
+    # upstreams and the connections it has. By default the open-file limit less an eighth (`default_max_connections`).
+    max_connections: int = field(default_factory=default_max_connections)
     # Rate limits (gateway.limits): the Redis every gateway replica counts in (empty: the workers of one gateway share
     # a table in memory of `limits_shared_slots` counters, right for one node), the prefix of its keys, and whether
     # calls are refused (429) while Redis is unreachable (fail closed) or admitted unlimited (fail open, the default),
@@ -376,6 +389,7 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         request_header_timeout_seconds=_positive(
             _get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15"), "REQUEST_HEADER_TIMEOUT_SECONDS"
         ),
+        max_connections=_count(_get(env, "MAX_CONNECTIONS", str(default_max_connections())), "MAX_CONNECTIONS"),
         redis_url=Secret(_get(env, "REDIS_URL", "")),
         limits_redis_prefix=_get(env, "LIMITS_REDIS_PREFIX", "switchboard:limits:"),
         limits_fail_closed=_when_store_down(_get(env, "LIMITS_WHEN_REDIS_DOWN", "open")),

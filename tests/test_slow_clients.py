@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
-import tempfile
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -25,9 +22,7 @@ from aiohttp import web
 from gateway.parse_errors import listen
 from server.launch import with_request_deadlines
 from server.settings import load_settings
-from server.store.migrate import upgrade
-from tests.conftest import Database, server_env, start_server
-from tests.gateway_fixtures import start_gateway_process
+from tests.both_ports import both_ports
 
 DEADLINE = "1"
 CLOSED_WITHIN = 8.0
@@ -36,27 +31,9 @@ TRICKLE_FOR = 15.0
 
 @pytest_asyncio.fixture(scope="module")
 async def ports() -> AsyncIterator[dict[str, int]]:
-    """{"management": port, "gateway": port}, both with a 1 s header deadline, on a SQLite database of their own."""
-    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-slow-"))
-    url = f"sqlite+aiosqlite:///{var_dir / 'slow.db'}"
-    upgrade(url)
-    database = Database("sqlite", url)
-    management = await start_server(server_env(database, var_dir, SWITCHBOARD_REQUEST_HEADER_TIMEOUT_SECONDS=DEADLINE))
-    gateway_env = {
-        "SWITCHBOARD_DATABASE_URL": url,
-        "SWITCHBOARD_VAR_DIR": str(var_dir),
-        "SWITCHBOARD_GATEWAY_HOST": "127.0.0.1",
-        "SWITCHBOARD_GATEWAY_PORT": "0",
-        "SWITCHBOARD_REQUEST_HEADER_TIMEOUT_SECONDS": DEADLINE,
-    }
-    gateway = await start_gateway_process(gateway_env, workers=1)
-    try:
-        gateway_port = int(gateway.base_url.removesuffix("/v1").rsplit(":", 1)[1])
-        yield {"management": management.listener_port, "gateway": gateway_port}
-    finally:
-        gateway.proc.send_signal(signal.SIGTERM)
-        await gateway.proc.wait()
-        await management.stop()
+    """{"management": port, "gateway": port}, both with a 1 s header deadline."""
+    async with both_ports(SWITCHBOARD_REQUEST_HEADER_TIMEOUT_SECONDS=DEADLINE) as found:
+        yield found
 
 
 async def _seconds_until_closed(port: int, first: bytes, trickle: bytes) -> float:
@@ -181,7 +158,7 @@ async def slow_app() -> AsyncIterator[int]:
     app.router.add_post("/echo", echo)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    listener = await listen(runner, "127.0.0.1", 0, backlog=16, header_timeout=float(DEADLINE))
+    listener = await listen(runner, "127.0.0.1", 0, backlog=16, header_timeout=float(DEADLINE), max_connections=64)
     assert isinstance(listener, asyncio.Server)
     try:
         yield listener.sockets[0].getsockname()[1]

@@ -1,0 +1,95 @@
+"""A bound on the client connections each server process holds open (SWITCHBOARD_MAX_CONNECTIONS): past it a new
+connection is closed unanswered, while those already open keep being served, and one closing makes room again. The
+management server's comes from Envoy's overload manager (its admin API exempt, so a drain still works), the gateway
+worker's from its listener (gateway.connections). A management server and a one-worker gateway of this module's own
+run with a bound of 3."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from server.settings import default_max_connections, load_settings
+from tests.both_ports import both_ports
+
+LIMIT = 3
+
+
+@pytest_asyncio.fixture(scope="module")
+async def ports() -> AsyncIterator[dict[str, int]]:
+    async with both_ports(SWITCHBOARD_MAX_CONNECTIONS=str(LIMIT)) as found:
+        yield found
+
+
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def _status(connection: Connection) -> bytes:
+    """The status line of a GET /healthz on `connection`, or b"" where the server closed it unanswered."""
+    reader, writer = connection
+    with contextlib.suppress(ConnectionError):
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await writer.drain()
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return b""
+    length = next(
+        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+    )
+    await asyncio.wait_for(reader.readexactly(length), 10)
+    return head.split(b"\r\n", 1)[0]
+
+
+async def _open(port: int) -> Connection:
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+async def _close(connection: Connection) -> None:
+    connection[1].close()
+    with contextlib.suppress(ConnectionError):
+        await connection[1].wait_closed()
+
+
+@pytest.mark.parametrize("port_name", ["management", "gateway"])
+async def test_connections_past_the_limit_are_closed_and_those_open_still_served(
+    ports: dict[str, int], port_name: str
+) -> None:
+    port = ports[port_name]
+    held = [await _open(port) for _ in range(LIMIT)]
+    try:
+        assert [await _status(c) for c in held] == [b"HTTP/1.1 200 OK"] * LIMIT
+        extra = await _open(port)
+        assert await _status(extra) == b""  # closed unanswered
+        await _close(extra)
+        assert await _status(held[1]) == b"HTTP/1.1 200 OK"  # the open ones are unaffected
+        await _close(held.pop(0))
+        for _ in range(50):  # the server counts the close once it has seen it
+            again = await _open(port)
+            if await _status(again) == b"HTTP/1.1 200 OK":
+                held.append(again)
+                break
+            await _close(again)
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("a closed connection's room was never given to a new one")
+    finally:
+        for connection in held:
+            await _close(connection)
+
+
+def test_the_default_leaves_part_of_the_open_file_limit_to_the_process() -> None:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert 16 <= default_max_connections() < soft
+    assert load_settings({}).max_connections == default_max_connections()
+
+
+def test_a_limit_below_one_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ValueError, match="SWITCHBOARD_MAX_CONNECTIONS"):
+        load_settings({"SWITCHBOARD_MAX_CONNECTIONS": "0"})
