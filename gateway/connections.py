@@ -13,6 +13,8 @@ import logging
 import time
 from collections.abc import Callable
 
+from gateway import metrics
+
 __all__ = ["ConnectionCap"]
 
 log = logging.getLogger("switchboard.gateway")
@@ -52,6 +54,7 @@ class ConnectionCap:
 
     def _refuse(self) -> None:
         self.refused += 1
+        metrics.connection_refused()
         now = time.monotonic()
         if now - self._warned_at >= _WARN_EVERY_SECONDS:
             self._warned_at = now

@@ -21,6 +21,7 @@ from server import metrics
 from server.metrics import BATCH, GATEWAY
 
 __all__ = [
+    "connection_refused",
     "enable",
     "enabled",
     "observe_first_token",
@@ -88,6 +89,13 @@ _RAG_CHUNKS = Counter(
     "switchboard_rag_ingested_chunks",
     "Chunks embedded and stored, by mode (inline, background).",
     ["mode"],
+    registry=GATEWAY,
+)
+_CONNECTIONS_REFUSED = Counter(
+    "switchboard_gateway_connections_refused",
+    "Client connections a gateway worker closed unanswered, by reason (max_connections: it held "
+    "SWITCHBOARD_MAX_CONNECTIONS open already).",
+    ["reason"],  # labelled like every metric here: a child's value is made after the multiprocess switch
     registry=GATEWAY,
 )
 _TOKEN_KINDS = ("prompt_tokens", "completion_tokens", "embedding_tokens", "rerank_tokens")
@@ -166,3 +174,8 @@ def rag_ingested(mode: str, files: int, chunks: int, *, ok: bool) -> None:
         _add(_RAG_FILES.labels(mode, "ready" if ok else "failed"), files)
         if ok and chunks:
             _add(_RAG_CHUNKS.labels(mode), chunks)
+
+
+def connection_refused() -> None:
+    if _on:
+        _add(_CONNECTIONS_REFUSED.labels("max_connections"))

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 
+import aiohttp
 import pytest
 import pytest_asyncio
 
@@ -80,6 +82,32 @@ async def test_connections_past_the_limit_are_closed_and_those_open_still_served
     finally:
         for connection in held:
             await _close(connection)
+
+
+async def test_the_gateway_counts_the_connections_it_refused(ports: dict[str, int]) -> None:
+    port = ports["gateway"]
+    held = [await _open(port) for _ in range(LIMIT)]
+    try:
+        assert [await _status(c) for c in held] == [b"HTTP/1.1 200 OK"] * LIMIT
+        extra = await _open(port)
+        assert await _status(extra) == b""
+        await _close(extra)
+    finally:
+        for connection in held:
+            await _close(connection)
+    async with aiohttp.ClientSession() as session:
+        for _ in range(50):  # the worker folds its counts into /metrics once a second
+            async with session.get(f"http://127.0.0.1:{port}/metrics") as resp:
+                if resp.status == 200:
+                    found = re.search(
+                        r'^switchboard_gateway_connections_refused_total\{reason="max_connections"\} (\S+)$',
+                        await resp.text(),
+                        re.M,
+                    )
+                    if found and float(found.group(1)) >= 1:
+                        return
+            await asyncio.sleep(0.2)
+    raise AssertionError("the refused connection was never counted")
 
 
 def test_the_default_leaves_part_of_the_open_file_limit_to_the_process() -> None:
