@@ -117,12 +117,6 @@ class Matrix:
         room.used = rows
         return room.matrix(self.generation, {f: i for i, f in enumerate(names)}, self.center, self.drift)
 
-    def contains(self, chunk_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-        where = np.searchsorted(self.ids, chunk_ids)
-        where[where >= len(self.ids)] = 0
-        found: npt.NDArray[np.bool_] = self.ids[where] == chunk_ids if len(self.ids) else np.zeros(0, bool)
-        return found
-
     def search(self, vector: Vector, limit: int, file_ids: Sequence[str] | None) -> list[Candidate]:
         if not len(self.ids) or limit <= 0 or self.vectors.shape[1] != vector.shape[0]:
             return []  # a differing pinned dimension is reported by the RAG-level checks before we get here
