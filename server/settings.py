@@ -225,10 +225,6 @@ class Settings:
     def metering_journal_path(self) -> Path:
         return Path(self.metering_journal_dir) if self.metering_journal_dir else self.var_dir / "metering-journal"
 
-    @property
-    def is_sqlite(self) -> bool:
-        return self.database_url.startswith("sqlite")
-
 
 def _get(env: dict[str, str], name: str, default: str) -> str:
     return env.get(_PREFIX + name, default)

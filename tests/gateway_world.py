@@ -222,10 +222,6 @@ def default_specs(openai_url: str, azure_url: str, closed_url: str) -> list[Mode
     ]
 
 
-def usage_of(row: Any) -> dict[str, Any]:
-    return {c: getattr(row, c) for c in ("model_id", "call_kind", "prompt_tokens", "completion_tokens", "status")}
-
-
 async def one_model_and_key(server: Any, upstream: str, upstream_model: str) -> tuple[str, str, str]:
     """A tenant of its own with one model (served by the stand-in's `upstream_model`, see tests/fakes/upstream.py)
     and a key that may call it: (model id, key secret, key id)."""

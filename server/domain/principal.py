@@ -39,10 +39,6 @@ class Principal:
     api_key: ApiKeyIdentity | None = None
 
     @property
-    def is_api_key(self) -> bool:
-        return self.api_key is not None
-
-    @property
     def subject_id(self) -> str:
         """A stable id for audit and `created_by`: the user, or the service account behind a key."""
         if self.api_key is not None and self.api_key.service_account_id:
