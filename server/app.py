@@ -303,7 +303,7 @@ def console_app(settings: Settings) -> ASGIApp:
 
 
 def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter:
-    configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_level)
     configure_tracing(settings, "switchboard-management")
     if settings.metrics_enabled:
         metrics.enable()  # before the caches below are made: they bind their counters then

@@ -30,6 +30,7 @@ from server import rag_cli
 from server.console.static import is_built
 from server.launch import drain_management, start_management
 from server.listening import AddressInUseError, ensure_free
+from server.logs import configure_logging
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
 from server.supervision import RestartBudget, describe_exit
@@ -366,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
     rag_cli.add_parser(sub)
     args = parser.parse_args(argv)
     settings = load_settings()
+    # Before anything a library might configure: the demo's MCP server (mcp's MCPServer) would otherwise set the
+    # root logger to INFO for every library in this process.
+    configure_logging(settings.log_level)
     if args.command == "rag":
         return rag_cli.run(args, settings.gateway_public_url, settings.var_dir)
     if args.command == "migrate":

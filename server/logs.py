@@ -46,7 +46,10 @@ class HoldForeignLoggers(logging.Filter):
         return True
 
 
-def configure_logging(level: str, fmt: str) -> None:
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def configure_logging(level: str, fmt: str = LOG_FORMAT) -> None:
     logging.basicConfig(level=logging.WARNING, format=fmt)
     root = logging.getLogger()
     root.setLevel(logging.WARNING)

