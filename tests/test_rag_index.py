@@ -422,12 +422,15 @@ async def _matrix(rag: Rag, cache: numpy_dense.NumpyDense) -> numpy_dense.Matrix
 
 
 async def _same_as_a_whole_read(rag: Rag, matrix: numpy_dense.Matrix) -> None:
+    """Its rows, less the dead ones, are those a whole read gives, file by file."""
     whole = await _matrix(rag, numpy_dense.NumpyDense(_matrices(rag)._source))
-    assert matrix.ids.tolist() == whole.ids.tolist()
-    assert np.array_equal(matrix.vectors, whole.vectors)
+    live = np.ones(len(matrix.ids), bool)
+    live[matrix.dead] = False
+    assert matrix.ids[live].tolist() == whole.ids.tolist() and not len(whole.dead)
+    assert np.array_equal(matrix.vectors[live], whole.vectors)
     names = {code: file_id for file_id, code in matrix.file_codes.items()}
     whole_names = {code: file_id for file_id, code in whole.file_codes.items()}
-    assert [names[c] for c in matrix.files] == [whole_names[c] for c in whole.files]
+    assert [names[c] for c in matrix.files[live]] == [whole_names[c] for c in whole.files]
 
 
 async def test_a_rags_matrix_follows_its_files_without_reading_it_whole(rag: Rag) -> None:
@@ -451,31 +454,54 @@ async def test_a_rags_matrix_follows_its_files_without_reading_it_whole(rag: Rag
     await _same_as_a_whole_read(rag, whole)
 
 
-async def test_a_removal_asks_about_the_files_held_a_batch_at_a_time(rag: Rag, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(numpy_dense, "_FILES_ASKED", 1)  # a statement a file: a file left unasked would be dropped
-    cache = _matrices(rag)
-    first = await _matrix(rag, cache)
-    await rag.remove("travel")  # the last file held: asked about in the last batch
-    fewer = await _matrix(rag, cache)
-    assert fewer.center is first.center and fewer.drift == 0 and len(fewer.ids) == 8  # no row read again
-    await _same_as_a_whole_read(rag, fewer)
+async def _random_files(rag: Rag, files: int, chunks: int) -> None:
+    """`files` files of `chunks` chunks with random vectors (not the fixture's texts)."""
+    rng = np.random.default_rng(27)
+    for i in range(files):
+        file_id = new_id("rf")
+        vectors = rng.normal(size=(chunks, 384)).astype(np.float32)
+        async with rag.store.transaction() as session:
+            session.add(RagFileRow(id=file_id, rag_id=rag.id, filename="r.txt", status="ready", chunk_count=chunks))
+            await session.flush()
+            added = [ChunkInput(text=f"random {i}", token_count=2, vector=v.tolist()) for v in vectors]
+            await rag.index.add(session, rag_id=rag.id, file_id=file_id, chunks=added)
 
 
 async def test_a_matrix_of_one_file_for_every_row_or_so_is_read_whole_after_a_removal(rag: Rag) -> None:
     # Asking about each file would cost about what reading each row does (bench/rag_refresh.py).
-    vectors = np.random.default_rng(27).normal(size=(6, 384)).astype(np.float32)
-    for i, vector in enumerate(vectors):  # 9 files over 16 rows
-        async with rag.store.transaction() as session:
-            session.add(RagFileRow(id=f"rf_one{i}", rag_id=rag.id, filename="one.txt", status="ready", chunk_count=1))
-            await session.flush()
-            chunk = ChunkInput(text=f"one {i}", token_count=2, vector=vector.tolist())
-            await rag.index.add(session, rag_id=rag.id, file_id=f"rf_one{i}", chunks=[chunk])
+    await _random_files(rag, files=6, chunks=1)  # 9 files over 16 rows
     cache = _matrices(rag)
     first = await _matrix(rag, cache)
     await rag.remove("travel")
     fewer = await _matrix(rag, cache)
     assert fewer.center is not first.center and len(fewer.ids) == 14
     await _same_as_a_whole_read(rag, fewer)
+
+
+async def test_a_file_removed_from_the_middle_is_skipped_not_copied_out(
+    rag: Rag, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _random_files(rag, files=3, chunks=2)  # 16 rows in 6 files: travel's 2 are no longer the last
+    cache = _matrices(rag)
+    first = await _matrix(rag, cache)
+    await rag.remove("travel")
+    fewer = await _matrix(rag, cache)
+    assert np.shares_memory(fewer.vectors, first.vectors) and len(fewer.dead) == 2 and fewer.chunk_count == 14
+    await _same_as_a_whole_read(rag, fewer)
+    whole = await _matrix(rag, numpy_dense.NumpyDense(_matrices(rag)._source))
+    queries = [np.asarray(query_vector(q), np.float32) for q in ("night train", "fresh pasta", "solar panels")]
+    for exact_rows in (numpy_dense.EXACT_ROWS, 4):  # scored exactly, then through the sign-bit prefilter
+        monkeypatch.setattr(numpy_dense, "EXACT_ROWS", exact_rows)
+        for vector in queries:  # every chunk left, in the same order and with the same scores, none removed
+            assert fewer.search(vector, 20, None) == whole.search(vector, 20, None)
+            assert fewer.search(vector, 3, None) == whole.search(vector, 3, None)
+    # A file stored since gets a code of its own, so a filter on it finds its rows and no removed one.
+    await rag.add("travel")
+    more = await _matrix(rag, cache)
+    assert np.shares_memory(more.vectors, first.vectors) and len(more.dead) == 2
+    await _same_as_a_whole_read(rag, more)
+    hits = more.search(queries[0], 10, [rag.files["travel"]])
+    assert sorted(h.chunk_id for h in hits) == more.ids[-2:].tolist()
 
 
 async def test_chunks_removed_and_added_between_two_searches_are_both_seen(rag: Rag) -> None:

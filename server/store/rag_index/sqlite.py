@@ -266,7 +266,7 @@ class SqliteChunkIndex(ChunkIndex):
     ) -> list[str]:
         """`plan_terms` by the counts of the RAG's FTS5 table, each stopping at `cap + 1`, kept until the RAG's
         generation moves: the common terms are, by their nature, the ones queries repeat."""
-        cap = common_cap(len(matrix.ids))
+        cap = common_cap(matrix.chunk_count)
         if cap is None:
             return words
         known = self._known.get(rag_id)
