@@ -78,10 +78,12 @@ def test_the_readme_quickstart_reaches_a_completion_and_an_embedding(tmp_path: P
         assert f"dev/stand-in-chat {STAND_IN_NOTICE}" in output and "intfloat/multilingual-e5-small 384" in output
 
 
-# What `make run` prints: make's echo of the command, our log records, "gateway listening on", the banner (a label
-# column, then the value) and the demo's indented copy-paste lines.
+# What `make run` prints: make's own lines (its echo of the command; "Entering directory" when run from make test),
+# our log records, "gateway listening on", the banner (a label column, then the value) and the demo's indented
+# copy-paste lines.
 _OURS = re.compile(
     r".*switchboard serve --demo$"
+    r"|make(\[\d+\])?: "
     r"|\d{4}-\d\d-\d\d [\d:,]+ [A-Z]+ (\d+ )?(switchboard|server|gateway)[.\w]* "
     r"|gateway listening on "
     r"|[A-Z][\w ()-]* {2,}\S"
