@@ -257,17 +257,30 @@ def _signs(vectors: Vector, center: Vector) -> npt.NDArray[np.uint64]:
     return words
 
 
+_JSON_FILES_LEFT = text(
+    "SELECT value FROM json_each(:ids) WHERE EXISTS (SELECT 1 FROM rag_chunks WHERE file_id = value)"
+)
+
+
+def _json_files_left(file_ids: list[str]) -> Executable:
+    return _JSON_FILES_LEFT.bindparams(ids=orjson.dumps(file_ids).decode())
+
+
 @dataclass(frozen=True)
 class VectorSource:
     """Where an engine keeps a RAG's vectors: `rows(rag_id, above)` selects its (chunk id, file id, vector bytes) rows
     with ids above `above`, ascending, each vector `header` bytes followed by `dtype` numbers; `count(rag_id)`, its
     number of chunks, where ids can commit out of order (PostgreSQL's sequences hand them out before commit; SQLite
-    writes one transaction at a time, so its ids commit in order and it has none)."""
+    writes one transaction at a time, so its ids commit in order and it has none); `files_left(file_ids)` selects
+    those of the files that still have chunks, with one probe of rag_chunks' file_id index a file (a DISTINCT over
+    their chunks read every chunk's index entry: PostgreSQL 113 -> 43 ms for 100 files of 1,000 chunks), the ids
+    given as one parameter (SQLite's JSON by default; as a list of bound parameters PostgreSQL took 4x as long)."""
 
     rows: Callable[[str, int], Executable]
     dtype: str
     header: int = 0
     count: Callable[[str], Executable] | None = None
+    files_left: Callable[[list[str]], Executable] = _json_files_left
 
 
 class NumpyDense:
@@ -351,15 +364,14 @@ class NumpyDense:
         rows = await session.execute(self._source.rows(rag_id, above))
         return build_matrix(generation, rows, dtype=self._source.dtype, header=self._source.header, center=center)
 
-    @staticmethod
-    async def _without_removed_files(session: AsyncSession, stale: Matrix) -> Matrix | None:
+    async def _without_removed_files(self, session: AsyncSession, stale: Matrix) -> Matrix | None:
         """`stale` without the files whose chunks were removed (chunks go with their file: `remove_file`;
         `Matrix.without_removed`); None where it holds too many files for asking to pay (over one for every two
         chunks), or none is left."""
         held = list(stale.file_codes)
         if 2 * len(held) > stale.chunk_count:
             return None  # a probe a file: ~1.5 µs on SQLite, ~6 µs on PostgreSQL; a row read whole ~5 and ~16 µs
-        left = await _files_with_chunks(session, held)
+        left = set(await session.scalars(self._source.files_left(held)))
         if not left:
             return None
         return stale.without_removed(left)
@@ -383,22 +395,6 @@ class NumpyDense:
 
     def forget(self, rag_id: str) -> None:
         self._cache.pop(rag_id, None)
-
-
-# Those of the file ids given (one array or JSON parameter) that still have chunks: one probe of rag_chunks' file_id
-# index per file, where a DISTINCT over their chunks read every chunk's index entry (PostgreSQL 113 -> 43 ms for 100
-# files of 1,000 chunks; a list of bound parameters also took it 4x as long to plan as an array).
-_FILES_LEFT = {
-    "postgresql": "SELECT f FROM unnest(CAST(:ids AS text[])) AS f "
-    "WHERE EXISTS (SELECT 1 FROM rag_chunks WHERE file_id = f)",
-    "sqlite": "SELECT value FROM json_each(:ids) WHERE EXISTS (SELECT 1 FROM rag_chunks WHERE file_id = value)",
-}
-
-
-async def _files_with_chunks(session: AsyncSession, file_ids: list[str]) -> set[str]:
-    dialect = session.get_bind().dialect.name
-    ids: object = file_ids if dialect == "postgresql" else orjson.dumps(file_ids).decode()
-    return set(await session.scalars(text(_FILES_LEFT[dialect]), {"ids": ids}))
 
 
 async def current_generation(session: AsyncSession, rag_id: str) -> int:

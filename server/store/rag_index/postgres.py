@@ -89,11 +89,21 @@ def _chunk_count(rag_id: str) -> Executable:
     return _CHUNK_COUNT.bindparams(rag_id=rag_id)
 
 
+_FILES_LEFT = text(
+    "SELECT f FROM unnest(CAST(:ids AS text[])) AS f WHERE EXISTS (SELECT 1 FROM rag_chunks WHERE file_id = f)"
+)
+
+
+def _files_left(file_ids: list[str]) -> Executable:
+    return _FILES_LEFT.bindparams(ids=file_ids)
+
+
 _PGVECTOR_ROWS = VectorSource(
     rows=lambda rag_id, above: _VECTOR_ROWS.bindparams(rag_id=rag_id, above=above),
     dtype=">f4",
     header=4,
     count=_chunk_count,
+    files_left=_files_left,
 )
 
 
@@ -107,7 +117,7 @@ class PostgresChunkIndex(ChunkIndex):
     def __init__(self) -> None:
         self.pgvector = False
         self.ef_search = _EF_SEARCH  # an attribute so that a benchmark can sweep it
-        self._numpy = NumpyDense(dataclasses.replace(CHUNK_BLOBS, count=_chunk_count))
+        self._numpy = NumpyDense(dataclasses.replace(CHUNK_BLOBS, count=_chunk_count, files_left=_files_left))
         self._memory = NumpyDense(_PGVECTOR_ROWS)  # with pgvector: small RAGs' vectors, read from rag_chunk_vectors
         self._warming: dict[str, asyncio.Task[None]] = {}
         self._indexed: set[tuple[str, int]] = set()
