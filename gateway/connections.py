@@ -12,10 +12,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
 
 from gateway import metrics
 
-__all__ = ["ConnectionCap"]
+__all__ = ["ConnectionCap", "Counted"]
 
 log = logging.getLogger("switchboard.gateway")
 
@@ -36,9 +39,9 @@ class ConnectionCap:
         self.refused = 0
         self._warned_at = -_WARN_EVERY_SECONDS
 
-    def protocols(self, make: Callable[[], asyncio.BaseProtocol]) -> Callable[[], asyncio.BaseProtocol]:
-        """A factory of `make()`'s protocols while under the limit (their `connection_lost` must call `closed`),
-        and of ones that close the connection at once past it."""
+    def protocols(self, make: Callable[[], Counted]) -> Callable[[], asyncio.BaseProtocol]:
+        """A factory of `make()`'s protocols (made with this cap) while under the limit, and of ones that close the
+        connection at once past it."""
 
         def protocol() -> asyncio.BaseProtocol:
             if self.open >= self.limit:
@@ -48,9 +51,6 @@ class ConnectionCap:
             return make()
 
         return protocol
-
-    def closed(self) -> None:
-        self.open -= 1
 
     def _refuse(self) -> None:
         self.refused += 1
@@ -63,3 +63,15 @@ class ConnectionCap:
                 self.open,
                 self.refused,
             )
+
+
+class Counted(web.RequestHandler):
+    """aiohttp's request handler, counted by `ConnectionCap.protocols`: its lost connection gives its place back."""
+
+    def __init__(self, *args: Any, connections: ConnectionCap, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._connections = connections
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._connections.open -= 1
+        super().connection_lost(exc)

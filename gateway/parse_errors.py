@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from gateway.connections import ConnectionCap
+from gateway.connections import ConnectionCap, Counted
 from gateway.header_deadline import HeaderDeadlineHandler, track_requests
 
 __all__ = ["listen"]
@@ -25,15 +25,7 @@ log = logging.getLogger("switchboard.gateway")
 _MESSAGE = "We could not parse your HTTP request (for example, headers over 8 KB or a malformed header)."
 
 
-class _Handler(HeaderDeadlineHandler):
-    def __init__(self, *args: Any, connections: ConnectionCap, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._connections = connections
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self._connections.closed()
-        super().connection_lost(exc)
-
+class _Handler(Counted, HeaderDeadlineHandler):
     def handle_error(
         self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
     ) -> web.StreamResponse:
