@@ -3,6 +3,7 @@ with the settings the module tests (tests of what each listener does with connec
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import tempfile
@@ -40,3 +41,15 @@ async def both_ports(**settings: str) -> AsyncIterator[dict[str, int]]:
         gateway.proc.send_signal(signal.SIGTERM)
         await gateway.proc.wait()
         await management.stop()
+
+
+async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> bytes:
+    """A GET of `path` on the connection: the response's status line, its body read."""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    await writer.drain()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    length = next(
+        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+    )
+    await asyncio.wait_for(reader.readexactly(length), 10)
+    return head.split(b"\r\n", 1)[0]

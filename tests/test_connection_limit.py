@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from server.settings import default_max_connections, load_settings
-from tests.both_ports import both_ports
+from tests.both_ports import both_ports, exchange
 
 LIMIT = 3
 
@@ -32,19 +32,10 @@ Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 async def _status(connection: Connection) -> bytes:
     """The status line of a GET /healthz on `connection`, or b"" where the server closed it unanswered."""
-    reader, writer = connection
-    with contextlib.suppress(ConnectionError):
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        await writer.drain()
     try:
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        return await exchange(*connection, "/healthz")
     except (asyncio.IncompleteReadError, ConnectionError):
         return b""
-    length = next(
-        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
-    )
-    await asyncio.wait_for(reader.readexactly(length), 10)
-    return head.split(b"\r\n", 1)[0]
 
 
 async def _open(port: int) -> Connection:

@@ -22,7 +22,7 @@ from aiohttp import web
 from gateway.parse_errors import listen
 from server.launch import with_request_deadlines
 from server.settings import load_settings
-from tests.both_ports import both_ports
+from tests.both_ports import both_ports, exchange
 
 DEADLINE = "1"
 CLOSED_WITHIN = 8.0
@@ -85,26 +85,15 @@ async def test_a_connection_that_sends_nothing_is_closed(ports: dict[str, int], 
     assert await _seconds_until_closed(ports[port_name], b"", b"") < CLOSED_WITHIN
 
 
-async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> bytes:
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
-    await writer.drain()
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-    length = next(
-        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
-    )
-    await asyncio.wait_for(reader.readexactly(length), 10)
-    return head.split(b"\r\n", 1)[0]
-
-
 @pytest.mark.parametrize("port_name", ["management", "gateway"])
 async def test_an_idle_keep_alive_connection_is_kept(ports: dict[str, int], port_name: str) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", ports[port_name])
     try:
-        assert await _exchange(reader, writer, "/healthz") == b"HTTP/1.1 200 OK"
+        assert await exchange(reader, writer, "/healthz") == b"HTTP/1.1 200 OK"
         await asyncio.sleep(3 * float(DEADLINE))  # idle between requests: the keep-alive timeout's business
-        assert await _exchange(reader, writer, "/healthz") == b"HTTP/1.1 200 OK"
+        assert await exchange(reader, writer, "/healthz") == b"HTTP/1.1 200 OK"
         await asyncio.sleep(0.5)  # and the deadline armed by the second request's first byte was disarmed
-        assert await _exchange(reader, writer, "/readyz") == b"HTTP/1.1 200 OK"
+        assert await exchange(reader, writer, "/readyz") == b"HTTP/1.1 200 OK"
     finally:
         writer.close()
 
