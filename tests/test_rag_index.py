@@ -86,17 +86,22 @@ class Rag:
         return self
 
     async def add(self, name: str, metadata: dict[str, Any] | None = None) -> str:
-        file_id = new_id("rf")
         chunks = [
             ChunkInput(text=t, token_count=len(t.split()), vector=v)
             for t, v in zip(FILES[name], passage_vectors()[name], strict=True)
         ]
+        self.files[name] = await self.add_chunks(f"{name}.txt", chunks, metadata)
+        return self.files[name]
+
+    async def add_chunks(self, filename: str, chunks: list[ChunkInput], metadata: dict[str, Any] | None = None) -> str:
+        """A ready file of `chunks`; its id."""
+        file_id = new_id("rf")
         async with self.store.transaction() as session:
             session.add(
                 RagFileRow(
                     id=file_id,
                     rag_id=self.id,
-                    filename=f"{name}.txt",
+                    filename=filename,
                     status="ready",
                     metadata_=metadata or {},
                     chunk_count=len(chunks),
@@ -104,7 +109,6 @@ class Rag:
             )
             await session.flush()
             await self.index.add(session, rag_id=self.id, file_id=file_id, chunks=chunks)
-        self.files[name] = file_id
         return file_id
 
     async def remove(self, name: str) -> None:
@@ -458,13 +462,10 @@ async def _random_files(rag: Rag, files: int, chunks: int) -> None:
     """`files` files of `chunks` chunks with random vectors (not the fixture's texts)."""
     rng = np.random.default_rng(27)
     for i in range(files):
-        file_id = new_id("rf")
         vectors = rng.normal(size=(chunks, 384)).astype(np.float32)
-        async with rag.store.transaction() as session:
-            session.add(RagFileRow(id=file_id, rag_id=rag.id, filename="r.txt", status="ready", chunk_count=chunks))
-            await session.flush()
-            added = [ChunkInput(text=f"random {i}", token_count=2, vector=v.tolist()) for v in vectors]
-            await rag.index.add(session, rag_id=rag.id, file_id=file_id, chunks=added)
+        await rag.add_chunks(
+            "r.txt", [ChunkInput(text=f"random {i}", token_count=2, vector=v.tolist()) for v in vectors]
+        )
 
 
 async def test_a_matrix_of_one_file_for_every_row_or_so_is_read_whole_after_a_removal(rag: Rag) -> None:
