@@ -4,10 +4,13 @@ the store for tests and benchmarks of the chunk index alone."""
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Any, cast
 
 from server.store.db import Database, new_id
 from server.store.models import RagDeploymentRow
+from server.store.rag_index import ChunkIndex
+from server.store.rag_index.numpy_dense import NumpyDense
+from server.store.rag_index.postgres import PostgresChunkIndex
 from tests.clients import ConnectJsonCaller, Result
 from tests.world import must
 
@@ -74,3 +77,10 @@ async def stored_rag(store: Database, rag_id: str | None = None) -> str:
             )
         )
     return rag_id
+
+
+def engine_matrices(index: ChunkIndex) -> NumpyDense:
+    """The engine's in-process matrices: SQLite's, PostgreSQL's without pgvector, or pgvector's small RAGs'."""
+    if isinstance(index, PostgresChunkIndex):
+        return index._memory if index.pgvector else index._numpy
+    return cast(NumpyDense, vars(index)["_dense"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from functools import cache
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,7 +29,7 @@ from server.store.rag_index import (
 )
 from server.store.rag_index.base import REMOVALS, bump_generation
 from tests.conftest import Database
-from tests.rag_helpers import stored_rag
+from tests.rag_helpers import engine_matrices, stored_rag
 
 FILES = {
     "energy": [
@@ -414,10 +414,7 @@ async def test_pgvector_keeps_a_large_rag_on_the_graph(
 
 
 def _matrices(rag: Rag) -> numpy_dense.NumpyDense:
-    """The engine's in-process matrices: SQLite's, PostgreSQL's without pgvector, or pgvector's small RAGs'."""
-    if isinstance(rag.index, postgres.PostgresChunkIndex):
-        return rag.index._memory if rag.index.pgvector else rag.index._numpy
-    return cast(numpy_dense.NumpyDense, vars(rag.index)["_dense"])
+    return engine_matrices(rag.index)
 
 
 async def _matrix(rag: Rag, cache: numpy_dense.NumpyDense) -> numpy_dense.Matrix:
@@ -427,7 +424,7 @@ async def _matrix(rag: Rag, cache: numpy_dense.NumpyDense) -> numpy_dense.Matrix
 
 async def _same_as_a_whole_read(rag: Rag, matrix: numpy_dense.Matrix) -> None:
     """Its rows, less the dead ones, are those a whole read gives, file by file."""
-    whole = await _matrix(rag, numpy_dense.NumpyDense(_matrices(rag)._source))
+    whole = await _matrix(rag, _matrices(rag).fresh())
     live = np.ones(len(matrix.ids), bool)
     live[matrix.dead] = False
     assert matrix.ids[live].tolist() == whole.ids.tolist() and not len(whole.dead)
@@ -458,14 +455,18 @@ async def test_a_rags_matrix_follows_its_files_without_reading_it_whole(rag: Rag
     await _same_as_a_whole_read(rag, whole)
 
 
-async def _random_files(rag: Rag, files: int, chunks: int) -> None:
-    """`files` files of `chunks` chunks with random vectors (not the fixture's texts)."""
+async def _random_files(rag: Rag, files: int, chunks: int) -> list[str]:
+    """`files` files of `chunks` chunks with random vectors (not the fixture's texts); their ids."""
     rng = np.random.default_rng(27)
+    ids = []
     for i in range(files):
         vectors = rng.normal(size=(chunks, 384)).astype(np.float32)
-        await rag.add_chunks(
-            "r.txt", [ChunkInput(text=f"random {i}", token_count=2, vector=v.tolist()) for v in vectors]
+        ids.append(
+            await rag.add_chunks(
+                "r.txt", [ChunkInput(text=f"random {i}", token_count=2, vector=v.tolist()) for v in vectors]
+            )
         )
+    return ids
 
 
 async def test_a_matrix_of_one_file_for_every_row_or_so_is_read_whole_after_a_removal(rag: Rag) -> None:
@@ -489,7 +490,7 @@ async def test_a_file_removed_from_the_middle_is_skipped_not_copied_out(
     fewer = await _matrix(rag, cache)
     assert np.shares_memory(fewer.vectors, first.vectors) and len(fewer.dead) == 2 and fewer.chunk_count == 14
     await _same_as_a_whole_read(rag, fewer)
-    whole = await _matrix(rag, numpy_dense.NumpyDense(_matrices(rag)._source))
+    whole = await _matrix(rag, _matrices(rag).fresh())
     queries = [np.asarray(query_vector(q), np.float32) for q in ("night train", "fresh pasta", "solar panels")]
     for exact_rows in (numpy_dense.EXACT_ROWS, 4):  # scored exactly, then through the sign-bit prefilter
         monkeypatch.setattr(numpy_dense, "EXACT_ROWS", exact_rows)
@@ -511,6 +512,31 @@ async def test_chunks_removed_and_added_between_two_searches_are_both_seen(rag: 
     await rag.remove("travel")
     await rag.add("cooking")  # on SQLite its first chunks take the ids the travel ones had
     await _same_as_a_whole_read(rag, await _matrix(rag, cache))
+
+
+async def test_the_last_file_removed_is_skipped_and_chunks_stored_since_are_read(rag: Rag) -> None:
+    rag.files["last"] = (await _random_files(rag, files=3, chunks=2))[-1]  # 16 rows, room for 20
+    cache = _matrices(rag)
+    first = await _matrix(rag, cache)
+    await rag.remove("last")  # its rows are the matrix's last
+    await rag.add("travel")  # on SQLite its chunks take the removed ones' ids: above the last live row's all the same
+    after = await _matrix(rag, cache)
+    assert np.shares_memory(after.vectors, first.vectors) and len(after.dead) == 2 and after.chunk_count == 16
+    await _same_as_a_whole_read(rag, after)
+
+
+async def test_rows_are_copied_out_once_a_quarter_are_dead(rag: Rag) -> None:
+    await _random_files(rag, files=3, chunks=2)  # 16 rows in 6 files, room for 20
+    cache = _matrices(rag)
+    first = await _matrix(rag, cache)
+    await rag.remove("travel")  # 2 dead rows in the middle
+    await rag.add("travel")  # a file code past the dead one's
+    more = await _matrix(rag, cache)
+    assert np.shares_memory(more.vectors, first.vectors) and len(more.dead) == 2
+    await rag.remove("energy")  # 6 of 18 rows dead
+    fewer = await _matrix(rag, cache)
+    assert not np.shares_memory(fewer.vectors, first.vectors) and not len(fewer.dead) and fewer.chunk_count == 12
+    await _same_as_a_whole_read(rag, fewer)
 
 
 async def test_an_id_given_to_another_chunk_while_the_matrix_is_read_is_not_kept(

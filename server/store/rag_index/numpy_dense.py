@@ -4,15 +4,16 @@ A replica that did not write a change still sees it on its next query (one prima
 lost on restart is only the cache. A change is read as a change, not by reading the RAG again: after a removal (the
 generation says so: `base.bump_generation`) the rows of the files held that no longer have chunks are marked dead, and
 searches skip them (chunks go with their file; SQLite gives the highest ids of removed rows to the next rows inserted,
-so ids alone cannot tell which rows went); where the dead include the last row, or pass a quarter of the rows, the rows
-left are copied to new buffers instead. Every chunk stored since has an id above the last row, so only those are read,
-into spare room at the end of the matrix's buffers. An upload to a 100k-chunk RAG thus costs the next query its new
-chunks, not a reload of every vector. The generation, read again after the rows, must not have moved (each statement
-reads at its own moment, and a reused id could otherwise keep an old vector). On PostgreSQL, whose sequences hand ids
-out before commit, the RAG's chunk count read after the new rows reveals an id committed late below them, and then the
-RAG is read whole; so it is when the matrix holds more than one file for every two rows after a removal (asking about
-each would cost about what the whole read does: bench/rag_refresh.py), and when the rows added since the sign bits' mean
-was taken reach half the RAG (their bits are taken against it; a whole read takes it again).
+so ids alone cannot tell which rows went); once the dead pass a quarter of the rows, the rows left are copied to new
+buffers instead. Every chunk stored since has an id above the highest live row's (`Matrix.top`: a dead row's id may be
+given again), so only those are read, into spare room at the end of the matrix's buffers. An upload to a 100k-chunk RAG
+thus costs the next query its new chunks, not a reload of every vector. The generation, read again after the rows, must
+not have moved (each statement reads at its own moment, and a reused id could otherwise keep an old vector). On
+PostgreSQL, whose sequences hand ids out before commit, the RAG's chunk count read after the new rows reveals an id
+committed late below them, and then the RAG is read whole; so it is when the matrix holds more than one file for every
+two rows after a removal (asking about each would cost about what the whole read does: bench/rag_refresh.py), and when
+the rows added since the sign bits' mean was taken reach half the RAG (their bits are taken against it; a whole read
+takes it again).
 
 Memory: 1.5 KiB per 384-d chunk plus 48 bytes of sign bits (the room to append to is a quarter more, in memory only
 once used); the least recently used matrices are dropped once a process holds more than `CACHE_BYTES` of them (the one
@@ -67,8 +68,8 @@ _BLOCK = 16_384  # rows binarised at a time, bounding the temporary float matrix
 @dataclass(frozen=True)
 class Matrix:
     generation: int
-    ids: npt.NDArray[np.int64]  # ascending
-    files: npt.NDArray[np.int32]  # index into file_codes' keys
+    ids: npt.NDArray[np.int64]  # ascending, dead rows aside (SQLite may give a dead row's id to a row appended later)
+    files: npt.NDArray[np.int32]  # index into file_codes' keys, which hold live files only
     file_codes: dict[str, int]
     vectors: Vector  # rows L2-normalised
     center: Vector
@@ -79,6 +80,7 @@ class Matrix:
     room: _Room | None = field(default=None, repr=False)  # the buffers the arrays above view, when appended to
     # Positions (ascending) of rows whose file was removed: skipped by searches, their files gone from `file_codes`.
     dead: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, np.intp), repr=False)
+    codes: int = 0  # file codes given so far, dead files' too: a new file's code must never reach a dead row
 
     @property
     def nbytes(self) -> int:
@@ -89,6 +91,14 @@ class Matrix:
     def chunk_count(self) -> int:
         """The chunks it holds: its rows less the dead ones."""
         return len(self.ids) - len(self.dead)
+
+    @property
+    def top(self) -> int:
+        """The highest id of a live row (-1 if none): every chunk stored since has a higher one."""
+        rows, dead = len(self.ids), len(self.dead)
+        # The dead rows at the end: as positions ascend without repeats, position - rank reaches rows - dead there.
+        trailing = int(np.count_nonzero(self.dead - np.arange(dead) == rows - dead))
+        return int(self.ids[rows - 1 - trailing]) if trailing < rows else -1
 
     def appended(self, added: Matrix, generation: int) -> Matrix:
         """This matrix and `added`'s rows after it (ids above this one's; its signs taken against this center). The
@@ -101,21 +111,22 @@ class Matrix:
         if room is None or room.used != rows or len(room.ids) < total:
             room = _Room.around(self, total)
         codes = dict(self.file_codes)
-        after = int(self.files.max()) + 1 if rows else 0  # past dead rows' codes too: a filter must never reach them
+        after = self.codes
         for file_id in added.file_codes:  # in code order: dicts keep insertion order
             if file_id not in codes:
                 codes[file_id], after = after, after + 1
         recode = np.asarray([codes[f] for f in added.file_codes], dtype=np.int32)
         room.write(rows, added.ids, recode[added.files], added.vectors, added.bits)
-        return room.matrix(generation, codes, self.center, self.drift + len(added.ids), self.dead)
+        return room.matrix(
+            generation, codes, self.center, self.drift + len(added.ids), dead=self.dead, codes_given=after
+        )
 
     def without_removed(self, left: set[str]) -> Matrix:
-        """Without the rows of the files not in `left`. They are marked dead, not copied out, unless they include
-        the last row (rows appended later must come after every id held: SQLite may give a new row the id of a
-        removed last one) or the dead would pass a quarter of the rows; then the rows left are copied out."""
+        """Without the rows of the files not in `left`. They are marked dead, not copied out, unless the dead would
+        pass a quarter of the rows; then the rows left are copied out."""
         gone = [code for file_id, code in self.file_codes.items() if file_id not in left]
         dead = np.union1d(self.dead, np.flatnonzero(np.isin(self.files, gone))).astype(np.intp)
-        if (len(dead) and dead[-1] == len(self.ids) - 1) or 4 * len(dead) > len(self.ids):
+        if 4 * len(dead) > len(self.ids):
             return self.only_files(left)
         codes = {file_id: code for file_id, code in self.file_codes.items() if file_id in left}
         return dataclasses.replace(self, file_codes=codes, dead=dead)
@@ -124,7 +135,7 @@ class Matrix:
         """The rows of those files (dead rows never among them), in buffers of their own (with room to append)."""
         names = [f for f in self.file_codes if f in file_ids]  # in code order
         keep = np.isin(self.files, [self.file_codes[f] for f in names])
-        recode = np.zeros(len(self.file_codes), np.int32)
+        recode = np.zeros(self.codes, np.int32)  # dead files' codes too: live ones may be past them
         recode[[self.file_codes[f] for f in names]] = np.arange(len(names), dtype=np.int32)
         rows = int(keep.sum())
         room = _Room.sized(rows, self.vectors.shape[1])
@@ -135,7 +146,8 @@ class Matrix:
             self.bits[:, keep],
         )
         room.used = rows
-        return room.matrix(self.generation, {f: i for i, f in enumerate(names)}, self.center, self.drift)
+        codes = {f: i for i, f in enumerate(names)}
+        return room.matrix(self.generation, codes, self.center, self.drift, codes_given=len(names))
 
     def search(self, vector: Vector, limit: int, file_ids: Sequence[str] | None) -> list[Candidate]:
         if not len(self.ids) or limit <= 0 or self.vectors.shape[1] != vector.shape[0]:
@@ -218,7 +230,9 @@ class _Room:
         codes: dict[str, int],
         center: Vector,
         drift: int,
+        *,
         dead: npt.NDArray[np.intp] | None = None,
+        codes_given: int,
     ) -> Matrix:
         """The matrix of the rows written so far (`dead`: positions among them whose files were removed)."""
         rows = self.used
@@ -233,6 +247,7 @@ class _Room:
             drift,
             self,
             np.zeros(0, np.intp) if dead is None else dead,
+            codes_given,
         )
 
     def write(
@@ -291,6 +306,10 @@ class NumpyDense:
         self._cache: OrderedDict[str, Matrix] = OrderedDict()
         self._loading: dict[str, asyncio.Lock] = {}
 
+    def fresh(self) -> NumpyDense:
+        """An empty cache reading the same source."""
+        return NumpyDense(self._source)
+
     @staticmethod
     def encode(vector: Sequence[float]) -> bytes:
         return normalized(vector).astype("<f4").tobytes()
@@ -340,7 +359,7 @@ class NumpyDense:
         kept = await self._without_removed_files(session, stale) if removed else stale
         if kept is None:
             return None
-        added = await self._read(session, rag_id, generation, above=int(kept.ids[-1]), center=stale.center)
+        added = await self._read(session, rag_id, generation, above=kept.top, center=stale.center)
         total = kept.chunk_count + len(added.ids)
         if len(added.ids) and added.vectors.shape[1] != stale.vectors.shape[1]:
             return None
@@ -440,7 +459,7 @@ def build_matrix(
     bits = np.concatenate([_signs(vectors[i : i + _BLOCK], center) for i in range(0, len(vectors), _BLOCK)])
     room.ids[: len(read)], room.files[: len(read)], room.bits[:, : len(read)] = ids, files, bits.T
     room.used = len(read)
-    return room.matrix(generation, codes, center, 0)
+    return room.matrix(generation, codes, center, 0, codes_given=len(codes))
 
 
 def _no_bits() -> npt.NDArray[np.uint64]:
