@@ -539,6 +539,37 @@ async def test_rows_are_copied_out_once_a_quarter_are_dead(rag: Rag) -> None:
     await _same_as_a_whole_read(rag, fewer)
 
 
+async def test_a_matrix_followed_through_any_run_of_changes_holds_what_a_whole_read_does(
+    rag: Rag, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Uploads and removals in a seeded random order, the matrix brought up to date after each, whichever way
+    # (rows appended, marked dead, copied out, or read whole): the same rows and the same answers as a whole read.
+    monkeypatch.setattr(numpy_dense, "EXACT_ROWS", 12)  # past a dozen rows, searches go through the prefilter
+    rng = np.random.default_rng(30)
+    cache = _matrices(rag)
+    held = list(rag.files.values())
+    queries = rng.normal(size=(3, 384)).astype(np.float32)
+    dead_seen = 0
+    for step in range(40):
+        if len(held) > 2 and rng.random() < 0.45:
+            file_id = held.pop(int(rng.integers(len(held))))
+            async with rag.store.transaction() as session:
+                await rag.index.remove_file(session, rag_id=rag.id, file_id=file_id)
+        else:
+            vectors = rng.normal(size=(int(rng.integers(3, 9)), 384)).astype(np.float32)
+            chunks = [ChunkInput(text=f"step {step}", token_count=2, vector=v.tolist()) for v in vectors]
+            held.append(await rag.add_chunks("r.txt", chunks))
+        matrix = await _matrix(rag, cache)
+        dead_seen += len(matrix.dead) > 0
+        await _same_as_a_whole_read(rag, matrix)
+        whole = await _matrix(rag, cache.fresh())
+        one = [held[int(rng.integers(len(held)))]]
+        for vector in queries:
+            assert matrix.search(vector, 5, None) == whole.search(vector, 5, None)
+            assert matrix.search(vector, 3, one) == whole.search(vector, 3, one)
+    assert dead_seen
+
+
 async def test_an_id_given_to_another_chunk_while_the_matrix_is_read_is_not_kept(
     rag: Rag, rag_database: Database
 ) -> None:
