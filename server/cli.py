@@ -91,9 +91,9 @@ class _Management(_Child):
         self._env = {"SWITCHBOARD_CONSOLE_DEV_SIGN_IN": "true"} if dev_sign_in else None
 
     async def start(self) -> None:
-        self._server = await start_management(
-            self._env, host=self._settings.host, port=self._settings.port, log_level="warning"
-        )
+        # Envoy's warnings are about the configuration we generate or its own signals ("caught SIGINT" on every
+        # Ctrl-C): nothing an operator can act on. Its errors still show.
+        self._server = await start_management(self._env, host=self._settings.host, port=self._settings.port)
 
     @property
     def port(self) -> int:

@@ -54,7 +54,8 @@ def test_the_readme_quickstart_reaches_a_completion_and_an_embedding(tmp_path: P
     for name in ("Makefile", "pyproject.toml", ".venv"):
         (tmp_path / name).symlink_to(ROOT / name)
     env = _fresh_env()
-    with _serving(blocks[0][1], tmp_path, env, tmp_path / "make-run.log") as printed:
+    log = tmp_path / "make-run.log"
+    with _serving(blocks[0][1], tmp_path, env, log, stop=signal.SIGINT) as printed:  # stopped as Ctrl-C does
         assert "ten_" in printed and "sb_" in printed and "…" not in printed.split("Demo (development only)")[1]
         assert not _not_ours(printed), _not_ours(printed)
         script = ["set -euo pipefail"]
@@ -69,6 +70,7 @@ def test_the_readme_quickstart_reaches_a_completion_and_an_embedding(tmp_path: P
         assert f"dev/stand-in-chat {STAND_IN_NOTICE}" in output  # the SDK's completion, model = the id asked for
         assert "intfloat/multilingual-e5-small 384" in output  # the SDK's embedding, 384 dimensions
         assert '"model":"chat-default"' in output and STAND_IN_NOTICE in output  # the key granted by publicModelId
+    assert not _not_ours(log.read_text()), _not_ours(log.read_text())  # nor on the way out
     first = (tmp_path / "var" / "demo.env").read_text()
     # A second `make run` in the same directory keeps the demo (same tenant and key) and still answers.
     with _serving(blocks[0][1], tmp_path, env, tmp_path / "make-run-again.log"):
@@ -107,8 +109,11 @@ def _bash(lines: list[str], cwd: Path, env: dict[str, str]) -> str:
 
 
 @contextlib.contextmanager
-def _serving(command: str, cwd: Path, env: dict[str, str], log: Path) -> Iterator[str]:
-    """`make run` (the README's serve block) until the demo is printed; yields what it printed; stops it after."""
+def _serving(
+    command: str, cwd: Path, env: dict[str, str], log: Path, *, stop: signal.Signals = signal.SIGTERM
+) -> Iterator[str]:
+    """`make run` (the README's serve block) until the demo is printed; yields what it printed; stops it after with
+    `stop`, sent to every process of it (as a terminal sends Ctrl-C's SIGINT)."""
     with log.open("wb") as out:
         serving = subprocess.Popen(
             ["bash", "-c", command], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -118,7 +123,7 @@ def _serving(command: str, cwd: Path, env: dict[str, str], log: Path) -> Iterato
         yield log.read_text()
     finally:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(serving.pid, signal.SIGTERM)
+            os.killpg(serving.pid, stop)
         try:
             serving.wait(60)
         except subprocess.TimeoutExpired:
