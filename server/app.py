@@ -267,6 +267,7 @@ class Router:
         if not metrics.scrape_allowed(self._deps.settings, authorization):
             await _json(send, 401, {"code": "unauthenticated", "message": "/metrics needs the metrics bearer token"})
             return
+        await metrics.read_envoy_counters(self._deps.settings.management_admin_file)
         body = await metrics.exposition(metrics.MANAGEMENT)
         headers = [(b"content-type", metrics.CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})

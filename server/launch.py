@@ -32,6 +32,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from server import envoy_admin
 from server.listening import ensure_free
 from server.settings import load_settings
 
@@ -122,6 +123,7 @@ async def start_management(
     ensure_free(host, port, _WHAT)
     # Left by a server of this var dir that was killed while draining: this one is not draining.
     settings.management_drain_marker.unlink(missing_ok=True)
+    settings.management_admin_file.unlink(missing_ok=True)  # a stopped server's: never read another Envoy's stats
     options = {"address": host, "port": port, "env": env or {}, "stdout": stdout, "stderr": stderr}
     server = _exclusive_server(header_timeout, settings.max_connections, **options, log_level=log_level)
     try:
@@ -129,6 +131,8 @@ async def start_management(
     except StartupError:
         ensure_free(host, port, _WHAT)  # another server took the port meanwhile: say so
         raise
+    settings.management_admin_file.parent.mkdir(parents=True, exist_ok=True)
+    settings.management_admin_file.write_text(server._admin_address)  # pyvoy's; no public accessor
     url = f"http://{host}:{server.listener_port}/readyz"
     for _ in range(150):
         if await asyncio.to_thread(_ready, url):
@@ -138,18 +142,12 @@ async def start_management(
     raise RuntimeError("the management server did not become ready")
 
 
-def _admin(address: str, path: str, method: str = "GET") -> bytes:
-    request = urllib.request.Request(f"http://{address}{path}", method=method)
-    with urllib.request.urlopen(request, timeout=2) as resp:  # noqa: S310 - Envoy's loopback admin address
-        return bytes(resp.read())
-
-
 def _drain(address: str, grace_seconds: float) -> None:
     """Close the listener, then wait (at most the grace) until no request is in flight."""
-    _admin(address, "/drain_listeners", "POST")
+    envoy_admin.request(address, "/drain_listeners", "POST")
     deadline = time.monotonic() + grace_seconds
     while time.monotonic() < deadline:
-        found = _ACTIVE.search(_admin(address, "/stats?filter=downstream_rq_active"))
+        found = _ACTIVE.search(envoy_admin.request(address, "/stats?filter=downstream_rq_active"))
         if found is None or int(found.group(1)) == 0:
             return
         time.sleep(0.1)

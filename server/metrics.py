@@ -23,6 +23,7 @@ import contextlib
 import hmac
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,13 @@ from prometheus_client import (
     generate_latest,
     values,
 )
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from prometheus_client.registry import Collector
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from server import envoy_admin
 from server.metric_batch import Batch
 from server.settings import Settings
 
@@ -52,6 +56,7 @@ __all__ = [
     "enable",
     "exposition",
     "multiprocess_dir",
+    "read_envoy_counters",
     "record_invalidation",
     "rpc_observer",
     "scrape_allowed",
@@ -101,6 +106,33 @@ _RPC_DURATION = Histogram(
     registry=MANAGEMENT,
 )
 _OTHER = "other"
+
+
+class _EnvoyCounters(Collector):
+    """The management server's counters that only Envoy keeps, as last read (`read_envoy_counters`)."""
+
+    refused: int | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        if self.refused is not None:
+            family = CounterMetricFamily(
+                "switchboard_management_connections_refused",
+                "Client connections the management server closed unanswered, by reason (max_connections: it held "
+                "SWITCHBOARD_MAX_CONNECTIONS open already).",
+                labels=["reason"],
+            )
+            family.add_metric(["max_connections"], self.refused)
+            yield family
+
+
+_ENVOY = _EnvoyCounters()
+MANAGEMENT.register(_ENVOY)
+
+
+async def read_envoy_counters(address_file: Path) -> None:
+    """Before a management scrape: Envoy's counters, from its admin API (left out while it does not answer)."""
+    _ENVOY.refused = await asyncio.to_thread(envoy_admin.refused_connections, address_file)
+
 
 _multiprocess_dir: Path | None = None
 

@@ -222,6 +222,12 @@ class Settings:
         return self.var_dir / "management.draining"
 
     @property
+    def management_admin_file(self) -> Path:
+        """Envoy's admin address, written by server.launch once the management server has started: the app inside
+        Envoy reads there the counters only Envoy keeps (server.envoy_admin)."""
+        return self.var_dir / "management.admin"
+
+    @property
     def metering_journal_path(self) -> Path:
         return Path(self.metering_journal_dir) if self.metering_journal_dir else self.var_dir / "metering-journal"
 
