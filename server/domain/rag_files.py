@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import delete, select
+from sqlalchemy import Row, bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain import rag_storage, rags
@@ -119,7 +119,7 @@ class FilePage:
     total: int | None
 
 
-def _build(row: RagFileRow) -> RagFile:
+def _build(row: RagFileRow | Row[Any]) -> RagFile:
     return RagFile(
         id=row.id,
         rag_id=row.rag_id,
@@ -272,10 +272,16 @@ async def get_files(session: AsyncSession, *, rag_id: str, file_ids: Collection[
     """The RAG's files among `file_ids`, in one query (ids of other RAGs or deleted files are left out)."""
     if not file_ids:
         return {}
-    rows = await session.scalars(
-        select(RagFileRow).where(RagFileRow.rag_id == rag_id, RagFileRow.id.in_(list(file_ids)))
-    )
+    rows = await session.execute(_FILES_OF_RAG, {"rag_id": rag_id, "ids": list(file_ids)})
     return {row.id: _build(row) for row in rows}
+
+
+# Every RAG search reads its hits' files: built once, on the table, its columns named as RagFileRow's attributes so
+# that `_build` reads the rows alike (server.store.rag_index.search's _CHUNK_ROWS says why).
+_FILES = RagFileRow.__table__.c
+_FILES_OF_RAG = select(
+    *(column.label(RagFileRow.__mapper__.get_property_by_column(column).key) for column in _FILES)
+).where(_FILES.rag_id == bindparam("rag_id"), _FILES.id.in_(bindparam("ids", expanding=True)))
 
 
 async def _delete(session: AsyncSession, index: ChunkIndex, rag_id: str, file_id: str) -> None:

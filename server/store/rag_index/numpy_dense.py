@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
-from sqlalchemy import Executable, select, text
+from sqlalchemy import Executable, bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.store.models import RagChunkRow, RagIndexGenerationRow
@@ -416,8 +416,13 @@ class NumpyDense:
         self._cache.pop(rag_id, None)
 
 
+# Read by every dense search: built once, on the table (search.py's _CHUNK_ROWS says why).
+_GENERATIONS = RagIndexGenerationRow.__table__.c
+_GENERATION = select(_GENERATIONS.generation).where(_GENERATIONS.rag_id == bindparam("rag_id"))
+
+
 async def current_generation(session: AsyncSession, rag_id: str) -> int:
-    value = await session.scalar(select(RagIndexGenerationRow.generation).where(RagIndexGenerationRow.rag_id == rag_id))
+    value = await session.scalar(_GENERATION, {"rag_id": rag_id})
     return int(value or 0)
 
 
