@@ -101,7 +101,7 @@ class Matrix:
         return int(self.ids[rows - 1 - trailing]) if trailing < rows else -1
 
     def appended(self, added: Matrix, generation: int) -> Matrix:
-        """This matrix and `added`'s rows after it (ids above this one's; its signs taken against this center). The
+        """This matrix and `added`'s rows after it (ids above its live rows'; signs taken against its center). The
         rows go to spare room at the end of shared buffers, which views of fewer rows never see, so searches of this
         matrix in flight are undisturbed and an upload does not copy the RAG's every vector."""
         if not len(added.ids):
