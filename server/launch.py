@@ -132,7 +132,8 @@ async def start_management(
         ensure_free(host, port, _WHAT)  # another server took the port meanwhile: say so
         raise
     settings.management_admin_file.parent.mkdir(parents=True, exist_ok=True)
-    settings.management_admin_file.write_text(server._admin_address)  # pyvoy's; no public accessor
+    # pyvoy keeps Envoy's admin address; no public accessor (empty: /metrics then leaves Envoy's counters out)
+    settings.management_admin_file.write_text(getattr(server, "_admin_address", None) or "")
     url = f"http://{host}:{server.listener_port}/readyz"
     for _ in range(150):
         if await asyncio.to_thread(_ready, url):
