@@ -1,9 +1,9 @@
 """The gateway's CPU time per `/context` call, by search mode: what a RAG search costs the gateway beyond the model.
 
 One gateway process (`python -m gateway`, one worker) and one RAG of SWITCHBOARD_BENCH_CONTEXT_CHUNKS chunks (default
-3,000; Zipf-distributed words and random 384-d vectors, in 6 files), on SQLite and on PostgreSQL when it answers.
-The query is embedded by a stand-in that answers at once with one fixed vector, so the embedding upstream costs the
-gateway its HTTP call and nothing else. SWITCHBOARD_BENCH_CONTEXT_REQUESTS (default 1,500) sequential calls of
+3,000; Zipf-distributed words and random 384-d vectors, stored as bench/rag.py stores them), on SQLite and on PostgreSQL
+when it answers. The query is embedded by bench/rag.py's stand-in, which answers at once, so the embedding upstream
+costs the gateway its HTTP call and nothing else. SWITCHBOARD_BENCH_CONTEXT_REQUESTS (default 1,500) sequential calls of
 each kind, after 100 untimed ones; the CPU time is the gateway's process group's, from /proc.
 
 The baseline, measured in the same run: `GET /v1/models` with the same key (authentication, the access cache, the
@@ -19,53 +19,23 @@ from collections.abc import Awaitable, Callable
 
 import aiohttp
 import numpy as np
-import orjson
 from aiohttp import web
 
 from bench._backends import backends, using
 from bench.common import cpu_seconds, gateway_env, gateway_process, running_server
-from bench.rag import _add, _rag_and_key, _serve, _zipf_texts
+from bench.rag import _Embedder, _fill, _rag_and_key, _serve, _zipf_texts
 from server.store.db import Database
-from server.store.rag_index import ChunkInput, chunk_index_for
+from server.store.rag_index import chunk_index_for
 
 CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_CONTEXT_CHUNKS", "3000"))
 REQUESTS = int(os.environ.get("SWITCHBOARD_BENCH_CONTEXT_REQUESTS", "1500"))
 _WARM_UP = 100
-_FILES = 6
+_DIMS = 384
 _MODES = {
     "/context lexical-only": {"dense": 0, "lexical": 1},
     "/context dense-only": {"dense": 1, "lexical": 0},
     "/context hybrid (the RAG's weights)": None,
 }
-
-
-def _stand_in(vector: list[float]) -> web.Application:
-    async def embeddings(request: web.Request) -> web.Response:
-        body = await request.json()
-        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        data = [{"object": "embedding", "index": i, "embedding": vector} for i in range(len(inputs))]
-        usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
-        payload = {"object": "list", "model": body["model"], "data": data, "usage": usage}
-        return web.Response(body=orjson.dumps(payload), content_type="application/json")
-
-    app = web.Application()
-    app.router.add_post("/v1/embeddings", embeddings)
-    return app
-
-
-async def _fill(database_url: str, rag_id: str, rng: np.random.Generator) -> None:
-    texts = _zipf_texts(rng, CHUNKS)
-    vectors = rng.normal(size=(CHUNKS, 384)).astype(np.float32)
-    db = Database(database_url)
-    try:
-        index = await chunk_index_for(db.engine)
-        per_file = -(-CHUNKS // _FILES)
-        for start in range(0, CHUNKS, per_file):
-            part = zip(texts[start : start + per_file], vectors[start : start + per_file], strict=True)
-            chunks = [ChunkInput(text=t, token_count=len(t.split()), vector=v.tolist()) for t, v in part]
-            await _add(db, index, rag_id, f"file_cpu{start // per_file}", chunks)
-    finally:
-        await db.close()
 
 
 async def _per_call(call: Callable[[int], Awaitable[None]], group: int) -> tuple[float, float]:
@@ -83,7 +53,11 @@ async def _run(backend: str, embed_url: str) -> None:
     queries = _zipf_texts(rng, 50, words=4)
     async with running_server() as (base_url, _port, settings):
         rag_id, key = await _rag_and_key(base_url, settings, embed_url)
-        await _fill(settings.database_url, rag_id, rng)
+        db = Database(settings.database_url)
+        try:
+            await _fill(db, await chunk_index_for(db.engine), rag_id, _zipf_texts(rng, CHUNKS), rng=rng, dims=_DIMS)
+        finally:
+            await db.close()
         env = gateway_env(settings, SWITCHBOARD_GATEWAY_PORT="0")
         headers = {"Authorization": f"Bearer {key}"}
         async with (
@@ -120,8 +94,9 @@ async def _run(backend: str, embed_url: str) -> None:
 
 
 async def main() -> None:
-    vector = np.random.default_rng(1).normal(size=384).astype(np.float32).tolist()
-    runner, embed_url = await _serve(_stand_in(vector))
+    embed_app = web.Application()
+    embed_app.router.add_post("/v1/embeddings", _Embedder(_DIMS).embeddings)
+    runner, embed_url = await _serve(embed_app)
     try:
         for backend in backends():
             with using(backend):
