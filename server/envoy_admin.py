@@ -29,6 +29,6 @@ def refused_connections(address_file: Path) -> int | None:
         if not address:
             return None
         stats = request(address, "/stats?filter=downstream_global_cx_overflow")
-    except OSError:
+    except (OSError, ValueError):  # ValueError: an address urllib cannot use (http.client.InvalidURL)
         return None
     return sum(int(found) for found in _REFUSED.findall(stats))

@@ -132,8 +132,7 @@ async def start_management(
         ensure_free(host, port, _WHAT)  # another server took the port meanwhile: say so
         raise
     settings.management_admin_file.parent.mkdir(parents=True, exist_ok=True)
-    # pyvoy keeps Envoy's admin address; no public accessor (empty: /metrics then leaves Envoy's counters out)
-    settings.management_admin_file.write_text(getattr(server, "_admin_address", None) or "")
+    settings.management_admin_file.write_text(_admin_address(server) or "")  # none: /metrics leaves Envoy's out
     url = f"http://{host}:{server.listener_port}/readyz"
     for _ in range(150):
         if await asyncio.to_thread(_ready, url):
@@ -141,6 +140,12 @@ async def start_management(
         await asyncio.sleep(0.1)
     await server.stop()
     raise RuntimeError("the management server did not become ready")
+
+
+def _admin_address(server: Any) -> str | None:
+    """Envoy's admin address (host:port) as pyvoy keeps it once started; it has no public accessor."""
+    address: str | None = getattr(server, "_admin_address", None)
+    return address
 
 
 def _drain(address: str, grace_seconds: float) -> None:
@@ -169,7 +174,7 @@ async def drain_management(
     """Report not ready (`marker`: the settings' `management_drain_marker`) while still serving for
     `deregister_seconds`, then stop accepting, let in-flight requests finish for at most `grace_seconds`, and stop
     the server (which flushes its meter on the way out)."""
-    address = getattr(server, "_admin_address", None)  # pyvoy keeps Envoy's admin address; no public accessor
+    address = _admin_address(server)
     try:
         if address and not server.stopped:
             if marker is not None:
