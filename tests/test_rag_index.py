@@ -413,10 +413,6 @@ async def test_pgvector_keeps_a_large_rag_on_the_graph(
     assert len(graph) == 2
 
 
-def _matrices(rag: Rag) -> numpy_dense.NumpyDense:
-    return engine_matrices(rag.index)
-
-
 async def _matrix(rag: Rag, cache: numpy_dense.NumpyDense) -> numpy_dense.Matrix:
     async with rag.store.read() as session:
         return await cache.matrix(session, rag.id)
@@ -424,7 +420,7 @@ async def _matrix(rag: Rag, cache: numpy_dense.NumpyDense) -> numpy_dense.Matrix
 
 async def _same_as_a_whole_read(rag: Rag, matrix: numpy_dense.Matrix) -> None:
     """Its rows, less the dead ones, are those a whole read gives, file by file."""
-    whole = await _matrix(rag, _matrices(rag).fresh())
+    whole = await _matrix(rag, engine_matrices(rag.index).fresh())
     live = np.ones(len(matrix.ids), bool)
     live[matrix.dead] = False
     assert matrix.ids[live].tolist() == whole.ids.tolist() and not len(whole.dead)
@@ -435,7 +431,7 @@ async def _same_as_a_whole_read(rag: Rag, matrix: numpy_dense.Matrix) -> None:
 
 
 async def test_a_rags_matrix_follows_its_files_without_reading_it_whole(rag: Rag) -> None:
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     first = await _matrix(rag, cache)
     await rag.remove("cooking")  # a file in the middle: its rows go
     fewer = await _matrix(rag, cache)
@@ -472,7 +468,7 @@ async def _random_files(rag: Rag, files: int, chunks: int) -> list[str]:
 async def test_a_matrix_of_one_file_for_every_row_or_so_is_read_whole_after_a_removal(rag: Rag) -> None:
     # Asking about each file would cost about what reading each row does (bench/rag_refresh.py).
     await _random_files(rag, files=6, chunks=1)  # 9 files over 16 rows
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     first = await _matrix(rag, cache)
     await rag.remove("travel")
     fewer = await _matrix(rag, cache)
@@ -484,13 +480,13 @@ async def test_a_file_removed_from_the_middle_is_skipped_not_copied_out(
     rag: Rag, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await _random_files(rag, files=3, chunks=2)  # 16 rows in 6 files: travel's 2 are no longer the last
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     first = await _matrix(rag, cache)
     await rag.remove("travel")
     fewer = await _matrix(rag, cache)
     assert np.shares_memory(fewer.vectors, first.vectors) and len(fewer.dead) == 2 and fewer.chunk_count == 14
     await _same_as_a_whole_read(rag, fewer)
-    whole = await _matrix(rag, _matrices(rag).fresh())
+    whole = await _matrix(rag, engine_matrices(rag.index).fresh())
     queries = [np.asarray(query_vector(q), np.float32) for q in ("night train", "fresh pasta", "solar panels")]
     for exact_rows in (numpy_dense.EXACT_ROWS, 4):  # scored exactly, then through the sign-bit prefilter
         monkeypatch.setattr(numpy_dense, "EXACT_ROWS", exact_rows)
@@ -507,7 +503,7 @@ async def test_a_file_removed_from_the_middle_is_skipped_not_copied_out(
 
 
 async def test_chunks_removed_and_added_between_two_searches_are_both_seen(rag: Rag) -> None:
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     await _matrix(rag, cache)
     await rag.remove("travel")
     await rag.add("cooking")  # on SQLite its first chunks take the ids the travel ones had
@@ -516,7 +512,7 @@ async def test_chunks_removed_and_added_between_two_searches_are_both_seen(rag: 
 
 async def test_the_last_file_removed_is_skipped_and_chunks_stored_since_are_read(rag: Rag) -> None:
     rag.files["last"] = (await _random_files(rag, files=3, chunks=2))[-1]  # 16 rows, room for 20
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     first = await _matrix(rag, cache)
     await rag.remove("last")  # its rows are the matrix's last
     await rag.add("travel")  # on SQLite its chunks take the removed ones' ids: above the last live row's all the same
@@ -527,7 +523,7 @@ async def test_the_last_file_removed_is_skipped_and_chunks_stored_since_are_read
 
 async def test_rows_are_copied_out_once_a_quarter_are_dead(rag: Rag) -> None:
     await _random_files(rag, files=3, chunks=2)  # 16 rows in 6 files, room for 20
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     first = await _matrix(rag, cache)
     await rag.remove("travel")  # 2 dead rows in the middle
     await rag.add("travel")  # a file code past the dead one's
@@ -546,7 +542,7 @@ async def test_a_matrix_followed_through_any_run_of_changes_holds_what_a_whole_r
     # (rows appended, marked dead, copied out, or read whole): the same rows and the same answers as a whole read.
     monkeypatch.setattr(numpy_dense, "EXACT_ROWS", 12)  # past a dozen rows, searches go through the prefilter
     rng = np.random.default_rng(30)
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     held = list(rag.files.values())
     queries = rng.normal(size=(3, 384)).astype(np.float32)
     dead_seen = 0
@@ -579,7 +575,7 @@ async def test_an_id_given_to_another_chunk_while_the_matrix_is_read_is_not_kept
         pytest.skip("SQLite's reads and reused ids")
     import sqlite3
 
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     first = await _matrix(rag, cache)
     await rag.add("cooking")  # the change the next read follows
     path = rag_database.url.removeprefix("sqlite+aiosqlite:///")
@@ -616,7 +612,7 @@ async def test_a_chunk_below_the_highest_held_makes_the_rag_read_whole(rag: Rag,
     # removed earlier. (SQLite commits its ids in order; pgvector keeps the vectors in a table of its own.)
     if rag_database.backend != "postgresql":
         pytest.skip("PostgreSQL without pgvector")
-    cache = _matrices(rag)
+    cache = engine_matrices(rag.index)
     first = await _matrix(rag, cache)
     cooking = first.file_codes[rag.files["cooking"]]
     gap = [int(i) for i, code in zip(first.ids, first.files, strict=True) if code == cooking]
