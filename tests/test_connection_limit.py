@@ -48,31 +48,43 @@ async def _close(connection: Connection) -> None:
         await connection[1].wait_closed()
 
 
+async def _served(port: int) -> Connection:
+    """A new connection the server answered. A connection just closed (a scrape's, or one of the test's) holds its
+    room until the server has seen the close, so one refused meanwhile is retried for a while."""
+    for _ in range(50):
+        connection = await _open(port)
+        if await _status(connection) == b"HTTP/1.1 200 OK":
+            return connection
+        await _close(connection)
+        await asyncio.sleep(0.1)
+    raise AssertionError("no room was ever given to a new connection")
+
+
+@contextlib.asynccontextmanager
+async def _holding_all(port: int) -> AsyncIterator[list[Connection]]:
+    """LIMIT open connections, each answered once, closed on leaving."""
+    held: list[Connection] = []
+    try:
+        for _ in range(LIMIT):
+            held.append(await _served(port))
+        yield held
+    finally:
+        for connection in held:
+            await _close(connection)
+
+
 @pytest.mark.parametrize("port_name", ["management", "gateway"])
 async def test_connections_past_the_limit_are_closed_and_those_open_still_served(
     ports: dict[str, int], port_name: str
 ) -> None:
     port = ports[port_name]
-    held = [await _open(port) for _ in range(LIMIT)]
-    try:
-        assert [await _status(c) for c in held] == [b"HTTP/1.1 200 OK"] * LIMIT
+    async with _holding_all(port) as held:
         extra = await _open(port)
         assert await _status(extra) == b""  # closed unanswered
         await _close(extra)
         assert await _status(held[1]) == b"HTTP/1.1 200 OK"  # the open ones are unaffected
         await _close(held.pop(0))
-        for _ in range(50):  # the server counts the close once it has seen it
-            again = await _open(port)
-            if await _status(again) == b"HTTP/1.1 200 OK":
-                held.append(again)
-                break
-            await _close(again)
-            await asyncio.sleep(0.1)
-        else:
-            raise AssertionError("a closed connection's room was never given to a new one")
-    finally:
-        for connection in held:
-            await _close(connection)
+        held.append(await _served(port))  # its room is given to a new one
 
 
 @pytest.mark.parametrize("port_name", ["management", "gateway"])
@@ -85,16 +97,11 @@ async def test_each_server_counts_the_connections_it_refused_in_its_metrics(
         rf'^switchboard_{port_name}_connections_refused_total\{{reason="max_connections"\}} (\S+)$', re.M
     )
     before = await _refused(port, counted)
-    held = [await _open(port) for _ in range(LIMIT)]
-    try:
-        assert [await _status(c) for c in held] == [b"HTTP/1.1 200 OK"] * LIMIT
+    async with _holding_all(port):
         for _ in range(2):
             extra = await _open(port)
             assert await _status(extra) == b""
             await _close(extra)
-    finally:
-        for connection in held:
-            await _close(connection)
     for _ in range(50):  # a gateway worker folds its counts into /metrics once a second
         if await _refused(port, counted) >= before + 2:
             return
