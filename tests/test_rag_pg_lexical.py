@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Any
 
 import numpy as np
 import pytest
 import pytest_asyncio
-from sqlalchemy import delete, text
+from sqlalchemy import delete, event, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.store.db import Database as Store
@@ -180,6 +181,44 @@ async def test_chunks_written_before_the_triggers_are_backfilled(store: Store) -
         assert kept[1][0] == 41 and kept == await _counted(session, rag_id)
         hits = await upgraded.lexical(session, rag_id=rag_id, query="zebra", limit=3, file_ids=None)
     assert len(hits) == 1
+
+
+@on_postgresql
+async def test_a_search_reads_the_statistics_of_its_own_terms_only(store: Store) -> None:
+    # Whatever the planner's statistics say: here taken before the upload, as autovacuum's are until it catches up
+    # with a large one.
+    rag_id = await stored_rag(store)
+    await chunk_index_for(store.engine)  # its tables
+    async with store.transaction() as session:
+        await session.execute(text("ANALYZE rag_term_stats"))
+    await _add(store, rag_id, [f"term{i} term{i + 1}" for i in range(3000)])  # 3,001 terms
+    run: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
+        if "rag_term_stats" in statement:
+            run.append((statement, parameters))
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    async with store.read() as session:
+        ranking = await pg_lexical.bm25(
+            session, rag_id=rag_id, words=["term7", "term900"], limit=3, file_ids=None, with_dense=False
+        )
+    event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+    assert [c.chunk_id for c in ranking.candidates] and run
+    async with store.read() as session:
+        connection = await session.connection()
+        for statement, parameters in run:
+            plan = await connection.exec_driver_sql(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", parameters)
+            assert _rows_read(plan.scalar_one()[0]["Plan"], "rag_term_stats") <= 2
+
+
+def _rows_read(node: dict[str, Any], table: str) -> int:
+    """The rows a plan's scans of `table` returned or filtered out, over all their loops."""
+    own = 0
+    if node.get("Relation Name") == table:
+        removed = node.get("Rows Removed by Filter", 0) + node.get("Rows Removed by Index Recheck", 0)
+        own = (node["Actual Rows"] + removed) * node["Actual Loops"]
+    return own + sum(_rows_read(child, table) for child in node.get("Plans", []))
 
 
 def test_an_impact_bounds_the_live_weight_at_any_mean_length_and_is_tight_at_the_mean() -> None:
