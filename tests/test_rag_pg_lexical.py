@@ -184,32 +184,43 @@ async def test_chunks_written_before_the_triggers_are_backfilled(store: Store) -
 
 
 @on_postgresql
-async def test_a_search_reads_the_statistics_of_its_own_terms_only(store: Store) -> None:
-    # Whatever the planner's statistics say: here taken before the upload, as autovacuum's are until it catches up
-    # with a large one.
+async def test_a_search_reads_only_the_rows_it_asks_for(store: Store) -> None:
+    # Its terms' statistics and the best rows of their lists, whatever the planner's statistics say: here taken
+    # before the upload and before 300,000 postings of other RAGs were added, as autovacuum's are until it catches up.
+    # (Those postings are written directly: the planner sees the table's size, not whose rows they are.)
     rag_id = await stored_rag(store)
     await chunk_index_for(store.engine)  # its tables
     async with store.transaction() as session:
-        await session.execute(text("ANALYZE rag_term_stats"))
-    await _add(store, rag_id, [f"term{i} term{i + 1}" for i in range(3000)])  # 3,001 terms
+        await session.execute(text("ANALYZE rag_terms, rag_term_stats"))
+        await session.execute(
+            text(
+                "INSERT INTO rag_terms (chunk_id, term, rag_id, tf, dl, impact) "
+                "SELECT -g, 'other' || (g % 20000), 'another', 1, 50, 0.5 FROM generate_series(1, 300000) AS g"
+            )
+        )
+    # "shared" in 250 chunks: more than a list's first read, fewer than a common term; 3,001 other terms.
+    await _add(store, rag_id, [f"term{i} term{i + 1}" + (" shared" if i % 12 == 0 else "") for i in range(3000)])
     run: list[tuple[str, Any]] = []
 
     def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
-        if "rag_term_stats" in statement:
-            run.append((statement, parameters))
+        run.append((statement, parameters))
 
     event.listen(store.engine.sync_engine, "before_cursor_execute", record)
     async with store.read() as session:
         ranking = await pg_lexical.bm25(
-            session, rag_id=rag_id, words=["term7", "term900"], limit=3, file_ids=None, with_dense=False
+            session, rag_id=rag_id, words=["term7", "shared"], limit=3, file_ids=None, with_dense=False
         )
     event.remove(store.engine.sync_engine, "before_cursor_execute", record)
-    assert [c.chunk_id for c in ranking.candidates] and run
-    async with store.read() as session:
+    assert ranking.exact and ranking.depth == pg_lexical.FIRST_DEPTH and len(ranking.candidates) == 3
+    async with store.read() as session:  # the search again, in a transaction of its own, each statement explained
         connection = await session.connection()
         for statement, parameters in run:
             plan = await connection.exec_driver_sql(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", parameters)
-            assert _rows_read(plan.scalar_one()[0]["Plan"], "rag_term_stats") <= 2
+            read = plan.scalar_one()[0]["Plan"]
+            assert _rows_read(read, "rag_term_stats") <= 2  # the query's terms
+            # a list's best `depth` rows a term, or a completion's (chunk, term) pairs
+            terms = len(parameters.get("terms", []))
+            assert _rows_read(read, "rag_terms") <= terms * parameters.get("depth", len(parameters.get("ids", [])))
 
 
 def _rows_read(node: dict[str, Any], table: str) -> int:
