@@ -205,9 +205,7 @@ async def context(
     files: dict[str, rag_files.RagFile] = {}
     if conditions:
         async with app[DB].read() as session:
-            found = await rag_files.matching_files(session, rag_id=rag.id, conditions=conditions, status="ready")
-        files = {f.id: f for f in found}
-        file_ids = list(files)
+            file_ids = await rag_files.matching_file_ids(session, rag_id=rag.id, conditions=conditions, status="ready")
     models = GatewayEmbedder(app, rag, request[PRINCIPAL])
     reranking = rerank and rag.rerank_model is not None
     wanted = max(top_k * 3, 20) if reranking else top_k
@@ -236,13 +234,13 @@ async def context(
             lexical=lexical,
         )
         if not reranking:
-            files |= await _files_of(session, rag.id, hits, files)
+            files = await _files_of(session, rag.id, hits)
     if reranking and hits:  # outside the session: no pooled connection is held across the upstream call
         relevance = await models.rerank(query, [h.text for h in hits])
         ranked = sorted(zip(relevance, hits, strict=True), key=lambda pair: -pair[0])[:top_k]
         hits = [dataclasses.replace(hit, score=score) for score, hit in ranked]
         async with app[DB].read() as session:
-            files |= await _files_of(session, rag.id, hits, files)
+            files = await _files_of(session, rag.id, hits)
     # A file deleted since the search is gone with its chunks.
     return [h for h in hits if h.file_id in files], files
 
@@ -278,10 +276,8 @@ async def _beside(main: Awaitable[T], side: Coroutine[Any, Any, U]) -> tuple[T, 
     return result, await task
 
 
-async def _files_of(
-    session: AsyncSession, rag_id: str, hits: list[ChunkHit], known: dict[str, rag_files.RagFile]
-) -> dict[str, rag_files.RagFile]:
-    return await rag_files.get_files(session, rag_id=rag_id, file_ids={h.file_id for h in hits} - set(known))
+async def _files_of(session: AsyncSession, rag_id: str, hits: list[ChunkHit]) -> dict[str, rag_files.RagFile]:
+    return await rag_files.get_files(session, rag_id=rag_id, file_ids={h.file_id for h in hits})
 
 
 def file_json(file: rag_files.RagFile) -> dict[str, Any]:

@@ -16,9 +16,11 @@ Rules
   size later fails the file with that reason.
 - Metadata: a JSON object of at most 64 keys; values are strings, numbers, booleans or lists of those
   (`source_group_ids` is the usual list). Filters (server.domain.rag_filters) match it the same way everywhere.
-- Listing orders by creation (oldest first) with an opaque cursor; `include_total` counts the files that match the
-  active filters exactly. Filtering runs over the RAG's file rows in process: exact, and cheap for the thousands of
-  files a RAG holds (its chunks never leave the database for it).
+- Listing orders by creation (oldest first) with an opaque cursor (the last file's creation time and id), each page
+  read from the index on (rag_id, created_at, id), so a deep page costs what the first does. Metadata filters are
+  matched in process, exactly as everywhere else: a filtered page reads rows a batch at a time until it is full, and
+  a search's filter reads only the files' ids and metadata. `include_total` counts the files that match exactly
+  (without filters, a count in the database).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Row, bindparam, delete, select
+from sqlalchemy import Row, Select, bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain import rag_storage, rags
@@ -41,6 +43,7 @@ from server.domain.rag_filters import MetadataCondition, matches
 from server.domain.rag_parsing import ParsedFile, parse_file
 from server.errors import InvalidArgument, NotFound
 from server.store.db import as_utc, new_id
+from server.store.keyset import Window
 from server.store.models import RagFileRow, utcnow
 from server.store.rag_index import ChunkIndex, ChunkInput
 
@@ -55,6 +58,7 @@ __all__ = [
     "get_file",
     "has_control_characters",
     "list_files",
+    "matching_file_ids",
     "prepare",
     "register",
     "register_all",
@@ -68,6 +72,7 @@ PROCESSING, READY, FAILED = "processing", "ready", "failed"
 _MAX_METADATA_KEYS = 64
 _MAX_METADATA_BYTES = 16 * 1024
 _MAX_LIST = 100
+_SCAN = 500  # rows a filtered listing reads at a time (its conditions are matched in process, on the JSON metadata)
 _MAX_FILENAME = 512
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -278,10 +283,12 @@ async def get_files(session: AsyncSession, *, rag_id: str, file_ids: Collection[
 
 # Every RAG search reads its hits' files: built once, on the table, its columns named as RagFileRow's attributes so
 # that `_build` reads the rows alike (server.store.rag_index.search's _CHUNK_ROWS says why).
-_FILES = RagFileRow.__table__.c
-_FILES_OF_RAG = select(
-    *(column.label(RagFileRow.__mapper__.get_property_by_column(column).key) for column in _FILES)
-).where(_FILES.rag_id == bindparam("rag_id"), _FILES.id.in_(bindparam("ids", expanding=True)))
+_FILES_TABLE = RagFileRow.__table__
+_FILES = _FILES_TABLE.c
+_FILE_COLUMNS = select(*(column.label(RagFileRow.__mapper__.get_property_by_column(column).key) for column in _FILES))
+_FILES_OF_RAG = _FILE_COLUMNS.where(
+    _FILES.rag_id == bindparam("rag_id"), _FILES.id.in_(bindparam("ids", expanding=True))
+)
 
 
 async def _delete(session: AsyncSession, index: ChunkIndex, rag_id: str, file_id: str) -> None:
@@ -312,22 +319,26 @@ def _encode_cursor(item: RagFile) -> str:
     return base64.urlsafe_b64encode(orjson.dumps([item.created_at.isoformat(), item.id])).decode()
 
 
-def _decode_cursor(cursor: str) -> tuple[str, str]:
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         created, file_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return str(datetime.fromisoformat(created).isoformat()), str(file_id)
+        return as_utc(datetime.fromisoformat(created)) or datetime.fromisoformat(created), str(file_id)
     except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
         raise InvalidArgument("after is not a cursor this API returned", field="after") from None
 
 
-async def matching_files(
+def _of_rag(query: Select[Any], rag_id: str, status: str | None) -> Select[Any]:
+    query = query.where(_FILES.rag_id == rag_id)
+    return query if status is None else query.where(_FILES.status == status)
+
+
+async def matching_file_ids(
     session: AsyncSession, *, rag_id: str, conditions: list[MetadataCondition], status: str | None = None
-) -> list[RagFile]:
-    rows = (await session.scalars(select(RagFileRow).where(RagFileRow.rag_id == rag_id))).all()
-    found = [
-        _build(r) for r in rows if (status is None or r.status == status) and matches(r.metadata_ or {}, conditions)
-    ]
-    return sorted(found, key=lambda f: (f.created_at, f.id))
+) -> list[str]:
+    """The ids of the RAG's files (of that status) whose metadata meet every condition: their ids and metadata read,
+    nothing else (a search restricted to them reads its hits' files afterwards)."""
+    rows = await session.execute(_of_rag(select(_FILES.id, _FILES["metadata"]), rag_id, status))
+    return [file_id for file_id, metadata in rows if matches(metadata or {}, conditions)]
 
 
 async def list_files(
@@ -340,15 +351,31 @@ async def list_files(
     limit: int = 20,
     include_total: bool = False,
 ) -> FilePage:
+    """A page of the RAG's files, oldest first, from the index on (rag_id, created_at, id): without conditions,
+    `limit` + 1 rows; with them, `_SCAN` rows at a time until the page is full (or the files run out)."""
     if not 1 <= limit <= _MAX_LIST:
         raise InvalidArgument(f"limit must be between 1 and {_MAX_LIST}", field="limit")
     if status is not None and status not in (PROCESSING, READY, FAILED):
         raise InvalidArgument("status must be processing, ready or failed", field="status")
-    found = await matching_files(session, rag_id=rag_id, conditions=conditions, status=status)
-    rest = found
-    if after:
-        position = _decode_cursor(after)
-        rest = [f for f in found if (f.created_at.isoformat(), f.id) > position]
-    page = rest[:limit]
-    next_cursor = _encode_cursor(page[-1]) if len(rest) > limit else None
-    return FilePage(files=page, next_cursor=next_cursor, total=len(found) if include_total else None)
+    listed = _of_rag(_FILE_COLUMNS, rag_id, status).order_by(_FILES.created_at, _FILES.id)
+    window = Window(_decode_cursor(after) if after else None, max(limit + 1, _SCAN) if conditions else limit + 1)
+    found: list[RagFile] = []
+    while len(found) <= limit:
+        rows = (await session.execute(window.apply(listed, _FILES.created_at, _FILES.id))).all()
+        found += [_build(row) for row in rows if matches(row.metadata_ or {}, conditions)]
+        if len(rows) < window.limit:
+            break
+        window = Window((rows[-1].created_at, rows[-1].id), window.limit)
+    page = found[:limit]
+    next_cursor = _encode_cursor(page[-1]) if len(found) > limit else None
+    return FilePage(
+        files=page,
+        next_cursor=next_cursor,
+        total=await _total(session, rag_id, conditions, status) if include_total else None,
+    )
+
+
+async def _total(session: AsyncSession, rag_id: str, conditions: list[MetadataCondition], status: str | None) -> int:
+    if not conditions:
+        return int(await session.scalar(_of_rag(select(func.count()).select_from(_FILES_TABLE), rag_id, status)) or 0)
+    return len(await matching_file_ids(session, rag_id=rag_id, conditions=conditions, status=status))
