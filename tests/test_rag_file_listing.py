@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 import pytest
 import pytest_asyncio
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 
 from server.domain import rag_files
 from server.domain.rag_filters import MetadataCondition, matches, parse_filters
@@ -125,3 +126,34 @@ async def test_a_cursor_that_is_not_one_is_refused_naming_after(rag: tuple[Store
         with pytest.raises(InvalidArgument) as refused:
             await rag_files.list_files(session, rag_id=rag_id, conditions=[], after="not-a-cursor")
     assert refused.value.field == "after"
+
+
+# Strings a store's text search could get wrong: case, JSON escapes, LIKE's wildcards and escape, non-ASCII.
+TRICKY = ["t7", "T7", "é", "😀 ok", 'say "hi"', "back\\slash", "100%", "a_b", "line\nbreak", "日本", "Ünïcode"]
+
+
+async def test_a_searchs_file_filter_finds_strings_however_the_metadata_was_written(rag_database: Database) -> None:
+    store = Store(rag_database.url)
+    try:
+        rag_id = await stored_rag(store)
+        kinds = [lambda v: {"v": v}, lambda v: {"v": ["x", v]}, lambda v: {v: "a key, not a value"}]
+        metadata = [kind(v) for kind in kinds for v in TRICKY] + [{"v": f"x{v}y"} for v in TRICKY]
+        rows = [_row(rag_id, n) | {"metadata_": m} for n, m in enumerate(metadata)]
+        async with store.transaction() as session:
+            await session.execute(insert(RagFileRow), rows)
+            # Every other row as orjson writes JSON (non-ASCII as is), as a jsonb column or another writer would.
+            cast = "CAST(:m AS json)" if rag_database.backend != "sqlite" else ":m"
+            for row in rows[::2]:
+                await session.execute(
+                    text(f"UPDATE rag_files SET metadata = {cast} WHERE id = :id"),  # noqa: S608 - fixed fragments
+                    {"m": orjson.dumps(row["metadata_"]).decode(), "id": row["id"]},
+                )
+        for value in TRICKY:
+            for filters in ({"v": value}, {"v": [value, "none of them"]}):
+                conditions = parse_filters(filters)
+                async with store.read() as session:
+                    found = await rag_files.matching_file_ids(session, rag_id=rag_id, conditions=conditions)
+                expected = [r["id"] for r in rows if matches(r["metadata_"], conditions)]
+                assert len(expected) == 2 and sorted(found) == sorted(expected), value
+    finally:
+        await store.close()

@@ -34,12 +34,12 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Row, Select, bindparam, delete, func, select
+from sqlalchemy import Row, Select, Text, bindparam, cast, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain import rag_storage, rags
 from server.domain.rag_chunking import Chunk, TokenCounter, chunk_parsed
-from server.domain.rag_filters import MetadataCondition, matches
+from server.domain.rag_filters import MetadataCondition, matches, texts_needed
 from server.domain.rag_parsing import ParsedFile, parse_file
 from server.errors import InvalidArgument, NotFound
 from server.store.db import as_utc, new_id
@@ -327,17 +327,27 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         raise InvalidArgument("after is not a cursor this API returned", field="after") from None
 
 
-def _of_rag(query: Select[Any], rag_id: str, status: str | None) -> Select[Any]:
+def _of_rag(
+    query: Select[Any], rag_id: str, status: str | None, conditions: Sequence[MetadataCondition] = ()
+) -> Select[Any]:
+    """`query` narrowed to the RAG's files of that status, and to those whose metadata text holds what the conditions
+    need (`texts_needed`: the JSON as written, searched before any row is decoded; `matches` decides after)."""
     query = query.where(_FILES.rag_id == rag_id)
-    return query if status is None else query.where(_FILES.status == status)
+    if status is not None:
+        query = query.where(_FILES.status == status)
+    stored = cast(_FILES["metadata"], Text)
+    for texts in texts_needed(conditions):
+        query = query.where(or_(*(stored.contains(t, autoescape=True) for t in sorted(texts))))
+    return query
 
 
 async def matching_file_ids(
     session: AsyncSession, *, rag_id: str, conditions: list[MetadataCondition], status: str | None = None
 ) -> list[str]:
     """The ids of the RAG's files (of that status) whose metadata meet every condition: their ids and metadata read,
-    nothing else (a search restricted to them reads its hits' files afterwards)."""
-    rows = await session.execute(_of_rag(select(_FILES.id, _FILES["metadata"]), rag_id, status))
+    nothing else (a search restricted to them reads its hits' files afterwards), and of an eq or in condition on
+    strings only the rows whose metadata text holds one of them."""
+    rows = await session.execute(_of_rag(select(_FILES.id, _FILES["metadata"]), rag_id, status, conditions))
     return [file_id for file_id, metadata in rows if matches(metadata or {}, conditions)]
 
 
@@ -357,7 +367,7 @@ async def list_files(
         raise InvalidArgument(f"limit must be between 1 and {_MAX_LIST}", field="limit")
     if status is not None and status not in (PROCESSING, READY, FAILED):
         raise InvalidArgument("status must be processing, ready or failed", field="status")
-    listed = _of_rag(_FILE_COLUMNS, rag_id, status).order_by(_FILES.created_at, _FILES.id)
+    listed = _of_rag(_FILE_COLUMNS, rag_id, status, conditions).order_by(_FILES.created_at, _FILES.id)
     window = Window(_decode_cursor(after) if after else None, max(limit + 1, _SCAN) if conditions else limit + 1)
     found: list[RagFile] = []
     while len(found) <= limit:

@@ -10,14 +10,15 @@ numbers and strings with strings, and never match across types.
 
 from __future__ import annotations
 
+import json
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from server.errors import InvalidArgument
 
-__all__ = ["OPERATORS", "MetadataCondition", "matches", "parse_filters"]
+__all__ = ["OPERATORS", "MetadataCondition", "matches", "parse_filters", "texts_needed"]
 
 OPERATORS = frozenset({"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte"})
 _ORDERING: dict[str, Callable[[Any, Any], bool]] = {
@@ -73,6 +74,19 @@ def _is_scalar(value: Any) -> bool:
 
 def matches(metadata: Mapping[str, Any], conditions: list[MetadataCondition]) -> bool:
     return all(_holds(metadata.get(c.key), c) for c in conditions)
+
+
+def texts_needed(conditions: Sequence[MetadataCondition]) -> list[set[str]]:
+    """What the JSON text of any metadata that `matches` the conditions contains: for each eq or in condition on
+    strings, one of a set of texts (each string JSON-encoded, its non-ASCII characters escaped as Python's json
+    writes them and as they are, as jsonb and orjson write them). A store can skip metadata without them before
+    `matches` decides (a stored list holds each string the same way); other conditions need no particular text."""
+    needed = []
+    for condition in conditions:
+        values = condition.value if condition.op == "in" else [condition.value]
+        if condition.op in ("eq", "in") and all(isinstance(v, str) for v in values):
+            needed.append({json.dumps(v, ensure_ascii=ascii) for v in values for ascii in (True, False)})
+    return needed
 
 
 def _holds(stored: Any, condition: MetadataCondition) -> bool:

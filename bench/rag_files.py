@@ -1,0 +1,119 @@
+"""Listing a large RAG's files and filtering a search by their metadata (GET /rag/{id}/files, /context's `filters`).
+
+One RAG of SWITCHBOARD_BENCH_RAG_FILES files (default 20,000; metadata of a topic out of 50 and a year), on SQLite and
+on PostgreSQL when it answers. Timed through the domain functions the gateway calls (server.domain.rag_files), p50 of
+REPEATS: the first page and a deep page of 20, a page filtered to one topic, the total, and the file ids a search
+filtered to one topic is restricted to. The baseline, measured in the same run: every file row of the RAG read and
+matched in process, which is what both did before they read pages from the index.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bench._backends import backends, using
+from server.domain import rag_files
+from server.domain.rag_filters import matches, parse_filters
+from server.store.db import Database
+from server.store.migrate import upgrade
+from server.store.models import RagFileRow
+from tests.rag_helpers import stored_rag
+
+FILES = int(os.environ.get("SWITCHBOARD_BENCH_RAG_FILES", "20000"))
+REPEATS = 15
+_RAG = "rag_files_bench"
+_ONE_TOPIC = parse_filters({"topic": "t7"})
+
+
+async def _fill(db: Database) -> str:
+    """The RAG's files; the cursor of the page that ends three quarters of the way through."""
+    await stored_rag(db, _RAG)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        {
+            "id": f"rf_{n:07d}",
+            "rag_id": _RAG,
+            "filename": f"doc{n}.txt",
+            "status": "ready",
+            "metadata_": {"topic": f"t{n % 50}", "year": 2000 + n % 25},
+            "chunk_count": 5,
+            "created_at": start + timedelta(seconds=n),
+            "updated_at": start + timedelta(seconds=n),
+        }
+        for n in range(FILES)
+    ]
+    async with db.transaction() as session:
+        for at in range(0, FILES, 5000):
+            await session.execute(insert(RagFileRow), rows[at : at + 5000])
+    cursor, seen = None, 0
+    while seen < FILES * 3 // 4:  # walked to, page by page: a cursor is opaque
+        async with db.read() as session:
+            page = await rag_files.list_files(session, rag_id=_RAG, conditions=[], after=cursor, limit=100)
+        cursor, seen = page.next_cursor, seen + len(page.files)
+    assert cursor is not None
+    return cursor
+
+
+async def _whole(session: AsyncSession) -> None:
+    """The baseline: every file of the RAG read as a row object and matched in process."""
+    rows = (await session.scalars(select(RagFileRow).where(RagFileRow.rag_id == _RAG))).all()
+    found = [r for r in rows if matches(r.metadata_ or {}, _ONE_TOPIC)]
+    sorted(found, key=lambda r: (r.created_at, r.id))
+
+
+async def _p50(db: Database, call: Callable[[AsyncSession], Awaitable[Any]]) -> float:
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        async with db.read() as session:
+            await call(session)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+async def _run(backend: str, url: str) -> None:
+    upgrade(url)
+    db = Database(url)
+    try:
+        deep = await _fill(db)
+        cases: dict[str, Callable[[AsyncSession], Awaitable[Any]]] = {
+            "first page of 20": lambda s: rag_files.list_files(s, rag_id=_RAG, conditions=[]),
+            "a page three quarters in": lambda s: rag_files.list_files(s, rag_id=_RAG, conditions=[], after=deep),
+            "first page filtered to one topic (1/50)": lambda s: rag_files.list_files(
+                s, rag_id=_RAG, conditions=_ONE_TOPIC
+            ),
+            "first page with include_total": lambda s: rag_files.list_files(
+                s, rag_id=_RAG, conditions=[], include_total=True
+            ),
+            "a search's files of one topic (/context)": lambda s: rag_files.matching_file_ids(
+                s, rag_id=_RAG, conditions=_ONE_TOPIC, status="ready"
+            ),
+        }
+        baseline = await _p50(db, _whole)
+        print(f"{backend}: {FILES:,} files, p50 of {REPEATS}")
+        print(f"  {'every file read and matched (baseline)':<44} {baseline:8.2f} ms")
+        for label, call in cases.items():
+            took = await _p50(db, call)
+            print(f"  {label:<44} {took:8.2f} ms  {baseline / took:6.0f}x faster")
+    finally:
+        await db.close()
+
+
+async def main() -> None:
+    for backend in backends():
+        with using(backend):
+            given = os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL")
+            if given:
+                await _run(backend, given)
+                continue
+            with tempfile.TemporaryDirectory() as directory:
+                await _run(backend, f"sqlite+aiosqlite:///{directory}/rag_files.db")
