@@ -47,12 +47,11 @@ def _row(rag_id: str, n: int) -> dict[str, Any]:
 async def rag(rag_database: Database) -> AsyncIterator[tuple[Store, str, list[dict[str, Any]]]]:
     store = Store(rag_database.url)
     try:
-        rag_id = await stored_rag(store)
-        await stored_rag(store, f"{rag_id}-other")
+        rag_id, other = await stored_rag(store), await stored_rag(store)
         rows = [_row(rag_id, n) for n in range(FILES)]
         async with store.transaction() as session:
             await session.execute(insert(RagFileRow), rows)
-            await session.execute(insert(RagFileRow), [_row(f"{rag_id}-other", n) for n in range(9)])
+            await session.execute(insert(RagFileRow), [_row(other, n) for n in range(9)])
         yield store, rag_id, rows
     finally:
         await store.close()

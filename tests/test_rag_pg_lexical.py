@@ -221,6 +221,8 @@ async def test_a_search_reads_only_the_rows_it_asks_for(store: Store) -> None:
             # a list's best `depth` rows a term, or a completion's (chunk, term) pairs
             terms = len(parameters.get("terms", []))
             assert _rows_read(read, "rag_terms") <= terms * parameters.get("depth", len(parameters.get("ids", [])))
+    async with store.transaction() as session:  # the database is the session's: the other postings go
+        await session.execute(text("DELETE FROM rag_terms WHERE rag_id = 'another'"))
 
 
 def _rows_read(node: dict[str, Any], table: str) -> int:
