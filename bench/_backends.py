@@ -7,10 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-__all__ = ["backends", "using"]
+__all__ = ["backends", "database_url", "using"]
 
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -55,3 +57,11 @@ def using(backend: str) -> Iterator[None]:
         if backend == "postgresql":
             with _pg_admin() as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.contextmanager
+def database_url(backend: str, name: str) -> Iterator[str]:
+    """`using(backend)` for a benchmark that opens the database itself: its URL (PostgreSQL's, or the caller's), or a
+    SQLite file `name` in a directory of the block's own."""
+    with using(backend), tempfile.TemporaryDirectory(prefix="switchboard-bench-") as directory:
+        yield os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL") or f"sqlite+aiosqlite:///{Path(directory) / name}"

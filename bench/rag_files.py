@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -20,7 +19,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bench._backends import backends, using
+from bench._backends import backends, database_url
 from server.domain import rag_files
 from server.domain.rag_filters import matches, parse_filters
 from server.store.db import Database
@@ -110,10 +109,5 @@ async def _run(backend: str, url: str) -> None:
 
 async def main() -> None:
     for backend in backends():
-        with using(backend):
-            given = os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL")
-            if given:
-                await _run(backend, given)
-                continue
-            with tempfile.TemporaryDirectory() as directory:
-                await _run(backend, f"sqlite+aiosqlite:///{directory}/rag_files.db")
+        with database_url(backend, "rag_files.db") as url:
+            await _run(backend, url)

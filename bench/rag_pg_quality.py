@@ -8,17 +8,14 @@ the tests use (SWITCHBOARD_BENCH_PG_URL), in a database of the run's own.
 
 from __future__ import annotations
 
-import os
 import statistics
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bench._backends import backends, using
+from bench._backends import backends, database_url
 from bench.rag import judged_chunks, load_judged, ndcg_at_10, ranked_docs
 from server.store.db import Database
 from server.store.migrate import upgrade
@@ -36,8 +33,7 @@ async def main() -> None:
     vectors = np.ones((len(judged.chunked), 8), dtype=np.float32)
     query_ids = sorted(judged.qrels)
     for backend in backends():
-        with using(backend), tempfile.TemporaryDirectory() as tmp:
-            url = os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL") or f"sqlite+aiosqlite:///{Path(tmp) / 'q.db'}"
+        with database_url(backend, "q.db") as url:
             upgrade(url)
             db = Database(url)
             try:

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-from bench._backends import backends, using
+from bench._backends import backends, database_url
 from bench.rag import _add, _add_in
 from server.store.db import Database
 from server.store.migrate import upgrade
@@ -93,7 +91,5 @@ async def _run(backend: str, url: str) -> None:
 
 async def main() -> None:
     for backend in backends():
-        with using(backend):
-            given = os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL")
-            url = given or f"sqlite+aiosqlite:///{Path(tempfile.mkdtemp(prefix='switchboard-bench-')) / 'refresh.db'}"
+        with database_url(backend, "refresh.db") as url:
             await _run(backend, url)
