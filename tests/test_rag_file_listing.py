@@ -128,7 +128,21 @@ async def test_a_cursor_that_is_not_one_is_refused_naming_after(rag: tuple[Store
 
 
 # Strings a store's text search could get wrong: case, JSON escapes, LIKE's wildcards and escape, non-ASCII.
-TRICKY = ["t7", "T7", "é", "😀 ok", 'say "hi"', "back\\slash", "100%", "a_b", "line\nbreak", "日本", "Ünïcode"]
+TRICKY = [
+    "t7",
+    "T7",
+    "é",
+    "😀 ok",
+    'say "hi"',
+    "back\\slash",
+    "100%",
+    "a_b",
+    "a/b",
+    ".*[x]",
+    "line\nbreak",
+    "日本",
+    "Ünïcode",
+]
 
 
 async def test_a_searchs_file_filter_finds_strings_however_the_metadata_was_written(rag_database: Database) -> None:
