@@ -198,31 +198,33 @@ async def test_a_search_reads_only_the_rows_it_asks_for(store: Store) -> None:
                 "SELECT -g, 'other' || (g % 20000), 'another', 1, 50, 0.5 FROM generate_series(1, 300000) AS g"
             )
         )
-    # "shared" in 250 chunks: more than a list's first read, fewer than a common term; 3,001 other terms.
-    await _add(store, rag_id, [f"term{i} term{i + 1}" + (" shared" if i % 12 == 0 else "") for i in range(3000)])
-    run: list[tuple[str, Any]] = []
+    try:
+        # "shared" in 250 chunks: more than a list's first read, fewer than a common term; 3,001 other terms.
+        await _add(store, rag_id, [f"term{i} term{i + 1}" + (" shared" if i % 12 == 0 else "") for i in range(3000)])
+        run: list[tuple[str, Any]] = []
 
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
-        run.append((statement, parameters))
+        def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
+            run.append((statement, parameters))
 
-    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
-    async with store.read() as session:
-        ranking = await pg_lexical.bm25(
-            session, rag_id=rag_id, words=["term7", "shared"], limit=3, file_ids=None, with_dense=False
-        )
-    event.remove(store.engine.sync_engine, "before_cursor_execute", record)
-    assert ranking.exact and ranking.depth == pg_lexical.FIRST_DEPTH and len(ranking.candidates) == 3
-    async with store.read() as session:  # the search again, in a transaction of its own, each statement explained
-        connection = await session.connection()
-        for statement, parameters in run:
-            plan = await connection.exec_driver_sql(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", parameters)
-            read = plan.scalar_one()[0]["Plan"]
-            assert _rows_read(read, "rag_term_stats") <= 2  # the query's terms
-            # a list's best `depth` rows a term, or a completion's (chunk, term) pairs
-            terms = len(parameters.get("terms", []))
-            assert _rows_read(read, "rag_terms") <= terms * parameters.get("depth", len(parameters.get("ids", [])))
-    async with store.transaction() as session:  # the database is the session's: the other postings go
-        await session.execute(text("DELETE FROM rag_terms WHERE rag_id = 'another'"))
+        event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+        async with store.read() as session:
+            ranking = await pg_lexical.bm25(
+                session, rag_id=rag_id, words=["term7", "shared"], limit=3, file_ids=None, with_dense=False
+            )
+        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+        assert ranking.exact and ranking.depth == pg_lexical.FIRST_DEPTH and len(ranking.candidates) == 3
+        async with store.read() as session:  # the search again, in a transaction of its own, each statement explained
+            connection = await session.connection()
+            for statement, parameters in run:
+                plan = await connection.exec_driver_sql(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", parameters)
+                read = plan.scalar_one()[0]["Plan"]
+                assert _rows_read(read, "rag_term_stats") <= 2  # the query's terms
+                # a list's best `depth` rows a term, or a completion's (chunk, term) pairs
+                terms = len(parameters.get("terms", []))
+                assert _rows_read(read, "rag_terms") <= terms * parameters.get("depth", len(parameters.get("ids", [])))
+    finally:  # the database is the session's: the other postings go
+        async with store.transaction() as session:
+            await session.execute(text("DELETE FROM rag_terms WHERE rag_id = 'another'"))
 
 
 def _rows_read(node: dict[str, Any], table: str) -> int:

@@ -323,7 +323,8 @@ def _encode_cursor(item: RagFile) -> str:
 def _decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         created, file_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return as_utc(datetime.fromisoformat(created)) or datetime.fromisoformat(created), str(file_id)
+        at = datetime.fromisoformat(created)
+        return as_utc(at) or at, str(file_id)
     except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
         raise InvalidArgument("after is not a cursor this API returned", field="after") from None
 
