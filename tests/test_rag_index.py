@@ -318,6 +318,38 @@ async def test_filters_apply_inside_the_search_and_still_fill_top_k(rag: Rag) ->
     assert await rag.query("bread", file_ids=[]) == []
 
 
+_MODES = (SearchWeights(), SearchWeights(dense=1, lexical=0), SearchWeights(dense=0, lexical=1))
+# Past what one statement may bind: PostgreSQL's 65,535 parameters, SQLite's 32,766 (250,000 as Debian builds it).
+_MORE_THAN_A_STATEMENT_BINDS = 300_000
+
+
+async def test_a_search_restricted_to_more_files_than_a_statement_binds(
+    rag: Rag, rag_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A metadata filter that a RAG of many files mostly meets gives the index that many ids.
+    if rag_database.backend == "pgvector":
+        monkeypatch.setattr(postgres, "EXACT_ROWS", 4)  # the dense list from the graph's statement too
+    two = [rag.files["energy"], rag.files["travel"]]
+    others = [new_id("rf") for _ in range(_MORE_THAN_A_STATEMENT_BINDS)]
+    for weights in _MODES:
+        query = "bread and a night train to keep warm"
+        hits = await rag.query(query, top_k=10, weights=weights, file_ids=two + others)
+        assert {h.file_id for h in hits} <= set(two) and hits
+        assert hits == await rag.query(query, top_k=10, weights=weights, file_ids=two)
+
+
+async def test_a_restriction_to_every_file_but_one_leaves_that_one_out(rag: Rag) -> None:
+    # As many ids as the RAG has files, or more, need not be all of its files.
+    every = list(rag.files.values())
+    all_but_cooking = [f for f in every if f != rag.files["cooking"]] + [new_id("rf") for _ in every]
+    for weights in _MODES:
+        query = "sourdough bread espresso and a heat pump"
+        unrestricted = await rag.query(query, top_k=10, weights=weights)
+        assert await rag.query(query, top_k=10, weights=weights, file_ids=[*every, new_id("rf")]) == unrestricted
+        hits = await rag.query(query, top_k=10, weights=weights, file_ids=all_but_cooking)
+        assert rag.files["cooking"] not in {h.file_id for h in hits} and hits
+
+
 async def test_deleting_a_file_removes_it_from_both_searches(rag: Rag) -> None:
     await rag.remove("cooking")
     hits = await rag.query("sourdough bread espresso", top_k=10)
@@ -398,12 +430,17 @@ async def test_pgvector_answers_a_small_rag_from_memory_once_its_vectors_are_rea
     assert isinstance(rag.index, postgres.PostgresChunkIndex) and not rag.index._warming  # none in the background
 
 
-async def test_pgvector_keeps_a_large_rag_on_the_graph(
-    rag: Rag, rag_database: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def large_pgvector_rag(rag: Rag, rag_database: Database, monkeypatch: pytest.MonkeyPatch) -> Rag:
+    """The pgvector engine's RAG, searched on its graph as a large one would be."""
     if rag_database.backend != "pgvector":
         pytest.skip("pgvector only")
     monkeypatch.setattr(postgres, "EXACT_ROWS", 4)  # this RAG's 10 chunks are "large"
+    return rag
+
+
+async def test_pgvector_keeps_a_large_rag_on_the_graph(large_pgvector_rag: Rag) -> None:
+    rag = large_pgvector_rag
     graph = _graph_searches(rag)
     for _ in range(2):
         assert texts(await rag.query("night train", top_k=1, weights=SearchWeights(dense=1, lexical=0))) == [
@@ -411,6 +448,30 @@ async def test_pgvector_keeps_a_large_rag_on_the_graph(
         ]
         await _warmed(rag)
     assert len(graph) == 2
+
+
+async def test_pgvector_searches_a_restriction_to_few_chunks_exactly_and_a_larger_one_on_the_graph(
+    large_pgvector_rag: Rag, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rag = large_pgvector_rag
+    other = await Rag(rag.store, rag.index).create()
+    elsewhere = await other.add("cooking")  # another RAG's file among the ids: never a hit
+    graph = _graph_searches(rag)
+    query = "how can I keep my home warm"
+    two = [rag.files["travel"], rag.files["cooking"]]
+    texts_of_two = FILES["travel"] + FILES["cooking"]
+    vectors = np.asarray([v for name in ("travel", "cooking") for v in passage_vectors()[name]])
+    similarity = vectors @ np.asarray(query_vector(query)) / np.linalg.norm(vectors, axis=1)
+    exact = [texts_of_two[i] for i in np.argsort(-similarity)]
+    dense = SearchWeights(dense=1, lexical=0)
+    hits = await rag.query(query, top_k=5, weights=dense, file_ids=[*two, elsewhere])
+    assert texts(hits) == exact[:5]
+    assert [h.dense_similarity for h in hits] == pytest.approx(sorted(similarity, reverse=True)[:5], abs=1e-5)
+    assert graph and all("FROM f CROSS JOIN LATERAL" in s for s in graph)  # not the graph: from the files' chunks
+    monkeypatch.setattr(postgres, "FEW_EXACT", 5)  # the two files' 6 chunks are too many: the graph answers
+    graph.clear()
+    assert texts(await rag.query(query, top_k=5, weights=dense, file_ids=[*two, elsewhere])) == exact[:5]
+    assert any("ORDER BY embedding::vector" in s for s in graph)
 
 
 async def _matrix(rag: Rag, cache: numpy_dense.NumpyDense) -> numpy_dense.Matrix:

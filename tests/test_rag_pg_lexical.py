@@ -106,13 +106,16 @@ async def test_the_triggers_keep_each_rags_statistics_exact(store: Store) -> Non
         assert await _kept(session, other) == ({}, (0, 0), 0)
 
 
-def _reference_bm25(chunks: dict[int, Counter[str]], terms: list[str], limit: int) -> list[tuple[int, float]]:
+def _reference_bm25(
+    chunks: dict[int, Counter[str]], terms: list[str], limit: int, among: set[int] | None = None
+) -> list[tuple[int, float]]:
+    """BM25 with the statistics of all of `chunks`, ranking those `among` (all by default)."""
     n = len(chunks)
     mean = sum(sum(c.values()) for c in chunks.values()) / n
     df = {t: sum(1 for c in chunks.values() if t in c) for t in terms}
     scored = []
     for chunk_id, counts in chunks.items():
-        if not any(t in counts for t in terms):
+        if not any(t in counts for t in terms) or (among is not None and chunk_id not in among):
             continue
         norm = 1.2 * (1 - 0.75 + 0.75 * sum(counts.values()) / mean)
         score = sum(
@@ -122,6 +125,36 @@ def _reference_bm25(chunks: dict[int, Counter[str]], terms: list[str], limit: in
         )
         scored.append((chunk_id, score))
     return sorted(scored, key=lambda pair: (-pair[1], pair[0]))[:limit]
+
+
+async def _lexemes(session: AsyncSession, rag_id: str) -> tuple[dict[int, Counter[str]], dict[int, str]]:
+    """Each of the RAG's chunks' lexemes with their tf; and each chunk's file."""
+    rows = await session.execute(
+        text(
+            "SELECT c.id, c.file_id, u.lexeme, cardinality(u.positions) FROM rag_chunks c "
+            "CROSS JOIN LATERAL unnest(c.tsv) AS u WHERE c.rag_id = :r"
+        ),
+        {"r": rag_id},
+    )
+    chunks: dict[int, Counter[str]] = {}
+    files: dict[int, str] = {}
+    for chunk_id, file_id, lexeme, tf in rows:
+        chunks.setdefault(int(chunk_id), Counter())[str(lexeme)] = int(tf)
+        files[int(chunk_id)] = str(file_id)
+    return chunks, files
+
+
+def _queries(rng: np.random.Generator) -> list[list[str]]:
+    """20 queries of 1-4 distinct words of the vocabulary."""
+    return [list(rng.choice(VOCABULARY, size=int(rng.integers(1, 5)), replace=False)) for _ in range(20)]
+
+
+def _assert_bm25(ranking: pg_lexical.Ranking, chunks: dict[int, Counter[str]], among: set[int] | None = None) -> None:
+    """The ranking is proven and is BM25's top 5 of the chunks `among` (all by default)."""
+    expected = _reference_bm25(chunks, ranking.terms, 5, among)
+    assert ranking.exact
+    assert [c.chunk_id for c in ranking.candidates] == [chunk_id for chunk_id, _ in expected]
+    assert [c.score for c in ranking.candidates] == pytest.approx([s for _, s in expected])
 
 
 @on_postgresql
@@ -134,27 +167,16 @@ async def test_the_ranking_is_bm25_whether_the_lists_are_read_in_one_pass_or_sev
         await _add(store, rag_id, _random_texts(rng, 100))
     await _add(store, await stored_rag(store), _random_texts(rng, 100))  # another RAG, the same words
     async with store.read() as session:
-        rows = await session.execute(
-            text(
-                "SELECT c.id, u.lexeme, cardinality(u.positions) FROM rag_chunks c "
-                "CROSS JOIN LATERAL unnest(c.tsv) AS u WHERE c.rag_id = :r"
-            ),
-            {"r": rag_id},
-        )
-        chunks: dict[int, Counter[str]] = {}
-        for chunk_id, lexeme, tf in rows:
-            chunks.setdefault(int(chunk_id), Counter())[str(lexeme)] = int(tf)
-        queries = [list(rng.choice(VOCABULARY, size=int(rng.integers(1, 5)), replace=False)) for _ in range(20)]
+        chunks, _ = await _lexemes(session, rag_id)
+        queries = _queries(rng)
         for first_depth in (pg_lexical.FIRST_DEPTH, 2):  # 2: every list read again deeper before it is proven
             monkeypatch.setattr(pg_lexical, "FIRST_DEPTH", first_depth)
             for words in queries:
                 ranking = await pg_lexical.bm25(
                     session, rag_id=rag_id, words=words, limit=5, file_ids=None, with_dense=False
                 )
-                expected = _reference_bm25(chunks, ranking.terms, 5)
-                assert ranking.exact and sorted(ranking.terms) == sorted(words)
-                assert [c.chunk_id for c in ranking.candidates] == [chunk_id for chunk_id, _ in expected]
-                assert [c.score for c in ranking.candidates] == pytest.approx([s for _, s in expected])
+                assert sorted(ranking.terms) == sorted(words)
+                _assert_bm25(ranking, chunks)
         # Lists cut short before the bound holds (4 rows of each of 4 terms): the best of what was read, said to be
         # unproven.
         monkeypatch.setattr(pg_lexical, "FIRST_DEPTH", 1)
@@ -162,6 +184,30 @@ async def test_the_ranking_is_bm25_whether_the_lists_are_read_in_one_pass_or_sev
             session, rag_id=rag_id, words=VOCABULARY[:4], limit=1, file_ids=None, with_dense=False, max_depth=1
         )
         assert not cut.exact and cut.depth == 4 and len(cut.candidates) == 1
+
+
+@on_postgresql
+async def test_a_ranking_restricted_to_files_is_the_rags_bm25_among_their_chunks(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(4)
+    rag_id = await stored_rag(store)
+    files = [await _add(store, rag_id, _random_texts(rng, 20)) for _ in range(10)]
+    elsewhere = await _add(store, await stored_rag(store), _random_texts(rng, 20))  # another RAG's, the same words
+    queries = _queries(rng)
+    async with store.read() as session:
+        chunks, file_of = await _lexemes(session, rag_id)
+        # A few files are read from their chunks (depth 0); with no restriction counted as few, down the lists.
+        for max_few, read_from_chunks in ((pg_lexical.MAX_FEW, True), (0, False)):
+            monkeypatch.setattr(pg_lexical, "MAX_FEW", max_few)
+            for chosen in ([files[3]], files[2:5]):
+                among = {chunk_id for chunk_id, file_id in file_of.items() if file_id in chosen}
+                for words in queries:
+                    ranking = await pg_lexical.bm25(
+                        session, rag_id=rag_id, words=words, limit=5, file_ids=[*chosen, elsewhere], with_dense=False
+                    )
+                    assert (ranking.depth == 0) == read_from_chunks
+                    _assert_bm25(ranking, chunks, among)
 
 
 @on_postgresql

@@ -35,6 +35,7 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -149,14 +150,24 @@ class Matrix:
         codes = {f: i for i, f in enumerate(names)}
         return room.matrix(self.generation, codes, self.center, self.drift, codes_given=len(names))
 
+    def file_mask(self, file_ids: Sequence[str] | None) -> npt.NDArray[np.bool_] | None:
+        """Which of its file codes `file_ids` names, or None when that is every file it holds (or `file_ids` is None):
+        a metadata filter that every file meets restricts nothing, and a search need not check tens of thousands of
+        ids against every row."""
+        if file_ids is None:
+            return None
+        unknown = self.codes  # one slot past the codes, for the ids of files it does not hold
+        named = np.zeros(unknown + 1, dtype=bool)
+        named[np.fromiter(map(self.file_codes.get, file_ids, repeat(unknown)), np.intp, len(file_ids))] = True
+        named = named[:unknown]
+        return None if np.count_nonzero(named) == len(self.file_codes) else named
+
     def search(self, vector: Vector, limit: int, file_ids: Sequence[str] | None) -> list[Candidate]:
         if not len(self.ids) or limit <= 0 or self.vectors.shape[1] != vector.shape[0]:
             return []  # a differing pinned dimension is reported by the RAG-level checks before we get here
         query = normalized(vector)
-        rows: npt.NDArray[np.intp] | None = None
-        if file_ids is not None:
-            codes = [self.file_codes[f] for f in file_ids if f in self.file_codes]
-            rows = np.flatnonzero(np.isin(self.files, np.asarray(codes, dtype=np.int32)))
+        named = self.file_mask(file_ids)
+        rows = None if named is None else np.flatnonzero(named[self.files])  # dead rows' files are never named
         count = self.chunk_count if rows is None else len(rows)  # a file filter's rows are never dead
         if count <= EXACT_ROWS:
             candidates = np.arange(len(self.ids)) if rows is None else rows

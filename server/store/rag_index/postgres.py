@@ -3,8 +3,10 @@
 Vectors live in `rag_chunk_vectors` (column type `vector` without a fixed dimension, so RAGs may differ); each RAG
 gets a partial HNSW index on `embedding::vector(d)` restricted to its own rows, built when its first chunks arrive,
 which keeps every RAG's search on its own graph. Filtered queries turn on `hnsw.iterative_scan` so a filter that
-matches few rows still yields `limit` results (rag.md §3: plain HNSW returned 2 of 10). Without the extension the
-numpy engine serves dense search from the `embedding` column instead.
+matches few rows still yields `limit` results (rag.md §3: plain HNSW returned 2 of 10); one whose files hold at most
+`FEW_EXACT` chunks is searched exactly from their vectors instead, as the iterative scan gives up after
+`hnsw.max_scan_tuples`. Without the extension the numpy engine serves dense search from the `embedding` column
+instead.
 
 A RAG of up to `EXACT_ROWS` chunks is searched in process once its vectors are in memory: exactly, and in a fraction
 of a graph search's time (3,000 chunks: ~0.2 ms against ~1.5-2 ms and a round trip, docs/benchmarks.md). The
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import re
 from collections.abc import Sequence
 
-from sqlalchemy import BigInteger, Executable, bindparam, text
+from sqlalchemy import BigInteger, Executable, TextClause, bindparam, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -36,6 +39,7 @@ from server.store.rag_index.base import (
     normalized,
 )
 from server.store.rag_index.numpy_dense import CHUNK_BLOBS, EXACT_ROWS, NumpyDense, VectorSource
+from server.store.rag_index.pg_restriction import FEW_CHUNKS, text_array
 
 __all__ = ["PostgresChunkIndex"]
 
@@ -95,7 +99,7 @@ _FILES_LEFT = text(
 
 
 def _files_left(file_ids: list[str]) -> Executable:
-    return _FILES_LEFT.bindparams(ids=file_ids)
+    return _FILES_LEFT.bindparams(ids=text_array(file_ids))
 
 
 _PGVECTOR_ROWS = VectorSource(
@@ -105,6 +109,58 @@ _PGVECTOR_ROWS = VectorSource(
     count=_chunk_count,
     files_left=_files_left,
 )
+
+
+# A restriction to at most this many chunks is searched exactly, from its chunks' vectors (pg_restriction), rather
+# than on the graph, which passes about ef_search / (the restriction's share of the RAG) chunks outside it and stops
+# after hnsw.max_scan_tuples (20,000), with fewer than `limit` found when the share is under about limit / 20,000
+# (1,000 chunks of 2,000,000). 40,000 chunks (e5-like clusters), p50 of a dense search: 1 file of 10 chunks 6.2 ms
+# against 28 on the graph, 200 chunks 6.9 against 27, 2,000 chunks 19 against 6.9 (docs/benchmarks.md, "RAG").
+FEW_EXACT = 1_000
+
+
+@functools.cache
+def _exact_among_statement(dims: int) -> TextClause:
+    """The most similar of the chunks of `:file_ids` (pg_restriction's FEW_CHUNKS), at most `:limit`; one row with
+    no chunk when there are none, or when they are more than `:few` (and none are read)."""
+    similarity = f"1 - (v.embedding::vector({dims}) <=> CAST(:q AS vector({dims})))"
+    return text(
+        f"WITH {FEW_CHUNKS} SELECT n.held, d.chunk_id, d.similarity FROM n LEFT JOIN LATERAL ("  # noqa: S608
+        f"SELECT v.chunk_id, {similarity} AS similarity FROM f CROSS JOIN LATERAL (SELECT * FROM rag_chunk_vectors "
+        "WHERE chunk_id = f.id OFFSET 0) AS v WHERE n.held <= :few AND v.rag_id = :rag_id "
+        "ORDER BY 2 DESC, 1 LIMIT :limit) AS d ON true"
+    )
+
+
+async def _exact_among(
+    session: AsyncSession, *, rag_id: str, vector: Vector, limit: int, file_ids: Sequence[str]
+) -> list[Candidate] | None:
+    """The files' best `limit` chunks, exactly; None when they hold more than FEW_EXACT chunks."""
+    params = {"q": _literal(vector), "limit": limit, "rag_id": rag_id, "file_ids": text_array(file_ids)}
+    rows = (await session.execute(_exact_among_statement(int(vector.shape[0])), params | {"few": FEW_EXACT})).all()
+    if rows[0][0] > FEW_EXACT:
+        return None
+    return [Candidate(chunk_id=int(row[1]), score=float(row[2])) for row in rows if row[1] is not None]
+
+
+async def _on_graph(
+    session: AsyncSession, *, rag_id: str, vector: Vector, limit: int, file_ids: Sequence[str] | None
+) -> list[Candidate]:
+    """The RAG's HNSW graph's best `limit` (a filter's with the prelude's iterative scan)."""
+    dims = int(vector.shape[0])
+    # rag_id is inlined (checked by the caller) so the planner can match the RAG's partial index predicate.
+    distance = f"embedding::vector({dims}) <=> CAST(:q AS vector({dims}))"
+    where = f"rag_id = '{rag_id}'" + (" AND file_id = ANY(CAST(:file_ids AS text[]))" if file_ids is not None else "")
+    statement = text(
+        f"SELECT chunk_id, 1 - ({distance}) FROM rag_chunk_vectors WHERE {where} ORDER BY {distance} LIMIT :limit"  # noqa: S608
+    )
+    params: dict[str, object] = {"q": _literal(vector), "limit": limit}
+    if file_ids is not None:
+        params["file_ids"] = text_array(file_ids)
+    result = await session.execute(statement, params)
+    candidates = [Candidate(chunk_id=int(row[0]), score=float(row[1])) for row in result]
+    # relaxed_order may return near-ties out of order; rank strictly by similarity.
+    return sorted(candidates, key=lambda c: -c.score)
 
 
 def _literal(vector: Sequence[float] | Vector) -> str:
@@ -223,21 +279,11 @@ class PostgresChunkIndex(ChunkIndex):
             if matrix is not None:
                 return matrix.search(vector, limit, file_ids)
             self._warm(rag_id)
-        dims = int(vector.shape[0])
-        # rag_id is inlined (checked above) so the planner can match the RAG's partial index predicate.
-        distance = f"embedding::vector({dims}) <=> CAST(:q AS vector({dims}))"
-        where = f"rag_id = '{rag_id}'" + (" AND file_id IN :file_ids" if filtered else "")
-        statement = text(
-            f"SELECT chunk_id, 1 - ({distance}) FROM rag_chunk_vectors WHERE {where} ORDER BY {distance} LIMIT :limit"  # noqa: S608
-        )
-        params: dict[str, object] = {"q": _literal(vector), "limit": limit}
-        if file_ids is not None:
-            statement = statement.bindparams(bindparam("file_ids", expanding=True))
-            params["file_ids"] = list(file_ids)
-        result = await session.execute(statement, params)
-        candidates = [Candidate(chunk_id=int(row[0]), score=float(row[1])) for row in result]
-        # relaxed_order may return near-ties out of order; rank strictly by similarity.
-        return sorted(candidates, key=lambda c: -c.score)
+        if file_ids is not None and len(file_ids) <= FEW_EXACT:  # each file has a chunk: more files are more chunks
+            found = await _exact_among(session, rag_id=rag_id, vector=vector, limit=limit, file_ids=file_ids)
+            if found is not None:
+                return found
+        return await _on_graph(session, rag_id=rag_id, vector=vector, limit=limit, file_ids=file_ids)
 
     def _warm(self, rag_id: str) -> None:
         """Loads the RAG's matrix in a task of its own (one per RAG at a time); searches stay on pgvector meanwhile."""

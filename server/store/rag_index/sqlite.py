@@ -19,7 +19,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, text
+import orjson
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from server.store.rag_index._rows import delete_chunk_rows, insert_chunk_rows
@@ -78,7 +79,7 @@ def _ranked(table: str, file_filter: bool) -> str:
     # and ran the MATCH once per chunk (0.44 s instead of 6 ms for one term over 3.7k chunks).
     return (
         f"SELECT c.id, bm25({table}) FROM {table} CROSS JOIN rag_chunks c ON c.id = {table}.rowid "  # noqa: S608
-        f"WHERE {table} MATCH :match AND c.file_id IN :file_ids ORDER BY 2 LIMIT :limit"
+        f"WHERE {table} MATCH :match AND c.file_id IN (SELECT value FROM json_each(:file_ids)) ORDER BY 2 LIMIT :limit"
     )
 
 
@@ -254,12 +255,12 @@ class SqliteChunkIndex(ChunkIndex):
         words = await self._plan(session, matrix, table, rag_id, words, with_dense=with_dense)
         if not words:
             return []
-        statement = text(_ranked(table, file_ids is not None))
+        if matrix.file_mask(file_ids) is None:  # the matrix holds the FTS table's chunks, read in this transaction
+            file_ids = None
         params: dict[str, object] = {"match": _match(words), "limit": limit}
         if file_ids is not None:
-            statement = statement.bindparams(bindparam("file_ids", expanding=True))
-            params["file_ids"] = list(file_ids)
-        return _candidates(await session.execute(statement, params))
+            params["file_ids"] = orjson.dumps(list(file_ids)).decode()  # one parameter, however many files
+        return _candidates(await session.execute(text(_ranked(table, file_ids is not None)), params))
 
     async def _plan(
         self, session: AsyncSession, matrix: Matrix, table: str, rag_id: str, words: list[str], *, with_dense: bool
