@@ -466,6 +466,11 @@ async def test_pgvector_searches_a_restriction_to_few_chunks_exactly_and_a_large
     dense = SearchWeights(dense=1, lexical=0)
     hits = await rag.query(query, top_k=5, weights=dense, file_ids=[*two, elsewhere])
     assert texts(hits) == exact[:5]
+    async with rag.store.read() as session:  # a file named twice: its chunks once
+        found = await rag.index.dense(
+            session, rag_id=rag.id, vector=np.asarray(query_vector(query)), limit=10, file_ids=[*two, *two]
+        )
+    assert sorted(c.chunk_id for c in found) == sorted({c.chunk_id for c in found}) and len(found) == len(exact)
     assert [h.dense_similarity for h in hits] == pytest.approx(sorted(similarity, reverse=True)[:5], abs=1e-5)
     assert graph and all("FROM f CROSS JOIN LATERAL" in s for s in graph)  # not the graph: from the files' chunks
     monkeypatch.setattr(postgres, "FEW_EXACT", 5)  # the two files' 6 chunks are too many: the graph answers

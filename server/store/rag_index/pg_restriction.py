@@ -17,12 +17,13 @@ __all__ = ["FEW_CHUNKS", "text_array"]
 
 _SEPARATOR = "\x00"  # PostgreSQL text cannot hold it, so no value that can name a row contains it
 
-# CTEs for `WITH`: `f`, the ids of the chunks of the files `:file_ids` (of any RAG: a reader checks the rag_id of the
-# rows it reads through them), at most `:few` + 1 of them; `n.held`, how many (over `:few`: too many to read one by
-# one). A reader gates its reads on `n.held <= :few`, so a restriction too large costs `:few` + 1 index entries.
+# CTEs for `WITH`: `f`, the ids of the chunks of the files `:file_ids` (each file once however often it is named; of
+# any RAG: a reader checks the rag_id of the rows it reads through them), at most `:few` + 1 of them; `n.held`, how
+# many (over `:few`: too many to read one by one). A reader gates its reads on `n.held <= :few`, so a restriction
+# too large costs `:few` + 1 index entries.
 FEW_CHUNKS = (
-    "f AS MATERIALIZED (SELECT c.id FROM unnest(CAST(:file_ids AS text[])) AS u(file_id) CROSS JOIN LATERAL "
-    "(SELECT id FROM rag_chunks WHERE file_id = u.file_id OFFSET 0) AS c LIMIT :few + 1), "
+    "f AS MATERIALIZED (SELECT c.id FROM (SELECT DISTINCT unnest(CAST(:file_ids AS text[])) AS file_id) AS u "
+    "CROSS JOIN LATERAL (SELECT id FROM rag_chunks WHERE file_id = u.file_id OFFSET 0) AS c LIMIT :few + 1), "
     "n AS (SELECT count(*) AS held FROM f)"
 )
 
