@@ -56,6 +56,7 @@ log = logging.getLogger("switchboard.metering")
 
 _BATCH = 1000
 _LINGER_SECONDS = 0.5  # how long the flusher waits for more events before writing a batch
+_ATTEMPTS = 3  # writes of one batch before it is left to the journal (0.5 s, then 1 s apart)
 
 
 class CallKind(IntEnum):
@@ -413,7 +414,7 @@ class Meter:
 
     async def _write_chunk(self, usage: list[UsageEvent], traffic: _TrafficCounts, batch_id: str) -> bool:
         sealed = await self._sealed(usage) if self._exchanges else None
-        for attempt in range(3):
+        for attempt in range(_ATTEMPTS):
             try:
                 async with self._db.transaction() as session:
                     if usage:
@@ -435,7 +436,8 @@ class Meter:
                     len(traffic),
                     attempt + 1,
                 )
-                await asyncio.sleep(0.5 * (attempt + 1))
+                if attempt + 1 < _ATTEMPTS:  # after the last, the journal keeps the batch: no reason to wait
+                    await asyncio.sleep(0.5 * (attempt + 1))
         if self._journal is not None:
             log.error(
                 "%d usage events and %d traffic counts kept in the metering journal for a later attempt",

@@ -43,6 +43,9 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1, … under py
 # Every server a test starts inherits this environment. Small pools keep all xdist workers' servers within
 # PostgreSQL's default max_connections (100); a test about pool sizes sets its own.
 os.environ.setdefault("SWITCHBOARD_DB_POOL_SIZE", "4")
+# Stopped servers and gateways stop accepting at once (production waits for load balancers to deregister them);
+# tests of the deregistration delay set their own.
+os.environ.setdefault("SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS", "0")
 
 # Tests that must not overlap, by node id prefix: each group runs on one xdist worker, one test after another.
 SERIAL_GROUPS: dict[str, tuple[str, ...]] = {
@@ -266,8 +269,6 @@ def server_env(database: Database, var_dir: Path, **extra: str) -> dict[str, str
             "SWITCHBOARD_API_KEY_CACHE_SECONDS": "1",
             # Stand-in MCP servers and OAuth endpoints only ever listen on loopback (development/test setting).
             "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",
-            # Stopped servers stop accepting at once; tests of the deregistration delay set their own.
-            "SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS": "0",
             **extra,
         }
     )

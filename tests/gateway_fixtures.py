@@ -95,7 +95,6 @@ def gateway_env(database: Database, var_dir: Path, fakes: Fakes) -> dict[str, st
         "SWITCHBOARD_VENDOR_A_BASE_URL": fakes.vendor_a_url,
         "SWITCHBOARD_GATEWAY_HOST": "127.0.0.1",
         "SWITCHBOARD_GATEWAY_PORT": "0",
-        "SWITCHBOARD_SHUTDOWN_DEREGISTER_SECONDS": "0",  # stopped gateways stop accepting at once
         # The fake providers and the tool loop's MCP servers listen on loopback only (development/test setting;
         # tests/test_model_egress.py proves the refusal with it off). Short tool-loop bounds for the tests.
         "SWITCHBOARD_EGRESS_ALLOW_LOOPBACK": "true",

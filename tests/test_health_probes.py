@@ -42,10 +42,9 @@ def doomed_database() -> Iterator[tuple[str, str]]:
     except Exception as exc:
         pytest.skip(f"PostgreSQL unreachable ({type(exc).__name__})")
     name = f"sb_health_{secrets.token_hex(6)}"
-    with _admin() as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
     url = f"{PG_ADMIN_URL.rsplit('/', 1)[0].replace('postgresql://', 'postgresql+psycopg://', 1)}/{name}"
     try:
+        _create(name, url)
         yield name, url
     finally:
         with _admin() as conn:
@@ -57,9 +56,11 @@ def _drop(name: str) -> None:
         conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
-def _create(name: str) -> None:
+def _create(name: str, url: str) -> None:
+    """The database, migrated: the servers' usage meters write to it as they stop."""
     with _admin() as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
+    upgrade(url)
 
 
 async def _get(url: str, **headers: str) -> tuple[int, str]:
@@ -88,7 +89,7 @@ async def test_gateway_ready_follows_the_database_and_draining(
     doomed_database: tuple[str, str], gateway_app: tuple[str, web.Application]
 ) -> None:
     base, app = gateway_app
-    name, _ = doomed_database
+    name, url = doomed_database
     assert (await _get(f"{base}/livez"))[0] == 200
     assert (await _get(f"{base}/readyz"))[0] == 200
     _drop(name)
@@ -97,7 +98,7 @@ async def test_gateway_ready_follows_the_database_and_draining(
     assert name not in body  # fixed words, never the driver's message
     assert (await _get(f"{base}/livez"))[0] == 200  # alive: restarting it would not bring the database back
     assert (await _get(f"{base}/healthz"))[0] == 200
-    _create(name)
+    _create(name, url)
     assert (await _get(f"{base}/readyz"))[0] == 200  # reconnects by itself
     app[READINESS].drain()
     status, body = await _get(f"{base}/readyz")
@@ -135,7 +136,6 @@ async def test_gateway_metrics_off_and_shutdown_drains(doomed_database: tuple[st
 
 async def test_management_ready_follows_the_database(doomed_database: tuple[str, str]) -> None:
     name, url = doomed_database
-    upgrade(url)
     var_dir = Path(tempfile.mkdtemp(prefix="switchboard-health-mgmt-"))
     env = server_env(Database("postgresql", url), var_dir, SWITCHBOARD_METRICS_TOKEN=TOKEN)
     proc = await start_server(env)
@@ -156,7 +156,7 @@ async def test_management_ready_follows_the_database(doomed_database: tuple[str,
                 break
             await asyncio.sleep(0.1)
         assert checked.ok and checked.body["status"] == "NOT_SERVING"
-        _create(name)
+        _create(name, url)
         assert (await _get(f"{base}/readyz"))[0] == 200
     finally:
         await proc.stop()
