@@ -8,15 +8,19 @@ SWITCHBOARD_BENCH_CONTEXT_CHUNKS chunks (default 3000): BEIR DBpedia abstracts f
 there (else Zipf-distributed words), stored through the chunk index's own write path with their e5 passage
 vectors (embedded in process before the run, cached under var/bench-cache/ as bench/rag.py does: an HNSW search's
 cost depends on the vectors, and random ones are its worst case).
-SWITCHBOARD_BENCH_CONTEXT_REQUESTS (default 500) queries (DBpedia's, in turn) are sent one after another, and for
-each, in turn on the same connection pool, three requests, so that all three see the same machine load:
+SWITCHBOARD_BENCH_CONTEXT_PER_FILE (default 500) chunks a file. SWITCHBOARD_BENCH_CONTEXT_REQUESTS (default 500)
+queries (DBpedia's, in turn) are sent one after another, and for each, in turn on the same connection pool, four
+requests, so that all four see the same machine load:
 - the embedder alone: the query's /v1/embeddings call straight to dev-models (the baseline);
 - `/context` lexical-only (`weights.dense` 0): the gateway and the search without any embedding call;
-- `/context` with the RAG's default hybrid weights: what a client gets, the query embedded through the gateway.
+- `/context` with the RAG's default hybrid weights: what a client gets, the query embedded through the gateway;
+- the same with a metadata filter every file meets: what finding the files a filter allows adds (every file's
+  metadata is read; with one chunk a file, `SWITCHBOARD_BENCH_CONTEXT_PER_FILE=1`, that is the most).
 Printed: p50, p95, p99 and p95/p50 of each (over all requests, and within a query), a histogram of the full
-`/context`, whose two modes, if it has two, show (the stage figures say which part a slow mode comes from), and
-what the gateway adds to the embedding: each hybrid request's time minus its query's embedding just before. On
-SQLite, and on PostgreSQL when it answers.
+`/context`, whose two modes, if it has two, show (the stage figures say which part a slow mode comes from), what
+the gateway adds to the embedding (each hybrid request's time minus its query's embedding just before), and what
+the filter adds (each filtered request's time minus the unfiltered one's). On SQLite, and on PostgreSQL when it
+answers.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from tests.serving import free_port
 
 CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_CONTEXT_CHUNKS", "3000"))
 REQUESTS = int(os.environ.get("SWITCHBOARD_BENCH_CONTEXT_REQUESTS", "500"))
-_PER_FILE = 500
+PER_FILE = int(os.environ.get("SWITCHBOARD_BENCH_CONTEXT_PER_FILE", "500"))
+EVERY_FILE = [{"key": "lang", "op": "ne", "value": "xx"}]  # the files have no metadata: each meets it
 
 
 @contextlib.asynccontextmanager
@@ -89,13 +94,13 @@ async def _fill(database_url: str, rag_id: str, texts: list[str]) -> None:
     db = Database(database_url)
     try:
         index = await chunk_index_for(db.engine)
-        for start in range(0, len(texts), _PER_FILE):
-            part = texts[start : start + _PER_FILE]
+        for start in range(0, len(texts), PER_FILE):
+            part = texts[start : start + PER_FILE]
             chunks = [
                 ChunkInput(text=t, token_count=len(t.split()), vector=v.tolist())
-                for t, v in zip(part, vectors[start : start + _PER_FILE], strict=True)
+                for t, v in zip(part, vectors[start : start + PER_FILE], strict=True)
             ]
-            await _add(db, index, rag_id, f"file_bench{start // _PER_FILE}", chunks)
+            await _add(db, index, rag_id, f"file_bench{start // PER_FILE}", chunks)
     finally:
         await db.close()
 
@@ -145,7 +150,8 @@ async def _timed(http: aiohttp.ClientSession, url: str, body: dict[str, Any], he
 async def _measure(http: aiohttp.ClientSession, embed_url: str, rag_url: str, key: str, queries: list[str]) -> None:
     json = {"Content-Type": "application/json"}
     keyed = {**json, "Authorization": f"Bearer {key}"}
-    stages: dict[str, list[float]] = {"embedder alone (/v1/embeddings)": [], "/context lexical-only": []}
+    alone, filtered = "embedder alone (/v1/embeddings)", "/context hybrid, a filter every file meets"
+    stages: dict[str, list[float]] = {alone: [], "/context lexical-only": [], filtered: []}
     full: list[float] = []
     asked: list[int] = []  # each timed request's query
     for n in range(REQUESTS + 20):  # the first 20: warm-up (connections, the RAG's matrix, caches)
@@ -154,6 +160,7 @@ async def _measure(http: aiohttp.ClientSession, embed_url: str, rag_url: str, ke
         timings = (
             await _timed(http, f"{embed_url}/embeddings", embed, json),
             await _timed(http, f"{rag_url}/context", {"query": query, "weights": {"dense": 0, "lexical": 1}}, keyed),
+            await _timed(http, f"{rag_url}/context", {"query": query, "filters": EVERY_FILE}, keyed),
             await _timed(http, f"{rag_url}/context", {"query": query}, keyed),
         )
         if n >= 20:
@@ -163,10 +170,16 @@ async def _measure(http: aiohttp.ClientSession, embed_url: str, rag_url: str, ke
     for label, times in stages.items():
         _line(label, times, asked)
     _histogram(full, _line("/context hybrid, query embedded (the goal)", full, asked))
-    # What the gateway adds to the embedding it waits for, request by request (the two ran back to back).
-    added = sorted(f - e for f, e in zip(full, stages["embedder alone (/v1/embeddings)"], strict=True))
+    # Request by request (each pair ran back to back): what the gateway adds to the embedding it waits for, and
+    # what a filter adds to the search.
+    _paired("hybrid minus the embedder alone", full, stages[alone])
+    _paired("the filtered minus the unfiltered", stages[filtered], full)
+
+
+def _paired(label: str, times: list[float], baseline: list[float]) -> None:
+    added = sorted(t - b for t, b in zip(times, baseline, strict=True))
     print(
-        f"  hybrid minus the embedder alone, paired     p50 {added[len(added) // 2] * 1000:7.2f}  "
+        f"  {label + ', paired':<44} p50 {added[len(added) // 2] * 1000:7.2f}  "
         f"p95 {added[int(0.95 * len(added))] * 1000:7.2f} ms"
     )
 

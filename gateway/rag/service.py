@@ -201,25 +201,27 @@ async def context(
     the reranker and each hit's `score` becomes its relevance score (the threshold applies to the fused score)."""
     app = request.app
     index = await index_of(app)
-    file_ids: list[str] | None = None
     files: dict[str, rag_files.RagFile] = {}
-    if conditions:
-        async with app[DB].read() as session:
-            file_ids = await rag_files.matching_file_ids(session, rag_id=rag.id, conditions=conditions, status="ready")
     models = GatewayEmbedder(app, rag, request[PRINCIPAL])
     reranking = rerank and rag.rerank_model is not None
     wanted = max(top_k * 3, 20) if reranking else top_k
-    vector, lexical = None, None
-    if weights.dense > 0 and weights.lexical > 0:
-        # The lexical list needs no vector: read while the query is embedded, its time (about a millisecond on
-        # SQLite, several round trips on PostgreSQL) hides behind the upstream call. In a session of its own, so no
-        # pooled connection waits on the embedding upstream.
-        vector, lexical = await _beside(
-            models.query(query),
-            _lexical(app, index, rag_id=rag.id, query=query, top_k=wanted, file_ids=file_ids, weights=weights),
-        )
-    elif weights.dense > 0:
-        vector = await models.query(query)
+    # The filter's files and the lexical list need no vector: read while the query is embedded, their time (a
+    # millisecond to tens of them on a RAG of many files) hides behind the upstream call.
+    both = weights.lexical > 0 and weights.dense > 0
+    reads = _reads(
+        app,
+        index,
+        rag_id=rag.id,
+        query=query,
+        conditions=conditions,
+        lexical_top_k=wanted if both else 0,
+        weights=weights,
+    )
+    vector = None
+    if weights.dense > 0:
+        vector, (file_ids, lexical) = await _beside(models.query(query), reads)
+    else:
+        file_ids, lexical = await reads
     async with app[DB].read() as session:
         hits = await search(
             index,
@@ -245,21 +247,31 @@ async def context(
     return [h for h in hits if h.file_id in files], files
 
 
-async def _lexical(
+async def _reads(
     app: web.Application,
     index: ChunkIndex,
     *,
     rag_id: str,
     query: str,
-    top_k: int,
-    file_ids: list[str] | None,
+    conditions: list[MetadataCondition],
+    lexical_top_k: int,
     weights: SearchWeights,
-) -> list[Candidate]:
-    """`lexical_list` in a read session of its own."""
+) -> tuple[list[str] | None, list[Candidate] | None]:
+    """What a search reads before it needs the query's vector, in a read session of its own (so no pooled
+    connection waits on the embedding upstream): the ready files the conditions restrict it to (None: no
+    restriction), then, when `lexical_top_k`, the lexical list among them."""
     async with app[DB].read() as session:
-        return await lexical_list(
-            index, session, rag_id=rag_id, query=query, top_k=top_k, file_ids=file_ids, weights=weights
+        file_ids = (
+            await rag_files.matching_file_ids(session, rag_id=rag_id, conditions=conditions, status="ready")
+            if conditions
+            else None
         )
+        if not lexical_top_k:
+            return file_ids, None
+        lexical = await lexical_list(
+            index, session, rag_id=rag_id, query=query, top_k=lexical_top_k, file_ids=file_ids, weights=weights
+        )
+        return file_ids, lexical
 
 
 async def _beside(main: Awaitable[T], side: Coroutine[Any, Any, U]) -> tuple[T, U]:
