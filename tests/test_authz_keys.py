@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import pytest_asyncio
 
 from server.app import generated_services
 from tests.clients import ConnectJsonCaller, GrpcioCaller
@@ -75,6 +76,13 @@ def _key_may_call(service: str, method: str, read: bool) -> bool:
 @pytest.fixture
 async def cast(server: Any, connect: ConnectJsonCaller) -> Cast:
     return await build_cast(server, connect)
+
+
+@pytest_asyncio.fixture(scope="module")
+async def escalation_cast(server: Any) -> Cast:
+    """One cast for every escalation attempt: each is refused, and each test compares the tenant before and after
+    its own attempts, so what another test did cannot hide a change."""
+    return await build_cast(server, ConnectJsonCaller(server.base_url))
 
 
 async def test_every_management_method_refuses_keys_but_reads_conversations_and_mcp_oauth(
@@ -202,9 +210,10 @@ async def _state(connect: ConnectJsonCaller, cast: Cast) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=lambda a: a.__name__)
-async def test_no_key_escalates(connect: ConnectJsonCaller, cast: Cast, attempt: Attempt) -> None:
+async def test_no_key_escalates(connect: ConnectJsonCaller, escalation_cast: Cast, attempt: Attempt) -> None:
     """Each attempt, with every key type (a tenant admin's personal and all-resources keys, an Editor's key granted
     one model, a service-account key), is refused and leaves the tenant exactly as it was."""
+    cast = escalation_cast
     before = await _state(connect, cast)
     for kind in USABLE_KEYS:
         path, body = await attempt(cast, connect, kind)
