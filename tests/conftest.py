@@ -217,6 +217,11 @@ def fresh_database(backend: str, tmp_path_factory: pytest.TempPathFactory) -> It
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# A slow test of what does not depend on the database (a process's lifecycle, a client's retries) runs on one
+# backend: `@ONE_BACKEND`.
+ONE_BACKEND = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+
+
 @pytest.fixture(scope="session", params=BACKENDS)
 def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, kept: Kept) -> Database:
     """A fresh, migrated database of this run's own, on each backend."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.conftest import Database
+from tests.conftest import ONE_BACKEND, Database
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld
 
@@ -58,6 +58,7 @@ async def _ready(url: str) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+@ONE_BACKEND
 async def test_a_hung_worker_is_killed_and_replaced(database: Database, gateway: Gateway, fakes: Fakes) -> None:
     """SIGSTOP freezes the worker exactly as a stuck event loop does: alive, holding its share of the port, answering
     nothing. The parent's watchdog sees its heartbeat stop, kills it and starts another."""

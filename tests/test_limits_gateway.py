@@ -25,7 +25,7 @@ from sqlalchemy import select
 from gateway.limits.headers import NAMES, retry_headers
 from server.store.db import Database as Db
 from server.store.models import LimitSoftCrossingRow
-from tests.conftest import Database, Server
+from tests.conftest import ONE_BACKEND, Database, Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
 from tests.gateway_world import GatewayWorld
 from tests.limits_world import LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
@@ -282,9 +282,7 @@ async def test_concurrency_caps_and_the_sdk_retry_backs_off_until_a_slot_frees(
 
 
 @pytest.mark.timeout(150)
-# It waits out the rest of a minute (30 s on average), and what it shows is the gateway's and the SDK's, not the
-# database's: one backend.
-@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+@ONE_BACKEND  # it waits out the rest of a minute (30 s on average)
 async def test_the_sdk_retry_succeeds_after_the_window(gw: LimitsGateway, tenant: Tenant) -> None:
     """A refused call's Retry-After runs to the end of the minute window; the SDK waits that long and succeeds."""
     key_id, secret = await tenant.key("window")

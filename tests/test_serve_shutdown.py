@@ -20,7 +20,7 @@ from gateway.context import READINESS
 from server.settings import load_settings
 from server.store.db import Database as Db
 from server.store.models import UsageEventRow
-from tests.conftest import Database, Server
+from tests.conftest import ONE_BACKEND, Database, Server
 from tests.fakes.serve import serve_in_thread
 from tests.fakes.upstream import SLOW_STREAM_PIECES
 from tests.gateway_fixtures import Fakes, gateway_env, own_var_dir
@@ -96,6 +96,7 @@ async def _answer(http: aiohttp.ClientSession, url: str) -> tuple[int, dict[str,
         return resp.status, await resp.json()
 
 
+@ONE_BACKEND
 async def test_sigterm_first_reports_not_ready_while_still_serving_then_stops_accepting(database: Database) -> None:
     """The deregistration delay: /readyz 503 draining on both ports while other requests are still answered (a load
     balancer takes the replica out of rotation meanwhile), then both ports refuse connections, and serve exits 0.
@@ -123,6 +124,7 @@ async def test_sigterm_first_reports_not_ready_while_still_serving_then_stops_ac
     assert not _marked(running.log_path.parent)  # the management drain marker is gone with the server
 
 
+@ONE_BACKEND
 async def test_an_idle_serve_exits_on_sigterm(database: Database) -> None:
     async with serve(database, SWITCHBOARD_SHUTDOWN_GRACE_SECONDS=str(GRACE)) as running:
         started = set(children(running.proc.pid))
