@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain import rag_storage, rags
 from server.domain.rag_chunking import Chunk, TokenCounter, chunk_parsed
-from server.domain.rag_filters import MetadataCondition, matches, texts_needed
+from server.domain.rag_filters import MetadataCondition, matcher, texts_needed
 from server.domain.rag_parsing import ParsedFile, parse_file
 from server.errors import InvalidArgument, NotFound
 from server.store.db import as_utc, new_id
@@ -333,7 +333,7 @@ def _of_rag(
     query: Select[Any], rag_id: str, status: str | None, conditions: Sequence[MetadataCondition] = ()
 ) -> Select[Any]:
     """`query` narrowed to the RAG's files of that status, and to those whose metadata text holds what the conditions
-    need (`texts_needed`: the JSON as written, searched before any row is decoded; `matches` decides after)."""
+    need (`texts_needed`: the JSON as written, searched before any row is decoded; `matcher` decides after)."""
     query = query.where(_FILES.rag_id == rag_id)
     if status is not None:
         query = query.where(_FILES.status == status)
@@ -351,7 +351,8 @@ async def matching_file_ids(
     rows = await session.execute(_of_rag(select(_FILES.id, _METADATA_TEXT), rag_id, status, conditions))
     # Decoded here rather than by the column's type (Python's json; psycopg's): at 20,000 files 58 -> 38 ms on SQLite,
     # 68 -> 35 on PostgreSQL for a filter every file meets.
-    return [file_id for file_id, text in rows if matches(orjson.loads(text or "{}") or {}, conditions)]
+    match = matcher(conditions)
+    return [file_id for file_id, text in rows if match(orjson.loads(text or "{}") or {})]
 
 
 async def list_files(
@@ -373,9 +374,10 @@ async def list_files(
     listed = _of_rag(_FILE_COLUMNS, rag_id, status, conditions).order_by(_FILES.created_at, _FILES.id)
     window = Window(_decode_cursor(after) if after else None, max(limit + 1, _SCAN) if conditions else limit + 1)
     found: list[RagFile] = []
+    match = matcher(conditions)
     while len(found) <= limit:
         rows = (await session.execute(window.apply(listed, _FILES.created_at, _FILES.id))).all()
-        found += [_build(row) for row in rows if matches(row.metadata_ or {}, conditions)]
+        found += [_build(row) for row in rows if match(row.metadata_ or {})]
         if len(rows) < window.limit:
             break
         window = Window((rows[-1].created_at, rows[-1].id), window.limit)

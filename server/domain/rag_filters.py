@@ -18,7 +18,7 @@ from typing import Any
 
 from server.errors import InvalidArgument
 
-__all__ = ["OPERATORS", "MetadataCondition", "matches", "parse_filters", "texts_needed"]
+__all__ = ["OPERATORS", "MetadataCondition", "matcher", "matches", "parse_filters", "texts_needed"]
 
 OPERATORS = frozenset({"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte"})
 _ORDERING: dict[str, Callable[[Any, Any], bool]] = {
@@ -72,8 +72,17 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, _Scalar)
 
 
-def matches(metadata: Mapping[str, Any], conditions: list[MetadataCondition]) -> bool:
-    return all(_holds(metadata.get(c.key), c) for c in conditions)
+def matches(metadata: Mapping[str, Any], conditions: Sequence[MetadataCondition]) -> bool:
+    return matcher(conditions)(metadata)
+
+
+def matcher(conditions: Sequence[MetadataCondition]) -> Callable[[Mapping[str, Any]], bool]:
+    """`matches` with the conditions read once: what a store applies to each of many files' metadata."""
+    tests = [(c.key, _test(c)) for c in conditions]
+    if len(tests) == 1:
+        ((key, test),) = tests
+        return lambda metadata: test(metadata.get(key))
+    return lambda metadata: all(test(metadata.get(key)) for key, test in tests)
 
 
 def texts_needed(conditions: Sequence[MetadataCondition]) -> list[set[str]]:
@@ -89,28 +98,49 @@ def texts_needed(conditions: Sequence[MetadataCondition]) -> list[set[str]]:
     return needed
 
 
-def _holds(stored: Any, condition: MetadataCondition) -> bool:
-    values = stored if isinstance(stored, list) else ([] if stored is None else [stored])
+_Test = Callable[[Any], bool]
+
+
+def _test(condition: MetadataCondition) -> _Test:
+    """Whether a stored value (absent: None; a list: any of its elements) meets the condition."""
     op, wanted = condition.op, condition.value
-    if op == "eq":
-        return any(_same(v, wanted) for v in values)
-    if op == "ne":
-        return not any(_same(v, wanted) for v in values)
-    if op == "in":
-        return any(_same(v, w) for v in values for w in wanted)
-    if op == "nin":
-        return not any(_same(v, w) for v in values for w in wanted)
-    compare = _ORDERING[op]
-    return any(_comparable(v, wanted) and compare(v, wanted) for v in values)
+    if op in _ORDERING:
+        return _any_element(_ordered(_ORDERING[op], wanted))
+    found = _any_element(_one_of(wanted if op in ("in", "nin") else [wanted]))
+    if op in ("ne", "nin"):
+        return lambda stored: not found(stored)
+    return found
 
 
-def _same(a: Any, b: Any) -> bool:
-    # True == 1 in Python; metadata types must match too.
-    return isinstance(a, bool) == isinstance(b, bool) and a == b
+def _any_element(test: _Test) -> _Test:
+    def found(stored: Any) -> bool:
+        if isinstance(stored, list):
+            return any(map(test, stored))
+        return stored is not None and test(stored)
+
+    return found
 
 
-def _comparable(a: Any, b: Any) -> bool:
-    numbers = (int, float)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return False
-    return (isinstance(a, numbers) and isinstance(b, numbers)) or (isinstance(a, str) and isinstance(b, str))
+def _one_of(wanted: Sequence[_Scalar]) -> _Test:
+    # True == 1 in Python; metadata types must match too, so booleans are looked up apart.
+    booleans = frozenset(w for w in wanted if isinstance(w, bool))
+    others = frozenset(w for w in wanted if not isinstance(w, bool))
+
+    def test(value: Any) -> bool:
+        if isinstance(value, bool):
+            return value in booleans
+        return isinstance(value, str | int | float) and value in others
+
+    return test
+
+
+def _ordered(compare: Callable[[Any, Any], bool], wanted: _Scalar) -> _Test:
+    # Numbers compare with numbers and strings with strings; booleans with nothing.
+    if isinstance(wanted, bool):
+        return lambda _value: False
+    kinds = str if isinstance(wanted, str) else (int, float)
+
+    def test(value: Any) -> bool:
+        return isinstance(value, kinds) and not isinstance(value, bool) and compare(value, wanted)
+
+    return test

@@ -1,0 +1,62 @@
+"""The metadata filters' rule (server.domain.rag_filters), against a plain reading of its documentation written
+here: for random metadata (every JSON type, lists of them, nested values, absent keys) and random conditions of every
+operator, `matcher` and `matches` decide as the reading does."""
+
+from __future__ import annotations
+
+import operator
+import random
+from typing import Any
+
+from server.domain.rag_filters import OPERATORS, matcher, matches, parse_filters
+
+SCALARS: list[Any] = [0, 1, 2, -1, 1.0, 2.5, True, False, "a", "b", "", "1", "true"]
+STORED: list[Any] = [*SCALARS, None, {"a": 1}, [], ["a", ["b"]]]
+ORDER = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}
+
+
+def _reading(stored: Any, op: str, wanted: Any) -> bool:
+    """A list holds its elements, an absent value none; eq/in hold if an element equals a wanted value of the same
+    kind (a boolean is not a number), ne/nin if none does; an ordering holds if an element compares with the value,
+    numbers with numbers and strings with strings."""
+    elements = stored if isinstance(stored, list) else [] if stored is None else [stored]
+
+    def kind(value: Any) -> str:
+        if isinstance(value, bool):
+            return "boolean"
+        if isinstance(value, int | float):
+            return "number"
+        return "string" if isinstance(value, str) else "other"
+
+    if op in ORDER:
+        return any(kind(e) == kind(wanted) in ("number", "string") and ORDER[op](e, wanted) for e in elements)
+    values = wanted if op in ("in", "nin") else [wanted]
+    equal = any(kind(e) == kind(v) and e == v for e in elements for v in values)
+    return equal if op in ("eq", "in") else not equal
+
+
+def _stored(rng: random.Random) -> Any:
+    if rng.random() < 0.3:
+        return [rng.choice(STORED) for _ in range(rng.randrange(4))]
+    return rng.choice(STORED)
+
+
+def _condition(rng: random.Random) -> dict[str, Any]:
+    op = rng.choice(sorted(OPERATORS))
+    value = rng.sample(SCALARS, rng.randrange(1, 4)) if op in ("in", "nin") else rng.choice(SCALARS)
+    return {"key": rng.choice(["k", "l", "absent"]), "op": op, "value": value}
+
+
+def test_the_rule_is_its_documented_reading() -> None:
+    rng = random.Random(27)
+    for _ in range(3000):
+        metadata = {key: _stored(rng) for key in ("k", "l") if rng.random() < 0.9}
+        raw = [_condition(rng) for _ in range(rng.randrange(1, 4))]
+        expected = all(_reading(metadata.get(c["key"]), c["op"], c["value"]) for c in raw)
+        conditions = parse_filters(raw)
+        assert matcher(conditions)(metadata) is expected, (metadata, raw)
+        assert matches(metadata, conditions) is expected, (metadata, raw)
+
+
+def test_no_condition_is_met_by_everything() -> None:
+    assert matcher([])({}) and matcher([])({"k": 1})
