@@ -98,7 +98,9 @@ async def test_credentials_never_share_a_session(recorded: tuple[str, Seen]) -> 
 
 async def test_failures_evict_the_session_a_caller_leaving_does_not(recorded: tuple[str, Seen]) -> None:
     url, seen = recorded
-    pool = _pool(timeout=1.0)
+    # A deadline under the slow tool's 3 s, and as far from it as it can be: it bounds opening a session too, which
+    # a loaded machine has taken over a second to do.
+    pool = _pool(timeout=2.0)
     slow = ToolSource("t", url, {"Authorization": "Bearer slowpoke"})
     broken = ToolSource("t", url, {"Authorization": BREAK})
     try:
@@ -116,7 +118,10 @@ async def test_failures_evict_the_session_a_caller_leaving_does_not(recorded: tu
         assert late.value.timed_out and "did not answer in time" in late.value.message
         assert (await pool.call_tool(slow, "add", {"a": 3, "b": 3})).text == "6"  # on a new session
         assert _methods(seen, "slowpoke").count("server/discover") == 2
-
+    finally:
+        await pool.close()
+    pool = _pool()  # a failure, not a timeout: the default deadline
+    try:
         with pytest.raises(ToolFailure) as failed:
             await pool.call_tool(broken, "add", {"a": 1, "b": 1})
         assert not failed.value.timed_out and "could not be reached or failed" in failed.value.message
