@@ -260,6 +260,8 @@ async def _reads(
     """What a search reads before it needs the query's vector, in a read session of its own (so no pooled
     connection waits on the embedding upstream): the ready files the conditions restrict it to (None: no
     restriction), then, when `lexical_top_k`, the lexical list among them."""
+    if not conditions and not lexical_top_k:  # nothing to read: no session (a dense-only or lexical-only search)
+        return None, None
     async with app[DB].read() as session:
         file_ids = (
             await rag_files.matching_file_ids(session, rag_id=rag_id, conditions=conditions, status="ready")
