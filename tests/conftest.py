@@ -159,7 +159,12 @@ def _pg_unreachable_reason() -> str | None:
 class Database:
     __test__ = False
     backend: str
-    url: str
+    url: str  # SQLAlchemy's
+
+    @property
+    def libpq_url(self) -> str:
+        """The PostgreSQL database's URL as psycopg (libpq) takes it."""
+        return self.url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
 class Kept:

@@ -22,7 +22,7 @@ from tests.world import TENANTS
 def _connect(url: str) -> Any:
     import psycopg
 
-    return psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1), connect_timeout=3)
+    return psycopg.connect(url, connect_timeout=3)
 
 
 async def _waiting_on_the_lock(url: str) -> bool:
@@ -47,14 +47,14 @@ async def test_a_server_killed_before_commit_leaves_neither_change_nor_event(dat
     settings = load_settings({k: v for k, v in env.items() if k.startswith("SWITCHBOARD_")})
     server = Server(f"http://127.0.0.1:{proc.listener_port}", proc.listener_port, settings, database.backend)
     name = f"crash-{secrets.token_hex(4)}"
-    holder = _connect(database.url)
+    holder = _connect(database.libpq_url)
     call: asyncio.Task[Any] | None = None
     try:
         # Inserts wait for this lock; reads do not. The server writes the tenant, then waits to add its event.
         holder.execute("LOCK TABLE audit_events IN EXCLUSIVE MODE")
         connect = ConnectJsonCaller(server.base_url)
         call = asyncio.create_task(connect.call(f"{TENANTS}/CreateTenant", {"name": name}, token=server.admin_token))
-        assert await _waiting_on_the_lock(database.url)
+        assert await _waiting_on_the_lock(database.libpq_url)
         proc._process.send_signal(signal.SIGKILL)  # kill -9: no shutdown, no rollback by the process
         await proc._process.wait()
     finally:
@@ -66,7 +66,7 @@ async def test_a_server_killed_before_commit_leaves_neither_change_nor_event(dat
                 await call
         with contextlib.suppress(Exception):
             await proc.stop()
-    with _connect(database.url) as conn:
+    with _connect(database.libpq_url) as conn:
         assert conn.execute("SELECT count(*) FROM tenants WHERE name = %s", (name,)).fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM audit_events WHERE resource_name = %s", (name,)).fetchone() == (0,)
     # The same call on a live server commits both (the test above is not vacuous).
@@ -76,6 +76,6 @@ async def test_a_server_killed_before_commit_leaves_neither_change_nor_event(dat
         assert (await connect.call(f"{TENANTS}/CreateTenant", {"name": name}, token=server.admin_token)).ok
     finally:
         await proc.stop()
-    with _connect(database.url) as conn:
+    with _connect(database.libpq_url) as conn:
         assert conn.execute("SELECT count(*) FROM tenants WHERE name = %s", (name,)).fetchone() == (1,)
         assert conn.execute("SELECT count(*) FROM audit_events WHERE resource_name = %s", (name,)).fetchone() == (1,)

@@ -121,7 +121,7 @@ async def test_a_filters_files_are_read_while_the_query_is_embedded(setup: _Setu
     the database, not in the gateway's event loop, so PostgreSQL only (SQLite's readers pass a writer's lock)."""
     if database.backend != "postgresql":
         pytest.skip("a reader held back by a lock: PostgreSQL's table lock")
-    locked = psycopg.connect(database.url.replace("postgresql+psycopg://", "postgresql://", 1))
+    locked = psycopg.connect(database.libpq_url)
     locked.execute("LOCK TABLE rag_files IN ACCESS EXCLUSIVE MODE")
     released_by: list[str] = []
     releasing = threading.Lock()
