@@ -163,10 +163,13 @@ class Matrix:
         return None if np.count_nonzero(named) == len(self.file_codes) else named
 
     def search(self, vector: Vector, limit: int, file_ids: Sequence[str] | None) -> list[Candidate]:
+        return self.search_named(vector, limit, self.file_mask(file_ids))
+
+    def search_named(self, vector: Vector, limit: int, named: npt.NDArray[np.bool_] | None) -> list[Candidate]:
+        """`search` within the file codes `named` (a `file_mask`), for a caller that needs the mask itself too."""
         if not len(self.ids) or limit <= 0 or self.vectors.shape[1] != vector.shape[0]:
             return []  # a differing pinned dimension is reported by the RAG-level checks before we get here
         query = normalized(vector)
-        named = self.file_mask(file_ids)
         rows = None if named is None else np.flatnonzero(named[self.files])  # dead rows' files are never named
         count = self.chunk_count if rows is None else len(rows)  # a file filter's rows are never dead
         if count <= EXACT_ROWS:

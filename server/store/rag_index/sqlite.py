@@ -203,10 +203,13 @@ class SqliteChunkIndex(ChunkIndex):
         file_ids: Sequence[str] | None,
     ) -> tuple[list[Candidate], list[Candidate]]:
         matrix = await self._dense.matrix(session, rag_id)
+        named = matrix.file_mask(file_ids)
+        if named is None:  # a filter every file meets restricts neither list
+            file_ids = None
         dense = None
         if vector is not None:
             # numpy releases the GIL: the dense scoring overlaps the lexical statements in SQLite's own thread.
-            dense = asyncio.get_running_loop().run_in_executor(None, matrix.search, vector, limit, file_ids)
+            dense = asyncio.get_running_loop().run_in_executor(None, matrix.search_named, vector, limit, named)
         words = searched_terms(query, limit, file_ids) if lexical else []
         found = (
             await self._lexical_in(
@@ -234,6 +237,8 @@ class SqliteChunkIndex(ChunkIndex):
         with_dense: bool,
     ) -> list[Candidate]:
         matrix = await self._dense.matrix(session, rag_id)  # cached: costs the generation read
+        if matrix.file_mask(file_ids) is None:  # the matrix holds the FTS table's chunks, read in this transaction
+            file_ids = None
         return await self._lexical_in(
             session, matrix, rag_id=rag_id, words=words, limit=limit, file_ids=file_ids, with_dense=with_dense
         )
@@ -255,8 +260,6 @@ class SqliteChunkIndex(ChunkIndex):
         words = await self._plan(session, matrix, table, rag_id, words, with_dense=with_dense)
         if not words:
             return []
-        if matrix.file_mask(file_ids) is None:  # the matrix holds the FTS table's chunks, read in this transaction
-            file_ids = None
         params: dict[str, object] = {"match": _match(words), "limit": limit}
         if file_ids is not None:
             params["file_ids"] = orjson.dumps(list(file_ids)).decode()  # one parameter, however many files
