@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.embedded_pg import embedded_pgvector_server, sqlalchemy_url
+from tests.embedded_pg import embedded_pgvector_server
+from tests.pg_urls import sqlalchemy_url
 
 __all__ = ["backends", "database_url", "embedded_pgvector_url", "using"]
 
@@ -53,8 +54,7 @@ def using(backend: str) -> Iterator[None]:
         if backend == "postgresql":
             with _pg_admin() as conn:
                 conn.execute(f'CREATE DATABASE "{name}"')
-            base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-            os.environ["SWITCHBOARD_BENCH_DATABASE_URL"] = f"{base}/{name}"
+            os.environ["SWITCHBOARD_BENCH_DATABASE_URL"] = sqlalchemy_url(PG_ADMIN_URL, name)
         yield
     finally:
         os.environ.pop("SWITCHBOARD_BENCH_DATABASE_URL", None)

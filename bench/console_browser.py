@@ -21,6 +21,7 @@ from bench.common import running_server
 from server.tokens import mint_token
 from tests.console.harness import DIST, not_ready, run_script
 from tests.console_seed import seed_tenant
+from tests.pg_urls import libpq_url
 
 REPEATS = 7
 GOAL_MS = 1000
@@ -44,7 +45,7 @@ async def main() -> None:
     backend = "given" if "given" in backends() else "postgresql"
     with using(backend):
         async with running_server() as (base, _port, settings):
-            url = settings.database_url.replace("postgresql+psycopg://", "postgresql://", 1)
+            url = libpq_url(settings.database_url)
             started = time.perf_counter()
             rows = int(os.environ.get("CONSOLE_BROWSER_USAGE_ROWS", "10000"))
             seeded = seed_tenant(url, usage_rows=rows)

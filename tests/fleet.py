@@ -33,6 +33,7 @@ from cryptography.fernet import Fernet
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, ensure_signing_key, mint_token
 from tests.conftest import unique_name
+from tests.pg_urls import sqlalchemy_url
 from tests.serving import free_port
 
 __all__ = ["Fleet", "Replica", "pg_unreachable", "redis_unreachable", "running_fleet"]
@@ -388,8 +389,7 @@ async def running_fleet(
 
     root = Path(tempfile.mkdtemp(prefix="switchboard-fleet-"))
     db_name = unique_name("fleet")
-    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    database_url = f"{base}/{db_name}"
+    database_url = sqlalchemy_url(PG_ADMIN_URL, db_name)
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
         conn.execute(f'CREATE DATABASE "{db_name}"')
     helpers: list[asyncio.subprocess.Process] = []  # Envoy and the stand-in model

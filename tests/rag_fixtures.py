@@ -17,7 +17,8 @@ from server.store.db import Database as Db
 from server.store.migrate import upgrade
 from tests.clients import ConnectJsonCaller
 from tests.conftest import PG_ADMIN_URL, Database, Server, _pg_unreachable_reason, unique_name
-from tests.embedded_pg import embedded_pgvector_server, sqlalchemy_url
+from tests.embedded_pg import embedded_pgvector_server
+from tests.pg_urls import sqlalchemy_url
 from tests.rag_helpers import model
 from tests.world import World, make_world
 

@@ -23,6 +23,7 @@ from server.store.migrate import upgrade
 from server.tokens import PLATFORM_ROLES, mint_token
 from tests.conftest import PG_ADMIN_URL, Database, server_env, start_server
 from tests.gateway_fixtures import start_gateway_process
+from tests.pg_urls import libpq_url
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -39,7 +40,7 @@ class Limited:
 
     @property
     def driver_url(self) -> str:
-        return self.url.replace("postgresql+psycopg://", "postgresql://", 1)
+        return libpq_url(self.url)
 
 
 def _admin() -> psycopg.Connection[Any]:

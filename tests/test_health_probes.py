@@ -24,6 +24,7 @@ from server.store.migrate import upgrade
 from tests.clients import ConnectJsonCaller
 from tests.conftest import PG_ADMIN_URL, Database, server_env, start_server
 from tests.metrics_scrape import scrape
+from tests.pg_urls import sqlalchemy_url
 
 TOKEN = "metrics-scrape-" + secrets.token_hex(8)
 
@@ -42,7 +43,7 @@ def doomed_database() -> Iterator[tuple[str, str]]:
     except Exception as exc:
         pytest.skip(f"PostgreSQL unreachable ({type(exc).__name__})")
     name = f"sb_health_{secrets.token_hex(6)}"
-    url = f"{PG_ADMIN_URL.rsplit('/', 1)[0].replace('postgresql://', 'postgresql+psycopg://', 1)}/{name}"
+    url = sqlalchemy_url(PG_ADMIN_URL, name)
     try:
         _create(name, url)
         yield name, url

@@ -31,6 +31,7 @@ from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, server_env, start_server
 from tests.gateway_fixtures import Fakes, GatewayProcess, gateway_env, start_gateway_process
 from tests.gateway_world import KEYS, GatewayWorld, ModelSpec, all_resources_key, create_models
+from tests.pg_urls import libpq_url
 from tests.test_egress import Names
 from tests.world import GROUPS, TENANTS, make_world, must
 
@@ -269,7 +270,7 @@ async def test_a_lost_listener_reconnects_and_drops_what_it_may_have_missed(flee
     from the warm caches; killing every listener's connection makes each replica reconnect and drop its caches."""
     key = await all_resources_key(fleet.managers[0], fleet.world, fleet.world.tokens["member"], "missed")
     urls = [f"{g}/models" for g in fleet.gateways]
-    url = fleet.database.url.replace("postgresql+psycopg://", "postgresql://", 1)
+    url = libpq_url(fleet.database.url)
     async with aiohttp.ClientSession() as http:
         await _warm(http, urls, key)
         with psycopg.connect(url, autocommit=True) as conn:
