@@ -3,7 +3,8 @@
 One RAG of SWITCHBOARD_BENCH_RAG_FILES files (default 20,000; metadata of a topic out of 50 and a year), on SQLite and
 on PostgreSQL when it answers. Timed through the domain functions the gateway calls (server.domain.rag_files), p50 of
 REPEATS: the first page and a deep page of 20, a page filtered to one topic, the total, and the file ids a search
-filtered to one topic (or by a filter every file meets) is restricted to. The baseline, measured in the same run:
+filtered to one topic (or by a filter every file meets) is restricted to, the latter read each time and held between
+searches as the gateway does (server.domain.rag_ready_files). The baseline, measured in the same run:
 every file row of the RAG read and matched in process, which is what both did before they read pages from the index.
 
 Then the search itself restricted to every file's id (each file holds one chunk), lexical-only and dense-only,
@@ -26,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bench._backends import backends, database_url
 from server.domain import rag_files
 from server.domain.rag_filters import matches, parse_filters
+from server.domain.rag_ready_files import ReadyFiles
 from server.heap import freeze_startup_heap
 from server.store.db import Database
 from server.store.migrate import upgrade
@@ -129,6 +131,7 @@ async def _run(backend: str, url: str) -> None:
         # As a server does once started: full collections of this process's own heap would otherwise land in the
         # timings (~70 ms every other call of a 20,000-file read here), which the gateway's requests do not see.
         freeze_startup_heap()
+        held = ReadyFiles()
         cases: dict[str, Callable[[AsyncSession], Awaitable[Any]]] = {
             "first page of 20": lambda s: rag_files.list_files(s, rag_id=_RAG, conditions=[]),
             "a page three quarters in": lambda s: rag_files.list_files(s, rag_id=_RAG, conditions=[], after=deep),
@@ -144,6 +147,8 @@ async def _run(backend: str, url: str) -> None:
             "a search's files, a filter all meet": lambda s: rag_files.matching_file_ids(
                 s, rag_id=_RAG, conditions=_EVERY_FILE, status="ready"
             ),
+            # What /context does: the files held since the first call (the RAG's generation stands meanwhile).
+            "  the same, held (rag_ready_files)": lambda s: held.matching(s, _RAG, _EVERY_FILE),
         }
         baseline = await _p50(db, _whole)
         print(f"{backend}: {FILES:,} files, p50 of {REPEATS}")

@@ -32,6 +32,7 @@ from gateway.rag.writes import CombinedWrites
 from server.domain import rag_files, rags
 from server.domain.rag_chunking import Chunk, e5_token_counter
 from server.domain.rag_filters import MetadataCondition
+from server.domain.rag_ready_files import ReadyFiles
 from server.errors import NotFound, SwitchboardError
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
@@ -59,6 +60,7 @@ class _Tasks:
 
 TASKS = web.AppKey("rag_tasks", _Tasks)
 WRITES = web.AppKey("rag_writes", CombinedWrites)  # every upload's registration and chunks (gateway.rag.writes)
+READY_FILES = web.AppKey("rag_ready_files", ReadyFiles)  # what filtered searches match (server.domain.rag_ready_files)
 _INTERRUPTED = "processing was interrupted by a gateway shutdown; upload the file again"
 
 
@@ -67,6 +69,7 @@ async def background_tasks(app: web.Application) -> AsyncIterator[None]:
     app[TASKS] = _Tasks()
     app[BATCHERS] = new_batchers()
     app[WRITES] = CombinedWrites(app[DB])
+    app[READY_FILES] = ReadyFiles()
     yield
     tasks = list(app[TASKS].running)
     for task in tasks:
@@ -263,11 +266,7 @@ async def _reads(
     if not conditions and not lexical_top_k:  # nothing to read: no session (a dense-only or lexical-only search)
         return None, None
     async with app[DB].read() as session:
-        file_ids = (
-            await rag_files.matching_file_ids(session, rag_id=rag_id, conditions=conditions, status="ready")
-            if conditions
-            else None
-        )
+        file_ids = await app[READY_FILES].matching(session, rag_id, conditions) if conditions else None
         if not lexical_top_k:
             return file_ids, None
         lexical = await lexical_list(

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from sqlalchemy import bindparam, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -26,6 +27,7 @@ __all__ = [
     "Vector",
     "bump_generation",
     "common_cap",
+    "current_generation",
     "plan_terms",
     "searched_terms",
     "terms",
@@ -265,14 +267,25 @@ REMOVALS = 1 << 32
 
 
 async def bump_generation(session: AsyncSession, rag_id: str, *, removal: bool = False) -> None:
-    """Moves the RAG's generation on: by one for added chunks, to the next multiple of `REMOVALS` for removed ones, so
-    a reader can tell from two generations whether chunks were only added in between (numpy_dense reads just those)."""
+    """Moves the RAG's generation on: by one for added chunks (or changed file metadata, which a search's filter
+    reads), to the next multiple of `REMOVALS` for removed ones, so a reader can tell from two generations whether
+    chunks were only added in between (numpy_dense reads just those)."""
     table: Any = RagIndexGenerationRow.__table__
     insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else postgresql_insert
     statement = insert(table).values(rag_id=rag_id, generation=REMOVALS if removal else 1)
     moved = table.c.generation - table.c.generation % REMOVALS + REMOVALS if removal else table.c.generation + 1
     statement = statement.on_conflict_do_update(index_elements=["rag_id"], set_={"generation": moved})
     await session.execute(statement)
+
+
+# Read by every search: built once, on the table (search.py's _CHUNK_ROWS says why).
+_GENERATIONS = RagIndexGenerationRow.__table__.c
+_GENERATION = select(_GENERATIONS.generation).where(_GENERATIONS.rag_id == bindparam("rag_id"))
+
+
+async def current_generation(session: AsyncSession, rag_id: str) -> int:
+    value = await session.scalar(_GENERATION, {"rag_id": rag_id})
+    return int(value or 0)
 
 
 def normalized(vector: Sequence[float] | Vector) -> Vector:

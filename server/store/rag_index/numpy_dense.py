@@ -41,11 +41,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
-from sqlalchemy import Executable, bindparam, select, text
+from sqlalchemy import Executable, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.store.models import RagChunkRow, RagIndexGenerationRow
-from server.store.rag_index.base import REMOVALS, Candidate, Vector, normalized
+from server.store.models import RagChunkRow
+from server.store.rag_index.base import REMOVALS, Candidate, Vector, current_generation, normalized
 
 __all__ = [
     "CACHE_BYTES",
@@ -55,7 +55,6 @@ __all__ = [
     "NumpyDense",
     "VectorSource",
     "build_matrix",
-    "current_generation",
 ]
 
 _MAX_RAGS = 64
@@ -428,16 +427,6 @@ class NumpyDense:
 
     def forget(self, rag_id: str) -> None:
         self._cache.pop(rag_id, None)
-
-
-# Read by every dense search: built once, on the table (search.py's _CHUNK_ROWS says why).
-_GENERATIONS = RagIndexGenerationRow.__table__.c
-_GENERATION = select(_GENERATIONS.generation).where(_GENERATIONS.rag_id == bindparam("rag_id"))
-
-
-async def current_generation(session: AsyncSession, rag_id: str) -> int:
-    value = await session.scalar(_GENERATION, {"rag_id": rag_id})
-    return int(value or 0)
 
 
 # Where the vectors are the chunk rows' own `embedding` (SQLite; PostgreSQL without pgvector): little-endian float32.

@@ -1,0 +1,75 @@
+"""The ids and metadata of RAGs' ready files, kept in the process between filtered searches.
+
+A search filtered by metadata is restricted to the ready files that match. The database narrows a filter with an eq
+or in condition on strings to the files whose metadata text holds them (`rag_files.files_metadata`), and that read
+stays the cheapest way to answer one. Any other filter (on numbers, ne, nin, the orderings) is matched against every
+file, so each such search read and decoded every file's metadata again: ~23 ms of ~33 at 20,000 files. Held here,
+the files are matched in memory.
+
+What is held is the RAG's files at one generation of its index, and every change to which files are ready or what
+their metadata say moves that generation in the same transaction (chunks stored or removed, and
+`rag_files.update_metadata`: `bump_generation`). The generation is read first, in the search's own session, so what is
+then read is at least as new as the generation it is held under, and a replica holding an older one reads again.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain import rag_files
+from server.domain.rag_filters import MetadataCondition, matcher, texts_needed
+from server.store.rag_index.base import current_generation
+
+__all__ = ["ReadyFiles"]
+
+MAX_FILES = 100_000  # held across RAGs, the least recently searched dropped first; a larger RAG is read every time
+WORTH_HOLDING = 1_000  # fewer files are read in about a millisecond: not worth their memory
+
+
+@dataclass(frozen=True)
+class _Held:
+    generation: int
+    files: Sequence[tuple[str, Mapping[str, Any]]]
+
+
+class ReadyFiles:
+    """A process's ready files of the RAGs it searches with filters, each RAG's held while its generation stands."""
+
+    def __init__(self, max_files: int = MAX_FILES, worth_holding: int = WORTH_HOLDING) -> None:
+        self._max_files, self._worth_holding = max_files, worth_holding
+        self._held: OrderedDict[str, _Held] = OrderedDict()
+
+    async def matching(self, session: AsyncSession, rag_id: str, conditions: Sequence[MetadataCondition]) -> list[str]:
+        """The ids of the RAG's ready files whose metadata meet every condition."""
+        files: Sequence[tuple[str, Mapping[str, Any]]]
+        if texts_needed(conditions):  # read from the database, narrowed: cheaper than matching every file held
+            files = await rag_files.files_metadata(session, rag_id, conditions, rag_files.READY)
+        else:
+            files = await self._files(session, rag_id)
+        match = matcher(conditions)
+        return [file_id for file_id, metadata in files if match(metadata)]
+
+    async def _files(self, session: AsyncSession, rag_id: str) -> Sequence[tuple[str, Mapping[str, Any]]]:
+        generation = await current_generation(session, rag_id)  # first: what is read next is at least as new
+        held = self._held.get(rag_id)
+        if held is not None and held.generation == generation:
+            self._held.move_to_end(rag_id)
+            return held.files
+        files = await rag_files.files_metadata(session, rag_id, status=rag_files.READY)
+        self._hold(rag_id, _Held(generation, files))
+        return files
+
+    def _hold(self, rag_id: str, held: _Held) -> None:
+        self._held.pop(rag_id, None)
+        if not self._worth_holding <= len(held.files) <= self._max_files:
+            return
+        self._held[rag_id] = held
+        total = sum(len(h.files) for h in self._held.values())
+        while total > self._max_files:
+            _, dropped = self._held.popitem(last=False)
+            total -= len(dropped.files)
