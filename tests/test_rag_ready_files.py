@@ -5,6 +5,7 @@ process (another `ReadyFiles`); held files are matched without reading them agai
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from sqlalchemy import event, insert
 from server.domain import rag_files
 from server.domain.rag_chunking import Chunk
 from server.domain.rag_filters import MetadataCondition, parse_filters
-from server.domain.rag_ready_files import ReadyFiles
+from server.domain.rag_ready_files import ReadyFiles, held_bytes
 from server.store.db import Database as Store
 from server.store.models import RagFileRow
 from server.store.rag_index import ChunkIndex, chunk_index_for
@@ -78,6 +79,11 @@ async def _matching(store: Store, held: ReadyFiles, rag_id: str, conditions: lis
     return sorted(found)
 
 
+def _estimated_bytes() -> int:
+    """What holding one of these files is reckoned to take (their metadata's JSON text is of one length)."""
+    return held_bytes(json.dumps({"year": 2000, "topic": "a"}))  # as both databases write it
+
+
 @contextmanager
 def _statements(store: Store) -> Iterator[list[str]]:
     seen: list[str] = []
@@ -135,7 +141,7 @@ async def test_what_is_held_stays_bounded(store: Store) -> None:
     _, small, _ = await _rag(store, 2)
     _, first, _ = await _rag(store, 3)
     _, second, _ = await _rag(store, 3)
-    held = ReadyFiles(max_files=5, worth_holding=3)
+    held = ReadyFiles(max_bytes=5 * _estimated_bytes(), worth_holding=3)  # room for 5 files
 
     async def reads_files(rag_id: str) -> bool:
         async with store.read() as session:
@@ -145,5 +151,5 @@ async def test_what_is_held_stays_bounded(store: Store) -> None:
 
     assert [await reads_files(small), await reads_files(small)] == [True, True]  # too few files to hold
     assert [await reads_files(first), await reads_files(first)] == [True, False]
-    # Holding the second RAG too would pass 5 files: the least recently searched goes.
+    # Holding the second RAG too would pass the room: the least recently searched goes.
     assert [await reads_files(second), await reads_files(second), await reads_files(first)] == [True, False, True]

@@ -1,7 +1,7 @@
 """The ids and metadata of RAGs' ready files, kept in the process between filtered searches.
 
 A search filtered by metadata is restricted to the ready files that match. The database narrows a filter with an eq
-or in condition on strings to the files whose metadata text holds them (`rag_files.files_metadata`), and that read
+or in condition on strings to the files whose metadata text holds them (`rag_files.matching_file_ids`), and that read
 stays the cheapest way to answer one. Any other filter (on numbers, ne, nin, the orderings) is matched against every
 file, so each such search read and decoded every file's metadata again: ~23 ms of ~33 at 20,000 files. Held here,
 the files are matched in memory.
@@ -25,9 +25,10 @@ from server.domain import rag_files
 from server.domain.rag_filters import MetadataCondition, matcher, texts_needed
 from server.store.rag_index.base import current_generation
 
-__all__ = ["ReadyFiles"]
+__all__ = ["MAX_BYTES", "WORTH_HOLDING", "ReadyFiles", "held_bytes"]
 
-MAX_FILES = 100_000  # held across RAGs, the least recently searched dropped first; a larger RAG is read every time
+# Held across RAGs, the least recently searched dropped first; a RAG whose files need more is read every time.
+MAX_BYTES = 64 << 20
 WORTH_HOLDING = 1_000  # fewer files are read in about a millisecond: not worth their memory
 
 
@@ -35,24 +36,24 @@ WORTH_HOLDING = 1_000  # fewer files are read in about a millisecond: not worth 
 class _Held:
     generation: int
     files: Sequence[tuple[str, Mapping[str, Any]]]
+    size: int  # estimated bytes
 
 
 class ReadyFiles:
     """A process's ready files of the RAGs it searches with filters, each RAG's held while its generation stands."""
 
-    def __init__(self, max_files: int = MAX_FILES, worth_holding: int = WORTH_HOLDING) -> None:
-        self._max_files, self._worth_holding = max_files, worth_holding
+    def __init__(self, max_bytes: int = MAX_BYTES, worth_holding: int = WORTH_HOLDING) -> None:
+        self._max_bytes, self._worth_holding = max_bytes, worth_holding
         self._held: OrderedDict[str, _Held] = OrderedDict()
 
     async def matching(self, session: AsyncSession, rag_id: str, conditions: Sequence[MetadataCondition]) -> list[str]:
         """The ids of the RAG's ready files whose metadata meet every condition."""
-        files: Sequence[tuple[str, Mapping[str, Any]]]
         if texts_needed(conditions):  # read from the database, narrowed: cheaper than matching every file held
-            files = await rag_files.files_metadata(session, rag_id, conditions, rag_files.READY)
-        else:
-            files = await self._files(session, rag_id)
+            return await rag_files.matching_file_ids(
+                session, rag_id=rag_id, conditions=list(conditions), status=rag_files.READY
+            )
         match = matcher(conditions)
-        return [file_id for file_id, metadata in files if match(metadata)]
+        return [file_id for file_id, metadata in await self._files(session, rag_id) if match(metadata)]
 
     async def _files(self, session: AsyncSession, rag_id: str) -> Sequence[tuple[str, Mapping[str, Any]]]:
         generation = await current_generation(session, rag_id)  # first: what is read next is at least as new
@@ -60,16 +61,24 @@ class ReadyFiles:
         if held is not None and held.generation == generation:
             self._held.move_to_end(rag_id)
             return held.files
-        files = await rag_files.files_metadata(session, rag_id, status=rag_files.READY)
-        self._hold(rag_id, _Held(generation, files))
+        rows = await rag_files.metadata_texts(session, rag_id, status=rag_files.READY)
+        files = [(file_id, rag_files.decoded_metadata(text)) for file_id, text in rows]
+        size = sum(held_bytes(text) for _, text in rows)
+        self._hold(rag_id, _Held(generation, files, size))
         return files
 
     def _hold(self, rag_id: str, held: _Held) -> None:
         self._held.pop(rag_id, None)
-        if not self._worth_holding <= len(held.files) <= self._max_files:
+        if len(held.files) < self._worth_holding or held.size > self._max_bytes:
             return
         self._held[rag_id] = held
-        total = sum(len(h.files) for h in self._held.values())
-        while total > self._max_files:
+        total = sum(h.size for h in self._held.values())
+        while total > self._max_bytes:
             _, dropped = self._held.popitem(last=False)
-            total -= len(dropped.files)
+            total -= dropped.size
+
+
+def held_bytes(metadata_text: str | None) -> int:
+    """What holding a file is reckoned to take, from its metadata's JSON text (decoded, 20,000 files of three short
+    keys took ~500 bytes each, their ids included)."""
+    return 300 + 3 * len(metadata_text or "")
