@@ -254,7 +254,7 @@ async def _start_children(
     management = _Management(settings, dev_sign_in=demo and not settings.jwks_url)
     try:
         await management.start()
-    except AddressInUseError:  # taken since the check above
+    except BaseException:  # the port taken since the check above, or Envoy failed: leave nothing running
         await asyncio.gather(*(child.stop() for child in children))
         raise
     return management, [management, *children]
@@ -270,6 +270,9 @@ async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -
         management, children = await _start_children(settings, role, demo=demo)
     except AddressInUseError as exc:
         _say(str(exc))
+        return 1
+    except Exception as exc:  # Envoy failed or died while starting, or never became ready: the gateway is stopped
+        _say(f"the management API failed to start ({type(exc).__name__})")
         return 1
     admin = None
     api_url = ""

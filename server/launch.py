@@ -39,6 +39,7 @@ from server.settings import load_settings
 __all__ = ["drain_management", "start_management", "with_connection_limit", "with_request_deadlines"]
 
 _WHAT = "management API"
+_READY_SECONDS = 60.0  # from Envoy's start to the app's /readyz: generous, a loaded machine imports the app slowly
 _ACTIVE = re.compile(rb"^http\.ingress_http\.downstream_rq_active: (\d+)$", re.MULTILINE)
 
 _CONNECTION_MANAGER = "envoy.filters.network.http_connection_manager"
@@ -114,7 +115,7 @@ async def start_management(
     log_level: Literal["debug", "info", "warning", "error"] = "error",
 ) -> Any:
     """Start pyvoy and return the running PyvoyServer once /readyz answers 200; AddressInUseError when another
-    server listens on host:port."""
+    server listens on host:port, pyvoy's StartupError when Envoy fails or dies before it is ready."""
     from pyvoy import StartupError
 
     # The served app reads its settings from the environment pyvoy hands it: this process's, with `env` on top.
@@ -134,7 +135,11 @@ async def start_management(
     settings.management_admin_file.parent.mkdir(parents=True, exist_ok=True)
     settings.management_admin_file.write_text(_admin_address(server) or "")  # none: /metrics leaves Envoy's out
     url = f"http://{host}:{server.listener_port}/readyz"
-    for _ in range(150):
+    # A deadline, not a count of polls: a poll may wait its whole timeout (a port that accepts and never answers).
+    deadline = time.monotonic() + _READY_SECONDS
+    while time.monotonic() < deadline:
+        if server.stopped:  # Envoy died while starting: whatever answers on the port now is not this server
+            raise StartupError("the management server stopped while starting")
         if await asyncio.to_thread(_ready, url):
             return server
         await asyncio.sleep(0.1)

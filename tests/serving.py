@@ -93,10 +93,15 @@ class Serve:
 
 
 async def ready(url: str) -> bool:
+    return await status_of(url) == 200
+
+
+async def status_of(url: str) -> int | None:
+    """The status a GET of `url` answers; None when nothing answers within 2 s."""
     with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
         async with aiohttp.ClientSession() as http, http.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp:
-            return resp.status == 200
-    return False
+            return resp.status
+    return None
 
 
 async def until(predicate: object, attempts: int = 300) -> None:
@@ -112,18 +117,21 @@ async def until(predicate: object, attempts: int = 300) -> None:
 
 
 async def start_serve(
-    database: Database, var_dir: Path, port: int, gateway_port: int, **extra: str
+    database: Database, var_dir: Path, port: int, gateway_port: int, *args: str, **extra: str
 ) -> tuple[asyncio.subprocess.Process, Path]:
-    """`switchboard serve` on these ports (one gateway worker unless `extra` says otherwise), logging to a file in
-    its var dir; returns at once."""
+    """`switchboard serve *args` on these ports (one gateway worker unless `extra` says otherwise), logging to a file
+    in its var dir; returns at once."""
     settings = {"SWITCHBOARD_PORT": str(port), "SWITCHBOARD_GATEWAY_PORT": str(gateway_port)}
     env = server_env(database, var_dir, **{**settings, "SWITCHBOARD_GATEWAY_WORKERS": "1", **extra})
     log_path = var_dir / "serve.log"
     with log_path.open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "server.cli", "serve", env=env, stdout=log, stderr=log
+            sys.executable, "-m", "server.cli", "serve", *args, env=env, stdout=log, stderr=log
         )
     return proc, log_path
+
+
+_BANNER = "\nDatabase  "  # the last line serve prints before it supervises (server.cli._serve)
 
 
 @contextlib.asynccontextmanager
@@ -134,10 +142,14 @@ async def serve(database: Database, var_dir: Path | None = None, **extra: str) -
     proc, log_path = await start_serve(database, var_dir, port, gateway_port, **extra)
     handle = Serve(proc, port, gateway_port, log_path)
     try:
-        for url in (f"http://127.0.0.1:{port}/readyz", f"http://127.0.0.1:{gateway_port}/readyz"):
+        for url in (f"http://127.0.0.1:{port}/readyz", f"http://127.0.0.1:{gateway_port}/readyz", None):
 
-            async def up_or_gone(url: str = url) -> bool:
-                return proc.returncode is not None or await ready(url)
+            async def up_or_gone(url: str | None = url) -> bool:
+                if proc.returncode is not None:
+                    return True
+                # Last, serve itself: both servers answer before it has seen the management API's /readyz, and
+                # until then it is starting, not supervising. It prints its banner (to the log) once it is.
+                return await ready(url) if url else _BANNER in log_path.read_text(errors="replace")
 
             try:  # a busy machine may take a while to start both; a serve that exits has failed at once
                 await until(up_or_gone, attempts=900)

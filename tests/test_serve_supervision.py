@@ -21,7 +21,7 @@ from server.store.migrate import upgrade
 from server.supervision import RestartBudget
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database
-from tests.serving import Serve, children, free_port, ready, running_process, serve, start_serve, until
+from tests.serving import Serve, children, free_port, ready, running_process, serve, start_serve, status_of, stop, until
 from tests.world import TENANTS, must
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
@@ -95,6 +95,33 @@ async def test_serve_exits_non_zero_when_restarts_fail(database: Database) -> No
         log = handle.log_path.read_text(errors="replace")
         assert "keeps failing; giving up" in log
         assert not running_process(gateway)  # the gateway was stopped too
+
+
+async def test_serve_stops_at_once_when_the_management_server_dies_while_starting(tmp_path: Path) -> None:
+    """Envoy dying before the management API is ready (here its database never answers, so it never is) makes serve
+    say so and exit 1 at once, stopping the gateway it had started, rather than go on polling a port that is no
+    longer its server's (the test's blocker above once answered those polls, and serve waited minutes)."""
+    unreachable = Database("postgresql", f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/none")
+    port, gateway_port = free_port(), free_port()
+    proc, log_path = await start_serve(unreachable, tmp_path, port, gateway_port, "--no-migrate")
+    handle = Serve(proc, port, gateway_port, log_path)
+    try:
+        await until(lambda: proc.returncode is not None or (handle.management() and handle.gateway()), attempts=900)
+        envoy, gateway = handle.management(), handle.gateway()
+        assert envoy and gateway, log_path.read_text(errors="replace")
+
+        async def unready() -> bool:  # serve is waiting for its /readyz
+            return await status_of(f"http://127.0.0.1:{port}/readyz") == 503
+
+        await until(unready, attempts=900)
+        os.kill(envoy, signal.SIGKILL)
+        code = await asyncio.wait_for(proc.wait(), 30)
+    finally:
+        await stop(proc)
+    log = log_path.read_text(errors="replace")
+    assert code == 1, log
+    assert "the management API failed to start (StartupError)" in log
+    await until(lambda: not running_process(gateway))
 
 
 async def test_a_hung_gateway_worker_is_replaced(database: Database) -> None:
