@@ -13,6 +13,7 @@ against the same search unrestricted: what passing the filter's files to the ind
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import time
@@ -132,6 +133,8 @@ async def _run(backend: str, url: str) -> None:
         # timings (~70 ms every other call of a 20,000-file read here), which the gateway's requests do not see.
         freeze_startup_heap()
         held = ReadyFiles()
+        # More filters in turn than a held RAG keeps answers for: each is matched against every file again.
+        unseen = itertools.cycle([parse_filters([{"key": "year", "op": "gte", "value": 1990 + i}]) for i in range(10)])
         cases: dict[str, Callable[[AsyncSession], Awaitable[Any]]] = {
             "first page of 20": lambda s: rag_files.list_files(s, rag_id=_RAG, conditions=[]),
             "a page three quarters in": lambda s: rag_files.list_files(s, rag_id=_RAG, conditions=[], after=deep),
@@ -149,6 +152,7 @@ async def _run(backend: str, url: str) -> None:
             ),
             # What /context does: the files held since the first call (the RAG's generation stands meanwhile).
             "  the same, held (rag_ready_files)": lambda s: held.matching(s, _RAG, _EVERY_FILE),
+            "  held, a filter not answered lately": lambda s: held.matching(s, _RAG, next(unseen)),
         }
         baseline = await _p50(db, _whole)
         print(f"{backend}: {FILES:,} files, p50 of {REPEATS}")
