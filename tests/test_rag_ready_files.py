@@ -6,6 +6,7 @@ process (another `ReadyFiles`); held files are matched without reading them agai
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -139,6 +140,9 @@ async def test_held_files_are_matched_without_reading_them(store: Store) -> None
             assert await held.matching(session, rag_id, RECENT) == [files[3]]
             # Answers are kept by filter, a boolean apart from a number.
             assert len(await held.matching(session, rag_id, parse_filters([_ne(True)]))) == 4
+            # ... and infinity apart from not-a-number (JSON would write both as null).
+            assert len(await held.matching(session, rag_id, [MetadataCondition("year", "lte", math.inf)])) == 4
+            assert len(await held.matching(session, rag_id, [MetadataCondition("year", "lte", math.nan)])) == 0
             assert len(await held.matching(session, rag_id, parse_filters([_ne(2001)]))) == 3
             assert len(await held.matching(session, rag_id, parse_filters([_ne(True)]))) == 4
         assert seen and not any(_READS_FILES.search(s) for s in seen)  # the generation's reads alone

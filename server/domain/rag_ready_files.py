@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain import rag_files
@@ -41,10 +40,10 @@ class _Held:
     size: int  # estimated bytes
     # The latest filters' answers: an application tends to send the same few, and matching every file is most of a
     # held search's time (~6 ms of ~7.5 at 20,000 files).
-    answers: OrderedDict[bytes, list[str]] = field(default_factory=OrderedDict)
+    answers: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
 
     def matching(self, conditions: Sequence[MetadataCondition]) -> list[str]:
-        key = orjson.dumps([(c.key, c.op, c.value) for c in conditions])
+        key = repr([(c.key, c.op, c.value) for c in conditions])  # apart: True and 1, 1 and 1.0, nan and inf
         found = self.answers.get(key)
         if found is None:
             match = matcher(conditions)
