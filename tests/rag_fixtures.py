@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from server.store.db import Database as Db
 from server.store.migrate import upgrade
@@ -74,6 +75,16 @@ def rag_database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         yield Database(request.param, url)
     finally:
         _drop_pg_database(admin, name)
+
+
+@pytest_asyncio.fixture
+async def store(rag_database: Database) -> AsyncIterator[Db]:
+    """A store on `rag_database` (each engine of the chunk index, as the module parametrizes it), closed after."""
+    store = Db(rag_database.url)
+    try:
+        yield store
+    finally:
+        await store.close()
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
 import pytest
-import pytest_asyncio
 from sqlalchemy import delete, event, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -21,21 +19,11 @@ from server.store.db import new_id
 from server.store.models import RagDeploymentRow, RagFileRow
 from server.store.rag_index import ChunkInput, chunk_index_for, pg_lexical
 from server.store.rag_index.postgres import PostgresChunkIndex
-from tests.conftest import Database
 from tests.rag_helpers import stored_rag
 
 on_postgresql = pytest.mark.parametrize("rag_database", ["postgresql", "pgvector"], indirect=True)
 
 VOCABULARY = [f"topic{i}" for i in range(200)]
-
-
-@pytest_asyncio.fixture
-async def store(rag_database: Database) -> AsyncIterator[Store]:
-    db = Store(rag_database.url)
-    try:
-        yield db
-    finally:
-        await db.close()
 
 
 async def _add(store: Store, rag_id: str, texts: list[str]) -> str:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from sqlalchemy import event, insert
 
 from server.domain import rag_files
@@ -23,7 +22,6 @@ from server.domain.rag_ready_files import ReadyFiles, held_bytes
 from server.store.db import Database as Store
 from server.store.models import RagFileRow
 from server.store.rag_index import ChunkIndex, chunk_index_for
-from tests.conftest import Database
 from tests.rag_helpers import stored_rag
 
 pytestmark = pytest.mark.parametrize("rag_database", ["sqlite", "postgresql"], indirect=True)
@@ -31,15 +29,6 @@ pytestmark = pytest.mark.parametrize("rag_database", ["sqlite", "postgresql"], i
 RECENT = parse_filters([{"key": "year", "op": "gte", "value": 2003}])  # nothing the database can narrow
 TOPIC = parse_filters({"topic": "b"})  # the database narrows it by the metadata's text
 _READS_FILES = re.compile(r"\bFROM rag_files\b", re.IGNORECASE)
-
-
-@pytest_asyncio.fixture
-async def store(rag_database: Database) -> AsyncIterator[Store]:
-    store = Store(rag_database.url)
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 async def _file(store: Store, index: ChunkIndex, rag_id: str, n: int, *, ready: bool = True) -> str:
