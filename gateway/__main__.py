@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import dataclasses
 import logging
 import multiprocessing
@@ -47,7 +46,7 @@ from server.listening import AddressInUseError, claim_port
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
 from server.store.shared_counters import SharedCounters
-from server.supervision import Heartbeat, RestartBudget, describe_exit
+from server.supervision import Heartbeat, RestartBudget, describe_exit, die_with_parent, die_with_supervisor
 
 log = logging.getLogger("switchboard.gateway")
 
@@ -55,7 +54,6 @@ _BACKLOG = 1024
 # Past the grace period a worker still closes its upstream sessions and writes its last usage batch: this long at
 # most before its parent kills it.
 _FLUSH_SECONDS = 10.0
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 async def serve_worker(
@@ -103,21 +101,10 @@ async def serve_worker(
             beats.cancel()
 
 
-def _die_with_parent(parent: int) -> None:
-    """A worker whose parent crashed would keep serving the port unsupervised (and keep the restarted gateway from
-    claiming it): ask Linux to send it SIGTERM when the parent dies."""
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(0)
-
-
 def _worker(
     settings: Settings, port: int, parent: int, heartbeat: Heartbeat, *, shared: SharedCounters | None, index: int
 ) -> None:
-    _die_with_parent(parent)
+    die_with_parent(parent)
     if shared is not None:
         shared.attach(index)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays Ctrl-C as SIGTERM
@@ -239,6 +226,7 @@ class _Workers:
 
 
 def main() -> int:
+    die_with_supervisor()  # a serve killed outright must not leave this gateway holding the port
     settings = load_settings()
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
     try:

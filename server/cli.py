@@ -33,7 +33,7 @@ from server.listening import AddressInUseError, ensure_free
 from server.logs import configure_logging
 from server.settings import Settings, load_settings
 from server.store.migrate import upgrade
-from server.supervision import RestartBudget, describe_exit
+from server.supervision import SUPERVISOR_PID, RestartBudget, describe_exit
 from server.tokens import PLATFORM_ROLES, mint_bootstrap_admin, mint_token
 from server.varfiles import replace
 
@@ -120,7 +120,8 @@ class _Gateway(_Child):
         self._proc: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
-        self._proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway")
+        env = {**os.environ, SUPERVISOR_PID: str(os.getpid())}  # it dies with serve, however serve ends
+        self._proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway", env=env)
 
     async def wait(self) -> int | None:
         assert self._proc is not None

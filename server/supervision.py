@@ -16,16 +16,22 @@ one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import multiprocessing.context
+import os
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Heartbeat", "RestartBudget", "describe_exit"]
+__all__ = ["SUPERVISOR_PID", "Heartbeat", "RestartBudget", "describe_exit", "die_with_parent", "die_with_supervisor"]
 
+# Set by `serve` in the environment of the gateway it starts: its own pid.
+SUPERVISOR_PID = "SWITCHBOARD_SUPERVISOR_PID"
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _BASE_DELAY = 0.5
 _MAX_DELAY = 30.0
 # Before its first beat a worker is starting (building its app, opening the database): it gets this long at least.
@@ -85,3 +91,22 @@ class Heartbeat:
         silent = time.monotonic() - (last or self._born)
         bound = self.liveness_seconds if last else max(self.liveness_seconds, _STARTUP_SECONDS)
         return silent if silent > bound else None
+
+
+def die_with_parent(parent: int) -> None:
+    """A process whose supervisor died would keep serving its port unsupervised (and keep a restarted supervisor from
+    claiming it): ask Linux to send it SIGTERM when the parent dies, SIGKILL included."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(0)
+
+
+def die_with_supervisor() -> None:
+    """`die_with_parent` for a process `serve` started (SUPERVISOR_PID names its parent); nothing for one started
+    by hand, whose parent is a shell or a service manager that may well exit first."""
+    supervisor = os.environ.pop(SUPERVISOR_PID, None)
+    if supervisor is not None and supervisor == str(os.getppid()):
+        die_with_parent(os.getppid())

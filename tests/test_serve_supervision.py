@@ -124,6 +124,19 @@ async def test_serve_stops_at_once_when_the_management_server_dies_while_startin
     await until(lambda: not running_process(gateway))
 
 
+async def test_a_gateway_does_not_outlive_a_killed_serve(database: Database) -> None:
+    """Serve killed outright (SIGKILL: no handler runs) takes its gateway and the gateway's workers with it, so a
+    restarted serve finds the ports free; the gateway started by hand has no such tie (tests/test_gateway_process)."""
+    async with serve(database) as handle:
+        gateway = handle.gateway()
+        assert gateway
+        workers = set(children(gateway))
+        assert workers
+        handle.proc.kill()
+        await handle.proc.wait()
+        await until(lambda: not any(running_process(pid) for pid in {gateway, *workers}))
+
+
 async def test_a_hung_gateway_worker_is_replaced(database: Database) -> None:
     """A worker whose event loop stops (SIGSTOP freezes it just so: alive, answering nothing) is killed and replaced
     by the gateway, and `serve` goes on."""
