@@ -261,20 +261,40 @@ async def _start_children(
     return management, [management, *children]
 
 
-async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -> int:
-    # First of all: a SIGTERM while starting must stop what has started, not kill serve and orphan its children.
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+async def _started(
+    settings: Settings, role: str, *, demo: bool, stop: asyncio.Event
+) -> tuple[_Management | None, list[_Child]] | int:
+    """The role's servers once started, or serve's exit code: 1 when they could not start, 0 when serve was stopped
+    first (a start can wait up to a minute for the management API to be ready; what had started is stopped)."""
+    starting = asyncio.ensure_future(_start_children(settings, role, demo=demo))
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not starting.done():
+        starting.cancel()
+        with contextlib.suppress(BaseException):
+            await starting
+        return 0
     try:
-        management, children = await _start_children(settings, role, demo=demo)
+        return starting.result()
     except AddressInUseError as exc:
         _say(str(exc))
         return 1
     except Exception as exc:  # Envoy failed or died while starting, or never became ready: the gateway is stopped
         _say(f"the management API failed to start ({type(exc).__name__})")
         return 1
+
+
+async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -> int:
+    # First of all: a SIGTERM while starting must stop what has started, not kill serve and orphan its children.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    started = await _started(settings, role, demo=demo, stop=stop)
+    if isinstance(started, int):
+        return started
+    management, children = started
     admin = None
     api_url = ""
     if management is not None:

@@ -134,16 +134,25 @@ async def start_management(
         raise
     settings.management_admin_file.parent.mkdir(parents=True, exist_ok=True)
     settings.management_admin_file.write_text(_admin_address(server) or "")  # none: /metrics leaves Envoy's out
-    url = f"http://{host}:{server.listener_port}/readyz"
+    try:
+        await _until_ready(server, f"http://{host}:{server.listener_port}/readyz")
+    except BaseException:  # not ready in time, or the start was called off (serve stopped while starting)
+        await asyncio.shield(server.stop())
+        raise
+    return server
+
+
+async def _until_ready(server: Any, url: str) -> None:
+    from pyvoy import StartupError
+
     # A deadline, not a count of polls: a poll may wait its whole timeout (a port that accepts and never answers).
     deadline = time.monotonic() + _READY_SECONDS
     while time.monotonic() < deadline:
         if server.stopped:  # Envoy died while starting: whatever answers on the port now is not this server
             raise StartupError("the management server stopped while starting")
         if await asyncio.to_thread(_ready, url):
-            return server
+            return
         await asyncio.sleep(0.1)
-    await server.stop()
     raise RuntimeError("the management server did not become ready")
 
 

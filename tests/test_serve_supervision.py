@@ -7,6 +7,7 @@ Supervision does not depend on the database engine, so these run on one SQLite d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -97,31 +98,49 @@ async def test_serve_exits_non_zero_when_restarts_fail(database: Database) -> No
         assert not running_process(gateway)  # the gateway was stopped too
 
 
-async def test_serve_stops_at_once_when_the_management_server_dies_while_starting(tmp_path: Path) -> None:
-    """Envoy dying before the management API is ready (here its database never answers, so it never is) makes serve
-    say so and exit 1 at once, stopping the gateway it had started, rather than go on polling a port that is no
-    longer its server's (the test's blocker above once answered those polls, and serve waited minutes)."""
+@contextlib.asynccontextmanager
+async def _starting(var_dir: Path) -> AsyncIterator[tuple[Serve, int, int]]:
+    """Serve waiting for its management API's /readyz, which never answers 200 (its database never answers): the
+    handle, Envoy's pid and the gateway's."""
     unreachable = Database("postgresql", f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/none")
     port, gateway_port = free_port(), free_port()
-    proc, log_path = await start_serve(unreachable, tmp_path, port, gateway_port, "--no-migrate")
+    proc, log_path = await start_serve(unreachable, var_dir, port, gateway_port, "--no-migrate")
     handle = Serve(proc, port, gateway_port, log_path)
     try:
         await until(lambda: proc.returncode is not None or (handle.management() and handle.gateway()), attempts=900)
         envoy, gateway = handle.management(), handle.gateway()
         assert envoy and gateway, log_path.read_text(errors="replace")
 
-        async def unready() -> bool:  # serve is waiting for its /readyz
+        async def unready() -> bool:
             return await status_of(f"http://127.0.0.1:{port}/readyz") == 503
 
         await until(unready, attempts=900)
-        os.kill(envoy, signal.SIGKILL)
-        code = await asyncio.wait_for(proc.wait(), 30)
+        yield handle, envoy, gateway
     finally:
         await stop(proc)
-    log = log_path.read_text(errors="replace")
+
+
+async def test_serve_stops_at_once_when_the_management_server_dies_while_starting(tmp_path: Path) -> None:
+    """Envoy dying before the management API is ready makes serve say so and exit 1 at once, stopping the gateway it
+    had started, rather than go on polling a port that is no longer its server's (the test's blocker above once
+    answered those polls, and serve waited minutes)."""
+    async with _starting(tmp_path) as (handle, envoy, gateway):
+        os.kill(envoy, signal.SIGKILL)
+        code = await asyncio.wait_for(handle.proc.wait(), 30)
+    log = handle.log_path.read_text(errors="replace")
     assert code == 1, log
     assert "the management API failed to start (StartupError)" in log
     await until(lambda: not running_process(gateway))
+
+
+async def test_serve_stopped_while_starting_stops_what_has_started(tmp_path: Path) -> None:
+    """SIGTERM while the management API is still starting (its start may wait a minute) stops serve at once: Envoy
+    and the gateway stop with it, and serve exits 0 as for any stop."""
+    async with _starting(tmp_path) as (handle, envoy, gateway):
+        handle.proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(handle.proc.wait(), 30)
+    assert code == 0, handle.log_path.read_text(errors="replace")
+    await until(lambda: not running_process(envoy) and not running_process(gateway))
 
 
 async def test_a_gateway_does_not_outlive_a_killed_serve(database: Database) -> None:
