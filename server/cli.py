@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from server import rag_cli
+from server import rag_cli, waiting
 from server.console.static import is_built
 from server.launch import drain_management, start_management
 from server.listening import AddressInUseError, ensure_free
@@ -44,6 +44,7 @@ __all__ = ["main"]
 _ADMIN_TTL = 30 * 24 * 3600
 # Beyond the grace period the gateway may spend this long on its last usage batch before `serve` kills it.
 _GATEWAY_FLUSH_SECONDS = 15.0
+_DEMO_READY_SECONDS = 120.0  # for dev-models and the gateway before the demo is seeded (dev-models loads e5 first)
 
 
 def _shown(database_url: str) -> str:
@@ -201,13 +202,13 @@ def _answers(url: str) -> bool:
 
 
 async def _until_ready(url: str, what: str, alive: asyncio.Future[Any] | None = None) -> None:
-    for _ in range(1200):
+    async def ready() -> bool:
         if alive is not None and alive.done():
             raise RuntimeError(f"{what} stopped while starting")
-        if await asyncio.to_thread(_answers, url):
-            return
-        await asyncio.sleep(0.1)
-    raise RuntimeError(f"{what} did not become ready")
+        return await asyncio.to_thread(_answers, url)
+
+    if not await waiting.until(ready, _DEMO_READY_SECONDS):
+        raise RuntimeError(f"{what} did not become ready")
 
 
 async def _start_demo(settings: Settings, api_url: str, models: asyncio.Future[None]) -> None:

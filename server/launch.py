@@ -32,7 +32,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from server import envoy_admin
+from server import envoy_admin, waiting
 from server.listening import ensure_free
 from server.settings import load_settings
 
@@ -145,15 +145,13 @@ async def start_management(
 async def _until_ready(server: Any, url: str) -> None:
     from pyvoy import StartupError
 
-    # A deadline, not a count of polls: a poll may wait its whole timeout (a port that accepts and never answers).
-    deadline = time.monotonic() + _READY_SECONDS
-    while time.monotonic() < deadline:
+    async def ready() -> bool:
         if server.stopped:  # Envoy died while starting: whatever answers on the port now is not this server
             raise StartupError("the management server stopped while starting")
-        if await asyncio.to_thread(_ready, url):
-            return
-        await asyncio.sleep(0.1)
-    raise RuntimeError("the management server did not become ready")
+        return await asyncio.to_thread(_ready, url)
+
+    if not await waiting.until(ready, _READY_SECONDS):
+        raise RuntimeError("the management server did not become ready")
 
 
 def _admin_address(server: Any) -> str | None:

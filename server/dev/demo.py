@@ -16,13 +16,13 @@ the same database reuses them, and a demo seeded by an older version (fewer vari
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
+from server import waiting
 from server.dev.demo_documents import DEMO_DOCUMENTS
 from server.dev.models import CHAT_MODEL, EMBEDDING_MODEL, GUARDRAIL_MODEL, MCP_PATH, QUERY_PREFIX, SPEECH_MODEL
 from server.dev.stand_in import TRIGGER_WORD
@@ -301,11 +301,12 @@ async def _documents(http: aiohttp.ClientSession, rag_url: str, key: str) -> Non
         async with http.post(f"{rag_url}/files/content", json=batch, headers=headers) as resp:
             if resp.status != 201:
                 raise DemoError(f"the demo documents could not be uploaded (HTTP {resp.status})")
-    for _ in range(_INDEXING_SECONDS * 5):
+
+    async def indexed() -> bool:
         statuses = await _statuses(http, rag_url, headers)
         if "failed" in statuses:
             raise DemoError("a demo document could not be indexed")
-        if statuses and all(s == "ready" for s in statuses):
-            return
-        await asyncio.sleep(0.2)
-    raise DemoError(f"the demo documents were not indexed within {_INDEXING_SECONDS} s")
+        return bool(statuses) and all(s == "ready" for s in statuses)
+
+    if not await waiting.until(indexed, _INDEXING_SECONDS, every=0.2):
+        raise DemoError(f"the demo documents were not indexed within {_INDEXING_SECONDS} s")

