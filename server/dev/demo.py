@@ -49,6 +49,7 @@ AGENT_PUBLIC_ID = "demo/assistant"
 MCP_SERVER = "demo-tools"
 _AGENT = "demo-assistant"
 _RAG = "demo-handbook"
+_REQUEST_SECONDS = 60
 _INDEXING_SECONDS = 60  # bounds the wait for the handful of documents (well under a second once e5 is loaded)
 _VARIABLES = (
     "API",
@@ -139,7 +140,9 @@ class _Where:
 async def ensure_demo(settings: Settings, *, api_url: str, gateway_url: str, dev_models_url: str, token: str) -> Demo:
     """The demo's ids and key, seeded on first use (idempotent across restarts on the same database)."""
     where = _Where(api_url, gateway_url, dev_models_url)
-    async with aiohttp.ClientSession() as http:
+    # Each request bounded (aiohttp's default is 5 minutes): the slowest, the documents' upload, embeds a handful of
+    # short texts inline.
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=_REQUEST_SECONDS)) as http:
         api = _Api(http, api_url, token)
         known = _read_env(settings)
         tenant = known.get("TENANT", "")
