@@ -20,7 +20,6 @@ import importlib.util
 import os
 import signal
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -193,19 +192,11 @@ async def _supervise(children: list[_Child], settings: Settings, stop: asyncio.E
         await asyncio.gather(*(child.stop() for child in children))
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback URL we built
-            return bool(resp.status == 200)
-    except OSError:
-        return False
-
-
 async def _until_ready(url: str, what: str, alive: asyncio.Future[Any] | None = None) -> None:
     async def ready() -> bool:
         if alive is not None and alive.done():
             raise RuntimeError(f"{what} stopped while starting")
-        return await asyncio.to_thread(_answers, url)
+        return await waiting.answers(url)
 
     if not await waiting.until(ready, _DEMO_READY_SECONDS):
         raise RuntimeError(f"{what} did not become ready")

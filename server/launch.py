@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import re
 import time
-import urllib.request
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -81,14 +80,6 @@ def with_connection_limit(config: dict[str, Any], limit: int) -> dict[str, Any]:
     }
     config["admin"]["ignore_global_conn_limit"] = True
     return config
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback URL we built
-            return bool(resp.status == 200)
-    except OSError:
-        return False
 
 
 def _exclusive_server(header_timeout: float, max_connections: int, **options: Any) -> Any:
@@ -148,7 +139,7 @@ async def _until_ready(server: Any, url: str) -> None:
     async def ready() -> bool:
         if server.stopped:  # Envoy died while starting: whatever answers on the port now is not this server
             raise StartupError("the management server stopped while starting")
-        return await asyncio.to_thread(_ready, url)
+        return await waiting.answers(url)
 
     if not await waiting.until(ready, _READY_SECONDS):
         raise RuntimeError("the management server did not become ready")

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 
-__all__ = ["until"]
+__all__ = ["answers", "until"]
 
 
 async def until(ready: Callable[[], Awaitable[bool]], seconds: float, *, every: float = 0.1) -> bool:
@@ -21,3 +22,16 @@ async def until(ready: Callable[[], Awaitable[bool]], seconds: float, *, every: 
             return False
         await asyncio.sleep(every)
     return True
+
+
+async def answers(url: str) -> bool:
+    """Whether a GET of `url` (one of our own servers' probes, on loopback) answers 200 within 2 s."""
+    return await asyncio.to_thread(_answers, url)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback URL we built
+            return bool(resp.status == 200)
+    except OSError:
+        return False
