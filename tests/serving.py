@@ -131,16 +131,21 @@ async def start_serve(
     return proc, log_path
 
 
+async def launched(database: Database, var_dir: Path, *args: str, **extra: str) -> Serve:
+    """`start_serve` on free ports; returns at once."""
+    port, gateway_port = free_port(), free_port()
+    proc, log_path = await start_serve(database, var_dir, port, gateway_port, *args, **extra)
+    return Serve(proc, port, gateway_port, log_path)
+
+
 _BANNER = "\nDatabase  "  # the last line serve prints before it supervises (server.cli._serve)
 
 
 @contextlib.asynccontextmanager
 async def serve(database: Database, var_dir: Path | None = None, **extra: str) -> AsyncIterator[Serve]:
     """`switchboard serve` on free ports, once both servers are ready; stopped (SIGTERM) on the way out."""
-    var_dir = var_dir or Path(tempfile.mkdtemp(prefix="switchboard-serve-"))
-    port, gateway_port = free_port(), free_port()
-    proc, log_path = await start_serve(database, var_dir, port, gateway_port, **extra)
-    handle = Serve(proc, port, gateway_port, log_path)
+    handle = await launched(database, var_dir or Path(tempfile.mkdtemp(prefix="switchboard-serve-")), **extra)
+    proc, port, gateway_port, log_path = handle.proc, handle.port, handle.gateway_port, handle.log_path
     try:
         for url in (f"http://127.0.0.1:{port}/readyz", f"http://127.0.0.1:{gateway_port}/readyz", None):
 

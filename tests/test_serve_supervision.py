@@ -22,7 +22,19 @@ from server.store.migrate import upgrade
 from server.supervision import RestartBudget
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database
-from tests.serving import Serve, children, free_port, ready, running_process, serve, start_serve, status_of, stop, until
+from tests.serving import (
+    Serve,
+    children,
+    free_port,
+    launched,
+    ready,
+    running_process,
+    serve,
+    start_serve,
+    status_of,
+    stop,
+    until,
+)
 from tests.world import TENANTS, must
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
@@ -103,9 +115,8 @@ async def _starting(var_dir: Path) -> AsyncIterator[tuple[Serve, int, int]]:
     """Serve waiting for its management API's /readyz, which never answers 200 (its database never answers): the
     handle, Envoy's pid and the gateway's."""
     unreachable = Database("postgresql", f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/none")
-    port, gateway_port = free_port(), free_port()
-    proc, log_path = await start_serve(unreachable, var_dir, port, gateway_port, "--no-migrate")
-    handle = Serve(proc, port, gateway_port, log_path)
+    handle = await launched(unreachable, var_dir, "--no-migrate")
+    proc, port, log_path = handle.proc, handle.port, handle.log_path
     try:
         await until(lambda: proc.returncode is not None or (handle.management() and handle.gateway()), attempts=900)
         envoy, gateway = handle.management(), handle.gateway()
