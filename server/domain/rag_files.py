@@ -349,7 +349,7 @@ def _of_rag(
 
 
 async def matching_file_ids(
-    session: AsyncSession, *, rag_id: str, conditions: list[MetadataCondition], status: str | None = None
+    session: AsyncSession, *, rag_id: str, conditions: Sequence[MetadataCondition], status: str | None = None
 ) -> list[str]:
     """The ids of the RAG's files (of that status) whose metadata meet every condition: their ids and metadata read,
     nothing else (a search restricted to them reads its hits' files afterwards), and of an eq or in condition on

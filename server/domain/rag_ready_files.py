@@ -66,7 +66,7 @@ class ReadyFiles:
         """The ids of the RAG's ready files whose metadata meet every condition."""
         if texts_needed(conditions):  # read from the database, narrowed: cheaper than matching every file held
             return await rag_files.matching_file_ids(
-                session, rag_id=rag_id, conditions=list(conditions), status=rag_files.READY
+                session, rag_id=rag_id, conditions=conditions, status=rag_files.READY
             )
         return (await self._files(session, rag_id)).matching(conditions)
 
