@@ -4,7 +4,11 @@ the store for tests and benchmarks of the chunk index alone."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast
+
+from sqlalchemy import event
 
 from server.store.db import Database, new_id
 from server.store.models import RagDeploymentRow
@@ -84,3 +88,18 @@ def engine_matrices(index: ChunkIndex) -> NumpyDense:
     if isinstance(index, PostgresChunkIndex):
         return index._memory if index.pgvector else index._numpy
     return cast(NumpyDense, vars(index)["_dense"])
+
+
+@contextmanager
+def statements_run(store: Database) -> Iterator[list[tuple[str, Any]]]:
+    """The SQL statements (with their parameters) the store runs inside the block, in order."""
+    run: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
+        run.append((statement, parameters))
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield run
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", record)

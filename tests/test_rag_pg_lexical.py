@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import delete, event, text
+from sqlalchemy import delete, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.store.db import Database as Store
@@ -19,7 +19,7 @@ from server.store.db import new_id
 from server.store.models import RagDeploymentRow, RagFileRow
 from server.store.rag_index import ChunkInput, chunk_index_for, pg_lexical
 from server.store.rag_index.postgres import PostgresChunkIndex
-from tests.rag_helpers import stored_rag
+from tests.rag_helpers import statements_run, stored_rag
 
 on_postgresql = pytest.mark.parametrize("rag_database", ["postgresql", "pgvector"], indirect=True)
 
@@ -235,17 +235,11 @@ async def test_a_search_reads_only_the_rows_it_asks_for(store: Store) -> None:
     try:
         # "shared" in 250 chunks: more than a list's first read, fewer than a common term; 3,001 other terms.
         await _add(store, rag_id, [f"term{i} term{i + 1}" + (" shared" if i % 12 == 0 else "") for i in range(3000)])
-        run: list[tuple[str, Any]] = []
-
-        def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
-            run.append((statement, parameters))
-
-        event.listen(store.engine.sync_engine, "before_cursor_execute", record)
-        async with store.read() as session:
-            ranking = await pg_lexical.bm25(
-                session, rag_id=rag_id, words=["term7", "shared"], limit=3, file_ids=None, with_dense=False
-            )
-        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+        with statements_run(store) as run:
+            async with store.read() as session:
+                ranking = await pg_lexical.bm25(
+                    session, rag_id=rag_id, words=["term7", "shared"], limit=3, file_ids=None, with_dense=False
+                )
         assert ranking.exact and ranking.depth == pg_lexical.FIRST_DEPTH and len(ranking.candidates) == 3
         async with store.read() as session:  # the search again, in a transaction of its own, each statement explained
             connection = await session.connection()

@@ -8,12 +8,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import pytest
-from sqlalchemy import event, insert
+from sqlalchemy import insert
 
 from server.domain import rag_files
 from server.domain.rag_chunking import Chunk
@@ -22,7 +19,7 @@ from server.domain.rag_ready_files import ReadyFiles, held_bytes
 from server.store.db import Database as Store
 from server.store.models import RagFileRow
 from server.store.rag_index import ChunkIndex, chunk_index_for
-from tests.rag_helpers import stored_rag
+from tests.rag_helpers import statements_run, stored_rag
 
 pytestmark = pytest.mark.parametrize("rag_database", ["sqlite", "postgresql"], indirect=True)
 
@@ -78,20 +75,6 @@ def _estimated_bytes() -> int:
     return held_bytes(json.dumps({"year": 2000, "topic": "a"}))  # as both databases write it
 
 
-@contextmanager
-def _statements(store: Store) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def record(*args: Any) -> None:
-        seen.append(args[2])  # (connection, cursor, statement, parameters, context, executemany)
-
-    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
-
-
 async def test_what_is_held_follows_every_change_of_the_files(store: Store) -> None:
     index, rag_id, files = await _rag(store, 6)  # years 2000-2005
     searcher, writer = ReadyFiles(worth_holding=1), ReadyFiles(worth_holding=1)  # two replicas
@@ -119,10 +102,10 @@ async def test_held_files_are_matched_without_reading_them(store: Store) -> None
     _, rag_id, files = await _rag(store, 4)
     held = ReadyFiles(worth_holding=1)
     async with store.read() as session:
-        with _statements(store) as seen:
+        with statements_run(store) as seen:
             assert await held.matching(session, rag_id, RECENT) == [files[3]]
-        assert any(_READS_FILES.search(s) for s in seen)
-        with _statements(store) as seen:
+        assert any(_READS_FILES.search(s) for s, _ in seen)
+        with statements_run(store) as seen:
             answer = await held.matching(session, rag_id, RECENT)
             assert answer == [files[3]]
             answer.clear()  # the caller's own list: the next answer is whole
@@ -134,11 +117,11 @@ async def test_held_files_are_matched_without_reading_them(store: Store) -> None
             assert len(await held.matching(session, rag_id, [MetadataCondition("year", "lte", math.nan)])) == 0
             assert len(await held.matching(session, rag_id, parse_filters([_ne(2001)]))) == 3
             assert len(await held.matching(session, rag_id, parse_filters([_ne(True)]))) == 4
-        assert seen and not any(_READS_FILES.search(s) for s in seen)  # the generation's reads alone
+        assert seen and not any(_READS_FILES.search(s) for s, _ in seen)  # the generation's reads alone
         # A filter the database narrows by its strings is read from it, narrowed, held files or not.
-        with _statements(store) as seen:
+        with statements_run(store) as seen:
             assert sorted(await held.matching(session, rag_id, TOPIC)) == [files[1], files[3]]
-        assert [s for s in seen if _READS_FILES.search(s) and "LIKE" in s.upper()]
+        assert [s for s, _ in seen if _READS_FILES.search(s) and "LIKE" in s.upper()]
 
 
 async def test_what_is_held_stays_bounded(store: Store) -> None:
@@ -149,9 +132,9 @@ async def test_what_is_held_stays_bounded(store: Store) -> None:
 
     async def reads_files(rag_id: str) -> bool:
         async with store.read() as session:
-            with _statements(store) as seen:
+            with statements_run(store) as seen:
                 await held.matching(session, rag_id, RECENT)
-        return any(_READS_FILES.search(s) for s in seen)
+        return any(_READS_FILES.search(s) for s, _ in seen)
 
     assert [await reads_files(small), await reads_files(small)] == [True, True]  # too few files to hold
     assert [await reads_files(first), await reads_files(first)] == [True, False]
