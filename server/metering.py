@@ -46,6 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.capture.exchange import Exchange
 from server.capture.store import BODIES_SHAPE, EXCHANGE_SHAPE, SealedBatch, seal_exchanges
+from server.failure_log import RepeatedFailure
 from server.metering_journal import RESCAN_SECONDS, Journal, Segment
 from server.store.db import Database
 from server.store.models import ApiTrafficRow, CapturedBodiesRow, CapturedExchangeRow, UsageEventRow, utcnow
@@ -185,6 +186,11 @@ def _count(counts: _TrafficCounts, key: tuple[str, int, int], request_bytes: int
     return False
 
 
+def _release_all(segments: list[Segment]) -> None:
+    for segment in segments:
+        segment.release()
+
+
 def _read_segment(segment: Segment) -> tuple[list[UsageEvent], _TrafficCounts]:
     """A journal segment's events and traffic counts, as its writer held them for its batch."""
     usage: list[UsageEvent] = []
@@ -265,6 +271,7 @@ class Meter:
         self._id_prefix = secrets.token_hex(6)
         self._ids = itertools.count(1)
         self._batches = itertools.count(1)
+        self._failures = RepeatedFailure(log, "writing usage events and traffic counts")
 
     def start(self) -> None:
         if self._task is not None:
@@ -362,8 +369,9 @@ class Meter:
         if self._journal is not None:
             await asyncio.to_thread(self._journal.prepare)
 
-    async def _settle(self, segment: Segment, usage: list[UsageEvent], traffic: _TrafficCounts) -> None:
-        """Write a journaled batch; delete its segment once written, keep it for a replay when not."""
+    async def _settle(self, segment: Segment, usage: list[UsageEvent], traffic: _TrafficCounts) -> bool:
+        """Write a journaled batch; delete its segment once written, keep it for a replay when not. True when
+        written."""
         assert self._journal is not None
         self._journal.forget(segment)
         try:
@@ -374,12 +382,14 @@ class Meter:
             raise
         # Off the loop: unmapping and deleting a file took 3-20 ms here, twice a second.
         await asyncio.to_thread(segment.discard if written else segment.release)
+        return written
 
     async def _replay(self) -> None:
         """Write the batches of segments nobody holds any more (their process died, or their write failed)."""
         if self._journal is None:
             return
-        for segment in await asyncio.to_thread(self._journal.leftovers):
+        segments = await asyncio.to_thread(self._journal.leftovers)
+        for index, segment in enumerate(segments):
             usage, traffic = await asyncio.to_thread(_read_segment, segment)
             if not (usage or traffic):  # an empty one: a dead process's spare, or a segment it wrote nothing to
                 await asyncio.to_thread(segment.discard)
@@ -387,11 +397,16 @@ class Meter:
             for event in usage:
                 event.capture_id = None  # its exchange was in the memory of the process that journaled it
             log.warning(
-                "metering journal: replaying %d usage events and %d traffic counts left by an earlier process",
+                "metering journal: replaying %d usage events and %d traffic counts (left by an earlier process or "
+                "a failed write)",
                 len(usage),
                 len(traffic),
             )
-            await self._settle(segment, usage, traffic)
+            if not await self._settle(segment, usage, traffic):
+                # The database refused this batch: the others would wait out the same retries each (a backlog of
+                # an outage, a batch every two seconds), holding up new batches. The next rescan tries again.
+                await asyncio.to_thread(_release_all, segments[index + 1 :])
+                return
 
     async def _write(self, usage: list[UsageEvent], traffic: _TrafficCounts, batch_id: str) -> bool:
         """The batch in transactions of at most `_BATCH` usage events (the traffic with the first); False when one
@@ -426,24 +441,22 @@ class Meter:
                     if traffic:
                         rows = functools.partial(_traffic_rows, traffic, batch_id)
                         await _insert(session, _TRAFFIC, _TRAFFIC_SHAPE, rows)
+                self._failures.succeeded()
                 return True
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception(
-                    "writing %d usage events and %d traffic counts failed (attempt %d)",
+                last = attempt + 1 == _ATTEMPTS
+                self._failures.failed(
+                    "writing %d usage events and %d traffic counts failed (attempt %d of %d)%s",
                     len(usage),
                     len(traffic),
                     attempt + 1,
+                    _ATTEMPTS,
+                    "; the metering journal keeps them for a later attempt" if last and self._journal else "",
                 )
-                if attempt + 1 < _ATTEMPTS:  # after the last, the journal keeps the batch: no reason to wait
+                if not last:  # after the last, the journal keeps the batch: no reason to wait
                     await asyncio.sleep(0.5 * (attempt + 1))
-        if self._journal is not None:
-            log.error(
-                "%d usage events and %d traffic counts kept in the metering journal for a later attempt",
-                len(usage),
-                len(traffic),
-            )
-        else:
+        if self._journal is None:  # lost: said every time
             log.error("dropped %d usage events and %d traffic counts after retries", len(usage), len(traffic))
         return False

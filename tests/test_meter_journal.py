@@ -24,7 +24,7 @@ from server.metering import Meter, UsageEvent
 from server.metering_journal import Journal
 from server.store.db import Database as Db
 from server.store.models import ApiTrafficRow, UsageEventRow
-from tests.conftest import Database
+from tests.conftest import ONE_BACKEND, Database
 
 EVENTS = 1_234  # more than one transaction's worth (1,000)
 START = datetime(2026, 4, 1, 8, 0, 0, tzinfo=UTC)
@@ -326,7 +326,40 @@ async def test_a_dead_process_s_spare_replays_as_nothing(
         assert _segments(tmp_path) == []  # both deleted
         replays = [r.getMessage() for r in caplog.records if "replaying" in r.getMessage()]
         assert replays == [
-            "metering journal: replaying 0 usage events and 1 traffic counts left by an earlier process"
+            "metering journal: replaying 0 usage events and 1 traffic counts"
+            " (left by an earlier process or a failed write)"
         ]  # the spare is not replayed as a batch
+    finally:
+        await db.close()
+
+
+@ONE_BACKEND
+async def test_a_replay_stops_at_the_first_batch_the_database_refuses(
+    database: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Three dead processes' batches; then a database that is down (its file's directory missing): trying the other
+    # two would only wait out the same retries each, while new batches wait behind them.
+    journal = tmp_path / "journal"
+    tenants = [f"journal-refused-{i}-{os.getpid()}" for i in range(3)]
+    for tenant in tenants:
+        _killed(_PREPARE_THEN_DIE, str(journal), tenant)
+    down = Db(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'switchboard.db'}")
+    try:
+        with caplog.at_level(logging.WARNING, logger="switchboard.metering"):
+            await _replay(down, journal)
+    finally:
+        await down.close()
+    replays = [r for r in caplog.records if "replaying" in r.getMessage()]
+    stacks = [r for r in caplog.records if r.exc_info]
+    # One batch tried by each replay (the meter's start and its stop; trying every batch, six), the six failed
+    # attempts logged with one stack.
+    assert len(replays) == 2 and len(stacks) == 1
+    assert sum(1 for path in _segments(journal) if _written(path)) == 3  # every batch kept
+
+    db = Db(database.url)
+    try:
+        await _replay(db, journal)
+        assert [await _counts(db, tenant) for tenant in tenants] == [(0, 0, 1, 1)] * 3
+        assert _segments(journal) == []
     finally:
         await db.close()

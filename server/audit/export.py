@@ -24,6 +24,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from server.audit.events import ActorType, AuditEvent, Outcome, Source
 from server.audit.outbox import Outbox
+from server.failure_log import RepeatedFailure
 
 __all__ = ["AuditExport", "event_json", "otlp_request", "parse_target"]
 
@@ -119,6 +120,7 @@ class AuditExport:
         self._session_factory = session_factory
         self._session: aiohttp.ClientSession | None = None
         self._outbox = Outbox(self._deliver, what="audit events (not exported: the export fell behind)")
+        self._failures = RepeatedFailure(log, "exporting audit events")
 
     @property
     def enabled(self) -> bool:
@@ -139,12 +141,14 @@ class AuditExport:
         for attempt in range(_ATTEMPTS):
             try:
                 await (self._post(batch) if self._kind == "otlp" else self._write(batch))
-                return
             except Exception:
                 if attempt == _ATTEMPTS - 1:
-                    log.exception("exporting %d audit events failed; they stay in the database", len(batch))
+                    self._failures.failed("exporting %d audit events failed; they stay in the database", len(batch))
                 else:
                     await asyncio.sleep(0.5 * 2**attempt)
+            else:
+                self._failures.succeeded()
+                return
 
     async def _write(self, batch: list[AuditEvent]) -> None:
         lines = b"".join(orjson.dumps(event_json(e)) + b"\n" for e in batch)

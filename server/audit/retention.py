@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.audit.store import prune_events
+from server.failure_log import RepeatedFailure
 from server.store.db import Database
 
 __all__ = ["Retention"]
@@ -39,6 +40,7 @@ class Retention:
         # A short retention (tests, strict policies) is kept to within a tenth of itself.
         self._pause = min(_MAX_PAUSE_SECONDS, self._kept.total_seconds() / 10)
         self._task: asyncio.Task[None] | None = None
+        self._failures = RepeatedFailure(log, f"pruning {what}")
 
     async def prune_once(self, now: datetime | None = None) -> int:
         edge = (now or datetime.now(UTC)) - self._kept
@@ -53,10 +55,12 @@ class Retention:
         while True:
             try:
                 pruned = await self.prune_once()
+            except Exception:
+                self._failures.failed("pruning %s failed; retried at the next pass", self._what)
+            else:
+                self._failures.succeeded()
                 if pruned:
                     log.info("pruned %d %s older than the retention", pruned, self._what)
-            except Exception:
-                log.exception("pruning %s failed; retried at the next pass", self._what)
             await asyncio.sleep(self._pause)
 
     async def close(self) -> None:

@@ -10,6 +10,7 @@ from server.audit.calls import Published
 from server.audit.events import AuditEvent
 from server.audit.outbox import Outbox
 from server.audit.store import add_event
+from server.failure_log import RepeatedFailure
 from server.store.db import Database
 
 __all__ = ["APPROVAL_DECIDED", "EGRESS_REFUSED", "GUARDRAIL_REFUSED", "KEY_REFUSED", "SecurityEventWriter"]
@@ -31,6 +32,7 @@ class SecurityEventWriter:
         self._db = db
         self._published = published
         self._outbox = Outbox(self._write, what="gateway audit events")
+        self._failures = RepeatedFailure(log, "writing gateway audit events")
 
     def record(self, event: AuditEvent) -> None:
         self._outbox.put(event)
@@ -47,8 +49,9 @@ class SecurityEventWriter:
                 for event in batch:
                     add_event(session, event)
         except Exception:
-            log.exception("writing %d gateway audit events failed", len(batch))
+            self._failures.failed("writing %d gateway audit events failed", len(batch))
             return
+        self._failures.succeeded()
         for event in batch:
             self._published(event)
 
