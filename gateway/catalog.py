@@ -62,6 +62,7 @@ class Route:
     query_prefix: str | None = None
     task_type: TaskType = TaskType.TEXT_GENERATION
     reach: Reach = Reach.TENANT  # who registered the upstream: decides where the egress guard lets it connect
+    uid: str = ""  # the invoked resource's uid: what a RAG pinned its models by (server.domain.resource_pins)
 
     @property
     def invoked_ref(self) -> ResourceRef:

@@ -4,20 +4,22 @@ Reads the registry's tables (public_model_ids, model_deployments, external_model
 the registry's own rules: an alias follows its one direct target, and an alias whose target is gone is unresolved.
 Provider keys are decrypted here (server.crypto) for the outbound call only. It is a read adapter shaped for the hot
 path (one primary-key read per hop, answers the gateway caches); the rules it follows — what an alias may target,
-what "unresolved" means — are the registry's (`server.domain.model_aliases.TARGET_KINDS`).
+what "unresolved" means — are the registry's (`server.domain.model_registry.alias_target`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.catalog import ModelInfo, Provider, Route, TaskType
 from server.crypto import SecretBox
-from server.domain.model_aliases import TARGET_KINDS
+from server.domain import resource_pins
+from server.domain.model_registry import alias_target, alias_target_among
 from server.domain.networks import Reach
+from server.domain.preset_agents import base_pinned
 from server.permissions import ResourceKind, ResourceRef
 from server.settings import Secret
 from server.store.models import (
@@ -94,6 +96,14 @@ async def _direct(
     return None
 
 
+async def _with_uid(route: Route | None, session: AsyncSession, entry: PublicModelIdRow) -> Route | None:
+    """The route with the uid of the resource its public id names (the alias, when it names one)."""
+    if route is None:
+        return None
+    uid = await resource_pins.uid_of(session, ResourceRef(ResourceKind(entry.kind), entry.name))
+    return replace(route, uid=uid or "")
+
+
 async def resolve(
     session: AsyncSession, box: SecretBox, public_model_id: str
 ) -> Route | UnresolvedAlias | AgentEntry | None:
@@ -104,22 +114,22 @@ async def resolve(
     if kind == ResourceKind.PRESET_AGENT:
         return AgentEntry(ResourceRef(kind, entry.name))
     if kind != ResourceKind.MODEL_ALIAS:
-        return await _direct(session, box, public_model_id, ResourceRef(kind, entry.name), None)
+        return await _with_uid(
+            await _direct(session, box, public_model_id, ResourceRef(kind, entry.name), None), session, entry
+        )
     alias_ref = ResourceRef(ResourceKind.MODEL_ALIAS, entry.name)
     alias = await session.get(ModelAliasRow, entry.name)
     if alias is None:
         return None
-    target_kind = TARGET_KINDS.get(alias.target_kind)
-    route = None
-    if target_kind is not None:
-        route = await _direct(session, box, public_model_id, ResourceRef(target_kind, alias.target_name), alias_ref)
-    return route if route is not None else UnresolvedAlias(alias_ref)
+    target = await alias_target(session, alias)
+    route = await _direct(session, box, public_model_id, target, alias_ref) if target is not None else None
+    return await _with_uid(route, session, entry) if route is not None else UnresolvedAlias(alias_ref)
 
 
 async def list_models(session: AsyncSession) -> list[ModelInfo]:
-    created = {
-        (row.kind, row.name): (row.created_at, row.tenant_id) for row in await session.scalars(select(ResourceRow))
-    }
+    resources = (await session.scalars(select(ResourceRow))).all()
+    created = {(row.kind, row.name): (row.created_at, row.tenant_id) for row in resources}
+    uids = {resource_pins.key(ResourceRef(ResourceKind(row.kind), row.name)): row.uid for row in resources}
 
     def meta(kind: ResourceKind, name: str) -> tuple[int, str]:
         when, tenant = created.get((int(kind), name), (None, None))
@@ -147,8 +157,8 @@ async def list_models(session: AsyncSession) -> list[ModelInfo]:
         out.append(info)
         targets[(int(ResourceKind.EXTERNAL_MODEL), ext.name)] = info
     for alias in await session.scalars(select(ModelAliasRow)):
-        target_kind = TARGET_KINDS.get(alias.target_kind)
-        target = targets.get((int(target_kind), alias.target_name)) if target_kind else None
+        target_ref = alias_target_among(alias, uids)
+        target = targets.get((int(target_ref.kind), target_ref.name)) if target_ref is not None else None
         if target is None:
             continue  # unresolved aliases cannot be used, so they are not offered
         ref = ResourceRef(ResourceKind.MODEL_ALIAS, alias.name)
@@ -165,7 +175,7 @@ async def list_models(session: AsyncSession) -> list[ModelInfo]:
         out.append(info)
         targets[(int(ResourceKind.MODEL_ALIAS), alias.name)] = info
     for agent in await session.scalars(select(PresetAgentRow)):
-        base = targets.get((agent.base_kind, agent.base_name))
+        base = targets.get((agent.base_kind, agent.base_name)) if base_pinned(agent, uids) else None
         if base is None:
             continue  # an unresolved agent cannot be used, so it is not offered
         ref = ResourceRef(ResourceKind.PRESET_AGENT, agent.name)

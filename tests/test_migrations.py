@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection
+from sqlalchemy import Connection, create_engine, inspect, text
 
 from server.store.db import Database as Store
+from server.store.migrate import alembic_config
 from server.store.models import Base
 from server.store.rag_index import RUNTIME_SCHEMA_COLUMNS, RUNTIME_SCHEMA_PREFIXES
 from tests.conftest import Database
@@ -35,3 +40,28 @@ async def test_migrated_schema_matches_the_models(database: Database) -> None:
     finally:
         await store.close()
     assert differences == []
+
+
+def test_resource_uids_pin_what_existing_references_name_now(tmp_path: Path) -> None:
+    """0011 gives every resource a uid and pins each alias to its target as it is (an alias whose target was
+    deleted before stays unresolved: it pins nothing); its downgrade drops them again."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'switchboard.db'}"
+    command.upgrade(alembic_config(url), "0010")
+    engine = create_engine(f"sqlite:///{tmp_path / 'switchboard.db'}")
+    alias = "INSERT INTO model_aliases (name, public_model_id, display_name, target_kind, target_name, unlisted, "
+    alias += "created_at) VALUES (:name, :name, '', 2, :target, false, '2026-01-01')"
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO resources (kind, name, share_to_all, created_at) VALUES (2, 'kept', false, '2026-01-01')")
+        )
+        connection.execute(text(alias), [{"name": "to-kept", "target": "kept"}, {"name": "to-gone", "target": "gone"}])
+    command.upgrade(alembic_config(url), "head")
+    with engine.connect() as connection:
+        uid = connection.execute(text("SELECT uid FROM resources WHERE name = 'kept'")).scalar_one()
+        pins = dict(connection.execute(text("SELECT name, pins FROM model_aliases")).all())
+    assert len(uid) == 32
+    assert json.loads(pins["to-kept"]) == {"2:kept": uid} and json.loads(pins["to-gone"]) == {}
+    command.downgrade(alembic_config(url), "0010")
+    with engine.connect() as connection:
+        assert "uid" not in {c["name"] for c in inspect(connection).get_columns("resources")}
+    engine.dispose()

@@ -23,9 +23,10 @@ from gateway.providers import Surface, open_upstream, read_answer
 from gateway.rag.batcher import Batchers
 from gateway.surfaces._upstream import require_task
 from gateway.surfaces.embeddings import with_prefix
+from server.domain import resource_pins
 from server.domain.principal import Principal
 from server.domain.rags import Rag
-from server.errors import UpstreamFailed
+from server.errors import FailedPrecondition, UpstreamFailed
 from server.metering import CallKind, UsageEvent
 
 __all__ = ["BATCHERS", "GatewayEmbedder", "new_batchers", "post_metered"]
@@ -55,17 +56,26 @@ class GatewayEmbedder:
         owner = (self._rag.id, self._rag.embedding_model, key.key_id if key else "", self._principal.user_id or "")
         return await self._app[BATCHERS].get(owner).embed(texts, self._passage_batch)
 
+    async def _route(self, model: str, task: TaskType) -> Route:
+        """The route of one of the RAG's models: the model it was saved with, not one created since under its id."""
+        route = await self._app[ACCESS].system_route(model)
+        if not resource_pins.holds(self._rag.pins, route.invoked_ref, route.uid):
+            raise FailedPrecondition(
+                f"The RAG's model '{model}' no longer exists: it was deleted, and a model created since under its id "
+                "is another model.",
+                field="model",
+            )
+        require_task(route, task)
+        return route
+
     async def _passage_batch(self, batch: list[str]) -> list[list[float]]:
-        route = await self._app[ACCESS].system_route(self._rag.embedding_model)
-        require_task(route, TaskType.EMBEDDING)
-        return await self._call(route, batch)
+        return await self._call(await self._route(self._rag.embedding_model, TaskType.EMBEDDING), batch)
 
     async def query(self, text: str) -> list[float]:
         return (await self._embed([text], query=True))[0]
 
     async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
-        route = await self._app[ACCESS].system_route(self._rag.embedding_model)
-        require_task(route, TaskType.EMBEDDING)
+        route = await self._route(self._rag.embedding_model, TaskType.EMBEDDING)
         batches = [list(texts[start : start + _BATCH]) for start in range(0, len(texts), _BATCH)]
         if query:
             batches = [with_prefix(batch, route.query_prefix) for batch in batches]
@@ -104,8 +114,7 @@ class GatewayEmbedder:
         """Relevance of each document to the query by the RAG's rerank model (through the gateway, metered as a
         rerank call of the RAG's owner), in the documents' order."""
         assert self._rag.rerank_model is not None
-        route = await self._app[ACCESS].system_route(self._rag.rerank_model)
-        require_task(route, TaskType.RERANK)
+        route = await self._route(self._rag.rerank_model, TaskType.RERANK)
         payload = {
             "model": route.public_model_id,
             "query": with_prefix(query, route.query_prefix),

@@ -39,7 +39,7 @@ async def with_agent_tools(request: web.Request, agent: AgentRoute, caller: list
                 continue
             try:
                 server = await mcp_servers.invocation(
-                    session, request[PRINCIPAL], name, box, field="model", delegated=True
+                    session, request[PRINCIPAL], name, box, field="model", delegated=agent.plan.pins
                 )
             except InvalidArgument:
                 raise _cannot_run(agent, f"its MCP server {name!r} no longer exists") from None

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
 from server.crypto import SecretBox
+from server.domain import resource_pins
 from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
 from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_http_url, require_nonempty
@@ -644,17 +645,25 @@ def request_headers(values: Any, field: str) -> dict[str, str]:
 
 
 async def invocation(
-    session: AsyncSession, principal: Principal, name: str, box: SecretBox, *, field: str, delegated: bool = False
+    session: AsyncSession,
+    principal: Principal,
+    name: str,
+    box: SecretBox,
+    *,
+    field: str,
+    delegated: resource_pins.Pins | None = None,
 ) -> Invocation:
     """The server `name` for a caller who wants to use its tools: it must be registered in the caller's tenant (or
     platform-wide) and invokable by the caller (the key's grants, sharing). Anything else reads as "unknown", so
     names cannot be probed. `delegated`: a preset agent's default server, used on the agent's authority (its saver
-    was checked when the agent was saved; the caller's right to invoke the agent is the surface's check)."""
+    was checked when the agent was saved; the caller's right to invoke the agent is the surface's check), given the
+    agent's pins: only the server it was saved with, not one created later under its name."""
     tenant_id = principal.api_key.tenant_id if principal.api_key else principal.scoped_tenant_id
     row = await session.get(ExternalMcpServerRow, name)
     if row is None or (
-        not delegated
-        and (
+        not await resource_pins.still_pinned(session, _ref(name), delegated)
+        if delegated is not None
+        else (
             (row.tenant_id is not None and row.tenant_id != tenant_id)
             or not await permissions.can_invoke(session, principal, _ref(name))
         )

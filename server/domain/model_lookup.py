@@ -13,7 +13,7 @@ from enum import IntEnum
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
-from server.domain.model_aliases import TARGET_KINDS
+from server.domain.model_registry import alias_target
 from server.domain.principal import Principal
 from server.errors import InvalidArgument
 from server.permissions import ResourceKind, ResourceRef
@@ -58,10 +58,10 @@ async def find_target(session: AsyncSession, public_model_id: str) -> ModelTarge
     direct = ref
     if ref.kind == ResourceKind.MODEL_ALIAS:
         alias = await session.get(ModelAliasRow, entry.name)
-        target_kind = TARGET_KINDS.get(alias.target_kind) if alias is not None else None
-        if alias is None or target_kind is None:
+        target = await alias_target(session, alias) if alias is not None else None
+        if target is None:
             return None
-        direct = ResourceRef(target_kind, alias.target_name)
+        direct = target
     task = await _direct_task(session, direct)
     return ModelTarget(public_model_id, ref, task) if task is not None else None
 

@@ -14,6 +14,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
+from server.domain import resource_pins
 from server.domain.principal import Principal
 from server.domain.validation import validate_public_model_id
 from server.errors import AlreadyExists, InvalidArgument
@@ -23,8 +24,12 @@ from server.store.keyset import Window
 from server.store.models import ExternalModelRow, ModelAliasRow, ModelDeploymentRow, PublicModelIdRow
 
 __all__ = [
+    "ALIAS_TARGET_KINDS",
     "TASK_TEXT_GENERATION",
     "Capabilities",
+    "alias_target",
+    "alias_target_among",
+    "alias_target_named",
     "capabilities_of",
     "claim_public_model_id",
     "immutable_public_model_id",
@@ -61,6 +66,30 @@ def capabilities_of(task_type: int, input_modalities: list[int] | tuple[int, ...
 
 
 Row = TypeVar("Row", ModelDeploymentRow, ExternalModelRow)
+
+# platform.modelmanager.v1.ModelAliasTargetKind -> the resource kind it names (numbered alike)
+ALIAS_TARGET_KINDS = {1: ResourceKind.MODEL_DEPLOYMENT, 2: ResourceKind.EXTERNAL_MODEL}
+
+
+def alias_target_named(alias: ModelAliasRow) -> ResourceRef | None:
+    """The target the alias names, whether or not it still exists (its view keeps showing it)."""
+    kind = ALIAS_TARGET_KINDS.get(alias.target_kind)
+    return ResourceRef(kind, alias.target_name) if kind is not None else None
+
+
+async def alias_target(session: AsyncSession, alias: ModelAliasRow) -> ResourceRef | None:
+    """The model the alias routes to: the one it was pointed at, while that one exists; not a model created later
+    under its name (server.domain.resource_pins)."""
+    ref = alias_target_named(alias)
+    return ref if ref is not None and await resource_pins.still_pinned(session, ref, alias.pins or {}) else None
+
+
+def alias_target_among(alias: ModelAliasRow, uids: resource_pins.Pins) -> ResourceRef | None:
+    """`alias_target` of one of many aliases, given the uids their targets have now (`resource_pins.pins_of`)."""
+    ref = alias_target_named(alias)
+    if ref is None or not resource_pins.holds(alias.pins or {}, ref, uids.get(resource_pins.key(ref))):
+        return None
+    return ref
 
 
 async def readable_targets(

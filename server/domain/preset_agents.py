@@ -9,7 +9,8 @@ keys never administer.
 Delegation: whoever creates or updates an agent must be able to invoke its base model, its guardrails and its MCP
 servers at that moment; callers of the agent need only the right to invoke the agent itself. The base model and the
 guardrails are stored as the public id named plus the resource it resolved to, so deleting the base model keeps the
-agent, reported as unresolved (like an alias), and a later model claiming the same id is not followed.
+agent, reported as unresolved (like an alias), and a later model claiming the same id is not followed; every resource
+the agent names is pinned (server.domain.resource_pins), so neither is a later one created under the same name.
 
 `invocation` is what a surface needs to call an agent (base target, instructions, sampling, guardrails); it knows
 nothing of HTTP and is shared by /v1/chat/completions and, later, /v1/responses.
@@ -21,13 +22,19 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
-from server.domain.model_aliases import TARGET_KINDS
-from server.domain.model_registry import claim_public_model_id, immutable_public_model_id, release_public_model_id
+from server.domain import resource_pins
+from server.domain.model_registry import (
+    alias_target,
+    claim_public_model_id,
+    immutable_public_model_id,
+    release_public_model_id,
+)
 from server.domain.principal import Principal
 from server.domain.validation import validate_resource_name
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -40,7 +47,6 @@ from server.store.models import (
     ModelDeploymentRow,
     PresetAgentRow,
     PublicModelIdRow,
-    ResourceRow,
 )
 
 __all__ = [
@@ -49,6 +55,7 @@ __all__ = [
     "AgentSpec",
     "Invocation",
     "Sampling",
+    "base_pinned",
     "create",
     "delete",
     "get",
@@ -118,6 +125,7 @@ class Invocation:
     output_guardrails: tuple[str, ...]
     default_mcp_servers: tuple[str, ...]
     default_rags: tuple[str, ...]
+    pins: resource_pins.Pins  # the MCP servers' (and models') uids when the agent was saved
 
 
 def _ref(name: str) -> ResourceRef:
@@ -128,10 +136,8 @@ async def _task_of(session: AsyncSession, ref: ResourceRef) -> int | None:
     """The task type of a model (an alias: of its target); None when it no longer exists."""
     if ref.kind == ResourceKind.MODEL_ALIAS:
         alias = await session.get(ModelAliasRow, ref.name)
-        target = TARGET_KINDS.get(alias.target_kind) if alias is not None else None
-        if alias is None or target is None:
-            return None
-        return await _task_of(session, ResourceRef(target, alias.target_name))
+        target = await alias_target(session, alias) if alias is not None else None
+        return await _task_of(session, target) if target is not None else None
     row: ModelDeploymentRow | ExternalModelRow | None
     if ref.kind == ResourceKind.MODEL_DEPLOYMENT:
         row = await session.get(ModelDeploymentRow, ref.name)
@@ -247,6 +253,8 @@ async def _apply(session: AsyncSession, principal: Principal, row: PresetAgentRo
     row.base_public_model_id, row.base_kind, row.base_name = spec.base_model, int(base.kind), base.name
     row.output_guardrails = guardrails
     row.default_mcp_servers, row.default_rags = servers, rags
+    named = [base, *(_guardrail_ref(g) for g in guardrails), *(_mcp_ref(name) for name in servers)]
+    row.pins = await resource_pins.pins_of(session, named)
     row.temperature, row.top_p, row.max_output_tokens = sampling.temperature, sampling.top_p, sampling.max_output_tokens
     if spec.display_name:
         row.display_name = spec.display_name
@@ -333,21 +341,30 @@ async def list_readable(
         )
     rows = (await session.scalars(query)).all()
     owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
-    existing = set(
-        (
-            await session.execute(
-                select(ResourceRow.kind, ResourceRow.name).where(
-                    ResourceRow.kind.in_([int(k) for k in _MODEL_KINDS]),
-                    ResourceRow.name.in_({r.base_name for r in rows}),
-                )
-            )
-        ).all()
-    )
-    return [_build(r, owners[r.name], resolved=(r.base_kind, r.base_name) in existing) for r in rows]
+    uids = await resource_pins.pins_of(session, [_base_ref(r) for r in rows])
+    return [_build(r, owners[r.name], resolved=base_pinned(r, uids)) for r in rows]
+
+
+def _base_ref(row: PresetAgentRow) -> ResourceRef:
+    return ResourceRef(ResourceKind(row.base_kind), row.base_name)
+
+
+def _guardrail_ref(stored: list[Any]) -> ResourceRef:
+    return ResourceRef(ResourceKind(int(stored[1])), str(stored[2]))
+
+
+def _mcp_ref(name: str) -> ResourceRef:
+    return ResourceRef(ResourceKind.MCP_SERVER, name)
+
+
+def base_pinned(row: PresetAgentRow, uids: resource_pins.Pins) -> bool:
+    """The base model is still the one the agent was saved with, given the uids models have now."""
+    base = _base_ref(row)
+    return resource_pins.holds(row.pins or {}, base, uids.get(resource_pins.key(base)))
 
 
 async def _resolved(session: AsyncSession, row: PresetAgentRow) -> bool:
-    return await session.get(ResourceRow, (row.base_kind, row.base_name)) is not None
+    return await resource_pins.still_pinned(session, _base_ref(row), row.pins or {})
 
 
 async def _view(session: AsyncSession, row: PresetAgentRow) -> Agent:
@@ -390,14 +407,19 @@ async def invocation(session: AsyncSession, name: str) -> Invocation:
     row = await session.get(PresetAgentRow, name)
     if row is None:
         raise NotFound(f"preset agent {name!r} not found", field="model")
-    if not await _still_names(session, row.base_public_model_id, row.base_kind, row.base_name):
+    pins = row.pins or {}
+    if not await _still_names(session, row.base_public_model_id, row.base_kind, row.base_name) or not (
+        await resource_pins.still_pinned(session, _base_ref(row), pins)
+    ):
         raise FailedPrecondition(
             f"The preset agent '{row.public_model_id}' is unresolved: its base model no longer exists.", field="model"
         )
-    for public_model_id, kind, target in row.output_guardrails or ():
-        ref = ResourceRef(ResourceKind(int(kind)), str(target))
-        if not await _still_names(session, str(public_model_id), int(kind), str(target)) or (
-            await _task_of(session, ref) != TASK_GUARDRAIL
+    for stored in row.output_guardrails or ():
+        ref = _guardrail_ref(stored)
+        if (
+            not await _still_names(session, str(stored[0]), int(ref.kind), ref.name)
+            or not await resource_pins.still_pinned(session, ref, pins)
+            or await _task_of(session, ref) != TASK_GUARDRAIL
         ):
             raise FailedPrecondition(
                 f"The preset agent '{row.public_model_id}' cannot run: one of its output guardrails no longer exists.",
@@ -412,4 +434,5 @@ async def invocation(session: AsyncSession, name: str) -> Invocation:
         output_guardrails=tuple(str(g[0]) for g in row.output_guardrails or ()),
         default_mcp_servers=tuple(row.default_mcp_servers or ()),
         default_rags=tuple(row.default_rags or ()),
+        pins=dict(pins),
     )

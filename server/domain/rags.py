@@ -20,7 +20,7 @@ Rules
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import delete as sql_delete
@@ -29,6 +29,7 @@ from sqlalchemy import update as sql_update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
+from server.domain import resource_pins
 from server.domain.model_lookup import TaskType, require_invokable_model
 from server.domain.principal import Principal
 from server.domain.validation import require_name, require_nonempty, validate_resource_name
@@ -109,6 +110,7 @@ class Rag:
     created_at: datetime
     updated_at: datetime
     used_bytes: int
+    pins: resource_pins.Pins = field(default_factory=dict)  # its models' uids (server.domain.resource_pins)
 
 
 def rag_url(public_base_url: str, rag_id: str) -> str:
@@ -138,6 +140,7 @@ def _build(row: RagDeploymentRow, sharing: Sharing) -> Rag:
         dense_weight=float(weights.get("dense", DEFAULT_DENSE_WEIGHT)),
         lexical_weight=float(weights.get("lexical", DEFAULT_LEXICAL_WEIGHT)),
         creator=row.creator,
+        pins=dict(row.pins or {}),
         created_at=row.created_at,
         updated_at=row.updated_at,
         used_bytes=row.used_bytes,
@@ -185,11 +188,15 @@ def _threshold(value: float) -> float:
     return value
 
 
-async def _rerank(session: AsyncSession, principal: Principal, value: str | None) -> str | None:
+async def _rerank(session: AsyncSession, principal: Principal, row: RagDeploymentRow, value: str | None) -> None:
+    """Set the rerank model, pinned beside the embedding model (an earlier rerank model's pin is left: a pin is only
+    asked about the model a RAG names now)."""
     if not value:
-        return None
-    await require_invokable_model(session, principal, value, task=TaskType.RERANK, field="rag.rerank_model")
-    return value
+        row.rerank_model = None
+        return
+    target = await require_invokable_model(session, principal, value, task=TaskType.RERANK, field="rag.rerank_model")
+    row.rerank_model = value
+    row.pins = {**(row.pins or {}), **await resource_pins.pins_of(session, [target.invoked_ref])}
 
 
 async def require_create(session: AsyncSession, principal: Principal, tenant_id: str | None) -> str | None:
@@ -208,7 +215,7 @@ async def create(session: AsyncSession, principal: Principal, spec: RagSpec, *, 
     name = validate_resource_name(spec.name, "rag.name")
     display_name = require_name(spec.display_name, "rag.display_name", max_len=256) if spec.display_name else name
     require_nonempty(spec.embedding_model, "rag.embedding_model")
-    await require_invokable_model(
+    embedding = await require_invokable_model(
         session, principal, spec.embedding_model, task=TaskType.EMBEDDING, field="rag.embedding_model"
     )
     size, overlap = _chunking(
@@ -223,7 +230,7 @@ async def create(session: AsyncSession, principal: Principal, spec: RagSpec, *, 
         embedding_model=spec.embedding_model,
         chunk_size_tokens=size,
         chunk_overlap_tokens=overlap,
-        rerank_model=await _rerank(session, principal, spec.rerank_model),
+        pins=await resource_pins.pins_of(session, [embedding.invoked_ref]),
         top_k=_in_range(spec.top_k if spec.top_k is not None else DEFAULT_TOP_K, _TOP_K, "rag.retrieval.top_k"),
         score_threshold=_threshold(spec.score_threshold) if spec.score_threshold is not None else None,
         weights=_weights(
@@ -233,6 +240,7 @@ async def create(session: AsyncSession, principal: Principal, spec: RagSpec, *, 
         creator=principal.subject_id,
         used_bytes=0,
     )
+    await _rerank(session, principal, row, spec.rerank_model)
     await permissions.create_resource(
         session, principal, _ref(row.id), tenant_id=owner, sharing=spec.sharing or Sharing()
     )
@@ -280,7 +288,7 @@ async def update(session: AsyncSession, principal: Principal, spec: RagSpec) -> 
         spec.chunk_overlap_tokens if spec.chunk_overlap_tokens is not None else row.chunk_overlap_tokens,
     )
     if spec.rerank_model is not None and spec.rerank_model != row.rerank_model:
-        row.rerank_model = await _rerank(session, principal, spec.rerank_model)
+        await _rerank(session, principal, row, spec.rerank_model)
     if spec.top_k is not None:
         row.top_k = _in_range(spec.top_k, _TOP_K, "rag.retrieval.top_k")
     if spec.clear_score_threshold and spec.score_threshold is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, datetime
 from typing import Any
 
@@ -190,6 +191,10 @@ class ResourceRow(Base):
     created_by: Mapped[str | None] = mapped_column(String(128))
     share_to_all: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # This resource and no other ever: names are one namespace a kind, free again once a resource is deleted, and
+    # a reference to a resource (an alias's target, an agent's models and MCP servers) pins its uid so that a
+    # resource created later under the same name, by any tenant, is never taken for the one it named.
+    uid: Mapped[str] = mapped_column(String(32), default=lambda: secrets.token_hex(16))
 
 
 class ResourceShareRow(Base):
@@ -483,6 +488,7 @@ class ModelAliasRow(Base):
     display_name: Mapped[str] = mapped_column(String(256), default="")
     target_kind: Mapped[int] = mapped_column(Integer)
     target_name: Mapped[str] = mapped_column(String(128))
+    pins: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)  # the target's uid (server.domain.resource_pins)
     unlisted: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -563,6 +569,7 @@ class PresetAgentRow(Base):
     top_p: Mapped[float | None] = mapped_column(Float, default=None)
     max_output_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
     output_guardrails: Mapped[list[list[Any]]] = mapped_column(JSON, default=list)
+    pins: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)  # uids of what it names (domain.resource_pins)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -608,6 +615,7 @@ class RagDeploymentRow(Base):
     top_k: Mapped[int] = mapped_column(Integer)
     score_threshold: Mapped[float | None] = mapped_column(Float, default=None)
     weights: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)  # {"dense": w, "lexical": w}
+    pins: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)  # its models' uids (domain.resource_pins)
     creator: Mapped[str] = mapped_column(String(128), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
