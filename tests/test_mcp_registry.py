@@ -150,6 +150,8 @@ async def test_update_rules(server: Server, connect: ConnectJsonCaller, database
         ({"name": ""}, {}, "name"),
         ({"name": "bad name!"}, {}, "name"),
         ({"serverUrl": "ftp://x"}, {}, "server_url"),
+        ({"serverUrl": "http://[::1"}, {}, "server_url"),  # urllib raises on it: was an internal error
+        ({"serverUrl": "http://h:99999/mcp"}, {}, "server_url"),
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_UNSPECIFIED"}}, {}, "auth.type"),
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_OAUTH_AUTHORIZATION_CODE"}}, {}, "auth.oauth"),
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_BEARER"}}, {}, "api_key"),

@@ -108,12 +108,13 @@ async def test_deployments_are_platform_resources_managed_with_can_manage_models
 
 
 async def test_deployment_validation(connect: ConnectJsonCaller, world: World) -> None:
-    cases = {
-        "name": {"name": "Bad Name", "publicModelId": "a/b", "endpointUrl": "http://h/v1"},
-        "endpoint_url": {"name": _id("d"), "publicModelId": _id("p"), "endpointUrl": "ftp://h"},
-        "public_model_id": {"name": _id("d"), "publicModelId": "-bad-", "endpointUrl": "http://h/v1"},
-    }
-    for field, body in cases.items():
+    cases = [
+        ("name", {"name": "Bad Name", "publicModelId": "a/b", "endpointUrl": "http://h/v1"}),
+        ("endpoint_url", {"name": _id("d"), "publicModelId": _id("p"), "endpointUrl": "ftp://h"}),
+        ("endpoint_url", {"name": _id("d"), "publicModelId": _id("p"), "endpointUrl": "http://[::1"}),
+        ("public_model_id", {"name": _id("d"), "publicModelId": "-bad-", "endpointUrl": "http://h/v1"}),
+    ]
+    for field, body in cases:
         result = await connect.call(
             f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": body}, token=world.tokens["models"]
         )

@@ -83,7 +83,11 @@ def validate_resource_name(value: str, field: str = "name") -> str:
 
 def require_http_url(value: str, field: str) -> str:
     limit_text(value or "", field, MAX_URL)
-    parsed = urlsplit(value or "")
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+    try:  # urllib raises on an unclosed IPv6 bracket or a port out of range (`http://[::1`, `http://h:99999`)
+        parsed = urlsplit(value or "")
+        valid = parsed.scheme in ("http", "https") and bool(parsed.hostname) and (parsed.port or 0) >= 0
+    except ValueError:
+        valid = False
+    if not valid:
         raise InvalidArgument(f"{field} must be an http(s) URL", field=field)
     return value.rstrip("/")
