@@ -8,9 +8,10 @@ from typing import Any
 import openai
 import pytest
 
+from tests.conftest import Server
 from tests.fakes.upstream import COMPLETION_TOKENS, PROMPT_TOKENS
 from tests.gateway_fixtures import Fakes, Gateway
-from tests.gateway_world import GatewayWorld
+from tests.gateway_world import GatewayWorld, one_model_and_key
 
 TOOLS: list[Any] = [
     {
@@ -126,6 +127,14 @@ def test_stored_responses_are_the_callers_own(gateway: Gateway, gw_world: Gatewa
     [
         ({"input": []}, "input"),
         ({"input": [{"type": "message", "role": "robot", "content": "x"}]}, "input[0].role"),
+        ({"input": [{"role": ["user"], "content": "x"}]}, "input[0].role"),
+        ({"input": [{"type": {"a": 1}, "role": "user", "content": "x"}]}, "input[0].type"),
+        # Input with no message for the model, and no earlier turn to continue: nothing to send upstream.
+        ({"input": [{"type": "mcp_list_tools", "server_label": "x"}]}, "input"),
+        (
+            {"input": [{"type": "mcp_approval_response", "approval_request_id": "mcpr_unknown", "approve": True}]},
+            "input[0].approval_request_id",
+        ),
         ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"input": "x", "max_output_tokens": 0}, "max_output_tokens"),
         ({"input": "x", "previous_response_id": "resp_x", "conversation": "conv_x"}, "conversation"),
@@ -137,6 +146,17 @@ def test_invalid_requests_name_the_field(
     with pytest.raises(openai.BadRequestError) as err:
         client(gateway, gw_world.keys["all"]).responses.create(model=gw_world.model("chat"), **kwargs)
     assert err.value.param == param
+
+
+def test_null_sampling_fields_are_not_set(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:
+    result = client(gateway, gw_world.keys["all"]).responses.create(
+        model=gw_world.model("chat"), input="Say hello", temperature=None, top_p=None, parallel_tool_calls=None
+    )
+    assert result.status == "completed"
+    assert (result.temperature, result.top_p, result.parallel_tool_calls) == (1.0, 1.0, True)
+    sent = fakes.openai.last().json
+    assert sent is not None
+    assert not {"temperature", "top_p", "parallel_tool_calls"} & sent.keys()
 
 
 def test_a_backend_failure_mid_stream_ends_with_response_failed(gateway: Gateway, gw_world: GatewayWorld) -> None:
@@ -190,3 +210,78 @@ def test_responses_continue_a_conversation_and_add_to_it(
     other = client(gateway, gw_world.keys["chat-only"])
     with pytest.raises(openai.NotFoundError):
         other.responses.create(model=gw_world.model("chat"), input="x", conversation=conversation.id)
+
+
+def test_items_a_turn_adds_to_a_conversation_get_ids_of_their_own(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    """Item ids are unique across all conversations: a turn's input is kept under fresh ids, as on
+    POST /v1/conversations/{id}/items, so re-sent items (another response's output, an id twice) cannot collide."""
+    sdk = client(gateway, gw_world.keys["all"])
+    first_conversation = sdk.conversations.create()
+    first = sdk.responses.create(model=gw_world.model("chat"), input="hello", conversation=first_conversation.id)
+    resent: list[Any] = [item.model_dump(exclude_none=True) for item in first.output]
+    conversation = sdk.conversations.create()
+    second = sdk.responses.create(
+        model=gw_world.model("chat"),
+        input=[*resent, {"role": "user", "content": "more"}],
+        conversation=conversation.id,
+    )
+    assert second.status == "completed"
+    items = list(sdk.conversations.items.list(conversation.id, order="asc"))
+    assert [i.type for i in items] == ["message", "message", "message"]
+    assert items[0].id != first.output[0].id and str(items[0].id).startswith("msg_")
+    assert items[0].model_dump()["content"][0]["text"] == first.output_text
+    assert items[-1].id == second.output[0].id
+    # the stored response lists its input under the ids its conversation keeps
+    listed = list(sdk.responses.input_items.list(second.id, order="asc"))
+    assert [i.id for i in listed] == [i.id for i in items[:2]]
+    twice: list[Any] = [{"id": "msg_twice", "role": "user", "content": c} for c in ("one", "two")]
+    third = sdk.responses.create(model=gw_world.model("chat"), input=twice, conversation=conversation.id)
+    assert third.status == "completed"
+    ids = [i.id for i in sdk.conversations.items.list(conversation.id, order="asc")]
+    assert len(ids) == 6 and len(set(ids)) == 6 and "msg_twice" not in ids
+
+
+async def test_an_item_id_of_another_tenant_is_no_different_from_a_fresh_one(
+    server: Server, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes
+) -> None:
+    """No answer tells a caller whether an item id exists in someone else's conversation."""
+    model, secret, _key_id = await one_model_and_key(server, fakes.openai_url, "served-chat")
+    async with (
+        openai.AsyncOpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as mine,
+        openai.AsyncOpenAI(base_url=gateway.base_url, api_key=secret, max_retries=0) as other,
+    ):
+        conversation = await mine.conversations.create()
+        turn = await mine.responses.create(model=gw_world.model("chat"), input="hello", conversation=conversation.id)
+        taken = turn.output[0].id
+        theirs = await other.conversations.create()
+        answers = []
+        for item_id in (taken, "msg_" + "0" * 48):
+            sent: list[Any] = [{"id": item_id, "type": "message", "role": "user", "content": "hi"}]
+            try:
+                raw = await other.responses.with_raw_response.create(model=model, input=sent, conversation=theirs.id)
+                answers.append(raw.status_code)
+            except openai.APIStatusError as exc:
+                answers.append(exc.status_code)
+        assert answers == [200, 200]
+        kept = [i.id async for i in other.conversations.items.list(theirs.id)]
+        assert len(kept) == 4 and taken not in kept
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_input_its_conversation_cannot_keep_is_refused_before_the_model_is_called(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, stream: bool
+) -> None:
+    sdk = client(gateway, gw_world.keys["all"])
+    conversation = sdk.conversations.create(items=[{"role": "user", "content": "My name is Ada."}])
+    unsaveable: list[Any] = [{"role": "user", "content": [{"type": "input_text"}]}]  # a text part without text
+    calls = len(fakes.openai.received)
+    with pytest.raises(openai.BadRequestError) as err:  # before any event: a stream would raise only when read
+        sdk.responses.create(
+            model=gw_world.model("chat"),
+            input=unsaveable,
+            conversation=conversation.id,
+            stream=stream,
+        )
+    assert err.value.param == "input[0].content[0].text"
+    assert len(fakes.openai.received) == calls
+    assert len(list(sdk.conversations.items.list(conversation.id))) == 1  # the conversation is unchanged

@@ -58,10 +58,11 @@ def test_documents_are_never_prefixed(
     assert "input_type" not in sent
 
 
-def test_unknown_input_type_names_the_field(gateway: Gateway, gw_world: GatewayWorld) -> None:
+@pytest.mark.parametrize("input_type", ["poem", ["query"], {"type": "query"}])
+def test_unknown_input_type_names_the_field(gateway: Gateway, gw_world: GatewayWorld, input_type: object) -> None:
     with pytest.raises(openai.BadRequestError) as err:
         client(gateway, gw_world.keys["all"]).embeddings.create(
-            model=gw_world.model("embed"), input="x", extra_body={"input_type": "poem"}
+            model=gw_world.model("embed"), input="x", extra_body={"input_type": input_type}
         )
     assert err.value.param == "input_type"
 

@@ -90,7 +90,7 @@ def _user_content(content: Any, field_name: str) -> Any:
 
 def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
     role = item.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise InvalidArgument(
             f"'{where}.role' must be one of user, assistant, system, developer.", field=f"{where}.role"
         )
@@ -200,6 +200,8 @@ def messages(items: list[Any]) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             raise InvalidArgument("Each input item must be an object.", field=where)
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise InvalidArgument(f"'{where}.type' must be a string.", field=f"{where}.type")
         if kind == "message":
             out.append(_message(item, where))
         elif kind == "function_call":
@@ -284,7 +286,7 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
         items = raw
     else:
         raise InvalidArgument("'input' must be a string or a non-empty array of input items.", field="input")
-    turn = messages(items)
+    turn = _turn(items, context)
     history = list(context) + turn
     instructions = payload.get("instructions")
     if instructions is not None:
@@ -312,11 +314,11 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
     echo = {
         "instructions": instructions,
         "max_output_tokens": limit,
-        "temperature": float(payload.get("temperature", 1.0)),
-        "top_p": float(payload.get("top_p", 1.0)),
+        "temperature": _number(payload, "temperature", 1.0),
+        "top_p": _number(payload, "top_p", 1.0),
         "tools": [_echoed_tool(t) for t in payload.get("tools") or []],
         "tool_choice": payload.get("tool_choice") or "auto",
-        "parallel_tool_calls": bool(payload.get("parallel_tool_calls", True)),
+        "parallel_tool_calls": payload.get("parallel_tool_calls") is not False,  # null is "not set" here too
         "text": payload.get("text") or {"format": {"type": "text"}},
         "metadata": payload.get("metadata") or {},
         "user": payload.get("user"),
@@ -324,6 +326,26 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
         "previous_response_id": payload.get("previous_response_id"),
     }
     return ChatPlan(chat, [_listed(item) for item in items], list(context), turn, echo, _include(payload))
+
+
+def _number(payload: dict[str, Any], name: str, default: float) -> float:
+    """A sampling number as echoed: null is "not set" (the SDK sends None so), as in chat completions."""
+    value = payload.get(name)
+    return default if value is None else float(value)
+
+
+def _turn(items: list[Any], context: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This turn's input as messages. Input with no chat message (listings, approvals) and no earlier turn would send
+    the model none at all; an approval response there answers a request of no chain, so its id is what is wrong."""
+    turn = messages(items)
+    if turn or context:
+        return turn
+    for i, item in enumerate(items):
+        if item.get("type") == "mcp_approval_response":
+            raise InvalidArgument(
+                "No approval request with this id in this response chain.", field=f"input[{i}].approval_request_id"
+            )
+    raise InvalidArgument("'input' has no message for the model.", field="input")
 
 
 def _include(payload: dict[str, Any]) -> tuple[str, ...]:

@@ -46,10 +46,10 @@ _DOCUMENT_TYPES = frozenset({"document", "passage", "search_document"})
 def _is_query(payload: dict[str, Any]) -> bool:
     """Pop `input_type`; True when the inputs are search queries."""
     input_type = payload.pop("input_type", None)
-    if input_type is None or input_type in _DOCUMENT_TYPES:
+    if input_type is None:
         return False
-    if input_type in _QUERY_TYPES:
-        return True
+    if isinstance(input_type, str) and input_type in _QUERY_TYPES | _DOCUMENT_TYPES:
+        return input_type in _QUERY_TYPES
     raise InvalidArgument("'input_type' must be 'query' or 'document'.", field="input_type")
 
 

@@ -20,7 +20,7 @@ from aiohttp import web
 from gateway.agents import AgentRoute, shape_chat_request
 from gateway.calls import Call, metered
 from gateway.catalog import Route, TaskType
-from gateway.context import DB, PRINCIPAL
+from gateway.context import DB, PRINCIPAL, REQUEST_ID
 from gateway.limits import LimitExceeded
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
@@ -123,14 +123,29 @@ def _as_chat(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return translate.answered(translate.messages([i for i in items if i.get("type") in _CHAT_ITEMS]))
 
 
-def _new_items(items: list[dict[str, Any]]) -> list[conversation_items.NewItem]:
-    """This turn's input and output as conversation items, keeping the ids the client has already seen."""
+def _normalized(items: list[dict[str, Any]]) -> list[conversation_items.NewItem]:
     out: list[conversation_items.NewItem] = []
     for start in range(0, len(items), conversation_items.MAX_ITEMS_PER_CALL):
         chunk = items[start : start + conversation_items.MAX_ITEMS_PER_CALL]
-        normalized = conversation_items.normalize_items(chunk, field="input")
-        out += [dataclasses.replace(n, id=raw.get("id")) for n, raw in zip(normalized, chunk, strict=True)]
+        out += conversation_items.normalize_items(chunk, field="input")
     return out
+
+
+def _conversation_input(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This turn's input with the ids its conversation items will have, checked before the model is called: input
+    the conversation cannot keep is refused before it is paid for, and before a stream has started.
+
+    The ids are the server's, as on POST /v1/conversations/{id}/items: item ids are unique across all
+    conversations, so keeping an id the client sent (such as an output item of another response) would fail the
+    save, and tell any caller whether that id exists anywhere."""
+    fresh = [conversation_items.new_item_id(n.type) for n in _normalized(items)]
+    return [{**item, "id": item_id} for item, item_id in zip(items, fresh, strict=True)]
+
+
+def _new_items(items: list[dict[str, Any]]) -> list[conversation_items.NewItem]:
+    """This turn's input and output as conversation items, keeping the ids the client has already seen: all of the
+    server's making (the output's minted by this turn, the input's by `_conversation_input`)."""
+    return [dataclasses.replace(n, id=raw.get("id")) for n, raw in zip(_normalized(items), items, strict=True)]
 
 
 async def _remember(
@@ -152,6 +167,24 @@ async def _remember(
         if conversation_id is not None:
             await conversations.require_conversation(session, request[PRINCIPAL], "", conversation_id)
             await conversations.append_items(session, conversation_id, _new_items(plan.input_items + body["output"]))
+
+
+async def _remember_streamed(
+    request: web.Request,
+    call: Call,
+    body: dict[str, Any],
+    plan: translate.ChatPlan,
+    *,
+    conversation_id: str | None,
+    loop_result: loop.LoopResult | None = None,
+) -> None:
+    """`_remember` for a stream whose terminal event is already sent: a failure can only be logged, as any error
+    answer now would be written into the stream's body."""
+    try:
+        await _remember(request, body, plan, conversation_id, loop_result)
+    except Exception:
+        log.exception("a streamed response could not be saved (correlation id %s)", request[REQUEST_ID])
+        call.status = 500
 
 
 async def create_response(request: web.Request) -> web.StreamResponse:
@@ -177,6 +210,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         plan = translate.plan(payload, context)
         if conversation_id is not None:
             plan.echo["conversation"] = {"id": conversation_id}
+            plan.input_items = _conversation_input(plan.input_items)
         max_tool_calls = _max_tool_calls(payload)
         plan.echo["max_tool_calls"] = max_tool_calls
         route, agent, specs = await _target_and_tools(request, call, model, payload, plan)
@@ -291,7 +325,10 @@ async def _with_loop(
         )
 
     async def remember(body: dict[str, Any], result: loop.LoopResult) -> None:
-        await _remember(request, body, plan, conversation_id, result)
+        if stream:
+            await _remember_streamed(request, call, body, plan, conversation_id=conversation_id, loop_result=result)
+        else:
+            await _remember(request, body, plan, conversation_id, result)
 
     if args.agent is not None and args.agent.guardrails:
         return await guarded_response(
@@ -338,7 +375,7 @@ async def _with_loop(
         call.count(result.usage)
         body = body_of(result)
         await events.end(body)
-        await _remember(request, body, plan, conversation_id, result)
+        await _remember_streamed(request, call, body, plan, conversation_id=conversation_id, loop_result=result)
     except ConnectionError:
         call.status = 499  # the client went away: the loop stopped with it
     call.response_bytes = out.length
@@ -369,7 +406,7 @@ async def _stream(
             upstream.release()
         body = await events.finish()
         call.count(events.usage)
-        await _remember(request, body, plan, conversation_id)
+        await _remember_streamed(request, call, body, plan, conversation_id=conversation_id)
     except ConnectionError:
         call.status = 499  # the client went away
     call.response_bytes = out.length
