@@ -5,21 +5,36 @@ for a line without a colon or a value with a NUL or another control character, `
 `MAX_HEADER_LINE` bytes, `BadHttpMessage` for too many lines; a body that does not follow its boundary raises
 ValueError. Escaping the handler, each was a 500. `form_errors` turns them into `InvalidArgument` on the form's
 file field; the messages never quote the client's bytes (they may be anything, credentials included).
+
+What the header parser lets through is checked where a part is read:
+- `part_names`: a part's name and filename. A Content-Disposition that aiohttp cannot parse gives neither (the part
+  then went unnamed, and the request failed later as "no file"), so it is refused as such. RFC 5987's `name*=` and
+  `filename*=` percent-decode to any character: a CR, LF or NUL there passed the header parser and failed as a 500
+  when the transcription form was rebuilt for the upstream (aiohttp refuses control characters in the headers it
+  writes), so a name or filename with a control character (tab aside, as aiohttp's writer) is refused here.
+- `part_text`: a text field's value. aiohttp's `BodyPartReader.text()` raises LookupError for an unknown charset and
+  RuntimeError for an unknown Content-Transfer-Encoding (both 500s); its UnicodeDecodeError, a ValueError, was
+  answered as a body not delimited by its boundary. Each is now a 400 on the field, saying which.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import re
 from collections.abc import Iterator
 
+from aiohttp import BodyPartReader, hdrs
 from aiohttp.http_exceptions import BadHttpMessage, InvalidHeader, LineTooLong
+from aiohttp.multipart import content_disposition_filename, parse_content_disposition
 from aiohttp.web_protocol import RequestPayloadError
 
 from server.errors import InvalidArgument
 
-__all__ = ["MAX_HEADER_LINE", "form_errors"]
+__all__ = ["MAX_HEADER_LINE", "form_errors", "part_names", "part_text"]
 
 MAX_HEADER_LINE = 8190  # aiohttp's max_field_size for part headers
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header it writes
 
 
 @contextlib.contextmanager
@@ -51,3 +66,53 @@ def _header_problem(header: str) -> str:
     if ":" not in header:
         return "a part header line has no colon or an invalid name (headers are 'Name: value')"
     return "a part header has an invalid name or a control character in its value"
+
+
+def part_names(part: BodyPartReader, field: str = "file") -> tuple[str | None, str | None]:
+    """The part's (name, filename) from its Content-Disposition; a 400 on `field` if unusable (see above)."""
+    header = part.headers.get(hdrs.CONTENT_DISPOSITION)
+    disposition, params = parse_content_disposition(header)
+    if header is not None and disposition is None:
+        raise InvalidArgument(
+            "Malformed multipart body: a part's Content-Disposition header could not be parsed"
+            ' (expected: form-data; name="..."; filename="...").',
+            field=field,
+        )
+    name = content_disposition_filename(params, "name")
+    filename = content_disposition_filename(params, "filename")
+    for what, value in (("name", name), ("filename", filename)):
+        if value is not None and _CONTROL.search(value):
+            raise InvalidArgument(
+                f"Malformed multipart body: a part's {what} contains a control character (such as NUL or a line"
+                " break).",
+                field=field,
+            )
+    return name, filename
+
+
+async def part_text(part: BodyPartReader, field: str) -> str:
+    """A text part's value, decoded by its Content-Transfer-Encoding and charset (UTF-8 unless it says otherwise)."""
+    data = await part.read()
+    try:
+        data = bytes(part.decode(data))
+    except RuntimeError:  # aiohttp's "unknown content transfer encoding"
+        raise InvalidArgument(
+            f"{field}: its part has an unsupported Content-Transfer-Encoding (send it as 8bit, binary, base64 or"
+            " quoted-printable, or without one).",
+            field=field,
+        ) from None
+    except ValueError:  # binascii.Error: not base64
+        raise InvalidArgument(
+            f"{field}: its part does not decode as its Content-Transfer-Encoding says.", field=field
+        ) from None
+    charset = part.get_charset(default="utf-8")
+    try:
+        return data.decode(charset)
+    except LookupError:  # also a codec that is not a text encoding ("hex", "rot13")
+        raise InvalidArgument(
+            f"{field}: its part declares a charset that is not a known text encoding (send UTF-8).", field=field
+        ) from None
+    except ValueError:  # UnicodeDecodeError, or another UnicodeError from a codec such as idna
+        if codecs.lookup(charset).name == "utf-8":
+            raise InvalidArgument(f"{field} is not UTF-8 text.", field=field) from None
+        raise InvalidArgument(f"{field} is not text in the charset its part declares.", field=field) from None

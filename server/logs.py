@@ -12,11 +12,21 @@ SDK logs a full stack (with the exception's text) for a read timeout or a droppe
 already turned into a tool error, and a library's exception text may carry the URL or body it was handling. The
 engine also hides parameters from its exception messages (server.store.db), which
 errors are logged with.
+
+Warnings (`warnings.warn`) are logged too, under the `py.warnings` logger, with their category and where they were
+raised but not their text: Python printed a warning's text to stderr, and a library's warning may quote what it was
+handling; aiohttp's multipart parser warns with the Content-Disposition header a client sent. Those two aiohttp
+warnings are ignored outright: a client can cause one with every request, which is answered with a 400 anyway
+(gateway.multipart).
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
+from typing import TextIO
+
+from aiohttp.multipart import BadContentDispositionHeader, BadContentDispositionParam
 
 __all__ = ["OWN_LOGGERS", "HoldForeignLoggers", "configure_logging"]
 
@@ -49,6 +59,18 @@ class HoldForeignLoggers(logging.Filter):
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
+def _log_warning(  # noqa: PLR0917 (warnings.showwarning's signature)
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """`warnings.showwarning` for every process: the warning's category and place, never its text."""
+    logging.getLogger("py.warnings").warning("%s raised at %s:%s", category.__name__, filename, lineno)
+
+
 def configure_logging(level: str, fmt: str = LOG_FORMAT) -> None:
     logging.basicConfig(level=logging.WARNING, format=fmt)
     root = logging.getLogger()
@@ -58,3 +80,6 @@ def configure_logging(level: str, fmt: str = LOG_FORMAT) -> None:
     for handler in root.handlers:
         if not any(isinstance(f, HoldForeignLoggers) for f in handler.filters):
             handler.addFilter(HoldForeignLoggers())
+    for client_caused in (BadContentDispositionHeader, BadContentDispositionParam):
+        warnings.filterwarnings("ignore", category=client_caused)
+    warnings.showwarning = _log_warning

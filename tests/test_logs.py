@@ -73,3 +73,25 @@ def test_the_configured_level_still_holds_our_own_loggers() -> None:
     lines = _lines("WARNING")
     assert not [name for name, level in lines if level == "DEBUG"]
     assert ("httpx2", "WARNING") in lines
+
+
+WARNINGS = textwrap.dedent(
+    """
+    import warnings
+    from aiohttp.multipart import parse_content_disposition
+    from server.logs import configure_logging
+
+    configure_logging("DEBUG", "%(name)s|%(levelname)s|%(message)s")
+    parse_content_disposition('form-data; name="file"; filename="a.txt"; zebra-canary-hdr')  # a client's header
+    parse_content_disposition('form-data; name="file"; bad key=zebra-canary-param')
+    warnings.warn("a library's warning quoting secret-body", UserWarning)
+    """
+)
+
+
+def test_a_warning_is_logged_without_its_text_and_aiohttps_client_caused_ones_not_at_all() -> None:
+    done = subprocess.run([sys.executable, "-c", WARNINGS], capture_output=True, text=True, check=True, timeout=60)
+    assert "zebra-canary" not in done.stderr and "BadContentDisposition" not in done.stderr, done.stderr
+    assert "secret-body" not in done.stderr, done.stderr
+    [line] = done.stderr.splitlines()  # only the library's own warning, with its category and place
+    assert line.startswith("py.warnings|WARNING|UserWarning raised at <string>:"), line

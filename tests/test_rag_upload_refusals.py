@@ -1,10 +1,13 @@
 """Hostile uploads through the real gateway answer a 4xx naming the problem, store nothing and charge nothing:
-malformed multipart (a NUL in a filename, a header line without a colon, a line over 64 KiB) on the RAG /files
-upload and on /v1/audio/transcriptions, and DOCX zip bombs, DTDs, deep nesting and malformed XML. What a file is
-charged is the text it stores, not the size of its upload."""
+malformed multipart (a NUL in a filename, a header line without a colon, a line over 64 KiB, a control character
+in an RFC 5987 name or filename, a Content-Disposition that does not parse, a text field in an unknown charset or
+transfer encoding) on the RAG /files upload and on /v1/audio/transcriptions, and DOCX zip bombs, DTDs, deep nesting,
+malformed XML and packages python-docx cannot follow. What a file is charged is the text it stores, not the size of
+its upload. The client's header text never reaches the gateway's log."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import orjson
@@ -22,6 +25,11 @@ __all__ = ["rw"]
 
 BOUNDARY = b"sbBoundary7"
 _PARA = "<w:p><w:r><w:t>All work and no play makes a dull report.</w:t></w:r></w:p>"
+_RELS_WITHOUT_TARGET = (
+    b'<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    b'<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"/>'
+    b"</Relationships>"
+)
 
 
 def _form(part_headers: list[bytes], content: bytes = b"Some text about lighthouses.") -> bytes:
@@ -49,6 +57,31 @@ BAD_NAMES = [
         id="long-name",
     ),
 ]
+
+
+# RFC 5987 names percent-decode to anything: a control character passed the header parser, then failed the
+# transcription's upstream form (aiohttp refuses it in a header it writes) as a 500.
+CONTROL_NAMES = [
+    pytest.param(b"name=\"file\"; filename*=UTF-8''a%0D%0AX.wav", id="crlf-in-filename"),
+    pytest.param(b"name=\"file\"; filename*=UTF-8''a%00b.wav", id="nul-in-filename"),
+    pytest.param(b"name*=UTF-8''pr%0D%0Aompt", id="crlf-in-name"),
+]
+FILE_PART = [DISPOSITION]
+
+
+def _parts(*parts: tuple[list[bytes], bytes]) -> bytes:
+    """A multipart/form-data body of these parts (header lines, content)."""
+    body = b"".join(
+        b"--" + BOUNDARY + b"\r\n" + b"\r\n".join(headers) + b"\r\n\r\n" + content + b"\r\n"
+        for headers, content in parts
+    )
+    return body + b"--" + BOUNDARY + b"--\r\n"
+
+
+def _control_parts(params: bytes) -> list[tuple[list[bytes], bytes]]:
+    """A part with these Content-Disposition params, and a `file` part too when it names another field."""
+    bad = ([b"Content-Disposition: form-data; " + params], b"RIFF....WAVE")
+    return [bad] if b'name="file"' in params else [bad, (FILE_PART, b"RIFF....WAVE")]
 
 
 async def _post_form(base: str, path: str, key: str, body: bytes) -> RawResponse:
@@ -106,6 +139,74 @@ async def test_malformed_multipart_on_transcriptions_is_400(
     assert says in error["message"] and error["param"] == "file", error
 
 
+@pytest.mark.parametrize("params", CONTROL_NAMES[2:])  # a file name's control characters: BAD_NAMES
+async def test_a_control_character_in_a_decoded_name_is_400_on_rag_files(
+    rw: RagWorld, server: Server, params: bytes
+) -> None:
+    rag = await rw.rag()
+    answer = await _post_form(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], _parts(*_control_parts(params)))
+    error = _refusal(answer)
+    assert "control character" in error["message"] and error["param"] == "file", error
+    await _nothing_stored(rw, server, rag)
+
+
+@pytest.mark.parametrize("params", CONTROL_NAMES)
+async def test_a_control_character_in_a_decoded_name_is_400_on_transcriptions(
+    gateway: Gateway, gw_world: GatewayWorld, params: bytes
+) -> None:
+    model = ([b'Content-Disposition: form-data; name="model"'], gw_world.model("whisper").encode())
+    body = _parts(model, *_control_parts(params))
+    answer = await _post_form(
+        gateway.base_url.removesuffix("/v1"), "/v1/audio/transcriptions", gw_world.keys["all"], body
+    )
+    error = _refusal(answer)
+    assert "control character" in error["message"] and error["param"] == "file", error
+
+
+@pytest.mark.parametrize(
+    ("part_headers", "content", "says"),
+    [
+        pytest.param(
+            [b"Content-Type: text/plain; charset=bogus-xx"], b"doc-1", "not a known text encoding", id="charset"
+        ),
+        pytest.param([b"Content-Transfer-Encoding: x-weird"], b"doc-1", "Content-Transfer-Encoding", id="encoding"),
+        pytest.param([b"Content-Transfer-Encoding: base64"], b"d!c-1", "does not decode", id="bad-base64"),
+        pytest.param([], b"doc-\xff\xfe", "external_id is not UTF-8 text", id="not-utf8"),
+    ],
+)
+async def test_an_undecodable_external_id_is_400_naming_it(
+    rw: RagWorld, server: Server, part_headers: list[bytes], content: bytes, says: str
+) -> None:
+    rag = await rw.rag()
+    external_id = ([b'Content-Disposition: form-data; name="external_id"', *part_headers], content)
+    body = _parts((FILE_PART, b"Some text about lighthouses."), external_id)
+    answer = await _post_form(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], body)
+    error = _refusal(answer)
+    assert says in error["message"] and error["param"] == "external_id", error
+    await _nothing_stored(rw, server, rag)
+
+
+async def test_an_unparseable_content_disposition_is_400_and_stays_out_of_the_log(
+    rw: RagWorld, gateway: Gateway, gw_world: GatewayWorld
+) -> None:
+    """aiohttp warns with the header's text (a `warnings.warn`, which Python printed to stderr): the log must not
+    carry it (server.logs), and the client learns which header is wrong rather than that its file is missing."""
+    canary = f"zebra-canary-{secrets.token_hex(4)}-hdr"
+    unparseable = [f'Content-Disposition: form-data; name="file"; filename="a.txt"; {canary}'.encode()]
+    rag = await rw.rag()
+    answer = await _post_form(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], _form(unparseable))
+    error = _refusal(answer)
+    assert "Content-Disposition" in error["message"] and error["param"] == "file", error
+    model = ([b'Content-Disposition: form-data; name="model"'], gw_world.model("whisper").encode())
+    body = _parts(model, (unparseable, b"RIFF....WAVE"))
+    answer = await _post_form(
+        gateway.base_url.removesuffix("/v1"), "/v1/audio/transcriptions", gw_world.keys["all"], body
+    )
+    error = _refusal(answer)
+    assert "Content-Disposition" in error["message"] and error["param"] == "file", error
+    assert canary not in gateway.log()
+
+
 @pytest.mark.parametrize(
     ("document", "status", "says"),
     [
@@ -132,6 +233,17 @@ async def test_malformed_multipart_on_transcriptions_is_400(
             400,
             "word/document.xml is not well-formed XML",
             id="malformed",
+        ),
+        # Well-formed XML that is not the part python-docx expects: it fails with AttributeError or TypeError.
+        pytest.param(docx_with({"[Content_Types].xml": b"<Types/>"}), 400, "not a readable DOCX", id="bare-types"),
+        pytest.param(
+            docx_with({"word/document.xml": document_xml("").replace(b"<w:body></w:body>", b"")}),
+            400,
+            "not a readable DOCX",
+            id="no-body",
+        ),
+        pytest.param(
+            docx_with({"_rels/.rels": _RELS_WITHOUT_TARGET}), 400, "not a readable DOCX", id="relationship-no-target"
         ),
     ],
 )

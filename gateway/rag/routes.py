@@ -31,7 +31,7 @@ from aiohttp import BodyPartReader, web
 
 from gateway.context import DB, SETTINGS
 from gateway.middleware import read_json
-from gateway.multipart import form_errors
+from gateway.multipart import form_errors, part_names, part_text
 from gateway.rag import service
 from gateway.rag.mcp import mcp_endpoint, mcp_lifespan
 from server.domain import rag_files
@@ -71,16 +71,18 @@ async def _multipart(request: web.Request, max_bytes: int) -> list[rag_files.Upl
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 continue
-            if part.name == "file":
-                name = part.filename or "upload"
+            field, filename = part_names(part)
+            if field == "file":
+                name = filename or "upload"
                 files.append((name, part.headers.get("Content-Type"), await _read_part(part, name, max_bytes)))
-            elif part.name == "metadata":
+            elif field == "metadata":
                 try:
                     metadata = rag_files.validate_metadata(orjson.loads(await part.read()))
                 except orjson.JSONDecodeError:
                     raise InvalidArgument("metadata must be a JSON object", field="metadata") from None
-            elif part.name == "external_id":
-                external_id = _external_id((await part.text()).strip() or None, "external_id", required=False)
+            elif field == "external_id":
+                text = await part_text(part, "external_id")
+                external_id = _external_id(text.strip() or None, "external_id", required=False)
     if not files:
         raise InvalidArgument("no 'file' part in the upload", field="file")
     if len(files) > _MAX_BATCH:

@@ -17,7 +17,7 @@ from gateway.capture import CAPTURE, form_summary
 from gateway.catalog import TaskType
 from gateway.context import HTTP, PRINCIPAL, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
-from gateway.multipart import form_errors
+from gateway.multipart import form_errors, part_names
 from gateway.providers import Surface, open_upstream, read_answer
 from gateway.surfaces._upstream import as_requested, require_task
 from server.errors import InvalidArgument, UpstreamFailed
@@ -48,13 +48,14 @@ async def _read_form(request: web.Request, limit: int) -> list[_Field]:
         while (part := await reader.next()) is not None:
             if not isinstance(part, aiohttp.BodyPartReader):
                 raise InvalidArgument("Nested multipart bodies are not supported.", field="file")
+            name, filename = part_names(part)  # a control character in either would fail the upstream form
             chunks: list[bytes] = []
             while chunk := await part.read_chunk(1024 * 1024):
                 size += len(chunk)
                 if size > limit:
                     raise too_large(limit)
                 chunks.append(chunk)
-            fields.append(_Field(part.name or "", b"".join(chunks), part.filename, part.headers.get("Content-Type")))
+            fields.append(_Field(name or "", b"".join(chunks), filename, part.headers.get("Content-Type")))
     request[REQUEST_BYTES] = size
     exchange = request.get(CAPTURE)
     if exchange is not None:

@@ -12,6 +12,10 @@ Before python-docx sees the file:
   error) and malformed XML; each refusal names the part.
 python-docx then parses with lxml (resolve_entities=False, no network, no huge trees), the safety net for a part
 named otherwise that it parses anyway (its content type decides); what lxml refuses is reported as a corrupt DOCX.
+So is well-formed XML that is not the part python-docx expects (`[Content_Types].xml` = `<Types/>`, a relationship
+without a target, a document without a body): python-docx then fails with AttributeError or TypeError from deep in
+its own code, not with an error of its own, and those are caught only when raised inside python-docx, so that a bug
+of ours in this module still surfaces as one.
 """
 
 from __future__ import annotations
@@ -134,4 +138,19 @@ def _extract(filename: str, data: bytes) -> str:
                 blocks.append(" | ".join(cell.text.strip() for cell in row.cells))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, LxmlError):
         raise _corrupt(filename) from None
+    except (AttributeError, TypeError, IndexError) as exc:
+        if not _raised_in_python_docx(exc):
+            raise
+        raise _corrupt(filename) from None
     return "\n".join(blocks)
+
+
+def _raised_in_python_docx(exc: BaseException) -> bool:
+    """Whether python-docx's code is on the failure's stack (the call into it, or a function it called, failed)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module == "docx" or module.startswith("docx."):
+            return True
+        tb = tb.tb_next
+    return False
