@@ -103,6 +103,20 @@ async def test_requests_per_minute_refuse_with_openais_429(gw: LimitsGateway, te
     assert raised.value.response.headers["x-ratelimit-limit-requests"] == "3"
 
 
+async def test_max_tokens_beyond_int64_is_refused_as_too_large_or_not_counted(
+    gw: LimitsGateway, tenant: Tenant
+) -> None:
+    model = tenant.world.model("lchat")
+    requests_id, requests_only = await tenant.key("rpm-only")
+    await tenant.limit((KEY, requests_id), requestsPerMinute="100")
+    tokens_id, with_tokens = await tenant.key("tpm")
+    await tenant.limit((KEY, tokens_id), tokensPerMinute="100000")
+    status, headers, _ = await post(gw, requests_only, "/chat/completions", chat(model, max_tokens=2**63))
+    assert status == 200 and headers["x-ratelimit-limit-requests"] == "100"  # counted as one request
+    status, _, body = await post(gw, with_tokens, "/chat/completions", chat(model, max_tokens=2**63))
+    assert status == 429 and "Request too large" in body["error"]["message"]
+
+
 async def test_tokens_reserve_and_settle_to_usage_streams_included(gw: LimitsGateway, tenant: Tenant) -> None:
     key_id, secret = await tenant.key("tpm")
     await tenant.limit((KEY, key_id), tokensPerMinute="2000")

@@ -302,7 +302,11 @@ class Limiter:
         if not span.checks and not (with_slots and span.caps):
             return None
         if reserve > span.token_room:
-            raise _too_large(span, reserve)
+            if any(check.tokens for check in span.checks):
+                raise _too_large(span, reserve)
+            # Nothing here counts tokens; the counters still take the reservation as an int64 (max_tokens has no
+            # upper bound: 2**63 was an internal error).
+            reserve = span.token_room
         bound = span.bound
         values: list[int]
         # Counted on the window's counters in this host's memory, or from the permits this process holds: no store
