@@ -10,6 +10,7 @@ import aiohttp
 import openai
 import pytest
 
+from gateway.surfaces.embeddings import MAX_INPUTS
 from tests.gateway_fixtures import Fakes, Gateway
 from tests.gateway_world import GatewayWorld
 
@@ -65,6 +66,18 @@ def test_unknown_input_type_names_the_field(gateway: Gateway, gw_world: GatewayW
             model=gw_world.model("embed"), input="x", extra_body={"input_type": input_type}
         )
     assert err.value.param == "input_type"
+
+
+def test_more_inputs_than_openai_allows_are_refused_before_the_model(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes
+) -> None:
+    sdk = client(gateway, gw_world.keys["all"])
+    sent = len(fakes.openai.received)
+    with pytest.raises(openai.BadRequestError) as err:
+        sdk.embeddings.create(model=gw_world.model("embed"), input=["x"] * (MAX_INPUTS + 1))
+    assert err.value.param == "input" and str(MAX_INPUTS) in err.value.message
+    assert len(fakes.openai.received) == sent
+    assert len(sdk.embeddings.create(model=gw_world.model("embed"), input=["x"] * MAX_INPUTS).data) >= 1
 
 
 def test_empty_query_prefix_disables_it(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> None:
