@@ -290,6 +290,14 @@ def _origins(value: str) -> tuple[str, ...]:
     return tuple(origins)
 
 
+def _own_address(host: str, port: int) -> str:
+    """The gateway's address when SWITCHBOARD_GATEWAY_PUBLIC_URL is unset: where it listens (a RAG's ragUrl named
+    port 8081 whatever SWITCHBOARD_GATEWAY_PORT said); a wildcard bind is reached on loopback."""
+    if host in ("", "0.0.0.0", "::"):  # noqa: S104 (read, not bound)
+        host = "127.0.0.1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def _public_url(value: str) -> str:
     """SWITCHBOARD_CONSOLE_PUBLIC_URL: an origin (https://console.example), since the console lives at /console."""
     url = value.strip().rstrip("/")
@@ -327,13 +335,14 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
     var_dir = Path(_get(env, "VAR_DIR", "var"))
     default_db = f"sqlite+aiosqlite:///{(var_dir / 'switchboard.db').as_posix()}"
     host, port = _get(env, "HOST", "127.0.0.1"), int(_get(env, "PORT", "8080"))
+    gateway_host, gateway_port = _get(env, "GATEWAY_HOST", "127.0.0.1"), int(_get(env, "GATEWAY_PORT", "8081"))
     return Settings(
         var_dir=var_dir,
         database_url=_get(env, "DATABASE_URL", default_db),
         host=host,
         port=port,
-        gateway_host=_get(env, "GATEWAY_HOST", "127.0.0.1"),
-        gateway_port=int(_get(env, "GATEWAY_PORT", "8081")),
+        gateway_host=gateway_host,
+        gateway_port=gateway_port,
         gateway_workers=int(_get(env, "GATEWAY_WORKERS", "0")),
         jwt_issuer=_get(env, "JWT_ISSUER", "switchboard"),
         jwt_audience=_get(env, "JWT_AUDIENCE", "switchboard"),
@@ -372,7 +381,9 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         db_pool_size=_count(_get(env, "DB_POOL_SIZE", "32"), "DB_POOL_SIZE"),
         db_pool_timeout_seconds=_positive(_get(env, "DB_POOL_TIMEOUT_SECONDS", "30"), "DB_POOL_TIMEOUT_SECONDS"),
         metering_journal_dir=_get(env, "METERING_JOURNAL_DIR", ""),
-        gateway_public_url=_get(env, "GATEWAY_PUBLIC_URL", "http://127.0.0.1:8081").rstrip("/"),
+        gateway_public_url=(_get(env, "GATEWAY_PUBLIC_URL", "") or _own_address(gateway_host, gateway_port)).rstrip(
+            "/"
+        ),
         console_dir=_get(env, "CONSOLE_DIR", ""),
         cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
         dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
