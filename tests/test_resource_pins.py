@@ -6,6 +6,7 @@ management API and gateway, the upstream a stand-in that records what reached it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.agent_world import AgentWorld, agent_body, build_agent_world, create_agent
+from tests.agent_world import AgentWorld, agent_body, create_agent
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
 from tests.gateway_fixtures import Fakes, Gateway
@@ -102,7 +103,8 @@ async def test_an_agent_does_not_follow_its_deleted_base_model_s_name_and_id_to_
     server: Server, gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes
 ) -> None:
     connect = ConnectJsonCaller(server.base_url)
-    aw: AgentWorld = await build_agent_world(connect, server.admin_token, gw_world, fakes.openai_url)
+    # The shared world's tenant and keys, with names of this test's own (other modules create the agent world's).
+    aw = AgentWorld(dataclasses.replace(gw_world, tag=secrets.token_hex(3), names=dict(gw_world.names)))
     # A platform external model: a tenant can create one of the same kind, name and public id once it is deleted.
     base = ModelSpec("pinned-base", kind="external", upstream=fakes.openai_url, upstream_model="echo", provider=3)
     await create_models(connect, server.admin_token, aw.gw, [base])
