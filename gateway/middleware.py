@@ -239,6 +239,8 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
             exchange = await app[POLICIES].exchange_for(request[PRINCIPAL])
             if exchange is not None:
                 request[CAPTURE] = exchange
+        if "\x00" in request.path:  # no id or name holds NUL (PostgreSQL's text cannot: its driver raised)
+            raise NotFound("Not found: a path segment holds a NUL character.")
         response = await handler(request)
     except SwitchboardError as exc:
         response = error_response(exc)
@@ -344,4 +346,6 @@ def require_model(payload: dict[str, Any]) -> str:
     model = payload.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidArgument("you must provide a model parameter", field="model")
+    if "\x00" in model:  # no model id holds NUL (PostgreSQL's text cannot: its driver raised)
+        raise InvalidArgument("'model' may not contain a NUL character", field="model")
     return model

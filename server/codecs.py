@@ -6,7 +6,7 @@ connectrpc hands each codec the message bytes after decompression, for every pro
   at 100 nested messages (and nested unknown groups) with an error rather than a crash.
 - JSON follows the protobuf JSON mapping strictly: an unknown field or enum name is invalid_argument naming it.
 - In either encoding, an enum number the contract does not define is invalid_argument naming the field
-  (server.defined_enums).
+  (server.defined_enums), and so is a string holding NUL (server.nul_text).
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from server.answers import ANSWERS
 from server.defined_enums import find_undefined_enum
 from server.errors import InvalidArgument
 from server.input_bounds import check_json_bounds
+from server.nul_text import could_hold_nul, find_nul
 from server.protojson import message_to_dict
 
 __all__ = [
     "BoundedJsonCodec",
-    "DefinedEnumsCodec",
+    "CheckedRequestCodec",
     "JsonCodec",
     "QuickGzip",
     "ReusingCodec",
@@ -99,11 +100,13 @@ class BoundedJsonCodec:
             raise ConnectError(Code.INVALID_ARGUMENT, f"invalid JSON request: {detail}") from None
 
 
-class DefinedEnumsCodec:
-    """Decodes with `inner`, then refuses a request holding an enum number the contract does not define."""
+class CheckedRequestCodec:
+    """Decodes with `inner`, then refuses a request holding an enum number the contract does not define, or a
+    string holding NUL (server.nul_text)."""
 
     def __init__(self, inner: Codec) -> None:
         self._inner = inner
+        self._json = inner.name() == "json"
 
     def name(self) -> str:
         return self._inner.name()
@@ -116,6 +119,8 @@ class DefinedEnumsCodec:
         undefined = find_undefined_enum(message)
         if undefined is not None:
             raise ConnectError(Code.INVALID_ARGUMENT, undefined.message())
+        if could_hold_nul(data, json=self._json) and (path := find_nul(message)) is not None:
+            raise ConnectError(Code.INVALID_ARGUMENT, f"{path}: text may not contain a NUL character")
         return message
 
 
@@ -138,8 +143,8 @@ class ReusingCodec:
 
 def management_codecs() -> list[Codec]:
     return [
-        ReusingCodec(DefinedEnumsCodec(google_protobuf_binary_codec())),
-        ReusingCodec(DefinedEnumsCodec(BoundedJsonCodec())),
+        ReusingCodec(CheckedRequestCodec(google_protobuf_binary_codec())),
+        ReusingCodec(CheckedRequestCodec(BoundedJsonCodec())),
     ]
 
 

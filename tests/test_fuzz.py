@@ -87,6 +87,12 @@ def _json_bodies(fields: list[Any], rng: random.Random) -> Iterator[tuple[str, b
     yield "deep values", orjson.dumps({f.json_name: _deep(40) for f in fields[:3]}) if fields else b"{}"
     yield "too deep", b'{"x":' + b"[" * 5000 + b"]" * 5000 + b"}"
     yield "invalid utf-8", b'{"' + (fields[0].json_name.encode() if fields else b"x") + b'": "' + NOT_UTF8 + b'"}'
+    # PostgreSQL's text cannot hold NUL: the driver refuses such a value before it reaches the server.
+    strings = [
+        f.json_name for f in fields if type(f.value).__name__ == "DescFieldValueScalar" and f.value.scalar == _STRING
+    ]
+    if strings:
+        yield "NUL in strings", orjson.dumps(dict.fromkeys(strings, "a\x00b"))
     yield "not an object", b"[1, 2, 3]"
 
 
@@ -133,12 +139,15 @@ def gateway_cases(key: str) -> list[Case]:
         ("huge", orjson.dumps({"model": "no-such-model", "input": "x" * 2_000_000}), "application/json"),
         ("too deep", b'{"model": "no-such-model", "input": ' + b"[" * 3000 + b"]" * 3000 + b"}", "application/json"),
         ("invalid utf-8", b'{"model": "no-such-model", "input": "' + NOT_UTF8 + b'"}', "application/json"),
+        ("NUL in strings", orjson.dumps({"model": "a\x00b", "input": "a\x00b", "query": "a\x00b"}), "application/json"),
         ("wrong content type", b"model=x", "application/x-www-form-urlencoded"),
         ("garbage binary", rng.randbytes(512), "application/octet-stream"),
         ("garbage multipart", rng.randbytes(256), "multipart/form-data; boundary=zz"),
     ]
     cases = []
     for method, path in routes:
+        if "fuzz-id" in path:
+            cases.append(Case(method, path.replace("fuzz-id", "a%00b"), auth, b"{}", "NUL in the path"))
         cases.append(Case(method, path, {}, b"", "no credentials"))
         cases.append(Case(method, path, {**auth, "OpenAI-Organization": NOT_UTF8}, b"", "bad header"))
         cases.append(Case(method, path, {"Authorization": b"Bearer " + NOT_UTF8}, b"", "bad key"))
