@@ -16,7 +16,7 @@ import grpc
 import pytest
 
 from server.app import quiet_client_gone
-from tests.conftest import Database, server_env, start_server
+from tests.conftest import ONE_BACKEND, Database, server_env, start_server
 from tests.gateway_fixtures import Gateway
 from tests.gateway_world import GatewayWorld
 from tests.test_rag_http import RagWorld, rw
@@ -28,6 +28,7 @@ def _same(data: bytes) -> bytes:
     return data
 
 
+@ONE_BACKEND  # what the server logs when a client gives up does not depend on the database
 @pytest.mark.timeout(180)
 async def test_clients_that_give_up_leave_no_traceback_in_the_server_log(database: Database, tmp_path: Path) -> None:
     log_path = tmp_path / "server.log"

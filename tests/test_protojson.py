@@ -479,7 +479,7 @@ COVERAGE = _coverage_classes()
 def test_coverage_schema_encodes_as_json_format_does(name: str) -> None:
     cls = COVERAGE[name]
     assert_same_as_json_format(cls())
-    for seed in range(SEEDS * 5):
+    for seed in range(SEEDS * 2):  # 200 took 43 s of CI's 2 cores; a bug in a rarely drawn path shows at 80 too
         rng = random.Random(f"{name}/{seed}")
         message = cls()
         populate(message, rng, everything=seed % 3 == 0)

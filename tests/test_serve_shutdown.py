@@ -54,6 +54,7 @@ def _text(body: bytes) -> str:
     return "".join(pieces)
 
 
+@ONE_BACKEND  # a lifecycle's drain; metering's writes are tested on both databases elsewhere
 async def test_sigterm_lets_a_stream_finish_refuses_new_connections_and_meters_it_once(
     database: Database, server: Server, fakes: Fakes, tmp_path: Path
 ) -> None:
