@@ -7,9 +7,11 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest_asyncio
 
-from tests.conftest import Database, Server
+from tests.conftest import ONE_BACKEND, Database, Server
 from tests.cors_servers import ALLOWED, OTHER, CorsServers, start_cors_servers
 from tests.gateway_fixtures import Fakes, Gateway
+
+pytestmark = ONE_BACKEND  # CORS is decided by the servers' settings, not by the database
 
 LIST_TENANTS = "/platform.tenants.v1.TenantService/ListTenants"
 CONNECT_HEADERS = (

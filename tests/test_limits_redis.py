@@ -14,10 +14,14 @@ import orjson
 import pytest
 
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server, server_env, start_server, unique_name
+from tests.conftest import ONE_BACKEND, Database, Server, server_env, start_server, unique_name
 from tests.gateway_world import GatewayWorld
 from tests.limits_world import REDIS_URL, LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
 from tests.world import must
+
+# The counts are Redis's (the database holds the policies, read as on any backend): three gateway replicas per
+# backend cost CI a minute.
+pytestmark = ONE_BACKEND
 
 LIMITS = "switchboard.limits.v1.LimitService"
 

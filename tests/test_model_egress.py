@@ -26,11 +26,13 @@ from server.domain.networks import Verdict, classify
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server, server_env, start_server
+from tests.conftest import ONE_BACKEND, Database, Server, server_env, start_server
 from tests.fakes.serve import serve_in_thread
 from tests.fakes.upstream import FakeUpstream
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.world import World, make_world, must
+
+pytestmark = ONE_BACKEND  # the egress guard decides by address, whatever the database
 
 EXTERNAL = "platform.modelmanager.v1.ExternalModelService"
 DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
