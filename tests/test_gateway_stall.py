@@ -22,9 +22,11 @@ from sqlalchemy import select
 from server.store.db import Database as Db
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server
+from tests.conftest import ONE_BACKEND, Database, Server
 from tests.gateway_fixtures import Fakes, Gateway, GatewayProcess, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld, ModelSpec, create_models
+
+pytestmark = ONE_BACKEND  # stream deadlines and a client's leaving are the gateway's, whatever the database
 
 STALL_SECONDS = 1.0
 _CHUNK = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"stall","choices":[{"index":0,'

@@ -12,12 +12,14 @@ import aiohttp
 import orjson
 
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server
+from tests.conftest import ONE_BACKEND, Database, Server
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
 from tests.test_upstream_http import Answer, read_request, serving
 from tests.test_upstream_http import Server as Upstream
 from tests.world import make_world
+
+pytestmark = ONE_BACKEND  # whose answer a pooled connection carries is decided by the pool, not the database
 
 
 def completion(content: str) -> bytes:

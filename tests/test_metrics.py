@@ -14,11 +14,13 @@ import openai
 import pytest
 
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Database, Server
+from tests.conftest import ONE_BACKEND, Database, Server
 from tests.fakes.upstream import COMPLETION_TOKENS, PROMPT_TOKENS
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld
 from tests.metrics_scrape import scrape
+
+pytestmark = ONE_BACKEND  # what /metrics counts does not depend on the database
 
 REQUESTS = "switchboard_gateway_request_duration_seconds_count"
 MARKER = "PROMPT-MARKER-never-in-metrics"
