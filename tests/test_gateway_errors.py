@@ -10,11 +10,13 @@ import openai
 import pytest
 
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Server
+from tests.conftest import ONE_BACKEND, Server
 from tests.fakes.upstream import UPSTREAM_SECRET
 from tests.gateway_fixtures import Gateway
 from tests.gateway_world import KEYS, PROVIDER_KEY, GatewayWorld, service_account_key
 from tests.world import must
+
+pytestmark = ONE_BACKEND  # the gateway's HTTP semantics; storage is tested on both databases elsewhere
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 MiB = 1024 * 1024

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from server.metering import CallKind
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Server
+from tests.conftest import ONE_BACKEND, Server
 from tests.fakes.legacy_mcp import LegacyMcp
 from tests.fakes.mcp_servers import CLIENT_ID, AutoApprove, loop_tools_server, oauth_server, serve_asgi
 from tests.fakes.serve import serve_in_thread
@@ -29,6 +29,8 @@ from tests.fakes.upstream import tool_calls
 from tests.gateway_fixtures import Fakes, Gateway
 from tests.gateway_world import GatewayWorld
 from tests.world import must
+
+pytestmark = ONE_BACKEND  # the gateway's HTTP semantics; storage is tested on both databases elsewhere
 
 MCP = "platform.agents.v1.ExternalMcpServerService"
 USAGE = "platform.metering.v1.PlatformUsageService"

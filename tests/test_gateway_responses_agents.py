@@ -19,12 +19,14 @@ from server.metering import CallKind
 from server.store.models import UsageEventRow
 from tests.agent_world import AgentWorld, agent_body, build_agent_world, create_agent
 from tests.clients import ConnectJsonCaller
-from tests.conftest import Server
+from tests.conftest import ONE_BACKEND, Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
 from tests.fakes.upstream import tool_calls
 from tests.gateway_fixtures import Fakes, Gateway
 from tests.gateway_world import GatewayWorld, all_resources_key
 from tests.world import must
+
+pytestmark = ONE_BACKEND  # the gateway's HTTP semantics; storage is tested on both databases elsewhere
 
 MCP = "platform.agents.v1.ExternalMcpServerService"
 TOOLED_INSTRUCTIONS = "Add numbers with the add tool."

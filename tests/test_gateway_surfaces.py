@@ -11,8 +11,11 @@ import openai
 import pytest
 
 from gateway.surfaces.embeddings import MAX_INPUTS
+from tests.conftest import ONE_BACKEND
 from tests.gateway_fixtures import Fakes, Gateway
 from tests.gateway_world import GatewayWorld
+
+pytestmark = ONE_BACKEND  # the gateway's HTTP semantics; storage is tested on both databases elsewhere
 
 
 def decode(b64: str) -> list[float]:

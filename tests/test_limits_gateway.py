@@ -31,6 +31,8 @@ from tests.gateway_world import GatewayWorld
 from tests.limits_world import LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
 from tests.world import must
 
+pytestmark = ONE_BACKEND  # the limits' counts are the gateway's; policies are stored as on any backend
+
 RESET = re.compile(r"^(\d+ms|\d+(\.\d+)?s)$")
 KEY, MODEL, TENANT = "API_KEY", "MODEL", "TENANT"
 
@@ -296,7 +298,6 @@ async def test_concurrency_caps_and_the_sdk_retry_backs_off_until_a_slot_frees(
 
 
 @pytest.mark.timeout(150)
-@ONE_BACKEND  # it waits out the rest of a minute (30 s on average)
 async def test_the_sdk_retry_succeeds_after_the_window(gw: LimitsGateway, tenant: Tenant) -> None:
     """A refused call's Retry-After runs to the end of the minute window; the SDK waits that long and succeeds."""
     key_id, secret = await tenant.key("window")
