@@ -87,7 +87,7 @@ async def alias_target(session: AsyncSession, alias: ModelAliasRow) -> ResourceR
 def alias_target_among(alias: ModelAliasRow, uids: resource_pins.Pins) -> ResourceRef | None:
     """`alias_target` of one of many aliases, given the uids their targets have now (`resource_pins.pins_of`)."""
     ref = alias_target_named(alias)
-    if ref is None or not resource_pins.holds(alias.pins or {}, ref, uids.get(resource_pins.key(ref))):
+    if ref is None or not resource_pins.holds_among(alias.pins or {}, ref, uids):
         return None
     return ref
 

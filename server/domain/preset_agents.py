@@ -360,7 +360,7 @@ def _mcp_ref(name: str) -> ResourceRef:
 def base_pinned(row: PresetAgentRow, uids: resource_pins.Pins) -> bool:
     """The base model is still the one the agent was saved with, given the uids models have now."""
     base = _base_ref(row)
-    return resource_pins.holds(row.pins or {}, base, uids.get(resource_pins.key(base)))
+    return resource_pins.holds_among(row.pins or {}, base, uids)
 
 
 async def _resolved(session: AsyncSession, row: PresetAgentRow) -> bool:

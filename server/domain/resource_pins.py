@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.permissions import ResourceRef
 from server.store.models import ResourceRow
 
-__all__ = ["Pins", "holds", "key", "pins_of", "still_pinned", "uid_of"]
+__all__ = ["Pins", "holds", "holds_among", "key", "pins_of", "still_pinned", "uid_of"]
 
 Pins = Mapping[str, str]  # key(ref) -> uid
 
@@ -51,6 +51,11 @@ def holds(pins: Pins, ref: ResourceRef, uid_now: str | None) -> bool:
     """The resource named, whose uid is now `uid_now` (None: there is none), is the one the reference pinned."""
     pinned = pins.get(key(ref))
     return pinned is not None and uid_now == pinned
+
+
+def holds_among(pins: Pins, ref: ResourceRef, uids_now: Pins) -> bool:
+    """`holds`, given the uids many resources have now (`pins_of` of them)."""
+    return holds(pins, ref, uids_now.get(key(ref)))
 
 
 async def still_pinned(session: AsyncSession, ref: ResourceRef, pins: Pins) -> bool:
