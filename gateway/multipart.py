@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import re
 from collections.abc import Iterator
 
 from aiohttp import BodyPartReader, hdrs
@@ -29,12 +28,12 @@ from aiohttp.http_exceptions import BadHttpMessage, InvalidHeader, LineTooLong
 from aiohttp.multipart import content_disposition_filename, parse_content_disposition
 from aiohttp.web_protocol import RequestPayloadError
 
+from server.domain.validation import HEADER_VALUE_FORBIDDEN
 from server.errors import InvalidArgument
 
 __all__ = ["MAX_HEADER_LINE", "form_errors", "part_names", "part_text"]
 
 MAX_HEADER_LINE = 8190  # aiohttp's max_field_size for part headers
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what aiohttp refuses in a header it writes
 
 
 @contextlib.contextmanager
@@ -81,7 +80,7 @@ def part_names(part: BodyPartReader, field: str = "file") -> tuple[str | None, s
     name = content_disposition_filename(params, "name")
     filename = content_disposition_filename(params, "filename")
     for what, value in (("name", name), ("filename", filename)):
-        if value is not None and _CONTROL.search(value):
+        if value is not None and HEADER_VALUE_FORBIDDEN.search(value):
             raise InvalidArgument(
                 f"Malformed multipart body: a part's {what} contains a control character (such as NUL or a line"
                 " break).",

@@ -34,7 +34,13 @@ from server.crypto import SecretBox
 from server.domain import resource_pins
 from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
-from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_http_url, require_nonempty
+from server.domain.validation import (
+    HEADER_VALUE_FORBIDDEN,
+    MAX_DISPLAY_NAME,
+    limit_text,
+    require_http_url,
+    require_nonempty,
+)
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.mcp.oauth_client import TokenRequest
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
@@ -67,7 +73,6 @@ KIND = ResourceKind.MCP_SERVER
 PLATFORM_ROLE = "can_manage_tenants"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
-_HEADER_VALUE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # control characters other than tab
 # Headers the transport or the protocol owns, or that the auth settings control.
 _RESERVED_HEADERS = frozenset(
     {
@@ -301,7 +306,7 @@ def _headers(values: tuple[StaticHeader, ...]) -> dict[str, str]:
             )
         if any(existing.lower() == header.name.lower() for existing in headers):
             raise InvalidArgument(f"static_headers.name {header.name!r} is given twice", field="static_headers.name")
-        if _HEADER_VALUE_FORBIDDEN.search(header.value) or len(header.value) > _MAX_HEADER_VALUE:
+        if HEADER_VALUE_FORBIDDEN.search(header.value) or len(header.value) > _MAX_HEADER_VALUE:
             # The value itself is a secret: never echo it.
             raise InvalidArgument(
                 f"static_headers.value of {header.name!r} must be at most {_MAX_HEADER_VALUE} characters without"
@@ -639,7 +644,7 @@ def request_headers(values: Any, field: str) -> dict[str, str]:
     for name, value in values.items():
         if not _TOKEN.fullmatch(name) or name.lower() in _RESERVED_HEADERS:
             raise InvalidArgument(f"{field} may not set the header {name!r}", field=field)
-        if _HEADER_VALUE_FORBIDDEN.search(value) or len(value) > _MAX_HEADER_VALUE:
+        if HEADER_VALUE_FORBIDDEN.search(value) or len(value) > _MAX_HEADER_VALUE:
             raise InvalidArgument(f"{field} value of {name!r} is not a valid header value", field=field)
     return dict(values)
 

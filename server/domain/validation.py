@@ -29,6 +29,8 @@ MAX_DISPLAY_NAME = 256
 MAX_DESCRIPTION = 1024
 MAX_PROVIDER_MODEL_ID = 256
 MAX_URL = 2048
+# What an HTTP header value may not hold (control characters other than tab): aiohttp refuses to write them.
+HEADER_VALUE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 MAX_QUERY_PREFIX = 1024
 
 _RESOURCE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
