@@ -273,7 +273,9 @@ def test_input_its_conversation_cannot_keep_is_refused_before_the_model_is_calle
 ) -> None:
     sdk = client(gateway, gw_world.keys["all"])
     conversation = sdk.conversations.create(items=[{"role": "user", "content": "My name is Ada."}])
-    unsaveable: list[Any] = [{"role": "user", "content": [{"type": "input_text"}]}]  # a text part without text
+    # A text part without text, after more items than one items call holds: named by its place in the whole input.
+    fine: list[Any] = [{"role": "user", "content": "fine"}] * 24
+    unsaveable: list[Any] = [*fine, {"role": "user", "content": [{"type": "input_text"}]}]
     calls = len(fakes.openai.received)
     with pytest.raises(openai.BadRequestError) as err:  # before any event: a stream would raise only when read
         sdk.responses.create(
@@ -282,6 +284,6 @@ def test_input_its_conversation_cannot_keep_is_refused_before_the_model_is_calle
             conversation=conversation.id,
             stream=stream,
         )
-    assert err.value.param == "input[0].content[0].text"
+    assert err.value.param == "input[24].content[0].text"
     assert len(fakes.openai.received) == calls
     assert len(list(sdk.conversations.items.list(conversation.id))) == 1  # the conversation is unchanged

@@ -33,6 +33,7 @@ from gateway.surfaces._upstream import post_json, read_upstream_json, require_ta
 from gateway.surfaces.agent_responses import guarded_response
 from server.domain import conversation_items, conversations
 from server.domain import responses as stored
+from server.domain.json_values import is_integer
 from server.errors import InvalidArgument, UpstreamFailed
 from server.metering import CallKind
 
@@ -124,11 +125,7 @@ def _as_chat(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _normalized(items: list[dict[str, Any]]) -> list[conversation_items.NewItem]:
-    out: list[conversation_items.NewItem] = []
-    for start in range(0, len(items), conversation_items.MAX_ITEMS_PER_CALL):
-        chunk = items[start : start + conversation_items.MAX_ITEMS_PER_CALL]
-        out += conversation_items.normalize_items(chunk, field="input")
-    return out
+    return conversation_items.normalize_items(items, field="input", allow_empty=True, capped=False)
 
 
 def _conversation_input(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -270,7 +267,7 @@ async def _target_and_tools(
 
 def _max_tool_calls(payload: dict[str, Any]) -> int | None:
     value = payload.get("max_tool_calls")
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+    if value is not None and (not is_integer(value) or value < 1):
         raise InvalidArgument("'max_tool_calls' must be a positive integer.", field="max_tool_calls")
     return value
 

@@ -214,9 +214,12 @@ def _normalize(raw: Any, where: str) -> NewItem:
     return NewItem(type=kind, role=role, status=status, data=item)
 
 
-def normalize_items(items: Sequence[Any], *, field: str = "items", allow_empty: bool = False) -> list[NewItem]:
-    """Validate and normalise up to `MAX_ITEMS_PER_CALL` items; the first problem is reported by field."""
-    if len(items) > MAX_ITEMS_PER_CALL:
+def normalize_items(
+    items: Sequence[Any], *, field: str = "items", allow_empty: bool = False, capped: bool = True
+) -> list[NewItem]:
+    """Validate and normalise items (up to `MAX_ITEMS_PER_CALL` unless not `capped`: a Responses turn's input and
+    output are bounded by the request's size); the first problem is reported by field, indexed from the first."""
+    if capped and len(items) > MAX_ITEMS_PER_CALL:
         raise InvalidArgument(
             f"{field} may hold at most {MAX_ITEMS_PER_CALL} items per call, got {len(items)}", field=field
         )
