@@ -10,17 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from server.domain.json_values import is_integer, is_number
 from server.errors import InvalidArgument
 
 __all__ = ["CHAT_FIELDS", "RESPONSES_FIELDS", "check_fields"]
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _stop(value: Any) -> bool:
@@ -37,20 +30,20 @@ class _Rule:
     high: float | None = None
 
     def check(self, name: str, value: Any) -> None:
-        in_range = not _number(value) or (
+        in_range = not is_number(value) or (
             (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
         )
         if not self.accepts(value) or not in_range:
             raise InvalidArgument(f"'{name}' must be {self.expected}.", field=name)
 
 
-_TEMPERATURE = _Rule(_number, "a number between 0 and 2", 0, 2)
-_TOP_P = _Rule(_number, "a number between 0 and 1", 0, 1)
-_PENALTY = _Rule(_number, "a number between -2 and 2", -2, 2)
-_TOKENS = _Rule(_integer, "a positive integer", 1)
+_TEMPERATURE = _Rule(is_number, "a number between 0 and 2", 0, 2)
+_TOP_P = _Rule(is_number, "a number between 0 and 1", 0, 1)
+_PENALTY = _Rule(is_number, "a number between -2 and 2", -2, 2)
+_TOKENS = _Rule(is_integer, "a positive integer", 1)
 _BOOLEAN = _Rule(lambda v: isinstance(v, bool), "a boolean")
 _STRING = _Rule(lambda v: isinstance(v, str), "a string")
-_TOP_LOGPROBS = _Rule(_integer, "an integer between 0 and 20", 0, 20)
+_TOP_LOGPROBS = _Rule(is_integer, "an integer between 0 and 20", 0, 20)
 
 CHAT_FIELDS: dict[str, _Rule] = {
     "temperature": _TEMPERATURE,
@@ -59,8 +52,8 @@ CHAT_FIELDS: dict[str, _Rule] = {
     "frequency_penalty": _PENALTY,
     "max_tokens": _TOKENS,
     "max_completion_tokens": _TOKENS,
-    "n": _Rule(_integer, "an integer between 1 and 128", 1, 128),
-    "seed": _Rule(_integer, "an integer"),
+    "n": _Rule(is_integer, "an integer between 1 and 128", 1, 128),
+    "seed": _Rule(is_integer, "an integer"),
     "logprobs": _BOOLEAN,
     "top_logprobs": _TOP_LOGPROBS,
     "parallel_tool_calls": _BOOLEAN,

@@ -30,6 +30,7 @@ from gateway.context import ACCESS, DB, PRINCIPAL, SETTINGS
 from gateway.rag.mcp import SEARCH_TOOL, search_rag, search_tool_schema
 from gateway.responses.mcp_tools import McpToolSpec, RagSource
 from server.domain import rags
+from server.domain.json_values import is_integer
 from server.domain.principal import Principal
 from server.errors import InvalidArgument, SwitchboardError
 from server.mcp.tool_client import McpTool, ToolFailure, ToolResult, ToolSource
@@ -56,7 +57,7 @@ def _max_results(tool: dict[str, Any], where: str) -> int | None:
     value = tool.get("max_num_results")
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= _MAX_RESULTS:
+    if not is_integer(value) or not 1 <= value <= _MAX_RESULTS:
         field = f"{where}.max_num_results"
         raise InvalidArgument(f"'{field}' must be an integer between 1 and {_MAX_RESULTS}.", field=field)
     return value

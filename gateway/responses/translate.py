@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from server.domain.json_values import is_integer
 from server.errors import InvalidArgument
 from server.mcp.toolnames import model_name
 
@@ -305,7 +306,7 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
             chat[name] = payload[name]
     limit = payload.get("max_output_tokens")
     if limit is not None:
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        if not is_integer(limit) or limit < 1:
             raise InvalidArgument("'max_output_tokens' must be a positive integer.", field="max_output_tokens")
         chat["max_tokens"] = limit
     fmt = _response_format(payload.get("text"))

@@ -15,6 +15,7 @@ from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
 from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
+from server.domain.json_values import is_integer
 from server.errors import InvalidArgument
 from server.metering import CallKind
 
@@ -28,7 +29,7 @@ def _validate(payload: dict[str, Any]) -> None:
     if not isinstance(documents, list) or not all(isinstance(d, str | dict) for d in documents):
         raise InvalidArgument("'documents' must be an array of strings or {text} objects.", field="documents")
     top_n = payload.get("top_n")
-    if top_n is not None and (not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 0):
+    if top_n is not None and (not is_integer(top_n) or top_n < 0):
         raise InvalidArgument("'top_n' must be a non-negative integer.", field="top_n")
 
 

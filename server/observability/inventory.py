@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from server.domain.json_values import is_integer
 from server.errors import FailedPrecondition
 from server.observability.sources import CachedModel, InventoryGpu, InventoryNode
 
@@ -79,7 +80,7 @@ def _count(item: dict[str, Any], key: str, where: str, *, required: bool = True)
     value = item.get(key)
     if value is None and not required:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not is_integer(value) or value < 0:
         raise _fail(f"{where}.{key}", "must be a non-negative integer")
     return value
 
