@@ -8,7 +8,10 @@ import operator
 import random
 from typing import Any
 
+import pytest
+
 from server.domain.rag_filters import OPERATORS, matcher, matches, parse_filters
+from server.errors import InvalidArgument
 
 SCALARS: list[Any] = [0, 1, 2, -1, 1.0, 2.5, True, False, "a", "b", "", "1", "true"]
 STORED: list[Any] = [*SCALARS, None, {"a": 1}, [], ["a", ["b"]]]
@@ -60,3 +63,31 @@ def test_the_rule_is_its_documented_reading() -> None:
 
 def test_no_condition_is_met_by_everything() -> None:
     assert matcher([])({}) and matcher([])({"k": 1})
+
+
+def test_openai_vector_store_filters_mean_what_they_mean_there() -> None:
+    """A comparison filter and an `and` of them (nested: flattened) read as the typed list does; shorthand would have
+    read their `type` and `key` as metadata keys and matched nothing."""
+    rng = random.Random(28)
+    for _ in range(500):
+        raw = [_condition(rng) for _ in range(rng.randrange(1, 4))]
+        openai = [{"type": c["op"], "key": c["key"], "value": c["value"]} for c in raw]
+        assert parse_filters(openai[0] if len(raw) == 1 else {"type": "and", "filters": openai}) == parse_filters(raw)
+    nested = {"type": "and", "filters": [{"type": "and", "filters": [{"type": "eq", "key": "k", "value": 1}]}]}
+    assert parse_filters(nested) == parse_filters([{"key": "k", "op": "eq", "value": 1}])
+    assert parse_filters({"type": "pdf"}) == parse_filters([{"key": "type", "op": "eq", "value": "pdf"}])  # shorthand
+
+
+def test_openai_filters_that_cannot_be_honoured_are_refused_naming_the_place() -> None:
+    comparison = {"type": "eq", "key": "k", "value": 1}
+    refused = [
+        ({"type": "or", "filters": [comparison, comparison]}, "filters.type"),
+        ({"type": "and", "filters": []}, "filters.filters"),
+        ({"type": "and", "filters": [comparison, {"type": "like", "key": "k", "value": 1}]}, "filters.filters[1].type"),
+        ({"type": "and", "filters": [{"key": "k"}]}, "filters.filters[0]"),
+        ({"type": "and", "filters": [comparison] * 33}, "filters"),
+    ]
+    for raw, field in refused:
+        with pytest.raises(InvalidArgument) as err:
+            parse_filters(raw)
+        assert err.value.field == field, (raw, err.value.field)

@@ -230,6 +230,8 @@ async def test_context_filters_threshold_and_metering(rw: RagWorld, gateway: Gat
     only_g2 = await context(rw, rag, "owls hunt mice", top_k=5, filters={"metadata.source_group_ids": ["g2"]})
     assert [h["file_id"] for h in only_g2] == [b["id"]]
     assert only_g2[0]["metadata"] == {"source_group_ids": ["g2"]}
+    openai_form = {"type": "eq", "key": "source_group_ids", "value": "g2"}  # OpenAI's vector-store filter
+    assert [h["file_id"] for h in await context(rw, rag, "owls hunt mice", top_k=5, filters=openai_form)] == [b["id"]]
     strict = await context(rw, rag, "owls hunt mice", top_k=5, score_threshold=0.99)
     assert [h["file_id"] for h in strict] == [a["id"]]
     lexical = await context(rw, rag, "echolocation", top_k=5, weights={"dense": 0, "lexical": 1})
@@ -238,6 +240,7 @@ async def test_context_filters_threshold_and_metering(rw: RagWorld, gateway: Gat
         ({"query": ""}, "query"),
         ({"query": "x", "top_k": 0}, "top_k"),
         ({"query": "x", "weights": {"dense": 0, "lexical": 0}}, "weights"),
+        ({"query": "x", "score_threshold": True}, "score_threshold"),  # not 1.0
     ]:
         answer = await call("POST", url(rw, rag, "/context"), rw.keys["editor"], json=bad)
         assert answer.status == 400 and answer.body["error"]["param"] == param
@@ -249,7 +252,7 @@ async def test_context_filters_threshold_and_metering(rw: RagWorld, gateway: Gat
                 .scalars()
                 .all()
             )
-            if len(rows) >= 7:
+            if len(rows) >= 9:
                 break
             await asyncio.sleep(0.2)
             await session.rollback()
@@ -266,7 +269,7 @@ async def test_context_filters_threshold_and_metering(rw: RagWorld, gateway: Gat
             .scalars()
             .all()
         )
-    assert sorted(r.status for r in rows if r.call_kind == 7) == [200, 200, 200, 200, 400, 400, 400]
+    assert sorted(r.status for r in rows if r.call_kind == 7) == [200, 200, 200, 200, 200, 400, 400, 400, 400]
     assert all(r.target_kind == 5 for r in rows)
     assert embeddings and all(r.embedding_tokens > 0 for r in embeddings if r.status == 200)
 

@@ -35,8 +35,10 @@ from gateway.multipart import form_errors, part_names, part_text
 from gateway.rag import service
 from gateway.rag.mcp import mcp_endpoint, mcp_lifespan
 from server.domain import rag_files
+from server.domain.json_values import is_integer, is_number
 from server.domain.rag_filters import MetadataCondition, parse_filters
 from server.errors import InvalidArgument, PayloadTooLarge, wire_error_for
+from server.input_bounds import MAX_JSON_DEPTH, json_depth
 from server.store.rag_index import SearchWeights
 
 __all__ = ["routes"]
@@ -186,8 +188,11 @@ def _list_conditions(request: web.Request) -> list[MetadataCondition]:
             raw[key] = values if len(values) > 1 else values[0]
     conditions = parse_filters(raw or None, "metadata")
     if "filters" in request.query:
+        text = request.query["filters"].encode()
+        if json_depth(text) > MAX_JSON_DEPTH:  # bounded as a body is: an `and` of `and`s is parsed by recursion
+            raise InvalidArgument(f"filters nests deeper than {MAX_JSON_DEPTH} levels", field="filters")
         try:
-            typed = orjson.loads(request.query["filters"])
+            typed = orjson.loads(text)
         except orjson.JSONDecodeError:
             raise InvalidArgument("filters must be JSON", field="filters") from None
         conditions += parse_filters(typed)
@@ -255,7 +260,7 @@ def _weights(payload: dict[str, Any], rag_dense: float, rag_lexical: float) -> S
     if not isinstance(raw, dict):
         raise InvalidArgument("weights must be an object with dense and lexical", field="weights")
     dense, lexical = raw.get("dense", rag_dense), raw.get("lexical", rag_lexical)
-    if not all(isinstance(w, int | float) and not isinstance(w, bool) and 0 <= w <= 100 for w in (dense, lexical)):
+    if not all(is_number(w) and 0 <= w <= 100 for w in (dense, lexical)):
         raise InvalidArgument("weights.dense and weights.lexical must be numbers from 0 to 100", field="weights")
     if dense + lexical <= 0:
         raise InvalidArgument("weights.dense and weights.lexical cannot both be 0", field="weights")
@@ -282,10 +287,10 @@ async def context(request: web.Request) -> web.StreamResponse:
                 f"query must be a non-empty string of at most {_MAX_QUERY_CHARS} characters", field="query"
             )
         top_k = payload.get("top_k", rag.top_k)
-        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 100:
+        if not is_integer(top_k) or not 1 <= top_k <= 100:
             raise InvalidArgument("top_k must be an integer from 1 to 100", field="top_k")
         threshold = payload.get("score_threshold", rag.score_threshold)
-        if threshold is not None and (not isinstance(threshold, int | float) or not 0 <= threshold <= 1):
+        if threshold is not None and (not is_number(threshold) or not 0 <= threshold <= 1):
             raise InvalidArgument("score_threshold must be a number from 0 to 1", field="score_threshold")
         hits, files = await service.context(
             request,

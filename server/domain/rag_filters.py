@@ -1,8 +1,11 @@
 """Metadata filters of RAG files, one rule for /files listing and /context search alike.
 
-Two forms are accepted:
+Three forms are accepted:
 - shorthand: `{"metadata.source_group_ids": ["g1", "g2"], "lang": "de"}` — a list means "any of", a scalar "equals";
-- typed: `[{"key": "year", "op": "gte", "value": 2020}, ...]` with op in eq, ne, in, nin, gt, gte, lt, lte.
+- typed: `[{"key": "year", "op": "gte", "value": 2020}, ...]` with op in eq, ne, in, nin, gt, gte, lt, lte;
+- OpenAI's vector-store filters: `{"type": "gte", "key": "year", "value": 2020}`, or `{"type": "and", "filters":
+  [...]}` of those (an object with `type` and `key`, or with exactly `type` and `filters`, is read so; read as
+  shorthand it would match nothing). `or` is refused, as is any other form that would silently match nothing.
 Conditions are ANDed. A key may carry the `metadata.` prefix. When the stored value is a list (such as
 `source_group_ids`), eq/in match if any element matches and ne/nin if none does; ordering ops compare numbers with
 numbers and strings with strings, and never match across types.
@@ -41,25 +44,61 @@ class MetadataCondition:
 def parse_filters(raw: Any, field: str = "filters") -> list[MetadataCondition]:
     if raw is None:
         return []
+    if _openai_form(raw):
+        found: list[MetadataCondition] = []
+        _openai_conditions(raw, field, found)
+        return found
     if isinstance(raw, Mapping):
         items = [{"key": key, "op": "in" if isinstance(v, list) else "eq", "value": v} for key, v in raw.items()]
     elif isinstance(raw, list):
         items = raw
     else:
         raise InvalidArgument(f"{field} must be an object or a list of conditions", field=field)
-    if len(items) > _MAX_CONDITIONS:
-        raise InvalidArgument(f"{field} accepts at most {_MAX_CONDITIONS} conditions", field=field)
+    _bounded(len(items), field)
     return [_condition(item, f"{field}[{i}]") for i, item in enumerate(items)]
 
 
-def _condition(item: Any, field: str) -> MetadataCondition:
+def _bounded(count: int, field: str) -> None:
+    if count > _MAX_CONDITIONS:
+        raise InvalidArgument(f"{field} accepts at most {_MAX_CONDITIONS} conditions", field=field)
+
+
+def _openai_form(raw: Any) -> bool:
+    return isinstance(raw, Mapping) and "type" in raw and ("key" in raw or raw.keys() == {"type", "filters"})
+
+
+def _openai_conditions(raw: Any, field: str, found: list[MetadataCondition]) -> None:
+    """OpenAI's comparison and compound filters into `found`, an `and`'s parts flattened (each bounded by depth:
+    the conditions they add up to are counted as they come)."""
+    if not _openai_form(raw):
+        raise InvalidArgument(f"{field} must be a comparison or an 'and' filter", field=field)
+    kind = raw["type"]
+    if kind == "or":
+        raise InvalidArgument(
+            f"{field}.type: 'or' filters are not supported; conditions combine with and", field=f"{field}.type"
+        )
+    if kind != "and":
+        found.append(_condition(raw, field, op_name="type"))
+        _bounded(len(found), field)
+        return
+    parts = raw["filters"]
+    if not isinstance(parts, list) or not parts:
+        raise InvalidArgument(f"{field}.filters must be a non-empty list of filters", field=f"{field}.filters")
+    _bounded(len(found) + len(parts), field)
+    for i, part in enumerate(parts):
+        _openai_conditions(part, f"{field}.filters[{i}]", found)
+
+
+def _condition(item: Any, field: str, *, op_name: str = "op") -> MetadataCondition:
     if not isinstance(item, Mapping):
         raise InvalidArgument(f"{field} must be an object with key, op and value", field=field)
-    key, op, value = item.get("key"), item.get("op", "eq"), item.get("value")
+    key, op, value = item.get("key"), item.get(op_name, "eq"), item.get("value")
     if not isinstance(key, str) or not key.removeprefix("metadata.").strip():
         raise InvalidArgument(f"{field}.key must be a non-empty string", field=f"{field}.key")
     if op not in OPERATORS:
-        raise InvalidArgument(f"{field}.op must be one of " + ", ".join(sorted(OPERATORS)), field=f"{field}.op")
+        raise InvalidArgument(
+            f"{field}.{op_name} must be one of " + ", ".join(sorted(OPERATORS)), field=f"{field}.{op_name}"
+        )
     if op in ("in", "nin"):
         if not isinstance(value, list) or not value or not all(_is_scalar(v) for v in value):
             raise InvalidArgument(f"{field}.value must be a non-empty list of scalars", field=f"{field}.value")
