@@ -66,8 +66,21 @@ def _sharing(i: int, tenant_id: str) -> dict[str, Any]:
     return choices[i % 3]
 
 
+@pytest_asyncio.fixture(scope="module")
+async def world(server: Server) -> World:
+    """One populated tenant for the module's reads (the walks are the time, so each is over one world's items, not
+    what every earlier test added); the one test that changes a list makes a world of its own."""
+    connect = ConnectJsonCaller(server.base_url)
+    await make_world(server, connect)  # two more tenants: the operator's tenant list then spans pages of up to 3
+    return await _populated(server, connect)
+
+
 @pytest.fixture
-async def world(server: Server, connect: ConnectJsonCaller) -> World:
+async def own_world(server: Server, connect: ConnectJsonCaller) -> World:
+    return await _populated(server, connect)
+
+
+async def _populated(server: Server, connect: ConnectJsonCaller) -> World:
     world = await make_world(server, connect)
     operator, tenant = server.admin_token, world.tenant_id
     editor = world.tokens["editor"]
@@ -237,9 +250,9 @@ async def test_bad_sizes_and_tokens_are_refused(server: Server, connect: Connect
 
 
 async def test_changes_between_pages_neither_repeat_nor_skip_what_stayed(
-    server: Server, connect: ConnectJsonCaller, world: World
+    server: Server, connect: ConnectJsonCaller, own_world: World
 ) -> None:
-    editor, tenant = world.tokens["editor"], world.tenant_id
+    editor, tenant = own_world.tokens["editor"], own_world.tenant_id
     own = {"tenantId": tenant}
     first = must(await connect.call(f"{PAGES}/ListRags", {**own, "page": {"pageSize": 2}}, token=editor, get=True))
     seen = first["rags"]
