@@ -25,12 +25,14 @@ import pytest
 import pytest_asyncio
 
 from tests.chromium import ensure_chromium
-from tests.conftest import Database
+from tests.conftest import ONE_BACKEND, Database
 from tests.cors_servers import CorsServers, start_cors_servers
 from tests.gateway_fixtures import Fakes
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "tests" / "browser"
+
+pytestmark = ONE_BACKEND  # what the browser allows is decided by the servers' CORS answers, not by the database
 
 
 def _run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
