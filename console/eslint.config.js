@@ -30,7 +30,7 @@ export default tseslint.config(
     languageOptions: {
       globals: Object.fromEntries(
         ["process", "console", "URL", "window", "document", "navigator", "localStorage", "sessionStorage",
-          "requestAnimationFrame", "File", "DataTransfer", "Event"].map((name) => [name, "readonly"]),
+          "requestAnimationFrame", "getComputedStyle", "File", "DataTransfer", "Event"].map((name) => [name, "readonly"]),
       ),
     },
   },

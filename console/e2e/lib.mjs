@@ -66,18 +66,47 @@ export async function axe(page) {
   return result.filter((v) => v.impact === "serious" || v.impact === "critical");
 }
 
-/** Full-page screenshots at 1280 and 390 px wide into `dir` as <name>-1280.png and <name>-390.png. */
+/**
+ * Full-page screenshots at 1280 and 390 px wide into `dir` as <name>-1280.png and <name>-390.png, and at each width
+ * the boxes that spill sideways out of their parent's box (where the parent does not scroll or clip them).
+ */
 export async function screenshots(page, dir, name) {
   const files = [];
+  const spills = [];
   for (const size of [WIDE, NARROW]) {
     await page.setViewportSize(size);
     await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(resolve))); // laid out at the new width
     const file = `${dir}/${name}-${size.width}.png`;
     await page.screenshot({ path: file, fullPage: true });
     files.push(file);
+    spills.push(...(await spilling(page)).map((box) => `${size.width} px: ${box}`));
   }
   await page.setViewportSize(WIDE);
-  return files;
+  return { files, spills };
+}
+
+/** Block boxes wider than the box they sit in, which shows them over their parent's border or beside it. */
+async function spilling(page) {
+  return page.evaluate(() => {
+    const found = [];
+    for (const box of document.querySelectorAll("body *")) {
+      const parent = box.parentElement;
+      const style = getComputedStyle(box);
+      if (!parent || style.display.startsWith("inline") || ["absolute", "fixed"].includes(style.position)) {
+        continue;
+      }
+      if (getComputedStyle(parent).overflowX !== "visible") {
+        continue; // a scrolling table or a clipped row: what it holds may be wider by design
+      }
+      const inner = box.getBoundingClientRect();
+      const outer = parent.getBoundingClientRect();
+      if (inner.width > 0 && (inner.right > outer.right + 1 || inner.left < outer.left - 1)) {
+        const label = (element) => element.tagName.toLowerCase() + (element.className ? `.${element.className}` : "");
+        found.push(`${label(box)} in ${label(parent)}`);
+      }
+    }
+    return found.slice(0, 10);
+  });
 }
 
 /**

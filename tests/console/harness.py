@@ -251,8 +251,10 @@ def check_accessible(run: dict[str, Any], names: Iterable[str]) -> None:
 
 
 def check_screenshots(run: dict[str, Any], names: Iterable[str]) -> None:
-    """Each view was photographed at 1280 px and 390 px, into files a person can open."""
+    """Each view was photographed at 1280 px and 390 px, into files a person can open, and no box of it spilled out of
+    the box it sits in at either width."""
     for name in names:
-        shots = [Path(p) for p in run["pages"][name]["shots"]]
+        assert run["pages"][name]["shots"]["spills"] == [], (name, run["pages"][name]["shots"]["spills"])
+        shots = [Path(p) for p in run["pages"][name]["shots"]["files"]]
         assert [p.name for p in shots] == [f"{name}-1280.png", f"{name}-390.png"]
         assert all(p.stat().st_size > 1000 for p in shots)
