@@ -209,6 +209,19 @@ def quiet_client_gone(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) 
     loop.default_exception_handler(context)
 
 
+def _never_stored(send: Send) -> Send:
+    """`send`, with `Cache-Control: no-store` on the answer. A Connect GET's answer is its caller's own while its URL
+    is anyone's (the console's GetSession is `message={}`), and the console's session rides in a cookie, which, unlike
+    an Authorization header, does not keep a shared cache from storing the answer and handing it to the next person."""
+
+    async def wrapped(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), (b"cache-control", b"no-store")]}
+        await send(message)
+
+    return wrapped
+
+
 class Router:
     def __init__(self, deps: Deps, apps: dict[str, ASGIApp], streaming: set[str], readiness: Readiness) -> None:
         self._deps = deps
@@ -235,6 +248,8 @@ class Router:
             if undecodable is not None:
                 await _refuse(scope, send, f"the {undecodable} header is not valid UTF-8")
                 return
+            if scope["method"] == "GET":
+                send = _never_stored(send)
             if scope["method"] == "GET" or (b"content-length", b"0") in scope["headers"]:
                 receive = _bodyless_receive()
             elif path not in self._streaming:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -118,6 +119,17 @@ async def test_the_cookie_alone_authenticates_the_console_s_calls(console: Conso
     assert token not in json.dumps(answer)
 
 
+async def test_a_read_the_cookie_authenticates_is_never_stored_by_a_cache(console: Console) -> None:
+    """The console's reads are Connect GETs whose URL is the same for everyone (GetSession's `message={}`), and a
+    cookie, unlike an Authorization header, does not keep a shared cache from storing the answer for the next
+    person who asks."""
+    token = await _dev_session(console)
+    url = f"{console.base_url}/{GET_SESSION}?encoding=json&message=%7B%7D"
+    status, headers, _, body = await _get(url, {"Cookie": f"sb_session={token}"})
+    assert status == 200 and console.settings.bootstrap_admin in body
+    assert headers["Cache-Control"] == "no-store"
+
+
 @pytest.mark.parametrize(
     "target",
     [
@@ -139,6 +151,20 @@ async def test_a_foreign_next_is_refused(console: Console, target: str) -> None:
         status, cookies = resp.status, resp.headers.getall("Set-Cookie", [])
     assert status == 400
     assert not cookies
+
+
+async def test_dev_sign_in_answers_only_under_a_host_dns_rebinding_cannot_give(console: Console) -> None:
+    """A page of http://rebind.attacker.example:<port>/ whose name the attacker's DNS then points at 127.0.0.1 is
+    same-origin with this server: had the development sign-in answered it, the page would hold a platform admin's
+    cookie for its own origin and could call every method with it."""
+    port = urlsplit(console.base_url).port
+    url = f"{console.base_url}/console/auth/dev?next=/console/"
+    for host in (f"rebind.attacker.example:{port}", f"127.0.0.1.nip.io:{port}", f"localhost.attacker.example:{port}"):
+        status, _, cookies, _ = await _get(url, {"Host": host})
+        assert (status, cookies) == (403, []), host
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
+        status, _, cookies, _ = await _get(url, {"Host": host})
+        assert status == 302 and _session_cookie(cookies)[0], host
 
 
 async def test_dev_sign_in_is_absent_unless_serve_demo_turned_it_on(server: Server) -> None:
@@ -398,7 +424,7 @@ async def test_cookies_are_secure_behind_an_https_public_url(tmp_path: Path) -> 
 
     settings = Settings(var_dir=tmp_path, console_public_url="https://console.example", console_dev_sign_in=True)
     app = ConsoleAuth(settings, TokenVerifier(settings), None)
-    status, headers = await _asgi(app, "GET", "/console/auth/dev?next=/console/", [])
+    status, headers = await _asgi(app, "GET", "/console/auth/dev?next=/console/", [(b"host", b"console.example")])
     assert status == 302
     assert "; Secure" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
     # A fetch() from the console's page gets where to go next as JSON (its CSP keeps form redirects home).

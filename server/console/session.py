@@ -7,7 +7,8 @@ requests. Its Max-Age is the token's remaining lifetime, so the browser drops it
 
 Routes under /console/auth/ (`ConsoleAuth`):
 - `GET dev?next=` development sign-in as the bootstrap platform admin, only when `serve --demo` turned it on
-  (SWITCHBOARD_CONSOLE_DEV_SIGN_IN) on the embedded identity; 404 otherwise;
+  (SWITCHBOARD_CONSOLE_DEV_SIGN_IN) on the embedded identity (404 otherwise), and only under a Host no DNS rebinding
+  can produce (see `_rebinding_proof`);
 - `GET login?next=` and `GET callback` the OpenID Connect code flow with PKCE (server.console.oidc); 404 when no
   provider is configured;
 - `POST logout` (from the console's own pages only) clears the cookie and sends the browser to the provider's
@@ -19,6 +20,7 @@ open redirect.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
@@ -151,6 +153,21 @@ def _same_origin(scope: Scope) -> bool:
     return bool(origin) and urlsplit(origin).netloc == _header(scope, b"host")
 
 
+def _rebinding_proof(scope: Scope, settings: Settings) -> bool:
+    """Whether the request's Host is one a browser cannot have been tricked into using for this server: `localhost`
+    (browsers resolve it to loopback themselves), an IP address (no DNS involved), or the host of the console's
+    public URL. Any other name may be an attacker's, pointed at this machine's loopback by DNS rebinding: its page is
+    then same-origin with what it reaches, and the development sign-in would hand it a platform admin's session."""
+    host = urlsplit("//" + _header(scope, b"host")).hostname or ""
+    if host in ("localhost", urlsplit(settings.console_url).hostname):
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 class ConsoleAuth:
     """The ASGI app of /console/auth/*: sign-in (development or OpenID Connect) and sign-out."""
 
@@ -189,6 +206,13 @@ class ConsoleAuth:
     async def _dev_sign_in(self, scope: Scope, send: Send) -> None:
         if not self._dev:
             await _text(send, 404, "development sign-in is only offered by `switchboard serve --demo` (make run)")
+            return
+        if not _rebinding_proof(scope, self._settings):
+            await _text(
+                send,
+                403,
+                "development sign-in answers only at localhost, an IP address or SWITCHBOARD_CONSOLE_PUBLIC_URL's host",
+            )
             return
         target = console_path(_query(scope).get("next", ""))
         if target is None:
