@@ -270,6 +270,46 @@ async def test_metadata_names_the_discovered_sign_in_page(
     assert tokens["accessToken"]
 
 
+def _scripted_sign_in_app() -> web.Application:
+    """An OAuth-protected MCP server whose authorization server publishes a `javascript:` URL as its sign-in page."""
+
+    async def refuse(request: web.Request) -> web.Response:
+        return web.Response(status=401, headers={"WWW-Authenticate": 'Bearer realm="tools"'})
+
+    async def resource(request: web.Request) -> web.Response:
+        base = f"http://{request.host}"
+        return web.json_response({"resource": f"{base}/mcp", "authorization_servers": [base]})
+
+    async def authorization_server(request: web.Request) -> web.Response:
+        base = f"http://{request.host}"
+        return web.json_response(
+            {
+                "issuer": base,
+                "token_endpoint": f"{base}/token",
+                "authorization_endpoint": "javascript:opener.document.title='pwned'//",
+            }
+        )
+
+    app = web.Application()
+    app.router.add_post("/mcp", refuse)
+    app.router.add_get("/.well-known/oauth-protected-resource/mcp", resource)
+    app.router.add_get("/.well-known/oauth-authorization-server", authorization_server)
+    return app
+
+
+async def test_a_discovered_sign_in_page_that_is_no_http_url_is_not_handed_to_the_browser(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    """The console sends a window of its own origin to `authorizationUrl`: a discovered one obeys the rule a
+    registered one does (an http(s) URL), so an MCP server's metadata cannot name script to run there."""
+    with serve_in_thread(_scripted_sign_in_app) as port:
+        name = await _register_oauth(connect, server, f"http://127.0.0.1:{port}/mcp")
+        meta = must(
+            await connect.call(f"{MCP}/GetExternalMcpServerOAuthMetadata", {"name": name}, token=world.tokens["member"])
+        )
+    assert "authorizationUrl" not in meta["oauth"], meta  # the console then says none was configured or discovered
+
+
 async def test_exchange_refusals(
     server: Server, connect: ConnectJsonCaller, mcp_servers: McpServers, world: World
 ) -> None:

@@ -30,6 +30,7 @@ from mcp.client.auth.utils import (
     build_protected_resource_metadata_discovery_urls,
 )
 
+from server.domain.validation import require_http_url
 from server.errors import FailedPrecondition, InvalidArgument, SwitchboardError, UpstreamFailed
 from server.mcp import sse_probe
 
@@ -157,9 +158,20 @@ async def authorization_server(
             registration_supported=registration,
             resource=str(prm.get("resource", "")) if prm else "",
             resource_name=str(prm.get("resource_name", "")) if prm else "",
-            authorization_endpoint=str(meta.get("authorization_endpoint", "")),
+            authorization_endpoint=_browser_url(meta.get("authorization_endpoint")),
         )
     return None
+
+
+def _browser_url(value: Any) -> str:
+    """A discovered sign-in page, or "" unless it is an http(s) URL, as a registered one must be: the console navigates
+    a window of its own origin there, and the metadata is whatever the MCP server's side chose to publish (a
+    `javascript:` URL would run as the console, were its CSP not there to stop it)."""
+    try:
+        require_http_url(str(value or ""), "authorization_endpoint")
+    except InvalidArgument:
+        return ""
+    return str(value)
 
 
 async def probe(http: aiohttp.ClientSession, server_url: str) -> Probe:
