@@ -40,7 +40,7 @@ from server.auth import Authenticator
 from server.codecs import management_codecs, management_compressions, reflection_codecs
 from server.connect_errors import connect_error_bodies, error_body
 from server.console.oidc import OidcClient
-from server.console.session import AUTH_PREFIX, ConsoleAuth, sign_in_options
+from server.console.session import AUTH_PREFIX, ConsoleAuth, session_cookie_name, sign_in_options
 from server.console.static import PREFIX as CONSOLE_PREFIX
 from server.console.static import ConsoleStatic, console_directory
 from server.cors import MANAGEMENT, CorsASGI, CorsPolicy
@@ -330,7 +330,9 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         follow_membership_changes(db.invalidations, info)
         deps = Deps(settings=settings, db=db)
     tokens = TokenVerifier(settings, deps.identity_http if settings.jwks_url else None)
-    authenticator = Authenticator(deps.db, tokens, deps.key_verifier())
+    authenticator = Authenticator(
+        deps.db, tokens, deps.key_verifier(), session_cookie_name=session_cookie_name(deps.settings)
+    )
     interceptors = build_interceptors(authenticator, deps.audit_recorder(), tracing=tracing_enabled())
     apps: dict[str, ASGIApp] = {}
     descriptors: list[ServiceDescriptor] = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 
 from server import permissions
-from server.console.session import session_cookie
+from server.console.session import SESSION_COOKIE, session_cookie
 from server.domain import users
 from server.domain.principal import Principal
 from server.errors import PermissionDenied, Unauthenticated
@@ -56,12 +56,13 @@ def _cross_site_capable(headers: Mapping[str, str]) -> bool:
     return not media_type or media_type in _SIMPLE_CONTENT_TYPES
 
 
-def credential(headers: Mapping[str, str], http_method: str = "POST") -> str:
+def credential(headers: Mapping[str, str], http_method: str = "POST", cookie_name: str = SESSION_COOKIE) -> str:
     """The bearer token or API key of a request: the Authorization header's when there is one (then the cookie is
-    ignored), else the console's session cookie under the cross-site rule above (sessions only, never a key)."""
+    ignored), else the console's session cookie (named `cookie_name`: server.console.session.session_cookie_name)
+    under the cross-site rule above (sessions only, never a key)."""
     if "authorization" in headers:
         return bearer_token(headers)
-    token = session_cookie(headers)
+    token = session_cookie(headers, cookie_name)
     if token is None:
         raise Unauthenticated("missing bearer token in the Authorization header")
     if not (token.isascii() and token.isprintable()) or token.startswith(API_KEY_PREFIX):
@@ -75,14 +76,22 @@ def credential(headers: Mapping[str, str], http_method: str = "POST") -> str:
 
 
 class Authenticator:
-    def __init__(self, db: Database, tokens: TokenVerifier, key_verifier: KeyVerifier | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        tokens: TokenVerifier,
+        key_verifier: KeyVerifier | None = None,
+        *,
+        session_cookie_name: str = SESSION_COOKIE,
+    ) -> None:
         self._db = db
+        self._cookie = session_cookie_name
         self._tokens = tokens
         self._key_verifier = key_verifier
         self._known_users: set[str] = set()
 
     async def authenticate(self, headers: Mapping[str, str], http_method: str = "POST") -> Principal:
-        token = credential(headers, http_method)
+        token = credential(headers, http_method, self._cookie)
         if token.startswith(API_KEY_PREFIX):
             if self._key_verifier is None:
                 raise Unauthenticated("invalid API key")

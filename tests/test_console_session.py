@@ -433,11 +433,36 @@ async def test_cookies_are_secure_behind_an_https_public_url(tmp_path: Path) -> 
     )
     assert status == 200
     assert json.loads(headers["body"]) == {"location": "/console/"}
-    assert headers["set-cookie"].startswith("sb_session=; Max-Age=0;") and "; Secure" in headers["set-cookie"]
+    assert headers["set-cookie"].startswith("__Host-sb_session=; Max-Age=0;") and "; Secure" in headers["set-cookie"]
     assert sign_in_options(settings) == {"devSignIn": True, "oidc": False}
     # On an identity provider's JWKS the embedded key's tokens would be refused: no development sign-in then.
     with_idp = Settings(var_dir=tmp_path, console_dev_sign_in=True, jwks_url="https://idp.example/jwks")
     assert sign_in_options(with_idp) == {"devSignIn": False, "oidc": False}
+
+
+async def test_behind_https_the_session_cookie_is_host_only_and_no_other_name_signs_in(database: Database) -> None:
+    """On an https console the cookie is `__Host-sb_session`, which a browser keeps only as set by this origin over
+    https: a cookie a sibling subdomain or a plain-http page of the host planted (`sb_session`, with its own holder's
+    token) signs no one in, so no page can sign a person in as someone else."""
+    var_dir = Path(tempfile.mkdtemp(prefix="switchboard-console-https-"))
+    env = server_env(
+        database,
+        var_dir,
+        SWITCHBOARD_CONSOLE_DEV_SIGN_IN="true",
+        SWITCHBOARD_CONSOLE_PUBLIC_URL="https://console.example",
+    )
+    proc = await start_server(env)
+    try:
+        base = f"http://127.0.0.1:{proc.listener_port}"
+        status, _, cookies, _ = await _get(f"{base}/console/auth/dev?next=/console/", {"Host": "console.example"})
+        assert status == 302 and len(cookies) == 1 and cookies[0].startswith("__Host-sb_session="), cookies
+        assert "; Secure" in cookies[0] and "; Path=/;" in cookies[0] and "Domain" not in cookies[0]
+        token = cookies[0].split(";", 1)[0].split("=", 1)[1]
+        url = f"{base}/{GET_SESSION}?encoding=json&message=%7B%7D"
+        assert (await _get(url, {"Cookie": f"__Host-sb_session={token}"}))[0] == 200
+        assert (await _get(url, {"Cookie": f"sb_session={token}"}))[0] == 401
+    finally:
+        await proc.stop()
 
 
 async def test_serve_demo_turns_the_development_sign_in_on_for_its_management_server(

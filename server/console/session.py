@@ -1,6 +1,8 @@
 """The console's session: a backend-for-frontend cookie, so no token ever reaches the console's JavaScript.
 
-`sb_session` (HttpOnly, SameSite=Strict, Path=/, Secure when the console's public URL is https) holds a session JWT:
+`sb_session` (HttpOnly, SameSite=Strict, Path=/; Secure and named `__Host-sb_session` when the console's public URL is
+https, so that no sibling subdomain or plain-http page can plant one of its own: `session_cookie_name`) holds a
+session JWT:
 the identity provider's access token after an OpenID sign-in (server.console.oidc), or in development one signed by
 the embedded key. server.auth accepts it where no Authorization header is sent, under its rule against cross-site
 requests. Its Max-Age is the token's remaining lifetime, so the browser drops it when the server would refuse it.
@@ -41,11 +43,16 @@ __all__ = [
     "cookie",
     "dev_sign_in_offered",
     "session_cookie",
+    "session_cookie_name",
     "sign_in_options",
 ]
 
 
 SESSION_COOKIE = "sb_session"
+# Browsers keep a __Host- cookie only when it is Secure, has Path=/ and no Domain, and set over https: one a
+# sibling subdomain or an http page of the same host set cannot carry the name, so it cannot sign a person in as
+# someone else (session fixation) on an https console.
+_HOST_ONLY_SESSION_COOKIE = "__Host-" + SESSION_COOKIE
 AUTH_PREFIX = "/console/auth/"
 _CONSOLE = "/console"
 _HOME = "/console/"
@@ -75,9 +82,15 @@ def cookie(header: str, name: str) -> str | None:
     return None
 
 
-def session_cookie(headers: Mapping[str, str]) -> str | None:
-    """The session token the browser sent in `sb_session`, or None."""
-    value = cookie(headers.get("cookie", ""), SESSION_COOKIE)
+def session_cookie_name(settings: Settings) -> str:
+    """The session cookie's name on this server: `__Host-sb_session` behind an https console URL, else `sb_session`
+    (a browser keeps a __Host- cookie only from https)."""
+    return _HOST_ONLY_SESSION_COOKIE if settings.console_url.startswith("https://") else SESSION_COOKIE
+
+
+def session_cookie(headers: Mapping[str, str], name: str = SESSION_COOKIE) -> str | None:
+    """The session token the browser sent in cookie `name` (`session_cookie_name`), or None."""
+    value = cookie(headers.get("cookie", ""), name)
     return value or None
 
 
@@ -176,11 +189,12 @@ class ConsoleAuth:
         self._tokens = tokens
         self._oidc = oidc
         self._secure = settings.console_url.startswith("https://")
+        self._cookie = session_cookie_name(settings)
         self._dev = dev_sign_in_offered(settings)
 
     def _session(self, token: str, max_age: int) -> bytes:
         return _set_cookie(
-            SESSION_COOKIE, token, max_age=max(max_age, 0), path="/", same_site="Strict", secure=self._secure
+            self._cookie, token, max_age=max(max_age, 0), path="/", same_site="Strict", secure=self._secure
         )
 
     def _cleared(self, name: str, path: str, same_site: str) -> bytes:
@@ -269,7 +283,7 @@ class ConsoleAuth:
         location = _HOME
         if self._oidc is not None:
             location = await self._oidc.end_session_url(self._settings.console_url + _HOME) or _HOME
-        cleared = (b"set-cookie", self._cleared(SESSION_COOKIE, "/", "Strict"))
+        cleared = (b"set-cookie", self._cleared(self._cookie, "/", "Strict"))
         if "application/json" in _header(scope, b"accept"):
             # fetch() from the console: it navigates to `location` itself. A form post could not be sent on to the
             # provider: the console's CSP (form-action 'self') also covers where a form's redirects lead.
