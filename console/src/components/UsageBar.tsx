@@ -1,6 +1,6 @@
 // How full something is (a quota, a GPU's memory, a cache disk): the native <meter> with its label and the figures
-// in words beside it, so the bar is never the only way to read the number. Unknown totals say so rather than
-// drawing an empty bar that would read as zero.
+// in words beside it, so the bar is never the only way to read the number. Unknown totals say so, once, where the
+// bar would be, rather than drawing an empty bar that would read as zero.
 import { useId } from "preact/hooks";
 
 const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"] as const;
@@ -37,13 +37,15 @@ export function UsageBar({ label, used, total, format = formatBytes }: UsageBarP
     <div class="usage-bar">
       <label for={id}>{label}</label>
       {value !== undefined && max !== undefined && max > 0 ? (
-        <meter id={id} min={0} max={max} value={Math.min(value, max)} low={max * 0.75} high={max * 0.9} optimum={0}>
-          {words}
-        </meter>
+        <>
+          <meter id={id} min={0} max={max} value={Math.min(value, max)} low={max * 0.75} high={max * 0.9} optimum={0}>
+            {words}
+          </meter>
+          <span class="usage-words">{words}</span>
+        </>
       ) : (
         <output id={id}>{words}</output>
       )}
-      <span class="usage-words">{words}</span>
     </div>
   );
 }
