@@ -210,9 +210,10 @@ def quiet_client_gone(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) 
 
 
 def _never_stored(send: Send) -> Send:
-    """`send`, with `Cache-Control: no-store` on the answer. A Connect GET's answer is its caller's own while its URL
-    is anyone's (the console's GetSession is `message={}`), and the console's session rides in a cookie, which, unlike
-    an Authorization header, does not keep a shared cache from storing the answer and handing it to the next person."""
+    """`send`, with `Cache-Control: no-store` on the answer: for a Connect GET without an Authorization header (the
+    console's, whose session rides in a cookie). Its answer is its caller's own while its URL is anyone's (the
+    console's GetSession is `message={}`), and a cookie, unlike an Authorization header, does not keep a shared cache
+    from storing the answer and handing it to the next person."""
 
     async def wrapped(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
@@ -248,7 +249,7 @@ class Router:
             if undecodable is not None:
                 await _refuse(scope, send, f"the {undecodable} header is not valid UTF-8")
                 return
-            if scope["method"] == "GET":
+            if scope["method"] == "GET" and not any(name == b"authorization" for name, _ in scope["headers"]):
                 send = _never_stored(send)
             if scope["method"] == "GET" or (b"content-length", b"0") in scope["headers"]:
                 receive = _bodyless_receive()
