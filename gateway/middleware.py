@@ -5,7 +5,14 @@ Errors: every `SwitchboardError` becomes an OpenAI error body through `server.er
 mapping table), with `x-should-retry` saying whether a retry can help. Anything unexpected is logged with a
 correlation id and the client sees only that id; a client hanging up mid-request is routine and logged at DEBUG.
 Bodies are refused before they are buffered when Content-Length announces more than the surface's limit, and reads
-of chunked bodies stop at the limit.
+of chunked bodies stop at the limit (after decompression: a small gzip body that inflates past it is a 413 as soon as
+it does).
+
+NUL: PostgreSQL's text cannot hold it, and its driver's refusal was an internal error wherever a client's string
+reached a statement (`previous_response_id`, a `file_search` tool's RAG ids, an MCP tool's `server_label`, a RAG
+file's `content_type`, ...). So no string of a request may hold one: not the path (404: it names nothing), nor a
+query parameter, nor any string of a JSON body or a form field (400 naming it: `refuse_nul`), except the text a model
+reads or writes (`_MODEL_TEXT`).
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from server.errors import (
     wire_error_for,
 )
 from server.input_bounds import check_json_bounds
+from server.nul_text import could_hold_nul, find_nul_in_json
 
 __all__ = [
     "INFERENCE_LIMIT",
@@ -66,8 +74,10 @@ __all__ = [
     "on_response_prepare",
     "read_body",
     "read_json",
+    "refuse_nul",
     "require_model",
     "too_large",
+    "undecodable_body",
 ]
 
 log = logging.getLogger("switchboard.gateway")
@@ -80,6 +90,14 @@ _PUBLIC = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})  # /metrics c
 _REQUEST_ID_HEADER = istr("x-request-id")  # case-folded once, not on every answer
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _tracer = trace.get_tracer("switchboard.gateway")
+# The keys whose strings (or arrays of strings) are text a model reads or writes: message and part content, call
+# arguments and outputs, instructions, inputs, prompts, search queries and rerank documents. They may hold NUL, as
+# any text may: none is an id the gateway looks up, the store keeps them in JSON columns (PostgreSQL's `json`
+# type keeps the `\u0000` escape; `jsonb` would refuse it), and a RAG file's text is parsed, where NUL bytes mean a
+# binary file. Every other string names something (an id, a label, a URL, a metadata value) and may not hold NUL.
+_MODEL_TEXT = frozenset(
+    {"content", "text", "refusal", "arguments", "output", "input", "instructions", "prompt", "query", "documents"}
+)
 
 
 def _code(exc: SwitchboardError) -> str | None:
@@ -239,8 +257,7 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
             exchange = await app[POLICIES].exchange_for(request[PRINCIPAL])
             if exchange is not None:
                 request[CAPTURE] = exchange
-        if "\x00" in request.path:  # no id or name holds NUL (PostgreSQL's text cannot: its driver raised)
-            raise NotFound("Not found: a path segment holds a NUL character.")
+        _refuse_nul_in_url(request)
         response = await handler(request)
     except SwitchboardError as exc:
         response = error_response(exc)
@@ -259,6 +276,14 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
     finally:
         _account(request, app, response, exchange, started)
     return response
+
+
+def _refuse_nul_in_url(request: web.Request) -> None:
+    if "\x00" in request.path:
+        raise NotFound("Not found: a path segment holds a NUL character.")
+    if "\x00" in request.query_string:  # decoded: `%00`
+        name = next((k for k, v in request.query.items() if "\x00" in k or "\x00" in v), "query")
+        raise InvalidArgument(f"Query parameter {name!r} may not contain a NUL character.", field=name)
 
 
 def _unexpected(request: web.Request, exc: Exception) -> web.StreamResponse:
@@ -303,6 +328,12 @@ def too_large(limit: int) -> PayloadTooLarge:
     return PayloadTooLarge(f"Request body too large: the limit is {limit // MiB} MiB.")
 
 
+def undecodable_body() -> InvalidArgument:
+    """aiohttp's payload error, met by whichever reader of the body (these, or a multipart form's): the body does not
+    decode as its Content-Encoding says, or breaks its own framing."""
+    return InvalidArgument("We could not decode the request body as its Content-Encoding says.")
+
+
 async def read_body(request: web.Request, limit: int) -> bytes:
     """The whole body, refused with 413 as soon as it is known to exceed `limit`."""
     length = request.content_length
@@ -314,7 +345,7 @@ async def read_body(request: web.Request, limit: int) -> bytes:
         try:
             chunk = await request.content.readany()
         except (HttpProcessingError, RequestPayloadError):  # e.g. Content-Encoding: gzip on a body that is not gzip
-            raise InvalidArgument("We could not decode the request body as its Content-Encoding says.") from None
+            raise undecodable_body() from None
         if not chunk:
             break
         size += len(chunk)
@@ -338,14 +369,21 @@ async def read_json(request: web.Request, limit: int = INFERENCE_LIMIT) -> dict[
         raise InvalidArgument("We could not parse the JSON body of your request.") from None
     if not isinstance(payload, dict):
         raise InvalidArgument("The request body must be a JSON object.")
+    if could_hold_nul(body, json=True):  # JSON spells NUL `\u0000`: most bodies are not walked at all
+        refuse_nul(payload)
     request[PAYLOAD] = payload
     return payload
+
+
+def refuse_nul(fields: dict[str, Any]) -> None:
+    """A 400 naming the first field (at any depth) whose string holds NUL, model text aside (see `_MODEL_TEXT`)."""
+    path = find_nul_in_json(fields, _MODEL_TEXT)
+    if path is not None:
+        raise InvalidArgument(f"{path!r} may not contain a NUL character.", field=path)
 
 
 def require_model(payload: dict[str, Any]) -> str:
     model = payload.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidArgument("you must provide a model parameter", field="model")
-    if "\x00" in model:  # no model id holds NUL (PostgreSQL's text cannot: its driver raised)
-        raise InvalidArgument("'model' may not contain a NUL character", field="model")
     return model

@@ -28,6 +28,7 @@ from aiohttp.http_exceptions import BadHttpMessage, InvalidHeader, LineTooLong
 from aiohttp.multipart import content_disposition_filename, parse_content_disposition
 from aiohttp.web_protocol import RequestPayloadError
 
+from gateway.middleware import undecodable_body
 from server.domain.validation import HEADER_VALUE_FORBIDDEN
 from server.errors import InvalidArgument
 
@@ -52,7 +53,7 @@ def form_errors(field: str = "file") -> Iterator[None]:
             "Malformed multipart body: a part has too many header lines or repeats a single-valued one.", field=field
         ) from None
     except RequestPayloadError:
-        raise InvalidArgument("We could not decode the request body as its Content-Encoding says.") from None
+        raise undecodable_body() from None
     except (ValueError, AssertionError):
         raise InvalidArgument(
             "Malformed multipart body: no boundary, or parts not delimited by the declared boundary.", field=field

@@ -1,9 +1,15 @@
-"""OpenAI error bodies for requests aiohttp cannot parse (headers over 8 KB, malformed request lines).
+"""OpenAI error bodies for requests aiohttp cannot parse (headers over 8 KB, malformed request lines), and no error
+log for a body it cannot decode.
 
 aiohttp answers those itself, as text/plain, before any middleware or signal runs, and has no hook for them
 (aio-libs/aiohttp#3287). Its public seam is the protocol: `listen` accepts connections for an `AppRunner`'s web
 server (`runner.server`) with a `web.RequestHandler` whose `handle_error` keeps aiohttp's status and writes the
 OpenAI error shape the SDKs expect. No private attribute or method of aiohttp is used.
+
+After the answer, aiohttp reads and drops what is left of the request's body (`lingering_time`); a body that does not
+decode as its Content-Encoding says (or breaks its own framing) raises there, and aiohttp logged that at ERROR, once
+for every such request, authenticated or not, whatever it was answered (400, 401, 404, even 200). It is the client's
+fault and already answered: `log_exception` logs it at DEBUG and aiohttp closes the connection.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from gateway.connections import ConnectionCap, Counted
 from gateway.header_deadline import HeaderDeadlineHandler, track_requests
@@ -40,6 +47,12 @@ class _Handler(Counted, HeaderDeadlineHandler):
         answer.headers["x-should-retry"] = "false"
         answer.force_close()
         return answer
+
+    def log_exception(self, *args: Any, **kwargs: Any) -> None:
+        if isinstance(kwargs.get("exc_info"), RequestPayloadError):
+            log.debug("dropped the rest of a request body that could not be read (RequestPayloadError)")
+            return
+        super().log_exception(*args, **kwargs)
 
 
 async def listen(

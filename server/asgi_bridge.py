@@ -75,10 +75,17 @@ def _handler(asgi: Any) -> Callable[[web.Request], Any]:
 
 
 async def serve_asgi(
-    request: web.Request, asgi: Any, *, path: str | None = None, extra: dict[str, Any] | None = None
+    request: web.Request,
+    asgi: Any,
+    *,
+    path: str | None = None,
+    extra: dict[str, Any] | None = None,
+    body: bytes | None = None,
 ) -> web.StreamResponse:
-    """Hand `request` to `asgi` (as `path`, its own by default; `extra` added to the scope) and stream its answer."""
-    body = await request.read()
+    """Hand `request` to `asgi` (as `path`, its own by default; `extra` added to the scope; with `body`, the request's
+    body as its caller read it) and stream its answer."""
+    if body is None:
+        body = await request.read()
     delivered = False
     response: web.StreamResponse | None = None
 

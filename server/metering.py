@@ -48,6 +48,7 @@ from server.capture.exchange import Exchange
 from server.capture.store import BODIES_SHAPE, EXCHANGE_SHAPE, SealedBatch, seal_exchanges
 from server.failure_log import RepeatedFailure
 from server.metering_journal import RESCAN_SECONDS, Journal, Segment
+from server.nul_text import without_nul
 from server.store.db import Database
 from server.store.models import ApiTrafficRow, CapturedBodiesRow, CapturedExchangeRow, UsageEventRow, utcnow
 
@@ -228,7 +229,10 @@ async def _insert(
     connection = await session.connection()
     if dialect.name == "postgresql":
         rows = rows_of(lambda value: value)  # orjson writes aware datetimes as RFC 3339
-        await connection.exec_driver_sql(_insert_sql(table, dialect, shape), (orjson.dumps(rows).decode(),))
+        batch = orjson.dumps(rows)
+        if b"\\u0000" in batch:  # `->>` cannot make NUL text: the batch was refused whole, and again at each replay
+            batch = orjson.dumps([[without_nul(v) if isinstance(v, str) else v for v in row] for row in rows])
+        await connection.exec_driver_sql(_insert_sql(table, dialect, shape), (batch.decode(),))
         return
     rows = rows_of(_sqlite_time)
     start = 0

@@ -85,6 +85,14 @@ class Gateway:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    @contextlib.contextmanager
+    def logs_no_error(self) -> Iterator[None]:
+        """Fails if the gateway logs anything at ERROR, or a traceback, while the block runs."""
+        start = len(self.log())
+        yield
+        written = self.log()[start:]
+        assert " ERROR " not in written and "Traceback" not in written, written[-3000:]
+
 
 def gateway_env(database: Database, var_dir: Path, fakes: Fakes) -> dict[str, str]:
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -29,7 +30,7 @@ async def raw_request(
         lines += [f"Content-Length: {len(body)}".encode(), b"Connection: close"]
         writer.write(b"\r\n".join(lines) + b"\r\n\r\n" + body)
         await writer.drain()
-        raw = await asyncio.wait_for(reader.read(), 30)
+        raw = await asyncio.wait_for(_read_answer(reader), 30)
     finally:
         writer.close()
         with contextlib.suppress(OSError):
@@ -43,6 +44,21 @@ async def raw_request(
     if parsed.get("transfer-encoding") == "chunked":
         rest = _dechunk(rest)
     return RawResponse(int(status_line.split()[1]), parsed, rest)
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> bytes:
+    """Everything up to the server's close. A server that answers before reading the whole body (a 413) closes with
+    some of it unread, which resets the connection; the answer, whole by its Content-Length, is what was read."""
+    raw = b""
+    try:
+        while chunk := await reader.read(1 << 16):
+            raw += chunk
+    except ConnectionResetError:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        if length is None or len(rest) < int(length.group(1)):
+            raise
+    return raw
 
 
 def _dechunk(data: bytes) -> bytes:

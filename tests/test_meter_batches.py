@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
@@ -82,6 +83,25 @@ async def test_a_large_batch_lands_whole_and_exact(database: Database) -> None:
     found = {(_utc(r.occurred_at), r.status): [r.requests, r.request_bytes, r.response_bytes] for r in traffic}
     assert len(traffic) == len(found)  # one row per second and status: the whole batch went in one flush
     assert found == expected
+
+
+async def test_a_batch_holding_nul_lands_whole(database: Database) -> None:
+    """An MCP server may name a tool with NUL, which PostgreSQL's text cannot hold (nor `->>` make text of): the
+    whole batch was refused, every call of it unmetered, and again at each replay of the journal. It is stored with
+    U+FFFD there; SQLite holds NUL."""
+    db = Db(database.url)
+    meter = Meter(db)
+    meter.start()
+    tenant = f"meter-nul-{database.backend}-{secrets.token_hex(3)}"
+    meter.usage(UsageEvent(tenant_id=tenant, api_key_id="k", user_id="u", model_id="to\x00ol", call_kind=6))
+    meter.usage(UsageEvent(tenant_id=tenant, api_key_id="k", user_id="u", model_id="m", call_kind=1))
+    await meter.close()
+    try:
+        async with db.read() as session:
+            stored = set(await session.scalars(select(UsageEventRow.model_id).where(UsageEventRow.tenant_id == tenant)))
+    finally:
+        await db.close()
+    assert stored == {"to\ufffdol" if database.backend == "postgresql" else "to\x00ol", "m"}
 
 
 def test_sqlite_batches_are_written_in_a_few_statement_shapes() -> None:

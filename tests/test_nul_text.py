@@ -1,8 +1,13 @@
 """Strings holding NUL are refused right after decoding (server.nul_text via server.codecs), wherever they sit and
-in either encoding; PostgreSQL's text cannot hold them (its driver raised, an internal error)."""
+in either encoding; PostgreSQL's text cannot hold them (its driver raised, an internal error). So is a page token
+hiding one in its base64, which no check of the request's strings could see (server.domain.pages,
+server.store.keyset)."""
 
 from __future__ import annotations
 
+import base64
+
+import orjson
 import pytest
 from connectrpc.errors import ConnectError
 from google.protobuf import json_format
@@ -10,6 +15,9 @@ from google.protobuf import json_format
 from gen.platform.conversations.v1.conversation_service_pb2 import CreateConversationRequest
 from server.codecs import management_codecs
 from server.nul_text import find_nul
+from tests.clients import ConnectJsonCaller
+from tests.conftest import Server
+from tests.world import make_world, must
 
 NUL = "a\x00b"
 
@@ -43,3 +51,18 @@ def test_both_encodings_refuse_it_and_accept_text_without_it() -> None:
         assert "items[0].role" in refused.value.message and "NUL" in refused.value.message
         ok = clean.SerializeToString() if codec.name() == "proto" else json_format.MessageToJson(clean).encode()
         assert codec.decode(ok, CreateConversationRequest) == clean
+
+
+async def test_a_page_token_hiding_nul_is_invalid_argument(server: Server, connect: ConnectJsonCaller) -> None:
+    world = await make_world(server, connect)
+    admin = world.tokens["admin"]
+    listed = "switchboard.tenants.v1.TenantListService/ListGroups"
+    groups = base64.urlsafe_b64encode(orjson.dumps(["groups", "a" + NUL])).decode().rstrip("=")
+    audited = base64.urlsafe_b64encode(f"2026-01-01T00:00:00+00:00|aud_{NUL}".encode()).decode()
+    must(await connect.call(listed, {"tenantId": world.tenant_id}, token=admin))
+    for method, body, token in [
+        (listed, {"tenantId": world.tenant_id, "page": {"pageToken": groups}}, admin),
+        ("switchboard.audit.v1.AuditService/ListAuditEvents", {"pageToken": audited}, server.admin_token),
+    ]:
+        answer = await connect.call(method, body, token=token)
+        assert answer.code == "invalid_argument" and "page_token" in answer.body["message"], (method, answer)

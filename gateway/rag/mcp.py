@@ -21,6 +21,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
+from gateway.middleware import MiB, read_body
 from gateway.rag import service
 from server.asgi_bridge import asgi_lifespan, serve_asgi
 from server.domain.rag_filters import parse_filters
@@ -32,6 +33,9 @@ __all__ = ["SEARCH_TOOL", "mcp_endpoint", "mcp_lifespan", "search_rag"]
 _SCOPE_KEY = "switchboard.request"
 _ASGI = web.AppKey("rag_mcp_asgi", object)
 _MAX_TOP_K = 50
+# JSON-RPC messages (a search's query and filters) are small; aiohttp's own bound for a body is the transcription
+# upload's, and a gzip body inflates to it from a few hundred kilobytes.
+_MAX_MESSAGE_BYTES = MiB
 
 
 SEARCH_TOOL = "search"
@@ -135,4 +139,5 @@ async def mcp_lifespan(app: web.Application) -> AsyncIterator[None]:
 async def mcp_endpoint(request: web.Request) -> web.StreamResponse:
     """{rag_url}/mcp: authorise, then hand the request to the SDK's ASGI app and stream its answer back."""
     await service.authorize(request)
-    return await serve_asgi(request, request.app[_ASGI], path="/mcp", extra={_SCOPE_KEY: request})
+    body = await read_body(request, _MAX_MESSAGE_BYTES)  # a body its Content-Encoding does not decode: a 400
+    return await serve_asgi(request, request.app[_ASGI], path="/mcp", extra={_SCOPE_KEY: request}, body=body)

@@ -30,7 +30,7 @@ import orjson
 from aiohttp import BodyPartReader, web
 
 from gateway.context import DB, SETTINGS
-from gateway.middleware import read_json
+from gateway.middleware import read_json, refuse_nul
 from gateway.multipart import form_errors, part_names, part_text
 from gateway.rag import service
 from gateway.rag.mcp import mcp_endpoint, mcp_lifespan
@@ -82,6 +82,7 @@ async def _multipart(request: web.Request, max_bytes: int) -> list[rag_files.Upl
                     metadata = rag_files.validate_metadata(orjson.loads(await part.read()))
                 except orjson.JSONDecodeError:
                     raise InvalidArgument("metadata must be a JSON object", field="metadata") from None
+                refuse_nul({"metadata": metadata})  # as in a JSON body (validated: scalars or lists of them)
             elif field == "external_id":
                 text = await part_text(part, "external_id")
                 external_id = _external_id(text.strip() or None, "external_id", required=False)
@@ -195,6 +196,7 @@ def _list_conditions(request: web.Request) -> list[MetadataCondition]:
             typed = orjson.loads(text)
         except orjson.JSONDecodeError:
             raise InvalidArgument("filters must be JSON", field="filters") from None
+        refuse_nul({"filters": typed})  # as in a JSON body
         conditions += parse_filters(typed)
     return conditions
 

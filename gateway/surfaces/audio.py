@@ -16,7 +16,7 @@ from gateway.calls import metered
 from gateway.capture import CAPTURE, form_summary
 from gateway.catalog import TaskType
 from gateway.context import HTTP, PRINCIPAL, REQUEST_BYTES, TRANSLATORS
-from gateway.middleware import TRANSCRIPTION_LIMIT, too_large
+from gateway.middleware import TRANSCRIPTION_LIMIT, refuse_nul, too_large
 from gateway.multipart import form_errors, part_names
 from gateway.providers import Surface, open_upstream, read_answer
 from gateway.surfaces._upstream import as_requested, require_task
@@ -71,6 +71,9 @@ def _text(fields: list[_Field], name: str) -> str | None:
 
 
 def _validated_model(fields: list[_Field]) -> str:
+    for f in fields:  # a form's text fields are held to a JSON body's rule (`model` is looked up in the database)
+        if f.filename is None:
+            refuse_nul({f.name: f.value.decode(errors="replace")})
     model = _text(fields, "model")
     if not model:
         raise InvalidArgument("you must provide a model parameter", field="model")

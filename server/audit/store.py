@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from server.audit.events import Actor, ActorType, AuditEvent, Outcome, Source
+from server.nul_text import without_nul
 from server.store.db import as_utc
 from server.store.keyset import filtered, newest_first
 from server.store.models import AuditEventRow
@@ -18,11 +19,13 @@ __all__ = ["EventFilter", "Page", "add_event", "list_events", "prune_events", "r
 
 
 def _clip(value: str, limit: int) -> str:
-    return value[:limit]
+    return without_nul(value[:limit])
 
 
 def row_of(event: AuditEvent) -> AuditEventRow:
     # Clipped to the columns: a request may name a resource longer than a column holds, and the event still counts.
+    # Without NUL: PostgreSQL's text cannot hold it, and a refused key's request path (`%00`) may; its driver refused
+    # the row, and the whole batch of events with it.
     return AuditEventRow(
         id=event.id,
         occurred_at=event.time,

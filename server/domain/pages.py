@@ -127,7 +127,7 @@ def _after(kind: str, token: str, parts: int) -> list[str] | None:
         not isinstance(value, list)
         or len(value) != parts + 1
         or value[0] != kind
-        or not all(isinstance(v, str) for v in value[1:])
+        or not all(isinstance(v, str) and "\x00" not in v for v in value[1:])  # PostgreSQL's driver refused NUL (a 500)
     ):
         raise InvalidArgument("page_token is not a token of this list", field="page_token")
     return value[1:]

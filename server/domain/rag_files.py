@@ -78,6 +78,7 @@ _MAX_METADATA_BYTES = 16 * 1024
 _MAX_LIST = 100
 _SCAN = 500  # rows a filtered listing reads at a time (its conditions are matched in process, on the JSON metadata)
 _MAX_FILENAME = 512
+_MAX_CONTENT_TYPE = 128  # its column's length (PostgreSQL refused a longer one: a 500)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -182,6 +183,10 @@ def validate_filename(name: str, field: str = "file") -> str:
 def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: TokenCounter) -> PreparedFile:
     """Parse and chunk; every refusal names the file. Pure CPU work: callers run it off the event loop."""
     validate_filename(upload.filename)
+    if len(upload.content_type or "") > _MAX_CONTENT_TYPE:
+        raise InvalidArgument(
+            f"{upload.filename}: its content type is longer than {_MAX_CONTENT_TYPE} characters", field="file"
+        )
     if upload.pre_extracted:
         parsed = parse_file(upload.filename or "text.txt", "text/plain", upload.data, max_bytes=max_bytes)
         parsed = ParsedFile(kind="text", blocks=parsed.blocks)
@@ -330,7 +335,9 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         created, file_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
         at = datetime.fromisoformat(created)
-        return as_utc(at) or at, str(file_id)
+        if not isinstance(file_id, str) or "\x00" in file_id:  # not one of ours; PostgreSQL's driver refused it
+            raise ValueError(file_id)
+        return as_utc(at) or at, file_id
     except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
         raise InvalidArgument("after is not a cursor this API returned", field="after") from None
 

@@ -96,6 +96,9 @@ def parse_file(filename: str, content_type: str | None, data: bytes, *, max_byte
 
 
 def _tidy(text: str) -> str:
+    # A PDF's text, a UTF-16 file's or a JSON document's strings can hold NUL, which PostgreSQL's text cannot (its
+    # driver refused the chunk: a 500); it is nothing a reader or a search needs.
+    text = text.replace("\x00", "")
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
 

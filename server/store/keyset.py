@@ -41,6 +41,8 @@ def after_token(token: str, time_column: Any, id_column: Any) -> ColumnElement[b
     try:
         at_text, row_id = base64.urlsafe_b64decode(token.encode()).decode().split("|", 1)
         at = datetime.fromisoformat(at_text)
+        if "\x00" in row_id:  # not one of ours, and PostgreSQL's driver refused it (a 500)
+            raise ValueError(row_id)
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidArgument("page_token is not a token this API returned", field="page_token") from None
     return or_(time_column < at, and_(time_column == at, id_column < row_id))
