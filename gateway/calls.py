@@ -4,9 +4,11 @@
 upstream failure, client gone mid-stream) exactly one usage event is queued when it exits.
 
 It is also where rate limits hold (gateway.limits): resolving the model admits the call (a 429 when a limit has no
-room), each further model call of the Responses tool loop is admitted again (`next_model_call`), and on exit the
-token reservations settle to the usage the answer reported and concurrency leases are given back. A call cut off
-before its usage was known (the client went away mid-stream) keeps its reservation.
+room), each further model call of the Responses tool loop is admitted again (`next_model_call`), as is each model
+call the gateway makes within the call (an agent's output guardrails: `resolve_within`), and on exit the token
+reservations settle to the usage the answers reported and concurrency leases are given back. A model call whose usage
+never became known (the client went away mid-stream, or the answer reported none) keeps its reservation; one that
+failed (an upstream failure, a refusal) releases it.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from server.domain.principal import Principal
 from server.errors import wire_error_for
 from server.metering import CallKind, UsageEvent
 
-__all__ = ["Call", "metered"]
+__all__ = ["CLIENT_CLOSED", "GUARDRAIL_REFUSED", "Call", "metered"]
 
 CLIENT_CLOSED = 499
+GUARDRAIL_REFUSED = 451  # metered status of a call an output guardrail refused (the client itself sees a 200)
 log = logging.getLogger("switchboard.gateway")
 
 
@@ -50,6 +53,9 @@ class Call:
     grants: list[Grant] = field(default_factory=list)  # what the limiter holds for this call's model calls
     model_calls: int = 0
     admitted: bool = False  # the request itself was admitted (at its model's resolution)
+    within: bool = False  # a model call the gateway makes within the request's own (an agent's guardrail)
+    awaiting: int = 0  # the reservation of the last model call admitted, until its usage is known
+    unreported: int = 0  # the reservations of earlier model calls that answered without a usage
     first_chunk_at: float = 0.0  # perf_counter() when a streamed answer's first bytes arrived (0: not streamed)
 
     async def resolve(self, model: str) -> Route:
@@ -71,30 +77,47 @@ class Call:
         if not self.admitted:
             self.admitted = True
             body = self.request.get(REQUEST_BYTES, self.request.content_length or 0)
-            await self._admit(reservation(self.kind, body, self.request.get(PAYLOAD)))
+            await self._admit(reservation(self.kind, body, self.request.get(PAYLOAD)), with_slots=True)
+
+    async def resolve_within(self, route: Route, payload: dict[str, Any]) -> None:
+        """A model the gateway calls on the caller's behalf within the caller's own call (a preset agent's output
+        guardrail, routed on the agent's authority): the caller's limits count it as a request with its own tokens,
+        but it takes no concurrency slot, which the call it serves already holds."""
+        self.model, self.route, self.within = route.public_model_id, route, True
+        await self._admit(reservation(self.kind, len(orjson.dumps(payload)), payload), with_slots=False)
 
     async def next_model_call(self, payload: dict[str, Any]) -> None:
         """Before each model call of a multi-call turn (the tool loop): the first was admitted with the request,
         each later one counts as a request of its own and reserves its own tokens."""
         self.model_calls += 1
         if self.model_calls > 1:
-            await self._admit(reservation(self.kind, len(orjson.dumps(payload)), payload))
+            await self._admit(reservation(self.kind, len(orjson.dumps(payload)), payload), with_slots=False)
 
-    async def _admit(self, reserve: int) -> None:
+    async def _admit(self, reserve: int, *, with_slots: bool) -> None:
         request = self.request
+        route = self.route
+        # A preset agent runs on its base model: that model's own limits hold for it too, or creating an agent
+        # would be a way around them.
+        base = route.public_model_id if route is not None and route.public_model_id != self.model else ""
         try:
-            grant = await self.app[LIMITER].admit(self.principal, self.model, reserve, with_slots=not self.grants)
+            grant = await self.app[LIMITER].admit(
+                self.principal, self.model, reserve, with_slots=with_slots, base_model=base
+            )
         except LimitExceeded:  # its answer carries its own headers; an earlier call's grant no longer describes it
             request.pop(LIMIT_HEADERS, None)
             raise
         if grant is not None:
             self.grants.append(grant)
+            self.unreported += self.awaiting
+            self.awaiting = grant.reserved
             request[LIMIT_HEADERS] = grant.headers
 
     def count(self, usage: Any) -> None:
-        """Record an OpenAI-style usage object (chat, embeddings, rerank or transcription token usage)."""
+        """Record an OpenAI-style usage object (chat, embeddings, rerank or transcription token usage) of the call's
+        one model call."""
         if not isinstance(usage, dict):
             return
+        self.awaiting = 0
         prompt = _int(usage.get("prompt_tokens", usage.get("input_tokens")))
         completion = _int(usage.get("completion_tokens", usage.get("output_tokens")))
         total = _int(usage.get("total_tokens")) or prompt + completion
@@ -104,6 +127,17 @@ class Call:
             self.tokens = {"rerank_tokens": total or prompt, "total_tokens": total or prompt}
         else:
             self.tokens = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+
+    def add(self, usage: Any) -> None:
+        """Add the usage of one model call of a multi-call turn (the tool loop) as soon as it ends: a turn that fails
+        at a later model call is still counted and metered for those that ran."""
+        if not isinstance(usage, dict):
+            return
+        self.awaiting = 0
+        tokens = self.tokens
+        prompt = tokens.get("prompt_tokens", 0) + _int(usage.get("prompt_tokens"))
+        completion = tokens.get("completion_tokens", 0) + _int(usage.get("completion_tokens"))
+        self.tokens = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _int(value: Any) -> int:
@@ -169,24 +203,33 @@ class metered:
             total_tokens=tokens.get("total_tokens", 0),
         )
         exchange = request.get(CAPTURE)
-        if exchange is None:
+        # A captured exchange is the client's request and answer, so it carries the request's own call's event; one
+        # made within it (an agent's guardrail) is metered on its own, or the request's would replace it.
+        if exchange is None or call.within:
             app[METER].usage(event)
         else:  # content capture: the event goes to the meter with the answer (gateway.capture)
             exchange.event = event
+
+
+def _answered(status: int) -> bool:
+    """Whether the call's last model call may have produced tokens: not when it failed or was refused."""
+    return status < 400 or status in (CLIENT_CLOSED, GUARDRAIL_REFUSED)
 
 
 async def _settle(call: Call) -> None:
     """Settle the call's token reservations (the last model call's carries the difference) and free its leases."""
     limiter = call.app[LIMITER]
     total = call.tokens.get("total_tokens", 0) or sum(call.tokens.values())
-    used = None if call.status == CLIENT_CLOSED and not call.tokens else total
+    # What ran without a usage to show for it keeps its reservation: settling it to nothing would make such calls
+    # free, however much they produced.
+    used = total + call.unreported + (call.awaiting if _answered(call.status) else 0)
     grants = call.grants
     try:
         if len(grants) > 1:  # the tool loop's: only its later model calls cost a slice and a sum
             earlier = grants[:-1]
             for grant in earlier:
                 await limiter.finish(grant, grant.reserved)
-            used = None if used is None else used - sum(g.reserved for g in earlier)
+            used -= sum(g.reserved for g in earlier)
         await limiter.finish(grants[-1], used)
     except Exception:  # settling must never cost the call its usage event
         log.exception("could not settle a call's rate-limit reservation")

@@ -1,14 +1,16 @@
 """Output guardrails: each of an agent's guardrail models, in order, judges the base model's final text.
 
-A guardrail is called like any chat model (same routing, same upstream client, metered as its own call) with the
-caller's last user message and the answer, and must reply with one of two verdict formats:
+A guardrail is called like any chat model (same routing, same upstream client, metered as its own call and counted
+by the caller's rate limits and budgets as a request of its own) with the caller's last user message and the answer,
+and must reply with one of two verdict formats:
 
 - Llama-Guard style: `safe`, or `unsafe` with the violated categories on the next line (`unsafe\\nS1,S10`);
 - JSON: `{"allowed": true}` or `{"allowed": false, "reason": "…"}` (a ```json fence around it is accepted).
 
 The first refusal ends the check. Anything else — an unreachable or failing guardrail, an unrecognised verdict —
-fails closed: the answer is withheld with a friendly, retryable 502, never released unchecked. Nothing here logs or
-traces the text being judged or the guardrail's reply.
+fails closed: the answer is withheld with a friendly, retryable 502, never released unchecked; a guardrail call a
+rate limit refuses withholds it with that limit's 429. Nothing here logs or traces the text being judged or the
+guardrail's reply.
 
 `check` works on a final text, so every surface (Chat Completions now, Responses later) shares it.
 """
@@ -24,6 +26,7 @@ from aiohttp import web
 
 from gateway.calls import metered
 from gateway.catalog import Route
+from gateway.limits import LimitExceeded
 from gateway.providers import Surface
 from gateway.surfaces._upstream import post_json, read_upstream_json
 from server.errors import SwitchboardError, UpstreamFailed
@@ -92,8 +95,8 @@ def text_of(content: Any) -> str:
 
 async def _ask(request: web.Request, route: Route, conversation: list[dict[str, str]]) -> tuple[bool, str]:
     async with metered(request, CallKind.CHAT_COMPLETION) as call:
-        call.model, call.route = route.public_model_id, route
         payload: dict[str, Any] = {"messages": conversation, "stream": False, "temperature": 0}
+        await call.resolve_within(route, payload)
         upstream = await post_json(request, route, Surface.CHAT, payload)
         raw, parsed = await read_upstream_json(upstream, call)
         call.count(parsed.get("usage"))
@@ -117,6 +120,8 @@ async def check(request: web.Request, guardrails: tuple[Route, ...], prompt: str
     for route in guardrails:
         try:
             allowed, reason = await _ask(request, route, conversation)
+        except LimitExceeded:
+            raise  # withheld all the same; waiting for the limit is what can help, and its headers say how long
         except SwitchboardError:
             raise GUARDRAIL_UNAVAILABLE from None  # fail closed, whatever the guardrail's own failure was
         if not allowed:

@@ -5,7 +5,8 @@ loopback) and `limits_models` (the models on it, registered once per test module
 
 The upstream answers every chat call with 10 prompt tokens and min(60, max_tokens) completion tokens (so a call never
 uses more than it reserved), embeddings with 8 tokens, rerank with 5, transcriptions with 4; `slow` answers after
-1.5 s; with tools it first calls the tool whose name ends in `add`.
+1.5 s; `guard` (an output guardrail) answers `safe`; `nousage` reports no usage, streamed or not; with tools it first
+calls the tool whose name ends in `add`.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         await asyncio.sleep(1.5)
     messages = payload.get("messages") or [{}]
     call = _tool_call(payload.get("tools") or []) if messages[-1].get("role") != "tool" else None
+    usage = _usage(payload) if payload.get("model") != "nousage" else None
     message: dict[str, Any] = (
-        {"role": "assistant", "content": "counted"}
+        {"role": "assistant", "content": "safe" if payload.get("model") == "guard" else "counted"}
         if call is None
         else {
             "role": "assistant",
@@ -71,7 +73,8 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     base = {"id": "chatcmpl-l", "created": 1, "model": payload.get("model")}
     if not payload.get("stream"):
         choice = {"index": 0, "finish_reason": finish, "message": message}
-        return web.json_response({**base, "object": "chat.completion", "choices": [choice], "usage": _usage(payload)})
+        answer = {**base, "object": "chat.completion", "choices": [choice]}
+        return web.json_response(answer if usage is None else {**answer, "usage": usage})
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
 
@@ -81,8 +84,8 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     delta = {"role": "assistant", "content": "counted"} if call is None else {"tool_calls": [{"index": 0, **call}]}
     await send({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
     await send({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-    if (payload.get("stream_options") or {}).get("include_usage"):
-        await send({"choices": [], "usage": _usage(payload)})
+    if usage is not None and (payload.get("stream_options") or {}).get("include_usage"):
+        await send({"choices": [], "usage": usage})
     await resp.write(b"data: [DONE]\n\n")
     return resp
 
@@ -114,6 +117,8 @@ def specs(upstream: str) -> list[ModelSpec]:
         ModelSpec("lchat", upstream=upstream, upstream_model="counted"),
         ModelSpec("lchat2", upstream=upstream, upstream_model="counted"),
         ModelSpec("lslow", upstream=upstream, upstream_model="slow"),
+        ModelSpec("lnousage", upstream=upstream, upstream_model="nousage"),
+        ModelSpec("lguard", upstream=upstream, upstream_model="guard", task=5),
         ModelSpec("lembed", upstream=upstream, upstream_model="e", task=2),
         ModelSpec("lrerank", upstream=upstream, upstream_model="r", task=3),
         ModelSpec("lwhisper", upstream=upstream, upstream_model="w", task=4, modalities=(3,)),

@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import select
 
-from gateway.surfaces.agent_chat import GUARDRAIL_REFUSED
+from gateway.calls import GUARDRAIL_REFUSED
 from server.permissions import ResourceKind
 from server.store.models import UsageEventRow
 from tests.agent_world import AGENTS, INSTRUCTIONS, AgentWorld, agent_body, build_agent_world, create_agent
@@ -25,6 +25,7 @@ from tests.gateway_world import DEPLOYMENTS, GatewayWorld, ModelSpec, all_resour
 from tests.world import must
 
 KEYS = "platform.tenants.v1.ApiKeyService"
+CAPTURE = "switchboard.capture.v1.CaptureService"
 ACCOUNTS = "platform.tenants.v1.ServiceAccountService"
 
 
@@ -281,6 +282,32 @@ async def test_agent_calls_are_metered_against_the_agent_and_its_base_model(
     assert all(r.total_tokens > 0 for r in agent_rows)
     guard_rows = [r.model_id for r in rows if r.model_id != aw.agents["guarded"]]
     assert sorted(guard_rows) == sorted([aw.model("g-llama"), aw.model("g-json")] * 2)
+
+
+async def test_with_content_capture_on_the_guardrail_calls_are_metered_too(
+    server: Server, gateway: Gateway, aw: AgentWorld
+) -> None:
+    """A captured call's usage event waits for its answer in the exchange; a guardrail call's, made within it, is
+    metered on its own (it was replaced there by the agent call's, and lost)."""
+    connect = ConnectJsonCaller(server.base_url)
+    gw = aw.gw
+    secret = await all_resources_key(connect, gw, gw.tokens["editor"], "agent-captured")
+    key_id = gw.key_ids["agent-captured"]
+    policy = {"tenantId": gw.tenant_id, "scope": {"kind": "CAPTURE_SCOPE_KIND_API_KEY", "id": key_id}, "enabled": True}
+    must(await connect.call(f"{CAPTURE}/SetCapturePolicy", policy, token=server.admin_token))
+    sdk = client(gateway, secret)
+    calls = 0
+    for _ in range(50):  # until a worker has heard of the policy (invalidation: milliseconds)
+        calls += 1
+        raw = await sdk.chat.completions.with_raw_response.create(model=aw.agents["guarded"], messages=ask("fine"))
+        if raw.headers.get("x-switchboard-content-capture") == "on":
+            break
+        await asyncio.sleep(0.1)
+    assert raw.headers.get("x-switchboard-content-capture") == "on"
+    rows = await _usage(gateway, key_id, 3 * calls)
+    assert sorted(r.model_id for r in rows) == sorted(
+        [aw.agents["guarded"], aw.model("g-llama"), aw.model("g-json")] * calls
+    )
 
 
 async def test_no_model_input_or_output_reaches_the_gateway_log(gateway: Gateway, aw: AgentWorld) -> None:

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import select
 
-from gateway.surfaces.agent_chat import GUARDRAIL_REFUSED
+from gateway.calls import GUARDRAIL_REFUSED
 from server.metering import CallKind
 from server.store.models import UsageEventRow
 from tests.agent_world import AgentWorld, agent_body, build_agent_world, create_agent

@@ -178,6 +178,8 @@ def test_windows() -> None:
 def test_reservations() -> None:
     assert reservation(CallKind.CHAT_COMPLETION, 400, {"max_tokens": 50}) == 150
     assert reservation(CallKind.CHAT_COMPLETION, 401, {"max_completion_tokens": 7, "max_tokens": 50}) == 108
+    assert reservation(CallKind.CHAT_COMPLETION, 400, {"max_tokens": 50, "n": 3}) == 250  # each choice may use it all
+    assert reservation(CallKind.CHAT_COMPLETION, 400, {"n": 2}) == 100 + 2 * DEFAULT_OUTPUT_TOKENS
     assert reservation(CallKind.RESPONSE, 40, {}) == 10 + DEFAULT_OUTPUT_TOKENS
     assert reservation(CallKind.EMBEDDING, 400, {"max_tokens": 50}) == 100
     assert reservation(CallKind.TRANSCRIPTION, 10_000_000, None) == 0

@@ -1,7 +1,8 @@
 """Rate limits in a real gateway process counting in process (one worker): 429s with OpenAI's body and headers,
 the rate-limit headers on every answer, reservations settled to usage (streams included), budgets and their soft
 threshold, concurrency caps, the tightest limit winning, every inference surface, each model call of the tool loop,
-and the openai SDK's own retry backing off and succeeding."""
+preset agents (their base model's limits, their guardrails' calls), and the openai SDK's own retry backing off and
+succeeding."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import signal
 import threading
 import time
@@ -23,8 +25,10 @@ import pytest
 from sqlalchemy import select
 
 from gateway.limits.headers import NAMES, retry_headers
+from server.metering import CallKind
 from server.store.db import Database as Db
-from server.store.models import LimitSoftCrossingRow
+from server.store.models import LimitSoftCrossingRow, UsageEventRow
+from tests.agent_world import AGENTS
 from tests.conftest import ONE_BACKEND, Database, Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
 from tests.gateway_world import GatewayWorld
@@ -69,8 +73,9 @@ def chat(model: str, **extra: Any) -> dict[str, Any]:
 
 
 def reserved(body: dict[str, Any]) -> int:
-    """What the gateway reserves for a chat body (gateway.limits.estimate): its bytes / 4, plus max_tokens."""
-    return -(-len(orjson.dumps(body)) // 4) + int(body.get("max_tokens", 1024))
+    """What the gateway reserves for a chat body (gateway.limits.estimate): its bytes / 4, plus max_tokens for each of
+    its n choices."""
+    return -(-len(orjson.dumps(body)) // 4) + int(body.get("max_tokens", 1024)) * int(body.get("n", 1))
 
 
 async def test_requests_per_minute_refuse_with_openais_429(gw: LimitsGateway, tenant: Tenant) -> None:
@@ -141,6 +146,34 @@ async def test_tokens_reserve_and_settle_to_usage_streams_included(gw: LimitsGat
     status, headers, body = await post(gw, secret, "/chat/completions", chat(model, max_tokens=5000))
     assert status == 429 and headers["x-should-retry"] == "false"
     assert "Request too large" in body["error"]["message"]
+
+
+async def test_each_of_n_choices_reserves_max_tokens(gw: LimitsGateway, tenant: Tenant) -> None:
+    key_id, secret = await tenant.key("choices")
+    await tenant.limit((KEY, key_id), tokensPerMinute="1000")
+    model = tenant.world.model("lchat")
+    several = chat(model, max_tokens=100, n=8)
+    status, headers, _ = await post(gw, secret, "/chat/completions", several)
+    assert status == 200
+    assert headers["x-ratelimit-remaining-tokens"] == str(1000 - reserved(several))  # 8 x 100 for the output
+    # Ten choices of 100 could use more than the whole minute's 1000: never admitted.
+    status, headers, body = await post(gw, secret, "/chat/completions", chat(model, max_tokens=100, n=10))
+    assert status == 429 and headers["x-should-retry"] == "false"
+    assert "Request too large" in body["error"]["message"]
+
+
+async def test_an_answer_without_usage_keeps_its_reservation(gw: LimitsGateway, tenant: Tenant) -> None:
+    """An upstream that reports no usage, streamed or not: its calls cost what they reserved, not nothing."""
+    key_id, secret = await tenant.key("no-usage")
+    await tenant.limit((KEY, key_id), tokensPerMinute="100k")
+    await early_in_a_minute(10)
+    model = tenant.world.model("lnousage")
+    first, streamed, last = chat(model, max_tokens=50), chat(model, max_tokens=40, stream=True), chat(model)
+    assert (await post(gw, secret, "/chat/completions", first))[0] == 200
+    assert (await post(gw, secret, "/chat/completions", streamed))[0] == 200
+    _, headers, _ = await post(gw, secret, "/chat/completions", last)
+    expected = 100_000 - reserved(first) - reserved(streamed) - reserved(last)
+    assert headers["x-ratelimit-remaining-tokens"] == str(expected)
 
 
 async def test_a_budget_refuses_once_spent_and_its_soft_threshold_is_recorded(
@@ -221,12 +254,9 @@ def tools_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
-async def test_each_model_call_of_the_tool_loop_counts(
-    gw: LimitsGateway, tenant: Tenant, server: Server, tools_url: str
-) -> None:
-    import secrets as random_names
-
-    label = f"s{random_names.token_hex(3)}_"
+async def mcp_server(tenant: Tenant, server: Server, tools_url: str) -> str:
+    """The label of a new platform MCP server (shared with every tenant) serving the loop's tools."""
+    label = f"s{secrets.token_hex(3)}_"
     registration = {
         "externalMcpServer": {
             "name": label,
@@ -242,6 +272,13 @@ async def test_each_model_call_of_the_tool_loop_counts(
             token=server.admin_token,
         )
     )
+    return label
+
+
+async def test_each_model_call_of_the_tool_loop_counts(
+    gw: LimitsGateway, tenant: Tenant, server: Server, tools_url: str
+) -> None:
+    label = await mcp_server(tenant, server, tools_url)
     key_id, secret = await tenant.key("loop")
     await tenant.limit((KEY, key_id), requestsPerMinute="3")
     await early_in_a_minute(10)
@@ -269,6 +306,88 @@ async def test_each_model_call_of_the_tool_loop_counts(
             assert events[-1].type == expected, [e.type for e in events]
         assert "Rate limit reached" in str(events[-1].response.error)  # type: ignore[union-attr]
     assert "Traceback" not in gw.log()
+
+
+async def test_a_tool_loop_cut_short_counts_and_meters_the_model_calls_it_made(
+    gw: LimitsGateway, tenant: Tenant, server: Server, tools_url: str, database: Database
+) -> None:
+    """A turn refused a rate limit at its second model call: the first one ran, so its tokens stay counted against
+    the tenant's limits and are metered (they were all given back and metered as 0)."""
+    label = await mcp_server(tenant, server, tools_url)
+    key_id, secret = await tenant.key("loop-tokens")
+    _, other = await tenant.key("loop-tokens-other")
+    await tenant.limit((KEY, key_id), requestsPerMinute="3")
+    await tenant.limit((TENANT, ""), tokensPerMinute="100k")
+    await early_in_a_minute(15)
+    model = tenant.world.model("lchat")
+    tools = [{"type": "mcp", "server_label": label, "require_approval": "never"}]
+    body = {"model": model, "input": "2+3?", "tools": tools}
+    assert (await post(gw, secret, "/responses", body))[0] == 200  # two model calls of 70 tokens each
+    assert (await post(gw, secret, "/responses", body))[0] == 429  # one model call of 70 tokens, then refused
+    after = chat(model, max_tokens=1)
+    _, headers, _ = await post(gw, other, "/chat/completions", after)
+    assert headers["x-ratelimit-remaining-tokens"] == str(100_000 - 3 * 70 - reserved(after))
+    db = Db(database.url)
+    try:
+        for _attempt in range(100):  # metered off the request path
+            async with db.read() as session:
+                rows = (
+                    await session.scalars(
+                        select(UsageEventRow).where(
+                            UsageEventRow.api_key_id == key_id, UsageEventRow.call_kind == int(CallKind.RESPONSE)
+                        )
+                    )
+                ).all()
+            if len(rows) == 2:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await db.close()
+    assert sorted((r.status, r.total_tokens) for r in rows) == [(200, 140), (429, 70)]
+
+
+async def preset_agent(tenant: Tenant, base: str, guardrails: tuple[str, ...] = ()) -> str:
+    """The publicModelId of a new preset agent, made by the tenant's editor (who may not set limits)."""
+    name = f"agent-{secrets.token_hex(3)}"
+    agent = {"name": name, "publicModelId": name, "baseModel": base, "outputGuardrails": list(guardrails)}
+    body = {"tenantId": tenant.id, "presetAgent": agent}
+    created = must(await tenant.connect.call(f"{AGENTS}/CreatePresetAgent", body, token=tenant.world.tokens["editor"]))
+    return str(created["presetAgent"]["publicModelId"])
+
+
+async def test_a_preset_agent_is_held_to_its_base_models_limits(gw: LimitsGateway, tenant: Tenant) -> None:
+    base = tenant.world.model("lchat")
+    await tenant.limit((MODEL, base), tier="LIMIT_TIER_TENANT", requestsPerMinute="2")
+    agent = await preset_agent(tenant, base)
+    _, secret = await tenant.key("agent", person="editor")
+    await early_in_a_minute(10)
+    assert (await post(gw, secret, "/chat/completions", chat(base)))[0] == 200
+    status, headers, _ = await post(gw, secret, "/chat/completions", chat(agent))
+    assert status == 200 and headers["x-ratelimit-remaining-requests"] == "0"
+    status, _, body = await post(gw, secret, "/chat/completions", chat(agent))
+    assert status == 429 and f"requests per minute of the model {base}" in body["error"]["message"]
+    assert (await post(gw, secret, "/responses", {"model": agent, "input": "hi"}))[0] == 429
+
+
+async def test_output_guardrail_calls_count_against_the_callers_limits(gw: LimitsGateway, tenant: Tenant) -> None:
+    guard = tenant.world.model("lguard")
+    agent = await preset_agent(tenant, tenant.world.model("lchat"), (guard, guard))
+    tokens_id, tokens = await tenant.key("guarded-tokens", person="editor")
+    requests_id, requests = await tenant.key("guarded-requests", person="editor")
+    await tenant.limit((KEY, tokens_id), tokensPerMinute="100k")
+    await tenant.limit((KEY, requests_id), requestsPerMinute="2")
+    await early_in_a_minute(15)
+    status, _, answer = await post(gw, tokens, "/chat/completions", chat(agent, max_tokens=5))
+    assert status == 200 and answer["usage"]["total_tokens"] == 15
+    after = chat(tenant.world.model("lchat"), max_tokens=1)
+    _, headers, _ = await post(gw, tokens, "/chat/completions", after)
+    # The base model's 15 tokens and each guardrail's 70.
+    assert headers["x-ratelimit-remaining-tokens"] == str(100_000 - 15 - 2 * 70 - reserved(after))
+    # The base model call and the first guardrail's take the two requests; the second guardrail's is refused, and
+    # the answer is withheld with that limit's 429.
+    status, headers, body = await post(gw, requests, "/chat/completions", chat(agent))
+    assert status == 429 and "requests per minute of the API key" in body["error"]["message"]
+    assert "retry-after" in headers
 
 
 async def test_concurrency_caps_and_the_sdk_retry_backs_off_until_a_slot_frees(

@@ -2,9 +2,10 @@
 
 Input: the request body's size in bytes / 4, a conservative token count for JSON-wrapped text (about four bytes of
 English per token, and JSON adds quoting and keys). Output: the request's `max_completion_tokens` / `max_tokens` /
-`max_output_tokens`; a text-generation call that sets none reserves `DEFAULT_OUTPUT_TOKENS`. Embeddings, rerank and
-transcriptions produce no output tokens, and a transcription reserves nothing up front (its body is audio, not
-text; what its answer reports as usage is still counted).
+`max_output_tokens`; a text-generation call that sets none reserves `DEFAULT_OUTPUT_TOKENS`; a chat completion asking
+for `n` choices reserves that `n` times, as each choice may use all of it. Embeddings, rerank and transcriptions
+produce no output tokens, and a transcription reserves nothing up front (its body is audio, not text; what its answer
+reports as usage is still counted).
 """
 
 from __future__ import annotations
@@ -21,12 +22,19 @@ _OUTPUT_FIELDS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
 _GENERATING = frozenset({CallKind.CHAT_COMPLETION, CallKind.RESPONSE})
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _output(payload: dict[str, Any] | None) -> int:
+    if payload is None:
+        return DEFAULT_OUTPUT_TOKENS
+    choices = _count(payload.get("n")) or 1
     for name in _OUTPUT_FIELDS:
-        value = payload.get(name) if payload is not None else None
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-    return DEFAULT_OUTPUT_TOKENS
+        value = _count(payload.get(name))
+        if value is not None:
+            return value * choices
+    return DEFAULT_OUTPUT_TOKENS * choices
 
 
 def reservation(kind: CallKind, body_bytes: int, payload: dict[str, Any] | None) -> int:

@@ -3,9 +3,9 @@
 `admit` runs before each model call: it finds the policies of the key's tenant (cached per process for
 `settings.api_key_cache_seconds`, so no database round trip per request; a changed policy reaches every replica
 through server.invalidation, that TTL being the fallback), keeps those whose scope matches (the tenant, the key's
-service account, the key, the model named: a plan per key and model, reused until a window ends or the policies go
-stale or change) and asks the counter store, in one atomic step, to count one request in
-every requests-per-minute window, reserve the call's estimated tokens in every tokens-per-minute window and budget
+service account, the key, the model named and a preset agent's base model: a plan per key and models, reused until a
+window ends or the policies go stale or change) and asks the counter store, in one atomic step, to count one request
+in every requests-per-minute window, reserve the call's estimated tokens in every tokens-per-minute window and budget
 period, and hold a lease in every concurrency cap. If any limit has no room, nothing is counted and the call is
 refused (`LimitExceeded`, a 429 with Retry-After). `finish` settles the reservation to the tokens the answer
 reported and gives the leases back.
@@ -224,7 +224,7 @@ def _too_large(span: _Span, reserve: int) -> LimitExceeded:
     check = min((c for c in span.checks if c.tokens), key=lambda c: c.limit)
     return LimitExceeded(
         f"Request too large: it may use {reserve} tokens, more than the {_describe(check.rule)} allows "
-        f"({check.limit}). Lower max_tokens or the input size.",
+        f"({check.limit}). Lower max_tokens, n or the input size.",
         {"x-should-retry": "false"},
     )
 
@@ -242,7 +242,7 @@ class Limiter:
         self._policies: TtlCache[list[Policy]] = TtlCache(ttl)
         # A changed policy reaches every process at once (server.invalidation); the TTL is the fallback.
         db.invalidations.on(Topic.LIMITS, lambda _: self._forget())
-        self._plans: dict[tuple[str, str], _Plan] = {}  # by (key, model)
+        self._plans: dict[tuple[str, str, str], _Plan] = {}  # by (key, model, base model)
         self._windows = _Windows()
         self._fail_closed = fail_closed
         self._missed = 0
@@ -266,17 +266,18 @@ class Limiter:
         self._policies.forget()
         self._plans.clear()
 
-    async def _current(self, key: ApiKeyIdentity, model: str, now: float) -> _Plan:
-        """The plan of (key, model) made valid at `now`: its policies (re)loaded, it rebuilt if they changed, its span
-        remade if a window ended."""
+    async def _current(self, key: ApiKeyIdentity, model: str, base_model: str, now: float) -> _Plan:
+        """The plan of (key, model, base model) made valid at `now`: its policies (re)loaded, it rebuilt if they
+        changed, its span remade if a window ended."""
         tenant_id = key.tenant_id
         policies = await self._policies.get(tenant_id, lambda: self._load(tenant_id))
-        lookup = (key.key_id, model)  # a key's tenant and service account never change
+        lookup = (key.key_id, model, base_model)  # a key's tenant and service account never change
         plan = self._plans.get(lookup)
         if plan is None or plan.source is not policies:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
-            takes, slots = _checks(policies, Caller(tenant_id, key.key_id, key.service_account_id, model))
+            caller = Caller(tenant_id, key.key_id, key.service_account_id, model, base_model or None)
+            takes, slots = _checks(policies, caller)
             span = _Span(takes, slots, self._windows, now, self._counters)
             plan = self._plans[lookup] = _Plan(policies, span)
         elif now >= plan.span.until:
@@ -287,17 +288,25 @@ class Limiter:
         return plan
 
     async def admit(
-        self, principal: Principal, model: str, reserve: int, *, with_slots: bool, now: float | None = None
+        self,
+        principal: Principal,
+        model: str,
+        reserve: int,
+        *,
+        with_slots: bool,
+        base_model: str = "",
+        now: float | None = None,
     ) -> Grant | None:
-        """Count one model call; None when no limit applies (or the store is down and we fail open)."""
+        """Count one model call of `model` (running on `base_model` when it is a preset agent); None when no limit
+        applies (or the store is down and we fail open)."""
         key = principal.api_key
         if key is None:
             return None
         if now is None:
             now = time.time()
-        plan = self._plans.get((key.key_id, model))
+        plan = self._plans.get((key.key_id, model, base_model))
         if plan is None or not plan.since <= now < plan.until:
-            plan = await self._current(key, model, now)
+            plan = await self._current(key, model, base_model, now)
         span = plan.span
         if not span.checks and not (with_slots and span.caps):
             return None

@@ -92,7 +92,6 @@ class _Turn:
     include_results: bool = False  # file_search_call items carry their results
     connections: dict[str, _Link] = field(default_factory=dict)
     output: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
     tool_calls: int = 0
 
     def gone(self) -> bool:
@@ -356,14 +355,8 @@ async def _model(turn: _Turn, chat: dict[str, Any]) -> tuple[dict[str, Any], dic
         return dict(parsed)
 
     parsed: dict[str, Any] = await turn.while_running(ask(), None)
-    _count(turn, parsed.get("usage"))
+    turn.call.add(parsed.get("usage"))
     return parsed, None
-
-
-def _count(turn: _Turn, usage: Any) -> None:
-    for name in ("prompt_tokens", "completion_tokens"):
-        value = usage.get(name) if isinstance(usage, dict) else None
-        turn.usage[name] += value if isinstance(value, int) and value >= 0 else 0
 
 
 async def _streamed_model(
@@ -400,7 +393,7 @@ async def _streamed_model(
             upstream.release()
 
     await turn.while_running(ask(), events.keepalive)
-    _count(turn, usage)
+    turn.call.add(usage)
     item = await events.close_text() if text else None
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
     if calls:
@@ -452,7 +445,8 @@ async def run(
     finally:
         for conn in turn.connections.values():
             await conn.close()
-    usage = {**turn.usage, "total_tokens": turn.usage["prompt_tokens"] + turn.usage["completion_tokens"]}
+    tokens = call.tokens  # what the turn's model calls used, added to the call as each ended
+    usage = {name: tokens.get(name, 0) for name in ("prompt_tokens", "completion_tokens", "total_tokens")}
     return LoopResult(turn.output, added, usage, table.listings, reason)
 
 

@@ -26,7 +26,7 @@ from aiohttp import web
 
 from gateway import guardrails
 from gateway.agents import AgentRoute
-from gateway.calls import CLIENT_CLOSED, Call
+from gateway.calls import CLIENT_CLOSED, GUARDRAIL_REFUSED, Call
 from gateway.catalog import TaskType
 from gateway.context import PRINCIPAL, REQUEST_ID
 from gateway.event_stream import EventStream
@@ -36,11 +36,10 @@ from gateway.security_events import guardrail_refused
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
 from server.errors import SwitchboardError, UpstreamFailed, wire_error_for
 
-__all__ = ["GUARDRAIL_REFUSED", "guarded_chat", "kept_alive"]
+__all__ = ["guarded_chat", "kept_alive"]
 
 log = logging.getLogger("switchboard.gateway.agents")
 
-GUARDRAIL_REFUSED = 451  # metered status of a call an output guardrail refused (the client itself sees a 200)
 KEEPALIVE_SECONDS = 2.0
 _OPENED = b": accepted; the answer is sent once the output guardrails have checked it\n\n"
 _KEEPALIVE = b": keepalive\n\n"

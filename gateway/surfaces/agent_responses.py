@@ -23,12 +23,12 @@ from aiohttp import web
 
 from gateway import guardrails
 from gateway.agents import AgentRoute
-from gateway.calls import CLIENT_CLOSED, Call
+from gateway.calls import CLIENT_CLOSED, GUARDRAIL_REFUSED, Call
 from gateway.context import PRINCIPAL, REQUEST_ID
 from gateway.responses import loop, translate
 from gateway.responses.events import ResponseStream
 from gateway.security_events import guardrail_refused
-from gateway.surfaces.agent_chat import GUARDRAIL_REFUSED, kept_alive
+from gateway.surfaces.agent_chat import kept_alive
 from server.errors import SwitchboardError, wire_error_for
 
 __all__ = ["guarded_response"]
@@ -63,7 +63,6 @@ async def _checked(
     run_turn: Callable[[], Awaitable[loop.LoopResult]],
 ) -> loop.LoopResult:
     result = await run_turn()
-    call.count(result.usage)
     refusal = await guardrails.check(request, agent.guardrails, _prompt(plan), _checked_text(result.output))
     if refusal is None:
         return result

@@ -341,7 +341,6 @@ async def _with_loop(
         )
     if not stream:
         result = await turn(None)
-        call.count(result.usage)
         body = body_of(result)
         await _remember(request, body, plan, conversation_id, result)
         encoded = orjson.dumps(body)
@@ -369,7 +368,6 @@ async def _with_loop(
             call.status = 500
             await events.fail("The response could not be completed.")
             return out
-        call.count(result.usage)
         body = body_of(result)
         await events.end(body)
         await _remember_streamed(request, call, body, plan, conversation_id=conversation_id, loop_result=result)

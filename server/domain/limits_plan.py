@@ -44,12 +44,14 @@ class Window:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling, for matching scopes: the key's tenant, the key, its service account and the model named."""
+    """Who is calling, for matching scopes: the key's tenant, the key, its service account, the model named and, when
+    that is a preset agent, the model it runs on."""
 
     tenant_id: str
     key_id: str
     service_account_id: str | None
     model: str | None  # None: leave per-model limits out (a usage read that names no model)
+    base_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ def _applies(policy: Policy, caller: Caller) -> bool:
         return scope_id == caller.key_id
     if kind == ScopeKind.SERVICE_ACCOUNT:
         return scope_id == caller.service_account_id
-    return scope_id == caller.model
+    return scope_id in (caller.model, caller.base_model)
 
 
 def rules(policies: Iterable[Policy], caller: Caller) -> list[Rule]:
