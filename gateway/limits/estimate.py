@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.domain.json_values import is_integer
 from server.metering import CallKind
 
 __all__ = ["DEFAULT_OUTPUT_TOKENS", "reservation"]
@@ -23,7 +24,7 @@ _GENERATING = frozenset({CallKind.CHAT_COMPLETION, CallKind.RESPONSE})
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return value if is_integer(value) and value >= 0 else None
 
 
 def _output(payload: dict[str, Any] | None) -> int:
