@@ -32,7 +32,7 @@ from tests.agent_world import AGENTS
 from tests.conftest import ONE_BACKEND, Database, Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
 from tests.gateway_world import GatewayWorld
-from tests.limits_world import LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
+from tests.limits_world import LIMITS, LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
 from tests.world import must
 
 pytestmark = ONE_BACKEND  # the limits' counts are the gateway's; policies are stored as on any backend
@@ -359,7 +359,7 @@ async def test_a_preset_agent_is_held_to_its_base_models_limits(gw: LimitsGatewa
     base = tenant.world.model("lchat")
     await tenant.limit((MODEL, base), tier="LIMIT_TIER_TENANT", requestsPerMinute="2")
     agent = await preset_agent(tenant, base)
-    _, secret = await tenant.key("agent", person="editor")
+    key_id, secret = await tenant.key("agent", person="editor")
     await early_in_a_minute(10)
     assert (await post(gw, secret, "/chat/completions", chat(base)))[0] == 200
     status, headers, _ = await post(gw, secret, "/chat/completions", chat(agent))
@@ -367,6 +367,10 @@ async def test_a_preset_agent_is_held_to_its_base_models_limits(gw: LimitsGatewa
     status, _, body = await post(gw, secret, "/chat/completions", chat(agent))
     assert status == 429 and f"requests per minute of the model {base}" in body["error"]["message"]
     assert (await post(gw, secret, "/responses", {"model": agent, "input": "hi"}))[0] == 429
+    # What limits the key's calls of the agent, as the limits API reads them: the base model's too.
+    body = {"tenantId": tenant.id, "apiKeyId": key_id, "model": agent}
+    got = must(await tenant.connect.call(f"{LIMITS}/GetLimitUsage", body, token=tenant.world.tokens["admin"]))
+    assert [(u["scope"]["id"], u["limit"]) for u in got["limits"]] == [(base, "2")], got
 
 
 async def test_output_guardrail_calls_count_against_the_callers_limits(gw: LimitsGateway, tenant: Tenant) -> None:

@@ -20,7 +20,7 @@ from server.domain.limits_plan import Applied, Caller, applied_limits
 from server.domain.principal import Principal
 from server.errors import InvalidArgument
 from server.store.limit_counters import Counters
-from server.store.models import LimitSoftCrossingRow
+from server.store.models import LimitSoftCrossingRow, PresetAgentRow
 
 __all__ = ["LimitUse", "limit_usage"]
 
@@ -66,6 +66,15 @@ def _scope_caller(tenant_id: str, scope: Scope) -> Caller:
     )
 
 
+async def _base_model(session: AsyncSession, model: str) -> str | None:
+    """The model a preset agent runs on, when `model` names one: its limits hold for the agent's calls (gateway.calls),
+    so a read of what limits a key's calls of the agent lists them too."""
+    if not model:
+        return None
+    query = select(PresetAgentRow.base_public_model_id).where(PresetAgentRow.public_model_id == model)
+    return await session.scalar(query)
+
+
 async def limit_usage(
     session: AsyncSession,
     principal: Principal,
@@ -82,7 +91,7 @@ async def limit_usage(
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     if scope is None:
         key_id, service_account_id = await permissions.require_usage_reader(session, principal, tenant_id, api_key_id)
-        caller = Caller(tenant_id, key_id, service_account_id, model or None)
+        caller = Caller(tenant_id, key_id, service_account_id, model or None, await _base_model(session, model))
         policies = await tenant_policies(session, tenant_id)
     else:
         if api_key_id or model:

@@ -215,7 +215,8 @@ export type GetLimitUsageRequest = Message<"switchboard.limits.v1.GetLimitUsageR
   apiKeyId: string;
 
   /**
-   * A model's publicModelId: its per-model limits are included; empty leaves them out.
+   * A model's publicModelId: its per-model limits are included (a preset agent's: its base model's too); empty
+   * leaves them out.
    *
    * @generated from field: string model = 3;
    */
