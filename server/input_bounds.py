@@ -47,13 +47,16 @@ def json_depth(data: bytes | bytearray | memoryview) -> int:
     return max(accumulate(array("b", steps)), default=0)
 
 
-def check_json_bounds(data: bytes | bytearray | memoryview, *, max_depth: int = MAX_JSON_DEPTH) -> None:
-    """Refuse JSON nested deeper than `max_depth` before anything parses it."""
+def check_json_bounds(
+    data: bytes | bytearray | memoryview, *, max_depth: int = MAX_JSON_DEPTH, field: str | None = None
+) -> None:
+    """Refuse JSON nested deeper than `max_depth` before anything parses it (the body's, or the JSON `field` of a
+    request, which the refusal then names)."""
     raw = bytes(data)
     if raw.count(b"[") + raw.count(b"{") <= max_depth:
         return  # cannot be deeper than the number of brackets it opens
     if json_depth(raw) > max_depth:
-        raise InvalidArgument(f"the JSON body nests deeper than {max_depth} levels")
+        raise InvalidArgument(f"{field or 'the JSON body'} nests deeper than {max_depth} levels", field=field)
 
 
 def value_depth(value: object) -> int:

@@ -20,6 +20,7 @@ import grpc
 import pytest
 import pytest_asyncio
 
+from server.errors import InvalidArgument
 from server.input_bounds import MAX_JSON_DEPTH, check_json_bounds, json_depth, value_depth
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
@@ -93,6 +94,9 @@ def test_depth_scan_respects_strings_and_escapes() -> None:
     check_json_bounds(b'{"text": "' + b"[" * 10_000 + b'"}')  # brackets inside a string do not nest
     with pytest.raises(Exception, match="deeper than"):
         check_json_bounds(deep_array(MAX_JSON_DEPTH + 1))
+    with pytest.raises(InvalidArgument, match=r"^filters nests deeper than") as err:  # a JSON query parameter
+        check_json_bounds(deep_array(MAX_JSON_DEPTH + 1), field="filters")
+    assert err.value.field == "filters"
 
 
 @pytest.mark.parametrize(

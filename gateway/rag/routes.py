@@ -38,7 +38,7 @@ from server.domain import rag_files
 from server.domain.json_values import is_integer, is_number
 from server.domain.rag_filters import MetadataCondition, parse_filters
 from server.errors import InvalidArgument, PayloadTooLarge, wire_error_for
-from server.input_bounds import MAX_JSON_DEPTH, json_depth
+from server.input_bounds import check_json_bounds
 from server.store.rag_index import SearchWeights
 
 __all__ = ["routes"]
@@ -190,8 +190,7 @@ def _list_conditions(request: web.Request) -> list[MetadataCondition]:
     conditions = parse_filters(raw or None, "metadata")
     if "filters" in request.query:
         text = request.query["filters"].encode()
-        if json_depth(text) > MAX_JSON_DEPTH:  # bounded as a body is: an `and` of `and`s is parsed by recursion
-            raise InvalidArgument(f"filters nests deeper than {MAX_JSON_DEPTH} levels", field="filters")
+        check_json_bounds(text, field="filters")  # as a body is: an `and` of `and`s is parsed by recursion
         try:
             typed = orjson.loads(text)
         except orjson.JSONDecodeError:
