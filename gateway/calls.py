@@ -28,6 +28,7 @@ from gateway.capture import CAPTURE
 from gateway.catalog import Route
 from gateway.context import ACCESS, LIMIT_HEADERS, LIMITER, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, TRACING
 from gateway.limits import Grant, LimitExceeded, reservation
+from server.domain.json_values import is_integer
 from server.domain.principal import Principal
 from server.errors import wire_error_for
 from server.metering import CallKind, UsageEvent
@@ -118,8 +119,7 @@ class Call:
         if not isinstance(usage, dict):
             return
         self.awaiting = 0
-        prompt = _int(usage.get("prompt_tokens", usage.get("input_tokens")))
-        completion = _int(usage.get("completion_tokens", usage.get("output_tokens")))
+        prompt, completion = _prompt_and_completion(usage)
         total = _int(usage.get("total_tokens")) or prompt + completion
         if self.kind == CallKind.EMBEDDING:
             self.tokens = {"embedding_tokens": prompt or total, "total_tokens": total}
@@ -134,14 +134,20 @@ class Call:
         if not isinstance(usage, dict):
             return
         self.awaiting = 0
-        tokens = self.tokens
-        prompt = tokens.get("prompt_tokens", 0) + _int(usage.get("prompt_tokens"))
-        completion = tokens.get("completion_tokens", 0) + _int(usage.get("completion_tokens"))
+        prompt, completion = _prompt_and_completion(usage)
+        prompt += self.tokens.get("prompt_tokens", 0)
+        completion += self.tokens.get("completion_tokens", 0)
         self.tokens = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
+def _prompt_and_completion(usage: dict[str, Any]) -> tuple[int, int]:
+    """The input and output tokens of a usage object, under Chat Completions' names or Responses'."""
+    prompt = _int(usage.get("prompt_tokens", usage.get("input_tokens")))
+    return prompt, _int(usage.get("completion_tokens", usage.get("output_tokens")))
+
+
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
+    return value if is_integer(value) and value >= 0 else 0
 
 
 def _annotate(call: Call) -> None:
