@@ -53,6 +53,7 @@ from server.permissions import follow_membership_changes, memberships_info
 from server.readiness import Readiness
 from server.services import HANDLERS, Deps
 from server.services.health import HealthHandler
+from server.session_revocations import SessionRevocations
 from server.settings import Settings
 from server.store.db import Database
 from server.telemetry import configure_tracing, tracing_enabled
@@ -305,12 +306,12 @@ class Router:
                 return
 
 
-def _mount_console_auth(router: Router, deps: Deps, tokens: TokenVerifier) -> None:
-    """The console's sign-in and sign-out at /console/auth/ (server.console.session), checking sessions with the
-    API's own TokenVerifier."""
+def _mount_console_auth(router: Router, deps: Deps, tokens: TokenVerifier, revocations: SessionRevocations) -> None:
+    """The console's sign-in and sign-out at /console/auth/ (server.console.session), checking and revoking sessions
+    with the API's own TokenVerifier and SessionRevocations."""
     settings = deps.settings
     oidc = OidcClient(settings, deps.secret_box(), deps.identity_http) if settings.oidc_issuer else None
-    router.mount(AUTH_PREFIX, ConsoleAuth(settings, tokens, oidc))
+    router.mount(AUTH_PREFIX, ConsoleAuth(settings, tokens, oidc, revocations))
 
 
 def console_app(settings: Settings) -> ASGIApp:
@@ -331,8 +332,9 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
         follow_membership_changes(db.invalidations, info)
         deps = Deps(settings=settings, db=db)
     tokens = TokenVerifier(settings, deps.identity_http if settings.jwks_url else None)
+    revocations = SessionRevocations(deps.db, settings.api_key_cache_seconds)
     authenticator = Authenticator(
-        deps.db, tokens, deps.key_verifier(), session_cookie_name=session_cookie_name(deps.settings)
+        deps.db, tokens, revocations, deps.key_verifier(), session_cookie_name=session_cookie_name(deps.settings)
     )
     interceptors = build_interceptors(authenticator, deps.audit_recorder(), tracing=tracing_enabled())
     apps: dict[str, ASGIApp] = {}
@@ -368,7 +370,7 @@ def build_app(settings: Settings, *, deps: Deps | None = None) -> TrafficCounter
     }
     inner = Router(deps, apps, streaming, readiness)
     inner.mount(CONSOLE_PREFIX, console_app(settings))  # after /console/auth/ by length: sign-in wins
-    _mount_console_auth(inner, deps, tokens)
+    _mount_console_auth(inner, deps, tokens, revocations)
     router = CorsASGI(inner, CorsPolicy(settings.cors_allowed_origins, MANAGEMENT))
     observe = None
     if settings.metrics_enabled:

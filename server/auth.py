@@ -19,6 +19,7 @@ from server.console.session import SESSION_COOKIE, session_cookie
 from server.domain import users
 from server.domain.principal import Principal
 from server.errors import PermissionDenied, Unauthenticated
+from server.session_revocations import SessionRevocations
 from server.store.db import Database
 from server.tokens import TokenVerifier
 
@@ -80,6 +81,7 @@ class Authenticator:
         self,
         db: Database,
         tokens: TokenVerifier,
+        revocations: SessionRevocations,
         key_verifier: KeyVerifier | None = None,
         *,
         session_cookie_name: str = SESSION_COOKIE,
@@ -87,6 +89,7 @@ class Authenticator:
         self._db = db
         self._cookie = session_cookie_name
         self._tokens = tokens
+        self._revocations = revocations
         self._key_verifier = key_verifier
         self._known_users: set[str] = set()
 
@@ -97,6 +100,8 @@ class Authenticator:
                 raise Unauthenticated("invalid API key")
             return await self._key_verifier(token)
         claims = await self._tokens.verify(token)
+        # Signed out (server.console.session), whether it came as the cookie or was copied into a header.
+        await self._revocations.check(token)
         if claims.user_id not in self._known_users:
             # First sight of this user in this process: record them and turn pending invites into memberships.
             async with self._db.transaction() as session:

@@ -23,7 +23,8 @@ Payloads name a topic and at most a few ids (a key id, a tenant and user id), ne
 `Topic.KEY` the key's verified lookups; `Topic.ACCESS` every route, model list and RAG list decision;
 `Topic.MEMBERSHIP` one membership's (or a whole tenant's) cached roles, and the ACCESS caches; `Topic.NETWORK_POLICY`
 the egress guard's policy set; `Topic.LIMITS` the gateway limiter's policies; `Topic.CAPTURE` the gateway's content
-capture policies. `Invalidations.received` counts what arrived from other processes (for /metrics).
+capture policies; `Topic.SESSION` which session tokens are signed out (server.session_revocations).
+`Invalidations.received` counts what arrived from other processes (for /metrics).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Topic(enum.StrEnum):
     NETWORK_POLICY = "network_policy"  # no ids
     LIMITS = "limits"  # no ids: rate limit and budget policies
     CAPTURE = "capture"  # no ids: content capture policies
+    SESSION = "session"  # no ids: signed-out session tokens
 
 
 TABLE_TOPICS: dict[str, Topic] = {
@@ -83,6 +85,7 @@ TABLE_TOPICS: dict[str, Topic] = {
     "mcp_network_policies": Topic.NETWORK_POLICY,
     "limit_policies": Topic.LIMITS,
     "capture_policies": Topic.CAPTURE,
+    "revoked_sessions": Topic.SESSION,
     **dict.fromkeys(
         (
             "api_key_grants",

@@ -25,6 +25,7 @@ from server.varfiles import create_once
 
 __all__ = [
     "PLATFORM_ROLES",
+    "TOKEN_REFUSAL",
     "TokenClaims",
     "TokenVerifier",
     "ensure_signing_key",
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 PLATFORM_ROLES = ("can_manage_tenants", "can_manage_models")
+# Every refused session token gets this one answer, whatever was wrong with it (server.session_revocations too).
+TOKEN_REFUSAL = "invalid or expired session token"  # noqa: S105 (a message, not a secret)
 _ALGORITHMS = ["RS256", "ES256", "EdDSA"]
 # Verified tokens remembered per process. A token string verified once stays valid until its `exp` (nothing else
 # about it can change), and the signature check is most of an authenticated read's CPU. Cleared wholesale when full.
@@ -51,6 +54,7 @@ class TokenClaims:
     display_name: str
     can_manage_tenants: bool
     can_manage_models: bool
+    expires_at: float  # the token's `exp`, seconds since the epoch
 
 
 def _new_signing_key() -> bytes:
@@ -173,7 +177,7 @@ class TokenVerifier:
                 options={"require": ["exp", "sub", "iss", "aud"]},
             )
         except jwt.PyJWTError:
-            raise Unauthenticated("invalid or expired session token") from None
+            raise Unauthenticated(TOKEN_REFUSAL) from None
         roles = claims.get(self._settings.roles_claim) or []
         if not isinstance(roles, list):
             roles = []
@@ -183,9 +187,10 @@ class TokenVerifier:
             display_name=str(claims.get("name", "")),
             can_manage_tenants="can_manage_tenants" in roles,
             can_manage_models="can_manage_models" in roles,
+            expires_at=float(claims["exp"]),
         )
         if len(self._verified) >= _VERIFIED_MAX:
             self._verified.clear()
         # PyJWT refuses a token once `exp <= now`; the cache stops serving it at the same instant.
-        self._verified[token] = (float(claims["exp"]), verified)
+        self._verified[token] = (verified.expires_at, verified)
         return verified

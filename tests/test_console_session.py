@@ -3,6 +3,7 @@ against cross-site posts, sign-out, and GetSession answering what the server act
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from collections.abc import AsyncIterator
@@ -14,12 +15,16 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 import pytest_asyncio
+from sqlalchemy import select
 
 from server.auth import credential
 from server.console.session import cookie
 from server.errors import PermissionDenied
+from server.session_revocations import SessionRevocations
 from server.settings import Settings, load_settings
-from server.tokens import PLATFORM_ROLES, mint_token
+from server.store.db import Database as StoreDatabase
+from server.store.models import RevokedSessionRow
+from server.tokens import PLATFORM_ROLES, TOKEN_REFUSAL, mint_token
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, server_env, start_server
 
@@ -251,6 +256,41 @@ async def test_logout_clears_the_cookie_for_the_console_s_own_pages_only(console
     assert status == 405
 
 
+async def test_sign_out_revokes_the_session_token_wherever_a_copy_of_it_is_sent(
+    console: Console, database: Database
+) -> None:
+    """Sign-out does more than clear the browser's cookie: the token itself is refused from then on, as the cookie
+    and as a bearer token alike (a copy taken from the browser is a bearer credential until its `exp`). Other
+    sessions of the same person, and a sign-out carrying a token this server never issued, change nothing else."""
+    signed_out, other = console.token("leaving", roles=PLATFORM_ROLES), console.token("leaving", ttl=7200)
+    as_cookie = {**CONNECT_JSON, "Cookie": f"sb_session={signed_out}"}
+    as_bearer = {**CONNECT_JSON, "Authorization": f"Bearer {signed_out}"}
+    for headers in (as_cookie, as_bearer):  # both accepted, and so cached by the server, before sign-out
+        status, answer = await _call(console.base_url, WHO_AM_I, {}, headers)
+        assert status == 200 and answer["user"]["userId"] == "leaving", answer
+    url = f"{console.base_url}/console/auth/logout"
+    status, _, cookies, _ = await _post(url, headers={"Sec-Fetch-Site": "same-origin", "Cookie": as_cookie["Cookie"]})
+    assert status == 303 and _session_cookie(cookies)[0] == ""
+    for headers in (as_cookie, as_bearer):
+        status, answer = await _call(console.base_url, WHO_AM_I, {}, headers)
+        assert (status, answer["code"], answer["message"]) == (401, "unauthenticated", TOKEN_REFUSAL)
+    status, answer = await _call(console.base_url, WHO_AM_I, {}, {**CONNECT_JSON, "Authorization": f"Bearer {other}"})
+    assert status == 200, answer
+    # Signing out again, or with a token this server would refuse anyway, is answered the same and records nothing.
+    refused = ("not.a.jwt", console.token("late", ttl=-5))
+    for token in (signed_out, *refused):
+        status, _, _, _ = await _post(url, headers={"Sec-Fetch-Site": "same-origin", "Cookie": f"sb_session={token}"})
+        assert status == 303
+    store = StoreDatabase(database.url)
+    try:
+        async with store.read() as session:
+            recorded = set(await session.scalars(select(RevokedSessionRow.token_hash)))
+    finally:
+        await store.close()
+    assert hashlib.sha256(signed_out.encode()).digest() in recorded
+    assert not {hashlib.sha256(token.encode()).digest() for token in refused} & recorded
+
+
 async def test_api_keys_cannot_describe_a_console_session(console: Console) -> None:
     caller = ConnectJsonCaller(console.base_url)
     admin = console.token("key-owner", roles=PLATFORM_ROLES)
@@ -423,7 +463,8 @@ async def test_cookies_are_secure_behind_an_https_public_url(tmp_path: Path) -> 
     from server.tokens import TokenVerifier
 
     settings = Settings(var_dir=tmp_path, console_public_url="https://console.example", console_dev_sign_in=True)
-    app = ConsoleAuth(settings, TokenVerifier(settings), None)
+    db = StoreDatabase(f"sqlite+aiosqlite:///{tmp_path}/switchboard.db")  # never read: no cookie is signed out
+    app = ConsoleAuth(settings, TokenVerifier(settings), None, SessionRevocations(db, 5.0))
     status, headers = await _asgi(app, "GET", "/console/auth/dev?next=/console/", [(b"host", b"console.example")])
     assert status == 302
     assert "; Secure" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
@@ -438,6 +479,7 @@ async def test_cookies_are_secure_behind_an_https_public_url(tmp_path: Path) -> 
     # On an identity provider's JWKS the embedded key's tokens would be refused: no development sign-in then.
     with_idp = Settings(var_dir=tmp_path, console_dev_sign_in=True, jwks_url="https://idp.example/jwks")
     assert sign_in_options(with_idp) == {"devSignIn": False, "oidc": False}
+    await db.close()
 
 
 async def test_behind_https_the_session_cookie_is_host_only_and_no_other_name_signs_in(database: Database) -> None:

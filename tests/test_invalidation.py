@@ -27,6 +27,7 @@ from server.errors import FailedPrecondition
 from server.invalidation import APPLICATION_NAME
 from server.settings import load_settings
 from server.store.db import Database as Db
+from server.tokens import mint_token
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, server_env, start_server
 from tests.gateway_fixtures import Fakes, GatewayProcess, gateway_env, start_gateway_process
@@ -38,6 +39,7 @@ from tests.world import GROUPS, TENANTS, make_world, must
 TTL = "60"  # every cache bound: far beyond what any test below waits
 BOUND = 3.0  # what a test allows each replica (the goal is 1 s; the rest is slack for a loaded 2-core machine)
 POLICIES = "platform.platform.v1.McpNetworkPolicyService"
+WHO_AM_I = "platform.tenants.v1.UserService/GetCurrentUser"
 
 
 @dataclass
@@ -213,6 +215,31 @@ async def test_a_membership_change_reaches_every_management_replica_at_once(flee
     started = time.monotonic()
     must(await fleet.managers[1].call(f"{TENANTS}/AddTenantMember", body, token=fleet.server.admin_token))
     await _every_replica([lists(r, True) for r in fleet.managers], started, "membership added back")
+
+
+async def test_a_signed_out_session_is_refused_by_every_management_replica_at_once(fleet: Fleet) -> None:
+    """Sign-out on one replica (the console's cookie) revokes the token on all: each had accepted and cached it."""
+    token = mint_token(fleet.server.settings, user_id="fleet-leaver", email="fleet-leaver@example.com")
+
+    def accepted(replica: ConnectJsonCaller, ok: bool) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return (await replica.call(WHO_AM_I, {}, token=token)).ok == ok
+
+        return check
+
+    for replica in fleet.managers:
+        assert await accepted(replica, True)()
+    started = time.monotonic()
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{fleet.managers[1].base_url}/console/auth/logout",
+            headers={"Sec-Fetch-Site": "same-origin", "Cookie": f"sb_session={token}"},
+            allow_redirects=False,
+        ) as resp,
+    ):
+        assert resp.status == 303
+    await _every_replica([accepted(r, False) for r in fleet.managers], started, "sign-out")
 
 
 async def test_a_network_policy_change_reaches_every_process_at_once(fleet: Fleet) -> None:

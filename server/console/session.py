@@ -13,7 +13,8 @@ Routes under /console/auth/ (`ConsoleAuth`):
   can produce (see `_rebinding_proof`);
 - `GET login?next=` and `GET callback` the OpenID Connect code flow with PKCE (server.console.oidc); 404 when no
   provider is configured;
-- `POST logout` (from the console's own pages only) clears the cookie and sends the browser to the provider's
+- `POST logout` (from the console's own pages only) revokes the session token until its expiry, so that no copy of
+  it is accepted either (server.session_revocations), clears the cookie and sends the browser to the provider's
   end_session_endpoint when it has one: a 303 for a form post, or `{"location": ...}` for a fetch that accepts JSON
   (the console's way, since its CSP's form-action keeps a form's redirects on its own origin).
 `next` must be a path under /console on this origin; anything else is refused, so sign-in cannot be turned into an
@@ -31,6 +32,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from server.console.oidc import FLOW_COOKIE, FLOW_PATH, OidcClient, SignInFailed
 from server.errors import Unauthenticated
+from server.session_revocations import SessionRevocations
 from server.settings import Settings
 from server.tokens import TokenVerifier, mint_bootstrap_admin
 from server.traffic import Receive, Scope, Send
@@ -184,9 +186,12 @@ def _rebinding_proof(scope: Scope, settings: Settings) -> bool:
 class ConsoleAuth:
     """The ASGI app of /console/auth/*: sign-in (development or OpenID Connect) and sign-out."""
 
-    def __init__(self, settings: Settings, tokens: TokenVerifier, oidc: OidcClient | None) -> None:
+    def __init__(
+        self, settings: Settings, tokens: TokenVerifier, oidc: OidcClient | None, revocations: SessionRevocations
+    ) -> None:
         self._settings = settings
         self._tokens = tokens
+        self._revocations = revocations
         self._oidc = oidc
         self._secure = settings.console_url.startswith("https://")
         self._cookie = session_cookie_name(settings)
@@ -276,10 +281,22 @@ class ConsoleAuth:
         max_age = int(signed_in.expires_at - time.time())
         await _redirect(send, signed_in.next_path, [cleared, self._session(signed_in.access_token, max_age)])
 
+    async def _revoke(self, token: str | None) -> None:
+        # Only a token this server would accept is recorded: anything else is refused anyway, and recording it
+        # would let anyone who can post here fill the table.
+        if token is None:
+            return
+        try:
+            claims = await self._tokens.verify(token)
+        except Unauthenticated:
+            return
+        await self._revocations.revoke(token, claims.expires_at)
+
     async def _logout(self, scope: Scope, send: Send) -> None:
         if not _same_origin(scope):
             await _text(send, 403, "sign-out is only accepted from the console's own pages")
             return
+        await self._revoke(cookie(_header(scope, b"cookie"), self._cookie) or None)
         location = _HOME
         if self._oidc is not None:
             location = await self._oidc.end_session_url(self._settings.console_url + _HOME) or _HOME

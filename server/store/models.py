@@ -47,6 +47,7 @@ __all__ = [
     "ResourcePermissionRow",
     "ResourceRow",
     "ResourceShareRow",
+    "RevokedSessionRow",
     "ServiceAccountRow",
     "StoredResponseRow",
     "TenantInviteRow",
@@ -724,6 +725,16 @@ class LimitSoftCrossingRow(Base):
     scope_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     period: Mapped[str] = mapped_column(String(16), primary_key=True)
     crossed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RevokedSessionRow(Base):
+    """A session token signed out before its expiry (server.session_revocations), by its SHA-256: refused until
+    `expires_at`, when the token would be refused anyway and the row may go."""
+
+    __tablename__ = "revoked_sessions"
+    token_hash: Mapped[bytes] = mapped_column(LargeBinary(32), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+    revoked_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class CapturePolicyRow(Base):

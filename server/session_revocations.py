@@ -1,0 +1,64 @@
+"""Signed-out sessions: a session token the console signed out is refused until it expires, in every replica.
+
+A session token (JWT) is checked by its signature alone (server.tokens), so without server-side state a copy of a
+signed-out console session (12 hours after a development sign-in) would stay good until its `exp`. Sign-out
+(server.console.session) records the token's SHA-256 in `revoked_sessions` until then, and server.auth asks
+`SessionRevocations.check` after the signature, whether the token came as the cookie or as a bearer header.
+
+Each process caches its answer per token for `api_key_cache_seconds` (one read per token and process, however many
+requests arrive at once: server.ttlcache). A revocation drops every process's answers as soon as it commits
+(`Topic.SESSION`, server.invalidation); the cache bound is the fallback while a replica's listener is down. Rows
+past their expiry, which the signature check refuses anyway, are deleted by the next sign-out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+from sqlalchemy import delete, exists, select
+
+from server.errors import Unauthenticated
+from server.invalidation import Topic
+from server.store.db import Database, insert_ignoring_duplicates
+from server.store.models import RevokedSessionRow, utcnow
+from server.tokens import TOKEN_REFUSAL
+from server.ttlcache import TtlCache
+
+__all__ = ["SessionRevocations"]
+
+_MAX_ENTRIES = 100_000
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+class SessionRevocations:
+    def __init__(self, db: Database, cache_seconds: float) -> None:
+        self._db = db
+        self._revoked: TtlCache[bool] = TtlCache(cache_seconds, _MAX_ENTRIES, name="session_revocations")
+        db.invalidations.on(Topic.SESSION, lambda _ids: self._revoked.forget())
+
+    async def check(self, token: str) -> None:
+        """Refuse a signed-out token as any invalid one is refused (the answer says no more)."""
+        digest = _digest(token)
+        if await self._revoked.get(digest, lambda: self._load(digest)):
+            raise Unauthenticated(TOKEN_REFUSAL)
+
+    async def _load(self, digest: bytes) -> bool:
+        async with self._db.read() as session:
+            found = await session.scalar(select(exists().where(RevokedSessionRow.token_hash == digest)))
+        return bool(found)
+
+    async def revoke(self, token: str, expires_at: float) -> None:
+        """Refuse `token` from now until `expires_at` (seconds since the epoch: its `exp`)."""
+        now = utcnow()
+        async with self._db.transaction() as session:
+            await session.execute(delete(RevokedSessionRow).where(RevokedSessionRow.expires_at <= now))
+            values = {
+                "token_hash": _digest(token),
+                "expires_at": datetime.fromtimestamp(expires_at, UTC),
+                "revoked_at": now,
+            }
+            await insert_ignoring_duplicates(session, RevokedSessionRow, values)
