@@ -147,29 +147,48 @@ await flow("mcp-static-headers", async () => {
   await form.getByRole("button", { name: "Register" }).click();
   await row("hdr_").waitFor();
 });
-await flow("mcp-oauth", async () => {
+// The registration dialog of an OAuth-protected MCP server, filled in (discovered) but not yet sent.
+async function oauthRegistration(url, name, clientId, clientSecret) {
   await page.getByRole("button", { name: "Register MCP server" }).click();
   const form = dialog();
   await form.getByLabel("Owner").selectOption("tenant");
-  await form.getByLabel("Server URL").fill(input.mcpOAuthUrl);
+  await form.getByLabel("Server URL").fill(url);
   await form.getByRole("button", { name: "Discover" }).click();
   await form.getByText(/Found.*OAuth/).waitFor();
-  await form.getByLabel(/^Name/).fill("cal_");
-  await form.getByLabel("Client id").fill(input.clientId);
-  await form.getByLabel("Client secret").fill(input.clientSecret);
+  await form.getByLabel(/^Name/).fill(name);
+  await form.getByLabel("Client id").fill(clientId);
+  await form.getByLabel("Client secret").fill(clientSecret);
+  return form;
+}
+// The person's own connection: the popup goes to the authorization server and back to the callback page.
+async function connectTo(name) {
+  const popupOpened = page.waitForEvent("popup");
+  await row(name).getByRole("button", { name: /^Connect/ }).click();
+  return popupOpened;
+}
+await flow("mcp-oauth", async () => {
+  const form = await oauthRegistration(input.mcpOAuthUrl, "cal_", input.clientId, input.clientSecret);
   await form.getByLabel("Scopes").fill("calendar");
   await axe().then((found) => { report.flows.registerAxe = found; });
   await screenshots("mcp-register");
   await form.getByRole("button", { name: "Register" }).click();
   await row("cal_").waitFor();
-  // The person's own connection: the popup goes to the authorization server and back to the callback page.
-  const popupOpened = page.waitForEvent("popup");
-  await row("cal_").getByRole("button", { name: /^Connect/ }).click();
-  const popup = await popupOpened;
+  const popup = await connectTo("cal_");
   await row("cal_").getByText("Connected").waitFor();
   const popupClosed = popup.isClosed() || (await popup.waitForEvent("close", { timeout: 5000 }).then(() => true, () => false));
   await screenshots("mcp-connected");
   return { popupClosed };
+});
+await flow("mcp-oauth-mixup", async () => {
+  // RFC 9207: the hostile server's sign-in page sends the person on to an honest authorization server, whose answer
+  // names itself (iss); the console refuses it before asking Switchboard to redeem the code anywhere.
+  const form = await oauthRegistration(input.mixupUrl, "mix_", input.mixupClientId, input.mixupClientSecret);
+  await form.getByRole("button", { name: "Register" }).click();
+  await row("mix_").waitFor();
+  await connectTo("mix_");
+  const refusal = row("mix_").getByText(/answered by another authorization server/);
+  await refusal.waitFor();
+  return { refusal: await refusal.innerText() };
 });
 await visit("network-policies", tenantPath("mcp/network-policies"), "h1 >> text=MCP network policies");
 await flow("network-policy", async () => {

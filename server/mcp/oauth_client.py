@@ -6,9 +6,15 @@
   as the older HTTP+SSE transport (`sse_probe`), the same fallback the tool loop takes: a GET of its stream, read
   the same way (200 and an `endpoint` event: no auth; 401/403: as above).
 - `authorization_server`: the discovery chain of the MCP authorization spec (RFC 9728 protected-resource metadata,
-  then RFC 8414 / OpenID metadata, whose `issuer` must match exactly), with the mcp SDK's URL builders.
+  then RFC 8414 / OpenID metadata), with the mcp SDK's URL builders. The metadata's `issuer` must be the issuer its
+  URL was built from (RFC 8414 section 3.3): exactly the protected resource's authorization server or the registered
+  issuer, or, for a server found by its origin (no protected-resource metadata), that origin (with or without the
+  root's trailing slash). Anything else is another server's metadata and is not used: its issuer is what the
+  RFC 9207 check of the authorization response (the console's, api/mcpOAuth.ts) compares `iss` with.
 - `exchange`: one token request (authorization code + PKCE verifier, or refresh token) to a token endpoint resolved
-  server-side, never taken from the request.
+  server-side, never taken from the request. A token endpoint must be an http(s) URL with no credentials or fragment
+  in it, and https when its issuer is (the client secret and the code never travel in clear text to an https
+  authorization server's token endpoint).
 
 Every call goes through the `aiohttp.ClientSession` it is given, which must be the egress-guarded one: the guard
 checks each connection's address. Redirects are not followed (metadata and token endpoints answer directly).
@@ -28,19 +34,32 @@ import orjson
 from mcp.client.auth.utils import (
     build_oauth_authorization_server_metadata_discovery_urls,
     build_protected_resource_metadata_discovery_urls,
+    issuers_match,
 )
 
+from server.domain.json_values import is_number
 from server.domain.validation import require_http_url
 from server.errors import FailedPrecondition, InvalidArgument, SwitchboardError, UpstreamFailed
 from server.mcp import sse_probe
 
-__all__ = ["AuthServer", "Probe", "TokenRequest", "TokenSet", "authorization_server", "exchange", "probe"]
+__all__ = [
+    "AuthServer",
+    "Probe",
+    "TokenRequest",
+    "TokenSet",
+    "authorization_server",
+    "endpoint_problem",
+    "exchange",
+    "probe",
+    "require_endpoint",
+]
 
 log = logging.getLogger("switchboard.mcp.oauth")
 
 AUTH_NONE, AUTH_BEARER, AUTH_OAUTH = 1, 2, 3  # platform.agents.v1.ExternalMcpAuthType
 _TIMEOUT = aiohttp.ClientTimeout(total=15)
 _MAX_BODY = 1024 * 1024
+_MAX_LIFETIME = 2**63  # expires_in is an int64 in the API's answer
 _RESOURCE_METADATA = re.compile(r'resource_metadata="([^"]+)"')
 _INITIALIZE = {
     "jsonrpc": "2.0",
@@ -93,9 +112,47 @@ class TokenSet:
     scope: str = ""
 
 
+def _host(url: str) -> str:
+    """The host of `url` for messages and logs; never the URL itself (its path or query may carry a secret)."""
+    try:
+        return urlsplit(url).hostname or "(no host)"
+    except ValueError:
+        return "(no host)"
+
+
 def _unreachable(url: str) -> UpstreamFailed:
-    host = urlsplit(url).hostname or url
-    return UpstreamFailed(f"The MCP server at {host} could not be reached. Please retry shortly.", retryable=True)
+    return UpstreamFailed(f"The MCP server at {_host(url)} could not be reached. Please retry shortly.", retryable=True)
+
+
+def endpoint_problem(url: str, issuer: str = "") -> str | None:
+    """What is wrong with `url` as a token endpoint (of `issuer`, when known), or None: it must be an absolute http(s)
+    URL with a host, no user:password and no fragment (RFC 6749 section 3.2), and https when the issuer is."""
+    try:
+        parts = urlsplit(url)
+        port_ok = (parts.port or 0) >= 0
+    except ValueError:
+        return "is not a valid URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        return "is not an http(s) URL"
+    if parts.username is not None or parts.password is not None:
+        return "carries credentials in the URL"
+    if parts.fragment or url.endswith("#"):
+        return "has a fragment"
+    if parts.scheme != "https" and issuer.lower().startswith("https:"):
+        return "is plain http while its authorization server's issuer is https"
+    return None
+
+
+def require_endpoint(url: str, issuer: str) -> str:
+    """`url` when it may be used as `issuer`'s token endpoint, else a refusal naming its host and the problem."""
+    problem = endpoint_problem(url, issuer)
+    if problem is not None:
+        raise FailedPrecondition(
+            f"the OAuth token endpoint of the MCP server's authorization server ({_host(url)}) {problem}; "
+            "nothing was sent to it",
+            field="token_url",
+        )
+    return url
 
 
 async def _get_json(http: aiohttp.ClientSession, url: str) -> dict[str, Any] | None:
@@ -137,30 +194,56 @@ async def authorization_server(
     """The authorization server protecting `server_url`, found through its protected-resource metadata (or, for
     servers that predate it, the server's own origin); `issuer_url` overrides the discovered issuer."""
     prm: dict[str, Any] | None = None
+    listed: str | None = None
     for url in build_protected_resource_metadata_discovery_urls(resource_metadata_url, server_url):
         prm = await _get_json(http, url)
-        if prm is not None and prm.get("authorization_servers"):
+        listed = _first_authorization_server(prm)
+        if listed is not None:
             break
         prm = None
-    issuer = issuer_url or (str(prm["authorization_servers"][0]) if prm else None)
+    issuer = issuer_url or listed
     for url in build_oauth_authorization_server_metadata_discovery_urls(issuer, server_url):
         meta = await _get_json(http, url)
-        if meta is None or not meta.get("token_endpoint"):
+        if meta is None or not isinstance(meta.get("token_endpoint"), str) or not meta["token_endpoint"]:
             continue
-        if issuer is not None and meta.get("issuer") != issuer:
-            continue  # RFC 8414: metadata whose issuer differs from the one asked for must not be used
+        if not _issuer_matches(meta.get("issuer"), issuer, server_url):
+            # RFC 8414 section 3.3: metadata naming another issuer than the one its URL was built from must not be
+            # used (it would let one server pass for another in the RFC 9207 check of `iss`).
+            log.info("OAuth metadata at %s names another issuer: not used", _host(url))
+            continue
         registration = bool(meta.get("registration_endpoint")) or bool(
             meta.get("client_id_metadata_document_supported")
         )
+        found_issuer = str(meta["issuer"])
         return AuthServer(
-            issuer=str(meta.get("issuer", "")),
-            token_endpoint=str(meta["token_endpoint"]),
+            issuer=found_issuer,
+            token_endpoint=require_endpoint(meta["token_endpoint"], found_issuer),
             registration_supported=registration,
             resource=str(prm.get("resource", "")) if prm else "",
             resource_name=str(prm.get("resource_name", "")) if prm else "",
             authorization_endpoint=_browser_url(meta.get("authorization_endpoint")),
         )
     return None
+
+
+def _first_authorization_server(prm: dict[str, Any] | None) -> str | None:
+    """The first authorization server a protected resource's metadata lists, when it lists one as an http(s) URL."""
+    servers = prm.get("authorization_servers") if prm is not None else None
+    if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
+        return None
+    return servers[0] if endpoint_problem(servers[0]) is None else None
+
+
+def _issuer_matches(found: Any, issuer: str | None, server_url: str) -> bool:
+    """Whether metadata naming `found` as its issuer may be used: exactly the issuer asked for, or, when none was
+    known (a server without protected-resource metadata, found by its origin), that origin."""
+    if not isinstance(found, str) or not found:
+        return False
+    if issuer is not None:
+        return found == issuer
+    parts = urlsplit(server_url)
+    origin = f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+    return issuers_match(found, origin)
 
 
 def _browser_url(value: Any) -> str:
@@ -250,6 +333,7 @@ async def exchange(http: aiohttp.ClientSession, request: TokenRequest) -> TokenS
                 "the MCP server publishes no OAuth token endpoint; register token_url with the server", field="name"
             )
         token_url = server.token_endpoint
+    require_endpoint(token_url, request.issuer_url)
     # client_id goes in the form whatever the method: it identifies, it does not authenticate (and some servers,
     # the mcp SDK's among them, require it even beside HTTP Basic).
     form = {**request.grant, "client_id": request.client_id}
@@ -287,11 +371,22 @@ async def exchange(http: aiohttp.ClientSession, request: TokenRequest) -> TokenS
         # The OAuth error code is safe to relay (it names the problem); its description may not be.
         grant_field = "refresh_token" if "refresh_token" in request.grant else "code"
         raise InvalidArgument(f"the authorization server refused the grant ({code})", field=grant_field)
+    return _token_set(answer)
+
+
+def _token_set(answer: dict[str, Any]) -> TokenSet:
+    """A 200 token answer read defensively: the tokens must be strings; a lifetime that is no positive number that
+    fits the response (int64) is taken as not given."""
+    access, refresh = answer.get("access_token"), answer.get("refresh_token", "")
+    token_type, scope = answer.get("token_type", "Bearer"), answer.get("scope", "")
+    if not all(isinstance(v, str) for v in (access, refresh, token_type, scope)) or not access:
+        raise UpstreamFailed("The authorization server returned an invalid token response.", retryable=False)
     expires = answer.get("expires_in")
+    lifetime = expires if is_number(expires) else 0
     return TokenSet(
-        access_token=str(answer["access_token"]),
-        token_type=str(answer.get("token_type", "Bearer")),
-        expires_in=int(expires) if isinstance(expires, int | float) else 0,
-        refresh_token=str(answer.get("refresh_token", "")),
-        scope=str(answer.get("scope", "")),
+        access_token=str(access),
+        token_type=str(token_type),
+        expires_in=int(lifetime) if 0 < lifetime < _MAX_LIFETIME else 0,
+        refresh_token=str(refresh),
+        scope=str(scope),
     )

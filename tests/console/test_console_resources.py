@@ -28,6 +28,8 @@ from server.tokens import mint_token
 from tests.clients import ConnectJsonCaller, http_json
 from tests.console.harness import SCREENSHOTS, DemoConsole, run_script
 from tests.fakes.mcp_servers import CLIENT_ID, CLIENT_SECRET, AutoApprove, oauth_server, serve_asgi, tools_server
+from tests.fakes.oauth_servers import FakeAuthServer
+from tests.fakes.serve import serve_in_thread
 from tests.world import must
 
 MAX_CALLS_PER_LOAD = 3
@@ -45,6 +47,30 @@ class Stage:
     mcp_oauth_url: str
     mcp_tools_url: str
     provider: AutoApprove
+    mixup: Mixup
+
+
+@dataclass
+class Mixup:
+    """The OAuth mix-up (RFC 9207): a hostile MCP server whose sign-in page sends the person on to an honest
+    authorization server, which answers the console's callback naming itself (`iss`)."""
+
+    url: str  # the hostile MCP server
+    honest_issuer: str
+    honest: FakeAuthServer
+    hostile: FakeAuthServer
+
+
+@contextlib.contextmanager
+def _mixup(redirect_uri: str) -> Iterator[Mixup]:
+    honest = FakeAuthServer(redirect_uri, "honest-client", "honest-secret")
+    with serve_in_thread(honest.app) as honest_port:
+        forward = f"http://127.0.0.1:{honest_port}/authorize"
+        hostile = FakeAuthServer(
+            redirect_uri, "hostile-client", "hostile-secret", forward_to=forward, forward_client_id="honest-client"
+        )
+        with serve_in_thread(hostile.app) as hostile_port:
+            yield Mixup(f"http://127.0.0.1:{hostile_port}/mcp", f"http://127.0.0.1:{honest_port}", honest, hostile)
 
 
 @contextlib.contextmanager
@@ -57,7 +83,10 @@ def _mcp_stand_ins(redirect_uri: str) -> Iterator[tuple[str, str, AutoApprove]]:
 @pytest_asyncio.fixture(scope="module")
 async def stage(demo_world: DemoConsole) -> AsyncIterator[Stage]:
     # The console's own MCP OAuth callback on the demo server's address: its default redirect URI.
-    with _mcp_stand_ins(demo_world.base + CALLBACK) as (oauth_url, tools_url, provider):
+    with (
+        _mcp_stand_ins(demo_world.base + CALLBACK) as (oauth_url, tools_url, provider),
+        _mixup(demo_world.base + CALLBACK) as mixup,
+    ):
         tenant, admin = demo_world.demo["TENANT"], demo_world.admin_token
         member = mint_token(demo_world.settings, user_id="mia-console", email="mia@example.com", name="Mia Member")
         connect = ConnectJsonCaller(demo_world.base)
@@ -74,6 +103,7 @@ async def stage(demo_world: DemoConsole) -> AsyncIterator[Stage]:
             mcp_oauth_url=oauth_url,
             mcp_tools_url=tools_url,
             provider=provider,
+            mixup=mixup,
         )
 
 
@@ -89,6 +119,9 @@ async def _drive(stage: Stage, group_id: str) -> dict[str, Any]:
         "devModelsUrl": stage.dev_models,
         "clientId": CLIENT_ID,
         "clientSecret": CLIENT_SECRET,
+        "mixupUrl": stage.mixup.url,
+        "mixupClientId": stage.mixup.hostile.client_id,
+        "mixupClientSecret": stage.mixup.hostile.client_secret,
         "chatModel": CHAT_PUBLIC_ID,
         "embeddingModel": EMBEDDING_PUBLIC_ID,
         "guardrailPublicId": GUARDRAIL_PUBLIC_ID,
@@ -134,6 +167,11 @@ async def test_resource_pages_in_a_browser(stage: Stage) -> None:
     assert flows["models-tabs"]["calls"] == ["/switchboard.resources.v1.ResourceListService/ListExternalModels"], flows
     # MCP: the person's OAuth connection went through the authorization server and Switchboard's token exchange.
     assert stage.provider.token_requests > tokens_before
+    # The mix-up: the honest server's answer (its code) was refused by its `iss` and never sent to either token
+    # endpoint (the hostile one would have been handed the code and its PKCE verifier).
+    refusal = flows["mcp-oauth-mixup"]["refusal"]
+    assert f"another authorization server ({stage.mixup.honest_issuer})" in refusal, refusal
+    assert stage.mixup.hostile.token_requests == [] and stage.mixup.honest.token_requests == []
     assert flows["network-policy"]["canonical"], flows["network-policy"]
     # RAG: both files (one chosen, one dropped) uploaded with progress, indexed, and found by /context.
     assert all(value == maximum and maximum > 0 for value, maximum in flows["rag-upload"]["progress"]), flows

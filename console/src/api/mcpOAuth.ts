@@ -29,6 +29,8 @@ export interface CallbackParams {
   code: string;
   error: string;
   errorDescription: string;
+  /** The authorization server's name for itself on the response (RFC 9207), null when it sent none. */
+  iss: string | null;
 }
 
 function base64url(bytes: Uint8Array): string {
@@ -124,6 +126,15 @@ export async function connectMcpServer(name: string, popup: Window, abort: Abort
   popup.close();
   if (answer.error) {
     throw new Error(`The authorization server refused: ${answer.errorDescription || answer.error}`);
+  }
+  // RFC 9207, against the OAuth mix-up: an answer from another authorization server than the one this sign-in
+  // started at (a hostile server can send the person on to an honest one) must not be redeemed for this server.
+  // Compared exactly, as the RFC says; a registration whose issuer is unknown cannot be checked.
+  if (answer.iss !== null && oauth.issuerUrl !== "" && answer.iss !== oauth.issuerUrl) {
+    throw new Error(
+      `The sign-in was answered by another authorization server (${answer.iss}) than this MCP server's ` +
+        `(${oauth.issuerUrl}); nothing was redeemed. Ask an admin to check the server's registration.`,
+    );
   }
   const tokens = await api.exchangeExternalMcpOAuthToken(
     { name, code: answer.code, codeVerifier: verifier, redirectUri: meta.redirectUri, metadataVersion: meta.metadataVersion },

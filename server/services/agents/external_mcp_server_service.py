@@ -130,7 +130,9 @@ class ExternalMcpServerServiceHandler(ExternalMcpServerService):
                 self._deps.outbound_http(), found.server_url, issuer_url=oauth.issuer_url
             )
             if server is not None and server.authorization_endpoint:
-                oauth = replace(oauth, authorization_url=server.authorization_endpoint)
+                # The issuer too: the console checks the authorization response's `iss` against it (RFC 9207).
+                issuer = oauth.issuer_url or server.issuer
+                oauth = replace(oauth, authorization_url=server.authorization_endpoint, issuer_url=issuer)
         return pb.GetExternalMcpServerOAuthMetadataResponse(
             oauth=convert.oauth(oauth, client_secret_set=found.client_secret_set),
             redirect_uri=found.redirect_uri,

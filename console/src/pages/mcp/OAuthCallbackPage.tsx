@@ -1,6 +1,6 @@
 // Where the MCP server's authorization server sends the person back (SWITCHBOARD_MCP_OAUTH_REDIRECT_URI must be
-// {console}/console/mcp-oauth-callback): the code and state go to the tab that started the flow (api/mcpOAuth.ts),
-// which alone holds the PKCE verifier, and this popup closes. Nothing is redeemed or kept here.
+// {console}/console/mcp-oauth-callback): the code, state and iss go to the tab that started the flow
+// (api/mcpOAuth.ts), which alone holds the PKCE verifier, and this popup closes. Nothing is redeemed or kept here.
 import { useEffect, useState } from "preact/hooks";
 import { CALLBACK_CHANNEL, CALLBACK_MESSAGE, type CallbackParams } from "../../api/mcpOAuth";
 
@@ -14,6 +14,7 @@ export default function OAuthCallbackPage() {
       code: query.get("code") ?? "",
       error: query.get("error") ?? "",
       errorDescription: query.get("error_description") ?? "",
+      iss: query.get("iss"),
     };
     const opener = window.opener as Window | null;
     if (opener !== null) {
