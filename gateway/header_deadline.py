@@ -14,8 +14,8 @@ TCP segment) and then nothing more. Which of those bytes are the next request on
 does not say; such a connection is closed by aiohttp's keep-alive timeout instead.
 
 Only public seams are used: the protocol's `data_received`/`connection_made`/`connection_lost`/`force_close`,
-`request.protocol`, `request.content.is_eof()`, and the web server's `request_handler`, wrapped once by
-`track_requests` so the handler hears when each request starts and ends.
+`request.protocol`, `request.content.is_eof()` (of the body as received: gateway.content_coding), and the web
+server's `request_handler`, wrapped once by `track_requests` so the handler hears when each request starts and ends.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.web import BaseRequest
+
+from gateway.content_coding import DecodedBody
 
 __all__ = ["HeaderDeadlineHandler", "track_requests"]
 
@@ -47,7 +49,7 @@ class HeaderDeadlineHandler(web.RequestHandler):
         self._arm()
 
     def data_received(self, data: bytes) -> None:
-        if self._head_timer is None and data and (self._handling is None or self._handling.content.is_eof()):
+        if self._head_timer is None and data and (self._handling is None or _body_received(self._handling)):
             self._arm()
         super().data_received(data)
 
@@ -81,6 +83,12 @@ class HeaderDeadlineHandler(web.RequestHandler):
             return
         log.debug("closed a connection that sent no complete request headers within %g s", self._header_timeout)
         self.force_close()
+
+
+def _body_received(request: BaseRequest) -> bool:
+    """Whether the whole of the request's body has been received (a compressed one: as sent, not as inflated)."""
+    content = request.content
+    return (content.raw if isinstance(content, DecodedBody) else content).is_eof()
 
 
 def track_requests(server: web.Server) -> None:

@@ -6,7 +6,8 @@ mapping table), with `x-should-retry` saying whether a retry can help. Anything 
 correlation id and the client sees only that id; a client hanging up mid-request is routine and logged at DEBUG.
 Bodies are refused before they are buffered when Content-Length announces more than the surface's limit, and reads
 of chunked bodies stop at the limit (after decompression: a small gzip body that inflates past it is a 413 as soon as
-it does).
+it does). A compressed body is inflated by gateway.content_coding, which refuses one cut short (400) or inflating
+more than 200-fold past its first MiB (413) as it is read, whichever reader reads it.
 
 NUL: PostgreSQL's text cannot hold it, and its driver's refusal was an internal error wherever a client's string
 reached a statement (`previous_response_id`, a `file_search` tool's RAG ids, an MCP tool's `server_label`, a RAG
@@ -67,10 +68,12 @@ from server.nul_text import could_hold_nul, find_nul_in_json
 
 __all__ = [
     "INFERENCE_LIMIT",
+    "REQUEST_ID_HEADER",
     "TRANSCRIPTION_LIMIT",
     "MiB",
     "error_payload",
     "middlewares",
+    "new_request_id",
     "on_response_prepare",
     "read_body",
     "read_json",
@@ -87,7 +90,7 @@ INFERENCE_LIMIT = 32 * MiB
 TRANSCRIPTION_LIMIT = 128 * MiB
 SERVICE = "gateway"
 _PUBLIC = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})  # /metrics checks its own token
-_REQUEST_ID_HEADER = istr("x-request-id")  # case-folded once, not on every answer
+REQUEST_ID_HEADER = istr("x-request-id")  # case-folded once, not on every answer
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _tracer = trace.get_tracer("switchboard.gateway")
 # The keys whose strings (or arrays of strings) are text a model reads or writes: message and part content, call
@@ -226,8 +229,9 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
     (gateway.limits), and an allowed origin may read it (a preflight's answer already has its own CORS headers). One
     signal receiver for all."""
     request_id = request.get(REQUEST_ID)
-    if request_id is not None:
-        response.headers[_REQUEST_ID_HEADER] = request_id
+    if request_id is None:  # answered before `_serve`: a CORS preflight, aiohttp's 417 for an unknown Expect
+        request_id = request[REQUEST_ID] = new_request_id()
+    response.headers[REQUEST_ID_HEADER] = request_id
     exchange = request.get(CAPTURE)
     if exchange is not None:  # content capture covers the caller: it is told, and the answer kept
         tee(response, exchange)
@@ -241,7 +245,8 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
         response.headers.add(name, value)
 
 
-def _request_id() -> str:
+def new_request_id() -> str:
+    """A request's id, as its answer's `x-request-id` names it."""
     # Unique, not secret: the process's PRNG (reseeded in each forked worker) costs no system call, unlike secrets.
     return f"req_{random.getrandbits(96):024x}"
 
@@ -250,7 +255,7 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
     response: web.StreamResponse | None = None
     exchange = None  # content capture's record of this request, when capture covers its caller
     started = time.perf_counter()
-    request[REQUEST_ID] = _request_id()
+    request[REQUEST_ID] = new_request_id()
     try:
         if request.path not in _PUBLIC:
             await _authenticate(request, app)
@@ -344,7 +349,7 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     while True:
         try:
             chunk = await request.content.readany()
-        except (HttpProcessingError, RequestPayloadError):  # e.g. Content-Encoding: gzip on a body that is not gzip
+        except (HttpProcessingError, RequestPayloadError):  # broken chunked framing (or aiohttp's own inflating)
             raise undecodable_body() from None
         if not chunk:
             break

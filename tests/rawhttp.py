@@ -1,5 +1,5 @@
 """A raw HTTP/1.1 exchange over a socket, for requests no client library will send (non-UTF-8 header values,
-oversized headers, lying Content-Encoding)."""
+oversized headers, lying Content-Encoding, malformed framing, a body sent in part)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["RawResponse", "raw_request"]
+__all__ = ["RawResponse", "raw_exchange", "raw_request"]
 
 
 @dataclass
@@ -35,6 +35,36 @@ async def raw_request(
         writer.close()
         with contextlib.suppress(OSError):
             await writer.wait_closed()
+    return _parsed(raw)
+
+
+async def raw_exchange(base_url: str, data: bytes) -> RawResponse:
+    """Send `data` as it is (a request line, headers and any body, all up to the caller) and return the first
+    answer, as soon as it is whole (by its Content-Length), with the connection still open: a request whose body
+    is sent only in part is answered, or not, while the server still waits for the rest. TimeoutError if no whole
+    answer comes within 30 seconds (`asyncio.timeout` for less)."""
+    url = urlsplit(base_url)
+    reader, writer = await asyncio.open_connection(url.hostname, url.port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        raw = await asyncio.wait_for(_read_one_answer(reader), 30)
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    return _parsed(raw)
+
+
+async def _read_one_answer(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    if length is None:
+        return head + await reader.read()
+    return head + await reader.readexactly(int(length.group(1)))
+
+
+def _parsed(raw: bytes) -> RawResponse:
     head, _, rest = raw.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     parsed = {}
