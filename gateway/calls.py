@@ -7,8 +7,10 @@ It is also where rate limits hold (gateway.limits): resolving the model admits t
 room), each further model call of the Responses tool loop is admitted again (`next_model_call`), as is each model
 call the gateway makes within the call (an agent's output guardrails: `resolve_within`), and on exit the token
 reservations settle to the usage the answers reported and concurrency leases are given back. A model call whose usage
-never became known (the client went away mid-stream, or the answer reported none) keeps its reservation; one that
-failed (an upstream failure, a refusal) releases it.
+never became known (the client went away mid-stream, or the answer reported none) keeps its reservation, or counts
+what its stream relayed when that is more (`relayed`, gateway.streaming); one that failed (an upstream failure, a
+refusal) releases it. A preset agent's own output bound (its `maxOutputTokens`, which it gives the base model when
+the caller sets none) stands in for the default output a call without one reserves.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from gateway.agents import AgentRoute
 from gateway.capture import CAPTURE
 from gateway.catalog import Route
 from gateway.context import ACCESS, LIMIT_HEADERS, LIMITER, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, TRACING
-from gateway.limits import Grant, LimitExceeded, reservation
+from gateway.limits import Grant, LimitExceeded
+from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, input_tokens, output_tokens
 from server.domain.json_values import is_integer
 from server.domain.principal import Principal
 from server.errors import wire_error_for
@@ -56,6 +59,8 @@ class Call:
     admitted: bool = False  # the request itself was admitted (at its model's resolution)
     within: bool = False  # a model call the gateway makes within the request's own (an agent's guardrail)
     awaiting: int = 0  # the reservation of the last model call admitted, until its usage is known
+    awaiting_output: int = 0  # the part of it reserved for output
+    relayed: int = 0  # the output tokens a stream of that model call relayed (estimated: gateway.streaming)
     unreported: int = 0  # the reservations of earlier model calls that answered without a usage
     first_chunk_at: float = 0.0  # perf_counter() when a streamed answer's first bytes arrived (0: not streamed)
 
@@ -70,31 +75,46 @@ class Call:
         (the model the client named) against its base model's target."""
         self.model = model
         found = await self.app[ACCESS].target(self.principal, model)
-        self.route = found.base if isinstance(found, AgentRoute) else found
-        await self._admit_first()
+        if isinstance(found, AgentRoute):
+            self.route = found.base
+            # The agent's bound goes to the base model when the caller set none (gateway.agents): reserve that.
+            await self._admit_first(found.plan.sampling.max_output_tokens or DEFAULT_OUTPUT_TOKENS)
+        else:
+            self.route = found
+            await self._admit_first()
         return found
 
-    async def _admit_first(self) -> None:
+    async def _admit_first(self, default_output: int = DEFAULT_OUTPUT_TOKENS) -> None:
         if not self.admitted:
             self.admitted = True
             body = self.request.get(REQUEST_BYTES, self.request.content_length or 0)
-            await self._admit(reservation(self.kind, body, self.request.get(PAYLOAD)), with_slots=True)
+            await self._admit(body, self.request.get(PAYLOAD), with_slots=True, default_output=default_output)
 
     async def resolve_within(self, route: Route, payload: dict[str, Any]) -> None:
         """A model the gateway calls on the caller's behalf within the caller's own call (a preset agent's output
         guardrail, routed on the agent's authority): the caller's limits count it as a request with its own tokens,
         but it takes no concurrency slot, which the call it serves already holds."""
         self.model, self.route, self.within = route.public_model_id, route, True
-        await self._admit(reservation(self.kind, len(orjson.dumps(payload)), payload), with_slots=False)
+        await self._admit(len(orjson.dumps(payload)), payload, with_slots=False)
 
     async def next_model_call(self, payload: dict[str, Any]) -> None:
         """Before each model call of a multi-call turn (the tool loop): the first was admitted with the request,
         each later one counts as a request of its own and reserves its own tokens."""
         self.model_calls += 1
         if self.model_calls > 1:
-            await self._admit(reservation(self.kind, len(orjson.dumps(payload)), payload), with_slots=False)
+            await self._admit(len(orjson.dumps(payload)), payload, with_slots=False)
 
-    async def _admit(self, reserve: int, *, with_slots: bool) -> None:
+    async def _admit(
+        self,
+        body_bytes: int,
+        payload: dict[str, Any] | None,
+        *,
+        with_slots: bool,
+        default_output: int = DEFAULT_OUTPUT_TOKENS,
+    ) -> None:
+        """Admit one model call, reserving its input (`body_bytes`) and the output `payload` bounds."""
+        output = output_tokens(self.kind, payload, default_output)
+        reserve = input_tokens(self.kind, body_bytes) + output
         request = self.request
         route = self.route
         # A preset agent runs on its base model: that model's own limits hold for it too, or creating an agent
@@ -109,9 +129,15 @@ class Call:
             raise
         if grant is not None:
             self.grants.append(grant)
-            self.unreported += self.awaiting
-            self.awaiting = grant.reserved
+            self.unreported += self.pending()
+            self.awaiting, self.awaiting_output, self.relayed = grant.reserved, output, 0
             request[LIMIT_HEADERS] = grant.headers
+
+    def pending(self) -> int:
+        """What the last model call admitted counts while its usage is unknown: its reservation, or its input and
+        what its stream relayed when that is more."""
+        beyond = self.relayed - self.awaiting_output
+        return self.awaiting + beyond if self.awaiting and beyond > 0 else self.awaiting
 
     def count(self, usage: Any) -> None:
         """Record an OpenAI-style usage object (chat, embeddings, rerank or transcription token usage) of the call's
@@ -226,9 +252,9 @@ async def _settle(call: Call) -> None:
     """Settle the call's token reservations (the last model call's carries the difference) and free its leases."""
     limiter = call.app[LIMITER]
     total = call.tokens.get("total_tokens", 0) or sum(call.tokens.values())
-    # What ran without a usage to show for it keeps its reservation: settling it to nothing would make such calls
-    # free, however much they produced.
-    used = total + call.unreported + (call.awaiting if _answered(call.status) else 0)
+    # What ran without a usage to show for it keeps its reservation (or what its stream relayed, when more): settling
+    # it to nothing would make such calls free, however much they produced.
+    used = total + call.unreported + (call.pending() if _answered(call.status) else 0)
     grants = call.grants
     try:
         if len(grants) > 1:  # the tool loop's: only its later model calls cost a slice and a sum

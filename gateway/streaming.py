@@ -7,6 +7,12 @@ the upstream is replaced by our own friendly one. Every chunk's `model` is the i
 upstream's internal one. An upstream that sends nothing for `SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS` is cut off
 (by the upstream client, `server.upstream_http`, whose one sweeping timer watches every connection in flight) and
 the stream ends with that error event.
+
+The text relayed is measured on the way (`_text_size`, by substring searches, without parsing; in the relay one read
+in `_SAMPLED`, scaled to the bytes of all) and estimated in tokens as a request's input is (bytes / 4, and at least a
+token per text value, as upstreams stream about a token a chunk), so a stream cut off before its usage arrived (the
+client went away) settles its rate-limit reservation to what it relayed when that is more than it reserved
+(gateway.calls).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from aiohttp import web
 
 from gateway.calls import CLIENT_CLOSED, Call
 from gateway.event_stream import EventStream
+from gateway.limits.estimate import text_tokens
 from gateway.middleware import error_payload
 from server.errors import UpstreamFailed
 from server.upstream_http import UpstreamBroke, UpstreamResponse
@@ -176,6 +183,57 @@ def _unparsed(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
     return names.swapped(data)
 
 
+# The fields whose string values are the text a chunk carries: `content` (and `reasoning_content`), a tool call's
+# `arguments`, a `refusal`, `reasoning`. Inside a JSON string a quote is escaped, so `content":` is always a key.
+_TEXT_FIELDS = tuple((name, len(name)) for name in (b'content":', b'arguments":', b'refusal":', b'reasoning":'))
+_BACKSLASH = 0x5C
+_SAMPLED = 16  # the relay measures the text of one upstream read in this many (bytes are counted in every read)
+
+
+def _text_size(data: bytes) -> tuple[int, int]:
+    """The bytes of text these events carry and in how many values, without parsing them: the string values of the
+    text fields (`"content":null` carries none). A few substring tests of each upstream read."""
+    size = pieces = 0
+    for name, length in _TEXT_FIELDS:
+        at = data.find(name)
+        while at >= 0:
+            start = at + length
+            if data.startswith(b'"', start):
+                start += 1
+            elif data.startswith(b' "', start):  # JSON written with a space after its colons
+                start += 2
+            else:
+                at = data.find(name, start)
+                continue
+            end = data.find(b'"', start)
+            while end > 0 and data[end - 1] == _BACKSLASH and _escaped(data, end):
+                end = data.find(b'"', end + 1)
+            if end < 0:  # cut off inside the value
+                end = len(data)
+            if end > start:
+                size += end - start
+                pieces += 1
+            at = data.find(name, end)
+    return size, pieces
+
+
+def _relayed_tokens(size: int, sampled: int, text_size: int, pieces: int) -> int:
+    """The output tokens of a stream that read `size` bytes, of which `sampled` carried `text_size` bytes of text in
+    `pieces` values: that text scaled to all it read, counted as the input is (bytes / 4), and at least a token per
+    value (upstreams stream about one token a chunk)."""
+    if not sampled:
+        return 0
+    return max(text_tokens(text_size * size // sampled), pieces * size // sampled)
+
+
+def _escaped(data: bytes, quote: int) -> bool:
+    """Whether the quote at `quote` is escaped: preceded by an odd number of backslashes."""
+    before = quote - 1
+    while before >= 0 and data[before] == _BACKSLASH:
+        before -= 1
+    return (quote - 1 - before) % 2 == 1
+
+
 def _plain_head(complete: bytes) -> int:
     """Where the events before the first one that must be parsed end (0 when there are none)."""
     found = _special_at(complete)
@@ -199,41 +257,51 @@ def _payload(event: bytes) -> bytes:
 
 async def _relay(upstream: UpstreamResponse, out: EventStream, call: Call, include_usage: bool) -> bytes | None:
     """Forward events as they arrive (one write per upstream read); when the upstream ended with [DONE], the last
-    events and [DONE], left for the end of the body."""
+    events and [DONE], left for the end of the body. What was read counts in `call.relayed`, forwarded or not
+    (the upstream produced it): its bytes, and the text measured in one read of `_SAMPLED`, scaled to them."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
-    async for data in upstream.chunks():
-        if not call.first_chunk_at:
-            call.first_chunk_at = time.perf_counter()
-        text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
-        if pending:
-            text = pending + text
-        end = text.rfind(b"\n\n") + 2
-        if end < 2:
-            pending = text
-            continue
-        if end == len(text):  # the usual read: whole events
-            complete, pending = text, b""
-        else:  # an incomplete last event waits for the next read
-            complete, pending = text[:end], text[end:]
-        if not _ends(complete):
-            block = _translated(complete, include_usage, names)
-            if block is not None:  # the usual read: whole events, forwarded without parsing
-                await out.write(block)
+    size = skip = sampled = text_size = pieces = 0  # bytes read; reads left to skip; bytes measured, their text, values
+    try:
+        async for data in upstream.chunks():
+            if not call.first_chunk_at:
+                call.first_chunk_at = time.perf_counter()
+            text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+            if pending:
+                text = pending + text
+            end = text.rfind(b"\n\n") + 2
+            if end < 2:
+                pending = text
                 continue
-        # The plain events before the first that must be parsed (on the last read all but usage and [DONE]) go as
-        # one block, translated without parsing.
-        at = _plain_head(complete)
-        head = _translated(complete[:at], include_usage, names) if at else None
-        if head is None:
-            at = 0
-        events = complete[at:].split(b"\n\n")[:-1]
-        last = await _forward(out, events, call, include_usage, names, head=head or b"")
-        if last is not None:
-            return last
-    if not pending.strip():
-        return None
-    return await _forward(out, [pending.strip()], call, include_usage, names)
+            if end == len(text):  # the usual read: whole events
+                complete, pending = text, b""
+            else:  # an incomplete last event waits for the next read
+                complete, pending = text[:end], text[end:]
+            size += len(complete)
+            skip -= 1
+            if skip < 0:  # the first read, then one in _SAMPLED: measuring every read would cost half of this loop
+                grown, more = _text_size(complete)
+                skip, sampled = _SAMPLED - 1, sampled + len(complete)
+                text_size, pieces = text_size + grown, pieces + more
+            if not _ends(complete):
+                block = _translated(complete, include_usage, names)
+                if block is not None:  # the usual read: whole events, forwarded without parsing
+                    await out.write(block)
+                    continue
+            # The plain events before the first that must be parsed (on the last read all but usage and [DONE]) go
+            # as one block, translated without parsing.
+            at = _plain_head(complete)
+            head = _translated(complete[:at], include_usage, names) if at else None
+            if head is None:
+                at = 0
+            events = complete[at:].split(b"\n\n")[:-1]
+            last = await _forward(out, events, call, include_usage, names, head=head or b"")
+            if last is not None:
+                return last
+        size += len(pending)
+        return await _forward(out, [pending.strip()], call, include_usage, names) if pending.strip() else None
+    finally:
+        call.relayed = _relayed_tokens(size, sampled, text_size, pieces)  # this model call's one stream
 
 
 async def _forward(
@@ -302,10 +370,12 @@ async def _drain(upstream: UpstreamResponse) -> None:
             await upstream.read(_DRAIN_LIMIT)
 
 
-async def chat_chunks(upstream: UpstreamResponse) -> AsyncIterator[dict[str, Any]]:
+async def chat_chunks(upstream: UpstreamResponse, call: Call | None = None) -> AsyncIterator[dict[str, Any]]:
     """The parsed `data:` payloads of an upstream chat stream, until [DONE]; an upstream error event or a stream
-    that ends without [DONE] raises UpstreamFailed (friendly text only)."""
+    that ends without [DONE] raises UpstreamFailed (friendly text only). With `call`, the text of each counts in
+    `call.relayed` as it is read (as `relay_sse` counts it)."""
     pending = b""
+    size = pieces = 0
     try:
         async for data in upstream.chunks():
             text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
@@ -314,6 +384,11 @@ async def chat_chunks(upstream: UpstreamResponse) -> AsyncIterator[dict[str, Any
                 payload = _payload(event)
                 if not payload:
                     continue
+                if call is not None:  # every event measured: each is parsed anyway
+                    grown, more = _text_size(payload)
+                    if more:  # kept current event by event: the consumer may stop reading at any one
+                        size, pieces = size + grown, pieces + more
+                        call.relayed = max(text_tokens(size), pieces)
                 if payload.startswith(b"[DONE]"):
                     return
                 try:

@@ -5,8 +5,9 @@ loopback) and `limits_models` (the models on it, registered once per test module
 
 The upstream answers every chat call with 10 prompt tokens and min(60, max_tokens) completion tokens (so a call never
 uses more than it reserved), embeddings with 8 tokens, rerank with 5, transcriptions with 4; `slow` answers after
-1.5 s; `guard` (an output guardrail) answers `safe`; `nousage` reports no usage, streamed or not; with tools it first
-calls the tool whose name ends in `add`.
+1.5 s; `guard` (an output guardrail) answers `safe`; `nousage` reports no usage, streamed or not; `flood` streams
+`FLOOD` chunks of one token each (`"tok "`), pauses, then ends without a usage; with tools it first calls the tool
+whose name ends in `add`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from tests.world import make_world, must
 LIMITS = "switchboard.limits.v1.LimitService"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 PROMPT = 10
+FLOOD = 1500  # more than the 1024 output tokens a call that sets no max_tokens reserves
+FLOOD_PAUSE = 0.5  # after the flood: a client that hangs up meanwhile is found gone at the next chunk
 
 
 def _usage(payload: dict[str, Any]) -> dict[str, int]:
@@ -53,8 +56,27 @@ def _tool_call(tools: list[Any]) -> dict[str, Any] | None:
     return None
 
 
+async def _flood(request: web.Request, base: dict[str, Any]) -> web.StreamResponse:
+    """`FLOOD` content chunks of one token each, a pause, the last chunk and [DONE]; never a usage."""
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    chunk = {**base, "object": "chat.completion.chunk"}
+    token = orjson.dumps({**chunk, "choices": [{"index": 0, "delta": {"content": "tok "}, "finish_reason": None}]})
+    for _ in range(FLOOD):
+        await resp.write(b"data: " + token + b"\n\n")
+    await asyncio.sleep(FLOOD_PAUSE)
+    last = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
+    with contextlib.suppress(ConnectionError):  # the gateway gave up on the stream when its client left
+        await resp.write(b"data: " + orjson.dumps(last) + b"\n\n")
+        await asyncio.sleep(FLOOD_PAUSE)
+        await resp.write(b"data: [DONE]\n\n")
+    return resp
+
+
 async def _chat(request: web.Request) -> web.StreamResponse:
     payload = await request.json()
+    if payload.get("model") == "flood":
+        return await _flood(request, {"id": "chatcmpl-l", "created": 1, "model": "flood"})
     if payload.get("model") == "slow":
         await asyncio.sleep(1.5)
     messages = payload.get("messages") or [{}]
@@ -118,6 +140,7 @@ def specs(upstream: str) -> list[ModelSpec]:
         ModelSpec("lchat2", upstream=upstream, upstream_model="counted"),
         ModelSpec("lslow", upstream=upstream, upstream_model="slow"),
         ModelSpec("lnousage", upstream=upstream, upstream_model="nousage"),
+        ModelSpec("lflood", upstream=upstream, upstream_model="flood"),
         ModelSpec("lguard", upstream=upstream, upstream_model="guard", task=5),
         ModelSpec("lembed", upstream=upstream, upstream_model="e", task=2),
         ModelSpec("lrerank", upstream=upstream, upstream_model="r", task=3),

@@ -13,12 +13,14 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import pytest
 from sqlalchemy import update
 
 from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, reservation
 from gateway.limits.headers import duration, retry_headers
 from gateway.limits.limiter import Grant, Limiter, LimitExceeded
+from gateway.streaming import _text_size
 from server.domain.limits import BudgetPeriod
 from server.domain.limits_plan import budget_window, minute_window
 from server.domain.principal import ApiKeyIdentity, ApiKeyType, Principal
@@ -177,12 +179,48 @@ def test_windows() -> None:
 
 def test_reservations() -> None:
     assert reservation(CallKind.CHAT_COMPLETION, 400, {"max_tokens": 50}) == 150
-    assert reservation(CallKind.CHAT_COMPLETION, 401, {"max_completion_tokens": 7, "max_tokens": 50}) == 108
+    # Both bounds set: the larger, whichever field carries it (upstreams differ in which they honour).
+    assert reservation(CallKind.CHAT_COMPLETION, 401, {"max_completion_tokens": 7, "max_tokens": 50}) == 151
+    assert reservation(CallKind.CHAT_COMPLETION, 401, {"max_completion_tokens": 50, "max_tokens": 7}) == 151
+    # A preset agent's own bound stands in for the default, never for a bound the request sets.
+    assert reservation(CallKind.CHAT_COMPLETION, 400, {}, default_output=50) == 150
+    assert reservation(CallKind.CHAT_COMPLETION, 400, {"max_tokens": 20}, default_output=50) == 120
+    assert reservation(CallKind.RESPONSE, 400, {"max_output_tokens": 20}, default_output=50) == 120
     assert reservation(CallKind.CHAT_COMPLETION, 400, {"max_tokens": 50, "n": 3}) == 250  # each choice may use it all
     assert reservation(CallKind.CHAT_COMPLETION, 400, {"n": 2}) == 100 + 2 * DEFAULT_OUTPUT_TOKENS
     assert reservation(CallKind.RESPONSE, 40, {}) == 10 + DEFAULT_OUTPUT_TOKENS
     assert reservation(CallKind.EMBEDDING, 400, {"max_tokens": 50}) == 100
     assert reservation(CallKind.TRANSCRIPTION, 10_000_000, None) == 0
+
+
+def _chunk(delta: dict[str, Any], **extra: Any) -> bytes:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None, **extra}
+    return b"data: " + orjson.dumps({"id": "c", "model": "m", "choices": [choice], "usage": None}) + b"\n\n"
+
+
+def _escaped_size(text: str) -> int:
+    return len(orjson.dumps(text)) - 2  # as the string stands in JSON, quotes and backslashes escaped
+
+
+@pytest.mark.parametrize(
+    ("events", "size", "pieces"),
+    [
+        (_chunk({"role": "assistant", "content": "", "refusal": None}), 0, 0),
+        (_chunk({"content": " world"}), 6, 1),
+        (_chunk({"content": 'say "hi" \\'}), _escaped_size('say "hi" \\'), 1),
+        (_chunk({"content": "a\\"}) + _chunk({"content": "b"}), _escaped_size("a\\") + 1, 2),
+        (_chunk({"reasoning_content": "think", "content": "so"}), 7, 2),
+        (_chunk({"reasoning": "think"}), 5, 1),
+        (_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 2}'}}]}), _escaped_size('{"a": 2}'), 1),
+        (_chunk({"content": "Hi"}, logprobs={"content": [{"token": "Hi", "logprob": -0.1}]}), 2, 1),
+        (b'data: {"choices": [{"delta": {"content": "spaced"}}]}\n\n', 6, 1),
+        (_chunk({}, finish_reason="stop"), 0, 0),
+    ],
+)
+def test_the_text_a_stream_relays_is_measured_without_parsing(events: bytes, size: int, pieces: int) -> None:
+    """What a stream cut off before its usage settles to (gateway.streaming, gateway.calls): the bytes of its text
+    fields' string values, and how many there were."""
+    assert _text_size(events) == (size, pieces)
 
 
 async def test_redis_scripts_reload_after_a_flush_and_run_once() -> None:

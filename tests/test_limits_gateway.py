@@ -32,7 +32,7 @@ from tests.agent_world import AGENTS
 from tests.conftest import ONE_BACKEND, Database, Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
 from tests.gateway_world import GatewayWorld
-from tests.limits_world import LIMITS, LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
+from tests.limits_world import FLOOD, LIMITS, LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
 from tests.world import must
 
 pytestmark = ONE_BACKEND  # the limits' counts are the gateway's; policies are stored as on any backend
@@ -72,10 +72,15 @@ def chat(model: str, **extra: Any) -> dict[str, Any]:
     return {"model": model, "messages": [{"role": "user", "content": "hi"}], **extra}
 
 
-def reserved(body: dict[str, Any]) -> int:
-    """What the gateway reserves for a chat body (gateway.limits.estimate): its bytes / 4, plus max_tokens for each of
-    its n choices."""
-    return -(-len(orjson.dumps(body)) // 4) + int(body.get("max_tokens", 1024)) * int(body.get("n", 1))
+def reserved(body: dict[str, Any], output: int = 1024) -> int:
+    """What the gateway reserves for a chat body (gateway.limits.estimate): its bytes / 4, plus the larger of
+    max_tokens and max_completion_tokens (`output` when it sets neither) for each of its n choices."""
+    bounds = [int(body[name]) for name in ("max_tokens", "max_completion_tokens") if name in body]
+    return input_tokens(body) + max(bounds, default=output) * int(body.get("n", 1))
+
+
+def input_tokens(body: dict[str, Any]) -> int:
+    return -(-len(orjson.dumps(body)) // 4)
 
 
 async def test_requests_per_minute_refuse_with_openais_429(gw: LimitsGateway, tenant: Tenant) -> None:
@@ -148,6 +153,28 @@ async def test_tokens_reserve_and_settle_to_usage_streams_included(gw: LimitsGat
     assert "Request too large" in body["error"]["message"]
 
 
+async def test_a_request_setting_both_output_bounds_reserves_the_larger(gw: LimitsGateway, tenant: Tenant) -> None:
+    """`max_tokens` and `max_completion_tokens` together: upstreams differ in which they honour (vLLM and SGLang the
+    newer, servers that predate it only `max_tokens`), so the reservation takes the larger, whichever it is."""
+    key_id, secret = await tenant.key("both-bounds")
+    await tenant.limit((KEY, key_id), tokensPerMinute="2000")
+    model = tenant.world.model("lchat")
+    await early_in_a_minute(10)
+    first = chat(model, max_completion_tokens=10, max_tokens=500)
+    status, headers, _ = await post(gw, secret, "/chat/completions", first)
+    assert status == 200 and headers["x-ratelimit-remaining-tokens"] == str(2000 - input_tokens(first) - 500)
+    second = chat(model, max_tokens=10, max_completion_tokens=500)
+    status, headers, _ = await post(gw, secret, "/chat/completions", second)
+    # The first settled to its usage: 10 prompt tokens and the 10 completion tokens this upstream produced.
+    assert status == 200 and headers["x-ratelimit-remaining-tokens"] == str(2000 - 20 - input_tokens(second) - 500)
+    # The larger bound alone could use more than the minute's 2000: never admitted, whichever field carries it.
+    for field, other in (("max_tokens", "max_completion_tokens"), ("max_completion_tokens", "max_tokens")):
+        too_large = chat(model, **{field: 5000, other: 10})
+        status, headers, body = await post(gw, secret, "/chat/completions", too_large)
+        assert status == 429 and headers["x-should-retry"] == "false", field
+        assert "Request too large" in body["error"]["message"]
+
+
 async def test_each_of_n_choices_reserves_max_tokens(gw: LimitsGateway, tenant: Tenant) -> None:
     key_id, secret = await tenant.key("choices")
     await tenant.limit((KEY, key_id), tokensPerMinute="1000")
@@ -174,6 +201,57 @@ async def test_an_answer_without_usage_keeps_its_reservation(gw: LimitsGateway, 
     _, headers, _ = await post(gw, secret, "/chat/completions", last)
     expected = 100_000 - reserved(first) - reserved(streamed) - reserved(last)
     assert headers["x-ratelimit-remaining-tokens"] == str(expected)
+
+
+@pytest.mark.parametrize("path", ["/chat/completions", "/responses"])
+async def test_a_stream_cut_off_settles_to_what_it_relayed_beyond_its_reservation(
+    gw: LimitsGateway, tenant: Tenant, database: Database, path: str
+) -> None:
+    """A client that hangs up mid-stream leaves the call without the usage its upstream reports last. It reserved
+    1024 output tokens (it set no bound), but the gateway had relayed 1500 chunks of one token each: it settles to
+    its input and those (estimated as its input is, bytes / 4, at least one token a chunk), not to the smaller
+    reservation."""
+    key_id, secret = await tenant.key("cut-off")
+    await tenant.limit((KEY, key_id), tokensPerMinute="100k")
+    await early_in_a_minute(20)
+    model = tenant.world.model("lflood")
+    body = chat(model, stream=True) if path == "/chat/completions" else {"model": model, "input": "hi", "stream": True}
+    async with aiohttp.ClientSession() as http:
+        resp = await http.post(
+            f"{gw.base_url}{path}", data=orjson.dumps(body), headers={"Authorization": f"Bearer {secret}"}
+        )
+        assert resp.status == 200
+        assert resp.headers["x-ratelimit-remaining-tokens"] == str(100_000 - input_tokens(body) - 1024)
+        seen = 0
+        async for line in resp.content:  # every token of the flood, then the client goes away while it pauses
+            seen += line.startswith(b"data: ") and b'"tok "' in line
+            if seen == FLOOD:
+                break
+        resp.close()
+    assert await usage_statuses(database, key_id) == [499]  # metered as cut off, so its reservation has settled
+    after = chat(tenant.world.model("lchat"), max_tokens=1)
+    _, headers, _ = await post(gw, secret, "/chat/completions", after)
+    settled = 100_000 - int(headers["x-ratelimit-remaining-tokens"]) - reserved(after) - input_tokens(body)
+    # The flood's text (a chat stream's measured in one read of 16 and scaled by bytes to all: the last chunk, read
+    # too, adds its share), not the 1024 it reserved.
+    assert FLOOD <= settled <= FLOOD + 2
+
+
+async def usage_statuses(database: Database, key_id: str) -> list[int]:
+    """The statuses of the key's metered calls, once there are any (they are metered off the request path)."""
+    db = Db(database.url)
+    try:
+        for _attempt in range(200):
+            async with db.read() as session:
+                statuses = list(
+                    await session.scalars(select(UsageEventRow.status).where(UsageEventRow.api_key_id == key_id))
+                )
+            if statuses:
+                return statuses
+            await asyncio.sleep(0.05)
+        return []
+    finally:
+        await db.close()
 
 
 async def test_a_budget_refuses_once_spent_and_its_soft_threshold_is_recorded(
@@ -346,10 +424,14 @@ async def test_a_tool_loop_cut_short_counts_and_meters_the_model_calls_it_made(
     assert sorted((r.status, r.total_tokens) for r in rows) == [(200, 140), (429, 70)]
 
 
-async def preset_agent(tenant: Tenant, base: str, guardrails: tuple[str, ...] = ()) -> str:
+async def preset_agent(
+    tenant: Tenant, base: str, guardrails: tuple[str, ...] = (), sampling: dict[str, Any] | None = None
+) -> str:
     """The publicModelId of a new preset agent, made by the tenant's editor (who may not set limits)."""
     name = f"agent-{secrets.token_hex(3)}"
     agent = {"name": name, "publicModelId": name, "baseModel": base, "outputGuardrails": list(guardrails)}
+    if sampling is not None:
+        agent["sampling"] = sampling
     body = {"tenantId": tenant.id, "presetAgent": agent}
     created = must(await tenant.connect.call(f"{AGENTS}/CreatePresetAgent", body, token=tenant.world.tokens["editor"]))
     return str(created["presetAgent"]["publicModelId"])
@@ -371,6 +453,28 @@ async def test_a_preset_agent_is_held_to_its_base_models_limits(gw: LimitsGatewa
     body = {"tenantId": tenant.id, "apiKeyId": key_id, "model": agent}
     got = must(await tenant.connect.call(f"{LIMITS}/GetLimitUsage", body, token=tenant.world.tokens["admin"]))
     assert [(u["scope"]["id"], u["limit"]) for u in got["limits"]] == [(base, "2")], got
+
+
+async def test_a_preset_agents_max_output_tokens_bounds_its_reservation(gw: LimitsGateway, tenant: Tenant) -> None:
+    """An agent's maxOutputTokens reaches its base model as max_completion_tokens when the caller sets no bound: the
+    call reserves it, not the 1024 of a call without one, on chat completions and on responses."""
+    agent = await preset_agent(tenant, tenant.world.model("lchat"), sampling={"maxOutputTokens": 50})
+    key_id, secret = await tenant.key("agent-bound", person="editor")
+    await tenant.limit((KEY, key_id), tokensPerMinute="100k")
+    await early_in_a_minute(15)
+    asked = chat(agent)
+    status, headers, answer = await post(gw, secret, "/chat/completions", asked)
+    assert status == 200 and answer["usage"]["completion_tokens"] == 50  # the agent's bound reached the upstream
+    assert headers["x-ratelimit-remaining-tokens"] == str(100_000 - reserved(asked, output=50))
+    # A bound the caller sets is the call's own: the agent's applies only where the caller set none.
+    own = chat(agent, max_tokens=20)
+    status, headers, answer = await post(gw, secret, "/chat/completions", own)
+    assert status == 200 and answer["usage"]["completion_tokens"] == 20
+    assert headers["x-ratelimit-remaining-tokens"] == str(100_000 - 60 - reserved(own))
+    responses = {"model": agent, "input": "hi"}
+    status, headers, _ = await post(gw, secret, "/responses", responses)
+    assert status == 200
+    assert headers["x-ratelimit-remaining-tokens"] == str(100_000 - 60 - 30 - input_tokens(responses) - 50)
 
 
 async def test_output_guardrail_calls_count_against_the_callers_limits(gw: LimitsGateway, tenant: Tenant) -> None:

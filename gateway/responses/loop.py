@@ -376,7 +376,7 @@ async def _streamed_model(
             turn.request, turn.route, Surface.CHAT, {**chat, "stream": True, "stream_options": {"include_usage": True}}
         )
         try:
-            async for chunk in chat_chunks(upstream):
+            async for chunk in chat_chunks(upstream, turn.call):
                 usage = chunk.get("usage") or usage
                 for choice in chunk.get("choices") or ():
                     if not isinstance(choice, dict) or choice.get("index", 0) != 0:

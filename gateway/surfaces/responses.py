@@ -391,7 +391,7 @@ async def _stream(
     try:
         await events.start()
         try:
-            async for chunk in chat_chunks(upstream):
+            async for chunk in chat_chunks(upstream, call):
                 await events.chunk(chunk)
         except UpstreamFailed as exc:
             call.status = 502
