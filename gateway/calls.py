@@ -9,8 +9,9 @@ call the gateway makes within the call (an agent's output guardrails: `resolve_w
 reservations settle to the usage the answers reported and concurrency leases are given back. A model call whose usage
 never became known (the client went away mid-stream, or the answer reported none) keeps its reservation, or counts
 what its stream relayed when that is more (`relayed`, gateway.streaming); one that failed (an upstream failure, a
-refusal) releases it. A preset agent's own output bound (its `maxOutputTokens`, which it gives the base model when
-the caller sets none) stands in for the default output a call without one reserves.
+refusal) releases it, but for what its stream relayed before it broke. A preset agent's own output bound (its
+`maxOutputTokens`, which it gives the base model when the caller sets none) stands in for the default output a call
+without one reserves.
 """
 
 from __future__ import annotations
@@ -133,11 +134,16 @@ class Call:
             self.awaiting, self.awaiting_output, self.relayed = grant.reserved, output, 0
             request[LIMIT_HEADERS] = grant.headers
 
-    def pending(self) -> int:
-        """What the last model call admitted counts while its usage is unknown: its reservation, or its input and
-        what its stream relayed when that is more."""
-        beyond = self.relayed - self.awaiting_output
-        return self.awaiting + beyond if self.awaiting and beyond > 0 else self.awaiting
+    def pending(self, answered: bool = True) -> int:
+        """What the last model call admitted counts while its usage is unknown. Answered: its reservation, or its
+        input and what its stream relayed when that is more. Failed: nothing, unless its stream relayed text before
+        it broke (the upstream produced that much): then its input and that text."""
+        if not self.awaiting:
+            return 0
+        relayed = self.awaiting - self.awaiting_output + self.relayed
+        if not answered:
+            return relayed if self.relayed else 0
+        return max(self.awaiting, relayed)
 
     def count(self, usage: Any) -> None:
         """Record an OpenAI-style usage object (chat, embeddings, rerank or transcription token usage) of the call's
@@ -254,7 +260,7 @@ async def _settle(call: Call) -> None:
     total = call.tokens.get("total_tokens", 0) or sum(call.tokens.values())
     # What ran without a usage to show for it keeps its reservation (or what its stream relayed, when more): settling
     # it to nothing would make such calls free, however much they produced.
-    used = total + call.unreported + (call.pending() if _answered(call.status) else 0)
+    used = total + call.unreported + call.pending(_answered(call.status))
     grants = call.grants
     try:
         if len(grants) > 1:  # the tool loop's: only its later model calls cost a slice and a sum

@@ -10,9 +10,9 @@ the stream ends with that error event.
 
 The text relayed is measured on the way (`_text_size`, by substring searches, without parsing; in the relay one read
 in `_SAMPLED`, scaled to the bytes of all) and estimated in tokens as a request's input is (bytes / 4, and at least a
-token per text value, as upstreams stream about a token a chunk), so a stream cut off before its usage arrived (the
-client went away) settles its rate-limit reservation to what it relayed when that is more than it reserved
-(gateway.calls).
+token per event, or per text value where each is parsed anyway, as upstreams stream about a token a chunk), so a
+stream cut off before its usage arrived (the client went away) settles its rate-limit reservation to what it relayed
+when that is more than it reserved (gateway.calls).
 """
 
 from __future__ import annotations
@@ -217,13 +217,13 @@ def _text_size(data: bytes) -> tuple[int, int]:
     return size, pieces
 
 
-def _relayed_tokens(size: int, sampled: int, text_size: int, pieces: int) -> int:
-    """The output tokens of a stream that read `size` bytes, of which `sampled` carried `text_size` bytes of text in
-    `pieces` values: that text scaled to all it read, counted as the input is (bytes / 4), and at least a token per
-    value (upstreams stream about one token a chunk)."""
-    if not sampled:
-        return 0
-    return max(text_tokens(text_size * size // sampled), pieces * size // sampled)
+def _relayed_tokens(size: int, sampled: int, text_size: int, events: int) -> int:
+    """The output tokens of a stream that read `size` bytes in `events` events, of which `sampled` bytes carried
+    `text_size` bytes of text: that text scaled to all it read, counted as the input is (bytes / 4), and at least a
+    token per event (upstreams stream about one token an event; counted in every read, so a sample with less text
+    than the rest, such as a last event with none, cannot make it fall short)."""
+    scaled = text_tokens(text_size * size // sampled) if sampled else 0
+    return max(scaled, events)
 
 
 def _escaped(data: bytes, quote: int) -> bool:
@@ -261,7 +261,7 @@ async def _relay(upstream: UpstreamResponse, out: EventStream, call: Call, inclu
     (the upstream produced it): its bytes, and the text measured in one read of `_SAMPLED`, scaled to them."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
-    size = skip = sampled = text_size = pieces = 0  # bytes read; reads left to skip; bytes measured, their text, values
+    size = read = skip = sampled = text_size = 0  # bytes and events read; reads left to skip; bytes measured, text
     try:
         async for data in upstream.chunks():
             if not call.first_chunk_at:
@@ -278,11 +278,10 @@ async def _relay(upstream: UpstreamResponse, out: EventStream, call: Call, inclu
             else:  # an incomplete last event waits for the next read
                 complete, pending = text[:end], text[end:]
             size += len(complete)
+            read += complete.count(b"\n\n")
             skip -= 1
             if skip < 0:  # the first read, then one in _SAMPLED: measuring every read would cost half of this loop
-                grown, more = _text_size(complete)
-                skip, sampled = _SAMPLED - 1, sampled + len(complete)
-                text_size, pieces = text_size + grown, pieces + more
+                skip, sampled, text_size = _SAMPLED - 1, sampled + len(complete), text_size + _text_size(complete)[0]
             if not _ends(complete):
                 block = _translated(complete, include_usage, names)
                 if block is not None:  # the usual read: whole events, forwarded without parsing
@@ -301,7 +300,7 @@ async def _relay(upstream: UpstreamResponse, out: EventStream, call: Call, inclu
         size += len(pending)
         return await _forward(out, [pending.strip()], call, include_usage, names) if pending.strip() else None
     finally:
-        call.relayed = _relayed_tokens(size, sampled, text_size, pieces)  # this model call's one stream
+        call.relayed = _relayed_tokens(size, sampled, text_size, read)  # this model call's one stream
 
 
 async def _forward(

@@ -6,7 +6,8 @@ loopback) and `limits_models` (the models on it, registered once per test module
 The upstream answers every chat call with 10 prompt tokens and min(60, max_tokens) completion tokens (so a call never
 uses more than it reserved), embeddings with 8 tokens, rerank with 5, transcriptions with 4; `slow` answers after
 1.5 s; `guard` (an output guardrail) answers `safe`; `nousage` reports no usage, streamed or not; `flood` streams
-`FLOOD` chunks of one token each (`"tok "`), pauses, then ends without a usage; with tools it first calls the tool
+`FLOOD` chunks of one token each (`"tok "`), pauses, then ends without a usage; `broken` stops after those chunks,
+without [DONE]; with tools it first calls the tool
 whose name ends in `add`.
 """
 
@@ -56,14 +57,17 @@ def _tool_call(tools: list[Any]) -> dict[str, Any] | None:
     return None
 
 
-async def _flood(request: web.Request, base: dict[str, Any]) -> web.StreamResponse:
-    """`FLOOD` content chunks of one token each, a pause, the last chunk and [DONE]; never a usage."""
+async def _flood(request: web.Request, base: dict[str, Any], *, breaks: bool = False) -> web.StreamResponse:
+    """`FLOOD` content chunks of one token each, a pause, the last chunk and [DONE]; never a usage. One that
+    `breaks` ends right after the flood, without the rest."""
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
     chunk = {**base, "object": "chat.completion.chunk"}
     token = orjson.dumps({**chunk, "choices": [{"index": 0, "delta": {"content": "tok "}, "finish_reason": None}]})
     for _ in range(FLOOD):
         await resp.write(b"data: " + token + b"\n\n")
+    if breaks:
+        return resp
     await asyncio.sleep(FLOOD_PAUSE)
     last = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
     with contextlib.suppress(ConnectionError):  # the gateway gave up on the stream when its client left
@@ -75,8 +79,9 @@ async def _flood(request: web.Request, base: dict[str, Any]) -> web.StreamRespon
 
 async def _chat(request: web.Request) -> web.StreamResponse:
     payload = await request.json()
-    if payload.get("model") == "flood":
-        return await _flood(request, {"id": "chatcmpl-l", "created": 1, "model": "flood"})
+    if payload.get("model") in ("flood", "broken"):
+        base = {"id": "chatcmpl-l", "created": 1, "model": payload["model"]}
+        return await _flood(request, base, breaks=payload["model"] == "broken")
     if payload.get("model") == "slow":
         await asyncio.sleep(1.5)
     messages = payload.get("messages") or [{}]
@@ -141,6 +146,7 @@ def specs(upstream: str) -> list[ModelSpec]:
         ModelSpec("lslow", upstream=upstream, upstream_model="slow"),
         ModelSpec("lnousage", upstream=upstream, upstream_model="nousage"),
         ModelSpec("lflood", upstream=upstream, upstream_model="flood"),
+        ModelSpec("lbroken", upstream=upstream, upstream_model="broken"),
         ModelSpec("lguard", upstream=upstream, upstream_model="guard", task=5),
         ModelSpec("lembed", upstream=upstream, upstream_model="e", task=2),
         ModelSpec("lrerank", upstream=upstream, upstream_model="r", task=3),

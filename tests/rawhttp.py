@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -23,19 +24,10 @@ async def raw_request(
     base_url: str, method: str, path: str, headers: list[tuple[bytes, bytes]], body: bytes = b""
 ) -> RawResponse:
     url = urlsplit(base_url)
-    reader, writer = await asyncio.open_connection(url.hostname, url.port)
-    try:
-        lines = [f"{method} {path} HTTP/1.1".encode(), f"Host: {url.hostname}:{url.port}".encode()]
-        lines += [name + b": " + value for name, value in headers]
-        lines += [f"Content-Length: {len(body)}".encode(), b"Connection: close"]
-        writer.write(b"\r\n".join(lines) + b"\r\n\r\n" + body)
-        await writer.drain()
-        raw = await asyncio.wait_for(_read_answer(reader), 30)
-    finally:
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-    return _parsed(raw)
+    lines = [f"{method} {path} HTTP/1.1".encode(), f"Host: {url.hostname}:{url.port}".encode()]
+    lines += [name + b": " + value for name, value in headers]
+    lines += [f"Content-Length: {len(body)}".encode(), b"Connection: close"]
+    return await _exchange(base_url, b"\r\n".join(lines) + b"\r\n\r\n" + body, _read_answer)
 
 
 async def raw_exchange(base_url: str, data: bytes) -> RawResponse:
@@ -43,12 +35,18 @@ async def raw_exchange(base_url: str, data: bytes) -> RawResponse:
     answer, as soon as it is whole (by its Content-Length), with the connection still open: a request whose body
     is sent only in part is answered, or not, while the server still waits for the rest. TimeoutError if no whole
     answer comes within 30 seconds (`asyncio.timeout` for less)."""
+    return await _exchange(base_url, data, _read_one_answer)
+
+
+async def _exchange(
+    base_url: str, data: bytes, read: Callable[[asyncio.StreamReader], Awaitable[bytes]]
+) -> RawResponse:
     url = urlsplit(base_url)
     reader, writer = await asyncio.open_connection(url.hostname, url.port)
     try:
         writer.write(data)
         await writer.drain()
-        raw = await asyncio.wait_for(_read_one_answer(reader), 30)
+        raw = await asyncio.wait_for(read(reader), 30)
     finally:
         writer.close()
         with contextlib.suppress(OSError):

@@ -237,6 +237,26 @@ async def test_a_stream_cut_off_settles_to_what_it_relayed_beyond_its_reservatio
     assert FLOOD <= settled <= FLOOD + 2
 
 
+@pytest.mark.parametrize("path", ["/chat/completions", "/responses"])
+async def test_a_stream_that_breaks_after_relaying_text_counts_that_text(
+    gw: LimitsGateway, tenant: Tenant, database: Database, path: str
+) -> None:
+    """An upstream stream that breaks off (no [DONE]) is a failed call, which gives its reservation back, but the
+    client has the text relayed before the break, and the upstream produced it: that much counts."""
+    key_id, secret = await tenant.key("broken")
+    await tenant.limit((KEY, key_id), tokensPerMinute="100k")
+    await early_in_a_minute(20)
+    model = tenant.world.model("lbroken")
+    body = chat(model, stream=True) if path == "/chat/completions" else {"model": model, "input": "hi", "stream": True}
+    status, _, answer = await post(gw, secret, path, body)
+    assert status == 200 and answer.count(b'"tok "') == FLOOD and b"error" in answer
+    assert await usage_statuses(database, key_id) == [502]
+    after = chat(tenant.world.model("lchat"), max_tokens=1)
+    _, headers, _ = await post(gw, secret, "/chat/completions", after)
+    settled = 100_000 - int(headers["x-ratelimit-remaining-tokens"]) - reserved(after) - input_tokens(body)
+    assert FLOOD <= settled <= FLOOD + 2
+
+
 async def usage_statuses(database: Database, key_id: str) -> list[int]:
     """The statuses of the key's metered calls, once there are any (they are metered off the request path)."""
     db = Db(database.url)
