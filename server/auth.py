@@ -13,15 +13,18 @@ method answers a non-member's scoped request); keys are always scoped to their o
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from server import permissions
 from server.console.session import SESSION_COOKIE, session_cookie
 from server.domain import users
 from server.domain.principal import Principal
 from server.errors import PermissionDenied, Unauthenticated
-from server.session_revocations import SessionRevocations
 from server.store.db import Database
 from server.tokens import TokenVerifier
+
+if TYPE_CHECKING:  # a runtime import would be circular (api_keys -> auth)
+    from server.session_revocations import SessionRevocations
 
 __all__ = ["API_KEY_PREFIX", "TENANT_HEADER", "Authenticator", "KeyVerifier", "credential"]
 

@@ -13,11 +13,11 @@ past their expiry, which the signature check refuses anyway, are deleted by the 
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 
 from sqlalchemy import delete, exists, select
 
+from server.domain.api_keys import hash_secret
 from server.errors import Unauthenticated
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
@@ -30,10 +30,6 @@ __all__ = ["SessionRevocations"]
 _MAX_ENTRIES = 100_000
 
 
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
-
-
 class SessionRevocations:
     def __init__(self, db: Database, cache_seconds: float) -> None:
         self._db = db
@@ -42,7 +38,7 @@ class SessionRevocations:
 
     async def check(self, token: str) -> None:
         """Refuse a signed-out token as any invalid one is refused (the answer says no more)."""
-        digest = _digest(token)
+        digest = hash_secret(token)
         if await self._revoked.get(digest, lambda: self._load(digest)):
             raise Unauthenticated(TOKEN_REFUSAL)
 
@@ -57,7 +53,7 @@ class SessionRevocations:
         async with self._db.transaction() as session:
             await session.execute(delete(RevokedSessionRow).where(RevokedSessionRow.expires_at <= now))
             values = {
-                "token_hash": _digest(token),
+                "token_hash": hash_secret(token),
                 "expires_at": datetime.fromtimestamp(expires_at, UTC),
                 "revoked_at": now,
             }

@@ -28,14 +28,17 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from server.console.oidc import FLOW_COOKIE, FLOW_PATH, OidcClient, SignInFailed
 from server.errors import Unauthenticated
-from server.session_revocations import SessionRevocations
 from server.settings import Settings
 from server.tokens import TokenVerifier, mint_bootstrap_admin
 from server.traffic import Receive, Scope, Send
+
+if TYPE_CHECKING:  # a runtime import would be circular (api_keys -> auth)
+    from server.session_revocations import SessionRevocations
 
 __all__ = [
     "AUTH_PREFIX",
