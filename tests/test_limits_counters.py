@@ -17,7 +17,7 @@ import orjson
 import pytest
 from sqlalchemy import update
 
-from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, reservation
+from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, input_tokens, output_tokens
 from gateway.limits.headers import duration, retry_headers
 from gateway.limits.limiter import Grant, Limiter, LimitExceeded
 from gateway.streaming import _text_size
@@ -175,6 +175,13 @@ def test_windows() -> None:
     assert week.id == "w2026-W48" and week.end == datetime(2026, 11, 30, tzinfo=UTC).timestamp()
     month = budget_window(BudgetPeriod.MONTH, datetime(2026, 12, 31, 23, 59, tzinfo=UTC).timestamp())
     assert month.id == "M2026-12" and month.end == datetime(2027, 1, 1, tzinfo=UTC).timestamp()
+
+
+def reservation(
+    kind: CallKind, body_bytes: int, payload: dict[str, Any] | None, default_output: int = DEFAULT_OUTPUT_TOKENS
+) -> int:
+    """What gateway.calls reserves for one model call: its input and the output its payload bounds."""
+    return input_tokens(kind, body_bytes) + output_tokens(kind, payload, default_output)
 
 
 def test_reservations() -> None:

@@ -7,8 +7,7 @@ writes OpenAI's rate-limit headers.
 gateway.calls is the one place every inference surface passes through.
 """
 
-from gateway.limits.estimate import reservation
 from gateway.limits.limiter import Grant, Limiter, LimitExceeded
 from gateway.limits.setup import open_limiter
 
-__all__ = ["Grant", "LimitExceeded", "Limiter", "open_limiter", "reservation"]
+__all__ = ["Grant", "LimitExceeded", "Limiter", "open_limiter"]

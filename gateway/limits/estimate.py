@@ -19,7 +19,7 @@ from typing import Any
 from server.domain.json_values import is_integer
 from server.metering import CallKind
 
-__all__ = ["DEFAULT_OUTPUT_TOKENS", "input_tokens", "output_tokens", "reservation", "text_tokens"]
+__all__ = ["DEFAULT_OUTPUT_TOKENS", "input_tokens", "output_tokens", "text_tokens"]
 
 DEFAULT_OUTPUT_TOKENS = 1024
 _BYTES_PER_TOKEN = 4
@@ -54,9 +54,3 @@ def output_tokens(kind: CallKind, payload: dict[str, Any] | None, default: int =
             bound = value
     choices = _count(payload.get("n")) or 1
     return (default if bound < 0 else bound) * choices
-
-
-def reservation(
-    kind: CallKind, body_bytes: int, payload: dict[str, Any] | None, default_output: int = DEFAULT_OUTPUT_TOKENS
-) -> int:
-    return input_tokens(kind, body_bytes) + output_tokens(kind, payload, default_output)
