@@ -11,7 +11,8 @@ never became known (the client went away mid-stream, or the answer reported none
 what its stream relayed when that is more (`relayed`, gateway.streaming); one that failed (an upstream failure, a
 refusal) releases it, but for what its stream relayed before it broke. A preset agent's own output bound (its
 `maxOutputTokens`, which it gives the base model when the caller sets none) stands in for the default output a call
-without one reserves.
+without one reserves. The usage event of a stream whose usage never arrived carries the same estimate of its input
+and relayed text (`metered_tokens`), limited or not.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class Call:
     model_calls: int = 0
     admitted: bool = False  # the request itself was admitted (at its model's resolution)
     within: bool = False  # a model call the gateway makes within the request's own (an agent's guardrail)
-    awaiting: int = 0  # the reservation of the last model call admitted, until its usage is known
+    awaiting: int = 0  # the reservation of the last model call admitted (limited or not), until its usage is known
     awaiting_output: int = 0  # the part of it reserved for output
     relayed: int = 0  # the output tokens a stream of that model call relayed (estimated: gateway.streaming)
     unreported: int = 0  # the reservations of earlier model calls that answered without a usage
@@ -128,10 +129,11 @@ class Call:
         except LimitExceeded:  # its answer carries its own headers; an earlier call's grant no longer describes it
             request.pop(LIMIT_HEADERS, None)
             raise
+        # Kept with or without a limit to hold it: metering estimates a cut-off stream's usage from these too.
+        self.unreported += self.pending()
+        self.awaiting, self.awaiting_output, self.relayed = reserve, output, 0
         if grant is not None:
             self.grants.append(grant)
-            self.unreported += self.pending()
-            self.awaiting, self.awaiting_output, self.relayed = grant.reserved, output, 0
             request[LIMIT_HEADERS] = grant.headers
 
     def pending(self, answered: bool = True) -> int:
@@ -144,6 +146,16 @@ class Call:
         if not answered:
             return relayed if self.relayed else 0
         return max(self.awaiting, relayed)
+
+    def metered_tokens(self) -> dict[str, int]:
+        """The call's usage as metered: what its answers reported, plus, for a last model call whose usage never
+        arrived but whose stream relayed text (cut off, or broken upstream), its input and that text as estimated
+        for the limits. A call that relayed nothing adds nothing: what it reserved is a bound, not a usage."""
+        if not (self.awaiting and self.relayed):
+            return self.tokens
+        prompt = self.tokens.get("prompt_tokens", 0) + self.awaiting - self.awaiting_output
+        completion = self.tokens.get("completion_tokens", 0) + self.relayed
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def count(self, usage: Any) -> None:
         """Record an OpenAI-style usage object (chat, embeddings, rerank or transcription token usage) of the call's
@@ -182,12 +194,12 @@ def _int(value: Any) -> int:
     return value if is_integer(value) and value >= 0 else 0
 
 
-def _annotate(call: Call) -> None:
+def _annotate(call: Call, tokens: dict[str, int]) -> None:
     """Ids and counts on the request's span; never model input or output."""
     span = trace.get_current_span()
     span.set_attribute("gen_ai.request.model", call.model)
     span.set_attribute("switchboard.call_kind", call.kind.name.lower())
-    for name, value in call.tokens.items():
+    for name, value in tokens.items():
         span.set_attribute(f"switchboard.usage.{name}", value)
 
 
@@ -213,11 +225,11 @@ class metered:
             await _settle(call)
         request = call.request
         app = call.app
+        tokens = call.metered_tokens()
         if app[TRACING]:
-            _annotate(call)
+            _annotate(call, tokens)
         key = call.principal.api_key
         route = call.route
-        tokens = call.tokens
         if route is not None:  # a registered model: the only model label metrics take
             metrics.observe_tokens(route.public_model_id, tokens)
             if call.first_chunk_at:

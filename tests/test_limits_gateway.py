@@ -228,7 +228,9 @@ async def test_a_stream_cut_off_settles_to_what_it_relayed_beyond_its_reservatio
             if seen == FLOOD:
                 break
         resp.close()
-    assert await usage_statuses(database, key_id) == [499]  # metered as cut off, so its reservation has settled
+    # Metered as cut off (so its reservation has settled), with the same estimate of what it used.
+    [(status, prompt, completion)] = await metered(database, key_id)
+    assert status == 499 and prompt == input_tokens(body) and FLOOD <= completion <= FLOOD + 2
     after = chat(tenant.world.model("lchat"), max_tokens=1)
     _, headers, _ = await post(gw, secret, "/chat/completions", after)
     settled = 100_000 - int(headers["x-ratelimit-remaining-tokens"]) - reserved(after) - input_tokens(body)
@@ -250,24 +252,38 @@ async def test_a_stream_that_breaks_after_relaying_text_counts_that_text(
     body = chat(model, stream=True) if path == "/chat/completions" else {"model": model, "input": "hi", "stream": True}
     status, _, answer = await post(gw, secret, path, body)
     assert status == 200 and answer.count(b'"tok "') == FLOOD and b"error" in answer
-    assert await usage_statuses(database, key_id) == [502]
+    [(status, prompt, completion)] = await metered(database, key_id)
+    assert status == 502 and prompt == input_tokens(body) and FLOOD <= completion <= FLOOD + 2
     after = chat(tenant.world.model("lchat"), max_tokens=1)
     _, headers, _ = await post(gw, secret, "/chat/completions", after)
     settled = 100_000 - int(headers["x-ratelimit-remaining-tokens"]) - reserved(after) - input_tokens(body)
     assert FLOOD <= settled <= FLOOD + 2
 
 
-async def usage_statuses(database: Database, key_id: str) -> list[int]:
-    """The statuses of the key's metered calls, once there are any (they are metered off the request path)."""
+async def test_a_broken_stream_without_a_limit_is_metered_for_what_it_relayed(
+    gw: LimitsGateway, tenant: Tenant, database: Database
+) -> None:
+    """Usage is metered whether or not a limit holds the key: a stream whose upstream reported no usage before it
+    broke is metered with its input and the text relayed, not as 0 tokens."""
+    key_id, secret = await tenant.key("broken-unlimited")
+    body = chat(tenant.world.model("lbroken"), stream=True)
+    status, headers, _ = await post(gw, secret, "/chat/completions", body)
+    assert status == 200 and "x-ratelimit-remaining-tokens" not in headers
+    [(status, prompt, completion)] = await metered(database, key_id)
+    assert status == 502 and prompt == input_tokens(body) and FLOOD <= completion <= FLOOD + 2
+
+
+async def metered(database: Database, key_id: str) -> list[tuple[int, int, int]]:
+    """(status, prompt tokens, completion tokens) of the key's metered calls, once there are any (they are metered
+    off the request path)."""
     db = Db(database.url)
+    columns = (UsageEventRow.status, UsageEventRow.prompt_tokens, UsageEventRow.completion_tokens)
     try:
         for _attempt in range(200):
             async with db.read() as session:
-                statuses = list(
-                    await session.scalars(select(UsageEventRow.status).where(UsageEventRow.api_key_id == key_id))
-                )
-            if statuses:
-                return statuses
+                rows = (await session.execute(select(*columns).where(UsageEventRow.api_key_id == key_id))).all()
+            if rows:
+                return [(status, prompt, completion) for status, prompt, completion in rows]
             await asyncio.sleep(0.05)
         return []
     finally:
