@@ -75,6 +75,13 @@ class LimitExceeded(QuotaExceeded):
         super().__init__(message)
         self.headers = headers
 
+    def retry_after(self) -> float | None:
+        """Seconds until the call could be admitted; None when waiting cannot help (a budget spent, a call larger
+        than the limit, a wait beyond what the SDKs wait)."""
+        if self.headers.get("x-should-retry") != "true":
+            return None
+        return int(self.headers["retry-after-ms"]) / 1000
+
 
 class Grant:
     """What one admitted model call holds: the span it was counted in (its windows' counters, so it settles in them

@@ -3,6 +3,13 @@ model (and its rerank model, when it has one) is resolved, translated and sent e
 /v1/rerank call, and each upstream call is metered as an embedding or rerank call of the RAG's owner (its tenant; ""
 for platform-owned RAGs) by the key that caused it.
 
+Each is also admitted under the rate limits and budgets of the key that caused it (gateway.limits), as a request of
+that model reserving its input, without a concurrency slot (the upload or search holds the caller's connection, not
+a model's): otherwise uploading files would spend a tenant's embedding model without limit. A refused call fails
+what needed it (an upload answers the limit's 429 and keeps nothing; a search, the same 429), except in a background
+ingest, which has already answered: it waits for the room a per-minute limit names and goes on, and fails its file
+only when waiting cannot help (a budget spent).
+
 Passages are sent as they are; queries get the deployment's query prefix, as /v1/embeddings does for
 `input_type: "query"`.
 """
@@ -10,6 +17,7 @@ Passages are sent as they are; queries get the deployment's query prefix, as /v1
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -18,7 +26,9 @@ import orjson
 from aiohttp import web
 
 from gateway.catalog import Route, TaskType
-from gateway.context import ACCESS, HTTP, METER, TRANSLATORS
+from gateway.context import ACCESS, HTTP, LIMITER, METER, TRANSLATORS
+from gateway.limits import Grant, Limiter, LimitExceeded
+from gateway.limits.estimate import input_tokens
 from gateway.providers import Surface, open_upstream, read_answer
 from gateway.rag.batcher import Batchers
 from gateway.surfaces._upstream import require_task
@@ -32,6 +42,7 @@ from server.metering import CallKind, UsageEvent
 __all__ = ["BATCHERS", "GatewayEmbedder", "new_batchers", "post_metered"]
 
 T = TypeVar("T")
+log = logging.getLogger("switchboard.gateway")
 
 _BATCH = 32
 # Batches of one text list (or of one RAG's and caller's uploads together) in flight at once: a large file's chunks
@@ -47,13 +58,21 @@ def new_batchers() -> Batchers:
 
 
 class GatewayEmbedder:
-    def __init__(self, app: web.Application, rag: Rag, principal: Principal) -> None:
-        self._app, self._rag, self._principal = app, rag, principal
+    def __init__(self, app: web.Application, rag: Rag, principal: Principal, *, background: bool = False) -> None:
+        """`background`: for an ingest that has answered its upload already, so waits out rate limits instead."""
+        self._app, self._rag, self._principal, self._background = app, rag, principal, background
 
     async def passages(self, texts: Sequence[str]) -> list[list[float]]:
-        """Through the RAG's and caller's batcher (gateway.rag.batcher): other uploads' passages share the calls."""
+        """Through the RAG's and caller's batcher (gateway.rag.batcher): other uploads' passages share the calls
+        (background ingests' apart, so that an upload waiting for its answer never waits out a limit for them)."""
         key = self._principal.api_key
-        owner = (self._rag.id, self._rag.embedding_model, key.key_id if key else "", self._principal.user_id or "")
+        owner = (
+            self._rag.id,
+            self._rag.embedding_model,
+            key.key_id if key else "",
+            self._principal.user_id or "",
+            self._background,
+        )
         return await self._app[BATCHERS].get(owner).embed(texts, self._passage_batch)
 
     async def _route(self, model: str, task: TaskType) -> Route:
@@ -69,7 +88,15 @@ class GatewayEmbedder:
         return route
 
     async def _passage_batch(self, batch: list[str]) -> list[list[float]]:
-        return await self._call(await self._route(self._rag.embedding_model, TaskType.EMBEDDING), batch)
+        route = await self._route(self._rag.embedding_model, TaskType.EMBEDDING)
+        while True:
+            try:
+                return await self._call(route, batch)
+            except LimitExceeded as exc:
+                wait = exc.retry_after() if self._background else None
+                if wait is None:
+                    raise
+                await asyncio.sleep(wait)
 
     async def query(self, text: str) -> list[float]:
         return (await self._embed([text], query=True))[0]
@@ -141,13 +168,17 @@ async def post_metered(
     payload: dict[str, Any],
     parse: Callable[[bytes], tuple[T, int]],
 ) -> T:
-    """POST one request to the route's upstream, translated for its provider, and queue one usage event for it."""
+    """POST one request to the route's upstream, translated for its provider, under the caller's limits, and queue
+    one usage event for it."""
     kind = CallKind.EMBEDDING if surface == Surface.EMBEDDINGS else CallKind.RERANK
     translator = app[TRANSLATORS][route.provider]
     body = orjson.dumps(translator.body(route, payload))
     headers = {"Content-Type": "application/json", **translator.headers(route)}
+    limiter = app[LIMITER]
+    grant: Grant | None = None
     started, status, tokens, received = time.perf_counter(), 200, 0, 0
     try:
+        grant = await limiter.admit(principal, route.public_model_id, input_tokens(kind, len(body)), with_slots=False)
         resp = await open_upstream(
             app[HTTP],
             "POST",
@@ -161,10 +192,15 @@ async def post_metered(
         received = len(raw)
         result, tokens = parse(raw)
         return result
+    except LimitExceeded:
+        status = 429
+        raise
     except Exception:
         status = 502
         raise
     finally:
+        if grant is not None:
+            await _settle(limiter, grant, status, tokens)
         key = principal.api_key
         app[METER].usage(
             UsageEvent(
@@ -184,6 +220,15 @@ async def post_metered(
                 total_tokens=tokens,
             )
         )
+
+
+async def _settle(limiter: Limiter, grant: Grant, status: int, tokens: int) -> None:
+    """As gateway.calls settles a model call: to the usage reported; an answer without one (or a caller gone
+    meanwhile) keeps its reservation; a failed call gives it back."""
+    try:
+        await limiter.finish(grant, (tokens or None) if status == 200 else 0)
+    except Exception:  # settling must never cost the call its usage event
+        log.exception("could not settle a RAG model call's rate-limit reservation")
 
 
 def _parse_rerank(raw: bytes, expected: int) -> tuple[list[float], int]:

@@ -8,7 +8,9 @@ key cannot reach answers 404 whether or not it exists.
 Background work: uploads whose text is over `rag_inline_bytes` are embedded by an in-process task after the upload
 returned (status `processing`). The queue lives in this process only: a gateway stopped mid-way leaves such a file in
 `processing` for good (it says so in its failure reason if the task was cancelled in an orderly shutdown); upload it
-again. Small files complete within the request, and if their embedding fails nothing of them is kept.
+again. Small files complete within the request, and if their embedding fails nothing of them is kept. The embedding
+calls count under the uploading key's rate limits (gateway.rag.embedder): a refused inline upload answers the
+limit's 429; a background one waits for a per-minute limit's room, and fails its file only on a spent budget.
 """
 
 from __future__ import annotations
@@ -101,10 +103,9 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     prepared = [await loop.run_in_executor(None, prepare, upload) for upload in uploads]
     index = await index_of(app)
     files = await app[WRITES].run(lambda session: rag_files.register_all(session, index, rag.id, prepared))
-    embedder = GatewayEmbedder(app, rag, request[PRINCIPAL])
     pending = [(file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)]
     if sum(p.stored_bytes for p in prepared) <= settings.rag_inline_bytes:  # the text to embed, not the upload
-        job = _Job(app, index, embedder, rag.id, pending)
+        job = _Job(app, index, GatewayEmbedder(app, rag, request[PRINCIPAL]), rag.id, pending)
         try:  # its chunks share embedding calls and a transaction with concurrent uploads'
             done = await job.run()
         except BaseException:
@@ -114,6 +115,7 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
         metrics.rag_ingested("inline", len(files), job.chunks, ok=True)
         return [file for file in done if file is not None]  # a file deleted meanwhile is gone
     metrics.rag_backlog(len(pending))
+    embedder = GatewayEmbedder(app, rag, request[PRINCIPAL], background=True)
     for one in pending:  # each file on its own, so that one failure fails only its file
         task = asyncio.create_task(_Job(app, index, embedder, rag.id, [one]).run_in_background())
         app[TASKS].running.add(task)
