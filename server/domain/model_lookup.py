@@ -67,12 +67,13 @@ async def find_target(session: AsyncSession, public_model_id: str) -> ModelTarge
 
 
 async def require_invokable_model(
-    session: AsyncSession, principal: Principal, public_model_id: str, *, task: TaskType, field: str
+    session: AsyncSession, principal: Principal, public_model_id: str, *, task: TaskType, field: str, owner: str | None
 ) -> ModelTarget:
-    """The model, if it exists and the principal may invoke it with the expected task type; else invalid_argument
+    """The model, if it exists with the expected task type and the principal may have a resource of `owner` (a
+    tenant; None: the platform) invoke it on its own authority (permissions.can_reference); else invalid_argument
     naming `field`. An unknown id and one the caller may not use get the same answer, so ids cannot be probed."""
     target = await find_target(session, public_model_id) if public_model_id else None
-    if target is None or not await permissions.can_invoke(session, principal, target.invoked_ref):
+    if target is None or not await permissions.can_reference(session, principal, target.invoked_ref, owner=owner):
         raise InvalidArgument(f"{field} {public_model_id!r} does not exist or the caller cannot invoke it", field=field)
     if target.task_type != task:
         raise InvalidArgument(

@@ -147,24 +147,29 @@ async def _task_of(session: AsyncSession, ref: ResourceRef) -> int | None:
 
 
 async def _invokable_model(
-    session: AsyncSession, principal: Principal, public_model_id: str, field: str
+    session: AsyncSession, principal: Principal, public_model_id: str, field: str, owner: str | None
 ) -> ResourceRef:
-    """The model a public id names, if the caller may invoke it; the same answer for "absent" and "not yours"."""
+    """The model a public id names, if the caller may have an agent of `owner` invoke it
+    (permissions.can_reference); the same answer for "absent" and "not yours"."""
     entry = await session.get(PublicModelIdRow, public_model_id) if public_model_id else None
     ref = ResourceRef(ResourceKind(entry.kind), entry.name) if entry is not None else None
     if ref is not None and ref.kind == KIND:
         raise InvalidArgument(f"{field} cannot be a preset agent", field=field)
-    if ref is None or ref.kind not in _MODEL_KINDS or not await permissions.can_invoke(session, principal, ref):
+    if (
+        ref is None
+        or ref.kind not in _MODEL_KINDS
+        or not await permissions.can_reference(session, principal, ref, owner=owner)
+    ):
         raise InvalidArgument(
             f"{field}: model {public_model_id!r} does not exist or the caller may not invoke it", field=field
         )
     return ref
 
 
-async def _base(session: AsyncSession, principal: Principal, public_model_id: str) -> ResourceRef:
+async def _base(session: AsyncSession, principal: Principal, public_model_id: str, owner: str | None) -> ResourceRef:
     if not public_model_id.strip():
         raise InvalidArgument("base_model is required", field="base_model")
-    ref = await _invokable_model(session, principal, public_model_id, "base_model")
+    ref = await _invokable_model(session, principal, public_model_id, "base_model", owner)
     task = await _task_of(session, ref)
     if task is None:
         raise InvalidArgument(f"base_model {public_model_id!r} is an unresolved alias", field="base_model")
@@ -173,14 +178,16 @@ async def _base(session: AsyncSession, principal: Principal, public_model_id: st
     return ref
 
 
-async def _guardrails(session: AsyncSession, principal: Principal, ids: tuple[str, ...]) -> list[list[object]]:
+async def _guardrails(
+    session: AsyncSession, principal: Principal, ids: tuple[str, ...], owner: str | None
+) -> list[list[object]]:
     if len(ids) > MAX_GUARDRAILS:
         raise InvalidArgument(
             f"output_guardrails takes at most {MAX_GUARDRAILS} guardrails, got {len(ids)}", field="output_guardrails"
         )
     stored: list[list[object]] = []
     for public_model_id in ids:
-        ref = await _invokable_model(session, principal, public_model_id, "output_guardrails")
+        ref = await _invokable_model(session, principal, public_model_id, "output_guardrails", owner)
         if await _task_of(session, ref) != TASK_GUARDRAIL:
             raise InvalidArgument(
                 f"output_guardrails: {public_model_id!r} is not a model of task type TASK_TYPE_GUARDRAIL",
@@ -190,7 +197,9 @@ async def _guardrails(session: AsyncSession, principal: Principal, ids: tuple[st
     return stored
 
 
-async def _mcp_servers(session: AsyncSession, principal: Principal, names: tuple[str, ...]) -> list[str]:
+async def _mcp_servers(
+    session: AsyncSession, principal: Principal, names: tuple[str, ...], owner: str | None
+) -> list[str]:
     if len(names) > MAX_DEFAULT_TOOLS:
         raise InvalidArgument(
             f"default_mcp_servers takes at most {MAX_DEFAULT_TOOLS} servers", field="default_mcp_servers"
@@ -200,7 +209,7 @@ async def _mcp_servers(session: AsyncSession, principal: Principal, names: tuple
         if (
             not name
             or await session.get(ExternalMcpServerRow, name) is None
-            or not await permissions.can_invoke(session, principal, ref)
+            or not await permissions.can_reference(session, principal, ref, owner=owner)
         ):
             raise InvalidArgument(
                 f"default_mcp_servers: MCP server {name!r} does not exist or the caller may not invoke it",
@@ -209,7 +218,7 @@ async def _mcp_servers(session: AsyncSession, principal: Principal, names: tuple
     return list(dict.fromkeys(names))
 
 
-async def _rags(session: AsyncSession, principal: Principal, ids: tuple[str, ...]) -> list[str]:
+async def _rags(session: AsyncSession, principal: Principal, ids: tuple[str, ...], owner: str | None) -> list[str]:
     """The agent searches its RAGs on its own authority (gateway.responses.agent_tools), so the saver must be able to
     use each one, like its MCP servers."""
     if len(ids) > MAX_DEFAULT_TOOLS:
@@ -217,7 +226,7 @@ async def _rags(session: AsyncSession, principal: Principal, ids: tuple[str, ...
     for rag in ids:
         if not _RAG_ID.fullmatch(rag):
             raise InvalidArgument(f"default_rags: {rag!r} is not a RAG id", field="default_rags")
-        if not await permissions.can_invoke(session, principal, ResourceRef(ResourceKind.RAG, rag)):
+        if not await permissions.can_reference(session, principal, ResourceRef(ResourceKind.RAG, rag), owner=owner):
             raise InvalidArgument(
                 f"default_rags: RAG {rag!r} does not exist or the caller may not use it", field="default_rags"
             )
@@ -244,10 +253,11 @@ def _instructions(value: str) -> str:
 async def _apply(session: AsyncSession, principal: Principal, row: PresetAgentRow, spec: AgentSpec) -> None:
     """Validate and write every mutable field; nothing is written when one is invalid (the caller's transaction
     rolls back on the raise)."""
-    base = await _base(session, principal, spec.base_model)
-    guardrails = await _guardrails(session, principal, spec.output_guardrails)
-    servers = await _mcp_servers(session, principal, spec.default_mcp_servers)
-    rags = await _rags(session, principal, spec.default_rags)
+    owner = row.tenant_id  # what the agent names, it uses on its own authority: usable in its tenant alone
+    base = await _base(session, principal, spec.base_model, owner)
+    guardrails = await _guardrails(session, principal, spec.output_guardrails, owner)
+    servers = await _mcp_servers(session, principal, spec.default_mcp_servers, owner)
+    rags = await _rags(session, principal, spec.default_rags, owner)
     sampling = _sampling(spec.sampling)
     row.instructions = _instructions(spec.instructions)
     row.base_public_model_id, row.base_kind, row.base_name = spec.base_model, int(base.kind), base.name

@@ -194,7 +194,9 @@ async def _rerank(session: AsyncSession, principal: Principal, row: RagDeploymen
     if not value:
         row.rerank_model = None
         return
-    target = await require_invokable_model(session, principal, value, task=TaskType.RERANK, field="rag.rerank_model")
+    target = await require_invokable_model(
+        session, principal, value, task=TaskType.RERANK, field="rag.rerank_model", owner=row.tenant_id
+    )
     row.rerank_model = value
     row.pins = {**(row.pins or {}), **await resource_pins.pins_of(session, [target.invoked_ref])}
 
@@ -216,7 +218,7 @@ async def create(session: AsyncSession, principal: Principal, spec: RagSpec, *, 
     display_name = require_name(spec.display_name, "rag.display_name", max_len=256) if spec.display_name else name
     require_nonempty(spec.embedding_model, "rag.embedding_model")
     embedding = await require_invokable_model(
-        session, principal, spec.embedding_model, task=TaskType.EMBEDDING, field="rag.embedding_model"
+        session, principal, spec.embedding_model, task=TaskType.EMBEDDING, field="rag.embedding_model", owner=owner
     )
     size, overlap = _chunking(
         spec.chunk_size_tokens if spec.chunk_size_tokens is not None else DEFAULT_CHUNK_SIZE_TOKENS,

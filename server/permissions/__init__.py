@@ -3,7 +3,8 @@
 - `tenancy`   tenant roles and capabilities, tenant admin, platform roles, group reads, tenant scoping of requests.
 - `resources` one model for every resource kind: ownership (platform or tenant), creator rights, Sharing, grants
               to subjects (user, group, service account, tenant, API key) with roles, and API-key grants; answers
-              can_read / can_admin / can_invoke and lists what a principal can read in one query.
+              can_read / can_admin / can_invoke, can_reference (what a resource may name to use on its own
+              authority: usable in its owner tenant alone) and lists what a principal can read in one query.
 - `credentials` what an API key may call on the management API at all (deny by default), checked once per RPC.
 - `limits`    who sets rate limits and budgets (operators: platform tier; tenant admins: tenant tier; never
               keys) and who reads their use (a key's holder, tenant admins, operators).
@@ -42,6 +43,7 @@ from server.permissions.resources import (
     can_admin,
     can_invoke,
     can_read,
+    can_reference,
     create_resource,
     delete_resource,
     forget_subject,
@@ -108,6 +110,7 @@ __all__ = [
     "can_invoke",
     "can_read",
     "can_read_group",
+    "can_reference",
     "capabilities_in",
     "capture_reach",
     "conversation_owner",

@@ -20,7 +20,7 @@ check and "list everything this principal can read" share the rule and cost one 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from sqlalchemy import ColumnElement, and_, delete, exists, false, or_, select
@@ -302,6 +302,20 @@ async def can_read(session: AsyncSession, principal: Principal, ref: ResourceRef
 async def can_invoke(session: AsyncSession, principal: Principal, ref: ResourceRef) -> bool:
     """Using a resource (the gateway's question) is the same right as reading it."""
     return await can_read(session, principal, ref)
+
+
+async def can_reference(session: AsyncSession, principal: Principal, ref: ResourceRef, *, owner: str | None) -> bool:
+    """Whether a resource owned by `owner` (a tenant; None: the platform) may be saved naming `ref` as something it
+    uses on its own authority for every caller it has (a preset agent's base model, guardrails, MCP servers and RAGs;
+    a RAG's models). The saver must be able to use `ref` acting in that tenant alone: a session reaching further (a
+    user of two tenants, unscoped) would otherwise hand another tenant's resource, and the credentials behind it, to
+    every caller of this one, which no sharing can do. A platform resource may name platform resources only."""
+    if owner is None:
+        condition = and_(ResourceRow.tenant_id.is_(None), _visible(await _reach(session, principal), ref.kind))
+        return await _check(session, ref, condition)
+    if principal.api_key is None and principal.scoped_tenant_id != owner:
+        principal = replace(principal, scoped_tenant_id=owner)
+    return await can_invoke(session, principal, ref)
 
 
 async def can_admin(session: AsyncSession, principal: Principal, ref: ResourceRef) -> bool:
