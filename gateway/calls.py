@@ -33,7 +33,7 @@ from gateway.catalog import Route
 from gateway.context import ACCESS, LIMIT_HEADERS, LIMITER, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, TRACING
 from gateway.limits import Grant, LimitExceeded
 from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, input_tokens, output_tokens
-from server.domain.json_values import is_integer
+from server.domain.json_values import count_or_zero
 from server.domain.principal import Principal
 from server.errors import wire_error_for
 from server.metering import CallKind, UsageEvent
@@ -164,7 +164,7 @@ class Call:
             return
         self.awaiting = 0
         prompt, completion = _prompt_and_completion(usage)
-        total = _int(usage.get("total_tokens")) or prompt + completion
+        total = count_or_zero(usage.get("total_tokens")) or prompt + completion
         if self.kind == CallKind.EMBEDDING:
             self.tokens = {"embedding_tokens": prompt or total, "total_tokens": total}
         elif self.kind == CallKind.RERANK:
@@ -186,12 +186,8 @@ class Call:
 
 def _prompt_and_completion(usage: dict[str, Any]) -> tuple[int, int]:
     """The input and output tokens of a usage object, under Chat Completions' names or Responses'."""
-    prompt = _int(usage.get("prompt_tokens", usage.get("input_tokens")))
-    return prompt, _int(usage.get("completion_tokens", usage.get("output_tokens")))
-
-
-def _int(value: Any) -> int:
-    return value if is_integer(value) and value >= 0 else 0
+    prompt = count_or_zero(usage.get("prompt_tokens", usage.get("input_tokens")))
+    return prompt, count_or_zero(usage.get("completion_tokens", usage.get("output_tokens")))
 
 
 def _annotate(call: Call, tokens: dict[str, int]) -> None:

@@ -170,6 +170,13 @@ async def test_async_client_and_auto_pagination(gateway: Gateway, keys: Keys) ->
             ),
             "items[0].arguments",
         ),
+        (  # a tool output's parts are checked as a message's (a later turn would read them)
+            lambda c, conv: c.conversations.items.create(
+                conv,
+                items=[{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": 7}]}],
+            ),
+            "items[0].output[0].text",
+        ),
         (
             lambda c, conv: c.conversations.items.create(
                 conv, items=[{"role": "user", "content": [{"type": {"nested": True}, "text": "x"}]}]

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 from gateway.catalog import Provider
-from gateway.providers.base import Surface, Translator, UpstreamSessions, open_upstream, read_answer
+from gateway.providers.base import (
+    Surface,
+    Translator,
+    UpstreamSessions,
+    invalid_answer,
+    open_upstream,
+    read_answer,
+)
 from gateway.providers.compatible import CompatibleTranslator
 from gateway.providers.vendor_a import VendorATranslator
 from gateway.providers.vendor_b import VendorBTranslator
 from server.settings import Settings
 
-__all__ = ["Surface", "Translator", "UpstreamSessions", "open_upstream", "read_answer", "translators"]
+__all__ = [
+    "Surface",
+    "Translator",
+    "UpstreamSessions",
+    "invalid_answer",
+    "open_upstream",
+    "read_answer",
+    "translators",
+]
 
 
 def translators(settings: Settings) -> dict[Provider, Translator]:

@@ -32,6 +32,7 @@ __all__ = [
     "Translator",
     "UpstreamSessions",
     "answer_bound",
+    "invalid_answer",
     "open_upstream",
     "parse_cost",
     "pool_partition",
@@ -191,6 +192,13 @@ async def open_upstream(
 
 
 _TOO_LARGE = "The model backend's answer is too large to process."
+
+
+def invalid_answer() -> UpstreamFailed:
+    """An answer (or a stream's chunk) the gateway cannot read: the backend's failure, which the client may retry."""
+    return UpstreamFailed("The model backend returned an invalid response.", retryable=True)
+
+
 _MOST_PER_BYTE = parse_cost(b"{")  # so an answer up to bound.parsed / this many bytes needs no counting
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from gateway.event_stream import EventStream
+from gateway.providers import invalid_answer
 from gateway.responses import translate
 
 __all__ = ["ResponseStream"]
@@ -96,8 +97,11 @@ class ResponseStream:
         self._text = None
 
     async def _tool_delta(self, delta: dict[str, Any]) -> None:
-        index = int(delta.get("index") or 0)
-        function = delta.get("function") or {}
+        index, function = delta.get("index") or 0, delta.get("function") or {}
+        if not isinstance(index, int) or not isinstance(function, dict):
+            raise invalid_answer()
+        if not all(isinstance(function.get(name) or "", str) for name in ("name", "arguments")):
+            raise invalid_answer()
         call = self._calls.get(index)
         if call is None:
             call = _Call(
@@ -139,10 +143,13 @@ class ResponseStream:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            content = delta.get("content")
+            content = delta.get("content") if isinstance(delta, dict) else None
+            tool_deltas = delta.get("tool_calls") or [] if isinstance(delta, dict) else None
+            if (content and not isinstance(content, str)) or not isinstance(tool_deltas, list):
+                raise invalid_answer()  # a stream the gateway cannot relay: it ends `response.failed`
             if content:
                 await self.text_delta(content)
-            for tool_delta in delta.get("tool_calls") or ():
+            for tool_delta in tool_deltas:
                 if isinstance(tool_delta, dict):
                     await self._tool_delta(tool_delta)
             if choice.get("finish_reason"):

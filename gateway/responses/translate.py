@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from server.domain.json_values import is_integer
+from server.domain.json_values import count_or_zero, is_integer
 from server.errors import InvalidArgument
 from server.mcp.toolnames import model_name
 
@@ -56,16 +56,25 @@ class ChatPlan:
     include: tuple[str, ...] = ()  # the request's `include` (extra output data, e.g. file_search_call.results)
 
 
+_TEXT_PARTS = ("input_text", "output_text", "text")
+
+
+def _part_text(part: dict[str, Any], where: str) -> str:
+    text = part.get("text", "")
+    if not isinstance(text, str):
+        raise InvalidArgument(f"'{where}.text' must be a string.", field=f"{where}.text")
+    return text
+
+
 def _text_of(parts: Any, field_name: str) -> str:
     if isinstance(parts, str):
         return parts
     if isinstance(parts, list):
-        texts = [
-            p.get("text", "")
-            for p in parts
-            if isinstance(p, dict) and p.get("type") in ("input_text", "output_text", "text")
-        ]
-        return "".join(texts)
+        return "".join(
+            _part_text(p, f"{field_name}[{i}]")
+            for i, p in enumerate(parts)
+            if isinstance(p, dict) and p.get("type") in _TEXT_PARTS
+        )
     raise InvalidArgument(f"'{field_name}' must be a string or a list of content parts.", field=field_name)
 
 
@@ -77,8 +86,8 @@ def _user_content(content: Any, field_name: str) -> Any:
     parts: list[dict[str, Any]] = []
     for i, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind in ("input_text", "output_text", "text"):
-            parts.append({"type": "text", "text": str(part.get("text", ""))})
+        if kind in _TEXT_PARTS:
+            parts.append({"type": "text", "text": _part_text(part, f"{field_name}[{i}]")})
         elif kind == "input_image":
             url = part.get("image_url")
             if not isinstance(url, str) or not url:
@@ -409,15 +418,15 @@ def function_call_item(call_id: str, name: str, arguments: str, *, item_id: str 
 
 
 def usage_of(chat_usage: Any) -> dict[str, Any]:
+    """A chat usage as Responses' (a count the upstream sent as anything but a non-negative integer is 0)."""
     usage = chat_usage if isinstance(chat_usage, dict) else {}
-    prompt = int(usage.get("prompt_tokens") or 0)
-    completion = int(usage.get("completion_tokens") or 0)
+    prompt, completion = count_or_zero(usage.get("prompt_tokens")), count_or_zero(usage.get("completion_tokens"))
     return {
         "input_tokens": prompt,
         "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": int(usage.get("total_tokens") or prompt + completion),
+        "total_tokens": count_or_zero(usage.get("total_tokens")) or prompt + completion,
     }
 
 

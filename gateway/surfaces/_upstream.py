@@ -10,8 +10,8 @@ from aiohttp import web
 from gateway.calls import Call
 from gateway.catalog import Route, TaskType
 from gateway.context import HTTP, PRINCIPAL, TRANSLATORS
-from gateway.providers import Surface, open_upstream, read_answer
-from server.errors import InvalidArgument, UpstreamFailed
+from gateway.providers import Surface, invalid_answer, open_upstream, read_answer
+from server.errors import InvalidArgument
 from server.upstream_http import UpstreamResponse
 
 __all__ = ["as_requested", "post_json", "read_upstream_json", "require_task"]
@@ -45,9 +45,9 @@ async def read_upstream_json(resp: UpstreamResponse, call: Call, surface: Surfac
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise UpstreamFailed("The model backend returned an invalid response.", retryable=True) from None
+        raise invalid_answer() from None
     if not isinstance(parsed, dict):
-        raise UpstreamFailed("The model backend returned an invalid response.", retryable=True)
+        raise invalid_answer()
     return raw, parsed
 
 

@@ -31,10 +31,10 @@ from gateway.catalog import TaskType
 from gateway.context import PRINCIPAL, REQUEST_ID
 from gateway.event_stream import EventStream
 from gateway.middleware import error_payload
-from gateway.providers import Surface
+from gateway.providers import Surface, invalid_answer
 from gateway.security_events import guardrail_refused
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
-from server.errors import SwitchboardError, UpstreamFailed, wire_error_for
+from server.errors import SwitchboardError, wire_error_for
 
 __all__ = ["guarded_chat", "kept_alive"]
 
@@ -96,7 +96,7 @@ async def _answer(request: web.Request, call: Call, agent: AgentRoute, body: dic
     call.count(completion.get("usage"))
     choices = completion.get("choices")
     if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) for c in choices):
-        raise UpstreamFailed("The model backend returned an invalid response.", retryable=True)
+        raise invalid_answer()
     completion["model"] = agent.public_model_id
     prompt = _last_user_text(body["messages"])
     for choice in choices:

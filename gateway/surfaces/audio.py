@@ -18,9 +18,9 @@ from gateway.catalog import TaskType
 from gateway.context import HTTP, PRINCIPAL, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, refuse_nul, too_large
 from gateway.multipart import form_errors, part_names
-from gateway.providers import Surface, open_upstream, read_answer
+from gateway.providers import Surface, invalid_answer, open_upstream, read_answer
 from gateway.surfaces._upstream import as_requested, require_task
-from server.errors import InvalidArgument, UpstreamFailed
+from server.errors import InvalidArgument
 from server.metering import CallKind
 
 __all__ = ["transcriptions"]
@@ -122,7 +122,7 @@ async def transcriptions(request: web.Request) -> web.StreamResponse:
             try:
                 parsed = orjson.loads(body)
             except orjson.JSONDecodeError:
-                raise UpstreamFailed("The model backend returned an invalid response.", retryable=True) from None
+                raise invalid_answer() from None
             if isinstance(parsed, dict):
                 call.count(parsed.get("usage"))
                 body = as_requested(body, parsed, model, always=False)  # OpenAI's transcription JSON has no model

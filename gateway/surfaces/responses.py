@@ -23,7 +23,7 @@ from gateway.catalog import Route, TaskType
 from gateway.context import DB, PRINCIPAL, REQUEST_ID
 from gateway.limits import LimitExceeded
 from gateway.middleware import read_json, require_model
-from gateway.providers import Surface
+from gateway.providers import Surface, invalid_answer
 from gateway.responses import loop, mcp_tools, rag_tools, translate
 from gateway.responses.agent_tools import with_agent_tools
 from gateway.responses.events import ResponseStream
@@ -74,10 +74,15 @@ def _output_of(parsed: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     choices = parsed.get("choices") or []
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}
+    calls = message.get("tool_calls") or [] if isinstance(message, dict) else None
+    if not isinstance(calls, list) or not all(
+        isinstance(call, dict) and isinstance(call.get("function") or {}, dict) for call in calls
+    ):
+        raise invalid_answer()
     output: list[dict[str, Any]] = []
     if message.get("content"):
         output.append(translate.message_item(str(message["content"])))
-    for call in message.get("tool_calls") or ():
+    for call in calls:
         function = call.get("function") or {}
         output.append(
             translate.function_call_item(
@@ -393,13 +398,20 @@ async def _stream(
         try:
             async for chunk in chat_chunks(upstream, call):
                 await events.chunk(chunk)
+            body = await events.finish()
         except UpstreamFailed as exc:
             call.status = 502
             await events.fail(exc.message)
             return out
+        except (ConnectionError, asyncio.CancelledError):
+            raise
+        except Exception:  # the stream has started: whatever failed, it ends with a terminal event, never hangs
+            log.exception("a streamed response failed")  # the type and stack only: no model data
+            call.status = 500
+            await events.fail("The response could not be completed.")
+            return out
         finally:
             upstream.release()
-        body = await events.finish()
         call.count(events.usage)
         await _remember_streamed(request, call, body, plan, conversation_id=conversation_id)
     except ConnectionError:

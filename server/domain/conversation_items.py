@@ -205,6 +205,8 @@ def _normalize(raw: Any, where: str) -> NewItem:
             raise InvalidArgument(f"{where}.{name} is required and must be {expected}", field=f"{where}.{name}")
     if kind == "message":
         _message(item, where)
+    elif isinstance(item.get("output"), list):  # a tool's output as content parts, checked as a message's are
+        item["output"] = [_part(part, f"{where}.output[{j}]") for j, part in enumerate(item["output"])]
     role = item.pop("role", "") or ""
     if role and (not isinstance(role, str) or role not in _ROLES):
         raise InvalidArgument(f"{where}.role {role!r} is not a role", field=f"{where}.role")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-__all__ = ["is_integer", "is_number"]
+__all__ = ["count_or_zero", "is_integer", "is_number"]
 
 
 def is_integer(value: Any) -> TypeGuard[int]:
@@ -17,3 +17,8 @@ def is_integer(value: Any) -> TypeGuard[int]:
 
 def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def count_or_zero(value: Any) -> int:
+    """A count another party reported (an upstream's token usage): itself when a non-negative integer, else 0."""
+    return value if is_integer(value) and value >= 0 else 0
