@@ -39,7 +39,7 @@ from gateway import metrics
 from gateway.calls import Call
 from gateway.catalog import Route
 from gateway.context import METER, PRINCIPAL, TRACING
-from gateway.providers import Surface
+from gateway.providers import Surface, invalid_answer
 from gateway.responses import translate
 from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
@@ -382,6 +382,8 @@ async def _streamed_model(
                     if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                         continue
                     delta = choice.get("delta") or {}
+                    if not isinstance(delta, dict):
+                        raise invalid_answer()
                     if delta.get("content"):
                         text.append(str(delta["content"]))
                         await events.text_delta(text[-1])
@@ -408,6 +410,8 @@ def _gather_call(calls: dict[int, dict[str, Any]], piece: dict[str, Any]) -> Non
     call = calls.setdefault(index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
     call["id"] = piece.get("id") or call["id"]
     function = piece.get("function") or {}
+    if not isinstance(function, dict):
+        raise invalid_answer()
     call["function"]["name"] += str(function.get("name") or "")
     call["function"]["arguments"] += str(function.get("arguments") or "")
 
@@ -439,7 +443,7 @@ async def run(
     turn = _Turn(request, call, route, events, INCLUDE_RESULTS in plan.include)
     try:
         table = await _tool_table(turn, specs, listings)
-        added, reason = await _answer_approvals(turn, table, plan.input_items, prior_items)
+        added, reason = await _answer_approvals(turn, table, plan.input_items, prior_items, max_tool_calls)
         if reason is None:
             reason = await _iterate(turn, table, plan, added, max_tool_calls)
     finally:
@@ -485,18 +489,26 @@ async def _tool_table(turn: _Turn, specs: list[McpToolSpec], listings: list[dict
 
 
 async def _answer_approvals(
-    turn: _Turn, table: _Table, input_items: list[Any], prior_items: list[dict[str, Any]]
+    turn: _Turn, table: _Table, input_items: list[Any], prior_items: list[dict[str, Any]], limit: int | None
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Run the calls that approval responses in the input approve (declines are already tool messages)."""
+    """Run the calls that approval responses in the input approve (declines are already tool messages). An approval
+    request is answered once: a second response to it (in this input, or to one a call already ran for or a
+    response already decided, earlier in the chain or conversation) runs nothing, and the calls it runs count
+    against `max_tool_calls`."""
     added: list[dict[str, Any]] = []
     reason: str | None = None
     requests = {i.get("id"): i for i in prior_items if i.get("type") == "mcp_approval_request"}
+    answered = {
+        i.get("approval_request_id") for i in prior_items if i.get("type") in ("mcp_call", "mcp_approval_response")
+    }
     for item in input_items:
         if item.get("type") != "mcp_approval_response":
             continue
-        asked = requests.get(item.get("approval_request_id"))
-        if asked is None:
-            continue  # not a request of this chain: nothing to run
+        request_id = item.get("approval_request_id")
+        asked = requests.get(request_id)
+        if asked is None or request_id in answered:
+            continue  # not a request of this chain, or one already answered: nothing (more) to run
+        answered.add(request_id)
         approved = bool(item.get("approve"))
         label, name = str(asked.get("server_label") or ""), str(asked.get("name") or "")
         approval_decided(turn.request, turn.request[PRINCIPAL], label, name, approved)
@@ -512,6 +524,9 @@ async def _answer_approvals(
         )
         if target is None:
             continue  # its server or tool is not among this request's tools
+        if limit is not None and turn.tool_calls >= limit:
+            reason = "max_tool_calls"
+            break
         request_id = str(asked["id"])
         text, timed_out = await _mcp_call(turn, target, str(asked.get("arguments") or ""), request_id)
         added.append({"role": "tool", "tool_call_id": request_id, "content": text})
@@ -582,17 +597,13 @@ async def _iterate(
             raise ConnectionResetError
         chat["messages"] = translate.answered([*plan.payload["messages"], *added])
         parsed, streamed = await _model(turn, chat)
-        choices = parsed.get("choices") or []
-        choice = choices[0] if choices and isinstance(choices[0], dict) else {}
-        message = choice.get("message") or {}
-        text = str(message["content"]) if message.get("content") else None
-        calls = [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
+        text, calls, finish_reason = translate.answer_of(parsed)
         if text:
             turn.output.append(streamed if streamed is not None else translate.message_item(text))
         if not calls:
             if text:
                 added.append({"role": "assistant", "content": text})
-            return "max_output_tokens" if choice.get("finish_reason") == "length" else None
+            return "max_output_tokens" if finish_reason == "length" else None
         done = await _round(turn, table, text, calls, limit)
         if done.assistant.get("tool_calls") or text:
             added.append(done.assistant)

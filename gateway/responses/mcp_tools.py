@@ -174,7 +174,11 @@ async def resolve(request: web.Request, tools: Any) -> list[McpToolSpec]:
                 f"MCP server {label!r} does not take a per-user token; its credentials are held by the platform.",
                 field=f"{where}.authorization",
             )
-        headers.update(server.headers)  # the registration's own headers win over the caller's
+        # The registration's own headers win over the caller's, in any letter case (HTTP names are case-blind: both
+        # would be sent, and a server reading the first would take the caller's).
+        registered = {name.lower() for name in server.headers}
+        headers = {name: value for name, value in headers.items() if name.lower() not in registered}
+        headers.update(server.headers)
         always, never, required = _approval(tool.get("require_approval"), f"{where}.require_approval")
         specs.append(
             McpToolSpec(

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from gateway.providers import invalid_answer
 from server.domain.json_values import count_or_zero, is_integer
 from server.errors import InvalidArgument
 from server.mcp.toolnames import model_name
@@ -415,6 +416,21 @@ def function_call_item(call_id: str, name: str, arguments: str, *, item_id: str 
         "arguments": arguments,
         "status": "completed",
     }
+
+
+def answer_of(parsed: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]], Any]:
+    """The text, tool calls and finish reason of a chat answer's first choice; the backend's failure
+    (`invalid_answer`) when its message or a tool call is not an object of the shape they have."""
+    choices = parsed.get("choices") or []
+    choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message") or {}
+    calls = message.get("tool_calls") or [] if isinstance(message, dict) else None
+    if not isinstance(calls, list) or not all(
+        isinstance(call, dict) and isinstance(call.get("function") or {}, dict) for call in calls
+    ):
+        raise invalid_answer()
+    text = str(message["content"]) if message.get("content") else None
+    return text, calls, choice.get("finish_reason")
 
 
 def usage_of(chat_usage: Any) -> dict[str, Any]:

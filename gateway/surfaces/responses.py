@@ -23,7 +23,7 @@ from gateway.catalog import Route, TaskType
 from gateway.context import DB, PRINCIPAL, REQUEST_ID
 from gateway.limits import LimitExceeded
 from gateway.middleware import read_json, require_model
-from gateway.providers import Surface, invalid_answer
+from gateway.providers import Surface
 from gateway.responses import loop, mcp_tools, rag_tools, translate
 from gateway.responses.agent_tools import with_agent_tools
 from gateway.responses.events import ResponseStream
@@ -71,17 +71,10 @@ def _assistant_messages(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _output_of(parsed: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-    choices = parsed.get("choices") or []
-    choice = choices[0] if choices and isinstance(choices[0], dict) else {}
-    message = choice.get("message") or {}
-    calls = message.get("tool_calls") or [] if isinstance(message, dict) else None
-    if not isinstance(calls, list) or not all(
-        isinstance(call, dict) and isinstance(call.get("function") or {}, dict) for call in calls
-    ):
-        raise invalid_answer()
+    text, calls, finish_reason = translate.answer_of(parsed)
     output: list[dict[str, Any]] = []
-    if message.get("content"):
-        output.append(translate.message_item(str(message["content"])))
+    if text:
+        output.append(translate.message_item(text))
     for call in calls:
         function = call.get("function") or {}
         output.append(
@@ -89,7 +82,7 @@ def _output_of(parsed: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
                 str(call.get("id", "")), str(function.get("name", "")), str(function.get("arguments", ""))
             )
         )
-    return output, choice.get("finish_reason")
+    return output, finish_reason
 
 
 _CHAT_ITEMS = frozenset(

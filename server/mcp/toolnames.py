@@ -38,10 +38,14 @@ class ToolNames:
     _back: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def add(self, server: str, tool: str) -> str:
-        name = model_name(server, tool)
-        taken = self._back.get(name)
-        if taken is not None and taken != (server, tool):
-            name = f"{name[: MAX_LENGTH - 9]}_{_digest(server + chr(0) + tool)}"
+        plain = name = model_name(server, tool)
+        tries = 0
+        # A suffixed name can itself be taken (a server may list a tool named like another's suffixed name): the
+        # next suffix then, until one is free, or two tools would share a name and a call reach the wrong one.
+        while (taken := self._back.get(name)) is not None and taken != (server, tool):
+            salt = server + chr(0) + tool + (chr(0) + str(tries) if tries else "")
+            name = f"{plain[: MAX_LENGTH - 9]}_{_digest(salt)}"
+            tries += 1
         self._back[name] = (server, tool)
         return name
 
