@@ -40,7 +40,12 @@ httpx2 (the `mcp` SDK's client): `EgressGuard.httpx_client()` / `httpx_transport
 into httpcore's connection pool: every new connection, redirect hops and IP literals included, is resolved, checked
 and connected to the checked address; a redirect to another host is refused. Unlike aiohttp's, pooled httpx
 connections are not re-checked on reuse: a deleted policy reaches them when they close (httpx's keep-alive expiry,
-5 s by default).
+5 s by default). Its answers are bounded before they are buffered: it asks for `Accept-Encoding: identity`, decodes
+whatever coding a server sends anyway as it reads (httpx's decoders inflate at most 1 MiB a step), and refuses
+(`AnswerTooLarge`) a body that passes its bound once decoded: the client's `max_answer_bytes`, or the `AnswerBound` a
+request carries in its `ANSWER_BOUND` extension, which is marked `exceeded` so the sender can say why its request
+failed. Event streams are left whole to their reader, which bounds each event (the `mcp` SDK's
+`max_sse_event_size`).
 
 Registration: `check_endpoint(url, field=..., reach=...)` refuses, as `InvalidArgument` naming the field, a URL whose
 host is (or resolves to) an address the guard would refuse, so nothing is stored that every connect would refuse; a
@@ -60,12 +65,13 @@ again on every reuse, so a deleted policy also stops pooled connections within t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
 import socket
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, ip_address
 from typing import TYPE_CHECKING, Any
@@ -89,7 +95,19 @@ if TYPE_CHECKING:
     from aiohttp.connector import Connection
     from aiohttp.tracing import Trace
 
-__all__ = ["Destination", "EgressGuard", "GuardedConnector", "GuardedResolver", "Lookup", "Reach", "system_lookup"]
+__all__ = [
+    "ANSWER_BOUND",
+    "MAX_ANSWER_BYTES",
+    "AnswerBound",
+    "AnswerTooLarge",
+    "Destination",
+    "EgressGuard",
+    "GuardedConnector",
+    "GuardedResolver",
+    "Lookup",
+    "Reach",
+    "system_lookup",
+]
 
 log = logging.getLogger("switchboard.egress")
 
@@ -101,6 +119,25 @@ _SETTLED_LITERALS = 4096  # IP-literal destinations a connector remembers as set
 
 # host, port, address family -> the addresses the name resolves to (textual; IPv6 may carry a %zone)
 Lookup = Callable[[str, int, int], Awaitable[Sequence[str]]]
+
+MAX_ANSWER_BYTES = 4 * 1024 * 1024  # an httpx client's answer bound when its maker names none
+ANSWER_BOUND = "switchboard.answer_bound"  # httpx request extension: that request's AnswerBound
+# Headers that describe the body as it came over the wire; the guarded httpx client hands it on decoded.
+_WIRE_HEADERS = frozenset({b"content-encoding", b"content-length"})
+
+
+@dataclass
+class AnswerBound:
+    """The most bytes one httpx answer may hold once decoded. `exceeded` is set when an answer is refused for it:
+    a client between the sender and the transport (the `mcp` SDK) may report the refusal only as a lost
+    connection."""
+
+    max_bytes: int
+    exceeded: bool = False
+
+
+class AnswerTooLarge(Exception):
+    """An httpx answer passed its bound; raised from its body as it is read."""
 
 
 async def system_lookup(host: str, port: int, family: int = socket.AF_UNSPEC) -> list[str]:
@@ -397,8 +434,10 @@ class EgressGuard:
             connector=self.connector(reach, **options), trust_env=False, trace_configs=traces or None, **kwargs
         )
 
-    def httpx_client(self, **kwargs: Any) -> httpx2.AsyncClient:
-        """An httpx2 AsyncClient (the `mcp` SDK's HTTP client) whose every connection goes through this guard.
+    def httpx_client(self, *, max_answer_bytes: int = MAX_ANSWER_BYTES, **kwargs: Any) -> httpx2.AsyncClient:
+        """An httpx2 AsyncClient (the `mcp` SDK's HTTP client) whose every connection goes through this guard and
+        whose every answer but an event stream is refused past `max_answer_bytes` once decoded (a request's
+        `ANSWER_BOUND` extension overrides it).
 
         Keyword arguments go to AsyncClient; `transport`, `mounts`, `proxy` and `trust_env` are refused (each would
         route requests around the guard); transport options go through `transport_options`."""
@@ -406,7 +445,7 @@ class EgressGuard:
 
         if any(name in kwargs for name in ("transport", "mounts", "proxy", "trust_env")):
             raise TypeError("a guarded client owns its transport and never uses proxies")
-        transport = self.httpx_transport(**kwargs.pop("transport_options", {}))
+        transport = _bounded_transport(self.httpx_transport(**kwargs.pop("transport_options", {})), max_answer_bytes)
         hooks = dict(kwargs.pop("event_hooks", None) or {})
         hooks["response"] = [*hooks.get("response", ()), _refuse_cross_host_redirect_httpx]
         return httpx2.AsyncClient(transport=transport, trust_env=False, event_hooks=hooks, **kwargs)
@@ -473,6 +512,56 @@ class GuardedResolver(AbstractResolver):
 
     async def close(self) -> None:
         return None
+
+
+def _is_event_stream(answer: httpx2.Response) -> bool:
+    media_type = answer.headers.get("content-type", "").partition(";")[0]
+    return media_type.strip().lower() == "text/event-stream"
+
+
+def _bounded_transport(inner: httpx2.AsyncBaseTransport, max_bytes: int) -> httpx2.AsyncBaseTransport:
+    """`inner`, its answers bounded (see the module docstring). httpx inflates a body as its reader iterates it,
+    above the transport: bounding the raw stream would not bound what it inflates to, so the body is decoded here,
+    in bounded steps, and handed on without its `Content-Encoding`."""
+    import httpx2
+
+    class BoundedBody(httpx2.AsyncByteStream):
+        def __init__(self, answer: httpx2.Response, bound: AnswerBound) -> None:
+            self._answer = answer
+            self._bound = bound
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            size = 0
+            async with contextlib.aclosing(self._answer.aiter_bytes()) as parts:
+                async for part in parts:
+                    size += len(part)
+                    if size > self._bound.max_bytes:
+                        self._bound.exceeded = True
+                        raise AnswerTooLarge(f"an answer larger than {self._bound.max_bytes} bytes was refused")
+                    yield part
+
+        async def aclose(self) -> None:
+            await self._answer.aclose()
+
+    class BoundedTransport(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            # Whatever the caller's headers say: a compressed answer costs inflating and can hide its size.
+            request.headers["Accept-Encoding"] = "identity"
+            answer = await inner.handle_async_request(request)
+            if _is_event_stream(answer):
+                return answer  # its reader bounds each event; a long-lived stream has no total to bound
+            bound = request.extensions.get(ANSWER_BOUND)
+            if not isinstance(bound, AnswerBound):
+                bound = AnswerBound(max_bytes)
+            headers = [(name, value) for name, value in answer.headers.raw if name.lower() not in _WIRE_HEADERS]
+            return httpx2.Response(
+                answer.status_code, headers=headers, stream=BoundedBody(answer, bound), extensions=answer.extensions
+            )
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return BoundedTransport()
 
 
 def _httpcore_backend(guard: EgressGuard) -> httpcore2.AsyncNetworkBackend:

@@ -184,7 +184,10 @@ class SessionPool:
                 entry.stop.set()
         if len(self._entries) >= self._max:
             self._evict_one()
-        entry = _Entry(key, McpSession(self._guard, source, timeout=self._timeout, tls=self._tls), networks)
+        session = McpSession(
+            self._guard, source, timeout=self._timeout, tls=self._tls, max_result_bytes=self._max_result_bytes
+        )
+        entry = _Entry(key, session, networks)
         self._entries[key] = entry
         owner = asyncio.get_running_loop().create_task(self._own(entry), name="mcp-session")
         self._owners.add(owner)

@@ -8,6 +8,11 @@ the per-process pool of server.mcp.pool, `ToolConnection` is the unpooled one-us
 
 Failures never carry exception text to callers: `ToolFailure` holds a friendly message (the model sees it as the
 tool's output); what went wrong is logged without arguments or results.
+
+Every answer is bounded before it is read whole (server.egress: the guarded httpx client refuses a body past its bound
+once decoded, whatever its `Content-Encoding`): a tools/call answer at `call_answer_bytes` of the result limit, every
+other one (a tools/list page, the version negotiation) at `LIST_ANSWER_BYTES`; an event stream's events at the larger
+of the two.
 """
 
 from __future__ import annotations
@@ -16,11 +21,11 @@ import asyncio
 import functools
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpcore2
 import orjson
@@ -29,10 +34,11 @@ from mcp.client.context import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from server.egress import EgressGuard
+from server.egress import ANSWER_BOUND, AnswerBound, EgressGuard
 from server.mcp.tool_schemas import problems, vet
 
 __all__ = [
+    "LIST_ANSWER_BYTES",
     "UNSENT",
     "McpSession",
     "McpTool",
@@ -41,6 +47,7 @@ __all__ = [
     "ToolResult",
     "ToolSource",
     "Unsent",
+    "call_answer_bytes",
     "checked_size",
     "failure",
     "tls_context",
@@ -48,7 +55,13 @@ __all__ = [
 
 log = logging.getLogger("switchboard.mcp.tools")
 
+T = TypeVar("T")
+
 _CLOSE_SECONDS = 5.0
+# Every answer but a tools/call's: a tools/list page (a few hundred tools with their schemas is well under 1 MiB),
+# the version negotiation, a JSON-RPC error.
+LIST_ANSWER_BYTES = 4 * 1024 * 1024
+_CALL_ANSWER_FLOOR = 1024 * 1024
 # httpcore trace events (and their exceptions) after which a request cannot have reached the server whole. A refusal
 # by the egress guard is none of these (it is not a connect error), so it is never retried.
 _UNSENT: dict[str, type[Exception] | tuple[type[Exception], ...]] = {
@@ -111,6 +124,15 @@ class Unsent:
 
 
 UNSENT: ContextVar[Unsent | None] = ContextVar("mcp_unsent", default=None)
+# The bound of the answers to the request being sent (the SDK sends it in its caller's context, as for UNSENT).
+_ANSWER: ContextVar[AnswerBound | None] = ContextVar("mcp_answer_bound", default=None)
+
+
+def call_answer_bytes(max_result_bytes: int) -> int:
+    """The bound of a tools/call answer: the result travels JSON-escaped (non-ASCII text as `\\uXXXX`, up to three
+    times its UTF-8 size) and framed, and a tool with an output schema sends it twice (as text and as structured
+    content); the floor leaves a small result limit to `checked_size`, whose refusal names the tool."""
+    return max(4 * max_result_bytes, _CALL_ANSWER_FLOOR)
 
 
 def _mark_unsent() -> None:
@@ -144,11 +166,14 @@ class McpSession:
     are anyio task groups, entered and exited in one task); `list_tools`/`call_tool` from any task of the loop (the
     SDK correlates concurrent requests by id). Failures are raised as they come; callers map them (`failure`)."""
 
-    def __init__(self, guard: EgressGuard, source: ToolSource, *, timeout: float, tls: ssl.SSLContext) -> None:
+    def __init__(
+        self, guard: EgressGuard, source: ToolSource, *, timeout: float, tls: ssl.SSLContext, max_result_bytes: int
+    ) -> None:
         self.source = source
         self._guard = guard
         self._tls = tls
         self._timeout = timeout
+        self._call_answer_bytes = call_answer_bytes(max_result_bytes)
         self._stack: AsyncExitStack | None = None
         self._client: Client | None = None
 
@@ -183,16 +208,22 @@ class McpSession:
     async def _streamable(self, stack: AsyncExitStack) -> Any:
         http = await stack.enter_async_context(
             self._guard.httpx_client(
+                max_answer_bytes=LIST_ANSWER_BYTES,
                 headers=dict(self.source.headers),
                 timeout=self._timeout,
                 transport_options={"verify": self._tls},
                 event_hooks={"request": [self._trace], "response": [self._watch]},
             )
         )
-        return streamable_http_client(self.source.url, http_client=http)
+        # An answer sent as an event is bounded as it would be as a JSON body.
+        events = max(self._call_answer_bytes, LIST_ANSWER_BYTES)
+        return streamable_http_client(self.source.url, http_client=http, max_sse_event_size=events)
 
     async def _trace(self, request: Any) -> None:
         request.extensions["trace"] = self._sending
+        bound = _ANSWER.get()
+        if bound is not None:
+            request.extensions[ANSWER_BOUND] = bound
 
     async def _sending(self, event: str, info: dict[str, Any]) -> None:
         """httpcore's trace of one request: a connection that could not be made, or broke while the request was
@@ -210,7 +241,13 @@ class McpSession:
         tls = self._tls
 
         def guarded(headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> Any:
-            return guard.httpx_client(headers=headers, timeout=timeout, auth=auth, transport_options={"verify": tls})
+            return guard.httpx_client(
+                max_answer_bytes=LIST_ANSWER_BYTES,
+                headers=headers,
+                timeout=timeout,
+                auth=auth,
+                transport_options={"verify": tls},
+            )
 
         return sse_client(
             self.source.url,
@@ -225,7 +262,7 @@ class McpSession:
         tools: list[McpTool] = []
         cursor: str | None = None
         for _ in range(100):  # pages; a server that never stops paging is cut off
-            page = await client.list_tools(cursor=cursor)
+            page = await self._bounded("tools/list", LIST_ANSWER_BYTES, client.list_tools(cursor=cursor))
             for tool in page.tools:
                 tools.append(
                     McpTool(
@@ -245,8 +282,26 @@ class McpSession:
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        result = await (await self.open()).call_tool(name, arguments)
+        client = await self.open()
+        result = await self._bounded("tools/call", self._call_answer_bytes, client.call_tool(name, arguments))
         return ToolResult(_result_text(list(result.content)), bool(result.is_error))
+
+    async def _bounded(self, what: str, max_bytes: int, request: Awaitable[T]) -> T:
+        """`request`, its answers bounded at `max_bytes`; one refused for its size fails it with a ToolFailure saying
+        so (the SDK itself reports only that the connection was lost)."""
+        bound = AnswerBound(max_bytes)
+        reset = _ANSWER.set(bound)
+        try:
+            return await request
+        except Exception:
+            if bound.exceeded:
+                raise ToolFailure(
+                    f"The MCP server {self.source.label!r} answered {what} with more than {max_bytes} bytes, more "
+                    "than the platform accepts."
+                ) from None
+            raise
+        finally:
+            _ANSWER.reset(reset)
 
     async def close(self) -> None:
         stack, self._stack, self._client = self._stack, None, None
@@ -287,9 +342,13 @@ def _check_outputs_safely(session: ClientSession) -> None:
 
 
 def failure(source: ToolSource, what: str, exc: BaseException) -> ToolFailure:
-    """The friendly failure for what went wrong talking to `source` (logged by exception type only)."""
+    """The friendly failure for what went wrong talking to `source` (logged by exception type only, or by the
+    message of a ToolFailure, which names no server text)."""
     if isinstance(exc, TimeoutError):
         return ToolFailure(f"The MCP server {source.label!r} did not answer in time.", timed_out=True)
+    if isinstance(exc, ToolFailure):  # already friendly (an answer refused for its size)
+        log.warning("MCP %s on server %r failed: %s", what, source.label, exc.message)
+        return exc
     log.warning("MCP %s on server %r failed: %s", what, source.label, type(exc).__name__)
     return ToolFailure(f"The MCP server {source.label!r} could not be reached or failed.")
 
@@ -318,7 +377,9 @@ class ToolConnection:
         self._timeout = timeout
         self._max_result_bytes = max_result_bytes
         # One context per process (see tls_context): building one per connection costs ~50 ms of CPU.
-        self._session = McpSession(guard, source, timeout=timeout, tls=tls or tls_context())
+        self._session = McpSession(
+            guard, source, timeout=timeout, tls=tls or tls_context(), max_result_bytes=max_result_bytes
+        )
 
     async def _guarded(self, what: str, work: Any) -> Any:
         try:
