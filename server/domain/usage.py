@@ -55,6 +55,7 @@ __all__ = [
     "epoch_seconds",
     "grouped_columns",
     "placed",
+    "require_within_bounds",
     "target_call_series",
     "target_token_series",
     "token_series",
@@ -91,6 +92,14 @@ _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
+def require_within_bounds(start: datetime, end: datetime, start_field: str, end_field: str) -> None:
+    """Refuses a range outside the times usage reads accept. Their buckets are aligned outward (to the epoch, or to
+    whole hours and days), so a range ending near datetime's last year (9999) would reach past it."""
+    for name, inside in ((start_field, start >= _EARLIEST), (end_field, end <= _LATEST)):
+        if not inside:
+            raise InvalidArgument(f"{name} must lie between {_EARLIEST:%Y-%m-%d} and {_LATEST:%Y-%m-%d}", field=name)
+
+
 @dataclass(frozen=True)
 class Window:
     start: datetime
@@ -100,11 +109,7 @@ class Window:
     def of(start: datetime | None, end: datetime | None, field_name: str = "window") -> Window:
         if start is None or end is None:
             raise InvalidArgument(f"{field_name} needs a start_time and an end_time", field=field_name)
-        if not (start >= _EARLIEST and end <= _LATEST):
-            # Buckets are epoch-aligned and may reach one step past the end: keep far from datetime's range.
-            raise InvalidArgument(
-                f"{field_name} must lie between {_EARLIEST:%Y-%m-%d} and {_LATEST:%Y-%m-%d}", field=field_name
-            )
+        require_within_bounds(start, end, field_name, field_name)
         if start >= end:
             raise InvalidArgument(f"{field_name}.start_time must be before its end_time", field=field_name)
         return Window(start.astimezone(UTC), end.astimezone(UTC))
@@ -160,7 +165,8 @@ class Series(Generic[T]):
 
 def choose_step(window: Window, requested: timedelta | None) -> int:
     """The step (seconds) actually returned: the requested one rounded up to the ladder, then coarsened until the
-    window holds at most MAX_BUCKETS buckets. No request means the finest step that keeps under the cap."""
+    window holds at most MAX_BUCKETS buckets. No request means the finest step that keeps under the cap. A step
+    longer than the window is kept, in whole days: the bucket holding the window is clipped to it (_buckets)."""
     if requested is not None and requested < timedelta(0):
         raise InvalidArgument("step must not be negative", field="step")
     wanted = requested.total_seconds() if requested else 0
@@ -198,7 +204,8 @@ def _buckets(window: Window, step: int) -> tuple[int, list[Bucket]]:
     end_ts = window.end.timestamp()
     while start < end_ts:
         b_start = max(datetime.fromtimestamp(start, UTC), window.start)
-        b_end = min(datetime.fromtimestamp(start + step, UTC), window.end)
+        # Clipped before it is a datetime: a long step's last bucket may end past year 9999.
+        b_end = window.end if start + step >= end_ts else datetime.fromtimestamp(start + step, UTC)
         buckets.append(Bucket(b_start, b_end))
         start += step
     return origin, buckets

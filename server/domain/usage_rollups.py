@@ -38,7 +38,7 @@ from server.domain._usage_sources import (
     planned,
     totals_of,
 )
-from server.domain.usage import grouped_columns, placed
+from server.domain.usage import grouped_columns, placed, require_within_bounds
 from server.errors import InvalidArgument
 from server.metering import CallKind
 from server.permissions import UsageReach
@@ -137,6 +137,7 @@ def _aligned(start: datetime, end: datetime, grain: int, *, most_seconds: int) -
     """[first, last) in epoch seconds: the range widened to whole buckets of `grain`."""
     if start >= end:
         raise InvalidArgument("start_time must be before end_time", field="start_time")
+    require_within_bounds(start, end, "start_time", "end_time")  # aligned outward, the end of 9999 is year 10000
     first = int(start.timestamp()) // grain * grain
     last = -(-int(end.timestamp()) // grain) * grain
     if last - first > most_seconds:

@@ -24,7 +24,7 @@ class ConversationItemServiceHandler(ConversationItemService):
         self._db = deps.db
 
     async def create_items(self, request: pb.CreateItemsRequest, ctx: Ctx) -> pb.CreateItemsResponse:
-        items = [convert.item_in(i) for i in request.items]
+        items = convert.items_in(request.items)
         async with self._db.transaction() as s:
             page = await conversations.create_items(
                 s, current_principal(), request.tenant_id, request.conversation_id, items

@@ -26,7 +26,7 @@ class ConversationServiceHandler(ConversationService):
     async def create_conversation(
         self, request: pb.CreateConversationRequest, ctx: Ctx
     ) -> pb.CreateConversationResponse:
-        items = [convert.item_in(i) for i in request.items]
+        items = convert.items_in(request.items)
         async with self._db.transaction() as s:
             created = await conversations.create_conversation(
                 s, current_principal(), request.tenant_id, dict(request.metadata), items

@@ -8,6 +8,7 @@ are turned back into integers on the way in.)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from google.protobuf import json_format
@@ -16,9 +17,10 @@ from google.protobuf.struct_pb2 import Struct
 from gen.platform.conversations.v1 import conversation_pb2 as pb
 from server.domain.conversation_items import TEXT_PART_TYPES, required_fields
 from server.domain.conversations import Conversation, Item, SortOrder
+from server.errors import InvalidArgument
 from server.services.tenants.convert import timestamp
 
-__all__ = ["conversation", "item", "item_in", "order_in"]
+__all__ = ["conversation", "item", "items_in", "order_in"]
 
 _TYPED_STRINGS = ("call_id", "name", "arguments", "output")
 
@@ -33,8 +35,11 @@ def _whole(value: Any) -> Any:
     return value
 
 
-def _struct_in(value: Struct) -> dict[str, Any]:
-    values: dict[str, Any] = _whole(json_format.MessageToDict(value))
+def _struct_in(value: Struct, where: str) -> dict[str, Any]:
+    try:
+        values: dict[str, Any] = _whole(json_format.MessageToDict(value))
+    except ValueError:  # a NaN or infinite number: binary protobuf carries one, JSON (the item's stored form) cannot
+        raise InvalidArgument(f"{where} holds a number that is NaN or infinite", field=where) from None
     return values
 
 
@@ -95,17 +100,22 @@ def item(value: Item) -> pb.ConversationItem:
     )
 
 
-def _part_in(value: pb.ConversationContentPart) -> dict[str, Any]:
-    out = _struct_in(value.extra)
+def _part_in(value: pb.ConversationContentPart, where: str) -> dict[str, Any]:
+    out = _struct_in(value.extra, f"{where}.extra")
     out["type"] = value.type
     if value.text or value.type in TEXT_PART_TYPES:
         out["text"] = value.text
     return out
 
 
-def item_in(value: pb.ConversationItem) -> dict[str, Any]:
+def items_in(values: Iterable[pb.ConversationItem]) -> list[dict[str, Any]]:
+    """A request's `items` as the domain validates them; a refusal names the item (`items[2].extra`)."""
+    return [_item_in(value, f"items[{i}]") for i, value in enumerate(values)]
+
+
+def _item_in(value: pb.ConversationItem, where: str) -> dict[str, Any]:
     """The item as the OpenAI-shaped object the domain validates (the id, output only, is not read)."""
-    out = _struct_in(value.extra)
+    out = _struct_in(value.extra, f"{where}.extra")
     out.pop("id", None)
     if value.type:
         out["type"] = value.type
@@ -113,7 +123,7 @@ def item_in(value: pb.ConversationItem) -> dict[str, Any]:
         if getattr(value, name):
             out[name] = getattr(value, name)
     if value.content:
-        out["content"] = [_part_in(p) for p in value.content]
+        out["content"] = [_part_in(p, f"{where}.content[{j}]") for j, p in enumerate(value.content)]
     elif value.type == "message":
         out.setdefault("content", [])
     required = required_fields(value.type)

@@ -21,6 +21,13 @@ __all__ = ["LimitServiceHandler"]
 Ctx = RequestContext[Any, Any]
 
 
+def _policy_key(key: list[str]) -> tuple[int, int, str]:
+    """A ListLimitPolicies token's sort key (tier, scope kind, scope id). Read through the enums: a forged number no
+    policy can have (a 20-digit one no database integer holds) is a ValueError, which `walk` refuses as a token of
+    another list instead of binding it."""
+    return int(limits.Tier(int(key[0]))), int(limits.ScopeKind(int(key[1]))), key[2]
+
+
 class LimitServiceHandler(LimitService):
     def __init__(self, deps: Deps) -> None:
         self._deps = deps
@@ -56,7 +63,7 @@ class LimitServiceHandler(LimitService):
                     s, principal, tenant_id=request.tenant_id, scope=scope, window=window
                 ),
                 key=lambda p: (str(int(p.tier)), str(int(p.scope.kind)), p.scope.id),
-                parse=lambda key: (int(key[0]), int(key[1]), key[2]),
+                parse=_policy_key,
             )
         return pb.ListLimitPoliciesResponse(
             policies=[convert.policy(p) for p in page.items], next_page_token=page.next_token

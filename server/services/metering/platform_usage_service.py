@@ -21,6 +21,8 @@ from server.services.tenants.convert import timestamp
 __all__ = ["PlatformUsageServiceHandler"]
 
 Ctx = RequestContext[Any, Any]
+# google.protobuf.Duration's range (about 10,000 years): the JSON codec refuses a longer one, binary decoding does not.
+_DURATION_MAX_SECONDS = 315_576_000_000
 
 
 def _window(value: usage_pb2.TimeWindow) -> usage.Window:
@@ -37,7 +39,11 @@ def _time_window(start: Any, end: Any) -> usage_pb2.TimeWindow:
 
 
 def _step(value: Duration, given: bool) -> timedelta | None:
-    return value.ToTimedelta() if given else None
+    if not given:
+        return None
+    if abs(value.seconds) > _DURATION_MAX_SECONDS:  # past it, ToTimedelta may overflow
+        raise InvalidArgument("step is out of range", field="step")
+    return value.ToTimedelta()
 
 
 def _filters(tenant_ids: Any, model_ids: Any, user_ids: Any) -> usage.Filters:
