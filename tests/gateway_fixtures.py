@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import openai
 import pytest
 import pytest_asyncio
 
@@ -38,7 +39,9 @@ from tests.gateway_world import (
     default_specs,
     service_account_key,
 )
-from tests.world import make_world
+from tests.world import make_world, must
+
+MCP_SERVERS = "platform.agents.v1.ExternalMcpServerService"
 
 
 @dataclass
@@ -198,3 +201,29 @@ async def start_gateway_process(
             await asyncio.sleep(0.1)
     proc.kill()
     raise RuntimeError("the gateway did not become ready")
+
+
+@pytest.fixture(name="sdk")
+def all_resources_sdk(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> Iterator[openai.OpenAI]:
+    """The openai SDK on the gateway with the world's all-resources key, the fake model's script emptied before and
+    after (the tool-loop tests script the model's answers). A module may define an `sdk` of its own."""
+    fakes.openai.script.clear()
+    with openai.OpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as client:
+        yield client
+    fakes.openai.script.clear()
+
+
+async def shared_mcp_server(server: Server, url: str, prefix: str) -> str:
+    """An MCP server at `url` without credentials, registered on the platform and shared with every tenant: its
+    label (`prefix`, a random part and `_`)."""
+    name = f"{prefix}{secrets.token_hex(3)}_"
+    spec = {
+        "name": name,
+        "serverUrl": url,
+        "auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"},
+        "sharing": {"shareToAll": True},
+    }
+    body = {"externalMcpServer": spec}
+    connect = ConnectJsonCaller(server.base_url)
+    must(await connect.call(f"{MCP_SERVERS}/CreatePlatformExternalMcpServer", body, token=server.admin_token))
+    return name

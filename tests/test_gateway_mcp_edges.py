@@ -21,7 +21,7 @@ from tests.clients import ConnectJsonCaller
 from tests.conftest import ONE_BACKEND, Server
 from tests.fakes.mcp_servers import serve_asgi
 from tests.fakes.upstream import tool_calls
-from tests.gateway_fixtures import Fakes, Gateway
+from tests.gateway_fixtures import Fakes, Gateway, shared_mcp_server
 from tests.gateway_world import GatewayWorld
 from tests.world import must
 
@@ -67,34 +67,9 @@ def probe_port() -> Iterator[int]:
         yield port
 
 
-async def _register(server: Server, url: str) -> str:
-    name = f"p{secrets.token_hex(3)}_"
-    spec = {
-        "name": name,
-        "serverUrl": url,
-        "auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"},
-        "sharing": {"shareToAll": True},
-    }
-    connect = ConnectJsonCaller(server.base_url)
-    must(
-        await connect.call(
-            f"{MCP}/CreatePlatformExternalMcpServer", {"externalMcpServer": spec}, token=server.admin_token
-        )
-    )
-    return name
-
-
 @pytest.fixture(scope="module")
 async def probe(server: Server, probe_port: int, gw_world: GatewayWorld) -> str:
-    return await _register(server, f"http://127.0.0.1:{probe_port}/mcp")
-
-
-@pytest.fixture
-def sdk(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> Iterator[openai.OpenAI]:
-    fakes.openai.script.clear()
-    with openai.OpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as client:
-        yield client
-    fakes.openai.script.clear()
+    return await shared_mcp_server(server, f"http://127.0.0.1:{probe_port}/mcp", "p")
 
 
 def _mcp(label: str, **extra: Any) -> Any:
@@ -233,7 +208,7 @@ def _collision_server(port: int) -> Any:
 @pytest.fixture(scope="module")
 async def collide(server: Server, gw_world: GatewayWorld) -> Iterator[str]:
     with serve_asgi(_collision_server) as port:
-        label = await _register(server, f"http://127.0.0.1:{port}/mcp")
+        label = await shared_mcp_server(server, f"http://127.0.0.1:{port}/mcp", "c")
         COLLIDE["label"] = label
         yield label
 

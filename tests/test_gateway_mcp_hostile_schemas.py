@@ -11,7 +11,6 @@ which lists whatever schema it is given) behind the real gateway process, with a
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,13 +20,11 @@ import openai
 import pytest
 from mcp.server.lowlevel import Server as LowLevelServer
 
-from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
 from tests.fakes.mcp_servers import serve_asgi
 from tests.fakes.upstream import tool_calls
-from tests.gateway_fixtures import Fakes, Gateway
+from tests.gateway_fixtures import Fakes, Gateway, shared_mcp_server
 from tests.gateway_world import GatewayWorld
-from tests.world import must
 
 MCP = "platform.agents.v1.ExternalMcpServerService"
 EVIL = "^(a+)+$"
@@ -84,28 +81,7 @@ def hostile_port() -> Iterator[int]:
 @pytest.fixture(scope="module")
 async def hostile(server: Server, hostile_port: int, gw_world: GatewayWorld) -> str:
     """The hostile server, registered and shared with every tenant: its label."""
-    name = f"h{secrets.token_hex(3)}_"
-    spec = {
-        "name": name,
-        "serverUrl": f"http://127.0.0.1:{hostile_port}/mcp",
-        "auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"},
-        "sharing": {"shareToAll": True},
-    }
-    connect = ConnectJsonCaller(server.base_url)
-    must(
-        await connect.call(
-            f"{MCP}/CreatePlatformExternalMcpServer", {"externalMcpServer": spec}, token=server.admin_token
-        )
-    )
-    return name
-
-
-@pytest.fixture
-def sdk(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> Iterator[openai.OpenAI]:
-    fakes.openai.script.clear()
-    with openai.OpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as client:
-        yield client
-    fakes.openai.script.clear()
+    return await shared_mcp_server(server, f"http://127.0.0.1:{hostile_port}/mcp", "h")
 
 
 def _mcp(label: str) -> Any:

@@ -83,14 +83,6 @@ async def servers(server: Server, mcp_ports: tuple[int, int, AutoApprove], gw_wo
     return Servers(tools, tools_url, private, oauth_name, provider, down)
 
 
-@pytest.fixture
-def sdk(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> Iterator[openai.OpenAI]:
-    fakes.openai.script.clear()
-    with openai.OpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as client:
-        yield client
-    fakes.openai.script.clear()
-
-
 def _mcp(label: str, **extra: Any) -> Any:
     return {"type": "mcp", "server_label": label, "require_approval": "never", **extra}
 

@@ -9,7 +9,6 @@ import gzip
 import io
 import os
 import re
-import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -19,13 +18,11 @@ import orjson
 import pytest
 from mcp.server.lowlevel import Server as LowLevelServer
 
-from tests.clients import ConnectJsonCaller
 from tests.conftest import ONE_BACKEND, Server
 from tests.fakes.mcp_servers import serve_asgi
 from tests.fakes.upstream import tool_calls
-from tests.gateway_fixtures import Fakes, Gateway
+from tests.gateway_fixtures import Fakes, Gateway, shared_mcp_server
 from tests.gateway_world import GatewayWorld
-from tests.world import must
 
 pytestmark = ONE_BACKEND
 
@@ -147,23 +144,6 @@ def _hostile(method: str, answer: Callable[[Any, dict[bytes, bytes]], Answer]) -
     return make
 
 
-async def _register(server: Server, url: str) -> str:
-    name = f"b{secrets.token_hex(3)}_"
-    spec = {
-        "name": name,
-        "serverUrl": url,
-        "auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"},
-        "sharing": {"shareToAll": True},
-    }
-    connect = ConnectJsonCaller(server.base_url)
-    must(
-        await connect.call(
-            f"{MCP}/CreatePlatformExternalMcpServer", {"externalMcpServer": spec}, token=server.admin_token
-        )
-    )
-    return name
-
-
 def _url(port: int) -> str:
     return f"http://127.0.0.1:{port}/mcp"
 
@@ -171,33 +151,25 @@ def _url(port: int) -> str:
 @pytest.fixture(scope="module")
 async def bomb(server: Server, gw_world: GatewayWorld) -> AsyncIterator[str]:
     with serve_asgi(_hostile("tools/call", _bomb)) as port:
-        yield await _register(server, _url(port))
+        yield await shared_mcp_server(server, _url(port), "b")
 
 
 @pytest.fixture(scope="module")
 async def plain(server: Server, gw_world: GatewayWorld) -> AsyncIterator[str]:
     with serve_asgi(_hostile("tools/call", _plain)) as port:
-        yield await _register(server, _url(port))
+        yield await shared_mcp_server(server, _url(port), "b")
 
 
 @pytest.fixture(scope="module")
 async def listing(server: Server, gw_world: GatewayWorld) -> AsyncIterator[str]:
     with serve_asgi(_hostile("tools/list", _huge_listing)) as port:
-        yield await _register(server, _url(port))
+        yield await shared_mcp_server(server, _url(port), "b")
 
 
 @pytest.fixture(scope="module")
 async def compressing(server: Server, gw_world: GatewayWorld) -> AsyncIterator[str]:
     with serve_asgi(_hostile("tools/call", _compressed_anyway)) as port:
-        yield await _register(server, _url(port))
-
-
-@pytest.fixture
-def sdk(gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes) -> Iterator[openai.OpenAI]:
-    fakes.openai.script.clear()
-    with openai.OpenAI(base_url=gateway.base_url, api_key=gw_world.keys["all"], max_retries=0) as client:
-        yield client
-    fakes.openai.script.clear()
+        yield await shared_mcp_server(server, _url(port), "b")
 
 
 def _mcp(label: str) -> Any:
