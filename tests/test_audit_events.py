@@ -131,3 +131,20 @@ async def test_keys_act_by_id_and_their_secrets_never_reach_the_trail(
 
     for row in await trail.all():
         assert secret not in str([getattr(row, c.key) for c in row.__table__.columns])
+
+
+async def test_a_capture_toggle_is_named_after_the_tenant_it_acted_on(server: Server) -> None:
+    """docs/audit.md: turning capture on or off is "named by its scope and state (`tenant/<tenant id> on`, ...)". An
+    operator scoped to the tenant (`X-Platform-Tenant-Id`, as the console calls) may leave `tenantId` out: the event
+    was named from the request's own field, "tenant/ off", naming no tenant."""
+    connect = ConnectJsonCaller(server.base_url)
+    world = await make_world(server, connect)
+    body = {"scope": {"kind": "CAPTURE_SCOPE_KIND_TENANT"}, "enabled": False}
+    method = "switchboard.capture.v1.CaptureService/SetCapturePolicy"
+    answer = must(await connect.call(method, body, token=server.admin_token, tenant=world.tenant_id))
+    assert answer["policy"]["tenantId"] == world.tenant_id
+    query = {"tenantId": world.tenant_id, "method": f"/{method}", "pageSize": 10}
+    events = must(
+        await connect.call("switchboard.audit.v1.AuditService/ListAuditEvents", query, token=server.admin_token)
+    )
+    assert [e.get("resourceName") for e in events["events"]] == [f"tenant/{world.tenant_id} off"], events

@@ -84,6 +84,9 @@ class CaptureServiceHandler(CaptureService):
             found = await policies.set_policy(
                 s, current_principal(), tenant_id=request.tenant_id, scope=scope, enabled=request.enabled
             )
+            # Named after the tenant it acted on, which a request may leave to the session's scope.
+            acted = f"{_SCOPE_NAMES[scope.kind]}/{scope.id or found.tenant_id} {state}"
+            CallRecorder.described(lambda: (found.tenant_id, acted))
         return pb.SetCapturePolicyResponse(policy=_policy(found))
 
     async def get_capture_policy(self, request: pb.GetCapturePolicyRequest, ctx: Ctx) -> pb.GetCapturePolicyResponse:
