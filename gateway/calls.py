@@ -63,7 +63,10 @@ class Call:
     awaiting: int = 0  # the reservation of the last model call admitted (limited or not), until its usage is known
     awaiting_output: int = 0  # the part of it reserved for output
     relayed: int = 0  # the output tokens a stream of that model call relayed (estimated: gateway.streaming)
-    unreported: int = 0  # the reservations of earlier model calls that answered without a usage
+    last_used: int = 0  # the usage the last model call admitted reported (0 until it does)
+    # What each earlier model call with a grant counts (its usage, or what `pending` said when the next was admitted):
+    # each grant settles to its own call's count, in the windows it was admitted in.
+    earlier_used: list[int] = field(default_factory=list)
     first_chunk_at: float = 0.0  # perf_counter() when a streamed answer's first bytes arrived (0: not streamed)
 
     async def resolve(self, model: str) -> Route:
@@ -129,9 +132,10 @@ class Call:
         except LimitExceeded:  # its answer carries its own headers; an earlier call's grant no longer describes it
             request.pop(LIMIT_HEADERS, None)
             raise
+        if len(self.earlier_used) < len(self.grants):  # the model call its last grant counted has ended
+            self.earlier_used.append(self.last_used + self.pending())
         # Kept with or without a limit to hold it: metering estimates a cut-off stream's usage from these too.
-        self.unreported += self.pending()
-        self.awaiting, self.awaiting_output, self.relayed = reserve, output, 0
+        self.awaiting, self.awaiting_output, self.relayed, self.last_used = reserve, output, 0, 0
         if grant is not None:
             self.grants.append(grant)
             request[LIMIT_HEADERS] = grant.headers
@@ -165,6 +169,7 @@ class Call:
         self.awaiting = 0
         prompt, completion = _prompt_and_completion(usage)
         total = count_or_zero(usage.get("total_tokens")) or prompt + completion
+        self.last_used = total
         if self.kind == CallKind.EMBEDDING:
             self.tokens = {"embedding_tokens": prompt or total, "total_tokens": total}
         elif self.kind == CallKind.RERANK:
@@ -179,6 +184,7 @@ class Call:
             return
         self.awaiting = 0
         prompt, completion = _prompt_and_completion(usage)
+        self.last_used = prompt + completion
         prompt += self.tokens.get("prompt_tokens", 0)
         completion += self.tokens.get("completion_tokens", 0)
         self.tokens = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
@@ -263,19 +269,17 @@ def _answered(status: int) -> bool:
 
 
 async def _settle(call: Call) -> None:
-    """Settle the call's token reservations (the last model call's carries the difference) and free its leases."""
+    """Settle each model call's token reservation to what it counts, and free the call's leases. Each in the windows
+    it was admitted in: a tool loop's model calls may fall in two minutes, and settling all of the turn's use against
+    the last one's window drove that minute's count below zero (room beyond its limit)."""
     limiter = call.app[LIMITER]
-    total = call.tokens.get("total_tokens", 0) or sum(call.tokens.values())
-    # What ran without a usage to show for it keeps its reservation (or what its stream relayed, when more): settling
-    # it to nothing would make such calls free, however much they produced.
-    used = total + call.unreported + call.pending(_answered(call.status))
     grants = call.grants
     try:
-        if len(grants) > 1:  # the tool loop's: only its later model calls cost a slice and a sum
-            earlier = grants[:-1]
-            for grant in earlier:
-                await limiter.finish(grant, grant.reserved)
-            used -= sum(g.reserved for g in earlier)
-        await limiter.finish(grants[-1], used)
+        for grant, used in zip(grants, call.earlier_used, strict=False):
+            await limiter.finish(grant, used)
+        if len(call.earlier_used) < len(grants):
+            # What ran without a usage to show for it keeps its reservation (or what its stream relayed, when more):
+            # settling it to nothing would make such calls free, however much they produced.
+            await limiter.finish(grants[-1], call.last_used + call.pending(_answered(call.status)))
     except Exception:  # settling must never cost the call its usage event
         log.exception("could not settle a call's rate-limit reservation")

@@ -422,6 +422,30 @@ async def test_each_model_call_of_the_tool_loop_counts(
     assert "Traceback" not in gw.log()
 
 
+async def test_a_tool_loop_across_two_minutes_settles_each_model_call_in_its_own(
+    gw: LimitsGateway, tenant: Tenant, server: Server, tools_url: str
+) -> None:
+    """A turn's model calls may be admitted in two minutes: each settles in the window it was admitted in. Settling
+    the turn's whole use against its last call's minute (the first's reservation kept in its own) drove that
+    minute's count about 950 below zero: room beyond its limit."""
+    label = await mcp_server(tenant, server, tools_url)
+    key_id, secret = await tenant.key("two-minutes")
+    await tenant.limit((KEY, key_id), tokensPerMinute="100k")
+    tools = [{"type": "mcp", "server_label": label, "require_approval": "never"}]
+    # `lslow` answers after 1.5 s: started at second 59 of a minute, its first call is admitted in it, its second
+    # (after the tool) in the next.
+    await asyncio.sleep((59.0 - time.time() % 60) % 60)
+    with openai.OpenAI(base_url=gw.base_url, api_key=secret, max_retries=0) as sdk:
+        raw = sdk.responses.with_raw_response.create(model=tenant.world.model("lslow"), input="2+3?", tools=tools)
+    assert [item.type for item in raw.parse().output] == ["mcp_list_tools", "mcp_call", "message"]
+    # The second call's grant found a fresh window (in the first's, both reservations, ~2,100, would show).
+    assert 100_000 - int(raw.headers["x-ratelimit-remaining-tokens"]) < 1_500, raw.headers
+    after = chat(tenant.world.model("lchat"), max_tokens=1)
+    _, headers, _ = await post(gw, secret, "/chat/completions", after)
+    # This minute holds the turn's second model call (70 tokens), not the turn's use less the first's reservation.
+    assert headers["x-ratelimit-remaining-tokens"] == str(100_000 - 70 - reserved(after))
+
+
 async def test_a_tool_loop_cut_short_counts_and_meters_the_model_calls_it_made(
     gw: LimitsGateway, tenant: Tenant, server: Server, tools_url: str, database: Database
 ) -> None:
