@@ -31,6 +31,7 @@ from server.store.models import LimitSoftCrossingRow, UsageEventRow
 from tests.agent_world import AGENTS
 from tests.conftest import ONE_BACKEND, Database, Server
 from tests.fakes.mcp_servers import loop_tools_server, serve_asgi
+from tests.gateway_fixtures import shared_mcp_server
 from tests.gateway_world import GatewayWorld
 from tests.limits_world import FLOOD, LIMITS, LimitsGateway, Tenant, early_in_a_minute, limits_gateway, new_tenant
 from tests.world import must
@@ -368,31 +369,10 @@ def tools_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
-async def mcp_server(tenant: Tenant, server: Server, tools_url: str) -> str:
-    """The label of a new platform MCP server (shared with every tenant) serving the loop's tools."""
-    label = f"s{secrets.token_hex(3)}_"
-    registration = {
-        "externalMcpServer": {
-            "name": label,
-            "serverUrl": tools_url,
-            "auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"},
-            "sharing": {"shareToAll": True},
-        }
-    }
-    must(
-        await tenant.connect.call(
-            "platform.agents.v1.ExternalMcpServerService/CreatePlatformExternalMcpServer",
-            registration,
-            token=server.admin_token,
-        )
-    )
-    return label
-
-
 async def test_each_model_call_of_the_tool_loop_counts(
     gw: LimitsGateway, tenant: Tenant, server: Server, tools_url: str
 ) -> None:
-    label = await mcp_server(tenant, server, tools_url)
+    label = await shared_mcp_server(server, tools_url, "s")
     key_id, secret = await tenant.key("loop")
     await tenant.limit((KEY, key_id), requestsPerMinute="3")
     await early_in_a_minute(10)
@@ -428,7 +408,7 @@ async def test_a_tool_loop_across_two_minutes_settles_each_model_call_in_its_own
     """A turn's model calls may be admitted in two minutes: each settles in the window it was admitted in. Settling
     the turn's whole use against its last call's minute (the first's reservation kept in its own) drove that
     minute's count about 950 below zero: room beyond its limit."""
-    label = await mcp_server(tenant, server, tools_url)
+    label = await shared_mcp_server(server, tools_url, "s")
     key_id, secret = await tenant.key("two-minutes")
     await tenant.limit((KEY, key_id), tokensPerMinute="100k")
     tools = [{"type": "mcp", "server_label": label, "require_approval": "never"}]
@@ -451,7 +431,7 @@ async def test_a_tool_loop_cut_short_counts_and_meters_the_model_calls_it_made(
 ) -> None:
     """A turn refused a rate limit at its second model call: the first one ran, so its tokens stay counted against
     the tenant's limits and are metered (they were all given back and metered as 0)."""
-    label = await mcp_server(tenant, server, tools_url)
+    label = await shared_mcp_server(server, tools_url, "s")
     key_id, secret = await tenant.key("loop-tokens")
     _, other = await tenant.key("loop-tokens-other")
     await tenant.limit((KEY, key_id), requestsPerMinute="3")
