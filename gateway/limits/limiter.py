@@ -85,19 +85,30 @@ class LimitExceeded(QuotaExceeded):
 
 class Grant:
     """What one admitted model call holds: the span it was counted in (its windows' counters, so it settles in them
-    even after they end), its token reservation and, with `slots`, a lease in each of the span's concurrency caps.
+    even after they end), its token reservation, with `slots` a lease in each of the span's concurrency caps, and
+    the soft thresholds its reservation took the count past (`crossing`, with that count), which `finish` decides on.
     (A plain class, not a dataclass: compiled, a dataclass's __init__ is still the interpreted one dataclasses
     writes, and one Grant is made per call.)"""
 
-    __slots__ = ("headers", "lease", "reserved", "slots", "span")
+    __slots__ = ("crossing", "headers", "lease", "reserved", "slots", "span")
 
-    def __init__(self, span: _Span, reserved: int, headers: dict[str, str], slots: bool, lease: str) -> None:
+    def __init__(
+        self,
+        span: _Span,
+        reserved: int,
+        headers: dict[str, str],
+        slots: bool,
+        lease: str,
+        *,
+        crossing: tuple[tuple[_Soft, int], ...],
+    ) -> None:
         self.span, self.reserved, self.headers, self.slots, self.lease = span, reserved, headers, slots, lease
+        self.crossing = crossing
 
 
 @dataclass(slots=True)
 class _Soft:
-    """A budget with a soft threshold, as one plan counts it (the threshold is watched on every count)."""
+    """A budget policy's soft threshold, as one plan counts it (watched on every count of the budget's counter)."""
 
     applied: Applied
     threshold: int
@@ -112,6 +123,8 @@ class _Check:
     rule: Rule
     limit: int
     tokens: bool  # reserves the call's tokens (else counts one request, or holds a lease)
+    # The budget rules sharing the counter that set a soft threshold, whatever their limit: each is watched.
+    softs: list[Rule]
 
 
 class _Span:
@@ -155,11 +168,13 @@ class _Span:
         self.until = min((w.end for w in windows), default=INT64_MAX)
         tokens = [i for i, c in enumerate(takes) if c.tokens]
         self.token_takes = [self.fixed[i] for i in tokens]  # what settles
-        # Only the policy whose (lowest) limit a shared budget counter keeps is watched for its soft threshold.
+        # Every soft threshold of every policy counted on a budget counter, not only that of the policy whose
+        # (lowest) limit the counter keeps: an operator's threshold holds under a tenant admin's lower budget.
         self.soft = [
-            _Soft(Applied(c.rule.policy, c.rule.metric, c.limit, names[i], windows[i]), soft, position, i)
+            _Soft(Applied(rule.policy, rule.metric, rule.limit, names[i], windows[i]), soft, position, i)
             for position, i in enumerate(tokens)
-            if (c := takes[i]).rule.metric == Metric.TOKEN_BUDGET and (soft := c.rule.policy.soft_budget) is not None
+            for rule in takes[i].softs
+            if (soft := rule.policy.soft_budget) is not None
         ]
         # The header names of a kind (requests, tokens), and the takes it picks from: (index, limit, limit as text).
         self.trios = [
@@ -197,9 +212,11 @@ def _checks(policies: list[Policy], caller: Caller) -> tuple[list[_Check], list[
         name = rule.base + (f"|{int(rule.period)}" if rule.period is not None else "")
         found = into.get(name)
         if found is None:
-            into[name] = _Check(rule, rule.limit, rule.metric in _TOKEN_METRICS)
+            found = into[name] = _Check(rule, rule.limit, rule.metric in _TOKEN_METRICS, [])
         elif rule.limit < found.limit:
             found.rule, found.limit = rule, rule.limit
+        if rule.metric == Metric.TOKEN_BUDGET and rule.policy.soft_budget is not None:
+            found.softs.append(rule)
     return list(takes.values()), list(slots.values())
 
 
@@ -336,11 +353,8 @@ class Limiter:
             values, lease = bound.values(), ""
         else:
             raise self._refusal(span, reserve, counted, bound.values()[: counted + 1], now)
-        for soft in span.soft:
-            after = values[soft.take]
-            if after - reserve < soft.threshold <= after:
-                self._soft_crossed(soft.applied, after)
-        return Grant(span, reserve, _headers(span, values, now), with_slots, lease)
+        crossing = _crossing(span.soft, values, reserve) if span.soft else ()
+        return Grant(span, reserve, _headers(span, values, now), with_slots, lease, crossing=crossing)
 
     async def _acquire(self, span: _Span, reserve: int, with_slots: bool, now: float) -> tuple[list[int], str] | None:
         """Count the call in the shared store: its counts and lease, None if the store is down (fail open)."""
@@ -396,28 +410,47 @@ class Limiter:
         """Settle the reservation to `used` tokens (None: keep it, the usage is unknown) and free the leases."""
         span = grant.span
         delta = 0 if used is None else used - grant.reserved
-        # Counts are read back only to watch a soft budget, which only a settlement adding tokens can cross: most keys
-        # have none, and most settlements give back part of a reservation.
-        watch = delta > 0 and bool(span.soft)
+        # Counts are read back only to watch a soft budget: one a settlement adding tokens may cross, or one the
+        # call's reservation took the count past, crossed only if the count stays there once settled. Most keys have
+        # none, and most settlements give back part of a reservation.
+        watch = delta != 0 and bool(span.soft) and (delta > 0 or bool(grant.crossing))
+        values = await self._settle(grant, delta, watch)
+        if watch and values:
+            self._watch_settled(span.soft, grant.crossing, delta, values)
+        else:
+            # The reservation stands as admitted (settled unchanged, or not at all): so does each count it crossed at.
+            for soft, after in grant.crossing:
+                self._soft_crossed(soft.applied, after)
+
+    async def _settle(self, grant: Grant, delta: int, watch: bool) -> Sequence[int] | None:
+        """Add `delta` to the grant's token counters and free its leases: the token counts after it when `watch`
+        (else perhaps none), None when the store could not be reached."""
+        span = grant.span
         bound = span.bound
-        values: Sequence[int]
         if bound is not None and bound.settle(delta, grant.slots):
-            values = bound.token_values() if watch else ()
-        else:  # the store settles it all, or (a bound gave the leases back) the tokens the bound could not
-            takes = span.token_takes if delta else []
-            slots = span.slot_names if grant.slots and bound is None else []
-            if not takes and not slots:
-                return
-            try:
-                values = await self._counters.finish(takes, delta, slots, grant.lease)
-            except CountersUnavailable:
-                # A settlement that cannot reach the store leaves the reservation standing (its leases expire in
-                # Redis).
-                _unavailable.add(1, {"outcome": "unsettled"})
-                return
-        for soft in span.soft if watch else ():
+            return bound.token_values() if watch else ()
+        # The store settles it all, or (a bound gave the leases back) the tokens the bound could not.
+        takes = span.token_takes if delta else []
+        slots = span.slot_names if grant.slots and bound is None else []
+        if not takes and not slots:
+            return ()
+        try:
+            return await self._counters.finish(takes, delta, slots, grant.lease)
+        except CountersUnavailable:
+            # A settlement that cannot reach the store leaves the reservation standing (its leases expire in Redis).
+            _unavailable.add(1, {"outcome": "unsettled"})
+            return None
+
+    def _watch_settled(
+        self, softs: list[_Soft], crossing: tuple[tuple[_Soft, int], ...], delta: int, values: Sequence[int]
+    ) -> None:
+        """Record each soft threshold the settled counts (`values`, after adding `delta`) are at or past and that
+        this call crossed: by what the settlement added, or by a reservation that took the count past it."""
+        for soft in softs:
             after = values[soft.position]
-            if after - delta < soft.threshold <= after:
+            if after >= soft.threshold and (
+                after - delta < soft.threshold or any(held is soft for held, _ in crossing)
+            ):
                 self._soft_crossed(soft.applied, after)
 
     def _soft_crossed(self, applied: Applied, after: int) -> None:
@@ -452,6 +485,17 @@ class Limiter:
                 )
         except Exception:
             log.exception("could not record a soft budget crossing")
+
+
+def _crossing(softs: list[_Soft], values: list[int], reserve: int) -> tuple[tuple[_Soft, int], ...]:
+    """The soft thresholds a call's reservation took the count past (`values`: the counts after it), with the count:
+    only tentatively crossed, since most of a reservation is usually given back when the call ends (`finish`)."""
+    found: tuple[tuple[_Soft, int], ...] = ()  # made only when one is crossed (seldom), not on every call
+    for soft in softs:
+        after = values[soft.take]
+        if after - reserve < soft.threshold <= after:
+            found += ((soft, after),)
+    return found
 
 
 def _headers(span: _Span, values: list[int], now: float) -> dict[str, str]:
