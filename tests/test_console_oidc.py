@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -24,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import aiohttp
+import jwt
 import pytest
 import pytest_asyncio
 from yarl import URL
@@ -244,7 +246,9 @@ async def test_sign_in_through_the_provider_gives_a_cookie_session(site: Site, b
     [session_line] = [c for c in browser.set_cookies if c.startswith("sb_session=") and "Max-Age=0" not in c]
     attributes = _attributes(session_line)
     assert "httponly" in attributes and attributes["samesite"] == "Strict" and attributes["path"] == "/"
-    assert 0 < int(attributes["max-age"]) <= 600  # the access token's lifetime at the provider
+    # The access token's remaining lifetime, from its own `exp` (600 s at this provider), which every call checks.
+    expires = jwt.decode(token, options={"verify_signature": False})["exp"]
+    assert abs(int(attributes["max-age"]) - (expires - time.time())) <= 5, (attributes, expires)
     # The token never reached anything the browser was shown: no URL, no page, no redirect.
     assert not [u for u in browser.seen_urls if token in u]
     assert not [b for b in browser.seen_bodies if token in b]

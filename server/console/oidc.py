@@ -52,7 +52,6 @@ class SignInFailed(Exception):
 @dataclass(frozen=True)
 class SignedIn:
     access_token: str
-    expires_at: float  # epoch seconds
     next_path: str
 
 
@@ -200,9 +199,7 @@ class OidcClient:
         if not isinstance(access_token, str) or not access_token or not isinstance(id_token, str):
             raise SignInFailed("the provider's token answer lacks an access token or an ID token")
         await self._check_id_token(provider, id_token, flow["nonce"])
-        expires_in = answer.get("expires_in")
-        lifetime = float(expires_in) if isinstance(expires_in, int | float) and expires_in > 0 else 300.0
-        return SignedIn(access_token=access_token, expires_at=time.time() + lifetime, next_path=flow["next"])
+        return SignedIn(access_token=access_token, next_path=flow["next"])
 
     async def _exchange(self, provider: _Provider, code: str, verifier: str) -> dict[str, Any]:
         form = {

@@ -271,7 +271,7 @@ class ConsoleAuth:
         try:
             signed_in = await self._oidc.finish(_query(scope), flow)
             # The API will check the access token on every call; refuse now one it would refuse then.
-            await self._tokens.verify(signed_in.access_token)
+            claims = await self._tokens.verify(signed_in.access_token)
         except SignInFailed as exc:
             await _text(send, 400, f"sign-in failed: {exc}. Start again from /console/.", [cleared])
             return
@@ -281,7 +281,9 @@ class ConsoleAuth:
                 send, 400, "sign-in failed: the provider's access token is not accepted by this server", [cleared]
             )
             return
-        max_age = int(signed_in.expires_at - time.time())
+        # The token's own `exp`, which every call checks: the provider's `expires_in` is optional (a provider that
+        # omits it would otherwise need a guess).
+        max_age = int(claims.expires_at - time.time())
         await _redirect(send, signed_in.next_path, [cleared, self._session(signed_in.access_token, max_age)])
 
     async def _revoke(self, token: str | None) -> None:
