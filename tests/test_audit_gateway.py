@@ -102,7 +102,7 @@ async def aw(server: Server, gateway: Gateway, gw_world: GatewayWorld, fakes: Fa
     return await build_agent_world(ConnectJsonCaller(server.base_url), server.admin_token, own, fakes.openai_url)
 
 
-sdk, servers, mcp_ports = loop_tests.sdk, loop_tests.servers, loop_tests.mcp_ports
+servers, mcp_ports = loop_tests.servers, loop_tests.mcp_ports
 
 
 async def test_a_guardrail_refusal_names_the_agent_and_the_key_never_the_content(
