@@ -78,6 +78,7 @@ async def test_responses_non_string_part_text_is_a_400_naming_the_field(
     [
         {"tool_calls": ["not-an-object"]},
         {"tool_calls": [{"id": "c", "type": "function", "function": "not-an-object"}]},
+        {"body": {"id": "chatcmpl-x", "choices": {"0": {"message": {"content": "hi"}}}}},  # choices not a list
     ],
 )
 async def test_responses_malformed_upstream_tool_calls_are_a_502(

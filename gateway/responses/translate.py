@@ -421,7 +421,9 @@ def function_call_item(call_id: str, name: str, arguments: str, *, item_id: str 
 def answer_of(parsed: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]], Any]:
     """The text, tool calls and finish reason of a chat answer's first choice; the backend's failure
     (`invalid_answer`) when its message or a tool call is not an object of the shape they have."""
-    choices = parsed.get("choices") or []
+    choices = parsed.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        raise invalid_answer()
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}
     calls = message.get("tool_calls") or [] if isinstance(message, dict) else None

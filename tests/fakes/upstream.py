@@ -18,7 +18,7 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
   "The tool said: <its content>").
 `script` (assistant messages, e.g. tool calls) answers the next chat requests in order (streamed ones as chunks),
 before any of the above: a test scripts a model that calls tools the way it wants (`delay_seconds` in an entry:
-answer that much later; `usage`: report that usage instead of the usual one).
+answer that much later; `usage`: report that usage instead of the usual one; `body`: answer exactly that, unstreamed).
 `fixed_embeddings` is a bare /v1/embeddings handler for the small stand-in apps of tests/capture_world.py and
 tests/limits_world.py.
 """
@@ -100,6 +100,8 @@ class FakeUpstream:
             scripted = dict(self.script.pop(0))
             await asyncio.sleep(float(scripted.pop("delay_seconds", 0)))  # a slow model, when a test asks for one
             usage = scripted.pop("usage", None) or _usage()  # what it reports, when a test sets it
+            if "body" in scripted:  # a whole answer, as it is (a test of answers of the wrong shape)
+                return web.json_response(scripted["body"])
             if payload.get("stream"):
                 return await self._stream_scripted(request, payload, model, scripted, usage)
             return web.json_response(_completion(model, scripted, usage))
