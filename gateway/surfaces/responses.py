@@ -34,7 +34,7 @@ from gateway.surfaces.agent_responses import guarded_response
 from server.domain import conversation_items, conversations
 from server.domain import responses as stored
 from server.domain.json_values import is_integer
-from server.errors import InvalidArgument, UpstreamFailed
+from server.errors import InvalidArgument, UpstreamFailed, wire_error_for
 from server.metering import CallKind
 
 __all__ = ["create_response", "delete_response", "get_response", "list_input_items"]
@@ -351,20 +351,10 @@ async def _with_loop(
         await events.start()
         try:
             result = await turn(events)
-        except UpstreamFailed as exc:
-            call.status = 502
-            await events.fail(exc.message)
-            return out
-        except LimitExceeded as exc:  # a later model call of the loop was refused by a rate limit
-            call.status = 429
-            await events.fail(exc.message)
-            return out
         except (ConnectionError, asyncio.CancelledError):
             raise
-        except Exception:
-            log.exception("the tool loop failed")  # the type and stack only: the loop logs no model or tool data
-            call.status = 500
-            await events.fail("The response could not be completed.")
+        except Exception as exc:  # a later model call of the loop may be refused by a rate limit, too
+            await _end_failed(events, call, exc)
             return out
         body = body_of(result)
         await events.end(body)
@@ -373,6 +363,19 @@ async def _with_loop(
         call.status = 499  # the client went away: the loop stopped with it
     call.response_bytes = out.length
     return out
+
+
+async def _end_failed(events: ResponseStream, call: Call, exc: Exception) -> None:
+    """A stream that has started ends with `response.failed` whatever failed, never hangs: a backend's failure or a
+    rate limit's refusal with its own message, anything else logged (its type and stack only: no model or tool
+    data) and named as such."""
+    if isinstance(exc, UpstreamFailed | LimitExceeded):
+        call.status = wire_error_for(exc).http_status
+        await events.fail(exc.message)
+        return
+    log.exception("a streamed response failed")
+    call.status = 500
+    await events.fail("The response could not be completed.")
 
 
 async def _stream(
@@ -392,16 +395,10 @@ async def _stream(
             async for chunk in chat_chunks(upstream, call):
                 await events.chunk(chunk)
             body = await events.finish()
-        except UpstreamFailed as exc:
-            call.status = 502
-            await events.fail(exc.message)
-            return out
         except (ConnectionError, asyncio.CancelledError):
             raise
-        except Exception:  # the stream has started: whatever failed, it ends with a terminal event, never hangs
-            log.exception("a streamed response failed")  # the type and stack only: no model data
-            call.status = 500
-            await events.fail("The response could not be completed.")
+        except Exception as exc:
+            await _end_failed(events, call, exc)
             return out
         finally:
             upstream.release()
