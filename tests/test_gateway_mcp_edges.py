@@ -1,5 +1,5 @@
 """The Responses tool loop at its edges, each once a bug: a model answer whose tool call is not an object (a 500 in
-the loop, a 502 without it); approvals that ran their call again (the same approval twice in one input, or replayed
+the loop, a 502 without it) or, streamed, whose name or arguments is not text (sent to the tool as "[1, 2]"); approvals that ran their call again (the same approval twice in one input, or replayed
 in a later turn of a conversation) or past `max_tool_calls`; a listed tool whose name was another's suffixed one
 (two functions of one name, a call reaching the wrong tool); and a caller's header overriding the registration's
 in another letter case."""
@@ -91,6 +91,26 @@ def test_a_tool_call_whose_function_is_not_an_object_is_a_502_not_a_500(
     written = gateway.log()[start:]
     assert caught.value.status_code == 502, (caught.value.status_code, caught.value.body)
     assert "Traceback" not in written, written[-3000:]
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        {"name": "p_count", "arguments": [1, 2]},  # once turned into the text "[1, 2]" and sent to the tool
+        {"name": 5, "arguments": "{}"},
+    ],
+)
+def test_a_streamed_tool_call_piece_that_is_not_text_fails_the_stream(
+    sdk: openai.OpenAI, gw_world: GatewayWorld, fakes: Fakes, probe: str, function: dict[str, Any]
+) -> None:
+    """The streamed loop reads a chunk as the plain stream does (`translate.stream_deltas`): a tool-call piece whose
+    name or arguments is not text is the backend's failure, and no tool is called on what it could not read."""
+    before = len(COUNTER.calls)
+    fakes.openai.script.append({"tool_calls": [{"id": "call_x", "type": "function", "function": function}]})
+    with sdk.responses.stream(model=gw_world.model("chat"), input="hi", tools=[_mcp(probe)]) as stream:
+        kinds = [event.type for event in stream]
+    assert kinds[-1] == "response.failed", kinds
+    assert len(COUNTER.calls) == before
 
 
 # --- 2. approvals are single-use --------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from typing import Any
 import orjson
 
 from gateway.event_stream import EventStream
-from gateway.providers import invalid_answer
 from gateway.responses import translate
 
 __all__ = ["ResponseStream"]
@@ -96,30 +95,22 @@ class ResponseStream:
         await self._emit("response.output_item.done", output_index=index, item=item)
         self._text = None
 
-    async def _tool_delta(self, delta: dict[str, Any]) -> None:
-        index, function = delta.get("index") or 0, delta.get("function") or {}
-        if not isinstance(index, int) or not isinstance(function, dict):
-            raise invalid_answer()
-        if not all(isinstance(function.get(name) or "", str) for name in ("name", "arguments")):
-            raise invalid_answer()
-        call = self._calls.get(index)
+    async def _tool_piece(self, piece: translate.ToolPiece) -> None:
+        call = self._calls.get(piece.index)
         if call is None:
-            call = _Call(
-                len(self.output), translate.new_id("fc"), str(delta.get("id") or ""), str(function.get("name") or "")
-            )
-            self._calls[index] = call
+            call = _Call(len(self.output), translate.new_id("fc"), piece.call_id, piece.name)
+            self._calls[piece.index] = call
             item = translate.function_call_item(call.call_id, call.name, "", item_id=call.item_id)
             item["status"] = "in_progress"
             self.output.append(item)
             await self._emit("response.output_item.added", output_index=call.output_index, item=item)
-        piece = function.get("arguments") or ""
-        if piece:
-            call.arguments += piece
+        if piece.arguments:
+            call.arguments += piece.arguments
             await self._emit(
                 "response.function_call_arguments.delta",
                 item_id=call.item_id,
                 output_index=call.output_index,
-                delta=piece,
+                delta=piece.arguments,
             )
 
     async def _close_calls(self) -> None:
@@ -139,21 +130,12 @@ class ResponseStream:
     async def chunk(self, chunk: dict[str, Any]) -> None:
         if chunk.get("usage"):
             self.usage = chunk["usage"]
-        for choice in chunk.get("choices") or ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            content = delta.get("content") if isinstance(delta, dict) else None
-            tool_deltas = delta.get("tool_calls") or [] if isinstance(delta, dict) else None
-            if (content and not isinstance(content, str)) or not isinstance(tool_deltas, list):
-                raise invalid_answer()  # a stream the gateway cannot relay: it ends `response.failed`
-            if content:
-                await self.text_delta(content)
-            for tool_delta in tool_deltas:
-                if isinstance(tool_delta, dict):
-                    await self._tool_delta(tool_delta)
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+        for delta in translate.stream_deltas(chunk):
+            if delta.text:
+                await self.text_delta(delta.text)
+            for piece in delta.tool_pieces:
+                await self._tool_piece(piece)
+            self.finish_reason = delta.finish_reason or self.finish_reason
 
     async def finish(self) -> dict[str, Any]:
         """Close what is open and send the terminal event; returns the final response body."""

@@ -39,7 +39,7 @@ from gateway import metrics
 from gateway.calls import Call
 from gateway.catalog import Route
 from gateway.context import METER, PRINCIPAL, TRACING
-from gateway.providers import Surface, invalid_answer
+from gateway.providers import Surface
 from gateway.responses import translate
 from gateway.responses.events import ResponseStream
 from gateway.responses.mcp_tools import MCP_RUNTIME, McpToolSpec
@@ -378,19 +378,13 @@ async def _streamed_model(
         try:
             async for chunk in chat_chunks(upstream, turn.call):
                 usage = chunk.get("usage") or usage
-                for choice in chunk.get("choices") or ():
-                    if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                        continue
-                    delta = choice.get("delta") or {}
-                    if not isinstance(delta, dict):
-                        raise invalid_answer()
-                    if delta.get("content"):
-                        text.append(str(delta["content"]))
-                        await events.text_delta(text[-1])
-                    for piece in delta.get("tool_calls") or ():
-                        if isinstance(piece, dict):
-                            _gather_call(calls, piece)
-                    finish = choice.get("finish_reason") or finish
+                for delta in translate.stream_deltas(chunk):
+                    if delta.text:
+                        text.append(delta.text)
+                        await events.text_delta(delta.text)
+                    for piece in delta.tool_pieces:
+                        _gather_call(calls, piece)
+                    finish = delta.finish_reason or finish
         finally:
             upstream.release()
 
@@ -403,17 +397,12 @@ async def _streamed_model(
     return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}, item
 
 
-def _gather_call(calls: dict[int, dict[str, Any]], piece: dict[str, Any]) -> None:
-    """Fold one streamed tool-call delta into the call it continues (by its index)."""
-    given = piece.get("index")
-    index = given if isinstance(given, int) else 0
-    call = calls.setdefault(index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
-    call["id"] = piece.get("id") or call["id"]
-    function = piece.get("function") or {}
-    if not isinstance(function, dict):
-        raise invalid_answer()
-    call["function"]["name"] += str(function.get("name") or "")
-    call["function"]["arguments"] += str(function.get("arguments") or "")
+def _gather_call(calls: dict[int, dict[str, Any]], piece: translate.ToolPiece) -> None:
+    """Fold one streamed tool-call piece into the call it continues (by its index)."""
+    call = calls.setdefault(piece.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+    call["id"] = piece.call_id or call["id"]
+    call["function"]["name"] += piece.name
+    call["function"]["arguments"] += piece.arguments
 
 
 def _approval_item(tool: _Tool, arguments: str) -> dict[str, Any]:

@@ -435,6 +435,62 @@ def answer_of(parsed: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]],
     return text, calls, choice.get("finish_reason")
 
 
+@dataclass(frozen=True, slots=True)
+class ToolPiece:
+    """One streamed tool-call delta: the call it continues (by `index`) and what it adds."""
+
+    index: int
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDelta:
+    """The first choice's delta in one streamed chat chunk."""
+
+    text: str
+    tool_pieces: list[ToolPiece]
+    finish_reason: str | None
+
+
+def stream_deltas(chunk: dict[str, Any]) -> list[StreamDelta]:
+    """The first choice's deltas in one streamed chat chunk (none in the usage chunk); the backend's failure
+    (`invalid_answer`) when a delta, its text or a tool-call piece is not of the shape it has, as `answer_of` does for
+    a whole answer: a stream the gateway cannot relay ends `response.failed`."""
+    choices = chunk.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        raise invalid_answer()
+    deltas = []
+    for choice in choices or ():
+        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            continue
+        delta = choice.get("delta") or {}
+        text = delta.get("content") or "" if isinstance(delta, dict) else None
+        pieces = delta.get("tool_calls") or [] if isinstance(delta, dict) else None
+        if not isinstance(text, str) or not isinstance(pieces, list):
+            raise invalid_answer()
+        reason = choice.get("finish_reason")
+        deltas.append(
+            StreamDelta(
+                text,
+                [_tool_piece(piece) for piece in pieces if isinstance(piece, dict)],
+                reason if isinstance(reason, str) and reason else None,
+            )
+        )
+    return deltas
+
+
+def _tool_piece(piece: dict[str, Any]) -> ToolPiece:
+    index, function = piece.get("index") or 0, piece.get("function") or {}
+    if not isinstance(index, int) or not isinstance(function, dict):
+        raise invalid_answer()
+    call_id, name, arguments = piece.get("id") or "", function.get("name") or "", function.get("arguments") or ""
+    if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
+        raise invalid_answer()
+    return ToolPiece(index, call_id, name, arguments)
+
+
 def usage_of(chat_usage: Any) -> dict[str, Any]:
     """A chat usage as Responses' (a count the upstream sent as anything but a non-negative integer is 0)."""
     usage = chat_usage if isinstance(chat_usage, dict) else {}
