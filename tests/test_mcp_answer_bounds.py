@@ -1,6 +1,7 @@
 """Answers of MCP servers are bounded before they are read whole (server.egress, server.mcp.tool_client): a tools/call
 answer that inflates far past the result limit, an uncompressed one as large, and an oversized tools/list page are
-refused as they arrive, through the gateway's Responses tool loop; a server that compresses a normal answer although
+refused as they arrive, through the gateway's Responses tool loop, and so is a listing whose pages each fit but
+together do not; a server that compresses a normal answer although
 asked not to is still understood."""
 
 from __future__ import annotations
@@ -80,6 +81,20 @@ def _huge_listing(request_id: Any, headers: dict[bytes, bytes]) -> Answer:
     listed = types.ListToolsResult(tools=[tool]).model_dump(by_alias=True, mode="json", exclude_none=True)
     head, tail = _framed(request_id, orjson.dumps(listed))
     return [(b"content-type", b"application/json")], iter([head + tail])
+
+
+def _paged_server() -> Any:
+    """A server whose tools/list pages each fit their bound (1 MiB of tools a page) and never end: the gateway reads
+    up to 100 pages, 100 MiB of tools for one turn to hold, store and send the model."""
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        schema = {"type": "object"}
+        tools = [types.Tool(name=f"t{page}_{i}", description="d" * (MIB // 4), input_schema=schema) for i in range(4)]
+        return types.ListToolsResult(tools=tools, next_cursor=str(page + 1))
+
+    server: LowLevelServer[Any] = LowLevelServer("paged", version="1.0.0", on_list_tools=list_tools)
+    return server.streamable_http_app(host="127.0.0.1")
 
 
 def _compressed_anyway(request_id: Any, headers: dict[bytes, bytes]) -> Answer:
@@ -167,6 +182,12 @@ async def listing(server: Server, gw_world: GatewayWorld) -> AsyncIterator[str]:
 
 
 @pytest.fixture(scope="module")
+async def paged(server: Server, gw_world: GatewayWorld) -> AsyncIterator[str]:
+    with serve_asgi(lambda port: _paged_server()) as port:
+        yield await shared_mcp_server(server, _url(port), "b")
+
+
+@pytest.fixture(scope="module")
 async def compressing(server: Server, gw_world: GatewayWorld) -> AsyncIterator[str]:
     with serve_asgi(_hostile("tools/call", _compressed_anyway)) as port:
         yield await shared_mcp_server(server, _url(port), "b")
@@ -250,6 +271,18 @@ def test_an_oversized_tools_list_is_refused_with_a_clear_error(
     assert listed.error == (
         f"The MCP server {listing!r} answered tools/list with more than {4 * MIB} bytes, more than the platform "
         "accepts."
+    )
+    assert listed.tools == []
+
+
+def test_a_listing_whose_pages_fit_but_together_do_not_is_refused(
+    sdk: openai.OpenAI, gw_world: GatewayWorld, fakes: Fakes, paged: str, gateway: Gateway
+) -> None:
+    with gateway.logs_no_error():
+        result = sdk.responses.create(model=gw_world.model("chat"), input="list", tools=[_mcp(paged)])
+    listed: Any = next(i for i in result.output if i.type == "mcp_list_tools")
+    assert listed.error == (
+        f"The MCP server {paged!r} listed more than {4 * MIB} bytes of tools, more than the platform accepts."
     )
     assert listed.tools == []
 

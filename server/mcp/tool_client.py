@@ -12,7 +12,7 @@ tool's output); what went wrong is logged without arguments or results.
 Every answer is bounded before it is read whole (server.egress: the guarded httpx client refuses a body past its bound
 once decoded, whatever its `Content-Encoding`): a tools/call answer at `call_answer_bytes` of the result limit, every
 other one (a tools/list page, the version negotiation) at `LIST_ANSWER_BYTES`; an event stream's events at the larger
-of the two.
+of the two. A listing's tools together are held to `LIST_ANSWER_BYTES` too, however many pages they come in.
 """
 
 from __future__ import annotations
@@ -260,22 +260,30 @@ class McpSession:
     async def list_tools(self) -> list[McpTool]:
         client = await self.open()
         tools: list[McpTool] = []
+        listed_bytes = 0
         cursor: str | None = None
         for _ in range(100):  # pages; a server that never stops paging is cut off
             page = await self._bounded("tools/list", LIST_ANSWER_BYTES, client.list_tools(cursor=cursor))
             for tool in page.tools:
-                tools.append(
-                    McpTool(
-                        name=tool.name,
-                        description=tool.description or "",
-                        input_schema=dict(tool.input_schema or {"type": "object"}),
-                        annotations=(
-                            tool.annotations.model_dump(mode="json", exclude_none=True)
-                            if tool.annotations is not None
-                            else None
-                        ),
-                    )
+                listed = McpTool(
+                    name=tool.name,
+                    description=tool.description or "",
+                    input_schema=dict(tool.input_schema or {"type": "object"}),
+                    annotations=(
+                        tool.annotations.model_dump(mode="json", exclude_none=True)
+                        if tool.annotations is not None
+                        else None
+                    ),
                 )
+                # Each page is bounded as it arrives; the listing as a whole too, or a server paging up to the page
+                # limit could make one turn hold (and store, and send the model) 100 pages' worth of tools.
+                listed_bytes += len(orjson.dumps(listed.listed()))
+                if listed_bytes > LIST_ANSWER_BYTES:
+                    raise ToolFailure(
+                        f"The MCP server {self.source.label!r} listed more than {LIST_ANSWER_BYTES} bytes of tools, "
+                        "more than the platform accepts."
+                    )
+                tools.append(listed)
             cursor = page.next_cursor
             if not cursor:
                 break
