@@ -1,8 +1,8 @@
-"""The Responses tool loop at its edges, each once a bug: a model answer whose tool call is not an object (a 500 in
-the loop, a 502 without it) or, streamed, whose name or arguments is not text (sent to the tool as "[1, 2]"); approvals that ran their call again (the same approval twice in one input, or replayed
-in a later turn of a conversation) or past `max_tool_calls`; a listed tool whose name was another's suffixed one
-(two functions of one name, a call reaching the wrong tool); and a caller's header overriding the registration's
-in another letter case."""
+"""The Responses tool loop at its edges, each once a bug: a model answer whose tool call is not an object (a 500 in the
+loop, a 502 without it) or, streamed, whose name or arguments is not text (sent to the tool as "[1, 2]"); approvals
+that ran their call again (the same approval twice in one input, or replayed in a later turn of a conversation) or
+past `max_tool_calls`; a listed tool whose name was another's suffixed one (two functions of one name, a call
+reaching the wrong tool); and a caller's header overriding the registration's in another letter case."""
 
 from __future__ import annotations
 
