@@ -331,13 +331,19 @@ async def _forward(
 
 
 async def relay_sse(
-    request: web.Request, upstream: UpstreamResponse, call: Call, *, include_usage: bool
+    request: web.Request, upstream: UpstreamResponse, call: Call, *, include_usage: bool, ends_with_done: bool = True
 ) -> web.StreamResponse:
+    """Relay the upstream's stream to the client. A chat stream ends with [DONE]; one whose upstream body ends first
+    was cut short and ends with an error event. `ends_with_done=False` is for streams that have no [DONE] (OpenAI's
+    transcription events end with `transcript.text.done`): the end of the upstream's body ends them, and only a body
+    that breaks off ends with the error event."""
     out = EventStream()
     await out.prepare(request)
     try:
         try:
             last = await _relay(upstream, out, call, include_usage)
+            if last is None and not ends_with_done:
+                last = b""
         except UpstreamFailed as exc:
             await _error_event(out, exc)
             call.status = 502

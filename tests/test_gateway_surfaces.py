@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 from array import array
+from typing import Any
 
 import aiohttp
 import openai
@@ -115,6 +116,42 @@ def test_embedding_input_is_validated(gateway: Gateway, gw_world: GatewayWorld) 
     assert err.value.param == "input"
 
 
+@pytest.mark.parametrize(
+    "value",
+    [[None], [{"text": "a"}], [1.5], [["a"]], [True], [-1], ["a", 1], [[1], []], "", ["a", ""], {"text": "a"}],
+    ids=repr,
+)
+async def test_inputs_outside_openais_shapes_are_refused_before_the_model(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, value: object
+) -> None:
+    """`input` is a non-empty string or a non-empty array of non-empty strings, token ids or token-id arrays. Others
+    went upstream, whose refusal came back as a 502 blaming the backend."""
+    sent = len(fakes.openai.received)
+    status, error = await _refused(gateway, gw_world, "embeddings", {"model": gw_world.model("embed"), "input": value})
+    assert (status, error["param"]) == (400, "input"), error
+    assert len(fakes.openai.received) == sent
+
+
+@pytest.mark.parametrize("dimensions", [0, -3, 1.5, "8", True])
+async def test_dimensions_must_be_a_positive_integer(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes, dimensions: object
+) -> None:
+    sent = len(fakes.openai.received)
+    payload = {"model": gw_world.model("embed"), "input": "x", "dimensions": dimensions}
+    status, error = await _refused(gateway, gw_world, "embeddings", payload)
+    assert (status, error["param"]) == (400, "dimensions"), error
+    assert len(fakes.openai.received) == sent
+
+
+async def _refused(gateway: Gateway, gw_world: GatewayWorld, path: str, body: object) -> tuple[int, dict[str, Any]]:
+    headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/{path}", json=body, headers=headers) as resp,
+    ):
+        return resp.status, (await resp.json())["error"]
+
+
 def test_chat_model_refuses_embeddings(gateway: Gateway, gw_world: GatewayWorld) -> None:
     with pytest.raises(openai.BadRequestError) as err:
         client(gateway, gw_world.keys["all"]).embeddings.create(model=gw_world.model("chat"), input="x")
@@ -150,6 +187,32 @@ async def test_rerank_validation(gateway: Gateway, gw_world: GatewayWorld) -> No
     ):
         assert resp.status == 400
         assert (await resp.json())["error"]["param"] == "documents"
+
+
+@pytest.mark.parametrize("return_documents", [False, True, None])
+async def test_rerank_results_carry_documents_unless_told_not_to(
+    gateway: Gateway, gw_world: GatewayWorld, return_documents: bool | None
+) -> None:
+    """With `return_documents: false` no result carries its document, though the upstream (vLLM has no such field)
+    sent them all."""
+    body: dict[str, Any] = {"model": gw_world.model("rerank"), "query": "a", "documents": ["a b", "c"]}
+    if return_documents is not None:
+        body["return_documents"] = return_documents
+    headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/rerank", json=body, headers=headers) as resp,
+    ):
+        assert resp.status == 200
+        results = (await resp.json())["results"]
+    assert len(results) == 2
+    assert all(("document" in r) is (return_documents is not False) for r in results), results
+
+
+async def test_rerank_return_documents_must_be_a_boolean(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    body = {"model": gw_world.model("rerank"), "query": "a", "documents": ["a"], "return_documents": "no"}
+    status, error = await _refused(gateway, gw_world, "rerank", body)
+    assert (status, error["param"]) == (400, "return_documents"), error
 
 
 def _audio() -> tuple[str, io.BytesIO, str]:
@@ -205,3 +268,26 @@ async def test_transcription_over_128_mib_is_refused(gateway: Gateway, gw_world:
     ):
         assert resp.status == 413
         assert "128 MiB" in (await resp.json())["error"]["message"]
+
+
+async def test_a_transcription_text_field_in_its_declared_charset_reaches_the_upstream_intact(
+    gateway: Gateway, gw_world: GatewayWorld, fakes: Fakes
+) -> None:
+    """A text field's part may declare its charset (`curl -F 'prompt=...;type=text/plain;charset=latin1'`); it was
+    decoded as UTF-8 with replacement characters, so the upstream got "caf\ufffd" for "café"."""
+    parts = [
+        (b'name="model"', b"", gw_world.model("whisper").encode()),
+        (b'name="file"; filename="speech.wav"', b"Content-Type: audio/wav\r\n", b"RIFF" + b"\0" * 64),
+        (b'name="prompt"', b"Content-Type: text/plain; charset=iso-8859-1\r\n", "café".encode("latin-1")),
+    ]
+    body = b"".join(
+        b"--sb\r\nContent-Disposition: form-data; " + names + b"\r\n" + headers + b"\r\n" + value + b"\r\n"
+        for names, headers, value in parts
+    )
+    headers = {"Authorization": f"Bearer {gw_world.keys['all']}", "Content-Type": "multipart/form-data; boundary=sb"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{gateway.base_url}/audio/transcriptions", data=body + b"--sb--\r\n", headers=headers) as resp,
+    ):
+        assert resp.status == 200, await resp.text()
+    assert fakes.openai.last().form["prompt"] == "café"

@@ -1,13 +1,16 @@
 """Hostile uploads through the real gateway answer a 4xx naming the problem, store nothing and charge nothing:
 malformed multipart (a NUL in a filename, a header line without a colon, a line over 64 KiB, a control character
-in an RFC 5987 name or filename, a Content-Disposition that does not parse, a text field in an unknown charset or
-transfer encoding) on the RAG /files upload and on /v1/audio/transcriptions, and DOCX zip bombs, DTDs, deep nesting,
+in an RFC 5987 name or filename, a name or filename that is not UTF-8, a Content-Disposition that does not parse, a
+text field in an unknown charset or transfer encoding, more parts than the form takes, a nested multipart part) on
+the RAG /files upload and on /v1/audio/transcriptions, and DOCX zip bombs, DTDs, deep nesting,
 malformed XML and packages python-docx cannot follow. What a file is charged is the text it stores, not the size of
 its upload. The client's header text never reaches the gateway's log."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import time
 from typing import Any
 
 import orjson
@@ -161,6 +164,95 @@ async def test_a_control_character_in_a_decoded_name_is_400_on_transcriptions(
     )
     error = _refusal(answer)
     assert "control character" in error["message"] and error["param"] == "file", error
+
+
+# Raw bytes that are not UTF-8 (a Latin-1 name from an old client): aiohttp keeps them as lone surrogates, and
+# rebuilding the transcription form for the upstream raised UnicodeEncodeError, a 500.
+NON_UTF8_NAMES = [
+    pytest.param(b'name="file"; filename="sp\xffeech.wav"', id="filename"),
+    pytest.param(b'name="lang\xff"', id="field-name"),
+]
+
+
+@pytest.mark.parametrize("params", NON_UTF8_NAMES)
+async def test_a_name_that_is_not_utf8_is_400_on_rag_files(rw: RagWorld, server: Server, params: bytes) -> None:
+    rag = await rw.rag()
+    answer = await _post_form(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], _parts(*_control_parts(params)))
+    error = _refusal(answer)
+    assert "not UTF-8" in error["message"] and error["param"] == "file", error
+    await _nothing_stored(rw, server, rag)
+
+
+@pytest.mark.parametrize("params", NON_UTF8_NAMES)
+async def test_a_name_that_is_not_utf8_is_400_on_transcriptions(
+    gateway: Gateway, gw_world: GatewayWorld, params: bytes
+) -> None:
+    model = ([b'Content-Disposition: form-data; name="model"'], gw_world.model("whisper").encode())
+    body = _parts(model, *_control_parts(params))
+    answer = await _post_form(
+        gateway.base_url.removesuffix("/v1"), "/v1/audio/transcriptions", gw_world.keys["all"], body
+    )
+    error = _refusal(answer)
+    assert "not UTF-8" in error["message"] and error["param"] == "file", error
+
+
+# aiohttp's multipart reader costs more per part the more parts there are: a 5 MB form of these held a gateway
+# worker's event loop until its supervisor killed it (every other request on it died too).
+TINY_PARTS = _parts(*[([b'Content-Disposition: form-data; name="a"'], b"")] * 100_000)
+
+
+async def _refused_at_once(base: str, path: str, key: str) -> None:
+    start = time.monotonic()
+    answer = await asyncio.wait_for(_post_form(base, path, key, TINY_PARTS), 60)
+    error = _refusal(answer)
+    assert "more than" in error["message"] and "parts" in error["message"] and error["param"] == "file", error
+    assert time.monotonic() - start < 5
+
+
+async def test_a_form_of_many_tiny_parts_is_refused_at_once_on_rag_files(rw: RagWorld, server: Server) -> None:
+    rag = await rw.rag()
+    await _refused_at_once(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"])
+    await _nothing_stored(rw, server, rag)
+
+
+async def test_a_form_of_many_tiny_parts_is_refused_at_once_on_transcriptions(
+    gateway: Gateway, gw_world: GatewayWorld
+) -> None:
+    await _refused_at_once(gateway.base_url.removesuffix("/v1"), "/v1/audio/transcriptions", gw_world.keys["all"])
+
+
+async def test_the_bound_on_parts_leaves_room_for_every_form_that_means_it(
+    rw: RagWorld, gateway: Gateway, gw_world: GatewayWorld
+) -> None:
+    """One file over the RAG's batch is still refused by that rule, by name; a transcription with every field it may
+    repeat is answered."""
+    rag = await rw.rag()
+    files = [(FILE_PART, b"Some text about lighthouses.")] * 101
+    answer = await _post_form(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], _parts(*files))
+    assert "at most 100 files" in _refusal(answer)["message"]
+    fields = {"model": gw_world.model("whisper"), "response_format": "verbose_json", "language": "en"}
+    fields |= {"temperature": "0.2", "prompt": "p", "stream": "false", "include[]": "logprobs"}
+    texts = [([f'Content-Disposition: form-data; name="{k}"'.encode()], v.encode()) for k, v in fields.items()]
+    grains = [([b'Content-Disposition: form-data; name="timestamp_granularities[]"'], g) for g in (b"word", b"segment")]
+    speakers = [([b'Content-Disposition: form-data; name="known_speaker_names[]"'], b"ann")] * 4
+    audio = ([b'Content-Disposition: form-data; name="file"; filename="a.wav"'], b"RIFF")
+    body = _parts(*texts, *grains, *speakers, audio)
+    answer = await _post_form(
+        gateway.base_url.removesuffix("/v1"), "/v1/audio/transcriptions", gw_world.keys["all"], body
+    )
+    assert answer.status == 200, answer.body[:300]
+
+
+async def test_a_nested_multipart_part_is_400_on_rag_files(rw: RagWorld, server: Server) -> None:
+    """It was skipped, its inner parts read (and so unbounded) to get past it."""
+    rag = await rw.rag()
+    inner = b'--inner\r\nContent-Disposition: form-data; name="a"\r\n\r\nx\r\n--inner--'
+    nested = ([b'Content-Disposition: form-data; name="more"', b"Content-Type: multipart/mixed; boundary=inner"], inner)
+    body = _parts((FILE_PART, b"Some text about lighthouses."), nested)
+    answer = await _post_form(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], body)
+    error = _refusal(answer)
+    assert "Nested multipart" in error["message"] and error["param"] == "file", error
+    await _nothing_stored(rw, server, rag)
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ from aiohttp import BodyPartReader, web
 
 from gateway.context import DB, SETTINGS
 from gateway.middleware import read_json, refuse_nul
-from gateway.multipart import form_errors, part_names, part_text
+from gateway.multipart import form_errors, form_parts, part_names, part_text
 from gateway.rag import service
 from gateway.rag.mcp import mcp_endpoint, mcp_lifespan
 from server.domain import rag_files
@@ -45,6 +45,9 @@ __all__ = ["routes"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _MAX_BATCH = 100
+# The most parts an upload has (gateway.multipart bounds them): its files, `metadata` and `external_id`, with room for
+# a few more files, which are then refused as over `_MAX_BATCH` by name.
+_MAX_PARTS = _MAX_BATCH + 16
 _MAX_QUERY_CHARS = 8192
 
 
@@ -69,10 +72,7 @@ async def _multipart(request: web.Request, max_bytes: int) -> list[rag_files.Upl
     metadata: dict[str, Any] = {}
     external_id: str | None = None
     with form_errors():
-        reader = await request.multipart()
-        while (part := await reader.next()) is not None:
-            if not isinstance(part, BodyPartReader):
-                continue
+        async for part in form_parts(request, _MAX_PARTS):
             field, filename = part_names(part)
             if field == "file":
                 name = filename or "upload"

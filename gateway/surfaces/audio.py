@@ -1,7 +1,10 @@
 """POST /v1/audio/transcriptions: multipart in, json / verbose_json / text / srt / vtt out, up to 128 MiB.
 
-The form is read part by part with a running size cap, the `model` field is swapped for the provider's id, and the
+The form is read part by part with a running size cap (and a bound on its parts, `gateway.multipart`), its text
+fields decoded by the charset their parts declare; the `model` field is swapped for the provider's id, and the
 upstream's answer is passed back with its content type (text formats are `text/plain`, which the SDK returns as str).
+A streamed transcription (`stream=true`: server-sent events, OpenAI's ending with `transcript.text.done` and no
+[DONE]) is relayed as it arrives, like a chat stream (`gateway.streaming`), and metered by the usage of its events.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from gateway.capture import CAPTURE, form_summary
 from gateway.catalog import TaskType
 from gateway.context import HTTP, PRINCIPAL, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, refuse_nul, too_large
-from gateway.multipart import form_errors, part_names
+from gateway.multipart import decoded_text, form_errors, form_parts, part_names
 from gateway.providers import Surface, invalid_answer, open_upstream, read_answer
+from gateway.streaming import relay_sse
 from gateway.surfaces._upstream import as_requested, require_task
 from server.errors import InvalidArgument
 from server.metering import CallKind
@@ -27,13 +31,19 @@ __all__ = ["transcriptions"]
 
 _FORMATS = frozenset({"json", "text", "srt", "verbose_json", "vtt", "diarized_json"})
 
+# The most parts a transcription form has: `file`, `model` and OpenAI's other fields (`timestamp_granularities[]` twice,
+# `include[]`, `chunking_strategy` as up to four bracketed fields, up to four `known_speaker_names[]` and as many
+# `known_speaker_references[]`) with vLLM's sampling extras come to about 35.
+_MAX_PARTS = 64
+
 
 @dataclass
 class _Field:
     name: str
-    value: bytes
-    filename: str | None
+    value: bytes  # the part's bytes as sent
+    filename: str | None  # None for a text field
     content_type: str | None
+    text: str = ""  # a text field's value, decoded by its part's Content-Transfer-Encoding and charset
 
 
 async def _read_form(request: web.Request, limit: int) -> list[_Field]:
@@ -44,10 +54,7 @@ async def _read_form(request: web.Request, limit: int) -> list[_Field]:
     fields: list[_Field] = []
     size = 0
     with form_errors():
-        reader = await request.multipart()
-        while (part := await reader.next()) is not None:
-            if not isinstance(part, aiohttp.BodyPartReader):
-                raise InvalidArgument("Nested multipart bodies are not supported.", field="file")
+        async for part in form_parts(request, _MAX_PARTS):
             name, filename = part_names(part)  # a control character in either would fail the upstream form
             chunks: list[bytes] = []
             while chunk := await part.read_chunk(1024 * 1024):
@@ -55,25 +62,31 @@ async def _read_form(request: web.Request, limit: int) -> list[_Field]:
                 if size > limit:
                     raise too_large(limit)
                 chunks.append(chunk)
-            fields.append(_Field(name or "", b"".join(chunks), filename, part.headers.get("Content-Type")))
+            field = _Field(name or "", b"".join(chunks), filename, part.headers.get("Content-Type"))
+            if filename is None:
+                field.text = decoded_text(part, field.value, field.name or "file")
+            fields.append(field)
     request[REQUEST_BYTES] = size
     exchange = request.get(CAPTURE)
     if exchange is not None:
-        exchange.request(form_summary([(f.name, f.value, f.filename, f.content_type) for f in fields]))
+        summary = [
+            (f.name, f.text.encode() if f.filename is None else f.value, f.filename, f.content_type) for f in fields
+        ]
+        exchange.request(form_summary(summary))
     return fields
 
 
 def _text(fields: list[_Field], name: str) -> str | None:
     for f in fields:
         if f.name == name and f.filename is None:
-            return f.value.decode(errors="replace")
+            return f.text
     return None
 
 
 def _validated_model(fields: list[_Field]) -> str:
     for f in fields:  # a form's text fields are held to a JSON body's rule (`model` is looked up in the database)
         if f.filename is None:
-            refuse_nul({f.name: f.value.decode(errors="replace")})
+            refuse_nul({f.name: f.text})
     model = _text(fields, "model")
     if not model:
         raise InvalidArgument("you must provide a model parameter", field="model")
@@ -92,7 +105,7 @@ async def _upstream_form(fields: list[_Field], upstream_model: str | None) -> tu
             if upstream_model is not None:
                 form.add_field("model", upstream_model)
         elif f.filename is None:
-            form.add_field(f.name, f.value.decode(errors="replace"))
+            form.add_field(f.name, f.text)
         else:
             form.add_field(f.name, f.value, filename=f.filename, content_type=f.content_type)
     payload = form()
@@ -116,6 +129,9 @@ async def transcriptions(request: web.Request) -> web.StreamResponse:
             route=route,
             principal=request[PRINCIPAL],
         )
+        if resp.content_type == "text/event-stream":
+            # Events pass through as they are (they carry the usage), whether OpenAI's (no [DONE]) or vLLM's.
+            return await relay_sse(request, resp, call, include_usage=True, ends_with_done=False)
         body = await read_answer(resp, Surface.TRANSCRIPTIONS)
         content_type = resp.content_type or "application/json"
         if content_type.endswith("json"):

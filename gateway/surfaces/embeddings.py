@@ -21,8 +21,9 @@ from aiohttp import web
 from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
-from gateway.providers import Surface
+from gateway.providers import Surface, invalid_answer
 from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
+from server.domain.json_values import is_integer
 from server.errors import InvalidArgument
 from server.metering import CallKind
 
@@ -53,28 +54,76 @@ def _is_query(payload: dict[str, Any]) -> bool:
     raise InvalidArgument("'input_type' must be 'query' or 'document'.", field="input_type")
 
 
-# OpenAI's bound on an array of inputs. Without one, a single request of thousands of texts held a small
-# self-hosted embedder (one CPU thread) for minutes, and every RAG search behind it timed out meanwhile.
+# OpenAI's bound on an array of inputs, and on a flat token array too (its schema gives every array form of `input`
+# maxItems 2048; a longer input goes as one token array in a list, [[int]], whose inner arrays it leaves unbounded).
+# Without one, a single request of thousands of texts held a small self-hosted embedder (one CPU thread) for
+# minutes, and every RAG search behind it timed out meanwhile.
 MAX_INPUTS = 2048
+_INPUT_SHAPES = "a non-empty string, or a non-empty array of strings, of token ids or of token-id arrays"
 
 
 def _validate(payload: dict[str, Any]) -> str:
-    value = payload.get("input")
-    if not (isinstance(value, str) or (isinstance(value, list) and value)):
-        raise InvalidArgument("'input' must be a string or a non-empty array.", field="input")
-    if isinstance(value, list) and len(value) > MAX_INPUTS:
-        raise InvalidArgument(f"'input' may hold at most {MAX_INPUTS} items, got {len(value)}.", field="input")
+    _validate_input(payload.get("input"))
     encoding = payload.get("encoding_format", "float")
     if encoding not in ("float", "base64"):
         raise InvalidArgument("'encoding_format' must be 'float' or 'base64'.", field="encoding_format")
+    dimensions = payload.get("dimensions")
+    if dimensions is not None and not (is_integer(dimensions) and dimensions > 0):
+        raise InvalidArgument("'dimensions' must be a positive integer.", field="dimensions")
     return str(encoding)
 
 
-def _to_base64(vector: list[float]) -> str:
-    packed = array("f", vector)
+def _validate_input(value: Any) -> None:
+    """OpenAI's `input`: str | [str] | [int] | [[int]], never empty, every array of at most MAX_INPUTS items (its
+    schema bounds a token array so too). Anything else was forwarded, and the upstream's refusal was a 502 blaming the
+    backend for the client's mistake."""
+    if isinstance(value, str):
+        if not value:
+            raise InvalidArgument("'input' may not be an empty string.", field="input")
+        return
+    if not isinstance(value, list) or not value:
+        raise InvalidArgument(f"'input' must be {_INPUT_SHAPES}.", field="input")
+    if len(value) > MAX_INPUTS:
+        raise InvalidArgument(f"'input' may hold at most {MAX_INPUTS} items, got {len(value)}.", field="input")
+    first = value[0]
+    if isinstance(first, str):
+        valid = all(isinstance(v, str) and v for v in value)
+    elif isinstance(first, list):
+        valid = all(isinstance(v, list) and v and _token_ids(v) for v in value)
+    else:
+        valid = _token_ids(value)
+    if not valid:
+        raise InvalidArgument(f"'input' must be {_INPUT_SHAPES}; empty strings are refused too.", field="input")
+
+
+def _token_ids(values: list[Any]) -> bool:
+    return all(is_integer(v) and v >= 0 for v in values)
+
+
+def _to_base64(vector: list[Any]) -> str:
+    try:
+        packed = array("f", vector)
+    except (TypeError, OverflowError):  # a non-number, or an integer past a double's range
+        raise invalid_answer() from None
     if sys.byteorder != "little":
         packed.byteswap()
     return base64.b64encode(packed.tobytes()).decode()
+
+
+def _encode_base64(parsed: dict[str, Any]) -> bool:
+    """Encode the answer's float lists as the base64 the client asked for, in place; True when there were any. An
+    item that is not an object, or a vector holding a non-number, is an answer we cannot read (it was a 500)."""
+    data = parsed.get("data")
+    if not isinstance(data, list):
+        return False
+    encoded = False
+    for item in data:
+        if not isinstance(item, dict):
+            raise invalid_answer()
+        if isinstance(item.get("embedding"), list):
+            item["embedding"] = _to_base64(item["embedding"])
+            encoded = True
+    return encoded
 
 
 async def embeddings(request: web.Request) -> web.StreamResponse:
@@ -90,11 +139,7 @@ async def embeddings(request: web.Request) -> web.StreamResponse:
         resp = await post_json(request, route, Surface.EMBEDDINGS, payload)
         raw, parsed = await read_upstream_json(resp, call, Surface.EMBEDDINGS)
         call.count(parsed.get("usage"))
-        data = parsed.get("data")
-        if encoding == "base64" and isinstance(data, list) and any(isinstance(d.get("embedding"), list) for d in data):
-            for item in data:
-                if isinstance(item.get("embedding"), list):
-                    item["embedding"] = _to_base64(item["embedding"])
+        if encoding == "base64" and _encode_base64(parsed):
             raw = orjson.dumps(parsed)
         raw = as_requested(raw, parsed, model)
         call.response_bytes = len(raw)

@@ -1,13 +1,15 @@
 """POST /v1/rerank (also /rerank, /v2/rerank): the vLLM/Jina/Cohere-compatible shape, passed through.
 
 Request `{model, query, documents: [str | {text}], top_n?, return_documents?}`; the model's query prefix, when set
-and non-empty, is prepended to the query.
+and non-empty, is prepended to the query. With `return_documents: false` the results carry no `document` (Cohere's
+meaning), whatever the upstream sent: vLLM has no such field and returns every document's text anyway.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from gateway.calls import metered
@@ -31,6 +33,22 @@ def _validate(payload: dict[str, Any]) -> None:
     top_n = payload.get("top_n")
     if top_n is not None and (not is_integer(top_n) or top_n < 0):
         raise InvalidArgument("'top_n' must be a non-negative integer.", field="top_n")
+    return_documents = payload.get("return_documents")
+    if return_documents is not None and not isinstance(return_documents, bool):
+        raise InvalidArgument("'return_documents' must be a boolean.", field="return_documents")
+
+
+def _without_documents(parsed: dict[str, Any]) -> bool:
+    """Drop each result's `document`, in place; True when there was one."""
+    results = parsed.get("results")
+    if not isinstance(results, list):
+        return False
+    dropped = False
+    for result in results:
+        if isinstance(result, dict) and "document" in result:
+            del result["document"]
+            dropped = True
+    return dropped
 
 
 async def rerank(request: web.Request) -> web.StreamResponse:
@@ -45,6 +63,8 @@ async def rerank(request: web.Request) -> web.StreamResponse:
         resp = await post_json(request, route, Surface.RERANK, payload)
         raw, parsed = await read_upstream_json(resp, call, Surface.RERANK)
         call.count(parsed.get("usage"))
+        if payload.get("return_documents") is False and _without_documents(parsed):
+            raw = orjson.dumps(parsed)
         raw = as_requested(raw, parsed, model, always=False)  # Cohere's shape has no model
         call.response_bytes = len(raw)
         return web.Response(body=raw, content_type="application/json")

@@ -14,6 +14,7 @@ __all__ = [
     "MAX_PROVIDER_MODEL_ID",
     "MAX_QUERY_PREFIX",
     "MAX_URL",
+    "is_utf8",
     "limit_text",
     "require_http_url",
     "require_name",
@@ -35,6 +36,19 @@ MAX_QUERY_PREFIX = 1024
 
 _RESOURCE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _PUBLIC_MODEL_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._/-]{0,126}[A-Za-z0-9])$")
+
+
+def is_utf8(text: str) -> bool:
+    """Whether `text` encodes as UTF-8: not when it holds a lone surrogate, which json.loads keeps from a "\\ud800"
+    escape and aiohttp makes of a multipart header's undecodable bytes (surrogateescape). Nothing downstream encodes
+    one (the tokenizer, either database's driver, aiohttp's form writer): each was a 500."""
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def require_nonempty(value: str, field: str) -> str:
