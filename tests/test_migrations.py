@@ -65,3 +65,22 @@ def test_resource_uids_pin_what_existing_references_name_now(tmp_path: Path) -> 
     with engine.connect() as connection:
         assert "uid" not in {c["name"] for c in inspect(connection).get_columns("resources")}
     engine.dispose()
+
+
+def test_rag_thresholds_outside_0_to_1_get_the_nearest_bound(tmp_path: Path) -> None:
+    """0013: a RAG saved with a threshold /context refuses (a 400 on every call that sent none) keeps its meaning at
+    the nearest bound; one inside the range, or none, is left as it is."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'switchboard.db'}"
+    command.upgrade(alembic_config(url), "0012")
+    engine = create_engine(f"sqlite:///{tmp_path / 'switchboard.db'}")
+    rag = "INSERT INTO rag_deployments (id, name, display_name, embedding_model, chunk_size_tokens,"
+    rag += " chunk_overlap_tokens, top_k, weights, pins, creator, created_at, updated_at, used_bytes, score_threshold)"
+    rag += " VALUES (:name, :name, '', 'e5', 512, 64, 10, '{}', '{}', '', '2026-01-01', '2026-01-01', 0, :threshold)"
+    saved = {"below": -3.0, "inside": 0.25, "above": 5.0, "none": None}
+    with engine.begin() as connection:
+        connection.execute(text(rag), [{"name": name, "threshold": value} for name, value in saved.items()])
+    command.upgrade(alembic_config(url), "head")
+    with engine.connect() as connection:
+        now = dict(connection.execute(text("SELECT name, score_threshold FROM rag_deployments")).all())
+    engine.dispose()
+    assert now == {"below": 0.0, "inside": 0.25, "above": 1.0, "none": None}

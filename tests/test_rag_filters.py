@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from server.domain.rag_filters import OPERATORS, matcher, matches, parse_filters
+from server.domain.rag_filters import MAX_VALUES, OPERATORS, matcher, matches, parse_filters
 from server.errors import InvalidArgument
 
 SCALARS: list[Any] = [0, 1, 2, -1, 1.0, 2.5, True, False, "a", "b", "", "1", "true"]
@@ -91,3 +91,30 @@ def test_openai_filters_that_cannot_be_honoured_are_refused_naming_the_place() -
         with pytest.raises(InvalidArgument) as err:
             parse_filters(raw)
         assert err.value.field == field, (raw, err.value.field)
+
+
+def test_an_operator_that_is_not_a_string_is_refused_naming_it() -> None:
+    """A list or object where the operator goes was looked up in the operator set as it was: TypeError (unhashable),
+    a 500 on /context, GET /files?filters= and the MCP search tool alike."""
+    refused = [
+        ([{"key": "a", "op": ["eq"], "value": 1}], "filters[0].op"),
+        ([{"key": "a", "op": {"eq": 1}, "value": 1}], "filters[0].op"),
+        ({"type": {"x": 1}, "key": "a", "value": 1}, "filters.type"),
+        ({"type": "and", "filters": [{"type": ["gt"], "key": "a", "value": 1}]}, "filters.filters[0].type"),
+    ]
+    for raw, field in refused:
+        with pytest.raises(InvalidArgument) as err:
+            parse_filters(raw)
+        assert err.value.field == field and "must be one of" in err.value.message, (raw, err.value)
+
+
+def test_an_in_list_holds_at_most_max_values() -> None:
+    values = [f"g{i}" for i in range(MAX_VALUES)]
+    for op in ("in", "nin"):
+        assert parse_filters([{"key": "g", "op": op, "value": values}])[0].value == values
+        with pytest.raises(InvalidArgument) as err:
+            parse_filters([{"key": "g", "op": op, "value": [*values, "one more"]}])
+        assert err.value.field == "filters[0].value" and f"more than {MAX_VALUES} values" in err.value.message
+    with pytest.raises(InvalidArgument) as err:  # the shorthand's list is an in list too
+        parse_filters({"metadata.g": [*values, "one more"]}, "metadata")
+    assert err.value.field == "metadata[0].value"

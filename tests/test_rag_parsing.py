@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import struct
+import zipfile
 
 import pytest
 
@@ -210,3 +214,117 @@ def test_html_depth_counts_only_what_nests() -> None:
     assert parsed.blocks[0].startswith("item\nitem")
     unclosed = "<script>never closed <div>" + "<div>" * 2_000
     assert parse_file("s.html", None, f"<p>text</p>{unclosed}".encode(), max_bytes=LIMIT).blocks == ["text"]
+
+
+DEEP_HTML = "<div>" * 3000 + "x" + "</div>" * 3000
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        pytest.param("", id="plain"),
+        pytest.param("<!-->", id="empty-comment"),  # a complete comment in HTML, not an unterminated one
+        pytest.param("<!--->", id="empty-comment-dash"),
+        pytest.param("<script-x>", id="custom-element-script"),  # not a script: `\b` matched before the '-'
+        pytest.param("<style-y>", id="custom-element-style"),
+        pytest.param('<a title="<script>">', id="script-in-attribute"),
+        pytest.param("<!x <script>>", id="script-in-bogus-comment"),
+    ],
+)
+def test_html_depth_guard_sees_nesting_behind_what_only_looks_like_a_comment_or_script(prefix: str) -> None:
+    """What the pre-scan skips as a comment, script or style must be what lexbor skips: markup it parses (3,000
+    nested divs, a second of its time at 40,000) is counted, whatever comes before it."""
+    with pytest.raises(InvalidArgument, match="nests elements deeper than 1000"):
+        parse_file("deep.html", None, (prefix + DEEP_HTML).encode(), max_bytes=LIMIT)
+
+
+def test_html_depth_guard_ignores_end_tags_inside_attribute_values() -> None:
+    """`</div>` in an attribute value is text: each level's real `<div>` still nests."""
+    with pytest.raises(InvalidArgument, match="nests elements deeper than 1000"):
+        parse_file("deep.html", None, ('<div title="</div>">' * 3000).encode(), max_bytes=LIMIT)
+
+
+def test_html_with_tags_in_comments_scripts_and_attributes_still_parses() -> None:
+    """Markup inside real comments, scripts, styles and attribute values adds no depth, and `<!-->` ends its comment."""
+    noise = (
+        "<!-->"
+        + "<style type='text/css'>p > a { color: red }</style>"
+        + '<a title="<div><div>" href=x>link</a>'
+        + "<script src='x.js'></script><script>if (i<n) { s = '<div>'; }</script>" * 1_500
+        + "<!-- "
+        + "<div>" * 1_500
+        + " -->"
+    )
+    parsed = parse_file("ok.html", None, f"<html><body>{noise}<p>kept</p></body></html>".encode(), max_bytes=LIMIT)
+    assert parsed.blocks == ["link\nkept"]
+
+
+def _zip_flag_encrypted(data: bytes) -> bytes:
+    """The archive with the 'encrypted' bit set on every central-directory entry (nothing else changed)."""
+    out = bytearray(data)
+    position = 0
+    while (position := out.find(b"PK\x01\x02", position)) >= 0:
+        flags = struct.unpack_from("<H", out, position + 8)[0]
+        struct.pack_into("<H", out, position + 8, flags | 1)
+        position += 4
+    return bytes(out)
+
+
+def _zip_corrupt_deflate(data: bytes, member: str) -> bytes:
+    """The archive with the first compressed bytes of `member` overwritten (an invalid deflate stream)."""
+    info = zipfile.ZipFile(io.BytesIO(data)).getinfo(member)
+    out = bytearray(data)
+    name_length, extra_length = struct.unpack_from("<HH", out, info.header_offset + 26)
+    start = info.header_offset + 30 + name_length + extra_length
+    size = min(info.compress_size, 40)
+    out[start : start + size] = b"\xff" * size
+    return bytes(out)
+
+
+def _pdf_with_deep_content() -> bytes:
+    """A valid one-page PDF whose content stream opens with an array nested 5,000 deep (its /Length and the xref
+    offsets recomputed, so nothing else is wrong with it)."""
+    good = pdf("Lighthouse keepers polish the lens.")
+    match = re.search(rb"<< /Length (\d+) >>\nstream\n", good)
+    assert match is not None
+    start, length = match.end(), int(match.group(1))
+    content = b"[" * 5000 + b"]" * 5000 + b"\n" + good[start : start + length]
+    body = good[: match.start()] + b"<< /Length %d >>\nstream\n" % len(content) + content + good[start + length :]
+    head = body.partition(b"xref\n")[0]
+    offsets = [m.start() for m in re.finditer(rb"(?m)^\d+ 0 obj\n", head)]
+    xref = b"xref\n0 %d\n0000000000 65535 f \n" % (len(offsets) + 1) + b"".join(
+        b"%010d 00000 n \n" % o for o in offsets
+    )
+    trailer = b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(offsets) + 1, len(head))
+    return head + xref + trailer
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "says"),
+    [
+        # zipfile raised RuntimeError ("password required") and zlib.error: 500s
+        ("locked.docx", _zip_flag_encrypted(docx(["A perfectly ordinary paragraph."])), "not a readable DOCX"),
+        (
+            "mangled.docx",
+            _zip_corrupt_deflate(docx(["A perfectly ordinary paragraph."]), "word/document.xml"),
+            "not a readable DOCX",
+        ),
+        # pypdf's parser recursed into RecursionError: a 500
+        ("deep.pdf", _pdf_with_deep_content(), "not a readable PDF"),
+        # json.loads raised a plain ValueError (Python's 4,300-digit limit), not JSONDecodeError: a 500
+        ("big-number.json", b'{"n": ' + b"9" * 5000 + b"}", "more than 4300 digits"),
+        # accepted by json.loads, then unencodable in the tokenizer: a 500
+        ("surrogate.json", b'{"title": "Lighthouse \\ud800 keepers"}', "lone surrogate"),
+        ("surrogate-key.json", b'{"\\udfff": "keepers"}', "lone surrogate"),
+    ],
+)
+def test_files_that_broke_a_parser_are_refused_naming_the_file(name: str, data: bytes, says: str) -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        parse_file(name, None, data, max_bytes=LIMIT)
+    assert refused.value.message.startswith(f"{name}: ") and says in refused.value.message
+    assert refused.value.field == "file"
+
+
+def test_json_keeps_long_integers_exactly_and_escaped_surrogate_pairs() -> None:
+    parsed = parse_file("ok.json", None, b'{"id": 123456789012345678901234567, "e": "\\ud83d\\ude00"}', max_bytes=LIMIT)
+    assert parsed.blocks == ["id: 123456789012345678901234567\ne: \U0001f600"]

@@ -79,6 +79,9 @@ BAD_CREATES = [
     ({"retrieval": {"lexicalWeight": 101}}, "rag.retrieval.lexical_weight"),
     ({"retrieval": {"denseWeight": 0, "lexicalWeight": 0}}, "rag.retrieval.dense_weight"),
     ({"retrieval": {"scoreThreshold": "NaN"}}, "rag.retrieval.score_threshold"),
+    # /context refuses a threshold outside [0, 1] (fused scores lie there): saved, it failed every call sending none
+    ({"retrieval": {"scoreThreshold": 2.0}}, "rag.retrieval.score_threshold"),
+    ({"retrieval": {"scoreThreshold": -0.1}}, "rag.retrieval.score_threshold"),
     ({"rerankModel": "no/such-reranker"}, "rag.rerank_model"),
     ({"sharing": {"sharedWith": ["ten_x"]}}, "sharing.shared_with"),
 ]
@@ -241,6 +244,10 @@ async def test_update_rules(connect: ConnectJsonCaller, server: Server, world: W
         token=token,
     )
     assert both.code == "invalid_argument"
+    over = await connect.call(
+        f"{RAGS}/UpdateRag", {"rag": {"id": rag["id"], "retrieval": {"scoreThreshold": 1.5}}}, token=token
+    )
+    assert over.code == "invalid_argument" and "rag.retrieval.score_threshold" in over.message
     after = must(await connect.call(f"{RAGS}/GetRag", {"id": rag["id"]}, token=token, get=True))["rag"]
     assert after["embeddingModel"] == embedder and after["chunking"]["chunkSizeTokens"] == 400
 

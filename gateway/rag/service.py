@@ -8,7 +8,8 @@ key cannot reach answers 404 whether or not it exists.
 Background work: uploads whose text is over `rag_inline_bytes` are embedded by an in-process task after the upload
 returned (status `processing`). The queue lives in this process only: a gateway stopped mid-way leaves such a file in
 `processing` for good (it says so in its failure reason if the task was cancelled in an orderly shutdown); upload it
-again. Small files complete within the request, and if their embedding fails nothing of them is kept. The embedding
+again. Small files complete within the request, and if their embedding fails nothing of them is kept (a file with an
+`external_id` replaces the earlier one only when its chunks are stored: server.domain.rag_files). The embedding
 calls count under the uploading key's rate limits (gateway.rag.embedder): a refused inline upload answers the
 limit's 429; a background one waits for a per-minute limit's room, and fails its file only on a spent budget.
 """
@@ -32,7 +33,7 @@ from gateway.context import ACCESS, DB, METER, PRINCIPAL, SETTINGS
 from gateway.rag.embedder import BATCHERS, GatewayEmbedder, new_batchers
 from gateway.rag.writes import CombinedWrites
 from server.domain import rag_files, rags
-from server.domain.rag_chunking import Chunk, e5_token_counter
+from server.domain.rag_chunking import e5_token_counter
 from server.domain.rag_filters import MetadataCondition
 from server.domain.rag_ready_files import ReadyFiles
 from server.errors import NotFound, SwitchboardError
@@ -103,7 +104,7 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     prepared = [await loop.run_in_executor(None, prepare, upload) for upload in uploads]
     index = await index_of(app)
     files = await app[WRITES].run(lambda session: rag_files.register_all(session, index, rag.id, prepared))
-    pending = [(file.id, ready.chunks) for file, ready in zip(files, prepared, strict=True)]
+    pending = [(file.id, ready) for file, ready in zip(files, prepared, strict=True)]
     if sum(p.stored_bytes for p in prepared) <= settings.rag_inline_bytes:  # the text to embed, not the upload
         job = _Job(app, index, GatewayEmbedder(app, rag, request[PRINCIPAL]), rag.id, pending)
         try:  # its chunks share embedding calls and a transaction with concurrent uploads'
@@ -131,25 +132,32 @@ class _Job:
     index: ChunkIndex
     embedder: GatewayEmbedder
     rag_id: str
-    files: list[tuple[str, list[Chunk]]]  # (file id, its chunks)
+    files: list[tuple[str, rag_files.PreparedFile]]  # (file id, what was registered under it)
 
     @property
     def chunks(self) -> int:
-        return sum(len(chunks) for _, chunks in self.files)
+        return sum(len(prepared.chunks) for _, prepared in self.files)
 
     async def run(self) -> list[rag_files.RagFile | None]:
-        """The files as stored (None for one deleted or replaced meanwhile)."""
-        vectors = await self.embedder.passages([c.text for _, chunks in self.files for c in chunks])
+        """The files as stored (None for one deleted meanwhile)."""
+        vectors = await self.embedder.passages([c.text for _, prepared in self.files for c in prepared.chunks])
         return await self.app[WRITES].run(functools.partial(self._store, vectors=vectors))
 
     async def _store(self, session: AsyncSession, *, vectors: list[list[float]]) -> list[rag_files.RagFile | None]:
         stored, start = [], 0
-        for file_id, chunks in self.files:
+        for file_id, prepared in self.files:
+            chunks = prepared.chunks
             mine = vectors[start : start + len(chunks)]
             start += len(chunks)
             stored.append(
                 await rag_files.complete(
-                    session, self.index, rag_id=self.rag_id, file_id=file_id, chunks=chunks, vectors=mine
+                    session,
+                    self.index,
+                    rag_id=self.rag_id,
+                    file_id=file_id,
+                    chunks=chunks,
+                    vectors=mine,
+                    external_id=prepared.upload.external_id,  # replaces the earlier file only now (rag_files)
                 )
             )
         return stored

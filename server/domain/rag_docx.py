@@ -10,6 +10,8 @@ Before python-docx sees the file:
 - Every XML part (`.xml`, `.rels`) is streamed once through expat, with constant memory: a DTD (entity declarations,
   the billion-laughs family) is refused, as is nesting deeper than `MAX_DEPTH` (libxml2 stops at 256 with an opaque
   error) and malformed XML; each refusal names the part.
+- A member flagged encrypted (zipfile would ask for a password: RuntimeError) is refused as a corrupt DOCX, as is a
+  member whose deflate stream does not inflate (zlib.error), whether we or python-docx read it.
 python-docx then parses with lxml (resolve_entities=False, no network, no huge trees), the safety net for a part
 named otherwise that it parses anyway (its content type decides); what lxml refuses is reported as a corrupt DOCX.
 So is well-formed XML that is not the part python-docx expects (`[Content_Types].xml` = `<Types/>`, a relationship
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from pyexpat import ExpatError, ParserCreate, errors
 from typing import IO
 
@@ -36,6 +39,7 @@ MAX_DEPTH = 128
 _READ = 1 << 16
 _SNIFF = 512
 _XML_PARTS = (".xml", ".rels")
+_ENCRYPTED = 0x1  # a zip member's general-purpose flag: Word never encrypts members so (it encrypts a whole file)
 
 
 class _Refused(Exception):
@@ -51,8 +55,8 @@ def docx_text(filename: str, data: bytes, *, max_bytes: int) -> str:
                 if member.filename.endswith(_XML_PARTS):
                     with archive.open(member) as stream:
                         _check_xml(filename, member.filename, stream)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError):
-        raise _corrupt(filename) from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError, zlib.error):
+        raise _corrupt(filename) from None  # zlib.error: a member's deflate stream is corrupt
     return _extract(filename, data)
 
 
@@ -68,6 +72,8 @@ def _check_sizes(filename: str, archive: zipfile.ZipFile, max_bytes: int) -> Non
             f"{filename}: the DOCX unpacks to {total} bytes, over the limit of {max_bytes}", field="file"
         )
     for member in members:
+        if member.flag_bits & _ENCRYPTED:  # zipfile would raise RuntimeError ("password required") on reading it
+            raise _corrupt(filename)
         if member.file_size > RATIO_FLOOR and member.file_size > MAX_RATIO * max(member.compress_size, 1):
             ratio = member.file_size // max(member.compress_size, 1)
             raise InvalidArgument(
@@ -136,8 +142,8 @@ def _extract(filename: str, data: bytes) -> str:
         for table in document.tables:
             for row in table.rows:
                 blocks.append(" | ".join(cell.text.strip() for cell in row.cells))
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, LxmlError):
-        raise _corrupt(filename) from None
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, LxmlError, zlib.error):
+        raise _corrupt(filename) from None  # zlib.error: a member only python-docx reads (an image) is corrupt
     except (AttributeError, TypeError, IndexError) as exc:
         if not _raised_in_python_docx(exc):
             raise

@@ -4,14 +4,16 @@ Rules
 - Parsing and chunking happen before anything is stored, so a refused upload (empty content, corrupt, wrong type,
   too large) leaves nothing behind. The file row is then written as `processing`; its chunks are stored in the same
   transaction that marks it `ready`, and an embedding failure marks it `failed` with a reason (chunks never stored).
-- A file with an `external_id` (the scraper path) replaces the RAG's earlier file with that id, in one transaction.
+- A file with an `external_id` (the scraper path) replaces the RAG's earlier file with that id in the transaction
+  that stores its chunks (`complete`): until then the earlier file stays, and the new one holds no external id (the id
+  is unique per RAG), so a replacement whose embedding fails loses nothing.
 - Quota: a file is charged what it stores, the UTF-8 bytes of its chunks' text (overlaps included: each chunk is
   stored whole), not its upload size: a compressed upload (DOCX, PDF) can unpack to far more text than it weighs.
   That is the file's `size_bytes`. The bytes of every file of an upload are reserved (server.domain.rag_storage)
   first in the transaction that records them, so an upload over the RAG's or the tenant's quota is refused before
-  anything is stored, under concurrent uploads too. A replaced, deleted or failed file gives its bytes back (a failed
-  file then reports 0 bytes). A replacement reserves its new bytes before the old ones are released, so near the
-  quota it is refused.
+  anything is stored, under concurrent uploads too. A replaced, deleted or failed file gives its bytes back, once: only
+  the delete that removed the row releases them (a failed file then reports 0 bytes and 0 chunks, having stored none).
+  A replacement reserves its new bytes before the old ones are released, so near the quota it is refused.
 - The vector size is pinned by the RAG's first embedding (server.domain.rags.pin_embedding_dimensions); a different
   size later fails the file with that reason.
 - Metadata: a JSON object of at most 64 keys; values are strings, numbers, booleans or lists of those
@@ -42,6 +44,7 @@ from server.domain import rag_storage, rags
 from server.domain.rag_chunking import Chunk, TokenCounter, chunk_parsed
 from server.domain.rag_filters import MetadataCondition, matcher, texts_needed
 from server.domain.rag_parsing import ParsedFile, parse_file
+from server.domain.validation import is_utf8
 from server.errors import InvalidArgument, NotFound
 from server.store.db import as_utc, new_id
 from server.store.keyset import Window
@@ -172,21 +175,31 @@ def has_control_characters(text: str) -> bool:
 
 
 def validate_filename(name: str, field: str = "file") -> str:
-    """A file name fits its column and holds no control character (PostgreSQL refuses NUL in text: a 500)."""
+    """A file name fits its column, is UTF-8 text and holds no control character (PostgreSQL refuses NUL in text:
+    a 500)."""
     if len(name) > _MAX_FILENAME:
         raise InvalidArgument(f"a file name is longer than {_MAX_FILENAME} characters", field=field)
+    if not is_utf8(name):
+        raise InvalidArgument("a file name is not UTF-8 text", field=field)
     if has_control_characters(name):
         raise InvalidArgument("a file name contains a control character (such as NUL or a line break)", field=field)
     return name
 
 
-def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: TokenCounter) -> PreparedFile:
-    """Parse and chunk; every refusal names the file. Pure CPU work: callers run it off the event loop."""
-    validate_filename(upload.filename)
-    if len(upload.content_type or "") > _MAX_CONTENT_TYPE:
+def _validate_content_type(upload: Upload) -> None:
+    content_type = upload.content_type or ""
+    if len(content_type) > _MAX_CONTENT_TYPE:
         raise InvalidArgument(
             f"{upload.filename}: its content type is longer than {_MAX_CONTENT_TYPE} characters", field="file"
         )
+    if not is_utf8(content_type):
+        raise InvalidArgument(f"{upload.filename}: its content type is not UTF-8 text", field="file")
+
+
+def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: TokenCounter) -> PreparedFile:
+    """Parse and chunk; every refusal names the file. Pure CPU work: callers run it off the event loop."""
+    validate_filename(upload.filename)
+    _validate_content_type(upload)
     if upload.pre_extracted:
         parsed = parse_file(upload.filename or "text.txt", "text/plain", upload.data, max_bytes=max_bytes)
         parsed = ParsedFile(kind="text", blocks=parsed.blocks)
@@ -212,15 +225,9 @@ async def register_all(
 
 
 async def register(session: AsyncSession, index: ChunkIndex, rag_id: str, prepared: PreparedFile) -> RagFile:
-    """Write the file row as `processing` (its bytes already reserved: see register_all); an earlier file with the
-    same external id is deleted first."""
+    """Write the file row as `processing` (its bytes already reserved: see register_all). Its external id, if any,
+    is not written yet: `complete` takes it over from the earlier file once this one's chunks are stored."""
     upload = prepared.upload
-    if upload.external_id:
-        earlier = await session.scalar(
-            select(RagFileRow.id).where(RagFileRow.rag_id == rag_id, RagFileRow.external_id == upload.external_id)
-        )
-        if earlier is not None:
-            await _delete(session, index, rag_id, earlier)
     row = RagFileRow(
         id=new_id("file"),
         rag_id=rag_id,
@@ -229,7 +236,6 @@ async def register(session: AsyncSession, index: ChunkIndex, rag_id: str, prepar
         kind=prepared.kind,
         size_bytes=prepared.stored_bytes,
         status=PROCESSING,
-        external_id=upload.external_id,
         metadata_=upload.metadata,
         chunk_count=len(prepared.chunks),
     )
@@ -246,9 +252,11 @@ async def complete(
     file_id: str,
     chunks: Sequence[Chunk],
     vectors: Sequence[Sequence[float]],
+    external_id: str | None = None,
 ) -> RagFile | None:
-    """Store the chunks with their vectors and mark the file ready (one transaction: the caller's); the file as it
-    is then, or None when it was deleted or replaced meanwhile."""
+    """Store the chunks with their vectors and mark the file ready (one transaction: the caller's); with an
+    `external_id`, the RAG's earlier file with that id is deleted in the same transaction and this one takes the id.
+    The file as it is then, or None when it was deleted meanwhile."""
     if len(vectors) != len(chunks) or not vectors:
         raise ValueError("one vector per chunk")
     await rags.pin_embedding_dimensions(session, rag_id=rag_id, dimensions=len(vectors[0]))
@@ -259,27 +267,39 @@ async def complete(
         ChunkInput(text=c.text, token_count=c.token_count, vector=v) for c, v in zip(chunks, vectors, strict=True)
     ]
     await index.add(session, rag_id=rag_id, file_id=file_id, chunks=inputs)
+    if external_id:
+        earlier = await session.scalar(
+            select(RagFileRow.id).where(RagFileRow.rag_id == rag_id, RagFileRow.external_id == external_id)
+        )
+        if earlier is not None:
+            await _delete(session, index, rag_id, earlier)
+        row.external_id = external_id
     row.status = READY
     row.updated_at = utcnow()
     return _build(row)
 
 
 async def fail(session: AsyncSession, *, file_id: str, reason: str) -> None:
-    """Mark a file failed; it keeps no content, so its bytes go back to the quota."""
+    """Mark a file failed; it keeps no content, so its bytes go back to the quota and it counts no chunks."""
     row = await session.get(RagFileRow, file_id)
     if row is not None and row.status == PROCESSING:
         await rag_storage.release_storage(session, rag_id=row.rag_id, nbytes=row.size_bytes)
         row.status = FAILED
         row.failure_reason = reason
         row.size_bytes = 0
+        row.chunk_count = 0
         row.updated_at = utcnow()
 
 
 async def get_file(session: AsyncSession, *, rag_id: str, file_id: str) -> RagFile:
     row = await session.get(RagFileRow, file_id)
     if row is None or row.rag_id != rag_id:
-        raise NotFound(f"file {file_id!r} not found in this RAG", field="file_id")
+        raise _not_found(file_id)
     return _build(row)
+
+
+def _not_found(file_id: str) -> NotFound:
+    return NotFound(f"file {file_id!r} not found in this RAG", field="file_id")
 
 
 async def get_files(session: AsyncSession, *, rag_id: str, file_ids: Collection[str]) -> dict[str, RagFile]:
@@ -302,24 +322,37 @@ _FILES_OF_RAG = _FILE_COLUMNS.where(
 )
 
 
-async def _delete(session: AsyncSession, index: ChunkIndex, rag_id: str, file_id: str) -> None:
-    size = await session.scalar(select(RagFileRow.size_bytes).where(RagFileRow.id == file_id))
+async def _delete(session: AsyncSession, index: ChunkIndex, rag_id: str, file_id: str) -> bool:
+    """Delete the file's chunks and row and give its bytes back; False (nothing released) when the row was already
+    gone. Concurrent deletes of one file may all have read it: only the one whose statement removed the row releases
+    its size, which is read from that statement, so the quota is credited once."""
+    # The chunks first: SQLite's FTS5 forgets a chunk only when told its text, which the row's cascade would remove.
     await index.remove_file(session, rag_id=rag_id, file_id=file_id)
-    await session.execute(delete(RagFileRow).where(RagFileRow.id == file_id, RagFileRow.rag_id == rag_id))
-    await rag_storage.release_storage(session, rag_id=rag_id, nbytes=int(size or 0))
+    size = await session.scalar(
+        delete(RagFileRow)
+        .where(RagFileRow.id == file_id, RagFileRow.rag_id == rag_id)
+        .returning(RagFileRow.size_bytes)
+        .execution_options(synchronize_session=False)
+    )
+    if size is None:
+        return False
+    await rag_storage.release_storage(session, rag_id=rag_id, nbytes=int(size))
+    return True
 
 
 async def delete_file(session: AsyncSession, index: ChunkIndex, *, rag_id: str, file_id: str) -> RagFile:
-    """Delete a file and its chunks; returns what was deleted (its size is what the quota frees)."""
+    """Delete a file and its chunks; returns what was deleted (its size is what the quota frees). NotFound also when
+    a concurrent delete removed it first."""
     deleted = await get_file(session, rag_id=rag_id, file_id=file_id)
-    await _delete(session, index, rag_id, file_id)
+    if not await _delete(session, index, rag_id, file_id):
+        raise _not_found(file_id)
     return deleted
 
 
 async def update_metadata(session: AsyncSession, *, rag_id: str, file_id: str, metadata: dict[str, Any]) -> RagFile:
     row = await session.get(RagFileRow, file_id)
     if row is None or row.rag_id != rag_id:
-        raise NotFound(f"file {file_id!r} not found in this RAG", field="file_id")
+        raise _not_found(file_id)
     row.metadata_ = metadata
     row.updated_at = utcnow()
     await session.flush()

@@ -6,7 +6,8 @@ Three forms are accepted:
 - OpenAI's vector-store filters: `{"type": "gte", "key": "year", "value": 2020}`, or `{"type": "and", "filters":
   [...]}` of those (an object with `type` and `key`, or with exactly `type` and `filters`, is read so; read as
   shorthand it would match nothing). `or` is refused, as is any other form that would silently match nothing.
-Conditions are ANDed. A key may carry the `metadata.` prefix. When the stored value is a list (such as
+Conditions are ANDed (at most `_MAX_CONDITIONS`); an in/nin list holds at most `MAX_VALUES` values. A key may carry the
+`metadata.` prefix. When the stored value is a list (such as
 `source_group_ids`), eq/in match if any element matches and ne/nin if none does; ordering ops compare numbers with
 numbers and strings with strings, and never match across types.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from server.errors import InvalidArgument
 
-__all__ = ["OPERATORS", "MetadataCondition", "matcher", "matches", "parse_filters", "texts_needed"]
+__all__ = ["MAX_VALUES", "OPERATORS", "MetadataCondition", "matcher", "matches", "parse_filters", "texts_needed"]
 
 OPERATORS = frozenset({"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte"})
 _ORDERING: dict[str, Callable[[Any, Any], bool]] = {
@@ -31,6 +32,12 @@ _ORDERING: dict[str, Callable[[Any, Any], bool]] = {
     "lte": operator.le,
 }
 _MAX_CONDITIONS = 32
+# Values of one in/nin list: far more than a user's groups (source_group_ids, the usual list) while keeping a filter's
+# matching cheap; the whole list is matched in process (`texts_needed` gives the database at most `_MAX_TEXTS`).
+MAX_VALUES = 1000
+# Texts one condition may give the database's pre-filter (an OR of LIKEs): SQLite refuses an expression deeper than
+# 1000 ("Expression tree is too large"), and past a few dozen the narrowing is no longer worth its LIKEs anyway.
+_MAX_TEXTS = 64
 _Scalar = str | int | float | bool
 
 
@@ -95,13 +102,15 @@ def _condition(item: Any, field: str, *, op_name: str = "op") -> MetadataConditi
     key, op, value = item.get("key"), item.get(op_name, "eq"), item.get("value")
     if not isinstance(key, str) or not key.removeprefix("metadata.").strip():
         raise InvalidArgument(f"{field}.key must be a non-empty string", field=f"{field}.key")
-    if op not in OPERATORS:
+    if not isinstance(op, str) or op not in OPERATORS:  # a list or object op is refused, not hashed
         raise InvalidArgument(
             f"{field}.{op_name} must be one of " + ", ".join(sorted(OPERATORS)), field=f"{field}.{op_name}"
         )
     if op in ("in", "nin"):
         if not isinstance(value, list) or not value or not all(_is_scalar(v) for v in value):
             raise InvalidArgument(f"{field}.value must be a non-empty list of scalars", field=f"{field}.value")
+        if len(value) > MAX_VALUES:
+            raise InvalidArgument(f"{field}.value holds more than {MAX_VALUES} values", field=f"{field}.value")
     elif not _is_scalar(value):
         raise InvalidArgument(f"{field}.value must be a string, number or boolean", field=f"{field}.value")
     return MetadataCondition(key=key.removeprefix("metadata."), op=op, value=value)
@@ -128,12 +137,15 @@ def texts_needed(conditions: Sequence[MetadataCondition]) -> list[set[str]]:
     """What the JSON text of any metadata that `matches` the conditions contains: for each eq or in condition on
     strings, one of a set of texts (each string JSON-encoded, its non-ASCII characters escaped as Python's json
     writes them and as they are, as jsonb and orjson write them). A store can skip metadata without them before
-    `matches` decides (a stored list holds each string the same way); other conditions need no particular text."""
+    `matches` decides (a stored list holds each string the same way); other conditions need no particular text, nor
+    does one of more than `_MAX_TEXTS` texts (a long in list): the pre-filter is only a narrowing, never the answer."""
     needed = []
     for condition in conditions:
         values = condition.value if condition.op == "in" else [condition.value]
         if condition.op in ("eq", "in") and all(isinstance(v, str) for v in values):
-            needed.append({json.dumps(v, ensure_ascii=ascii) for v in values for ascii in (True, False)})
+            texts = {json.dumps(v, ensure_ascii=ascii) for v in values for ascii in (True, False)}
+            if len(texts) <= _MAX_TEXTS:
+                needed.append(texts)
     return needed
 
 

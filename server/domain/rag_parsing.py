@@ -18,6 +18,7 @@ import csv
 import io
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -25,6 +26,7 @@ from typing import Any
 
 from server.domain.rag_docx import docx_text
 from server.domain.rag_html import MAX_HTML_DEPTH, html_depth
+from server.domain.validation import is_utf8
 from server.errors import InvalidArgument, PayloadTooLarge
 from server.input_bounds import json_depth
 
@@ -151,7 +153,9 @@ def _parse_pdf(filename: str, data: bytes, max_chars: int) -> ParsedFile:
         raise
     except LimitReachedError:
         raise PayloadTooLarge(f"{filename}: a PDF stream inflates past the size limits", field="file") from None
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError):
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RecursionError):
+        # RecursionError: pypdf parses nested arrays and dictionaries recursively, and a page of a few thousand `[`
+        # (a 10 KB file) runs out of stack
         raise _corrupt(filename, "PDF") from None
     return ParsedFile(kind="pdf", blocks=pages)
 
@@ -202,13 +206,25 @@ def _parse_json(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     text = _decode(filename, data)
     if json_depth(text.encode()) > _MAX_JSON_DEPTH:  # json.loads and _json_lines recurse: a deep array was a 500
         raise InvalidArgument(f"{filename}: the JSON nests deeper than {_MAX_JSON_DEPTH} levels", field="file")
+    # Python's json rather than orjson: it reads an integer of any length exactly (orjson turns one past 64 bits into
+    # a float), up to the interpreter's digit limit, which it refuses with a plain ValueError.
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
         raise _corrupt(filename, "JSON") from None
+    except ValueError:
+        raise InvalidArgument(
+            f"{filename}: the JSON holds an integer of more than {sys.get_int_max_str_digits()} digits", field="file"
+        ) from None
     if isinstance(value, list):
-        return ParsedFile(kind="json", blocks=["\n".join(_json_lines(item, "")) for item in value], records=True)
-    return ParsedFile(kind="json", blocks=["\n".join(_json_lines(value, ""))])
+        parsed = ParsedFile(kind="json", blocks=["\n".join(_json_lines(item, "")) for item in value], records=True)
+    else:
+        parsed = ParsedFile(kind="json", blocks=["\n".join(_json_lines(value, ""))])
+    if not all(is_utf8(block) for block in parsed.blocks):
+        raise InvalidArgument(
+            f"{filename}: the JSON escapes a lone surrogate (such as \\ud800), which is not text", field="file"
+        )
+    return parsed
 
 
 def _json_lines(value: Any, path: str) -> Iterator[str]:

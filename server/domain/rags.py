@@ -181,9 +181,11 @@ def _weights(dense: float, lexical: float) -> dict[str, float]:
 
 
 def _threshold(value: float) -> float:
-    if not math.isfinite(value):
+    # Fused scores lie in [0, 1] (server.store.rag_index), and /context refuses a threshold outside it: a RAG saved with
+    # one would answer every /context call that sends none with a 400 on a field its caller never sent.
+    if not (math.isfinite(value) and 0 <= value <= 1):
         raise InvalidArgument(
-            "rag.retrieval.score_threshold must be a finite number", field="rag.retrieval.score_threshold"
+            "rag.retrieval.score_threshold must be a number from 0 to 1", field="rag.retrieval.score_threshold"
         )
     return value
 

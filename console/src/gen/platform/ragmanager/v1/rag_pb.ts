@@ -178,7 +178,7 @@ export type RagRetrievalDefaults = Message<"platform.ragmanager.v1.RagRetrievalD
   topK?: number | undefined;
 
   /**
-   * Chunks scoring below this are dropped; absent means no threshold. Finite.
+   * Chunks scoring below this are dropped; absent means no threshold. 0 to 1 (the range of fused scores).
    *
    * @generated from field: optional double score_threshold = 2;
    */
