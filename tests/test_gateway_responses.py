@@ -214,7 +214,8 @@ def test_responses_continue_a_conversation_and_add_to_it(
 
 def test_items_a_turn_adds_to_a_conversation_get_ids_of_their_own(gateway: Gateway, gw_world: GatewayWorld) -> None:
     """Item ids are unique across all conversations: a turn's input is kept under fresh ids, as on
-    POST /v1/conversations/{id}/items, so re-sent items (another response's output, an id twice) cannot collide."""
+    POST /v1/conversations/{id}/items, so re-sent items (another response's output) cannot collide; an id sent twice
+    in one input is refused, as without a conversation (tests/test_gateway_conversation_edges.py)."""
     sdk = client(gateway, gw_world.keys["all"])
     first_conversation = sdk.conversations.create()
     first = sdk.responses.create(model=gw_world.model("chat"), input="hello", conversation=first_conversation.id)
@@ -234,11 +235,12 @@ def test_items_a_turn_adds_to_a_conversation_get_ids_of_their_own(gateway: Gatew
     # the stored response lists its input under the ids its conversation keeps
     listed = list(sdk.responses.input_items.list(second.id, order="asc"))
     assert [i.id for i in listed] == [i.id for i in items[:2]]
-    twice: list[Any] = [{"id": "msg_twice", "role": "user", "content": c} for c in ("one", "two")]
-    third = sdk.responses.create(model=gw_world.model("chat"), input=twice, conversation=conversation.id)
-    assert third.status == "completed"
+    resent_ids: list[Any] = [{"id": "msg_resent", "role": "user", "content": c} for c in ("one", "two")]
+    for item in resent_ids:
+        third = sdk.responses.create(model=gw_world.model("chat"), input=[item], conversation=conversation.id)
+        assert third.status == "completed"
     ids = [i.id for i in sdk.conversations.items.list(conversation.id, order="asc")]
-    assert len(ids) == 6 and len(set(ids)) == 6 and "msg_twice" not in ids
+    assert len(ids) == 7 and len(set(ids)) == 7 and "msg_resent" not in ids
 
 
 async def test_an_item_id_of_another_tenant_is_no_different_from_a_fresh_one(

@@ -82,7 +82,7 @@ class ResponseStream:
             part=part,
         )
 
-    async def _close_text(self) -> None:
+    async def _close_text(self, status: str = "completed") -> None:
         if self._text is None:
             return
         text, index, item_id = self._text, self._text_index, self._text_id
@@ -90,15 +90,16 @@ class ResponseStream:
         await self._emit("response.output_text.done", **common, text=text, logprobs=[])
         part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
         await self._emit("response.content_part.done", **common, part=part)
-        item = translate.message_item(text, item_id=item_id)
+        item = translate.message_item(text, status=status, item_id=item_id)
         self.output[index] = item
         await self._emit("response.output_item.done", output_index=index, item=item)
         self._text = None
 
     async def _tool_piece(self, piece: translate.ToolPiece) -> None:
         call = self._calls.get(piece.index)
-        if call is None:
-            call = _Call(len(self.output), translate.new_id("fc"), piece.call_id, piece.name)
+        if call is None:  # a call's first piece carries its id and name; one naming no function is not shown
+            name = translate.function_name(piece.name)
+            call = _Call(len(self.output), translate.new_id("fc"), translate.call_id(piece.call_id), name)
             self._calls[piece.index] = call
             item = translate.function_call_item(call.call_id, call.name, "", item_id=call.item_id)
             item["status"] = "in_progress"
@@ -139,7 +140,7 @@ class ResponseStream:
 
     async def finish(self) -> dict[str, Any]:
         """Close what is open and send the terminal event; returns the final response body."""
-        await self._close_text()
+        await self._close_text(translate.item_status(self.finish_reason))
         await self._close_calls()
         incomplete = self.finish_reason == "length"
         status = "incomplete" if incomplete else "completed"
@@ -185,17 +186,17 @@ class ResponseStream:
             logprobs=[],
         )
 
-    async def close_text(self) -> dict[str, Any]:
-        """Close the open message (after `text_delta`s); returns it whole."""
+    async def close_text(self, status: str = "completed") -> dict[str, Any]:
+        """Close the open message (after `text_delta`s) with its status (`translate.item_status`); returns it whole."""
         index = self._text_index
-        await self._close_text()
+        await self._close_text(status)
         return self.output[index]
 
-    async def text(self, text: str) -> dict[str, Any]:
+    async def text(self, text: str, status: str = "completed") -> dict[str, Any]:
         """One whole assistant message, as the event sequence of a message with one delta."""
         await self._open_text()
         await self.text_delta(text)
-        return await self.close_text()
+        return await self.close_text(status)
 
     async def function_call(self, item: dict[str, Any]) -> None:
         index = await self.add_item({**item, "arguments": "", "status": "in_progress"})
@@ -231,7 +232,8 @@ class ResponseStream:
                 if refused is not None:
                     await self.refusal(str(refused))
                 else:
-                    await self.text("".join(str(p.get("text", "")) for p in parts))
+                    text = "".join(str(p.get("text", "")) for p in parts)
+                    await self.text(text, str(item.get("status") or "completed"))
             elif kind == "function_call":
                 await self.function_call(item)
             else:

@@ -390,7 +390,7 @@ async def _streamed_model(
 
     await turn.while_running(ask(), events.keepalive)
     turn.call.add(usage)
-    item = await events.close_text() if text else None
+    item = await events.close_text(translate.item_status(finish)) if text else None
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
@@ -537,10 +537,8 @@ async def _round(
 ) -> _Round:
     """Act on one model answer's tool calls (see the module docstring)."""
     done = _Round({"role": "assistant", "content": text, "tool_calls": []})
-    for raw in calls:
-        function = raw.get("function") or {}
-        name, arguments = str(function.get("name") or ""), str(function.get("arguments") or "")
-        call_id = str(raw.get("id") or translate.new_id("call"))
+    for raw in calls:  # as `translate.answer_of` gives them: each with an id and a name
+        call_id, name, arguments = raw["id"], raw["function"]["name"], raw["function"]["arguments"]
         target = table.tools.get(name)
         if target is None:  # a client function tool (or a name we do not serve): the client runs it
             item = translate.function_call_item(call_id, name, arguments)
@@ -588,7 +586,8 @@ async def _iterate(
         parsed, streamed = await _model(turn, chat)
         text, calls, finish_reason = translate.answer_of(parsed)
         if text:
-            turn.output.append(streamed if streamed is not None else translate.message_item(text))
+            status = translate.item_status(finish_reason)
+            turn.output.append(streamed if streamed is not None else translate.message_item(text, status=status))
         if not calls:
             if text:
                 added.append({"role": "assistant", "content": text})

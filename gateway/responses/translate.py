@@ -3,9 +3,12 @@ request becomes a chat request and the chat answer becomes Responses output item
 
 Request: `instructions` becomes the first system message (not carried over to follow-ups); `input` (a string or
 items: messages with text/image parts, function_call, function_call_output) becomes messages after the context of
-`previous_response_id`; flat function tools become nested chat tools; sampling and output limits carry over.
+`previous_response_id` (or of a conversation); input item ids are each the client's to send once; flat function
+tools become nested chat tools; sampling and output limits carry over. Before each model call the history goes
+through `answered`, which leaves out what chat models refuse: tool calls nobody answered, answers to no call.
 Answer: the assistant text becomes a `message` item with one `output_text` part, each tool call a `function_call`
-item; `finish_reason: length` makes the response `incomplete`.
+item (with a `call_…` id of ours when the backend sent none; a call naming no function is the backend's failure);
+`finish_reason: length` makes the response and its message `incomplete`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 import orjson
 
 from gateway.providers import invalid_answer
+from server.domain.conversation_items import TEXT_PART_TYPES, image_url
 from server.domain.json_values import count_or_zero, is_integer
 from server.errors import InvalidArgument
 from server.mcp.toolnames import model_name
@@ -26,9 +30,12 @@ __all__ = [
     "DECLINED",
     "ChatPlan",
     "answered",
+    "call_id",
     "chat_tool_call",
     "error_text",
     "function_call_item",
+    "function_name",
+    "item_status",
     "message_item",
     "messages",
     "new_id",
@@ -57,9 +64,6 @@ class ChatPlan:
     include: tuple[str, ...] = ()  # the request's `include` (extra output data, e.g. file_search_call.results)
 
 
-_TEXT_PARTS = ("input_text", "output_text", "text")
-
-
 def _part_text(part: dict[str, Any], where: str) -> str:
     text = part.get("text", "")
     if not isinstance(text, str):
@@ -74,12 +78,14 @@ def _text_of(parts: Any, field_name: str) -> str:
         return "".join(
             _part_text(p, f"{field_name}[{i}]")
             for i, p in enumerate(parts)
-            if isinstance(p, dict) and p.get("type") in _TEXT_PARTS
+            if isinstance(p, dict) and p.get("type") in TEXT_PART_TYPES
         )
     raise InvalidArgument(f"'{field_name}' must be a string or a list of content parts.", field=field_name)
 
 
 def _user_content(content: Any, field_name: str) -> Any:
+    """A user message's parts as chat parts: the parts a conversation item may hold (server.domain.conversation_items,
+    whose stored history comes through here on every turn) but a refusal, which is no user's."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -87,12 +93,10 @@ def _user_content(content: Any, field_name: str) -> Any:
     parts: list[dict[str, Any]] = []
     for i, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind in _TEXT_PARTS:
+        if kind in TEXT_PART_TYPES:
             parts.append({"type": "text", "text": _part_text(part, f"{field_name}[{i}]")})
         elif kind == "input_image":
-            url = part.get("image_url")
-            if not isinstance(url, str) or not url:
-                raise InvalidArgument("'image_url' is required on input_image parts.", field=f"{field_name}[{i}]")
+            url = image_url(part, f"{field_name}[{i}]")
             parts.append({"type": "image_url", "image_url": {"url": url, "detail": part.get("detail", "auto")}})
         else:
             raise InvalidArgument(f"Content part type {kind!r} is not supported.", field=f"{field_name}[{i}].type")
@@ -186,16 +190,24 @@ def error_text(error: Any) -> str:
 
 
 def answered(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The history without tool calls nobody answered (an approval request the user moved on from), which chat
-    models refuse."""
+    """The history without tool calls nobody answered (an approval request the user moved on from) and without
+    answers to no earlier call (a conversation's history window that begins between a call and its output, a call
+    item the user deleted), both of which chat models refuse. Applied to the whole history a model call sends, as
+    this turn's input (or the tool loop's approvals) may answer a call of the context."""
     answers = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
+    asked: set[Any] = set()
     out: list[dict[str, Any]] = []
     for message in history:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") in asked:
+                out.append(message)
+            continue
         calls = message.get("tool_calls")
         if not calls:
             out.append(message)
             continue
         kept = [c for c in calls if c.get("id") in answers]
+        asked.update(c.get("id") for c in kept)
         if kept:
             out.append({**message, "tool_calls": kept})
         elif message.get("content"):
@@ -336,7 +348,7 @@ def plan(payload: dict[str, Any], context: list[dict[str, Any]]) -> ChatPlan:
         "store": bool(payload.get("store", True)),
         "previous_response_id": payload.get("previous_response_id"),
     }
-    return ChatPlan(chat, [_listed(item) for item in items], list(context), turn, echo, _include(payload))
+    return ChatPlan(chat, _input_items(items), list(context), turn, echo, _include(payload))
 
 
 def _number(payload: dict[str, Any], name: str, default: float) -> float:
@@ -374,6 +386,25 @@ _ID_PREFIX = {
 }
 
 
+def _input_items(items: list[Any]) -> list[dict[str, Any]]:
+    """The input as `input_items` lists it. An id the client sent is kept, so it may name one item only, as OpenAI
+    requires too: `after=<id>` paging through the list needs each id to mark one place."""
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        item_id = item.get("id")
+        if item_id is None or item_id == "":
+            continue
+        if not isinstance(item_id, str):
+            raise InvalidArgument(f"'input[{i}].id' must be a string.", field=f"input[{i}].id")
+        if item_id in seen:
+            raise InvalidArgument(
+                f"Duplicate item found with id '{item_id}'. Remove duplicate items from your input and try again.",
+                field=f"input[{i}].id",
+            )
+        seen.add(item_id)
+    return [_listed(item) for item in items]
+
+
 def _listed(item: dict[str, Any]) -> dict[str, Any]:
     """An input item as `input_items` lists it: typed, with an id and a status."""
     kind = item.get("type", "message")
@@ -383,6 +414,12 @@ def _listed(item: dict[str, Any]) -> dict[str, Any]:
         part = "output_text" if listed.get("role") == "assistant" else "input_text"
         listed["content"] = [{"type": part, "text": listed["content"]}]
     return listed
+
+
+def item_status(finish_reason: Any) -> str:
+    """The status of the message a model call ended: one cut off at the output limit is `incomplete`, as OpenAI
+    marks it (and its response)."""
+    return "incomplete" if finish_reason == "length" else "completed"
 
 
 def message_item(text: str, *, status: str = "completed", item_id: str | None = None) -> dict[str, Any]:
@@ -419,8 +456,9 @@ def function_call_item(call_id: str, name: str, arguments: str, *, item_id: str 
 
 
 def answer_of(parsed: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]], Any]:
-    """The text, tool calls and finish reason of a chat answer's first choice; the backend's failure
-    (`invalid_answer`) when its message or a tool call is not an object of the shape they have."""
+    """The text, tool calls (as `chat_tool_call`s, each with an id: `call_id`) and finish reason of a chat answer's
+    first choice; the backend's failure (`invalid_answer`) when its message or a tool call is not an object of the
+    shape they have, or a call names no function."""
     choices = parsed.get("choices")
     if choices is not None and not isinstance(choices, list):
         raise invalid_answer()
@@ -432,7 +470,28 @@ def answer_of(parsed: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]],
     ):
         raise invalid_answer()
     text = str(message["content"]) if message.get("content") else None
-    return text, calls, choice.get("finish_reason")
+    return text, [_answer_call(call) for call in calls], choice.get("finish_reason")
+
+
+def _answer_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return chat_tool_call(
+        call_id(call.get("id")), function_name(function.get("name")), str(function.get("arguments") or "")
+    )
+
+
+def call_id(sent: Any) -> str:
+    """A tool call's id as the backend sent it, or one of ours when it sent none: the client answers a call by its id
+    (`function_call_output.call_id`), and a conversation keeps no call without one."""
+    return str(sent) if sent not in (None, "") else new_id("call")
+
+
+def function_name(sent: Any) -> str:
+    """The function a tool call names; a call that names none is the backend's failure (`invalid_answer`): no one
+    could run it."""
+    if not isinstance(sent, str) or not sent:
+        raise invalid_answer()
+    return sent
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from gateway.surfaces.agent_responses import guarded_response
 from server.domain import conversation_items, conversations
 from server.domain import responses as stored
 from server.domain.json_values import is_integer
-from server.errors import InvalidArgument, UpstreamFailed, wire_error_for
+from server.errors import InvalidArgument, NotFound, PermissionDenied, UpstreamFailed, wire_error_for
 from server.metering import CallKind
 
 __all__ = ["create_response", "delete_response", "get_response", "list_input_items"]
@@ -74,14 +74,10 @@ def _output_of(parsed: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     text, calls, finish_reason = translate.answer_of(parsed)
     output: list[dict[str, Any]] = []
     if text:
-        output.append(translate.message_item(text))
+        output.append(translate.message_item(text, status=translate.item_status(finish_reason)))
     for call in calls:
-        function = call.get("function") or {}
-        output.append(
-            translate.function_call_item(
-                str(call.get("id", "")), str(function.get("name", "")), str(function.get("arguments", ""))
-            )
-        )
+        function = call["function"]
+        output.append(translate.function_call_item(call["id"], function["name"], function["arguments"]))
     return output, finish_reason
 
 
@@ -112,14 +108,16 @@ def _conversation_id(value: Any) -> str | None:
 async def _conversation_history(request: web.Request, conversation_id: str) -> list[dict[str, Any]]:
     """The conversation's latest items (the gateway keeps 128), as stored."""
     async with request.app[DB].read() as session:
-        await conversations.require_conversation(session, request[PRINCIPAL], "", conversation_id)
+        await conversations.require_conversation(session, request[PRINCIPAL], "", conversation_id, field="conversation")
         items = await conversations.history(session, conversation_id)
     return [i.body for i in items]
 
 
 def _as_chat(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Conversation items as chat history; items a chat model cannot take (reasoning, MCP listings) are left out."""
-    return translate.answered(translate.messages([i for i in items if i.get("type") in _CHAT_ITEMS]))
+    """Conversation items as chat history; items a chat model cannot take (reasoning, MCP listings) are left out.
+    Calls and answers that lost their counterpart are left out with the turn's input (`translate.answered`), which
+    may answer a call the conversation left pending."""
+    return translate.messages([i for i in items if i.get("type") in _CHAT_ITEMS])
 
 
 def _normalized(items: list[dict[str, Any]]) -> list[conversation_items.NewItem]:
@@ -150,7 +148,11 @@ async def _remember(
     conversation_id: str | None,
     loop_result: loop.LoopResult | None = None,
 ) -> None:
-    """Keep the turn: as a stored response (store: true) and at the end of its conversation, in one transaction."""
+    """Keep the turn: as a stored response (store: true) and at the end of its conversation, in one transaction.
+
+    The conversation may be gone by now (deleted, or its owner removed from the tenant, while the model answered):
+    that is the user's doing, not a failure. The turn is then kept as a stored response only, as the client was
+    already told (a stream's terminal event, which echoes `store`, may have gone out)."""
     if not body.get("store") and conversation_id is None:
         return
     added = loop_result.added if loop_result is not None else _assistant_messages(body["output"])
@@ -160,8 +162,18 @@ async def _remember(
         if body.get("store"):
             await stored.save(session, request[PRINCIPAL], body, plan.input_items, context, mcp_listings=listings)
         if conversation_id is not None:
-            await conversations.require_conversation(session, request[PRINCIPAL], "", conversation_id)
-            await conversations.append_items(session, conversation_id, _new_items(plan.input_items + body["output"]))
+            try:
+                await conversations.require_conversation(
+                    session, request[PRINCIPAL], "", conversation_id, field="conversation"
+                )
+                await conversations.append_items(
+                    session, conversation_id, _new_items(plan.input_items + body["output"])
+                )
+            except (NotFound, PermissionDenied):  # neither writes before it refuses: the stored response stands
+                log.warning(
+                    "a turn's conversation was gone when the turn ended; not appended (correlation id %s)",
+                    request[REQUEST_ID],
+                )
 
 
 async def _remember_streamed(
@@ -216,6 +228,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                 request, call, route, plan, model=model, stream=stream, conversation_id=conversation_id, args=loop_args
             )
         chat = plan.payload
+        chat["messages"] = translate.answered(chat["messages"])  # as the tool loop sends each model call
         response_id, created_at = translate.new_id("resp"), int(time.time())
         if stream:
             chat["stream"], chat["stream_options"] = True, {"include_usage": True}
@@ -447,7 +460,9 @@ async def list_input_items(request: web.Request) -> web.StreamResponse:
         ids = [item.get("id") for item in items]
         if after not in ids:
             raise InvalidArgument(f"No input item with id '{after}' in this response.", field="after")
-        items = items[ids.index(after) + 1 :]
+        # From its last place: ids name one input item each (translate refuses duplicates), but a response stored
+        # before that was checked may repeat one, and paging must still end.
+        items = items[len(ids) - ids[::-1].index(after) :]
     page = items[:limit]
     body = {
         "object": "list",

@@ -2,7 +2,10 @@
 
 Items arrive as JSON objects (the gateway's /v1/conversations bodies, or ConversationItem messages converted by the
 management handlers) and are stored as: type, role, status and the remaining fields verbatim (`data`). Validation
-names the offending field as `items[i].<field>`. Ids are always assigned here: `msg_…` for messages, `fc_…` for
+names the offending field as `items[i].<field>`. Content parts are text of any kind, images by URL and (in assistant
+messages) refusals: what a conversation holds is sent to a chat model on every later turn, so a part no chat model
+can be sent (a file, an image by `file_id`: the platform keeps no uploaded files; audio; a screenshot) is refused
+when it is stored, not on every turn after. Ids are always assigned here: `msg_…` for messages, `fc_…` for
 function calls and so on (`item_…` for kinds without a conventional prefix); an id a client sends is ignored.
 
 Limits (spec): at most 20 items per CreateItems (and per CreateConversation); ListItems pages hold 1 to 100 items,
@@ -26,8 +29,10 @@ __all__ = [
     "ITEM_TYPES",
     "MAX_ITEMS_PER_CALL",
     "MAX_LIST_LIMIT",
+    "PART_TYPES",
     "TEXT_PART_TYPES",
     "NewItem",
+    "image_url",
     "new_item_id",
     "normalize_items",
     "required_fields",
@@ -100,7 +105,9 @@ _ROLES = frozenset({*_MESSAGE_ROLES, "unknown", "critic", "discriminator", "tool
 _MESSAGE_STATUSES = ("in_progress", "completed", "incomplete")
 _DEFAULT_COMPLETED = frozenset({"message", "function_call", "function_call_output", "mcp_call", "custom_tool_call"})
 TEXT_PART_TYPES = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
-_OTHER_PARTS = frozenset({"refusal", "input_image", "input_file", "input_audio", "computer_screenshot"})
+# Every content part an item may hold (see the module docstring); gateway.responses.translate sends them by this same
+# table, so what is stored can always be sent.
+PART_TYPES = TEXT_PART_TYPES | {"input_image", "refusal"}
 _STATUS = re.compile(r"[a-z_]{1,32}")
 # Identifiers may not be empty (an empty arguments or output string is a legitimate value).
 _NONEMPTY = frozenset({"call_id", "name", "server_label", "approval_request_id"})
@@ -147,17 +154,34 @@ def _is_kind(value: Any, kind: str) -> bool:
     return isinstance(value, Mapping)
 
 
-def _part(part: Any, where: str) -> dict[str, Any]:
+def image_url(part: Mapping[str, Any], where: str) -> str:
+    """An input_image part's URL (http(s) or data:): images are taken by URL only, as there are no uploaded files a
+    `file_id` could name."""
+    url = part.get("image_url")
+    if not isinstance(url, str) or not url:
+        raise InvalidArgument(
+            f"{where}.image_url is required: images are sent by URL (file_id is not supported)",
+            field=f"{where}.image_url",
+        )
+    return url
+
+
+def _part(part: Any, where: str, role: str | None = None) -> dict[str, Any]:
     if not isinstance(part, Mapping):
         raise InvalidArgument(f"{where} must be an object", field=where)
     kind = part.get("type")
-    if not isinstance(kind, str) or (kind not in TEXT_PART_TYPES and kind not in _OTHER_PARTS):
-        known = ", ".join(sorted(TEXT_PART_TYPES | _OTHER_PARTS))
+    if not isinstance(kind, str) or kind not in PART_TYPES:
+        known = ", ".join(sorted(PART_TYPES))
         raise InvalidArgument(f"{where}.type must be one of: {known}", field=f"{where}.type")
     if kind in TEXT_PART_TYPES and not isinstance(part.get("text"), str):
         raise InvalidArgument(f"{where}.text must be a string", field=f"{where}.text")
-    if kind == "refusal" and not isinstance(part.get("refusal"), str):
-        raise InvalidArgument(f"{where}.refusal must be a string", field=f"{where}.refusal")
+    if kind == "input_image":
+        image_url(part, where)
+    if kind == "refusal":
+        if role != "assistant":  # a chat model takes a refusal only as its own earlier answer
+            raise InvalidArgument(f"{where}.type refusal is allowed in assistant messages only", field=f"{where}.type")
+        if not isinstance(part.get("refusal"), str):
+            raise InvalidArgument(f"{where}.refusal must be a string", field=f"{where}.refusal")
     out = dict(part)
     if kind == "output_text":
         out.setdefault("annotations", [])
@@ -175,7 +199,7 @@ def _message(item: dict[str, Any], where: str) -> None:
     content = item["content"]
     if isinstance(content, str):  # the easy form: one text part of the kind the role implies
         content = [{"type": "output_text" if role == "assistant" else "input_text", "text": content}]
-    item["content"] = [_part(part, f"{where}.content[{j}]") for j, part in enumerate(content)]
+    item["content"] = [_part(part, f"{where}.content[{j}]", role) for j, part in enumerate(content)]
 
 
 def _item_type(raw: Mapping[str, Any], where: str) -> str:

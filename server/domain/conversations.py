@@ -155,14 +155,20 @@ async def _count(session: AsyncSession, conversation_id: str) -> int:
 
 
 async def require_conversation(
-    session: AsyncSession, principal: Principal, tenant_id: str, conversation_id: str
+    session: AsyncSession,
+    principal: Principal,
+    tenant_id: str,
+    conversation_id: str,
+    *,
+    field: str = "conversation_id",
 ) -> ConversationRow:
-    """The caller's own conversation, or not_found (whether it does not exist or belongs to someone else)."""
+    """The caller's own conversation, or not_found (whether it does not exist or belongs to someone else). `field`
+    is the request's name for the id (the gateway's /v1/responses calls it `conversation`)."""
     owner = await permissions.conversation_owner(session, principal, tenant_id)
-    require_nonempty(conversation_id, "conversation_id")
+    require_nonempty(conversation_id, field)
     row = await session.get(ConversationRow, conversation_id) if _plausible(conversation_id) else None
     if row is None or not permissions.owns_conversation(owner, row):
-        raise NotFound(f"conversation_id {conversation_id!r} not found", field="conversation_id")
+        raise NotFound(f"{field} {conversation_id!r} not found", field=field)
     return row
 
 
@@ -170,7 +176,8 @@ async def append_items(session: AsyncSession, conversation_id: str, items: Seque
     """Store validated items at the end of a conversation whose access was already checked.
 
     One UPDATE … RETURNING reserves the sequence numbers: on PostgreSQL its row lock makes concurrent appends to one
-    conversation wait for each other, so numbers are never handed out twice.
+    conversation wait for each other, so numbers are never handed out twice. A conversation deleted since it was
+    checked (by a concurrent request) is not_found.
     """
     if not items:
         return []
@@ -181,7 +188,8 @@ async def append_items(session: AsyncSession, conversation_id: str, items: Seque
         .returning(ConversationRow.last_sequence)
         .execution_options(synchronize_session=False)
     )
-    assert last is not None  # the caller holds the conversation
+    if last is None:
+        raise NotFound(f"conversation_id {conversation_id!r} not found", field="conversation_id")
     now = utcnow()
     rows = [
         ConversationItemRow(

@@ -1,7 +1,10 @@
 """Stored responses (/v1/responses with `store: true`): kept for retrieval, deletion and `previous_response_id`.
 
 A stored response belongs to the principal that created it (its user, or the service account behind a key) within
-the key's tenant; anyone else gets not_found, so response ids cannot be probed.
+the key's tenant; anyone else gets not_found, so response ids cannot be probed. Reading one passes the gate of
+conversations first (`server.permissions.conversation_owner`): like a conversation, it is a private exchange with a
+model in the tenant's context, so a member removed from the tenant no longer reads it (permission_denied), even with
+a personal key that still authenticates.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server import permissions
 from server.domain.principal import Principal
 from server.errors import NotFound
 from server.store.models import StoredResponseRow
@@ -56,6 +60,7 @@ async def save(
 
 
 async def _row(session: AsyncSession, principal: Principal, response_id: str, field: str) -> StoredResponseRow:
+    await permissions.conversation_owner(session, principal, "")
     row = await session.get(StoredResponseRow, response_id)
     if row is None or row.owner != principal.subject_id or row.tenant_id != _tenant(principal):
         raise NotFound(f"No response found with id '{response_id}'.", field=field)

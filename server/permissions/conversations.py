@@ -1,4 +1,5 @@
-"""Conversations: who owns one, and who may see it.
+"""Conversations: who owns one, and who may see it. Stored responses (/v1/responses with `store`) are read through
+the same gate (`conversation_owner`), so offboarding a member cuts both at once.
 
 Owner
     Every conversation belongs to exactly one owner in one tenant, fixed when it is created:

@@ -18,7 +18,8 @@ Behaviour is chosen by the model id the gateway sends (or the Azure deployment i
   "The tool said: <its content>").
 `script` (assistant messages, e.g. tool calls) answers the next chat requests in order (streamed ones as chunks),
 before any of the above: a test scripts a model that calls tools the way it wants (`delay_seconds` in an entry:
-answer that much later; `usage`: report that usage instead of the usual one; `body`: answer exactly that, unstreamed).
+answer that much later; `usage`: report that usage instead of the usual one; `finish_reason`: end with that one, e.g.
+`length`, instead of `stop` or `tool_calls`; `body`: answer exactly that, unstreamed).
 `fixed_embeddings` is a bare /v1/embeddings handler for the small stand-in apps of tests/capture_world.py and
 tests/limits_world.py.
 """
@@ -100,11 +101,12 @@ class FakeUpstream:
             scripted = dict(self.script.pop(0))
             await asyncio.sleep(float(scripted.pop("delay_seconds", 0)))  # a slow model, when a test asks for one
             usage = scripted.pop("usage", None) or _usage()  # what it reports, when a test sets it
+            finish = scripted.pop("finish_reason", None)
             if "body" in scripted:  # a whole answer, as it is (a test of answers of the wrong shape)
                 return web.json_response(scripted["body"])
             if payload.get("stream"):
-                return await self._stream_scripted(request, payload, model, scripted, usage)
-            return web.json_response(_completion(model, scripted, usage))
+                return await self._stream_scripted(request, payload, model, scripted, usage, finish=finish)
+            return web.json_response(_completion(model, scripted, usage, finish=finish))
         tools = payload.get("tools") or []
         messages = payload.get("messages") or [{}]
         if messages[-1].get("role") == "tool":  # a tool answered: now the model answers in words
@@ -199,7 +201,14 @@ class FakeUpstream:
             await asyncio.sleep(0.01)
 
     async def _stream_scripted(
-        self, request: web.Request, payload: dict[str, Any], model: str, message: dict[str, Any], usage: Any
+        self,
+        request: web.Request,
+        payload: dict[str, Any],
+        model: str,
+        message: dict[str, Any],
+        usage: Any,
+        *,
+        finish: str | None = None,
     ) -> web.StreamResponse:
         """A scripted answer as a stream: its text in two pieces, each tool call as a name delta then its arguments
         in two pieces."""
@@ -233,7 +242,7 @@ class FakeUpstream:
             args = function["arguments"]
             for part in (args[:3], args[3:]):
                 await send({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
-        await send({}, "tool_calls" if calls else "stop")
+        await send({}, finish or ("tool_calls" if calls else "stop"))
         if (payload.get("stream_options") or {}).get("include_usage"):
             await resp.write(b"data: " + orjson.dumps({**base, "choices": [], "usage": usage}) + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
@@ -353,9 +362,9 @@ def _scripted(model: str, messages: list[Any]) -> str | None:
     return None
 
 
-def _completion(model: str, message: dict[str, Any], usage: Any) -> dict[str, Any]:
+def _completion(model: str, message: dict[str, Any], usage: Any, *, finish: str | None = None) -> dict[str, Any]:
     message = {"role": "assistant", "content": None, **message}
-    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    finish = finish or ("tool_calls" if message.get("tool_calls") else "stop")
     choice = {"index": 0, "finish_reason": finish, "logprobs": None, "message": message}
     return {
         "id": "chatcmpl-fake",
