@@ -10,6 +10,7 @@ import gzip
 import io
 import os
 import re
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -32,6 +33,10 @@ MIB = 1024 * 1024
 BOMB_BYTES = 256 * MIB  # what the gzip answer inflates to (the test gateway accepts results up to 64 KiB)
 PLAIN_BYTES = 32 * MIB  # an uncompressed answer past the tools/call bound (1 MiB here)
 LISTED_BYTES = 5 * MIB  # a tools/list page past its bound (4 MiB)
+# What one refused answer may add to a worker's peak memory: a worker's first tool call costs up to ~19 MiB of its
+# own (seen: 1 to 19 MiB for the 32 MiB answer, by which worker took it); reading either answer whole costs more than
+# 32 MiB (the gzip one 1.3 GiB).
+GROWTH_MIB = 28
 FITTING_TEXT = "fits " * 6000  # 30 KB of result: within the 64 KiB limit
 ENCODINGS: list[str] = []  # the Accept-Encoding of every tools/call the compressing server answered
 
@@ -62,14 +67,23 @@ def _gzipped(parts: Iterator[bytes]) -> bytes:
     return out.getvalue()
 
 
-BOMBS: dict[Any, bytes] = {}  # by request id: compressing 256 MiB takes seconds
+class _Bomb:
+    """About 0.25 MB of gzip on the wire that inflates to BOMB_BYTES of result text. Compressing it takes a second of
+    CPU, more on a loaded machine: done once, before any request (within one it outlasted the test gateway's 3 s
+    tool-call timeout, and the test saw a 504 instead of the refusal). Each answer adds only its end, with its id."""
 
+    def __init__(self) -> None:
+        self._packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip stream
+        parts = [self._packer.compress(b'{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"')]
+        chunk = b"x" * MIB
+        parts += [self._packer.compress(chunk) for _ in range(BOMB_BYTES // MIB)]
+        self._start = b"".join(parts)
 
-def _bomb(request_id: Any, headers: dict[bytes, bytes]) -> Answer:
-    """About 0.25 MB of gzip on the wire that inflates to BOMB_BYTES of result text."""
-    if request_id not in BOMBS:
-        BOMBS[request_id] = _gzipped(_text_result(request_id, BOMB_BYTES))
-    return [(b"content-type", b"application/json"), (b"content-encoding", b"gzip")], iter([BOMBS[request_id]])
+    def answer(self, request_id: Any, headers: dict[bytes, bytes]) -> Answer:
+        packer = self._packer.copy()
+        end = b'"}],"isError":false,"resultType":"complete"},"id":' + orjson.dumps(request_id) + b"}"
+        body = self._start + packer.compress(end) + packer.flush()
+        return [(b"content-type", b"application/json"), (b"content-encoding", b"gzip")], iter([body])
 
 
 def _plain(request_id: Any, headers: dict[bytes, bytes]) -> Answer:
@@ -165,7 +179,7 @@ def _url(port: int) -> str:
 
 @pytest.fixture(scope="module")
 async def bomb(server: Server, gw_world: GatewayWorld) -> AsyncIterator[str]:
-    with serve_asgi(_hostile("tools/call", _bomb)) as port:
+    with serve_asgi(_hostile("tools/call", _Bomb().answer)) as port:
         yield await shared_mcp_server(server, _url(port), "b")
 
 
@@ -246,7 +260,7 @@ def test_a_compressed_huge_tool_answer_is_refused_before_it_inflates(
     """0.25 MB of gzip inflating to 256 MiB grew a worker's peak memory by ~1.3 GiB: the SDK read the whole answer
     (httpx inflating it) before the result's size was looked at."""
     call, grown_mib = _call(sdk, gw_world, fakes, gateway, bomb)
-    assert grown_mib < 16, f"a gateway worker's peak memory grew by {grown_mib} MiB for one refused answer"
+    assert grown_mib < GROWTH_MIB, f"a gateway worker's peak memory grew by {grown_mib} MiB for one refused answer"
     assert call.status == "failed", call
     assert "answered tools/call with more than" in str(call.error), call.error
 
@@ -255,7 +269,7 @@ def test_an_uncompressed_huge_tool_answer_is_refused_as_it_arrives(
     sdk: openai.OpenAI, gw_world: GatewayWorld, fakes: Fakes, plain: str, gateway: Gateway
 ) -> None:
     call, grown_mib = _call(sdk, gw_world, fakes, gateway, plain)
-    assert grown_mib < 16, f"a gateway worker's peak memory grew by {grown_mib} MiB for one refused answer"
+    assert grown_mib < GROWTH_MIB, f"a gateway worker's peak memory grew by {grown_mib} MiB for one refused answer"
     assert call.status == "failed", call
     # Refused at its bound, not read whole and then refused for its result's size.
     assert "answered tools/call with more than" in str(call.error), call.error
