@@ -2,8 +2,13 @@
 
 A session token (JWT) is checked by its signature alone (server.tokens), so without server-side state a copy of a
 signed-out console session (12 hours after a development sign-in) would stay good until its `exp`. Sign-out
-(server.console.session) records the token's SHA-256 in `revoked_sessions` until then, and server.auth asks
+(server.console.session) records the token in `revoked_sessions` until then, and server.auth asks
 `SessionRevocations.check` after the signature, whether the token came as the cookie or as a bearer header.
+
+A token is recorded by the SHA-256 of its signed part, `header.payload` exactly as the issuer signed it, not of the
+whole string: anyone holding a copy can spell its signature otherwise and still have it verify (with base64 padding,
+which PyJWT accepts; for ECDSA, as (r, n - s)), a token string of its own. The signed part has one spelling: any
+other breaks the signature.
 
 Each process caches its answer per token for `api_key_cache_seconds` (one read per token and process, however many
 requests arrive at once: server.ttlcache). A revocation drops every process's answers as soon as it commits
@@ -30,6 +35,10 @@ __all__ = ["SessionRevocations"]
 _MAX_ENTRIES = 100_000
 
 
+def _digest(token: str) -> bytes:
+    return hash_secret(token.rpartition(".")[0])  # the signed part (see above)
+
+
 class SessionRevocations:
     def __init__(self, db: Database, cache_seconds: float) -> None:
         self._db = db
@@ -37,8 +46,9 @@ class SessionRevocations:
         db.invalidations.on(Topic.SESSION, lambda _ids: self._revoked.forget())
 
     async def check(self, token: str) -> None:
-        """Refuse a signed-out token as any invalid one is refused (the answer says no more)."""
-        digest = hash_secret(token)
+        """Refuse a signed-out token as any invalid one is refused (the answer says no more); `token` is one
+        server.tokens accepted."""
+        digest = _digest(token)
         if await self._revoked.get(digest, lambda: self._load(digest)):
             raise Unauthenticated(TOKEN_REFUSAL)
 
@@ -53,7 +63,7 @@ class SessionRevocations:
         async with self._db.transaction() as session:
             await session.execute(delete(RevokedSessionRow).where(RevokedSessionRow.expires_at <= now))
             values = {
-                "token_hash": hash_secret(token),
+                "token_hash": _digest(token),
                 "expires_at": datetime.fromtimestamp(expires_at, UTC),
                 "revoked_at": now,
             }

@@ -1,11 +1,17 @@
 """The console's cookie session on a real server: development sign-in, the cookie as the API's credential, the rule
-against cross-site posts, sign-out, and GetSession answering what the server actually permits."""
+against cross-site posts, sign-out, and GetSession answering what the server actually permits.
+
+Sign-out at its edges, each once a bug: a signed-out token stays refused whichever spelling of its signature a copy
+uses, and a sign-out the database is too busy for is a retryable 503, not a 500."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import sqlite3
 import tempfile
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,8 +293,80 @@ async def test_sign_out_revokes_the_session_token_wherever_a_copy_of_it_is_sent(
             recorded = set(await session.scalars(select(RevokedSessionRow.token_hash)))
     finally:
         await store.close()
-    assert hashlib.sha256(signed_out.encode()).digest() in recorded
-    assert not {hashlib.sha256(token.encode()).digest() for token in refused} & recorded
+    assert _signed_part_digest(signed_out) in recorded
+    assert not {_signed_part_digest(token) for token in refused} & recorded
+
+
+def _signed_part_digest(token: str) -> bytes:
+    """How `revoked_sessions` records a token: the SHA-256 of its signed part, `header.payload`."""
+    return hashlib.sha256(token.rpartition(".")[0].encode()).digest()
+
+
+async def test_a_signed_out_token_is_refused_however_its_signature_is_spelt(console: Console) -> None:
+    """A copy of the token with its signature segment spelt otherwise is a token string of its own that verifies
+    just the same: here padded with `==` (an RS256 signature takes 342 base64url characters, and PyJWT accepts the
+    padding), for ECDSA also (r, n - s). The revocation was recorded by the whole string's SHA-256, so a padded copy
+    of a signed-out token stayed good until its `exp`; it is recorded by the signed part, which has one spelling."""
+    token = console.token("respelt", roles=PLATFORM_ROLES)
+    assert len(token.rpartition(".")[2]) % 4 == 2
+    padded = token + "=="
+    status, answer = await _call(console.base_url, WHO_AM_I, {}, {**CONNECT_JSON, "Authorization": f"Bearer {padded}"})
+    assert status == 200 and answer["user"]["userId"] == "respelt", answer  # a valid token in its own right
+    url = f"{console.base_url}/console/auth/logout"
+    status, _, _, _ = await _post(url, headers={"Sec-Fetch-Site": "same-origin", "Cookie": f"sb_session={token}"})
+    assert status == 303
+    for spelling in (token, padded):
+        as_cookie = {**CONNECT_JSON, "Cookie": f"sb_session={spelling}"}
+        as_bearer = {**CONNECT_JSON, "Authorization": f"Bearer {spelling}"}
+        for headers in (as_cookie, as_bearer):
+            status, answer = await _call(console.base_url, WHO_AM_I, {}, headers)
+            assert (status, answer["message"]) == (401, TOKEN_REFUSAL), headers
+
+
+def _hold_exclusive_lock(path: str, locked: threading.Event, release: threading.Event) -> None:
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("BEGIN EXCLUSIVE")
+        locked.set()
+        release.wait(60)
+        connection.execute("ROLLBACK")
+    finally:
+        connection.close()
+
+
+async def test_sign_out_while_the_database_is_busy_is_a_retryable_503(console: Console, database: Database) -> None:
+    """A database that cannot serve a request is a 503 the client may retry, never a 500 (server.errors.unavailable;
+    tests/test_db_unavailable.py), and the API's methods answer so under the same lock. Sign-out let the database's
+    refusal escape: a bare 500, and the cookie kept with no word of retrying. It is a 503 saying to retry; the cookie
+    is kept, as the token in it is what the retry revokes, and the retry signs out."""
+    if database.backend != "sqlite":
+        pytest.skip("an exclusive lock on the SQLite file makes the database busy on demand")
+    token = console.token("busy", roles=PLATFORM_ROLES)
+    sign_out = {"Sec-Fetch-Site": "same-origin", "Cookie": f"sb_session={token}"}
+    url = f"{console.base_url}/console/auth/logout"
+    locked, release = threading.Event(), threading.Event()
+    path = database.url.removeprefix("sqlite+aiosqlite:///")
+    holder = asyncio.ensure_future(asyncio.to_thread(_hold_exclusive_lock, path, locked, release))
+    try:
+        assert await asyncio.to_thread(locked.wait, 10)
+        (status, _, cookies, body), (api, _) = await asyncio.gather(
+            _post(url, headers=sign_out),
+            _call(
+                console.base_url,
+                "platform.tenants.v1.TenantService/CreateTenant",
+                {"name": "busy"},
+                {**CONNECT_JSON, "Authorization": f"Bearer {token}"},
+            ),
+        )
+    finally:
+        release.set()
+        await holder
+    assert api == 503
+    assert status == 503 and "retry" in body and not cookies, (status, body, cookies)
+    status, _, cookies, _ = await _post(url, headers=sign_out)
+    assert status == 303 and _session_cookie(cookies)[0] == ""
+    status, _ = await _call(console.base_url, WHO_AM_I, {}, {**CONNECT_JSON, "Authorization": f"Bearer {token}"})
+    assert status == 401
 
 
 async def test_api_keys_cannot_describe_a_console_session(console: Console) -> None:

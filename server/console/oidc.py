@@ -36,7 +36,8 @@ from server.settings import Settings
 __all__ = ["FLOW_COOKIE", "FLOW_PATH", "OidcClient", "SignInFailed", "SignedIn"]
 
 FLOW_COOKIE = "sb_signin"
-# Sent back only to the callback (and login, which replaces it), not with every API call.
+# Sent back only to the callback (and login, which replaces it), not with every API call; an https console's flow
+# cookie is host-only instead, which needs Path=/ (server.console.session).
 FLOW_PATH = "/console/auth/"
 _ALGORITHMS = ["RS256", "ES256", "EdDSA", "PS256"]
 # The provider's discovery document and keys are re-read after this long (a rotated key is picked up on first use
@@ -57,6 +58,9 @@ class SignedIn:
 
 @dataclass(frozen=True)
 class _Provider:
+    # As the provider spells it in its tokens' `iss`: SWITCHBOARD_OIDC_ISSUER loses a trailing slash (server.settings),
+    # which issuers such as Auth0's (`https://tenant.auth0.com/`) have.
+    issuer: str
     authorization_endpoint: str
     token_endpoint: str
     jwks_uri: str
@@ -112,10 +116,12 @@ class OidcClient:
             return self._provider
         found = await self._get_json(self._issuer + "/.well-known/openid-configuration", "discovery document")
         # OpenID Connect Discovery 1.0 §4.3: the document must name the issuer it was fetched for.
-        if str(found.get("issuer", "")).rstrip("/") != self._issuer:
+        issuer = str(found.get("issuer", ""))
+        if issuer.rstrip("/") != self._issuer:
             raise SignInFailed("the provider's discovery document names another issuer")
         try:
             provider = _Provider(
+                issuer=issuer,
                 authorization_endpoint=str(found["authorization_endpoint"]),
                 token_endpoint=str(found["token_endpoint"]),
                 jwks_uri=str(found["jwks_uri"]),
@@ -240,7 +246,7 @@ class OidcClient:
                 key,
                 algorithms=_ALGORITHMS,
                 audience=self._client_id,
-                issuer=self._issuer,
+                issuer=provider.issuer,
                 options={"require": ["exp", "iat", "sub", "iss", "aud"]},
             )
         except jwt.PyJWTError:

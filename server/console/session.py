@@ -12,7 +12,8 @@ Routes under /console/auth/ (`ConsoleAuth`):
   (SWITCHBOARD_CONSOLE_DEV_SIGN_IN) on the embedded identity (404 otherwise), and only under a Host no DNS rebinding
   can produce (see `_rebinding_proof`);
 - `GET login?next=` and `GET callback` the OpenID Connect code flow with PKCE (server.console.oidc); 404 when no
-  provider is configured;
+  provider is configured. Its flow cookie is host-only on an https console too (`__Host-sb_signin`): whoever could
+  plant one could sign a browser in as themselves;
 - `POST logout` (from the console's own pages only) revokes the session token until its expiry, so that no copy of
   it is accepted either (server.session_revocations), clears the cookie and sends the browser to the provider's
   end_session_endpoint when it has one: a 303 for a form post, or `{"location": ...}` for a fetch that accepts JSON
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from server.console.oidc import FLOW_COOKIE, FLOW_PATH, OidcClient, SignInFailed
-from server.errors import Unauthenticated
+from server.errors import Unauthenticated, unavailable
 from server.settings import Settings
 from server.tokens import TokenVerifier, mint_bootstrap_admin
 from server.traffic import Receive, Scope, Send
@@ -57,7 +58,7 @@ SESSION_COOKIE = "sb_session"
 # Browsers keep a __Host- cookie only when it is Secure, has Path=/ and no Domain, and set over https: one a
 # sibling subdomain or an http page of the same host set cannot carry the name, so it cannot sign a person in as
 # someone else (session fixation) on an https console.
-_HOST_ONLY_SESSION_COOKIE = "__Host-" + SESSION_COOKIE
+_HOST_ONLY = "__Host-"
 AUTH_PREFIX = "/console/auth/"
 _CONSOLE = "/console"
 _HOME = "/console/"
@@ -90,7 +91,7 @@ def cookie(header: str, name: str) -> str | None:
 def session_cookie_name(settings: Settings) -> str:
     """The session cookie's name on this server: `__Host-sb_session` behind an https console URL, else `sb_session`
     (a browser keeps a __Host- cookie only from https)."""
-    return _HOST_ONLY_SESSION_COOKIE if settings.console_url.startswith("https://") else SESSION_COOKIE
+    return _HOST_ONLY + SESSION_COOKIE if settings.console_url.startswith("https://") else SESSION_COOKIE
 
 
 def session_cookie(headers: Mapping[str, str], name: str = SESSION_COOKIE) -> str | None:
@@ -198,6 +199,10 @@ class ConsoleAuth:
         self._oidc = oidc
         self._secure = settings.console_url.startswith("https://")
         self._cookie = session_cookie_name(settings)
+        # The sign-in's flow cookie is host-only on https as well: one planted from a sibling subdomain would carry
+        # the planter's state, nonce and verifier, and the callback would sign the browser in as the planter (login
+        # CSRF). A __Host- cookie must have Path=/; over http it keeps to the sign-in routes.
+        self._flow = (_HOST_ONLY + FLOW_COOKIE, "/") if self._secure else (FLOW_COOKIE, FLOW_PATH)
         self._dev = dev_sign_in_offered(settings)
 
     def _session(self, token: str, max_age: int) -> bytes:
@@ -256,8 +261,9 @@ class ConsoleAuth:
         except SignInFailed as exc:
             await _text(send, 502, f"sign-in is unavailable: {exc}")
             return
+        name, path = self._flow
         flow_cookie = _set_cookie(
-            FLOW_COOKIE, flow, max_age=self._oidc.flow_seconds, path=FLOW_PATH, same_site="Lax", secure=self._secure
+            name, flow, max_age=self._oidc.flow_seconds, path=path, same_site="Lax", secure=self._secure
         )
         await _redirect(send, location, [flow_cookie])
 
@@ -266,8 +272,9 @@ class ConsoleAuth:
             await _text(send, 404, "no OpenID provider is configured (SWITCHBOARD_OIDC_ISSUER)")
             return
         # The flow cookie is single-use: cleared whatever the outcome, so a callback cannot be replayed with it.
-        cleared = self._cleared(FLOW_COOKIE, FLOW_PATH, "Lax")
-        flow = cookie(_header(scope, b"cookie"), FLOW_COOKIE) or ""
+        name, path = self._flow
+        cleared = self._cleared(name, path, "Lax")
+        flow = cookie(_header(scope, b"cookie"), name) or ""
         try:
             signed_in = await self._oidc.finish(_query(scope), flow)
             # The API will check the access token on every call; refuse now one it would refuse then.
@@ -301,7 +308,16 @@ class ConsoleAuth:
         if not _same_origin(scope):
             await _text(send, 403, "sign-out is only accepted from the console's own pages")
             return
-        await self._revoke(cookie(_header(scope, b"cookie"), self._cookie) or None)
+        try:
+            await self._revoke(cookie(_header(scope, b"cookie"), self._cookie) or None)
+        except Exception as exc:
+            refusal = unavailable(exc)
+            if refusal is None:
+                raise
+            # The cookie stays: it is what a retry revokes, and clearing it would leave the token valid elsewhere.
+            log.warning("sign-out refused: the database is unavailable (%s)", type(exc).__name__)
+            await _text(send, 503, f"sign-out did not complete: {refusal.message}")
+            return
         location = _HOME
         if self._oidc is not None:
             location = await self._oidc.end_session_url(self._settings.console_url + _HOME) or _HOME

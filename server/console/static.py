@@ -101,7 +101,7 @@ class _File:
     body: bytes
     gzipped: bytes | None
     content_type: str
-    etag: str
+    etag: str  # of `body`; `gzipped` has one of its own (`_gzip_etag`)
 
 
 def _load(path: Path) -> _File:
@@ -112,6 +112,37 @@ def _load(path: Path) -> _File:
     if gzipped is not None and len(gzipped) >= len(body):
         gzipped = None
     return _File(body, gzipped, content_type, f'"{hashlib.sha256(body).hexdigest()[:32]}"')
+
+
+def _gzip_etag(etag: str) -> str:
+    """The gzip form's ETag. A strong ETag names one representation (RFC 9110 §8.8.3), and the gzip form is not the
+    identity one: a cache revalidating the one must not be told it may serve the other."""
+    return etag.removesuffix('"') + '-gzip"'
+
+
+def _gzip_accepted(accept_encoding: str) -> bool:
+    """Whether Accept-Encoding allows gzip (RFC 9110 §12.5.3): named, or covered by `*`, with a weight above 0."""
+    weights: dict[str, float] = {}
+    for item in accept_encoding.split(","):
+        coding, *parameters = (part.strip() for part in item.split(";"))
+        weight = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        weights[coding.lower()] = weight
+    return weights.get("gzip", weights.get("*", 0.0)) > 0
+
+
+def _none_match(if_none_match: str, etag: str) -> bool:
+    """Whether If-None-Match names `etag`, by the weak comparison RFC 9110 §13.1.2 requires (`W/` ignored), in a
+    list, or as `*`."""
+    if if_none_match.strip() == "*":
+        return True
+    return any(tag.strip().removeprefix("W/") == etag for tag in if_none_match.split(","))
 
 
 class ConsoleFiles:
@@ -189,21 +220,20 @@ class ConsoleStatic:
         await self._send(scope, send, index, b"no-cache")
 
     async def _send(self, scope: Scope, send: Send, found: _File, cache: bytes) -> None:
-        request = dict(scope["headers"])
+        request = {name: value.decode("latin-1") for name, value in scope["headers"]}
         headers = [(b"content-type", found.content_type.encode()), (b"cache-control", cache), *self._security]
-        if found.etag:
-            headers.append((b"etag", found.etag.encode()))
-            if request.get(b"if-none-match", b"").decode("latin-1") == found.etag:
+        body, etag, coding = found.body, found.etag, []
+        if found.gzipped is not None:
+            headers.append((b"vary", b"Accept-Encoding"))  # on a 304 too (RFC 9110 §15.4.5)
+            if _gzip_accepted(request.get(b"accept-encoding", "")):
+                body, etag, coding = found.gzipped, _gzip_etag(found.etag), [(b"content-encoding", b"gzip")]
+        if etag:
+            headers.append((b"etag", etag.encode()))
+            if _none_match(request.get(b"if-none-match", ""), etag):
                 await send({"type": "http.response.start", "status": 304, "headers": headers})
                 await send({"type": "http.response.body", "body": b""})
                 return
-        body = found.body
-        if found.gzipped is not None:
-            headers.append((b"vary", b"Accept-Encoding"))
-            if b"gzip" in request.get(b"accept-encoding", b""):
-                body = found.gzipped
-                headers.append((b"content-encoding", b"gzip"))
-        headers.append((b"content-length", str(len(body)).encode()))
+        headers += [*coding, (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
 

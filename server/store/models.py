@@ -728,8 +728,8 @@ class LimitSoftCrossingRow(Base):
 
 
 class RevokedSessionRow(Base):
-    """A session token signed out before its expiry (server.session_revocations), by its SHA-256: refused until
-    `expires_at`, when the token would be refused anyway and the row may go."""
+    """A session token signed out before its expiry (server.session_revocations), by the SHA-256 of its signed part:
+    refused until `expires_at`, when the token would be refused anyway and the row may go."""
 
     __tablename__ = "revoked_sessions"
     token_hash: Mapped[bytes] = mapped_column(LargeBinary(32), primary_key=True)
