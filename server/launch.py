@@ -9,6 +9,11 @@ request headers (slowloris), in two parts:
   of a new connection (to tell HTTP/1.1 from h2c), and a connection that has not sent one in time is closed. That
   covers a connection that sends nothing at all, which the first part never arms for.
 
+`with_utf8_paths` answers 400 to a request whose path is not UTF-8 once percent-decoded (`/console/%ff`), in a Lua
+filter ahead of pyvoy's: pyvoy decodes the path strictly to build the ASGI scope and, when that fails, neither calls
+the app nor answers, so each such request held one of the bounded connections until Envoy's stream timeout (300 s):
+a few thousand locked everyone out.
+
 `with_connection_limit` bounds the connections Envoy holds open (`max_connections`) with its overload manager's
 global downstream connection monitor: past it new connections are closed as they are accepted, so the process (the app
 runs inside Envoy) keeps file descriptors for its database and upstreams. The admin API, which a drain needs, is exempt.
@@ -28,6 +33,7 @@ import asyncio
 import contextlib
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -35,7 +41,13 @@ from server import envoy_admin, waiting
 from server.listening import ensure_free
 from server.settings import load_settings
 
-__all__ = ["drain_management", "start_management", "with_connection_limit", "with_request_deadlines"]
+__all__ = [
+    "drain_management",
+    "start_management",
+    "with_connection_limit",
+    "with_request_deadlines",
+    "with_utf8_paths",
+]
 
 _WHAT = "management API"
 _READY_SECONDS = 60.0  # from Envoy's start to the app's /readyz: generous, a loaded machine imports the app slowly
@@ -49,6 +61,59 @@ _HTTP_INSPECTOR = {
     },
 }
 
+# RFC 3629's well-formed sequences (no overlongs, no surrogates, nothing past U+10FFFF), checked on the path as
+# percent-decoded; the query is left to the app, which decodes it leniently.
+_UTF8_PATHS = r"""
+local function is_utf8(s)
+  local i, n = 1, #s
+  while i <= n do
+    local c, len, lo, hi = s:byte(i), 1, 0x80, 0xBF
+    if c < 0x80 then len = 1
+    elseif c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c == 0xE0 then len, lo = 3, 0xA0
+    elseif c == 0xED then len, hi = 3, 0x9F
+    elseif c >= 0xE1 and c <= 0xEF then len = 3
+    elseif c == 0xF0 then len, lo = 4, 0x90
+    elseif c == 0xF4 then len, hi = 4, 0x8F
+    elseif c >= 0xF1 and c <= 0xF3 then len = 4
+    else return false end
+    for j = i + 1, i + len - 1 do
+      local b = s:byte(j)
+      if b == nil or b < lo or b > hi then return false end
+      lo, hi = 0x80, 0xBF
+    end
+    i = i + len
+  end
+  return true
+end
+
+function envoy_on_request(handle)
+  local path = (handle:headers():get(":path") or ""):match("^[^?]*")
+  if not path:find("[%%\128-\255]") then return end
+  local decoded = path:gsub("%%(%x%x)", function(hex) return string.char(tonumber(hex, 16)) end)
+  if not is_utf8(decoded) then
+    handle:respond(
+      {[":status"] = "400", ["content-type"] = "text/plain; charset=utf-8"},
+      "The request path is not UTF-8 once percent-decoded.\n")
+  end
+end
+"""
+_UTF8_PATH_FILTER = {
+    "name": "envoy.filters.http.lua",
+    "typed_config": {
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua",
+        "default_source_code": {"inline_string": _UTF8_PATHS},
+    },
+}
+
+
+def _connection_managers(config: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for listener in config["static_resources"]["listeners"]:
+        for chain in listener["filter_chains"]:
+            for network_filter in chain["filters"]:
+                if network_filter["name"] == _CONNECTION_MANAGER:
+                    yield network_filter["typed_config"]
+
 
 def with_request_deadlines(config: dict[str, Any], seconds: float) -> dict[str, Any]:
     """Envoy's configuration with the header deadline (see above) on every listener and HTTP connection manager."""
@@ -57,10 +122,15 @@ def with_request_deadlines(config: dict[str, Any], seconds: float) -> dict[str, 
         if "udp_listener_config" not in listener:  # QUIC has its own handshake timeouts and no HTTP inspector
             listener.setdefault("listener_filters", []).append(dict(_HTTP_INSPECTOR))
             listener["listener_filters_timeout"] = timeout
-        for chain in listener["filter_chains"]:
-            for network_filter in chain["filters"]:
-                if network_filter["name"] == _CONNECTION_MANAGER:
-                    network_filter["typed_config"]["request_headers_timeout"] = timeout
+    for manager in _connection_managers(config):
+        manager["request_headers_timeout"] = timeout
+    return config
+
+
+def with_utf8_paths(config: dict[str, Any]) -> dict[str, Any]:
+    """Envoy's configuration refusing a path that is not UTF-8 (see above) before any other HTTP filter."""
+    for manager in _connection_managers(config):
+        manager["http_filters"].insert(0, _UTF8_PATH_FILTER)
     return config
 
 
@@ -88,7 +158,7 @@ def _exclusive_server(header_timeout: float, max_connections: int, **options: An
     class ExclusiveServer(PyvoyServer):
         def get_envoy_config(self) -> dict[str, Any]:
             config: dict[str, Any] = with_request_deadlines(super().get_envoy_config(), header_timeout)
-            config = with_connection_limit(config, max_connections)
+            config = with_utf8_paths(with_connection_limit(config, max_connections))
             for listener in config["static_resources"]["listeners"]:
                 listener["enable_reuse_port"] = False
             return config

@@ -1,7 +1,12 @@
 """The web console's files on the real management server (server.console.static): the single-page app's shell for
 every page path, hashed assets cached for good, config.json, the security headers on every answer, and a clear 404
 when the console is not built. The build here is a small one written by the test, so these checks do not need node;
-tests/console/ runs the real build in a browser."""
+tests/console/ runs the real build in a browser.
+
+Conditional requests and content codings as RFC 9110 has them, each once a bug: If-None-Match compared weakly and
+read as a list, an ETag of its own for each of a file's two forms (gzip and identity), and `gzip;q=0` refusing gzip.
+A path that is not UTF-8 once percent-decoded is a 400, where it got no answer at all.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from server.cors import gateway_origins
 from server.settings import load_settings
 from tests.conftest import Database, server_env, start_server
 from tests.gateway_fixtures import Fakes, gateway_env, start_gateway_process
+from tests.rawhttp import raw_request
 
 INDEX = b'<!doctype html><html lang="en"><head><script type="module" src="/console/assets/app-1a2b3c.js"></script>'
 SCRIPT = b"export const answer = 42;\n" * 200  # long enough that gzip is worth it
@@ -166,3 +172,72 @@ def test_the_gateway_allows_the_console_origin_only_when_the_console_is_built(tm
     assert console_origin(built) == "http://127.0.0.1:18080"
     assert gateway_origins(built) == ("http://127.0.0.1:18080",)
     assert "connect-src 'self' https://gw.example;" in content_security_policy("https://gw.example/v1")
+
+
+@pytest.mark.parametrize("path", ["/console/%ff", "/console/%c3%28", "/console/%80", "/livez%ed%a0%80", "/%%ff"])
+async def test_a_path_that_is_not_utf8_is_answered_not_left_hanging(built: str, path: str) -> None:
+    """A path whose percent-decoding is not UTF-8 (on any route of the management server: pyvoy decodes it strictly
+    and then neither called the app nor answered) got no answer: the request stayed open until Envoy's stream timeout
+    (300 s), holding one of the server's bounded connections (SWITCHBOARD_MAX_CONNECTIONS) all along, so a few
+    thousand such requests locked everyone out (server.launch.with_utf8_paths)."""
+    answer = await asyncio.wait_for(raw_request(built, "GET", path, []), 15)
+    assert answer.status == 400, answer
+    assert answer.body == b"The request path is not UTF-8 once percent-decoded.\n"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/console/caf%C3%A9",
+        "/console/%e2%82%ac",
+        "/console/%F0%9F%98%80",
+        "/console/%",
+        "/console/%zz",
+        "/console/?q=%ff",
+    ],
+)
+async def test_a_utf8_path_however_spelt_is_served(built: str, path: str) -> None:
+    answer = await asyncio.wait_for(raw_request(built, "GET", path, []), 15)
+    assert answer.status == 200, answer
+
+
+async def _get_raw(url: str, headers: dict[str, str]) -> tuple[int, Mapping[str, str], bytes]:
+    """One GET as sent and answered, content codings left as they are."""
+    async with aiohttp.ClientSession(auto_decompress=False) as http, http.get(url, headers=headers) as resp:
+        return resp.status, resp.headers.copy(), await resp.read()
+
+
+async def test_if_none_match_is_compared_weakly_and_read_as_a_list(built: str) -> None:
+    """RFC 9110 §13.1.2: If-None-Match is `*` or a list of ETags, and "a recipient MUST use the weak comparison
+    function". The one header value was compared byte for byte, so a weakened ETag (`W/"…"`, what a recompressing
+    proxy sends back) or a list got the whole app shell again on every page load."""
+    url = built + "/console/"
+    _, headers, _ = await _get_raw(url, {})
+    etag = headers["ETag"]
+    for sent in (etag, f"W/{etag}", f'"other", {etag}', f'W/"other",W/{etag}', "*"):
+        status, _, body = await _get_raw(url, {"If-None-Match": sent})
+        assert (status, body) == (304, b""), sent
+    for sent in ('"other"', f'W/{etag[:-2]}"', ""):
+        status, _, body = await _get_raw(url, {"If-None-Match": sent})
+        assert (status, body) == (200, INDEX), sent
+
+
+async def test_the_gzip_and_identity_forms_of_a_file_have_etags_of_their_own(built: str) -> None:
+    """RFC 9110 §8.8.3: a strong ETag names one representation, and a file's gzip and identity forms are two. Both
+    had the same ETag, so a shared cache revalidating its gzip copy for a client that takes no gzip was answered 304
+    (without the Vary its 200 has, RFC 9110 §15.4.5) and told to serve it; and `gzip;q=0` (RFC 9110 §12.5.3: not
+    acceptable) was answered with gzip."""
+    url = built + "/console/assets/app-1a2b3c.js"
+    status, zipped, _ = await _get_raw(url, {"Accept-Encoding": "gzip"})
+    assert status == 200 and zipped["Content-Encoding"] == "gzip"
+    status, plain, body = await _get_raw(url, {"Accept-Encoding": "identity"})
+    assert status == 200 and body == SCRIPT and "Content-Encoding" not in plain
+    assert zipped["ETag"] != plain["ETag"]
+    status, _, body = await _get_raw(url, {"Accept-Encoding": "identity", "If-None-Match": zipped["ETag"]})
+    assert (status, body) == (200, SCRIPT)
+    for coding, etag in (("gzip", zipped["ETag"]), ("identity", plain["ETag"])):
+        status, headers, _ = await _get_raw(url, {"Accept-Encoding": coding, "If-None-Match": etag})
+        assert (status, headers["ETag"], headers["Vary"]) == (304, etag, "Accept-Encoding"), coding
+    for accepted, gzipped in (("gzip;q=0, identity", False), ("GZIP;q=0.5", True), ("*", True), ("br, *;q=0", False)):
+        _, headers, _ = await _get_raw(url, {"Accept-Encoding": accepted})
+        assert (headers.get("Content-Encoding") == "gzip") is gzipped, accepted
