@@ -209,6 +209,12 @@ async def test_an_image_by_url_is_stored_and_sent(
 # --- tool calls from the model ------------------------------------------------------------------------------------
 
 
+def _calling_f(gw_world: GatewayWorld, conversation: str) -> dict[str, Any]:
+    """A turn offering the client function `f`, which the scripted model calls."""
+    tools = [{"type": "function", "name": "f"}, _NO_RAGS]
+    return {"model": gw_world.model("chat"), "input": "hi", "conversation": conversation, "tools": tools}
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_tool_call_without_an_id_gets_one_and_the_turn_is_kept(
     gateway: Gateway, gw_world: GatewayWorld, script: list[dict[str, Any]], stream: bool
@@ -219,12 +225,7 @@ async def test_a_tool_call_without_an_id_gets_one_and_the_turn_is_kept(
     key = gw_world.keys["all"]
     conv = await _new_conversation(gateway, key)
     script.append({"tool_calls": [{"id": "", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
-    body = {
-        "model": gw_world.model("chat"),
-        "input": "hi",
-        "conversation": conv,
-        "tools": [{"type": "function", "name": "f"}, _NO_RAGS],
-    }
+    body = _calling_f(gw_world, conv)
     with gateway.logs_no_error():
         if stream:
             events = await _stream(gateway, key, body)
@@ -247,12 +248,7 @@ async def test_a_tool_call_naming_no_function_is_the_backends_failure(
     key = gw_world.keys["all"]
     conv = await _new_conversation(gateway, key)
     script.append({"tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "", "arguments": "{}"}}]})
-    body = {
-        "model": gw_world.model("chat"),
-        "input": "hi",
-        "conversation": conv,
-        "tools": [{"type": "function", "name": "f"}, _NO_RAGS],
-    }
+    body = _calling_f(gw_world, conv)
     if stream:
         events = await _stream(gateway, key, body)
         assert events[-1]["type"] == "response.failed", events[-1]

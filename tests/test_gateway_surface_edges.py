@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import time
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,7 +43,10 @@ UNREADABLE = {
     "emb-nested": {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [[0.5], [0.25]]}]},
 }
 STREAM_USAGE = {"type": "tokens", "input_tokens": 14, "output_tokens": 45, "total_tokens": 59}
-STREAM_PAUSE = 2.0  # between the stream's first event and its last
+# The streamed transcription's last event waits for this: a test that must see the first event before the last
+# sets it only then (a gateway that buffers the stream would never show it one), the others leave it set.
+RELEASED = threading.Event()
+RELEASED.set()
 EMBEDDED: list[Any] = []  # the `input` of each request `emb-echo` received
 
 
@@ -69,7 +72,7 @@ async def _transcript_stream(request: web.Request, *, cut: bool) -> web.StreamRe
         assert request.transport is not None
         request.transport.close()
         return resp
-    await asyncio.sleep(STREAM_PAUSE)
+    await asyncio.to_thread(RELEASED.wait, 30)
     done = {"type": "transcript.text.done", "text": "hello world", "usage": STREAM_USAGE}
     await resp.write(b"data: " + orjson.dumps(done) + b"\n\n")
     return resp
@@ -162,18 +165,24 @@ def _form(model: str) -> aiohttp.FormData:
 async def test_a_streamed_transcription_reaches_the_client_as_it_arrives(
     gateway: Gateway, gw_world: GatewayWorld, models: dict[str, str]
 ) -> None:
+    """The upstream holds its last event back until this test has seen the first: read whole first, the stream
+    would show nothing until the wait below gives up."""
     headers = {"Authorization": f"Bearer {gw_world.keys['all']}"}
-    async with aiohttp.ClientSession() as http:
-        start = time.monotonic()
-        async with http.post(
-            f"{gateway.base_url}/audio/transcriptions", data=_form(models["stt-stream"]), headers=headers
-        ) as resp:
+    RELEASED.clear()
+    try:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(
+                f"{gateway.base_url}/audio/transcriptions", data=_form(models["stt-stream"]), headers=headers
+            ) as resp,
+        ):
             assert resp.status == 200 and resp.content_type == "text/event-stream"
-            first = await resp.content.readuntil(b"\n\n")
-            elapsed = time.monotonic() - start
+            first = await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 20)
+            RELEASED.set()
             rest = await resp.read()
+    finally:
+        RELEASED.set()
     assert b"transcript.text.delta" in first
-    assert elapsed < STREAM_PAUSE / 2, f"the first event came after {elapsed:.1f}s: the stream was buffered"
     assert b"transcript.text.done" in rest and b"[DONE]" not in rest and b"error" not in rest
 
 
@@ -188,21 +197,24 @@ async def _usage_of(gateway: Gateway, key_id: str) -> UsageEventRow:
     raise AssertionError("no usage event")
 
 
+async def _transcribed(gateway: Gateway, model: str, key: str) -> bytes:
+    """A transcription's answer, as streamed (200)."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{gateway.base_url}/audio/transcriptions", data=_form(model), headers={"Authorization": f"Bearer {key}"}
+        ) as resp,
+    ):
+        assert resp.status == 200
+        return await resp.read()
+
+
 async def test_a_streamed_transcription_is_metered_by_its_done_event(
     server: Server, gateway: Gateway, gw_world: GatewayWorld, models: dict[str, str]
 ) -> None:
     label = f"stt-{secrets.token_hex(2)}"
     secret = await all_resources_key(ConnectJsonCaller(server.base_url), gw_world, gw_world.tokens["editor"], label)
-    async with (
-        aiohttp.ClientSession() as http,
-        http.post(
-            f"{gateway.base_url}/audio/transcriptions",
-            data=_form(models["stt-stream"]),
-            headers={"Authorization": f"Bearer {secret}"},
-        ) as resp,
-    ):
-        assert resp.status == 200
-        assert b"transcript.text.done" in await resp.read()
+    assert b"transcript.text.done" in await _transcribed(gateway, models["stt-stream"], secret)
     row = await _usage_of(gateway, gw_world.key_ids[label])
     assert (row.prompt_tokens, row.completion_tokens, row.status) == (14, 45, 200)
 
@@ -210,16 +222,7 @@ async def test_a_streamed_transcription_is_metered_by_its_done_event(
 async def test_a_streamed_transcription_cut_off_upstream_ends_with_an_error_event(
     gateway: Gateway, gw_world: GatewayWorld, models: dict[str, str]
 ) -> None:
-    async with (
-        aiohttp.ClientSession() as http,
-        http.post(
-            f"{gateway.base_url}/audio/transcriptions",
-            data=_form(models["stt-cut"]),
-            headers={"Authorization": f"Bearer {gw_world.keys['all']}"},
-        ) as resp,
-    ):
-        assert resp.status == 200
-        events = (await resp.read()).split(b"\n\n")
+    events = (await _transcribed(gateway, models["stt-cut"], gw_world.keys["all"])).split(b"\n\n")
     assert b"transcript.text.delta" in events[0]
     error = orjson.loads(events[1].removeprefix(b"data: "))["error"]
     assert error["type"] == "server_error" and "stopped responding" in error["message"], error
