@@ -94,7 +94,8 @@ class Access:
         plan = await preset_agents.invocation(session, name)
 
         async def delegated(public_model_id: str) -> Route:
-            # The agent's creator was checked when the agent was saved; callers need only the agent's invoke right.
+            # Callers need only the agent's invoke right: the saver was checked when the agent was saved, and
+            # `invocation` has just checked that all it names is still usable in its tenant (cached with this route).
             found = await registry.resolve(session, self._box, public_model_id)
             if not isinstance(found, Route):
                 raise FailedPrecondition(

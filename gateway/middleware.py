@@ -4,6 +4,11 @@ request-duration metric) and capped body readers.
 Errors: every `SwitchboardError` becomes an OpenAI error body through `server.errors.wire_error_for` (the one
 mapping table), with `x-should-retry` saying whether a retry can help. Anything unexpected is logged with a
 correlation id and the client sees only that id; a client hanging up mid-request is routine and logged at DEBUG.
+Once a response has started (prepared: its status and headers are on their way, a stream's first events perhaps
+too), a failure the handler let escape can no longer be answered: a second response written into its body would be
+read as part of it. The connection is closed instead, the body left short of its end (a chunked body without its
+last chunk), which every HTTP client reports as a failure, never as a complete answer; streaming surfaces end their
+streams with their own terminal events before it comes to that.
 Bodies are refused before they are buffered when Content-Length announces more than the surface's limit, and reads
 of chunked bodies stop at the limit (after decompression: a small gzip body that inflates past it is a 413 as soon as
 it does). A compressed body is inflated by gateway.content_coding, which refuses one cut short (400) or inflating
@@ -21,6 +26,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -93,6 +99,8 @@ _PUBLIC = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})  # /metrics c
 REQUEST_ID_HEADER = istr("x-request-id")  # case-folded once, not on every answer
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _tracer = trace.get_tracer("switchboard.gateway")
+# The response prepared for a request, set as it is (`on_response_prepare`): from then on nothing else may be sent.
+_STARTED = web.RequestKey("started_response", web.StreamResponse)
 # The keys whose strings (or arrays of strings) are text a model reads or writes: message and part content, call
 # arguments and outputs, instructions, inputs, prompts, search queries and rerank documents. They may hold NUL, as
 # any text may: none is an id the gateway looks up, the store keeps them in JSON columns (PostgreSQL's `json`
@@ -226,8 +234,10 @@ async def gateway_middleware(request: web.Request, handler: Handler) -> web.Stre
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
     """Every response, streamed, failed or not, names its request (the SDK's `err.request_id`), says when content
     capture covers it (gateway.capture), carries the rate-limit headers of the limits its call was counted against
-    (gateway.limits), and an allowed origin may read it (a preflight's answer already has its own CORS headers). One
-    signal receiver for all."""
+    (gateway.limits), and an allowed origin may read it (a preflight's answer already has its own CORS headers); it is
+    remembered as started, so that `_serve` never answers a failure after it with a response of its own. One signal
+    receiver for all."""
+    request[_STARTED] = response
     request_id = request.get(REQUEST_ID)
     if request_id is None:  # answered before `_serve`: a CORS preflight, aiohttp's 417 for an unknown Expect
         request_id = request[REQUEST_ID] = new_request_id()
@@ -256,6 +266,7 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
     exchange = None  # content capture's record of this request, when capture covers its caller
     started = time.perf_counter()
     request[REQUEST_ID] = new_request_id()
+    abandoned: int | None = None  # the status counted for a response abandoned once started
     try:
         if request.path not in _PUBLIC:
             await _authenticate(request, app)
@@ -264,23 +275,57 @@ async def _serve(request: web.Request, handler: Handler, app: web.Application) -
                 request[CAPTURE] = exchange
         _refuse_nul_in_url(request)
         response = await handler(request)
-    except SwitchboardError as exc:
-        response = error_response(exc)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        response = _http_error(exc)
-    except ConnectionResetError:
-        if not _client_gone(request):
-            response = _internal(request)
-        else:  # routine (a client hanging up mid-upload): aiohttp drops the connection, counted as 499 below
-            log.debug("the client went away during %s %s", request.method, request.path)
-            raise
     except Exception as exc:
-        response = _unexpected(request, exc)
+        response = request.get(_STARTED)
+        if response is None:
+            response = _answer_failure(request, exc)
+        else:
+            abandoned = _abandon(request, exc)
     finally:
-        _account(request, app, response, exchange, started)
+        _account(request, app, response, exchange, started, abandoned=abandoned)
     return response
+
+
+def _answer_failure(request: web.Request, exc: Exception) -> web.StreamResponse:
+    """The answer to a failure before any response started (re-raised when there is none to give)."""
+    if isinstance(exc, SwitchboardError):
+        return error_response(exc)
+    if isinstance(exc, web.HTTPException):
+        if exc.status < 400:
+            raise exc
+        return _http_error(exc)
+    if isinstance(exc, ConnectionResetError):
+        if not _client_gone(request):
+            return _internal(request)
+        # routine (a client hanging up mid-upload): aiohttp drops the connection, counted as 499 below
+        log.debug("the client went away during %s %s", request.method, request.path)
+        raise exc
+    return _unexpected(request, exc)
+
+
+def _abandon(request: web.Request, exc: Exception) -> int:
+    """A failure after the response started (see the module docstring): close the connection, so the client sees a
+    body cut short; the status to count it as (499 when the client was the one gone). Logged with the correlation id,
+    the failure's type and where it was raised: not its text, which may quote what the request or the model sent."""
+    status = 500
+    if isinstance(exc, ConnectionError) and _client_gone(request):
+        status = 499
+        log.debug("the client went away during %s %s", request.method, request.path)
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+        log.error(
+            "unexpected %s (at %s) after the response to %s %s had started; connection closed (correlation id %s)",
+            type(exc).__name__,
+            where,
+            request.method,
+            request.path,
+            request[REQUEST_ID],
+        )
+    transport = request.transport
+    if transport is not None:
+        transport.close()  # what was written still goes; then the connection ends, the body unfinished
+    return status
 
 
 def _refuse_nul_in_url(request: web.Request) -> None:
@@ -306,9 +351,13 @@ def _account(
     response: web.StreamResponse | None,
     exchange: Exchange | None,
     started: float,
+    *,
+    abandoned: int | None = None,
 ) -> None:
-    """Meter the request's traffic (and its captured exchange), and observe it for /metrics."""
+    """Meter the request's traffic (and its captured exchange), and observe it for /metrics. `abandoned`: the status
+    of a response abandoned once started (`_abandon`), whatever status it had begun with."""
     status = response.status if response is not None else 499  # None: cancelled, the client went away
+    status = abandoned if abandoned is not None else status
     sent = _sent_bytes(response) if response is not None else 0
     received = request.get(REQUEST_BYTES, request.content_length or 0)
     app[METER].traffic(SERVICE, status, received, sent)

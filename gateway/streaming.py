@@ -3,10 +3,10 @@
 The gateway always asks the upstream for `stream_options.include_usage`, so every stream is metered. When the client
 did not ask for usage, the usage-only chunk is dropped and `usage` fields are removed from the others. A stream that
 fails mid-way ends with an OpenAI error event (`data: {"error": {...}}`), never a silent cut; an error event from
-the upstream is replaced by our own friendly one. Every chunk's `model` is the id the client asked for, not the
-upstream's internal one. An upstream that sends nothing for `SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS` is cut off
-(by the upstream client, `server.upstream_http`, whose one sweeping timer watches every connection in flight) and
-the stream ends with that error event.
+the upstream is replaced by our own friendly one, and so is an event that is not a JSON object (`_event`). Every
+chunk's `model` is the id the client asked for, not the upstream's internal one. An upstream that sends nothing for
+`SWITCHBOARD_GATEWAY_UPSTREAM_STALL_SECONDS` is cut off (by the upstream client, `server.upstream_http`, whose one
+sweeping timer watches every connection in flight) and the stream ends with that error event.
 
 The text relayed is measured on the way (`_text_size`, by substring searches, without parsing; in the relay one read
 in `_SAMPLED`, scaled to the bytes of all) and estimated in tokens as a request's input is (bytes / 4, and at least a
@@ -32,6 +32,7 @@ from gateway.calls import CLIENT_CLOSED, Call
 from gateway.event_stream import EventStream
 from gateway.limits.estimate import text_tokens
 from gateway.middleware import error_payload
+from gateway.providers import invalid_answer
 from server.errors import UpstreamFailed
 from server.upstream_http import UpstreamBroke, UpstreamResponse
 
@@ -44,6 +45,7 @@ _DRAIN_SECONDS = 1.0
 _DRAIN_LIMIT = 64 * 1024  # what may follow [DONE] before the connection is given up on
 _BROKEN = UpstreamFailed("The model backend stopped responding in the middle of the stream.", retryable=True)
 _REFUSED = UpstreamFailed("The model backend failed while generating this response.", retryable=False)
+_INVALID = invalid_answer()  # a chunk that is not a JSON object
 
 
 @functools.lru_cache(maxsize=1024)
@@ -97,16 +99,20 @@ class _Names:
 
 
 def _event(payload: bytes, call: Call, include_usage: bool, names: _Names) -> bytes | None:
-    """The event to forward for one upstream `data:` payload (None drops it); raises UpstreamFailed on errors."""
-    cleaned = _cleaned(payload, include_usage, names)
-    if cleaned is not None:
-        return b"data: " + cleaned + b"\n\n"
+    """The event to forward for one upstream `data:` payload (None drops it); raises UpstreamFailed on errors and on
+    a payload that is not a JSON object (an HTML error page a proxy slipped into the stream): no client could parse
+    it. Only a payload that opens and closes as an object (`{` ... `}`) may be forwarded without parsing; any other
+    is parsed, which tells a JSON object written otherwise (with spaces around it) from one that is not."""
+    if payload.startswith(b"{") and payload.endswith(b"}"):
+        cleaned = _cleaned(payload, include_usage, names)
+        if cleaned is not None:
+            return b"data: " + cleaned + b"\n\n"
     try:
         chunk: Any = orjson.loads(payload)
     except orjson.JSONDecodeError:
-        return b"data: " + payload + b"\n\n"
+        raise _INVALID from None
     if not isinstance(chunk, dict):
-        return b"data: " + payload + b"\n\n"
+        raise _INVALID
     if chunk.get("error"):
         raise _REFUSED
     usage = chunk.get("usage")
@@ -161,11 +167,14 @@ def _ends(data: bytes) -> bool:
 
 def _translated(data: bytes, include_usage: bool, names: _Names) -> bytes | None:
     """Whole events holding no error and no [DONE] as the client gets them, without parsing; None when they must be
-    parsed: not all standard single-line `data: {...}` events (LF line ends), or see `_unparsed`."""
+    parsed: not all standard single-line `data: {...}` events (LF line ends), or see `_unparsed`. Each event must
+    open and close as a JSON object does (counting `}\n\n` costs what counting `\n\n` did), so a payload that is not
+    JSON (an HTML page, text, one cut short) goes to `_event`, which refuses it; one broken in between its braces
+    would need every chunk parsed to be told apart, the cost this path is here to avoid."""
     if not (
         data.startswith(b"data: {")
-        and data.endswith(b"\n\n")
-        and data.count(b"\n") == 2 * data.count(b"\n\n") == 2 * data.count(b"data: {")
+        and data.endswith(b"}\n\n")
+        and data.count(b"\n") == 2 * data.count(b"}\n\n") == 2 * data.count(b"data: {")
     ):
         return None
     return _unparsed(data, include_usage, names)
@@ -376,9 +385,9 @@ async def _drain(upstream: UpstreamResponse) -> None:
 
 
 async def chat_chunks(upstream: UpstreamResponse, call: Call | None = None) -> AsyncIterator[dict[str, Any]]:
-    """The parsed `data:` payloads of an upstream chat stream, until [DONE]; an upstream error event or a stream
-    that ends without [DONE] raises UpstreamFailed (friendly text only). With `call`, the text of each counts in
-    `call.relayed` as it is read (as `relay_sse` counts it)."""
+    """The parsed `data:` payloads of an upstream chat stream, until [DONE]; an upstream error event, an event that is
+    not a JSON object or a stream that ends without [DONE] raises UpstreamFailed (friendly text only). With `call`,
+    the text of each counts in `call.relayed` as it is read (as `relay_sse` counts it)."""
     pending = b""
     size = pieces = 0
     try:
@@ -399,11 +408,12 @@ async def chat_chunks(upstream: UpstreamResponse, call: Call | None = None) -> A
                 try:
                     chunk = orjson.loads(payload)
                 except orjson.JSONDecodeError:
-                    continue
-                if isinstance(chunk, dict) and chunk.get("error"):
+                    raise _INVALID from None  # as in the relay: a chunk that is not JSON is the backend's failure
+                if not isinstance(chunk, dict):
+                    raise _INVALID
+                if chunk.get("error"):
                     raise _REFUSED
-                if isinstance(chunk, dict):
-                    yield chunk
+                yield chunk
     except UpstreamBroke:
         raise _BROKEN from None
     raise _BROKEN

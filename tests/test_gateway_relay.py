@@ -1,13 +1,15 @@
 """The stream relay's translation, byte for byte, however the upstream's bytes are cut into reads: every `model`
 names the id asked for, the null usage fields and the usage-only chunk reach only a client that asked for usage, the
 usage is counted either way, [DONE] ends the body (left, with the events before it, for the end of the body),
-comments and CRs do not reach the client, an error event stops the stream after what came before it."""
+comments and CRs do not reach the client, an error event stops the stream after what came before it, and so does an
+event that is not a JSON object (once forwarded as it was, and the stream went on to [DONE]: the SDK died on it)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
+import orjson
 import pytest
 
 from gateway.streaming import _relay
@@ -123,6 +125,41 @@ async def test_an_error_event_stops_the_stream_after_what_came_before() -> None:
             await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, _Call()), False)
         assert out.received() == _OUT_TOKEN + b"}\n\n"
         assert not out.ended
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(b"<html><body>502 Bad Gateway</body></html>", id="html"),
+        pytest.param(b"upstream connect error", id="text"),
+        pytest.param(b"[1, 2]", id="an-array"),
+        pytest.param(b"42", id="a-number"),
+        pytest.param(b'{"id":"c","object":"chat.completion.chunk","choices":[', id="an-object-cut-short"),
+    ],
+)
+async def test_an_event_that_is_not_a_json_object_stops_the_stream_after_what_came_before(payload: bytes) -> None:
+    event = b"data: " + payload + b"\n\n"
+    for reads in ([_TOKEN + event + _TOKEN + _DONE], [_TOKEN, event, _TOKEN, _DONE], *_cuts(_TOKEN + event + _DONE)):
+        out = _Out()
+        with pytest.raises(UpstreamFailed, match="invalid response"):
+            await _relay(cast(Any, _Upstream(reads)), cast(Any, out), cast(Any, _Call()), False)
+        assert out.received() == _OUT_TOKEN + b"}\n\n", reads
+        assert not out.ended
+
+
+def _events(stream: bytes) -> list[Any]:
+    """The JSON payloads of a stream's events, however written."""
+    payloads = [event.strip()[5:].strip() for event in stream.split(b"\n\n")]
+    return [orjson.loads(payload) for payload in payloads if payload and payload != b"[DONE]"]
+
+
+async def test_a_json_object_written_with_spaces_around_it_still_goes() -> None:
+    """The guard of the rule above: only what is not a JSON object is refused, however the object is spaced."""
+    spaced = b"data:  " + _TOKEN[6:-2] + b" \n\n"
+    for reads in ([spaced * 3 + _USAGE + _DONE], [spaced, spaced, spaced, _USAGE, _DONE]):
+        done, out, _ = await _relayed(reads, include_usage=False)
+        assert done and out.received().endswith(_DONE), reads
+        assert _events(out.received()) == _events(WITHOUT_USAGE), reads
 
 
 async def test_an_upstream_that_streams_under_another_name_is_renamed_in_every_stream() -> None:

@@ -332,3 +332,45 @@ async def test_delete_resource_forgets_its_grants(db: Database) -> None:
         await p.create_resource(s, scene.user("creator"), r, tenant_id=scene.t1)
         assert not await p.can_read(s, scene.user("member"), r)  # the old grant did not survive
         await s.rollback()
+
+
+async def test_withdrawn_names_what_a_resource_s_owner_may_no_longer_use(db: Database) -> None:
+    """A preset agent asks on every resolution (`withdrawn`): an agent once kept calling a platform model the platform
+    had stopped sharing with its tenant. What a tenant may use is its own resources and the platform's it is offered
+    (shared with it, or granted to it, its groups or its members); the platform, its own resources only. On both
+    engines: the rule is one SQL condition, and SQL's NULLs must not make a withdrawn resource pass."""
+    async with db.transaction() as s:
+        scene = await _seed(s)
+        ops = scene.user("models")
+
+        async def granted(name: str, subject: p.SubjectType, subject_id: str) -> p.ResourceRef:
+            r = await _create(s, scene, name, tenant=None, creator="models")
+            await p.add_permission(s, ops, r, p.Permission(subject, subject_id, p.Role.READER))
+            return r
+
+        private = await _create(s, scene, "w-private", tenant=None, creator="models")
+        everyone = await _create(s, scene, "w-all", tenant=None, creator="models", sharing=p.Sharing(True))
+        chosen = await _create(s, scene, "w-t1", tenant=None, creator="models", sharing=p.Sharing(False, (scene.t1,)))
+        to_tenant = await granted("w-tenant", p.SubjectType.TENANT, scene.t1)
+        to_group = await granted("w-group", p.SubjectType.GROUP, f"g-{scene.tag}")
+        to_member = await granted("w-member", p.SubjectType.USER, f"member-{scene.tag}")
+        to_nobody_there = await granted("w-lonely", p.SubjectType.USER, f"lonely-{scene.tag}")
+        own = await _create(s, scene, "w-own", tenant=scene.t1)
+        others = await _create(s, scene, "w-other", tenant=scene.t2, creator="outsider")
+        absent = ref(f"w-absent-{scene.tag}")
+        everything = [private, everyone, chosen, to_tenant, to_group, to_member, to_nobody_there, own, others, absent]
+        assert await p.withdrawn(s, everything, owner=scene.t1) == [private, to_nobody_there, others]
+        t2_may_not = [private, chosen, to_tenant, to_group, to_member, to_nobody_there, own]
+        assert await p.withdrawn(s, everything, owner=scene.t2) == t2_may_not
+        assert await p.withdrawn(s, everything, owner=None) == [own, others]
+        assert await p.withdrawn(s, [], owner=scene.t1) == []
+        # Saving checks the same rule and the saver's own reach: what the saver may name is never withdrawn.
+        for who, owner in (("editor", scene.t1), ("grouped", scene.t1), ("member", scene.t1), ("outsider", scene.t2)):
+            gone = await p.withdrawn(s, everything, owner=owner)
+            for r in everything:
+                if await p.can_reference(s, scene.user(who), r, owner=owner):
+                    assert r not in gone, (who, r)
+        await p.set_sharing(s, ops, chosen, p.Sharing())  # the platform withdraws it from t1
+        assert chosen in await p.withdrawn(s, [chosen], owner=scene.t1)
+        assert not await p.can_reference(s, scene.user("editor"), chosen, owner=scene.t1)
+        await s.rollback()

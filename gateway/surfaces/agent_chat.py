@@ -1,6 +1,14 @@
 """A guarded preset agent on /v1/chat/completions: ask the base model for its whole answer, run the output guardrails
 on it, and only then answer — as one completion, or replayed as a Chat Completions stream.
 
+What is released is what was judged: each choice's message is rebuilt from the text it carries — `content` (the text
+parts of a list, joined), `refusal`, each tool call (a function's or a custom tool's) and a legacy `function_call` as
+`name(arguments)` — all of which the guardrails judge, and nothing else reaches the client (audio, reasoning,
+logprobs, whatever field a provider adds later). Text guardrails cannot hear, so a request for an audio answer is
+refused (400) before any model is called. An answer of the wrong shape (no choices, more choices than the `n` asked
+for, a tool call that is not an object or names no function) is the backend's failure (502, `invalid_answer()`),
+found before any guardrail runs: the upstream's answer cannot drive more guardrail calls than `n` x guardrails.
+
 A refusal is an ordinary completion whose choice has `finish_reason: "content_filter"`, `content: null` and the
 refusal text in `message.refusal` (streamed as a `refusal` delta), so clients tell it apart from a backend failure
 (an OpenAI error, HTTP 5xx or a stream error event); the SDK's parse/stream helpers raise
@@ -8,8 +16,9 @@ ContentFilterFinishReasonError on it. It is metered with status `GUARDRAIL_REFUS
 
 Streaming: a guarded agent accepts `stream: true` but buffers. Once the request is accepted the event stream opens
 with an SSE comment and carries a comment keepalive every `KEEPALIVE_SECONDS` while the base model and the
-guardrails work; the checked answer is then replayed as chunks ending in `[DONE]`. Since the base model is asked
-for a non-streamed answer, the guardrails add only their own calls to the time to the first token.
+guardrails work; the checked answer is then replayed as chunks ending in `[DONE]`, and whatever fails once the
+stream has started (the answer, the guardrails, the replay) ends it with an error event. Since the base model is
+asked for a non-streamed answer, the guardrails add only their own calls to the time to the first token.
 """
 
 from __future__ import annotations
@@ -32,11 +41,12 @@ from gateway.context import PRINCIPAL, REQUEST_ID
 from gateway.event_stream import EventStream
 from gateway.middleware import error_payload
 from gateway.providers import Surface, invalid_answer
+from gateway.responses.translate import call_id, function_name
 from gateway.security_events import guardrail_refused
 from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
-from server.errors import SwitchboardError, wire_error_for
+from server.errors import InvalidArgument, SwitchboardError, wire_error_for
 
-__all__ = ["guarded_chat", "kept_alive"]
+__all__ = ["completion_choices", "guarded_chat", "kept_alive"]
 
 log = logging.getLogger("switchboard.gateway.agents")
 
@@ -44,6 +54,12 @@ KEEPALIVE_SECONDS = 2.0
 _OPENED = b": accepted; the answer is sent once the output guardrails have checked it\n\n"
 _KEEPALIVE = b": keepalive\n\n"
 _DONE = b"data: [DONE]\n\n"
+# The tool-call types and the field holding what each passes to its tool (a function's JSON arguments, a custom
+# tool's free text).
+_CALL_INPUTS = {"function": "arguments", "custom": "input"}
+# The top-level fields of a completion a guarded agent releases; the rest (a provider's own additions) is not text
+# anyone judged.
+_COMPLETION_FIELDS = ("id", "object", "created", "model", "usage", "system_fingerprint", "service_tier")
 
 T = TypeVar("T")
 
@@ -65,6 +81,30 @@ async def kept_alive(out: web.StreamResponse, answer: Awaitable[T]) -> AsyncIter
                 await work
 
 
+def completion_choices(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """The choices of a non-streamed chat answer: a non-empty array of objects. Anything else — an `error` body some
+    servers and proxies send with HTTP 200, an answer without choices — is the backend's failure (`invalid_answer()`,
+    a friendly 502), never relayed: the client could not use it, and an upstream's own error text is not for it."""
+    choices = completion.get("choices")
+    if completion.get("error") or not isinstance(choices, list) or not choices:
+        raise invalid_answer()
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise invalid_answer()
+    return choices
+
+
+def _text_only(payload: dict[str, Any]) -> None:
+    """A guarded agent answers in text: its guardrails judge text and cannot check what an audio answer says."""
+    modalities = payload.get("modalities")
+    wants_audio = isinstance(modalities, list) and "audio" in modalities
+    if wants_audio or payload.get("audio") is not None:
+        raise InvalidArgument(
+            "This preset agent's output guardrails judge text only, so it cannot answer with audio.",
+            field="modalities" if wants_audio else "audio",
+        )
+
+
 def _last_user_text(messages: list[Any]) -> str:
     for message in reversed(messages):
         if isinstance(message, dict) and message.get("role") == "user":
@@ -72,14 +112,53 @@ def _last_user_text(messages: list[Any]) -> str:
     return ""
 
 
-def _checked_text(message: dict[str, Any]) -> str:
-    """What the guardrails judge: the answer's text and, if it calls tools, each call with its arguments."""
-    parts = [guardrails.text_of(message.get("content"))]
-    for tool_call in message.get("tool_calls") or ():
-        function = tool_call.get("function") if isinstance(tool_call, dict) else None
-        if isinstance(function, dict):
-            parts.append(f"{function.get('name', '')}({function.get('arguments', '')})")
-    return "\n".join(p for p in parts if p)
+def _named_call(body: Any, input_field: str) -> tuple[dict[str, str], str]:
+    """A function's (or custom tool's) `{name, arguments|input}` as released, and as judged: `name(arguments)`."""
+    if not isinstance(body, dict):
+        raise invalid_answer()
+    name, value = function_name(body.get("name")), body.get(input_field)
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise invalid_answer()
+    return {"name": name, input_field: value}, f"{name}({value})"
+
+
+def _tool_call(call: Any) -> tuple[dict[str, Any], str]:
+    kind = (call.get("type") or "function") if isinstance(call, dict) else None
+    input_field = _CALL_INPUTS.get(kind) if isinstance(kind, str) else None
+    if kind is None or input_field is None:
+        raise invalid_answer()
+    body, judged = _named_call(call.get(kind), input_field)
+    return {"id": call_id(call.get("id")), "type": kind, kind: body}, judged
+
+
+def _released(message: Any) -> tuple[dict[str, Any], str]:
+    """The message a guarded agent releases and the text its guardrails judge: every text the message carries (see
+    the module docstring), rebuilt from those fields alone; one of the wrong shape is the backend's failure."""
+    if not isinstance(message, dict):
+        raise invalid_answer()
+    content, refusal = message.get("content"), message.get("refusal")
+    if isinstance(content, list):
+        content = guardrails.text_of(content) or None
+    if not isinstance(content, str | None) or not isinstance(refusal, str | None):
+        raise invalid_answer()
+    released: dict[str, Any] = {"role": "assistant", "content": content}
+    judged = [content or "", refusal or ""]
+    if refusal:
+        released["refusal"] = refusal
+    calls = message.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list):
+            raise invalid_answer()
+        if calls:
+            checked = [_tool_call(c) for c in calls]
+            released["tool_calls"] = [call for call, _ in checked]
+            judged += [text for _, text in checked]
+    if message.get("function_call") is not None:  # the legacy `functions` answer, which the gateway forwards
+        released["function_call"], text = _named_call(message["function_call"], "arguments")
+        judged.append(text)
+    return released, "\n".join(p for p in judged if p)
 
 
 def _refused(completion: dict[str, Any], refusal: guardrails.Refusal) -> dict[str, Any]:
@@ -88,20 +167,33 @@ def _refused(completion: dict[str, Any], refusal: guardrails.Refusal) -> dict[st
     return {**completion, "choices": [choice]}
 
 
+def _checked_answer(completion: dict[str, Any], asked: int) -> tuple[dict[str, Any], list[str]]:
+    """The completion as it may be released (its choices rebuilt, see `_released`) and the text of each choice for
+    the guardrails; the backend's failure when it is of the wrong shape or holds more choices than `asked`."""
+    choices = completion_choices(completion)
+    if len(choices) > asked:  # refused before any guardrail runs: each choice costs one call of each guardrail
+        raise invalid_answer()
+    released, judged = [], []
+    for index, choice in enumerate(choices):
+        message, text = _released(choice.get("message"))
+        reason = choice.get("finish_reason")
+        finish = reason if isinstance(reason, str) and reason else "stop"
+        released.append({"index": index, "message": message, "logprobs": None, "finish_reason": finish})
+        judged.append(text)
+    kept = {name: completion[name] for name in _COMPLETION_FIELDS if name in completion}
+    return {**kept, "object": "chat.completion", "choices": released}, judged
+
+
 async def _answer(request: web.Request, call: Call, agent: AgentRoute, body: dict[str, Any]) -> dict[str, Any]:
     """The checked completion (the base model's, or a refusal), named after the agent."""
     upstream = await post_json(request, agent.base, Surface.CHAT, body)
     _raw, parsed = await read_upstream_json(upstream, call)
-    completion: dict[str, Any] = parsed
-    call.count(completion.get("usage"))
-    choices = completion.get("choices")
-    if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) for c in choices):
-        raise invalid_answer()
+    call.count(parsed.get("usage"))
+    completion, judged = _checked_answer(parsed, body.get("n") or 1)
     completion["model"] = agent.public_model_id
     prompt = _last_user_text(body["messages"])
-    for choice in choices:
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        refusal = await guardrails.check(request, agent.guardrails, prompt, _checked_text(message))
+    for text in judged:
+        refusal = await guardrails.check(request, agent.guardrails, prompt, text)
         if refusal is not None:
             call.status = GUARDRAIL_REFUSED
             guardrail_refused(request, request[PRINCIPAL], agent.public_model_id)
@@ -110,7 +202,7 @@ async def _answer(request: web.Request, call: Call, agent: AgentRoute, body: dic
 
 
 def _replay(completion: dict[str, Any], include_usage: bool) -> bytes:
-    """A finished completion as Chat Completions stream events, ending in [DONE]."""
+    """A checked completion (`_checked_answer`'s shape) as Chat Completions stream events, ending in [DONE]."""
     base = {
         "id": completion.get("id") or "chatcmpl-agent",
         "object": "chat.completion.chunk",
@@ -125,21 +217,15 @@ def _replay(completion: dict[str, Any], include_usage: bool) -> bytes:
         choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
         events.append(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
 
-    for position, choice in enumerate(completion["choices"]):
-        index = choice.get("index", position)
-        message = choice.get("message") or {}
+    for choice in completion["choices"]:
+        index, message = choice["index"], choice["message"]
         chunk(index, {"role": "assistant", "content": ""})
-        if message.get("refusal"):
-            chunk(index, {"refusal": message["refusal"]})
-        if message.get("content"):
-            chunk(index, {"content": message["content"]})
-        calls = [
-            {"index": i, "id": c.get("id"), "type": c.get("type", "function"), "function": c.get("function")}
-            for i, c in enumerate(message.get("tool_calls") or ())
-        ]
-        if calls:
-            chunk(index, {"tool_calls": calls})
-        chunk(index, {}, choice.get("finish_reason") or "stop")
+        for field in ("refusal", "content", "function_call"):
+            if message.get(field):
+                chunk(index, {field: message[field]})
+        if message.get("tool_calls"):
+            chunk(index, {"tool_calls": [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]})
+        chunk(index, {}, choice["finish_reason"])
     if include_usage and completion.get("usage"):
         events.append(b"data: " + orjson.dumps({**base, "choices": [], "usage": completion["usage"]}) + b"\n\n")
     events.append(_DONE)
@@ -153,12 +239,11 @@ async def _stream(
     await out.prepare(request)
     try:
         async with kept_alive(out, _answer(request, call, agent, body)) as work:
-            try:
-                completion = work.result()
+            try:  # the replay too: once the stream has started, every failure ends it with an error event
+                out.end(_replay(work.result(), include_usage))
             except SwitchboardError as exc:
                 call.status = wire_error_for(exc).http_status
                 await out.write(b"data: " + orjson.dumps(error_payload(exc)) + b"\n\n")
-                return out
             except Exception:
                 correlation_id = request[REQUEST_ID]
                 log.exception("unexpected error in a guarded agent stream (correlation id %s)", correlation_id)
@@ -167,8 +252,6 @@ async def _stream(
                     "error": {"message": f"internal error (correlation id {correlation_id})", "type": "server_error"}
                 }
                 await out.write(b"data: " + orjson.dumps(failure) + b"\n\n")
-                return out
-            out.end(_replay(completion, include_usage))
     except ConnectionError:
         call.status = CLIENT_CLOSED  # the client went away; nothing left to tell it
     finally:
@@ -181,6 +264,7 @@ async def guarded_chat(
 ) -> web.StreamResponse:
     """`payload` is already shaped by the agent (instructions, sampling defaults)."""
     require_task(agent.base, TaskType.TEXT_GENERATION)
+    _text_only(payload)
     body = {k: v for k, v in payload.items() if k not in ("stream", "stream_options")}
     if stream:
         return await _stream(request, call, agent, body, include_usage)

@@ -7,10 +7,12 @@ reading and invoking an agent are one right (grants on keys, sharing, groups), a
 keys never administer.
 
 Delegation: whoever creates or updates an agent must be able to invoke its base model, its guardrails and its MCP
-servers at that moment; callers of the agent need only the right to invoke the agent itself. The base model and the
-guardrails are stored as the public id named plus the resource it resolved to, so deleting the base model keeps the
-agent, reported as unresolved (like an alias), and a later model claiming the same id is not followed; every resource
-the agent names is pinned (server.domain.resource_pins), so neither is a later one created under the same name.
+servers at that moment, acting in the agent's tenant; callers of the agent need only the right to invoke the agent
+itself. Each time the agent is invoked, what it names must still be usable in its tenant (the platform may have
+withdrawn a model from it since), else it fails closed. The base model and the guardrails are stored as the public id
+named plus the resource it resolved to, so deleting the base model keeps the agent, reported as unresolved (like an
+alias), and a later model claiming the same id is not followed; every resource the agent names is pinned
+(server.domain.resource_pins), so neither is a later one created under the same name.
 
 `invocation` is what a surface needs to call an agent (base target, instructions, sampling, guardrails); it knows
 nothing of HTTP and is shared by /v1/chat/completions and, later, /v1/responses.
@@ -410,10 +412,28 @@ async def _still_names(session: AsyncSession, public_model_id: str, kind: int, n
     return entry is not None and entry.kind == kind and entry.name == name
 
 
+async def _still_usable(session: AsyncSession, row: PresetAgentRow) -> None:
+    """Everything the agent names must still be usable in its tenant (`permissions.withdrawn`: the rule
+    `can_reference` applied when it was saved, less the saver): the platform may have stopped sharing a model, MCP
+    server or RAG with the tenant since, and the agent must not go on reaching it for the tenant's members."""
+    named = {_base_ref(row): f"model '{row.base_public_model_id}'"}
+    named |= {_guardrail_ref(g): f"output guardrail '{g[0]}'" for g in row.output_guardrails or ()}
+    named |= {_mcp_ref(n): f"MCP server '{n}'" for n in row.default_mcp_servers or ()}
+    named |= {ResourceRef(ResourceKind.RAG, r): f"RAG '{r}'" for r in row.default_rags or ()}
+    gone = await permissions.withdrawn(session, named, owner=row.tenant_id)
+    if gone:
+        raise FailedPrecondition(
+            f"The preset agent '{row.public_model_id}' cannot run: the {named[gone[0]]} it uses is no longer "
+            "available in its tenant.",
+            field="model",
+        )
+
+
 async def invocation(session: AsyncSession, name: str) -> Invocation:
     """The agent's call plan. The caller's right to invoke the agent is the surface's check (it caches it); this
-    refuses an agent whose base model or a guardrail no longer exists, or whose guardrail changed task type, as
-    failed_precondition (the agent fails closed rather than answering unguarded)."""
+    refuses an agent whose base model or a guardrail no longer exists, or whose guardrail changed task type, or that
+    names anything no longer usable in its tenant, as failed_precondition (the agent fails closed rather than
+    answering unguarded, or on a model its tenant lost)."""
     row = await session.get(PresetAgentRow, name)
     if row is None:
         raise NotFound(f"preset agent {name!r} not found", field="model")
@@ -435,6 +455,7 @@ async def invocation(session: AsyncSession, name: str) -> Invocation:
                 f"The preset agent '{row.public_model_id}' cannot run: one of its output guardrails no longer exists.",
                 field="model",
             )
+    await _still_usable(session, row)
     return Invocation(
         agent=_ref(row.name),
         public_model_id=row.public_model_id,

@@ -4,7 +4,8 @@
 - `resources` one model for every resource kind: ownership (platform or tenant), creator rights, Sharing, grants
               to subjects (user, group, service account, tenant, API key) with roles, and API-key grants; answers
               can_read / can_admin / can_invoke, can_reference (what a resource may name to use on its own
-              authority: usable in its owner tenant alone) and lists what a principal can read in one query.
+              authority: usable in its owner tenant alone) and withdrawn (what it names and may no longer use),
+              and lists what a principal can read in one query.
 - `credentials` what an API key may call on the management API at all (deny by default), checked once per RPC.
 - `limits`    who sets rate limits and budgets (operators: platform tier; tenant admins: tenant tier; never
               keys) and who reads their use (a key's holder, tenant admins, operators).
@@ -56,6 +57,7 @@ from server.permissions.resources import (
     require_admin,
     require_read,
     set_sharing,
+    withdrawn,
 )
 from server.permissions.tenancy import (
     Capability,
@@ -157,4 +159,5 @@ __all__ = [
     "tenant_role",
     "usage_reach",
     "user_memberships",
+    "withdrawn",
 ]

@@ -67,6 +67,7 @@ __all__ = [
     "require_admin",
     "require_read",
     "set_sharing",
+    "withdrawn",
 ]
 
 
@@ -304,18 +305,59 @@ async def can_invoke(session: AsyncSession, principal: Principal, ref: ResourceR
     return await can_read(session, principal, ref)
 
 
+def _usable_in(owner: str | None) -> ColumnElement[bool]:
+    """What a resource owned by `owner` (a tenant; None: the platform) may use on its own authority, whoever saved it:
+    for the platform, platform resources; for a tenant, its own, and the platform resources it is offered — shared
+    with it (with every tenant, or by name) or granted to it, to one of its groups or to one of its members, which is
+    how a platform resource reaches anyone acting in the tenant (`_user_visible`)."""
+    if owner is None:
+        return ResourceRow.tenant_id.is_(None)
+    perm = ResourcePermissionRow
+    members = select(TenantMemberRow.user_id).where(TenantMemberRow.tenant_id == owner)
+    groups = select(GroupRow.id).where(GroupRow.tenant_id == owner)
+    granted = exists().where(
+        perm.kind == ResourceRow.kind,
+        perm.name == ResourceRow.name,
+        or_(
+            and_(perm.subject_type == int(SubjectType.TENANT), perm.subject_id == owner),
+            and_(perm.subject_type == int(SubjectType.USER), perm.subject_id.in_(members)),
+            and_(perm.subject_type == int(SubjectType.GROUP), perm.subject_id.in_(groups)),
+        ),
+    )
+    return or_(
+        ResourceRow.tenant_id == owner,
+        _shared_with_any((owner,)),
+        and_(ResourceRow.tenant_id.is_(None), granted),
+    )
+
+
 async def can_reference(session: AsyncSession, principal: Principal, ref: ResourceRef, *, owner: str | None) -> bool:
     """Whether a resource owned by `owner` (a tenant; None: the platform) may be saved naming `ref` as something it
     uses on its own authority for every caller it has (a preset agent's base model, guardrails, MCP servers and RAGs;
     a RAG's models). The saver must be able to use `ref` acting in that tenant alone: a session reaching further (a
     user of two tenants, unscoped) would otherwise hand another tenant's resource, and the credentials behind it, to
-    every caller of this one, which no sharing can do. A platform resource may name platform resources only."""
-    if owner is None:
-        condition = and_(ResourceRow.tenant_id.is_(None), _visible(await _reach(session, principal), ref.kind))
-        return await _check(session, ref, condition)
-    if principal.api_key is None and principal.scoped_tenant_id != owner:
+    every caller of this one, which no sharing can do. A platform resource may name platform resources only. The
+    part of the rule that does not depend on the saver (`_usable_in`) is asked again each time the resource is used
+    (`withdrawn`)."""
+    if owner is not None and principal.api_key is None and principal.scoped_tenant_id != owner:
         principal = replace(principal, scoped_tenant_id=owner)
-    return await can_invoke(session, principal, ref)
+    condition = and_(_usable_in(owner), _visible(await _reach(session, principal), ref.kind))
+    return await _check(session, ref, condition)
+
+
+async def withdrawn(session: AsyncSession, refs: Iterable[ResourceRef], *, owner: str | None) -> list[ResourceRef]:
+    """Those of `refs` that exist but that a resource owned by `owner` may no longer use (`can_reference`'s rule,
+    without the saver): a preset agent asks each time it is resolved, so that a platform model the platform stopped
+    sharing with the agent's tenant since the agent was saved is not still reached through it. One query for all;
+    what no longer exists is the caller's to report."""
+    wanted = list(dict.fromkeys(refs))
+    if not wanted:
+        return []
+    named = or_(*(and_(ResourceRow.kind == int(r.kind), ResourceRow.name == r.name) for r in wanted))
+    # Selected as a column rather than filtered by its negation: SQL's NOT of an unknown (NULL) is unknown too.
+    rows = await session.execute(select(ResourceRow.kind, ResourceRow.name, _usable_in(owner)).where(named))
+    gone = {(kind, name) for kind, name, usable in rows if not usable}
+    return [r for r in wanted if (int(r.kind), r.name) in gone]
 
 
 async def can_admin(session: AsyncSession, principal: Principal, ref: ResourceRef) -> bool:
