@@ -313,9 +313,6 @@ def _pdf_with_deep_content() -> bytes:
         ("deep.pdf", _pdf_with_deep_content(), "not a readable PDF"),
         # json.loads raised a plain ValueError (Python's 4,300-digit limit), not JSONDecodeError: a 500
         ("big-number.json", b'{"n": ' + b"9" * 5000 + b"}", "more than 4300 digits"),
-        # accepted by json.loads, then unencodable in the tokenizer: a 500
-        ("surrogate.json", b'{"title": "Lighthouse \\ud800 keepers"}', "lone surrogate"),
-        ("surrogate-key.json", b'{"\\udfff": "keepers"}', "lone surrogate"),
     ],
 )
 def test_files_that_broke_a_parser_are_refused_naming_the_file(name: str, data: bytes, says: str) -> None:
@@ -328,3 +325,57 @@ def test_files_that_broke_a_parser_are_refused_naming_the_file(name: str, data: 
 def test_json_keeps_long_integers_exactly_and_escaped_surrogate_pairs() -> None:
     parsed = parse_file("ok.json", None, b'{"id": 123456789012345678901234567, "e": "\\ud83d\\ude00"}', max_bytes=LIMIT)
     assert parsed.blocks == ["id: 123456789012345678901234567\ne: \U0001f600"]
+
+
+def _pdf_with_glyph_map(bfchars: bytes) -> bytes:
+    """A valid one-page PDF that shows the codes <41 42 43> in Helvetica with a ToUnicode map of `bfchars`
+    (`<code> <UTF-16BE>` pairs), the map a PDF carries to say which text its glyphs are."""
+    cmap = (
+        b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Glyphs def "
+        b"1 begincodespacerange <00> <FF> endcodespacerange\n%d beginbfchar %s endbfchar\n"
+        b"endcmap CMapName currentdict /CMap defineresource pop end end" % (bfchars.count(b"<") // 2, bfchars)
+    )
+    content = b"BT /F1 12 Tf 72 720 Td <414243> Tj ET"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(cmap), cmap),
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("bfchars", "text"),
+    [
+        (b"<41> <0041> <42> <0042> <43> <0043>", "ABC"),
+        (b"<41> <D800>", "\ufffdBC"),  # pypdf gave "\ud800BC": unencodable by the tokenizer and the drivers, a 500
+        (b"<42> <DFFF>", "A\ufffdC"),
+        (b"<41> <D83D> <42> <DE00>", "\U0001f600C"),  # two glyphs mapped to the halves of one character
+    ],
+)
+def test_pdf_glyphs_mapped_to_surrogate_halves_keep_the_rest_of_the_text(bfchars: bytes, text: str) -> None:
+    """A glyph mapped to no character costs that glyph (U+FFFD), not the document."""
+    parsed = parse_file("glyphs.pdf", None, _pdf_with_glyph_map(bfchars), max_bytes=LIMIT)
+    assert parsed.blocks == [text]
+    assert parsed.blocks[0].encode()
+
+
+def test_json_escaped_lone_surrogates_become_replacement_characters() -> None:
+    """The same rule for every parser: a lone surrogate escape, in a value or a key, is U+FFFD; a pair is kept."""
+    body = b'[{"title": "Lighthouse \\ud800 keepers", "\\udfff": "lens"}, {"e": "\\ud83d\\ude00"}]'
+    parsed = parse_file("surrogate.json", None, body, max_bytes=LIMIT)
+    assert parsed.blocks == ["title: Lighthouse \ufffd keepers\n\ufffd: lens", "e: \U0001f600"]

@@ -9,7 +9,9 @@ Every refusal is a 4xx naming the file: an unsupported or mislabelled type and a
 sheet) `InvalidArgument` too, as the spec's Errors table demands ("RAG upload that parses to empty content").
 Compressed formats are bounded by what they unpack to, not by their size: no file may yield more characters of text
 than the upload limit allows bytes (a PDF is stopped at the page that crosses it; pypdf caps each stream it
-inflates), and a DOCX is checked before it is unpacked (server.domain.rag_docx).
+inflates), and a DOCX is checked before it is unpacked (server.domain.rag_docx). Every parser's blocks pass through
+one cleanup (`_tidy`), which also turns what is not Unicode text (a lone UTF-16 surrogate from a PDF's glyph map or a
+JSON escape) into U+FFFD.
 """
 
 from __future__ import annotations
@@ -101,6 +103,12 @@ def _tidy(text: str) -> str:
     # A PDF's text, a UTF-16 file's or a JSON document's strings can hold NUL, which PostgreSQL's text cannot (its
     # driver refused the chunk: a 500); it is nothing a reader or a search needs.
     text = text.replace("\x00", "")
+    if not is_utf8(text):
+        # Halves of UTF-16 surrogate pairs: a PDF's ToUnicode map or a JSON escape ("\ud800") can give them, and no
+        # encoder takes one (the tokenizer, either database's driver: a 500). Two that pair up are the character they
+        # encode; a lone one stands for a glyph or escape that maps to no character, which U+FFFD marks, as lexbor
+        # does for `&#xD800;`, rather than losing the whole file to it.
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
 
@@ -164,7 +172,8 @@ def _parse_html(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     from selectolax.lexbor import LexborHTMLParser
 
     html = _decode(filename, data)
-    if html.count("<") > MAX_HTML_DEPTH and html_depth(html) > MAX_HTML_DEPTH:  # no deeper than its tags
+    # No start tag opens more than four elements (html_depth's bound where it stops following lexbor).
+    if 4 * html.count("<") + 3 > MAX_HTML_DEPTH and html_depth(html, stop_above=MAX_HTML_DEPTH) > MAX_HTML_DEPTH:
         raise InvalidArgument(f"{filename}: the HTML nests elements deeper than {MAX_HTML_DEPTH} levels", field="file")
     tree = LexborHTMLParser(html)
     tree.strip_tags(_HTML_NOISE)
@@ -217,14 +226,8 @@ def _parse_json(filename: str, data: bytes, max_chars: int) -> ParsedFile:
             f"{filename}: the JSON holds an integer of more than {sys.get_int_max_str_digits()} digits", field="file"
         ) from None
     if isinstance(value, list):
-        parsed = ParsedFile(kind="json", blocks=["\n".join(_json_lines(item, "")) for item in value], records=True)
-    else:
-        parsed = ParsedFile(kind="json", blocks=["\n".join(_json_lines(value, ""))])
-    if not all(is_utf8(block) for block in parsed.blocks):
-        raise InvalidArgument(
-            f"{filename}: the JSON escapes a lone surrogate (such as \\ud800), which is not text", field="file"
-        )
-    return parsed
+        return ParsedFile(kind="json", blocks=["\n".join(_json_lines(item, "")) for item in value], records=True)
+    return ParsedFile(kind="json", blocks=["\n".join(_json_lines(value, ""))])
 
 
 def _json_lines(value: Any, path: str) -> Iterator[str]:
