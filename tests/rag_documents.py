@@ -32,6 +32,11 @@ def pdf(*pages: str, deflate: bool = False) -> bytes:
         b" ".join(b"%d 0 R" % k for k in kids),
         len(kids),
     )
+    return pdf_file(objects)
+
+
+def pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF of these objects (numbered from 1, the first the catalog), with its cross-reference table."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []
@@ -40,8 +45,7 @@ def pdf(*pages: str, deflate: bool = False) -> bytes:
         out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
     xref = out.tell()
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    for offset in offsets:
-        out.write(b"%010d 00000 n \n" % offset)
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
     out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
     return out.getvalue()
 

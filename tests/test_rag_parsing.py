@@ -12,7 +12,7 @@ import pytest
 
 from server.domain.rag_parsing import parse_file
 from server.errors import InvalidArgument, PayloadTooLarge
-from tests.rag_documents import document_xml, docx, docx_with, pdf
+from tests.rag_documents import document_xml, docx, docx_with, pdf, pdf_file
 
 LIMIT = 1 << 20
 
@@ -345,17 +345,7 @@ def _pdf_with_glyph_map(bfchars: bytes) -> bytes:
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
         b"<< /Length %d >>\nstream\n%s\nendstream" % (len(cmap), cmap),
     ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
-    return out.getvalue()
+    return pdf_file(objects)
 
 
 @pytest.mark.parametrize(
