@@ -2,7 +2,7 @@
 
 - an upstream answering a non-streamed chat with HTTP 200 and `{"error": ...}` (or anything without a `choices`
   array of objects) was relayed as it was, the upstream's own error text and secrets included: it is the backend's
-  failure, a friendly 502 (`gateway.surfaces.agent_chat.completion_choices`, shared with the guarded path);
+  failure, a friendly 502 (`gateway.surfaces._upstream.completion_choices`, shared with the guarded path);
 - a message that is not an object, has no known role, or whose content is neither text nor an array of parts went
   to the model, whose refusal came back as a retryable 502 naming nothing (`[42]`) or was sent on as it was: it is a
   400 `invalid_request_error` naming `messages[i]`, `messages[i].role` or `messages[i].content`, before any model is

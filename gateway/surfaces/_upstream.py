@@ -14,7 +14,7 @@ from gateway.providers import Surface, invalid_answer, open_upstream, read_answe
 from server.errors import InvalidArgument
 from server.upstream_http import UpstreamResponse
 
-__all__ = ["as_requested", "post_json", "read_upstream_json", "require_task"]
+__all__ = ["as_requested", "completion_choices", "post_json", "read_upstream_json", "require_task"]
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -63,3 +63,16 @@ def as_requested(raw: bytes, parsed: dict[str, Any], model: str, *, always: bool
         if raw.count(b'"model"') == 1 and raw.count(found) == 1:
             return raw.replace(found, b'"model":' + orjson.dumps(model))
     return orjson.dumps(parsed)
+
+
+def completion_choices(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """The choices of a non-streamed chat answer: a non-empty array of objects. Anything else — an `error` body some
+    servers and proxies send with HTTP 200, an answer without choices — is the backend's failure (`invalid_answer()`,
+    a friendly 502), never relayed: the client could not use it, and an upstream's own error text is not for it."""
+    choices = completion.get("choices")
+    if completion.get("error") or not isinstance(choices, list) or not choices:
+        raise invalid_answer()
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise invalid_answer()
+    return choices

@@ -43,10 +43,10 @@ from gateway.middleware import error_payload
 from gateway.providers import Surface, invalid_answer
 from gateway.responses.translate import call_id, function_name
 from gateway.security_events import guardrail_refused
-from gateway.surfaces._upstream import post_json, read_upstream_json, require_task
+from gateway.surfaces._upstream import completion_choices, post_json, read_upstream_json, require_task
 from server.errors import InvalidArgument, SwitchboardError, wire_error_for
 
-__all__ = ["completion_choices", "guarded_chat", "kept_alive"]
+__all__ = ["guarded_chat", "kept_alive"]
 
 log = logging.getLogger("switchboard.gateway.agents")
 
@@ -79,19 +79,6 @@ async def kept_alive(out: web.StreamResponse, answer: Awaitable[T]) -> AsyncIter
             work.cancel()
             with contextlib.suppress(BaseException):
                 await work
-
-
-def completion_choices(completion: dict[str, Any]) -> list[dict[str, Any]]:
-    """The choices of a non-streamed chat answer: a non-empty array of objects. Anything else — an `error` body some
-    servers and proxies send with HTTP 200, an answer without choices — is the backend's failure (`invalid_answer()`,
-    a friendly 502), never relayed: the client could not use it, and an upstream's own error text is not for it."""
-    choices = completion.get("choices")
-    if completion.get("error") or not isinstance(choices, list) or not choices:
-        raise invalid_answer()
-    for choice in choices:
-        if not isinstance(choice, dict):
-            raise invalid_answer()
-    return choices
 
 
 def _text_only(payload: dict[str, Any]) -> None:

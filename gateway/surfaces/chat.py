@@ -26,8 +26,8 @@ from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
 from gateway.sampling import CHAT_FIELDS, check_fields
 from gateway.streaming import relay_sse
-from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
-from gateway.surfaces.agent_chat import completion_choices, guarded_chat
+from gateway.surfaces._upstream import as_requested, completion_choices, post_json, read_upstream_json, require_task
+from gateway.surfaces.agent_chat import guarded_chat
 from server.errors import InvalidArgument
 from server.metering import CallKind
 
