@@ -20,7 +20,7 @@ What the header parser lets through is checked where a part is read:
   writes), so a name or filename with a control character (tab aside, as aiohttp's writer) is refused here. So is
   one that is not UTF-8: aiohttp keeps a header's undecodable bytes as lone surrogates, which no encoder accepts
   (rebuilding the transcription form raised UnicodeEncodeError, a 500).
-- `part_text` / `decoded_text`: a text field's value. aiohttp's `BodyPartReader.text()` raises LookupError for an
+- `decoded_text`: a text field's value. aiohttp's `BodyPartReader.text()` raises LookupError for an
   unknown charset and RuntimeError for an unknown Content-Transfer-Encoding (both 500s); its UnicodeDecodeError, a
   ValueError, was answered as a body not delimited by its boundary. Each is now a 400 on the field, saying which.
 """
@@ -40,7 +40,7 @@ from gateway.middleware import undecodable_body
 from server.domain.validation import HEADER_VALUE_FORBIDDEN, is_utf8
 from server.errors import InvalidArgument
 
-__all__ = ["MAX_HEADER_LINE", "decoded_text", "form_errors", "form_parts", "part_names", "part_text"]
+__all__ = ["MAX_HEADER_LINE", "decoded_text", "form_errors", "form_parts", "part_names"]
 
 MAX_HEADER_LINE = 8190  # aiohttp's max_field_size for part headers
 
@@ -119,13 +119,10 @@ def part_names(part: BodyPartReader, field: str = "file") -> tuple[str | None, s
     return name, filename
 
 
-async def part_text(part: BodyPartReader, field: str) -> str:
-    """A text part's value, decoded by its Content-Transfer-Encoding and charset (UTF-8 unless it says otherwise)."""
-    return decoded_text(part, await part.read(), field)
-
-
 def decoded_text(part: BodyPartReader, data: bytes, field: str) -> str:
-    """The text of a part whose raw bytes (`read_chunk`, by a reader that bounds them) are `data`, as `part_text`."""
+    """The text of a part whose raw bytes are `data` (read with `read_chunk` by a caller that bounds them: a whole
+    part is never read unbounded), decoded by its Content-Transfer-Encoding and charset (UTF-8 unless it says
+    otherwise)."""
     try:
         data = bytes(part.decode(data))
     except RuntimeError:  # aiohttp's "unknown content transfer encoding"
