@@ -112,6 +112,7 @@ def gateway_env(database: Database, var_dir: Path, fakes: Fakes) -> dict[str, st
         "SWITCHBOARD_MCP_TOOL_CALL_TIMEOUT_SECONDS": "3",
         "SWITCHBOARD_RESPONSES_HEARTBEAT_SECONDS": "0.5",
         "SWITCHBOARD_MCP_MAX_TOOL_RESULT_BYTES": "65536",
+        "SWITCHBOARD_RAG_PARSE_CPU_SECONDS": "2",  # what a hostile upload burns before it is refused
     }
 
 

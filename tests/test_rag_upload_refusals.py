@@ -2,9 +2,9 @@
 malformed multipart (a NUL in a filename, a header line without a colon, a line over 64 KiB, a control character
 in an RFC 5987 name or filename, a name or filename that is not UTF-8, a Content-Disposition that does not parse, a
 text field in an unknown charset or transfer encoding, more parts than the form takes, a nested multipart part) on
-the RAG /files upload and on /v1/audio/transcriptions, and DOCX zip bombs, DTDs, deep nesting,
-malformed XML and packages python-docx cannot follow. What a file is charged is the text it stores, not the size of
-its upload. The client's header text never reaches the gateway's log."""
+the RAG /files upload and on /v1/audio/transcriptions, DOCX zip bombs, DTDs, deep nesting, malformed XML and
+packages python-docx cannot follow, and HTML whose parse would take minutes. What a file is charged is the text it
+stores, not the size of its upload. The client's header text never reaches the gateway's log."""
 
 from __future__ import annotations
 
@@ -354,6 +354,23 @@ async def test_hostile_docx_is_refused_naming_the_problem(
     assert answer.body["error"]["message"].startswith("evil.docx: ")
     assert says in answer.body["error"]["message"] and answer.body["error"]["param"] == "file"
     await _nothing_stored(rw, server, rag)
+
+
+async def test_html_its_parser_would_take_minutes_on_is_400_and_the_next_upload_parses(
+    rw: RagWorld, server: Server
+) -> None:
+    """100,000 nested divs (500 KB): lexbor's tree builder is quadratic in depth (20 s of CPU; in a thread it would
+    hold the gateway's GIL throughout). The parse sandbox stops it at the test gateway's 2 s, plus 2 s per MiB."""
+    rag = await rw.rag()
+    deep = ("<div>" * 100_000 + "x").encode()
+    form = multipart([("deep.html", deep, "text/html")])
+    answer = await call("POST", url(rw, rag, "/files"), rw.keys["editor"], data=form)
+    assert answer.status == 400, answer
+    assert answer.body["error"]["message"].startswith("deep.html: parsing the file takes more than the 3 s of CPU")
+    assert answer.body["error"]["param"] == "file"
+    await _nothing_stored(rw, server, rag)
+    form = multipart([("ok.html", b"<div>" * 1_000 + b"kept", "text/html")])
+    assert (await call("POST", url(rw, rag, "/files"), rw.keys["editor"], data=form)).status == 201
 
 
 async def test_the_quota_charges_the_stored_text_not_the_upload(rw: RagWorld, server: Server) -> None:

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Sequence
 from typing import Any, TypeVar
@@ -36,9 +37,10 @@ from server.domain import rag_files, rags
 from server.domain.rag_chunking import e5_token_counter
 from server.domain.rag_filters import MetadataCondition
 from server.domain.rag_ready_files import ReadyFiles
-from server.errors import NotFound, SwitchboardError
+from server.errors import InvalidArgument, NotFound, PayloadTooLarge, SwitchboardError
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
+from server.sandbox import OverBudget, Sandbox, WorkerDied
 from server.store.rag_index import (
     Candidate,
     ChunkHit,
@@ -64,6 +66,8 @@ class _Tasks:
 TASKS = web.AppKey("rag_tasks", _Tasks)
 WRITES = web.AppKey("rag_writes", CombinedWrites)  # every upload's registration and chunks (gateway.rag.writes)
 READY_FILES = web.AppKey("rag_ready_files", ReadyFiles)  # what filtered searches match (server.domain.rag_ready_files)
+PARSERS = web.AppKey("rag_parsers", Sandbox)  # uploads are parsed and chunked in its worker processes
+_CPU_SECONDS_PER_MIB = 2
 _INTERRUPTED = "processing was interrupted by a gateway shutdown; upload the file again"
 
 
@@ -73,11 +77,19 @@ async def background_tasks(app: web.Application) -> AsyncIterator[None]:
     app[BATCHERS] = new_batchers()
     app[WRITES] = CombinedWrites(app[DB])
     app[READY_FILES] = ReadyFiles()
+    settings = app[SETTINGS]
+    app[PARSERS] = Sandbox(
+        workers=settings.rag_parse_workers,
+        memory_bytes=settings.rag_parse_memory_bytes,
+        preload=["server.domain.rag_files", "pypdf", "selectolax.lexbor", "docx"],
+        warm=e5_token_counter,
+    )
     yield
     tasks = list(app[TASKS].running)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    await app[PARSERS].close()
 
 
 async def index_of(app: web.Application) -> ChunkIndex:
@@ -98,10 +110,7 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
     background."""
     app = request.app
     settings = app[SETTINGS]
-    loop = asyncio.get_running_loop()
-    counter = await loop.run_in_executor(None, e5_token_counter)
-    prepare = functools.partial(rag_files.prepare, rag=rag, max_bytes=settings.rag_max_file_bytes, count_tokens=counter)
-    prepared = [await loop.run_in_executor(None, prepare, upload) for upload in uploads]
+    prepared = [await _prepare(app, rag, upload) for upload in uploads]
     index = await index_of(app)
     files = await app[WRITES].run(lambda session: rag_files.register_all(session, index, rag.id, prepared))
     pending = [(file.id, ready) for file, ready in zip(files, prepared, strict=True)]
@@ -122,6 +131,34 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
         app[TASKS].running.add(task)
         task.add_done_callback(app[TASKS].running.discard)
     return files
+
+
+async def _prepare(app: web.Application, rag: rags.Rag, upload: rag_files.Upload) -> rag_files.PreparedFile:
+    """Parse and chunk in the sandbox, with CPU time for a slow parse of a file this size (pypdf reads ~2 M
+    characters a second, chunking ~1 MiB of text) on top of the base allowance."""
+    settings = app[SETTINGS]
+    cpu_seconds = settings.rag_parse_cpu_seconds + math.ceil(_CPU_SECONDS_PER_MIB * len(upload.data) / 2**20)
+    try:
+        return await app[PARSERS].run(
+            rag_files.parse_and_chunk,
+            upload,
+            size_tokens=rag.chunk_size_tokens,
+            overlap_tokens=rag.chunk_overlap_tokens,
+            max_bytes=settings.rag_max_file_bytes,
+            cpu_seconds=cpu_seconds,
+        )
+    except OverBudget:
+        raise InvalidArgument(
+            f"{upload.filename}: parsing the file takes more than the {cpu_seconds} s of CPU time a file of its "
+            "size is given",
+            field="file",
+        ) from None
+    except WorkerDied:
+        raise InvalidArgument(f"{upload.filename}: the file's parser failed on it", field="file") from None
+    except MemoryError:
+        raise PayloadTooLarge(
+            f"{upload.filename}: parsing the file needs more memory than the gateway gives a parser", field="file"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,7 +32,7 @@ import base64
 import binascii
 import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -41,7 +41,7 @@ from sqlalchemy import Row, Select, Text, bindparam, cast, delete, func, or_, se
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain import rag_storage, rags
-from server.domain.rag_chunking import Chunk, TokenCounter, chunk_parsed
+from server.domain.rag_chunking import Chunk, chunk_parsed, e5_token_counter
 from server.domain.rag_filters import MetadataCondition, matcher, texts_needed
 from server.domain.rag_parsing import ParsedFile, parse_file
 from server.domain.validation import is_utf8
@@ -66,7 +66,7 @@ __all__ = [
     "list_files",
     "matching_file_ids",
     "metadata_texts",
-    "prepare",
+    "parse_and_chunk",
     "register",
     "register_all",
     "update_metadata",
@@ -196,8 +196,9 @@ def _validate_content_type(upload: Upload) -> None:
         raise InvalidArgument(f"{upload.filename}: its content type is not UTF-8 text", field="file")
 
 
-def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: TokenCounter) -> PreparedFile:
-    """Parse and chunk; every refusal names the file. Pure CPU work: callers run it off the event loop."""
+def parse_and_chunk(upload: Upload, *, size_tokens: int, overlap_tokens: int, max_bytes: int) -> PreparedFile:
+    """Parse and chunk; every refusal names the file. CPU work on untrusted input whose cost can grow faster than its
+    size: the gateway runs it in its sandbox (server.sandbox), which calls it in a worker process."""
     validate_filename(upload.filename)
     _validate_content_type(upload)
     if upload.pre_extracted:
@@ -206,14 +207,12 @@ def prepare(upload: Upload, rag: rags.Rag, *, max_bytes: int, count_tokens: Toke
     else:
         parsed = parse_file(upload.filename, upload.content_type, upload.data, max_bytes=max_bytes)
     chunks = chunk_parsed(
-        parsed,
-        size_tokens=rag.chunk_size_tokens,
-        overlap_tokens=rag.chunk_overlap_tokens,
-        count_tokens=count_tokens,
+        parsed, size_tokens=size_tokens, overlap_tokens=overlap_tokens, count_tokens=e5_token_counter()
     )
     if not chunks:
         raise InvalidArgument(f"{upload.filename}: the file parses to empty content", field="file")
-    return PreparedFile(upload=upload, kind=parsed.kind, chunks=chunks)
+    # The upload's bytes stay out of the answer: the caller has them, and a worker would copy them back.
+    return PreparedFile(upload=replace(upload, data=b""), kind=parsed.kind, chunks=chunks)
 
 
 async def register_all(

@@ -1,0 +1,191 @@
+"""Work on untrusted input (a RAG upload's parsing and chunking) in worker processes, each task within a CPU budget.
+
+Why processes: the parsers' cost on crafted input is not linear in its size (lexbor's HTML tree builder is
+quadratic in nesting, 21 s for 100,000 nested divs; pypdf has looped on crafted streams), and in a thread of the
+gateway they hold the GIL, so one upload would stall every request its process serves. In a worker, a task over its
+CPU budget is killed by the kernel (RLIMIT_CPU's SIGXCPU); one past its wall-clock deadline, or whose caller gave up
+(a client gone), is killed here. The worker is replaced and no other task notices. A worker's data segment is
+capped (RLIMIT_DATA: what a tree or a decoded text may take), and it dumps no core.
+
+The event loop talks to each worker over a socket pair, in asyncio, with no thread between them: pebble's pool
+(tried first) hands each task through three threads of its own that need the GIL, and while the loop was busy a
+trivial task took 117 ms instead of 0.2. Workers are forked from a forkserver that has imported the tasks' modules
+already, started (off the loop) with the first worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import multiprocessing
+import pickle
+import resource
+import signal
+import socket
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from typing import Any, TypeVar, cast
+
+__all__ = ["OverBudget", "Sandbox", "WorkerDied"]
+
+T = TypeVar("T")
+# The wall-clock deadline is a backstop for a task that stops using CPU without ending: a loaded machine stretches
+# a CPU-bound task's wall time, never its CPU time, so it is generous.
+_WALL_PER_CPU_SECOND = 10
+_RECYCLE_AFTER_TASKS = 500  # a fresh worker now and then: what fragmentation a large parse left is given back
+_LENGTH = struct.Struct("!Q")
+
+
+class OverBudget(Exception):
+    """The task used more CPU time (or wall time) than it was given."""
+
+    def __init__(self, cpu_seconds: int) -> None:
+        super().__init__(f"over its budget of {cpu_seconds} s of CPU")
+        self.cpu_seconds = cpu_seconds
+
+
+class WorkerDied(Exception):
+    """The worker ended abnormally (a crash in native code, the memory cap reached in it, a kill from outside)."""
+
+
+@dataclass(eq=False)  # each worker is itself: kept in a set
+class _Worker:
+    process: BaseProcess
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    tasks: int = 0
+
+    async def call(self, request: bytes) -> bytes:
+        self.writer.write(_LENGTH.pack(len(request)) + request)
+        await self.writer.drain()
+        (size,) = _LENGTH.unpack(await self.reader.readexactly(_LENGTH.size))
+        return await self.reader.readexactly(size)
+
+    def stop(self) -> None:
+        self.writer.close()
+        self.process.kill()  # idle or not: nothing of it is kept
+
+
+class Sandbox:
+    def __init__(self, *, workers: int, memory_bytes: int, preload: Sequence[str], warm: Callable[[], Any]) -> None:
+        """`preload`: modules the forkserver imports once; `warm`: a module-level function each new worker runs
+        (loading what its tasks share, such as a tokenizer)."""
+        self._context = multiprocessing.get_context("forkserver")
+        self._context.set_forkserver_preload(list(preload))
+        self._slots = asyncio.Semaphore(workers)
+        self._memory_bytes = memory_bytes
+        self._warm = warm
+        self._idle: list[_Worker] = []
+        self._workers: set[_Worker] = set()
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, cpu_seconds: int, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` (module-level, its arguments and result picklable) in a worker; its exceptions
+        are raised here. Cancelling the caller kills the worker."""
+        request = pickle.dumps((cpu_seconds, fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        async with self._slots:
+            worker = await self._worker()
+            try:
+                async with asyncio.timeout(cpu_seconds * _WALL_PER_CPU_SECOND):
+                    answer = await worker.call(request)
+            except TimeoutError:
+                self._retire(worker)
+                raise OverBudget(cpu_seconds) from None
+            except (asyncio.IncompleteReadError, ConnectionError):
+                self._retire(worker)
+                exitcode = await asyncio.to_thread(_exit_code, worker.process)
+                if exitcode == -signal.SIGXCPU:
+                    raise OverBudget(cpu_seconds) from None
+                raise WorkerDied(f"the worker ended with {exitcode}") from None
+            except BaseException:  # the caller cancelled: the task may still be running
+                self._retire(worker)
+                raise
+            worker.tasks += 1
+            if worker.tasks < _RECYCLE_AFTER_TASKS:
+                self._idle.append(worker)
+            else:
+                self._retire(worker)
+        ok, value = pickle.loads(answer)  # noqa: S301 - from our own worker, over a socket pair only we hold
+        if ok:
+            return cast(T, value)
+        raise value
+
+    async def close(self) -> None:
+        """Stop the workers (a task still running is killed) and wait for them."""
+        workers = list(self._workers)
+        for worker in workers:
+            self._retire(worker)
+        await asyncio.to_thread(_join_all, workers)
+
+    async def _worker(self) -> _Worker:
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.process.is_alive():
+                return worker
+            self._retire(worker)  # killed while idle (by the OOM killer, say): no task of ours was in it
+        ours, theirs = socket.socketpair()
+        process = self._context.Process(target=_serve, args=(theirs, self._memory_bytes, self._warm), daemon=True)
+        try:
+            await asyncio.to_thread(process.start)  # the first start launches the forkserver: seconds of imports
+        finally:
+            theirs.close()
+        reader, writer = await asyncio.open_unix_connection(sock=ours, limit=2**16)
+        worker = _Worker(process, reader, writer)
+        self._workers.add(worker)
+        return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        worker.stop()
+        self._workers.discard(worker)
+
+
+def _join_all(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.process.join()
+
+
+def _exit_code(process: BaseProcess) -> int | None:
+    process.join(timeout=5)
+    return process.exitcode
+
+
+def _serve(connection: socket.socket, memory_bytes: int, warm: Callable[[], Any]) -> None:
+    """A worker's life: set its limits, warm up, then answer requests until its input ends (its gateway closed it,
+    or ended)."""
+    # A terminal's Ctrl-C reaches the whole process group: the gateway stops its workers itself, in its own time.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _lower_soft_limit(resource.RLIMIT_DATA, memory_bytes)
+    warm()
+    stream = connection.makefile("rwb")
+    while header := stream.read(_LENGTH.size):
+        (size,) = _LENGTH.unpack(header)
+        cpu_seconds, fn, args, kwargs = pickle.loads(stream.read(size))  # noqa: S301 - from the gateway only
+        answer = _answer(cpu_seconds, fn, args, kwargs)
+        stream.write(_LENGTH.pack(len(answer)) + answer)
+        stream.flush()
+
+
+def _answer(cpu_seconds: int, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
+    """(True, the result) or (False, the exception), pickled. RLIMIT_CPU counts the process's whole life, so the
+    task's budget is set on top of what the worker used before it, and lifted after."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    hard = _lower_soft_limit(resource.RLIMIT_CPU, math.ceil(usage.ru_utime + usage.ru_stime) + cpu_seconds)
+    try:
+        outcome: tuple[bool, Any] = (True, fn(*args, **kwargs))
+    except Exception as error:  # the caller's to handle, as if it had run the task itself
+        outcome = (False, error)
+    finally:
+        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+    with contextlib.suppress(Exception):
+        return pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps((False, RuntimeError(f"{fn.__name__} returned or raised what cannot be pickled")))
+
+
+def _lower_soft_limit(which: int, soft: int) -> int:
+    """Set the soft limit (never above the hard one, which an unprivileged process cannot raise); the hard one."""
+    _, hard = resource.getrlimit(which)
+    resource.setrlimit(which, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    return hard

@@ -1,0 +1,45 @@
+"""Tasks for tests/test_sandbox.py: module-level, so that a worker process can import them by name."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+from pathlib import Path
+
+from server.errors import InvalidArgument
+
+
+def pid() -> int:
+    return os.getpid()
+
+
+def refuse(field: str) -> None:
+    raise InvalidArgument("refused in the worker", field=field)
+
+
+def burn(cpu_seconds: float) -> int:
+    """Spin until this process has used `cpu_seconds` more CPU time; the worker's pid."""
+    start = _cpu()
+    while _cpu() - start < cpu_seconds:
+        pass
+    return os.getpid()
+
+
+def announce_then_spin(path: str) -> None:
+    Path(path).write_text(str(os.getpid()))
+    while True:
+        pass
+
+
+def crash() -> None:
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def allocate(nbytes: int) -> int:
+    return len(bytearray(nbytes))
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime

@@ -1,0 +1,96 @@
+"""server.sandbox: tasks run in worker processes, over their CPU budget they are killed, a crash or a cancelled
+caller costs only the worker, and the pool goes on with a fresh one."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from server.errors import InvalidArgument
+from server.sandbox import OverBudget, Sandbox, WorkerDied
+from tests import sandbox_tasks
+from tests.serving import until
+
+MEMORY = 1024**3
+
+
+@pytest.fixture
+async def sandbox() -> AsyncIterator[Sandbox]:
+    made = Sandbox(workers=1, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.pid)
+    yield made
+    await made.close()
+
+
+async def test_a_task_runs_in_another_process_and_its_refusal_comes_back_whole(sandbox: Sandbox) -> None:
+    assert await sandbox.run(sandbox_tasks.pid, cpu_seconds=5) != os.getpid()
+    with pytest.raises(InvalidArgument, match="refused in the worker") as refused:
+        await sandbox.run(sandbox_tasks.refuse, "file", cpu_seconds=5)
+    assert refused.value.field == "file"
+
+
+async def test_a_task_over_its_cpu_budget_is_killed_and_the_worker_replaced(sandbox: Sandbox) -> None:
+    before = await sandbox.run(sandbox_tasks.pid, cpu_seconds=5)
+    with pytest.raises(OverBudget) as over:
+        await sandbox.run(sandbox_tasks.burn, 600, cpu_seconds=1)
+    assert over.value.cpu_seconds == 1
+    assert await sandbox.run(sandbox_tasks.pid, cpu_seconds=5) != before
+
+
+async def test_each_task_has_its_own_budget_whatever_the_worker_used_before(sandbox: Sandbox) -> None:
+    worker = await sandbox.run(sandbox_tasks.burn, 1.5, cpu_seconds=3)
+    assert await sandbox.run(sandbox_tasks.burn, 0.3, cpu_seconds=1) == worker
+
+
+async def test_a_crash_in_the_worker_is_reported_and_the_pool_goes_on(sandbox: Sandbox) -> None:
+    with pytest.raises(WorkerDied):
+        await sandbox.run(sandbox_tasks.crash, cpu_seconds=5)
+    assert await sandbox.run(sandbox_tasks.allocate, 1000, cpu_seconds=5) == 1000
+
+
+async def test_a_worker_cannot_take_more_memory_than_its_cap(sandbox: Sandbox) -> None:
+    with pytest.raises(MemoryError):
+        await sandbox.run(sandbox_tasks.allocate, 2 * MEMORY, cpu_seconds=5)
+    assert await sandbox.run(sandbox_tasks.allocate, MEMORY // 4, cpu_seconds=5) == MEMORY // 4
+
+
+async def test_a_cancelled_caller_stops_its_worker(sandbox: Sandbox, tmp_path: Path) -> None:
+    announced = tmp_path / "pid"
+    task = asyncio.create_task(sandbox.run(sandbox_tasks.announce_then_spin, str(announced), cpu_seconds=600))
+    await until(lambda: announced.exists() and announced.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    spinning = int(announced.read_text())
+    await until(lambda: not _alive(spinning))  # killed; reaped when the pool next starts a worker
+    assert await sandbox.run(sandbox_tasks.pid, cpu_seconds=5) != spinning
+
+
+async def test_a_worker_killed_while_idle_is_replaced_before_the_next_task(sandbox: Sandbox) -> None:
+    idle = await sandbox.run(sandbox_tasks.pid, cpu_seconds=5)
+    os.kill(idle, signal.SIGKILL)
+    await until(lambda: not _alive(idle))
+    assert await sandbox.run(sandbox_tasks.pid, cpu_seconds=5) != idle
+
+
+async def test_the_pool_runs_at_most_its_workers_and_answers_each_caller(tmp_path: Path) -> None:
+    made = Sandbox(workers=2, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.pid)
+    try:
+        sizes = await asyncio.gather(*(made.run(sandbox_tasks.allocate, n, cpu_seconds=5) for n in range(1, 21)))
+        assert sizes == list(range(1, 21))
+        assert len({await made.run(sandbox_tasks.pid, cpu_seconds=5) for _ in range(10)}) <= 2
+    finally:
+        await made.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}/stat").exists() else ""
+    return bool(stat) and stat.split(") ", 1)[1][0] != "Z"  # a zombie not yet reaped has stopped already
