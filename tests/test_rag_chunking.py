@@ -50,3 +50,19 @@ def test_records_stay_one_chunk_each_and_are_split_only_when_one_alone_is_too_lo
     assert [c.text for c in chunks[:2]] == ["city: Berlin\ncountry: Germany", "city: Lyon"]
     assert len(chunks) > 3
     assert all(c.token_count <= 32 for c in chunks)
+
+
+def test_a_long_file_chunks_as_exact_counting_would_and_leaves_no_counts_behind() -> None:
+    """Deciding from a prefix that a long text is over the size gives the chunks exact counting gives (on a text of
+    long words too, where a token holds more characters), and the file's counts are not kept after it: semchunk's
+    own memoization held every text ever counted, for the life of the process."""
+    import semchunk.semchunk as semchunk_module
+
+    count = e5_token_counter()
+    words = " ".join(f"Wärmepumpenwirkungsgrad{i % 7}berechnung" for i in range(3_000))
+    for text in (PROSE * 40, words):
+        chunks = chunk_parsed(ParsedFile("text", [text]), size_tokens=128, overlap_tokens=16, count_tokens=count)
+        exact = semchunk_module.chunkerify(count, 128, memoize=False)(text, overlap=16)
+        assert [c.text for c in chunks] == [piece.strip() for piece in exact if piece.strip()]
+        assert all(c.token_count == count(c.text) <= 128 for c in chunks)
+    assert count not in semchunk_module._memoized_token_counters

@@ -135,7 +135,7 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
 
 async def _prepare(app: web.Application, rag: rags.Rag, upload: rag_files.Upload) -> rag_files.PreparedFile:
     """Parse and chunk in the sandbox, with CPU time for a slow parse of a file this size (pypdf reads ~2 M
-    characters a second, chunking ~1 MiB of text) on top of the base allowance."""
+    characters a second, chunking 8-12 MiB of text) on top of the base allowance."""
     settings = app[SETTINGS]
     cpu_seconds = settings.rag_parse_cpu_seconds + math.ceil(_CPU_SECONDS_PER_MIB * len(upload.data) / 2**20)
     try:
