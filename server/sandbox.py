@@ -37,6 +37,7 @@ T = TypeVar("T")
 _WALL_PER_CPU_SECOND = 10
 _RECYCLE_AFTER_TASKS = 500  # a fresh worker now and then: what fragmentation a large parse left is given back
 _LENGTH = struct.Struct("!Q")
+_READY = b"R"  # what a worker sends once warm: a worker that cannot start is told apart from a task that failed
 
 
 class OverBudget(Exception):
@@ -134,6 +135,16 @@ class Sandbox:
         reader, writer = await asyncio.open_unix_connection(sock=ours, limit=2**16)
         worker = _Worker(process, reader, writer)
         self._workers.add(worker)
+        try:
+            await reader.readexactly(len(_READY))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            # Not the task's fault (a memory cap too small for the worker's own start, say): an internal error,
+            # with the reason in the worker's stderr.
+            self._retire(worker)
+            raise RuntimeError("a sandbox worker ended while starting") from None
+        except BaseException:
+            self._retire(worker)
+            raise
         return worker
 
     def _retire(self, worker: _Worker) -> None:
@@ -160,6 +171,8 @@ def _serve(connection: socket.socket, memory_bytes: int, warm: Callable[[], Any]
     _lower_soft_limit(resource.RLIMIT_DATA, memory_bytes)
     warm()
     stream = connection.makefile("rwb")
+    stream.write(_READY)
+    stream.flush()
     while header := stream.read(_LENGTH.size):
         (size,) = _LENGTH.unpack(header)
         cpu_seconds, fn, args, kwargs = pickle.loads(stream.read(size))  # noqa: S301 - from the gateway only

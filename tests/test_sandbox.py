@@ -87,6 +87,15 @@ async def test_the_pool_runs_at_most_its_workers_and_answers_each_caller(tmp_pat
         await made.close()
 
 
+async def test_a_worker_that_cannot_start_is_an_internal_error_not_the_task_s() -> None:
+    made = Sandbox(workers=1, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.crash)
+    try:
+        with pytest.raises(RuntimeError, match="ended while starting"):
+            await made.run(sandbox_tasks.pid, cpu_seconds=5)
+    finally:
+        await made.close()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
