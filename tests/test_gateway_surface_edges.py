@@ -3,7 +3,7 @@
 A scripted upstream of this module's own (real aiohttp on loopback, in a thread, like tests/fakes) answers each
 served model id its own way. What each test guards:
 - an embeddings answer the gateway cannot re-encode as base64 (a `data` item that is not an object, a vector holding
-  a non-number) is the backend's failure, a 502, not a 500 with a traceback;
+  a non-number or a number past float32's range) is the backend's failure, a 502, not a 500 with a traceback;
 - every shape OpenAI takes for `input` (a string, strings, token ids, token-id arrays) still reaches the upstream
   as sent, now that other shapes are refused;
 - a streamed transcription (`stream=true`: server-sent events ending with `transcript.text.done`, no [DONE]) reaches
@@ -41,6 +41,8 @@ UNREADABLE = {
     "emb-item-null": {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5]}, None]},
     "emb-not-numbers": {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": ["a", None]}]},
     "emb-nested": {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [[0.5], [0.25]]}]},
+    # float32 holds up to ~3.4e38: packed, this one was an infinity the client decoded as part of its vector
+    "emb-past-float32": {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -1e39]}]},
 }
 STREAM_USAGE = {"type": "tokens", "input_tokens": 14, "output_tokens": 45, "total_tokens": 59}
 # The streamed transcription's last event waits for this: a test that must see the first event before the last

@@ -11,6 +11,7 @@ and the upstream answered with float lists, the gateway encodes them (little-end
 from __future__ import annotations
 
 import base64
+import math
 import sys
 from array import array
 from typing import Any
@@ -105,6 +106,8 @@ def _to_base64(vector: list[Any]) -> str:
         packed = array("f", vector)
     except (TypeError, OverflowError):  # a non-number, or an integer past a double's range
         raise invalid_answer() from None
+    if math.inf in packed or -math.inf in packed:  # past float32's range (JSON has no infinity): not a vector
+        raise invalid_answer()
     if sys.byteorder != "little":
         packed.byteswap()
     return base64.b64encode(packed.tobytes()).decode()
