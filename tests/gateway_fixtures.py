@@ -113,6 +113,7 @@ def gateway_env(database: Database, var_dir: Path, fakes: Fakes) -> dict[str, st
         "SWITCHBOARD_RESPONSES_HEARTBEAT_SECONDS": "0.5",
         "SWITCHBOARD_MCP_MAX_TOOL_RESULT_BYTES": "65536",
         "SWITCHBOARD_RAG_PARSE_CPU_SECONDS": "2",  # what a hostile upload burns before it is refused
+        "SWITCHBOARD_RAG_PARSE_MEMORY_BYTES": str(1024**3),
     }
 
 

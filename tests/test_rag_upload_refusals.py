@@ -373,6 +373,21 @@ async def test_html_its_parser_would_take_minutes_on_is_400_and_the_next_upload_
     assert (await call("POST", url(rw, rag, "/files"), rw.keys["editor"], data=form)).status == 201
 
 
+async def test_html_whose_tree_outgrows_the_parser_s_memory_is_413(rw: RagWorld, server: Server) -> None:
+    """72 KiB under every size and depth bound: a paragraph opens 990 distinct `<b>`s, then each of 8,000 paragraphs
+    reopens them all (the HTML standard's "reconstruct the active formatting elements"), a 2.8 GiB tree in lexbor.
+    Parsed in the gateway's own process it took that from the gateway; the test gateway's parsers get 1 GiB."""
+    rag = await rw.rag()
+    misnested = "<p>" + "".join(f"<b id={i}>" for i in range(990)) + "</p><p>x" * 8000
+    form = multipart([("misnested.html", misnested.encode(), "text/html")])
+    answer = await call("POST", url(rw, rag, "/files"), rw.keys["editor"], data=form)
+    assert answer.status == 413, answer
+    assert answer.body["error"]["message"] == (
+        "misnested.html: the HTML's document tree needs more memory than a parser is given"
+    )
+    await _nothing_stored(rw, server, rag)
+
+
 async def test_the_quota_charges_the_stored_text_not_the_upload(rw: RagWorld, server: Server) -> None:
     rag = await rw.rag()
     paragraphs = [f"Paragraph {i} describes the lighthouse keeper's log of passing ships." for i in range(40)]

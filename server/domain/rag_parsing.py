@@ -168,11 +168,17 @@ def _parse_pdf(filename: str, data: bytes, max_chars: int) -> ParsedFile:
 
 
 def _parse_html(filename: str, data: bytes, max_chars: int) -> ParsedFile:
-    from selectolax.lexbor import LexborHTMLParser
+    from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
-    # lexbor's tree builder is quadratic in nesting depth (and in misnested formatting elements): the sandbox the
-    # gateway parses in (server.sandbox) bounds its CPU time.
-    tree = LexborHTMLParser(_decode(filename, data))
+    # lexbor's tree builder is quadratic in nesting depth and in misnested formatting elements (72 KiB of `<b>`s
+    # reopened in every paragraph build a 2.8 GiB tree): the sandbox the gateway parses in (server.sandbox) bounds
+    # its CPU time and memory, and lexbor reports an allocation that failed as a failed parse.
+    try:
+        tree = LexborHTMLParser(_decode(filename, data))
+    except SelectolaxError:
+        raise PayloadTooLarge(
+            f"{filename}: the HTML's document tree needs more memory than a parser is given", field="file"
+        ) from None
     tree.strip_tags(_HTML_NOISE)
     root = tree.body or tree.root
     text = root.text(separator="\n", strip=True) if root is not None else ""
