@@ -39,6 +39,7 @@ from opentelemetry import trace
 
 from gateway import metrics
 from gateway.capture import CAPTURE, POLICIES, finish, tee
+from gateway.client_gone import client_gone
 from gateway.context import (
     ACCESS,
     CORS,
@@ -295,7 +296,7 @@ def _answer_failure(request: web.Request, exc: Exception) -> web.StreamResponse:
             raise exc
         return _http_error(exc)
     if isinstance(exc, ConnectionResetError):
-        if not _client_gone(request):
+        if not client_gone(request):
             return _internal(request)
         # routine (a client hanging up mid-upload): aiohttp drops the connection, counted as 499 below
         log.debug("the client went away during %s %s", request.method, request.path)
@@ -308,7 +309,7 @@ def _abandon(request: web.Request, exc: Exception) -> int:
     body cut short; the status to count it as (499 when the client was the one gone). Logged with the correlation id,
     the failure's type and where it was raised: not its text, which may quote what the request or the model sent."""
     status = 500
-    if isinstance(exc, ConnectionError) and _client_gone(request):
+    if isinstance(exc, ConnectionError) and client_gone(request):
         status = 499
         log.debug("the client went away during %s %s", request.method, request.path)
     else:
@@ -367,11 +368,6 @@ def _account(
         metrics.observe_request(
             request.method, request.match_info.route.resource, status, time.perf_counter() - started
         )
-
-
-def _client_gone(request: web.Request) -> bool:
-    transport = request.transport
-    return transport is None or transport.is_closing()
 
 
 def middlewares() -> list[Any]:

@@ -108,7 +108,10 @@ class Sandbox:
                 self._idle.append(worker)
             else:
                 self._retire(worker)
-        ok, value = pickle.loads(answer)  # noqa: S301 - from our own worker, over a socket pair only we hold
+        try:
+            ok, value = pickle.loads(answer)  # noqa: S301 - from our own worker, over a socket pair only we hold
+        except Exception:  # an exception class whose __init__ wants more than the arguments it keeps, say
+            raise RuntimeError(f"{fn.__name__}'s answer could not be read back from its worker") from None
         if ok:
             return cast(T, value)
         raise value
@@ -128,10 +131,9 @@ class Sandbox:
             self._retire(worker)  # killed while idle (by the OOM killer, say): no task of ours was in it
         ours, theirs = socket.socketpair()
         process = self._context.Process(target=_serve, args=(theirs, self._memory_bytes, self._warm), daemon=True)
-        try:
-            await asyncio.to_thread(process.start)  # the first start launches the forkserver: seconds of imports
-        finally:
-            theirs.close()
+        # The first start launches the forkserver: seconds of imports. Its thread closes our copy of the worker's
+        # end itself, after the start: a caller cancelled meanwhile must not close it under the start.
+        await asyncio.to_thread(_start, process, theirs)
         reader, writer = await asyncio.open_unix_connection(sock=ours, limit=2**16)
         worker = _Worker(process, reader, writer)
         self._workers.add(worker)
@@ -150,6 +152,13 @@ class Sandbox:
     def _retire(self, worker: _Worker) -> None:
         worker.stop()
         self._workers.discard(worker)
+
+
+def _start(process: BaseProcess, theirs: socket.socket) -> None:
+    try:
+        process.start()
+    finally:
+        theirs.close()
 
 
 def _join_all(workers: list[_Worker]) -> None:

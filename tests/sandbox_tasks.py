@@ -36,6 +36,19 @@ def crash() -> None:
     os.kill(os.getpid(), signal.SIGSEGV)
 
 
+class TwoPartError(Exception):
+    """A common library pattern: __init__ takes more than the message it passes on, so pickle, which rebuilds an
+    exception from its args, cannot."""
+
+    def __init__(self, part: str, reason: str) -> None:
+        super().__init__(f"{part}: {reason}")
+        self.part, self.reason = part, reason
+
+
+def raise_two_part_error() -> None:
+    raise TwoPartError("word/document.xml", "unreadable")
+
+
 def allocate(nbytes: int) -> int:
     return len(bytearray(nbytes))
 

@@ -16,10 +16,12 @@ import grpc
 import pytest
 
 from server.app import quiet_client_gone
-from tests.conftest import ONE_BACKEND, Database, server_env, start_server
+from tests.conftest import ONE_BACKEND, Database, Server, server_env, start_server
 from tests.gateway_fixtures import Gateway
 from tests.gateway_world import GatewayWorld
-from tests.test_rag_http import RagWorld, rw
+from tests.rag_http import call
+from tests.test_rag_http import RagWorld, rw, url
+from tests.test_rag_upload_refusals import BOUNDARY, _nothing_stored, _parts
 
 __all__ = ["rw"]
 
@@ -104,3 +106,40 @@ async def test_a_client_hanging_up_mid_upload_is_no_error_in_the_gateway_log(
         assert alive.status == 200
     logged = gateway.log()[before:]
     assert "ERROR" not in logged and "Traceback" not in logged, logged
+
+
+async def _send_then_hang_up(base: str, path: str, key: str, body: bytes, *, after: float) -> None:
+    """Send the whole request, wait `after` seconds (the gateway is parsing by then), close the connection."""
+    parts = urlsplit(base)
+    _reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Type: multipart/form-data; boundary={BOUNDARY.decode()}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    writer.write(head + body)
+    await writer.drain()
+    await asyncio.sleep(after)
+    writer.close()
+    await writer.wait_closed()
+
+
+async def test_a_client_that_disconnects_mid_parse_stops_its_upload_and_nothing_is_stored(
+    rw: RagWorld, server: Server
+) -> None:
+    """A client that hangs up stops its upload (gateway.client_gone.while_connected): 30,000 nested divs cost lexbor
+    ~1.3 s of CPU, under the 3 s budget a file of that size gets; the client hangs up 0.5 s into the parse. Before,
+    no handler was cancelled by a disconnect, and the file was parsed, embedded and stored for no one."""
+    rag = await rw.rag()
+    slow = ("<div>" * 30_000 + "abandoned lighthouse").encode()
+    file_part = [b'Content-Disposition: form-data; name="file"; filename="slow.html"', b"Content-Type: text/html"]
+    body = _parts((file_part, slow))
+    await _send_then_hang_up(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], body, after=0.5)
+    listed = None
+    for _ in range(60):  # a bounded wait: long enough for the abandoned parse (and its embedding) to have finished
+        listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
+        if listed.body["total"]:
+            break
+        await asyncio.sleep(0.1)
+    assert listed is not None
+    assert listed.body["total"] == 0, f"the abandoned upload was parsed and stored anyway: {listed.body['data']}"
+    await _nothing_stored(rw, server, rag)

@@ -11,6 +11,7 @@ import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from sqlalchemy import select
 
@@ -726,3 +727,36 @@ async def test_e5_gets_its_query_and_passage_modes_through_the_gateway(rw: RagWo
     assert float(vectors["query"] @ model.query(text)) > 0.999
     assert float(vectors["passage"] @ model.passage(text)) > 0.999
     assert float(vectors["query"] @ vectors["passage"]) < 0.99  # the two modes really differ
+
+
+@pytest.mark.parametrize(
+    ("item", "stored_text"),
+    [
+        pytest.param(
+            {"external_id": "reports/2024.pdf", "text": "Revenue of the glacier tours rose by nine percent."},
+            "Revenue of the glacier tours rose by nine percent.",
+            id="external-id-ending-in-pdf",
+        ),
+        pytest.param(
+            {"external_id": "wiki/docx-howto", "filename": "notes.docx", "text": "Save the letter as a document."},
+            "Save the letter as a document.",
+            id="filename-ending-in-docx",
+        ),
+        pytest.param(
+            {"external_id": "wiki/cmp", "filename": "page.html", "text": "Stop when a <b and c> d holds."},
+            "Stop when a <b and c> d holds.",
+            id="filename-ending-in-html",
+        ),
+    ],
+)
+async def test_scraper_text_is_indexed_as_text_whatever_its_name_ends_in(
+    rw: RagWorld, item: dict[str, str], stored_text: str
+) -> None:
+    """/internal/files takes text a scraper has already extracted (`pre_extracted`, content type text/plain, kind
+    "text"). A page whose name (or external_id, the default name) ends in .pdf/.docx/.html is still that text."""
+    rag = await rw.rag()
+    answer = await call("POST", url(rw, rag, "/internal/files"), rw.keys["editor"], json=item)
+    assert answer.status == 201, answer.body
+    stored = answer.body["data"][0]
+    assert stored["kind"] == "text"
+    assert stored["bytes"] == len(stored_text.encode()), f"the text was not stored as sent: {stored}"

@@ -96,6 +96,12 @@ async def test_a_worker_that_cannot_start_is_an_internal_error_not_the_task_s() 
         await made.close()
 
 
+async def test_an_exception_that_cannot_be_rebuilt_here_is_an_error_naming_the_task(sandbox: Sandbox) -> None:
+    with pytest.raises(RuntimeError, match="raise_two_part_error's answer could not be read back"):
+        await sandbox.run(sandbox_tasks.raise_two_part_error, cpu_seconds=5)
+    assert await sandbox.run(sandbox_tasks.allocate, 10, cpu_seconds=5) == 10
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

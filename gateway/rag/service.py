@@ -30,6 +30,7 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway import metrics
+from gateway.client_gone import while_connected
 from gateway.context import ACCESS, DB, METER, PRINCIPAL, SETTINGS
 from gateway.rag.embedder import BATCHERS, GatewayEmbedder, new_batchers
 from gateway.rag.writes import CombinedWrites
@@ -107,7 +108,11 @@ async def authorize(request: web.Request, rag_id: str | None = None, *, delegate
 async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_files.Upload]) -> list[rag_files.RagFile]:
     """Parse and chunk every upload first (any refusal stores nothing), then register them all in one
     transaction (shared with concurrent uploads': gateway.rag.writes), then embed: inline when small, else in the
-    background."""
+    background. A client that hangs up stops all of it (its parse's worker is killed, its writes not kept)."""
+    return await while_connected(request, _ingest(request, rag, uploads))
+
+
+async def _ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_files.Upload]) -> list[rag_files.RagFile]:
     app = request.app
     settings = app[SETTINGS]
     prepared = [await _prepare(app, rag, upload) for upload in uploads]

@@ -43,7 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.domain import rag_storage, rags
 from server.domain.rag_chunking import Chunk, chunk_parsed, e5_token_counter
 from server.domain.rag_filters import MetadataCondition, matcher, texts_needed
-from server.domain.rag_parsing import ParsedFile, parse_file
+from server.domain.rag_parsing import parse_file
 from server.domain.validation import is_utf8
 from server.errors import InvalidArgument, NotFound
 from server.store.db import as_utc, new_id
@@ -201,9 +201,8 @@ def parse_and_chunk(upload: Upload, *, size_tokens: int, overlap_tokens: int, ma
     size: the gateway runs it in its sandbox (server.sandbox), which calls it in a worker process."""
     validate_filename(upload.filename)
     _validate_content_type(upload)
-    if upload.pre_extracted:
-        parsed = parse_file(upload.filename or "text.txt", "text/plain", upload.data, max_bytes=max_bytes)
-        parsed = ParsedFile(kind="text", blocks=parsed.blocks)
+    if upload.pre_extracted:  # text, whatever its name ends in: a scraper's `reports/2024.pdf`
+        parsed = parse_file(upload.filename or "text.txt", None, upload.data, max_bytes=max_bytes, kind="text")
     else:
         parsed = parse_file(upload.filename, upload.content_type, upload.data, max_bytes=max_bytes)
     chunks = chunk_parsed(

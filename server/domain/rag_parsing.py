@@ -85,10 +85,13 @@ def detect_kind(filename: str, content_type: str | None) -> str:
     )
 
 
-def parse_file(filename: str, content_type: str | None, data: bytes, *, max_bytes: int) -> ParsedFile:
+def parse_file(
+    filename: str, content_type: str | None, data: bytes, *, max_bytes: int, kind: str | None = None
+) -> ParsedFile:
+    """`kind` given: parse as that, whatever the name and content type say (text a scraper extracted itself)."""
     if len(data) > max_bytes:
         raise PayloadTooLarge(f"{filename}: file is {len(data)} bytes, over the limit of {max_bytes}", field="file")
-    kind = detect_kind(filename, content_type)
+    kind = kind or detect_kind(filename, content_type)
     parsed = _PARSERS[kind](filename, data, max_bytes)
     blocks = [block for block in (_tidy(b) for b in parsed.blocks) if block]
     if sum(len(b) for b in blocks) > max_bytes:
