@@ -160,11 +160,13 @@ class Settings:
     # request (larger ones are processed in the background and report status "processing" until done).
     rag_max_file_bytes: int = 64 * 1024 * 1024
     rag_inline_bytes: int = 256 * 1024
-    # Uploads are parsed and chunked in worker processes (server.sandbox), this many per gateway process, each file
-    # with this much CPU time plus 2 s per MiB of upload, and each worker's data segment capped at that size.
-    rag_parse_workers: int = 2
+    # Uploads are parsed and chunked in worker processes (server.sandbox), this many per gateway process (which
+    # already run one per core), each file with this much CPU time plus 2 s per MiB of upload, and each worker's
+    # data segment capped at that size (a 64 MiB PDF or HTML file needs under 1 GiB; a hostile file may ask for
+    # far more, which would otherwise come out of the host's memory).
+    rag_parse_workers: int = 1
     rag_parse_cpu_seconds: int = 10
-    rag_parse_memory_bytes: int = 4 * 1024**3
+    rag_parse_memory_bytes: int = 1024**3
     # How long a client may take to send a request's line and headers, on both ports (the management API through
     # Envoy's request_headers_timeout, the gateway per connection): slow senders cannot hold connections open.
     # Idle keep-alive connections between requests are not affected.
@@ -404,9 +406,9 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         mcp_trusted_ca=_ca_name(_get(env, "MCP_TRUSTED_CA", "")),
         rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),
         rag_inline_bytes=int(_get(env, "RAG_INLINE_BYTES", str(256 * 1024))),
-        rag_parse_workers=_count(_get(env, "RAG_PARSE_WORKERS", "2"), "RAG_PARSE_WORKERS"),
+        rag_parse_workers=_count(_get(env, "RAG_PARSE_WORKERS", "1"), "RAG_PARSE_WORKERS"),
         rag_parse_cpu_seconds=_count(_get(env, "RAG_PARSE_CPU_SECONDS", "10"), "RAG_PARSE_CPU_SECONDS"),
-        rag_parse_memory_bytes=_count(_get(env, "RAG_PARSE_MEMORY_BYTES", str(4 * 1024**3)), "RAG_PARSE_MEMORY_BYTES"),
+        rag_parse_memory_bytes=_count(_get(env, "RAG_PARSE_MEMORY_BYTES", str(1024**3)), "RAG_PARSE_MEMORY_BYTES"),
         request_header_timeout_seconds=_positive(
             _get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15"), "REQUEST_HEADER_TIMEOUT_SECONDS"
         ),
