@@ -75,21 +75,30 @@ def test_the_handler_logs_a_reset_stream_at_debug_without_traceback(caplog: pyte
         loop.close()
 
 
-async def _hang_up_mid_upload(base_url: str, path: str, key: str, part: bytes) -> None:
-    """Announce a large multipart body, send its first part's start, then close the connection."""
+async def _hang_up(
+    base_url: str, path: str, key: str, body: bytes, *, boundary: str, after: float, length: int | None = None
+) -> None:
+    """Send a multipart request's head announcing `length` bytes (by default the body's) and `body`, wait `after`
+    seconds (the gateway is reading or parsing it then), and close the connection."""
     url = urlsplit(base_url)
     reader, writer = await asyncio.open_connection(url.hostname, url.port)
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {url.hostname}\r\nAuthorization: Bearer {key}\r\n"
-        "Content-Type: multipart/form-data; boundary=gone\r\nContent-Length: 10000000\r\n\r\n"
+        f"Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {length or len(body)}\r\n\r\n"
     ).encode()
-    writer.write(head + b"--gone\r\n" + part + b"\r\n\r\n" + b"x" * 100_000)
+    writer.write(head + body)
     await writer.drain()
-    await asyncio.sleep(0.3)  # the handler is reading the part when the client goes
+    await asyncio.sleep(after)
     writer.close()
     with contextlib.suppress(OSError):
         await writer.wait_closed()
     del reader
+
+
+async def _hang_up_mid_upload(base_url: str, path: str, key: str, part: bytes) -> None:
+    """Announce a large multipart body, send its first part's start, then close the connection."""
+    start = b"--gone\r\n" + part + b"\r\n\r\n" + b"x" * 100_000
+    await _hang_up(base_url, path, key, start, boundary="gone", after=0.3, length=10_000_000)
 
 
 async def test_a_client_hanging_up_mid_upload_is_no_error_in_the_gateway_log(
@@ -108,21 +117,6 @@ async def test_a_client_hanging_up_mid_upload_is_no_error_in_the_gateway_log(
     assert "ERROR" not in logged and "Traceback" not in logged, logged
 
 
-async def _send_then_hang_up(base: str, path: str, key: str, body: bytes, *, after: float) -> None:
-    """Send the whole request, wait `after` seconds (the gateway is parsing by then), close the connection."""
-    parts = urlsplit(base)
-    _reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer {key}\r\n"
-        f"Content-Type: multipart/form-data; boundary={BOUNDARY.decode()}\r\nContent-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    writer.write(head + body)
-    await writer.drain()
-    await asyncio.sleep(after)
-    writer.close()
-    await writer.wait_closed()
-
-
 async def test_a_client_that_disconnects_mid_parse_stops_its_upload_and_nothing_is_stored(
     rw: RagWorld, server: Server
 ) -> None:
@@ -133,7 +127,8 @@ async def test_a_client_that_disconnects_mid_parse_stops_its_upload_and_nothing_
     slow = ("<div>" * 30_000 + "abandoned lighthouse").encode()
     file_part = [b'Content-Disposition: form-data; name="file"; filename="slow.html"', b"Content-Type: text/html"]
     body = _parts((file_part, slow))
-    await _send_then_hang_up(rw.gateway, f"/rag/{rag['id']}/files", rw.keys["editor"], body, after=0.5)
+    path = f"/rag/{rag['id']}/files"
+    await _hang_up(rw.gateway, path, rw.keys["editor"], body, boundary=BOUNDARY.decode(), after=0.5)
     listed = None
     for _ in range(60):  # a bounded wait: long enough for the abandoned parse (and its embedding) to have finished
         listed = await call("GET", url(rw, rag, "/files"), rw.keys["editor"], params={"include_total": "true"})
