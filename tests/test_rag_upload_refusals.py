@@ -383,7 +383,7 @@ async def test_html_whose_tree_outgrows_the_parser_s_memory_is_413(rw: RagWorld,
     answer = await call("POST", url(rw, rag, "/files"), rw.keys["editor"], data=form)
     assert answer.status == 413, answer
     assert answer.body["error"]["message"] == (
-        "misnested.html: the HTML's document tree needs more memory than a parser is given"
+        "misnested.html: parsing the file needs more memory than a parser is given"
     )
     await _nothing_stored(rw, server, rag)
 

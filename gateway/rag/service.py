@@ -37,8 +37,9 @@ from gateway.rag.writes import CombinedWrites
 from server.domain import rag_files, rags
 from server.domain.rag_chunking import e5_token_counter
 from server.domain.rag_filters import MetadataCondition
+from server.domain.rag_parsing import out_of_memory
 from server.domain.rag_ready_files import ReadyFiles
-from server.errors import InvalidArgument, NotFound, PayloadTooLarge, SwitchboardError
+from server.errors import InvalidArgument, NotFound, SwitchboardError
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
 from server.sandbox import OverBudget, Sandbox, WorkerDied
@@ -161,9 +162,7 @@ async def _prepare(app: web.Application, rag: rags.Rag, upload: rag_files.Upload
     except WorkerDied:
         raise InvalidArgument(f"{upload.filename}: the file's parser failed on it", field="file") from None
     except MemoryError:
-        raise PayloadTooLarge(
-            f"{upload.filename}: parsing the file needs more memory than the gateway gives a parser", field="file"
-        ) from None
+        raise out_of_memory(upload.filename) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,7 +198,7 @@ class _Job:
                     file_id=file_id,
                     chunks=chunks,
                     vectors=mine,
-                    external_id=prepared.upload.external_id,  # replaces the earlier file only now (rag_files)
+                    external_id=prepared.external_id,  # replaces the earlier file only now (rag_files)
                 )
             )
         return stored

@@ -32,7 +32,7 @@ import base64
 import binascii
 import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -98,7 +98,13 @@ class Upload:
 
 @dataclass(frozen=True)
 class PreparedFile:
-    upload: Upload
+    """An upload parsed and chunked: what registering and storing it need, without the upload's bytes (a sandbox
+    worker would copy them back, and nothing after parsing reads them)."""
+
+    filename: str
+    content_type: str | None
+    metadata: dict[str, Any]
+    external_id: str | None
     kind: str
     chunks: list[Chunk]
 
@@ -210,8 +216,14 @@ def parse_and_chunk(upload: Upload, *, size_tokens: int, overlap_tokens: int, ma
     )
     if not chunks:
         raise InvalidArgument(f"{upload.filename}: the file parses to empty content", field="file")
-    # The upload's bytes stay out of the answer: the caller has them, and a worker would copy them back.
-    return PreparedFile(upload=replace(upload, data=b""), kind=parsed.kind, chunks=chunks)
+    return PreparedFile(
+        filename=upload.filename,
+        content_type=upload.content_type,
+        metadata=upload.metadata,
+        external_id=upload.external_id,
+        kind=parsed.kind,
+        chunks=chunks,
+    )
 
 
 async def register_all(
@@ -225,16 +237,15 @@ async def register_all(
 async def register(session: AsyncSession, index: ChunkIndex, rag_id: str, prepared: PreparedFile) -> RagFile:
     """Write the file row as `processing` (its bytes already reserved: see register_all). Its external id, if any,
     is not written yet: `complete` takes it over from the earlier file once this one's chunks are stored."""
-    upload = prepared.upload
     row = RagFileRow(
         id=new_id("file"),
         rag_id=rag_id,
-        filename=upload.filename,
-        content_type=upload.content_type or "",
+        filename=prepared.filename,
+        content_type=prepared.content_type or "",
         kind=prepared.kind,
         size_bytes=prepared.stored_bytes,
         status=PROCESSING,
-        metadata_=upload.metadata,
+        metadata_=prepared.metadata,
         chunk_count=len(prepared.chunks),
     )
     session.add(row)

@@ -119,6 +119,11 @@ def _too_much_text(filename: str, max_chars: int) -> PayloadTooLarge:
     return PayloadTooLarge(f"{filename}: the file holds more than {max_chars} characters of text", field="file")
 
 
+def out_of_memory(filename: str) -> PayloadTooLarge:
+    """A parse that needed more memory than the parser's process may have (server.sandbox caps it)."""
+    return PayloadTooLarge(f"{filename}: parsing the file needs more memory than a parser is given", field="file")
+
+
 def _corrupt(filename: str, kind: str) -> InvalidArgument:
     return InvalidArgument(f"{filename}: not a readable {kind} file (corrupt or of another type)", field="file")
 
@@ -179,9 +184,7 @@ def _parse_html(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     try:
         tree = LexborHTMLParser(_decode(filename, data))
     except SelectolaxError:
-        raise PayloadTooLarge(
-            f"{filename}: the HTML's document tree needs more memory than a parser is given", field="file"
-        ) from None
+        raise out_of_memory(filename) from None
     tree.strip_tags(_HTML_NOISE)
     root = tree.body or tree.root
     text = root.text(separator="\n", strip=True) if root is not None else ""
