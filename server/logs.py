@@ -11,7 +11,10 @@ records below WARNING. A library's record also loses its traceback, keeping only
 SDK logs a full stack (with the exception's text) for a read timeout or a dropped stream that our own code has
 already turned into a tool error, and a library's exception text may carry the URL or body it was handling. The
 engine also hides parameters from its exception messages (server.store.db), which
-errors are logged with.
+errors are logged with. Our own loggers keep a traceback's frames, for the operator, but not any exception's text
+(`TracebackWithoutText`): an unexpected error's message is whatever its raiser put there, and a library's (a
+pydantic validation error quoting a model's output, a ValueError quoting a parsed file) carries the content it was
+reading through our `log.exception`.
 
 Warnings (`warnings.warn`) are logged too, under the `py.warnings` logger, with their category and where they were
 raised but not their text: Python printed a warning's text to stderr, and a library's warning may quote what it was
@@ -23,12 +26,14 @@ warnings are ignored outright: a client can cause one with every request, which 
 from __future__ import annotations
 
 import logging
+import traceback
 import warnings
+from types import TracebackType
 from typing import TextIO
 
 from aiohttp.multipart import BadContentDispositionHeader, BadContentDispositionParam
 
-__all__ = ["OWN_LOGGERS", "HoldForeignLoggers", "configure_logging"]
+__all__ = ["OWN_LOGGERS", "HoldForeignLoggers", "TracebackWithoutText", "configure_logging"]
 
 # `switchboard.*` is what our modules name their loggers; `server.*`/`gateway.*` are `getLogger(__name__)` ones.
 OWN_LOGGERS = ("switchboard", "server", "gateway")
@@ -56,6 +61,32 @@ class HoldForeignLoggers(logging.Filter):
         return True
 
 
+class TracebackWithoutText(logging.Formatter):
+    """A traceback with every frame, chained and grouped exceptions included, but each exception's type alone."""
+
+    def formatException(
+        self, ei: tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
+    ) -> str:
+        kind, value, tb = ei
+        if kind is None or value is None:
+            return ""
+        described = traceback.TracebackException(kind, value, tb, compact=True)
+        seen: set[int] = set()
+        pending = [described]
+        while pending:  # the chain (cause, context) and an exception group's members, each once
+            one = pending.pop()
+            if id(one) in seen:
+                continue
+            seen.add(id(one))
+            # traceback.TracebackException keeps an exception's text as `_str` (and a SyntaxError's source line
+            # and message apart) since 3.10; test_logs fails if a later Python renames them
+            one._str = ""  # type: ignore[attr-defined]
+            one.__notes__ = None
+            one.text = one.msg = ""
+            pending.extend(e for e in (one.__cause__, one.__context__, *(one.exceptions or ())) if e is not None)
+        return "".join(described.format()).rstrip("\n")
+
+
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
@@ -80,6 +111,7 @@ def configure_logging(level: str, fmt: str = LOG_FORMAT) -> None:
     for handler in root.handlers:
         if not any(isinstance(f, HoldForeignLoggers) for f in handler.filters):
             handler.addFilter(HoldForeignLoggers())
+        handler.setFormatter(TracebackWithoutText(fmt))
     for client_caused in (BadContentDispositionHeader, BadContentDispositionParam):
         warnings.filterwarnings("ignore", category=client_caused)
     warnings.showwarning = _log_warning

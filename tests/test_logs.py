@@ -59,7 +59,7 @@ def test_at_debug_only_our_own_loggers_go_below_warning() -> None:
     ]
 
 
-def test_a_library_logs_no_traceback_and_no_exception_text_while_our_own_errors_keep_theirs() -> None:
+def test_a_library_logs_no_traceback_and_no_exception_text_while_our_own_errors_keep_their_frames() -> None:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT.format(level="WARNING")], capture_output=True, text=True, check=True, timeout=60
     )
@@ -67,6 +67,40 @@ def test_a_library_logs_no_traceback_and_no_exception_text_while_our_own_errors_
     assert "mcp.client.sse|ERROR|Error in sse_reader (TimeoutError)" in library
     assert "Traceback" not in library and "secret" not in library
     assert "Traceback" in own  # our own unexpected failures keep their stack for the operator
+    assert "TimeoutError" in own and "secret" not in own  # but not the text, which may quote what was read
+
+
+CHAINED = textwrap.dedent(
+    """
+    import json
+    import logging
+    from server.logs import configure_logging
+
+    configure_logging("WARNING", "%(name)s|%(levelname)s|%(message)s")
+    log = logging.getLogger("gateway.somewhere")
+    document = '{"answer": ' + "zebra" + '-canary-output}'  # built at run time: the frames show the source only
+    try:
+        try:
+            json.loads(document)
+        except ValueError as exc:
+            raise RuntimeError(document) from exc
+    except RuntimeError:
+        log.exception("a model's answer could not be read")
+    try:
+        failure = KeyError(document)
+        failure.add_note(document)
+        raise ExceptionGroup(document, [failure, SyntaxError(document, ("f.py", 1, 2, document, 1, 3))])
+    except ExceptionGroup:
+        log.exception("several failed")
+    """
+)
+
+
+def test_our_own_tracebacks_keep_chains_and_groups_but_no_exception_s_text() -> None:
+    done = subprocess.run([sys.executable, "-c", CHAINED], capture_output=True, text=True, check=True, timeout=60)
+    assert "zebra-canary" not in done.stderr, done.stderr
+    for shown in ("JSONDecodeError", "direct cause", "RuntimeError", "Exception Group Traceback", "KeyError"):
+        assert shown in done.stderr, done.stderr
 
 
 def test_the_configured_level_still_holds_our_own_loggers() -> None:
