@@ -81,6 +81,7 @@ class Sandbox:
         self._warm = warm
         self._idle: list[_Worker] = []
         self._workers: set[_Worker] = set()
+        self._closed = False
 
     async def run(self, fn: Callable[..., T], /, *args: Any, cpu_seconds: int, **kwargs: Any) -> T:
         """`fn(*args, **kwargs)` (module-level, its arguments and result picklable) in a worker; its exceptions
@@ -117,7 +118,8 @@ class Sandbox:
         raise value
 
     async def close(self) -> None:
-        """Stop the workers (a task still running is killed) and wait for them."""
+        """Stop the workers (a task still running is killed) and wait for them; no worker starts after."""
+        self._closed = True
         workers = list(self._workers)
         for worker in workers:
             self._retire(worker)
@@ -138,6 +140,8 @@ class Sandbox:
         worker = _Worker(process, reader, writer)
         self._workers.add(worker)
         try:
+            if self._closed:  # before the start (a run after close) or during it: no one would stop this worker
+                raise RuntimeError("the sandbox is closed")
             await reader.readexactly(len(_READY))
         except (asyncio.IncompleteReadError, ConnectionError):
             # Not the task's fault (a memory cap too small for the worker's own start, say): an internal error,

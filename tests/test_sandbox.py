@@ -109,3 +109,14 @@ def _alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}/stat").exists() else ""
     return bool(stat) and stat.split(") ", 1)[1][0] != "Z"  # a zombie not yet reaped has stopped already
+
+
+async def test_a_closed_sandbox_starts_no_worker_even_one_asked_for_while_it_closed() -> None:
+    made = Sandbox(workers=1, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.pid)
+    starting = asyncio.create_task(made.run(sandbox_tasks.pid, cpu_seconds=5))
+    await asyncio.sleep(0)  # the run is starting its worker (in a thread)
+    await made.close()
+    with pytest.raises(RuntimeError, match="closed"):  # its worker was stopped, not left running unowned
+        await starting
+    with pytest.raises(RuntimeError, match="closed"):
+        await made.run(sandbox_tasks.pid, cpu_seconds=5)
