@@ -231,32 +231,38 @@ async def _settle(limiter: Limiter, grant: Grant, status: int, tokens: int) -> N
         log.exception("could not settle a RAG model call's rate-limit reservation")
 
 
+def _index(item: dict[str, Any]) -> int:
+    """An answer item's `index`: an integer, not a float or numeric string that would name another input."""
+    index = item["index"]
+    if type(index) is not int:
+        raise TypeError("index")
+    return index
+
+
 def _parse_rerank(raw: bytes, expected: int) -> tuple[list[float], int]:
     try:
         parsed = orjson.loads(raw)
-        scores = [0.0] * expected
-        seen = 0
-        for item in parsed["results"]:
-            scores[int(item["index"])] = float(item["relevance_score"])
-            seen += 1
+        by_index = {_index(item): float(item["relevance_score"]) for item in parsed["results"]}
         usage = parsed.get("usage") or {}
         tokens = int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0)
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         raise UpstreamFailed("The rerank model returned an invalid response.", retryable=True) from None
-    if seen != expected:
+    if sorted(by_index) != list(range(expected)) or len(parsed["results"]) != expected:
         raise UpstreamFailed("The rerank model returned an invalid response.", retryable=True)
-    return scores, tokens
+    return [by_index[i] for i in range(expected)], tokens
 
 
 def _parse(raw: bytes, expected: int) -> tuple[list[list[float]], int]:
     try:
         parsed = orjson.loads(raw)
-        items = sorted(parsed["data"], key=lambda d: d["index"])
+        items = sorted(parsed["data"], key=_index)
         vectors = [[float(x) for x in item["embedding"]] for item in items]
         usage = parsed.get("usage") or {}
         tokens = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         raise UpstreamFailed("The embedding model returned an invalid response.", retryable=True) from None
-    if len(vectors) != expected or not vectors or any(len(v) != len(vectors[0]) or not v for v in vectors):
+    if [_index(item) for item in items] != list(range(expected)):  # each input's vector once, none other
+        raise UpstreamFailed("The embedding model returned an invalid response.", retryable=True)
+    if not vectors or any(len(v) != len(vectors[0]) or not v for v in vectors):
         raise UpstreamFailed("The embedding model returned an invalid response.", retryable=True)
     return vectors, tokens
