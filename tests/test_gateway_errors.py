@@ -94,6 +94,8 @@ def test_unresolved_alias_is_a_clear_error(gateway: Gateway, gw_world: GatewayWo
         ({"messages": MESSAGES}, "model"),
         ({"model": "chat", "messages": "hi"}, "messages"),
         ({"model": "chat", "messages": MESSAGES, "stream": "yes"}, "stream"),
+        ({"model": "chat", "messages": MESSAGES, "stream_options": {"include_usage": True}}, "stream_options"),
+        ({"model": "chat", "messages": MESSAGES, "stream": False, "stream_options": {}}, "stream_options"),
     ],
 )
 async def test_invalid_body_is_400_naming_the_field(

@@ -88,6 +88,10 @@ def _validate(payload: dict[str, Any]) -> tuple[bool, bool]:
     options = payload.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise InvalidArgument("'stream_options' must be an object.", field="stream_options")
+    if options is not None and not stream:  # OpenAI's refusal, which an upstream would otherwise give or not
+        raise InvalidArgument(
+            "The 'stream_options' parameter is only allowed when 'stream' is enabled.", field="stream_options"
+        )
     check_fields(payload, CHAT_FIELDS)
     include_usage = bool(stream) and bool((options or {}).get("include_usage"))
     return bool(stream), include_usage
