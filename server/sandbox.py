@@ -5,7 +5,9 @@ quadratic in nesting, 21 s for 100,000 nested divs; pypdf has looped on crafted 
 gateway they hold the GIL, so one upload would stall every request its process serves. In a worker, a task over its
 CPU budget is killed by the kernel (RLIMIT_CPU's SIGXCPU); one past its wall-clock deadline, or whose caller gave up
 (a client gone), is killed here. The worker is replaced and no other task notices. A worker's data segment is
-capped (RLIMIT_DATA: what a tree or a decoded text may take), and it dumps no core.
+capped (RLIMIT_DATA: what a tree or a decoded text may take), and it dumps no core. Tasks may share a budget
+(`CpuBudget`: an upload's files), each given what the ones before it left: a request of a hundred small hostile
+files costs no more CPU than one file of their total size.
 
 The event loop talks to each worker over a socket pair, in asyncio, with no thread between them: pebble's pool
 (tried first) hands each task through three threads of its own that need the GIL, and while the loop was busy a
@@ -16,7 +18,7 @@ already, started (off the loop) with the first worker.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
 import math
 import multiprocessing
 import pickle
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar, cast
 
-__all__ = ["OverBudget", "Sandbox", "WorkerDied"]
+__all__ = ["CpuBudget", "OverBudget", "Sandbox", "WorkerDied"]
 
 T = TypeVar("T")
 # The wall-clock deadline is a backstop for a task that stops using CPU without ending: a loaded machine stretches
@@ -37,15 +39,30 @@ T = TypeVar("T")
 _WALL_PER_CPU_SECOND = 10
 _RECYCLE_AFTER_TASKS = 500  # a fresh worker now and then: what fragmentation a large parse left is given back
 _LENGTH = struct.Struct("!Q")
+_USED = struct.Struct("!d")  # the CPU seconds a task used, before its pickled outcome
 _READY = b"R"  # what a worker sends once warm: a worker that cannot start is told apart from a task that failed
 
 
-class OverBudget(Exception):
-    """The task used more CPU time (or wall time) than it was given."""
+@dataclass
+class CpuBudget:
+    """CPU seconds for one or several tasks in turn; `left` shrinks by what each used."""
 
-    def __init__(self, cpu_seconds: int) -> None:
-        super().__init__(f"over its budget of {cpu_seconds} s of CPU")
-        self.cpu_seconds = cpu_seconds
+    seconds: int
+    left: float = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.left = self.seconds
+
+    def spend(self, used: float) -> None:
+        self.left = max(0.0, self.left - used)
+
+
+class OverBudget(Exception):
+    """The task used more CPU time (or wall time) than its budget had left."""
+
+    def __init__(self, budget: CpuBudget) -> None:
+        super().__init__(f"over its budget of {budget.seconds} s of CPU")
+        self.cpu_seconds = budget.seconds
 
 
 class WorkerDied(Exception):
@@ -83,9 +100,13 @@ class Sandbox:
         self._workers: set[_Worker] = set()
         self._closed = False
 
-    async def run(self, fn: Callable[..., T], /, *args: Any, cpu_seconds: int, **kwargs: Any) -> T:
-        """`fn(*args, **kwargs)` (module-level, its arguments and result picklable) in a worker; its exceptions
-        are raised here. Cancelling the caller kills the worker."""
+    async def run(self, fn: Callable[..., T], /, *args: Any, budget: CpuBudget, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` (module-level, its arguments and result picklable) in a worker, within what
+        `budget` has left (whole seconds, at least one); its exceptions are raised here. Cancelling the caller kills
+        the worker."""
+        if budget.left <= 0:
+            raise OverBudget(budget)
+        cpu_seconds = math.ceil(budget.left)
         request = pickle.dumps((cpu_seconds, fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         async with self._slots:
             worker = await self._worker()
@@ -94,12 +115,14 @@ class Sandbox:
                     answer = await worker.call(request)
             except TimeoutError:
                 self._retire(worker)
-                raise OverBudget(cpu_seconds) from None
+                budget.spend(budget.left)
+                raise OverBudget(budget) from None
             except (asyncio.IncompleteReadError, ConnectionError):
                 self._retire(worker)
                 exitcode = await asyncio.to_thread(_exit_code, worker.process)
                 if exitcode == -signal.SIGXCPU:
-                    raise OverBudget(cpu_seconds) from None
+                    budget.spend(budget.left)
+                    raise OverBudget(budget) from None
                 raise WorkerDied(f"the worker ended with {exitcode}") from None
             except BaseException:  # the caller cancelled: the task may still be running
                 self._retire(worker)
@@ -109,6 +132,8 @@ class Sandbox:
                 self._idle.append(worker)
             else:
                 self._retire(worker)
+        used, answer = _USED.unpack_from(answer)[0], answer[_USED.size :]
+        budget.spend(used)
         try:
             ok, value = pickle.loads(answer)  # noqa: S301 - from our own worker, over a socket pair only we hold
         except Exception:  # an exception class whose __init__ wants more than the arguments it keeps, say
@@ -195,19 +220,27 @@ def _serve(connection: socket.socket, memory_bytes: int, warm: Callable[[], Any]
 
 
 def _answer(cpu_seconds: int, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
-    """(True, the result) or (False, the exception), pickled. RLIMIT_CPU counts the process's whole life, so the
-    task's budget is set on top of what the worker used before it, and lifted after."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    hard = _lower_soft_limit(resource.RLIMIT_CPU, math.ceil(usage.ru_utime + usage.ru_stime) + cpu_seconds)
+    """The CPU time the task used, then (True, the result) or (False, the exception), pickled. RLIMIT_CPU counts
+    the process's whole life, so the task's budget is set on top of what the worker used before it, and lifted
+    after."""
+    before = _cpu_used()
+    hard = _lower_soft_limit(resource.RLIMIT_CPU, math.ceil(before) + cpu_seconds)
     try:
         outcome: tuple[bool, Any] = (True, fn(*args, **kwargs))
     except Exception as error:  # the caller's to handle, as if it had run the task itself
         outcome = (False, error)
     finally:
         resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
-    with contextlib.suppress(Exception):
-        return pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-    return pickle.dumps((False, RuntimeError(f"{fn.__name__} returned or raised what cannot be pickled")))
+    try:
+        pickled = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        pickled = pickle.dumps((False, RuntimeError(f"{fn.__name__} returned or raised what cannot be pickled")))
+    return _USED.pack(_cpu_used() - before) + pickled
+
+
+def _cpu_used() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _lower_soft_limit(which: int, soft: int) -> int:

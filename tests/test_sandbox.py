@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from server.errors import InvalidArgument
-from server.sandbox import OverBudget, Sandbox, WorkerDied
+from server.sandbox import CpuBudget, OverBudget, Sandbox, WorkerDied
 from tests import sandbox_tasks
 from tests.serving import until
 
@@ -27,62 +27,73 @@ async def sandbox() -> AsyncIterator[Sandbox]:
 
 
 async def test_a_task_runs_in_another_process_and_its_refusal_comes_back_whole(sandbox: Sandbox) -> None:
-    assert await sandbox.run(sandbox_tasks.pid, cpu_seconds=5) != os.getpid()
+    assert await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5)) != os.getpid()
     with pytest.raises(InvalidArgument, match="refused in the worker") as refused:
-        await sandbox.run(sandbox_tasks.refuse, "file", cpu_seconds=5)
+        await sandbox.run(sandbox_tasks.refuse, "file", budget=CpuBudget(5))
     assert refused.value.field == "file"
 
 
 async def test_a_task_over_its_cpu_budget_is_killed_and_the_worker_replaced(sandbox: Sandbox) -> None:
-    before = await sandbox.run(sandbox_tasks.pid, cpu_seconds=5)
+    before = await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5))
     with pytest.raises(OverBudget) as over:
-        await sandbox.run(sandbox_tasks.burn, 600, cpu_seconds=1)
+        await sandbox.run(sandbox_tasks.burn, 600, budget=CpuBudget(1))
     assert over.value.cpu_seconds == 1
-    assert await sandbox.run(sandbox_tasks.pid, cpu_seconds=5) != before
+    assert await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5)) != before
 
 
 async def test_each_task_has_its_own_budget_whatever_the_worker_used_before(sandbox: Sandbox) -> None:
-    worker = await sandbox.run(sandbox_tasks.burn, 1.5, cpu_seconds=3)
-    assert await sandbox.run(sandbox_tasks.burn, 0.3, cpu_seconds=1) == worker
+    worker = await sandbox.run(sandbox_tasks.burn, 1.5, budget=CpuBudget(3))
+    assert await sandbox.run(sandbox_tasks.burn, 0.3, budget=CpuBudget(1)) == worker
+
+
+async def test_tasks_sharing_a_budget_each_get_what_the_ones_before_left(sandbox: Sandbox) -> None:
+    shared = CpuBudget(2)
+    await sandbox.run(sandbox_tasks.burn, 1.5, budget=shared)
+    assert 0 < shared.left <= 0.5
+    with pytest.raises(OverBudget):  # 1.5 s alone would fit a budget of 2 s; here one whole second is left
+        await sandbox.run(sandbox_tasks.burn, 1.5, budget=shared)
+    assert shared.left == 0
+    with pytest.raises(OverBudget):  # spent: refused before any worker is asked
+        await sandbox.run(sandbox_tasks.pid, budget=shared)
 
 
 async def test_a_crash_in_the_worker_is_reported_and_the_pool_goes_on(sandbox: Sandbox) -> None:
     with pytest.raises(WorkerDied):
-        await sandbox.run(sandbox_tasks.crash, cpu_seconds=5)
-    assert await sandbox.run(sandbox_tasks.allocate, 1000, cpu_seconds=5) == 1000
+        await sandbox.run(sandbox_tasks.crash, budget=CpuBudget(5))
+    assert await sandbox.run(sandbox_tasks.allocate, 1000, budget=CpuBudget(5)) == 1000
 
 
 async def test_a_worker_cannot_take_more_memory_than_its_cap(sandbox: Sandbox) -> None:
     with pytest.raises(MemoryError):
-        await sandbox.run(sandbox_tasks.allocate, 2 * MEMORY, cpu_seconds=5)
-    assert await sandbox.run(sandbox_tasks.allocate, MEMORY // 4, cpu_seconds=5) == MEMORY // 4
+        await sandbox.run(sandbox_tasks.allocate, 2 * MEMORY, budget=CpuBudget(5))
+    assert await sandbox.run(sandbox_tasks.allocate, MEMORY // 4, budget=CpuBudget(5)) == MEMORY // 4
 
 
 async def test_a_cancelled_caller_stops_its_worker(sandbox: Sandbox, tmp_path: Path) -> None:
     announced = tmp_path / "pid"
-    task = asyncio.create_task(sandbox.run(sandbox_tasks.announce_then_spin, str(announced), cpu_seconds=600))
+    task = asyncio.create_task(sandbox.run(sandbox_tasks.announce_then_spin, str(announced), budget=CpuBudget(600)))
     await until(lambda: announced.exists() and announced.read_text())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     spinning = int(announced.read_text())
     await until(lambda: not _alive(spinning))  # killed; reaped when the pool next starts a worker
-    assert await sandbox.run(sandbox_tasks.pid, cpu_seconds=5) != spinning
+    assert await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5)) != spinning
 
 
 async def test_a_worker_killed_while_idle_is_replaced_before_the_next_task(sandbox: Sandbox) -> None:
-    idle = await sandbox.run(sandbox_tasks.pid, cpu_seconds=5)
+    idle = await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5))
     os.kill(idle, signal.SIGKILL)
     await until(lambda: not _alive(idle))
-    assert await sandbox.run(sandbox_tasks.pid, cpu_seconds=5) != idle
+    assert await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5)) != idle
 
 
 async def test_the_pool_runs_at_most_its_workers_and_answers_each_caller(tmp_path: Path) -> None:
     made = Sandbox(workers=2, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.pid)
     try:
-        sizes = await asyncio.gather(*(made.run(sandbox_tasks.allocate, n, cpu_seconds=5) for n in range(1, 21)))
+        sizes = await asyncio.gather(*(made.run(sandbox_tasks.allocate, n, budget=CpuBudget(5)) for n in range(1, 21)))
         assert sizes == list(range(1, 21))
-        assert len({await made.run(sandbox_tasks.pid, cpu_seconds=5) for _ in range(10)}) <= 2
+        assert len({await made.run(sandbox_tasks.pid, budget=CpuBudget(5)) for _ in range(10)}) <= 2
     finally:
         await made.close()
 
@@ -91,15 +102,15 @@ async def test_a_worker_that_cannot_start_is_an_internal_error_not_the_task_s() 
     made = Sandbox(workers=1, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.crash)
     try:
         with pytest.raises(RuntimeError, match="ended while starting"):
-            await made.run(sandbox_tasks.pid, cpu_seconds=5)
+            await made.run(sandbox_tasks.pid, budget=CpuBudget(5))
     finally:
         await made.close()
 
 
 async def test_an_exception_that_cannot_be_rebuilt_here_is_an_error_naming_the_task(sandbox: Sandbox) -> None:
     with pytest.raises(RuntimeError, match="raise_two_part_error's answer could not be read back"):
-        await sandbox.run(sandbox_tasks.raise_two_part_error, cpu_seconds=5)
-    assert await sandbox.run(sandbox_tasks.allocate, 10, cpu_seconds=5) == 10
+        await sandbox.run(sandbox_tasks.raise_two_part_error, budget=CpuBudget(5))
+    assert await sandbox.run(sandbox_tasks.allocate, 10, budget=CpuBudget(5)) == 10
 
 
 def _alive(pid: int) -> bool:
@@ -113,10 +124,10 @@ def _alive(pid: int) -> bool:
 
 async def test_a_closed_sandbox_starts_no_worker_even_one_asked_for_while_it_closed() -> None:
     made = Sandbox(workers=1, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.pid)
-    starting = asyncio.create_task(made.run(sandbox_tasks.pid, cpu_seconds=5))
+    starting = asyncio.create_task(made.run(sandbox_tasks.pid, budget=CpuBudget(5)))
     await asyncio.sleep(0)  # the run is starting its worker (in a thread)
     await made.close()
     with pytest.raises(RuntimeError, match="closed"):  # its worker was stopped, not left running unowned
         await starting
     with pytest.raises(RuntimeError, match="closed"):
-        await made.run(sandbox_tasks.pid, cpu_seconds=5)
+        await made.run(sandbox_tasks.pid, budget=CpuBudget(5))

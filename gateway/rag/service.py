@@ -42,7 +42,7 @@ from server.domain.rag_ready_files import ReadyFiles
 from server.errors import InvalidArgument, NotFound, SwitchboardError
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
-from server.sandbox import OverBudget, Sandbox, WorkerDied
+from server.sandbox import CpuBudget, OverBudget, Sandbox, WorkerDied
 from server.store.rag_index import (
     Candidate,
     ChunkHit,
@@ -116,7 +116,11 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
 async def _ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_files.Upload]) -> list[rag_files.RagFile]:
     app = request.app
     settings = app[SETTINGS]
-    prepared = [await _prepare(app, rag, upload) for upload in uploads]
+    # One CPU budget for all the files, by their total size: a hundred small hostile files are given no more
+    # than one file of their size.
+    size = sum(len(upload.data) for upload in uploads)
+    budget = CpuBudget(settings.rag_parse_cpu_seconds + math.ceil(_CPU_SECONDS_PER_MIB * size / 2**20))
+    prepared = [await _prepare(app, rag, upload, budget) for upload in uploads]
     index = await index_of(app)
     files = await app[WRITES].run(lambda session: rag_files.register_all(session, index, rag.id, prepared))
     pending = [(file.id, ready) for file, ready in zip(files, prepared, strict=True)]
@@ -139,11 +143,12 @@ async def _ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_fil
     return files
 
 
-async def _prepare(app: web.Application, rag: rags.Rag, upload: rag_files.Upload) -> rag_files.PreparedFile:
-    """Parse and chunk in the sandbox, with CPU time for a slow parse of a file this size (pypdf reads ~2 M
-    characters a second, chunking 8-12 MiB of text) on top of the base allowance."""
+async def _prepare(
+    app: web.Application, rag: rags.Rag, upload: rag_files.Upload, budget: CpuBudget
+) -> rag_files.PreparedFile:
+    """Parse and chunk in the sandbox, within what the upload's budget has left: CPU time for a slow parse of its
+    files' size (pypdf reads ~2 M characters a second, chunking 8-12 MiB of text) on top of the base allowance."""
     settings = app[SETTINGS]
-    cpu_seconds = settings.rag_parse_cpu_seconds + math.ceil(_CPU_SECONDS_PER_MIB * len(upload.data) / 2**20)
     try:
         return await app[PARSERS].run(
             rag_files.parse_and_chunk,
@@ -151,12 +156,12 @@ async def _prepare(app: web.Application, rag: rags.Rag, upload: rag_files.Upload
             size_tokens=rag.chunk_size_tokens,
             overlap_tokens=rag.chunk_overlap_tokens,
             max_bytes=settings.rag_max_file_bytes,
-            cpu_seconds=cpu_seconds,
+            budget=budget,
         )
     except OverBudget:
         raise InvalidArgument(
-            f"{upload.filename}: parsing the file takes more than the {cpu_seconds} s of CPU time a file of its "
-            "size is given",
+            f"{upload.filename}: parsing the upload takes more than the {budget.seconds} s of CPU time files of its "
+            "size are given",
             field="file",
         ) from None
     except WorkerDied:
