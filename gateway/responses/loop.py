@@ -511,8 +511,11 @@ async def _answer_approvals(
             ),
             None,
         )
-        if target is None:
-            continue  # its server or tool is not among this request's tools
+        if target is None or not target.spec.needs_approval(target.tool.name):
+            # Not among this request's tools, or not one it gates by approval: conversation items are the client's
+            # to write, so a request found there may be forged, and only a gated tool (the caller's own, which it
+            # may run anyway) runs on an approval. A preset agent's tools never ask, and run on its authority.
+            continue
         if limit is not None and turn.tool_calls >= limit:
             reason = "max_tool_calls"
             break
