@@ -128,7 +128,12 @@ async def test_create_conversation_with_too_many_items_creates_nothing(
         ({"type": "message", "content": [{"type": "input_text", "text": "x"}]}, "items[0].role"),
         ({"type": "message", "role": "user", "content": [{"type": "smell"}]}, "items[0].content[0].type"),
         ({"type": "message", "role": "assistant", "content": [{"type": "refusal"}]}, "items[0].content[0].refusal"),
-        ({"type": "message", "role": "user", "status": "done", "content": []}, "items[0].status"),
+        (
+            {"type": "message", "role": "user", "status": "done", "content": [{"type": "input_text", "text": "x"}]},
+            "items[0].status",
+        ),
+        ({"type": "message", "role": "user"}, "items[0].content"),  # no parts: every later turn would fail upstream
+        ({"type": "message", "role": "assistant", "content": []}, "items[0].content"),
         ({"type": "function_call", "name": "f", "arguments": "{}"}, "items[0].call_id"),
         ({"type": "function_call_output", "output": "x"}, "items[0].call_id"),
         ({"type": "mcp_call", "name": "t", "arguments": "{}"}, "items[0].server_label"),

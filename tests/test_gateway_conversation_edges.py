@@ -5,8 +5,8 @@ the real management server and the loopback fake model (tests/fakes/upstream.py)
   starting between a function_call and its output, a function_call item the user deleted) is left out, as chat
   providers refuse it; a call the conversation left pending is kept when this turn's input answers it.
 - Content parts: a conversation refuses, when the item is stored, a part no chat model can be sent (a file, an image
-  by `file_id`, audio, a user's refusal), instead of storing it and failing every later turn on a param the caller
-  never sent; an image by URL is kept and sent.
+  by `file_id`, audio, a user's refusal) or a message of no parts, instead of storing it and failing every later turn
+  on a param the caller never sent; an image by URL is kept and sent.
 - Tool calls from the model: one without an id gets a `call_…` id of ours (streamed, unstreamed, in the tool loop), so
   the turn is kept in its conversation; one naming no function is the backend's failure (502, `response.failed`).
 - A conversation deleted while a turn on it runs: the stored response is still stored (the stream already said so),
@@ -192,6 +192,19 @@ async def test_a_part_no_model_can_be_sent_is_refused_when_stored(
     status, body = await _req(gateway, "POST", f"/conversations/{conv}/items", key, {"items": items})
     assert (status, body["error"]["param"]) == (400, param), body
     assert await _items(gateway, key, conv) == []
+
+
+async def test_a_message_of_no_content_parts_is_refused_when_stored(gateway: Gateway, gw_world: GatewayWorld) -> None:
+    """Stored, it went upstream as `content: []` on every later turn, which chat models refuse (OpenAI: "empty
+    array. Expected an array with minimum length 1"); so it is refused as a turn's input too."""
+    key = gw_world.keys["all"]
+    conv = await _new_conversation(gateway, key)
+    items = [{"type": "message", "role": "user", "content": []}]
+    status, body = await _req(gateway, "POST", f"/conversations/{conv}/items", key, {"items": items})
+    assert (status, body["error"]["param"]) == (400, "items[0].content"), body
+    assert await _items(gateway, key, conv) == []
+    status, body = await _turn(gateway, key, gw_world.model("chat"), conv, input=items)
+    assert (status, body["error"]["param"]) == (400, "input[0].content"), body
 
 
 async def test_an_image_by_url_is_stored_and_sent(

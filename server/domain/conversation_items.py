@@ -199,6 +199,8 @@ def _message(item: dict[str, Any], where: str) -> None:
     content = item["content"]
     if isinstance(content, str):  # the easy form: one text part of the kind the role implies
         content = [{"type": "output_text" if role == "assistant" else "input_text", "text": content}]
+    if not content:  # a chat model refuses a message of no parts, so every later turn of its conversation would fail
+        raise InvalidArgument(f"{where}.content must hold at least one content part", field=f"{where}.content")
     item["content"] = [_part(part, f"{where}.content[{j}]", role) for j, part in enumerate(content)]
 
 

@@ -124,8 +124,6 @@ def _item_in(value: pb.ConversationItem, where: str) -> dict[str, Any]:
             out[name] = getattr(value, name)
     if value.content:
         out["content"] = [_part_in(p, f"{where}.content[{j}]") for j, p in enumerate(value.content)]
-    elif value.type == "message":
-        out.setdefault("content", [])
     required = required_fields(value.type)
     for name in _TYPED_STRINGS:
         typed = getattr(value, name)
