@@ -20,6 +20,7 @@ the real management server and the loopback fake model (tests/fakes/upstream.py)
 from __future__ import annotations
 
 import asyncio
+import itertools
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +29,7 @@ import aiohttp
 import orjson
 import pytest
 
+from server.mcp.toolnames import model_name
 from tests.clients import ConnectJsonCaller
 from tests.conftest import ONE_BACKEND, Server
 from tests.fakes.mcp_servers import serve_asgi, tools_server
@@ -94,13 +96,18 @@ async def _turn(gateway: Gateway, key: str, model: str, conversation: str, **mor
 def _assert_every_tool_message_answers_a_call(messages: list[dict[str, Any]]) -> None:
     """Chat Completions upstreams (OpenAI, vLLM) refuse a `tool` message that does not follow an assistant message
     carrying its tool call (OpenAI: 400 "messages with role 'tool' must be a response to a preceding message with
-    'tool_calls'")."""
+    'tool_calls'"), and an assistant message whose tool calls are not all answered by the `tool` messages right after
+    it ("An assistant message with 'tool_calls' must be followed by tool messages responding to each
+    'tool_call_id'")."""
     calls: set[str] = set()
-    for message in messages:
+    for at, message in enumerate(messages):
         for call in message.get("tool_calls") or ():
             calls.add(call["id"])
         if message.get("role") == "tool":
             assert message["tool_call_id"] in calls, messages[:3]
+        asked = {call["id"] for call in message.get("tool_calls") or ()}
+        answers = itertools.takewhile(lambda m: m.get("role") == "tool", messages[at + 1 :])
+        assert asked <= {m["tool_call_id"] for m in answers}, messages
 
 
 @pytest.fixture
@@ -310,6 +317,47 @@ async def test_the_tool_loop_refuses_a_call_naming_no_function_and_mints_missing
     call = next(i for i in response["output"] if i["type"] == "function_call")
     assert call["call_id"].startswith("call_")
     assert [i["call_id"] for i in await _items(gateway, key, conv) if i["type"] == "function_call"] == [call["call_id"]]
+
+
+@pytest.mark.parametrize("approval", ["never", "always"])
+async def test_a_round_of_a_function_call_and_an_mcp_call_goes_on_as_one_assistant_message(
+    gateway: Gateway,
+    gw_world: GatewayWorld,
+    *,
+    fakes: Fakes,
+    script: list[dict[str, Any]],
+    mcp_label: str,
+    approval: str,
+) -> None:
+    """One model answer calls the client's function and an MCP tool together. The conversation keeps them as items one
+    by one, and the next turn sent the function call's assistant message followed by the MCP call's instead of its
+    answer: a 400 from every Chat Completions upstream, on every later turn of the conversation (found by probing)."""
+    key = gw_world.keys["all"]
+    tools = [
+        {"type": "mcp", "server_label": mcp_label, "require_approval": approval},
+        {"type": "function", "name": "f"},
+    ]
+    conv = await _new_conversation(gateway, key)
+    add = {"id": "call_m", "type": "function", "function": {"name": model_name(mcp_label, "add"), "arguments": "{}"}}
+    f = {"id": "call_f", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    script.append({"tool_calls": [f, add]})
+    first = {"model": gw_world.model("chat"), "input": "hi", "tools": tools, "conversation": conv}
+    status, response = await _req(gateway, "POST", "/responses", key, first)
+    assert status == 200, response
+    approvals = [
+        {"type": "mcp_approval_response", "approval_request_id": item["id"], "approve": True}
+        for item in response["output"]
+        if item["type"] == "mcp_approval_request"
+    ]
+    assert len(approvals) == (approval == "always")
+    script.append({"content": "done"})
+    output = {"type": "function_call_output", "call_id": "call_f", "output": "f says hi"}
+    second = {**first, "input": [output, *approvals]}
+    status, answer = await _req(gateway, "POST", "/responses", key, second)
+    assert status == 200, answer
+    sent = (fakes.openai.last().json or {})["messages"]
+    _assert_every_tool_message_answers_a_call(sent)
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool"]
 
 
 # --- finish_reason: length ----------------------------------------------------------------------------------------

@@ -189,11 +189,49 @@ def error_text(error: Any) -> str:
     return orjson.dumps(error).decode()
 
 
+def _is_call(message: dict[str, Any]) -> bool:
+    return message.get("role") == "assistant" and bool(message.get("tool_calls")) and not message.get("content")
+
+
+def _joined_rounds(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Calls of one model answer as one assistant message, followed by their answers. A conversation's items hold
+    a round's calls one by one (a client's function_call, then an MCP call with its output, or an approval request),
+    with the client's output of its function after them all; as messages, a call's assistant message was followed
+    by the next call's instead of its answer, which chat models refuse. A call message that comes while earlier
+    calls are still unanswered belongs to their round; one after every call was answered starts a new round."""
+    out: list[dict[str, Any]] = []
+    at = 0
+    while at < len(history):
+        message = history[at]
+        at += 1
+        if not _is_call(message):
+            out.append(message)
+            continue
+        calls = list(message["tool_calls"])
+        pending = {c.get("id") for c in calls}
+        answers: list[dict[str, Any]] = []
+        while at < len(history):
+            following = history[at]
+            if following.get("role") == "tool":
+                answers.append(following)
+                pending.discard(following.get("tool_call_id"))
+            elif pending and _is_call(following):
+                calls += following["tool_calls"]
+                pending.update(c.get("id") for c in following["tool_calls"])
+            else:
+                break
+            at += 1
+        out += [{**message, "tool_calls": calls}, *answers]
+    return out
+
+
 def answered(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The history without tool calls nobody answered (an approval request the user moved on from) and without
-    answers to no earlier call (a conversation's history window that begins between a call and its output, a call
-    item the user deleted), both of which chat models refuse. Applied to the whole history a model call sends, as
-    this turn's input (or the tool loop's approvals) may answer a call of the context."""
+    """The history as chat models take it: a round's calls in one message before their answers (`_joined_rounds`),
+    without tool calls nobody answered (an approval request the user moved on from) and without answers to no
+    earlier call (a conversation's history window that begins between a call and its output, a call item the user
+    deleted), all of which chat models refuse. Applied to the whole history a model call sends, as this turn's input
+    (or the tool loop's approvals) may answer a call of the context."""
+    history = _joined_rounds(history)
     answers = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
     asked: set[Any] = set()
     out: list[dict[str, Any]] = []
