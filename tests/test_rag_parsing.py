@@ -54,6 +54,40 @@ def test_docx_paragraphs_and_tables() -> None:
     assert parsed.blocks == ["Travel policy\nEconomy class for flights under 6 hours.\nGrade | Class\nE5 | Business"]
 
 
+def _cell(text: str, merge: str | None = None, span: int = 1) -> str:
+    merged = "" if merge is None else f'<w:vMerge w:val="{merge}"/>' if merge else "<w:vMerge/>"
+    spanned = f'<w:gridSpan w:val="{span}"/>' if span > 1 else ""
+    paragraph = f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>" if text else "<w:p/>"
+    return f"<w:tc><w:tcPr>{spanned}{merged}</w:tcPr>{paragraph}</w:tc>"
+
+
+def _table(rows: list[list[str]], columns: int) -> bytes:
+    grid = "<w:gridCol/>" * columns
+    body = "".join(f"<w:tr>{''.join(row)}</w:tr>" for row in rows)
+    return docx_with(
+        {"word/document.xml": document_xml(f"<w:tbl><w:tblPr/><w:tblGrid>{grid}</w:tblGrid>{body}</w:tbl>")}
+    )
+
+
+def test_a_docx_merged_cell_s_text_is_on_each_row_it_spans() -> None:
+    rows = [
+        [_cell("Region", "restart"), _cell("Q1", span=2)],
+        [_cell("", ""), _cell("10"), _cell("12")],
+        [_cell("North"), _cell("7", "restart"), _cell("9")],
+        [_cell("South"), _cell("", ""), _cell("4")],
+    ]
+    parsed = parse_file("sales.docx", None, _table(rows, 3), max_bytes=LIMIT)
+    assert parsed.blocks == ["Region | Q1\nRegion | 10 | 12\nNorth | 7 | 9\nSouth | 7 | 4"]
+
+
+def test_a_docx_column_merged_over_thousands_of_rows_parses() -> None:
+    """python-docx's `_Row.cells` recursed to the row above once per merged row: its cost grew with the cube of
+    the rows (300 rows, 3 s) and a column merged over ~1,000 rows ran out of stack, a 500 (found by probing)."""
+    rows = [[_cell("Region", "restart")], *([_cell("", "")] for _ in range(2_999))]
+    parsed = parse_file("sales.docx", None, _table(rows, 1), max_bytes=LIMIT)
+    assert parsed.blocks == ["\n".join(["Region"] * 3_000)]
+
+
 def test_json_object_becomes_path_value_lines() -> None:
     body = json.dumps({"title": "Pump", "specs": {"power_kw": 7.5, "tags": ["a", "b"]}, "empty": None})
     parsed = parse_file("item.json", None, body.encode(), max_bytes=LIMIT)
@@ -270,6 +304,19 @@ def _pdf_with_deep_content() -> bytes:
     return head + xref + trailer
 
 
+def _one_page_pdf(content: bytes, stream_dictionary: bytes = b"") -> bytes:
+    return pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+            b"/Resources << /Font << /F1 3 0 R >> >> >>",
+            b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(content), stream_dictionary, content),
+        ]
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "data", "says"),
     [
@@ -282,6 +329,10 @@ def _pdf_with_deep_content() -> bytes:
         ),
         # pypdf's parser recursed into RecursionError: a 500
         ("deep.pdf", _pdf_with_deep_content(), "not a readable PDF"),
+        # pypdf raised NotImplementedError for a filter it lacks, and AssertionError for a reference in a content
+        # stream (found by probing: 500s, one with the filter's name from the file in the log)
+        ("odd.pdf", _one_page_pdf(b"BT (Hello) Tj ET", b" /Filter /UnheardOfDecode"), "not a readable PDF"),
+        ("ref.pdf", _one_page_pdf(b"BT /F1 12 Tf 72 720 Td 3 0 R Tj ET"), "not a readable PDF"),
         # json.loads raised a plain ValueError (Python's 4,300-digit limit), not JSONDecodeError: a 500
         ("big-number.json", b'{"n": ' + b"9" * 5000 + b"}", "more than 4300 digits"),
     ],

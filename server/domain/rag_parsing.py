@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from server.domain.library_failures import raised_in
 from server.domain.rag_docx import docx_text
 from server.domain.validation import is_utf8
 from server.errors import InvalidArgument, PayloadTooLarge
@@ -150,7 +151,7 @@ def _parse_text(filename: str, data: bytes, max_chars: int) -> ParsedFile:
 
 def _parse_pdf(filename: str, data: bytes, max_chars: int) -> ParsedFile:
     from pypdf import PdfReader
-    from pypdf.errors import LimitReachedError, PyPdfError
+    from pypdf.errors import LimitReachedError
 
     if not data.lstrip()[:5].startswith(b"%PDF"):
         raise _corrupt(filename, "PDF")
@@ -168,9 +169,12 @@ def _parse_pdf(filename: str, data: bytes, max_chars: int) -> ParsedFile:
         raise
     except LimitReachedError:
         raise PayloadTooLarge(f"{filename}: a PDF stream inflates past the size limits", field="file") from None
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RecursionError):
-        # RecursionError: pypdf parses nested arrays and dictionaries recursively, and a page of a few thousand `[`
-        # (a 10 KB file) runs out of stack
+    except Exception as exc:
+        # pypdf fails on crafted files with whatever it trips on: RecursionError (it parses nested arrays and
+        # dictionaries recursively: a page of a few thousand `[`, 10 KB), AssertionError (an object reference inside
+        # a content stream), NotImplementedError (a filter it lacks), besides its own errors
+        if not raised_in(exc, "pypdf"):
+            raise
         raise _corrupt(filename, "PDF") from None
     return ParsedFile(kind="pdf", blocks=pages)
 
