@@ -47,11 +47,13 @@ async def test_each_task_has_its_own_budget_whatever_the_worker_used_before(sand
 
 
 async def test_tasks_sharing_a_budget_each_get_what_the_ones_before_left(sandbox: Sandbox) -> None:
-    shared = CpuBudget(2)
-    await sandbox.run(sandbox_tasks.burn, 1.5, budget=shared)
+    shared = CpuBudget(3)
+    await sandbox.run(sandbox_tasks.burn, 2.5, budget=shared)
     assert 0 < shared.left <= 0.5
-    with pytest.raises(OverBudget):  # 1.5 s alone would fit a budget of 2 s; here one whole second is left
-        await sandbox.run(sandbox_tasks.burn, 1.5, budget=shared)
+    # 2.5 s alone fits a budget of 3 s; of this one 0.5 s is left, which the kernel's whole seconds of RLIMIT_CPU,
+    # counted from the worker's whole seconds used, make 1 to 2 s
+    with pytest.raises(OverBudget):
+        await sandbox.run(sandbox_tasks.burn, 2.5, budget=shared)
     assert shared.left == 0
     with pytest.raises(OverBudget):  # spent: refused before any worker is asked
         await sandbox.run(sandbox_tasks.pid, budget=shared)
