@@ -415,3 +415,68 @@ async def test_the_quota_charges_the_stored_text_not_the_upload(rw: RagWorld, se
     assert await _used(rw, server, rag) == stored["bytes"]
     assert (await call("DELETE", url(rw, rag, f"/files/{stored['id']}"), rw.keys["editor"])).status == 200
     assert await _used(rw, server, rag) == 0
+
+
+# --- JSON uploads: a refusal names the item it is about (found by probing) --------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/internal/files", "/files/content"])
+async def test_a_batch_naming_one_external_id_twice_is_refused(rw: RagWorld, server: Server, path: str) -> None:
+    """Both were stored, the second replacing the first in the same transaction, and the answer listed the first as
+    ready though it was gone."""
+    rag = await rw.rag()
+    items = [
+        {"external_id": "wiki/dup", "text": "The first text about canals."},
+        {"external_id": "wiki/dup", "text": "The second text about windmills."},
+    ]
+    if path == "/files/content":
+        items = [{"external_id": i["external_id"], "filename": "a.txt", "content": i["text"]} for i in items]
+    answer = await call("POST", url(rw, rag, path), rw.keys["editor"], json={"files": items})
+    assert answer.status == 400, answer
+    assert answer.body["error"]["param"] == "files[1].external_id", answer.body
+    await _nothing_stored(rw, server, rag)
+
+
+@pytest.mark.parametrize(
+    ("item", "param"),
+    [
+        pytest.param({"filename": {"a": 1}}, "body.filename", id="filename-an-object"),  # was stored as "{'a': 1}"
+        pytest.param({"title": ["x.txt"]}, "body.title", id="title-a-list"),
+        pytest.param({"filename": "two\nlines.txt"}, "body.filename", id="filename-control-character"),
+        pytest.param({"text": " \n\t "}, "body.text", id="no-text"),  # named `file`, a field the body lacks
+    ],
+)
+async def test_a_scraper_upload_s_refusal_names_its_field(
+    rw: RagWorld, server: Server, item: dict[str, Any], param: str
+) -> None:
+    rag = await rw.rag()
+    body = {"external_id": "doc-1", "text": "Some text about lighthouses.", **item}
+    answer = await call("POST", url(rw, rag, "/internal/files"), rw.keys["editor"], json=body)
+    assert answer.status == 400, answer
+    assert answer.body["error"]["param"] == param, answer.body
+    await _nothing_stored(rw, server, rag)
+
+
+@pytest.mark.parametrize(
+    ("item", "param"),
+    [
+        pytest.param({"filename": "two\nlines.txt"}, "files[1].filename", id="control-character"),
+        pytest.param({"filename": "n" * 600 + ".txt"}, "files[1].filename", id="too-long"),
+        pytest.param({"content_type": "text/plain; x=" + "y" * 200}, "files[1].content_type", id="long-content-type"),
+        pytest.param({"content": "   "}, "files[1]", id="empty"),
+        pytest.param({"filename": "a.pdf", "content": "not a PDF"}, "files[1]", id="not-a-pdf"),
+    ],
+)
+async def test_a_json_batch_s_refusal_names_the_item(
+    rw: RagWorld, server: Server, item: dict[str, Any], param: str
+) -> None:
+    """Refusals of an item's name, content type or content said `param: "file"`, a field the JSON body lacks."""
+    rag = await rw.rag()
+    files = [
+        {"filename": "fine.txt", "content": "Fine text."},
+        {"filename": "a.txt", "content": "Lighthouses.", **item},
+    ]
+    answer = await call("POST", url(rw, rag, "/files/content"), rw.keys["editor"], json={"files": files})
+    assert answer.status == 400, answer
+    assert answer.body["error"]["param"] == param, answer.body
+    await _nothing_stored(rw, server, rag)

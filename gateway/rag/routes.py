@@ -126,7 +126,10 @@ async def upload_content(request: web.Request) -> web.StreamResponse:
     rag = await service.authorize(request)
     payload = await read_json(request, limit=_upload_limit(request))
     items = _batch(payload)
-    uploads = [_content_item(item, f"files[{i}]") for i, item in enumerate(items)]
+    fields = [f"files[{i}]" for i in range(len(items))]
+    uploads = _each_external_id_once(
+        [_content_item(item, field) for item, field in zip(items, fields, strict=True)], fields
+    )
     return _json(_listing(await service.ingest(request, rag, uploads)), status=201)
 
 
@@ -139,12 +142,29 @@ def _batch(payload: dict[str, Any]) -> list[Any]:
     return items
 
 
+def _each_external_id_once(uploads: list[rag_files.Upload], items: list[str]) -> list[rag_files.Upload]:
+    """A batch naming one external id twice is refused: storing the second file replaces the first, which the
+    answer would list as ready though it is gone. `items`: where the request holds each upload's item."""
+    first: dict[str, str] = {}
+    for upload, item in zip(uploads, items, strict=True):
+        if upload.external_id is None:
+            continue
+        if upload.external_id in first:
+            field = f"{item}.external_id"
+            raise InvalidArgument(f"{field} is {first[upload.external_id]}'s too", field=field)
+        first[upload.external_id] = item
+    return uploads
+
+
 def _content_item(item: Any, field: str) -> rag_files.Upload:
     if not isinstance(item, dict):
         raise InvalidArgument(f"{field} must be an object", field=field)
     filename = item.get("filename")
     if not isinstance(filename, str) or not filename.strip():
         raise InvalidArgument(f"{field}.filename is required", field=f"{field}.filename")
+    rag_files.validate_filename(filename, f"{field}.filename")
+    content_type = item.get("content_type") if isinstance(item.get("content_type"), str) else None
+    rag_files.validate_content_type(content_type, filename, f"{field}.content_type")
     if isinstance(item.get("content"), str):
         data = item["content"].encode()
     elif isinstance(item.get("content_base64"), str):
@@ -156,10 +176,11 @@ def _content_item(item: Any, field: str) -> rag_files.Upload:
         raise InvalidArgument(f"{field} needs content or content_base64", field=f"{field}.content")
     return rag_files.Upload(
         filename=filename,
-        content_type=item.get("content_type") if isinstance(item.get("content_type"), str) else None,
+        content_type=content_type,
         data=data,
         metadata=rag_files.validate_metadata(item.get("metadata"), f"{field}.metadata"),
         external_id=_external_id(item.get("external_id"), f"{field}.external_id", required=False),
+        field=field,
     )
 
 
@@ -175,27 +196,31 @@ async def upload_internal(request: web.Request) -> web.StreamResponse:
     rag = await service.authorize(request)
     payload = await read_json(request, limit=_upload_limit(request))
     items = _batch(payload) if "files" in payload else [payload]
-    uploads = []
-    for i, item in enumerate(items):
-        field = f"files[{i}]" if "files" in payload else "body"
-        if not isinstance(item, dict):
-            raise InvalidArgument(f"{field} must be an object", field=field)
-        external_id = _external_id(item.get("external_id"), f"{field}.external_id", required=True)
-        text = item.get("text")
-        if not isinstance(text, str):
-            raise InvalidArgument(f"{field}.text must be a string", field=f"{field}.text")
-        filename = item.get("filename") or item.get("title") or external_id
-        uploads.append(
-            rag_files.Upload(
-                filename=str(filename),
-                content_type="text/plain",
-                data=text.encode(),
-                metadata=rag_files.validate_metadata(item.get("metadata"), f"{field}.metadata"),
-                external_id=external_id,
-                pre_extracted=True,
-            )
-        )
+    fields = [f"files[{i}]" for i in range(len(items))] if "files" in payload else ["body"]
+    uploads = _each_external_id_once([_scraped(item, field) for item, field in zip(items, fields, strict=True)], fields)
     return _json(_listing(await service.ingest(request, rag, uploads)), status=201)
+
+
+def _scraped(item: Any, field: str) -> rag_files.Upload:
+    """A scraper's item: its text is indexed as text, under its filename, else its title, else its external id."""
+    if not isinstance(item, dict):
+        raise InvalidArgument(f"{field} must be an object", field=field)
+    external_id = _external_id(item.get("external_id"), f"{field}.external_id", required=True)
+    text = item.get("text")
+    if not isinstance(text, str):
+        raise InvalidArgument(f"{field}.text must be a string", field=f"{field}.text")
+    name, filename = next(((n, item[n]) for n in ("filename", "title") if item.get(n)), ("external_id", external_id))
+    if not isinstance(filename, str):
+        raise InvalidArgument(f"{field}.{name} must be a string", field=f"{field}.{name}")
+    return rag_files.Upload(
+        filename=rag_files.validate_filename(filename, f"{field}.{name}"),
+        content_type="text/plain",
+        data=text.encode(),
+        metadata=rag_files.validate_metadata(item.get("metadata"), f"{field}.metadata"),
+        external_id=external_id,
+        pre_extracted=True,
+        field=f"{field}.text",
+    )
 
 
 def _list_conditions(request: web.Request) -> list[MetadataCondition]:

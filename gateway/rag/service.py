@@ -147,7 +147,8 @@ async def _prepare(
     app: web.Application, rag: rags.Rag, upload: rag_files.Upload, budget: CpuBudget
 ) -> rag_files.PreparedFile:
     """Parse and chunk in the sandbox, within what the upload's budget has left: CPU time for a slow parse of its
-    files' size (pypdf reads ~2 M characters a second, chunking 8-12 MiB of text) on top of the base allowance."""
+    files' size (pypdf reads ~2 M characters a second, chunking 8-12 MiB of text) on top of the base allowance.
+    Refusals name the file where the request holds it (`upload.field`)."""
     settings = app[SETTINGS]
     try:
         return await app[PARSERS].run(
@@ -158,16 +159,20 @@ async def _prepare(
             max_bytes=settings.rag_max_file_bytes,
             budget=budget,
         )
+    except SwitchboardError as refused:
+        if refused.field == "file":  # the parsers name a file as a multipart upload holds it
+            refused.field = upload.field
+        raise
     except OverBudget:
         raise InvalidArgument(
             f"{upload.filename}: parsing the upload takes more than the {budget.seconds} s of CPU time files of its "
             "size are given",
-            field="file",
+            field=upload.field,
         ) from None
     except WorkerDied:
-        raise InvalidArgument(f"{upload.filename}: the file's parser failed on it", field="file") from None
+        raise InvalidArgument(f"{upload.filename}: the file's parser failed on it", field=upload.field) from None
     except MemoryError:
-        raise out_of_memory(upload.filename) from None
+        raise out_of_memory(upload.filename, upload.field) from None
 
 
 @dataclasses.dataclass(frozen=True)

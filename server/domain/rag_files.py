@@ -94,6 +94,9 @@ class Upload:
     external_id: str | None = None
     # Text a scraper extracted itself: indexed as plain text.
     pre_extracted: bool = False
+    # Where the request holds the file (a multipart `file` part, `files[2]` of a JSON batch, a scraper's `body.text`):
+    # what a refusal of its content names.
+    field: str = "file"
 
 
 @dataclass(frozen=True)
@@ -192,21 +195,21 @@ def validate_filename(name: str, field: str = "file") -> str:
     return name
 
 
-def _validate_content_type(upload: Upload) -> None:
-    content_type = upload.content_type or ""
+def validate_content_type(content_type: str | None, filename: str, field: str = "file") -> None:
+    content_type = content_type or ""
     if len(content_type) > _MAX_CONTENT_TYPE:
         raise InvalidArgument(
-            f"{upload.filename}: its content type is longer than {_MAX_CONTENT_TYPE} characters", field="file"
+            f"{filename}: its content type is longer than {_MAX_CONTENT_TYPE} characters", field=field
         )
     if not is_utf8(content_type):
-        raise InvalidArgument(f"{upload.filename}: its content type is not UTF-8 text", field="file")
+        raise InvalidArgument(f"{filename}: its content type is not UTF-8 text", field=field)
 
 
 def parse_and_chunk(upload: Upload, *, size_tokens: int, overlap_tokens: int, max_bytes: int) -> PreparedFile:
     """Parse and chunk; every refusal names the file. CPU work on untrusted input whose cost can grow faster than its
     size: the gateway runs it in its sandbox (server.sandbox), which calls it in a worker process."""
     validate_filename(upload.filename)
-    _validate_content_type(upload)
+    validate_content_type(upload.content_type, upload.filename)
     if upload.pre_extracted:  # text, whatever its name ends in: a scraper's `reports/2024.pdf`
         parsed = parse_file(upload.filename or "text.txt", None, upload.data, max_bytes=max_bytes, kind="text")
     else:

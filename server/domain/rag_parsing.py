@@ -120,9 +120,9 @@ def _too_much_text(filename: str, max_chars: int) -> PayloadTooLarge:
     return PayloadTooLarge(f"{filename}: the file holds more than {max_chars} characters of text", field="file")
 
 
-def out_of_memory(filename: str) -> PayloadTooLarge:
+def out_of_memory(filename: str, field: str = "file") -> PayloadTooLarge:
     """A parse that needed more memory than the parser's process may have (server.sandbox caps it)."""
-    return PayloadTooLarge(f"{filename}: parsing the file needs more memory than a parser is given", field="file")
+    return PayloadTooLarge(f"{filename}: parsing the file needs more memory than a parser is given", field=field)
 
 
 def _corrupt(filename: str, kind: str) -> InvalidArgument:
