@@ -18,6 +18,7 @@ already, started (off the loop) with the first worker.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 import multiprocessing
@@ -26,6 +27,7 @@ import resource
 import signal
 import socket
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
@@ -99,6 +101,7 @@ class Sandbox:
         self._idle: list[_Worker] = []
         self._workers: set[_Worker] = set()
         self._closed = False
+        self._starts: dict[asyncio.Future[None], _Start] = {}  # workers being started, in threads
 
     async def run(self, fn: Callable[..., T], /, *args: Any, budget: CpuBudget, **kwargs: Any) -> T:
         """`fn(*args, **kwargs)` (module-level, its arguments and result picklable) in a worker, within what
@@ -145,6 +148,9 @@ class Sandbox:
     async def close(self) -> None:
         """Stop the workers (a task still running is killed) and wait for them; no worker starts after."""
         self._closed = True
+        for start in self._starts.values():
+            start.abandon()
+        await asyncio.gather(*self._starts, return_exceptions=True)
         workers = list(self._workers)
         for worker in workers:
             self._retire(worker)
@@ -158,9 +164,18 @@ class Sandbox:
             self._retire(worker)  # killed while idle (by the OOM killer, say): no task of ours was in it
         ours, theirs = socket.socketpair()
         process = self._context.Process(target=_serve, args=(theirs, self._memory_bytes, self._warm), daemon=True)
-        # The first start launches the forkserver: seconds of imports. Its thread closes our copy of the worker's
-        # end itself, after the start: a caller cancelled meanwhile must not close it under the start.
-        await asyncio.to_thread(_start, process, theirs)
+        # The first start launches the forkserver: seconds of imports, in a thread that goes on when its caller is
+        # cancelled (a client gone) or the sandbox closes; either then has the worker stopped once it has started.
+        start = _Start(process, theirs)
+        running = asyncio.ensure_future(asyncio.to_thread(start.run))
+        self._starts[running] = start
+        running.add_done_callback(self._starts.pop)
+        try:
+            await asyncio.shield(running)
+        except BaseException:
+            start.abandon()
+            ours.close()
+            raise
         reader, writer = await asyncio.open_unix_connection(sock=ours, limit=2**16)
         worker = _Worker(process, reader, writer)
         self._workers.add(worker)
@@ -183,11 +198,32 @@ class Sandbox:
         self._workers.discard(worker)
 
 
-def _start(process: BaseProcess, theirs: socket.socket) -> None:
-    try:
-        process.start()
-    finally:
-        theirs.close()
+class _Start:
+    """A worker process started in a thread; `abandon` (from the event loop) stops it as soon as it has started."""
+
+    def __init__(self, process: BaseProcess, theirs: socket.socket) -> None:
+        self._process = process
+        self._theirs = theirs
+        self._lock = threading.Lock()
+        self._started = self._abandoned = False
+
+    def run(self) -> None:
+        try:
+            self._process.start()
+        finally:
+            self._theirs.close()  # our copy of the worker's end, once it has its own
+        with self._lock:
+            self._started = True
+            stop = self._abandoned
+        if stop:
+            self._process.kill()
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            stop = self._started
+        if stop:
+            self._process.kill()
 
 
 def _join_all(workers: list[_Worker]) -> None:
@@ -209,14 +245,15 @@ def _serve(connection: socket.socket, memory_bytes: int, warm: Callable[[], Any]
     _lower_soft_limit(resource.RLIMIT_DATA, memory_bytes)
     warm()
     stream = connection.makefile("rwb")
-    stream.write(_READY)
-    stream.flush()
-    while header := stream.read(_LENGTH.size):
-        (size,) = _LENGTH.unpack(header)
-        cpu_seconds, fn, args, kwargs = pickle.loads(stream.read(size))  # noqa: S301 - from the gateway only
-        answer = _answer(cpu_seconds, fn, args, kwargs)
-        stream.write(_LENGTH.pack(len(answer)) + answer)
+    with contextlib.suppress(ConnectionError):  # the gateway hung up (it gave up on this worker): end quietly
+        stream.write(_READY)
         stream.flush()
+        while header := stream.read(_LENGTH.size):
+            (size,) = _LENGTH.unpack(header)
+            cpu_seconds, fn, args, kwargs = pickle.loads(stream.read(size))  # noqa: S301 - from the gateway only
+            answer = _answer(cpu_seconds, fn, args, kwargs)
+            stream.write(_LENGTH.pack(len(answer)) + answer)
+            stream.flush()
 
 
 def _answer(cpu_seconds: int, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -113,6 +114,29 @@ async def test_an_exception_that_cannot_be_rebuilt_here_is_an_error_naming_the_t
     with pytest.raises(RuntimeError, match="raise_two_part_error's answer could not be read back"):
         await sandbox.run(sandbox_tasks.raise_two_part_error, budget=CpuBudget(5))
     assert await sandbox.run(sandbox_tasks.allocate, 10, budget=CpuBudget(5)) == 10
+
+
+async def test_a_worker_whose_caller_gave_up_while_it_started_is_stopped_by_close(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker starts in a thread (the first one also starts the forkserver: seconds), which goes on when its caller
+    is cancelled (a client gone). Nothing owned the worker it started: it warmed up after close() returned, then
+    died writing to the socket its caller had dropped, a BrokenPipeError traceback in the log (found by probing)."""
+    monkeypatch.setenv(sandbox_tasks.PIDS, str(tmp_path))
+    made = Sandbox(workers=1, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.record_pid)
+    starting = asyncio.create_task(made.run(sandbox_tasks.pid, budget=CpuBudget(5)))
+    await asyncio.sleep(0.05)  # the run is in its thread, starting the worker
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    await made.close()
+    closed_at = time.time()
+    await asyncio.sleep(3)  # time enough for a worker left running to warm up
+    late = [p.name for p in tmp_path.iterdir() if p.stat().st_mtime > closed_at]  # noqa: ASYNC240
+    assert not late, f"worker(s) {late} warmed up after close() returned"
+    for recorded in tmp_path.iterdir():  # noqa: ASYNC240
+        await until(lambda pid=int(recorded.name): not _alive(pid))
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def _alive(pid: int) -> bool:
