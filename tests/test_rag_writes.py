@@ -96,23 +96,34 @@ async def test_a_write_whose_caller_went_away_before_the_commit_is_not_committed
     assert await names(db) == {"kept", "later"}
 
 
-async def test_a_caller_gone_while_its_transaction_commits_leaves_the_companions_their_results(db: Database) -> None:
-    """Cancelled during the commit (too late to leave it out): its row is committed, and the other callers of the
-    same transaction still get theirs, and the writer goes on serving."""
+@pytest.mark.parametrize("undone", [False, True])
+async def test_a_caller_gone_while_its_transaction_commits_leaves_the_companions_their_results(
+    db: Database, undone: bool
+) -> None:
+    """Cancelled during the commit (too late to leave it out): its row is committed, then undone if its caller said
+    how; the other callers of the same transaction still get theirs, and the writer goes on serving."""
     writes = CombinedWrites(db)
     callers: list[asyncio.Future[tuple[str, int]]] = []
     cancel_gone_at_commit = insert("gone")
+    undoing: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
     async def write(session: AsyncSession) -> tuple[str, int]:
         event.listen(session.sync_session, "before_commit", lambda _: callers[0].cancel())
         return await cancel_gone_at_commit(session)
 
-    callers.append(asyncio.ensure_future(writes.run(write)))
+    async def undo(result: tuple[str, int]) -> None:
+        async with db.transaction() as session:
+            await session.execute(text("DELETE FROM notes WHERE name = :name"), {"name": result[0]})
+        undoing.set_result(result[0])
+
+    callers.append(asyncio.ensure_future(writes.run(write, undo=undo if undone else None)))
     callers.append(asyncio.ensure_future(writes.run(insert("kept"))))
     assert (await asyncio.wait_for(callers[1], 10))[0] == "kept"
     with pytest.raises(asyncio.CancelledError):
         await callers[0]
-    assert await names(db) == {"gone", "kept"}
+    if undone:
+        assert await asyncio.wait_for(undoing, 10) == "gone"
+    assert await names(db) == ({"kept"} if undone else {"gone", "kept"})
     assert (await writes.run(insert("later")))[0] == "later"
 
 

@@ -122,7 +122,10 @@ async def _ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_fil
     budget = CpuBudget(settings.rag_parse_cpu_seconds + math.ceil(_CPU_SECONDS_PER_MIB * size / 2**20))
     prepared = [await _prepare(app, rag, upload, budget) for upload in uploads]
     index = await index_of(app)
-    files = await app[WRITES].run(lambda session: rag_files.register_all(session, index, rag.id, prepared))
+    files = await app[WRITES].run(
+        lambda session: rag_files.register_all(session, index, rag.id, prepared),
+        undo=lambda registered: _forget(app, index, rag.id, [f.id for f in registered]),  # a client gone meanwhile
+    )
     pending = [(file.id, ready) for file, ready in zip(files, prepared, strict=True)]
     if sum(p.stored_bytes for p in prepared) <= settings.rag_inline_bytes:  # the text to embed, not the upload
         job = _Job(app, index, GatewayEmbedder(app, rag, request[PRINCIPAL]), rag.id, pending)

@@ -10,14 +10,15 @@ go in the next. Chunks the embedding batcher embedded in one call are stored in 
 Each write still commits or fails on its own: a write that raises rolls the shared transaction back, and then each
 of its companions runs again in a transaction of its own. A write whose caller went away (a cancelled upload) before
 the commit is never committed: the transaction is rolled back and run again without it; one whose caller went away
-during the commit is committed.
+during the commit is committed, and then undone by the `undo` its caller gave, if any (a registration of files no
+one will go on to store would keep them `processing` and their bytes reserved for good).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,6 +36,7 @@ Write = Callable[[AsyncSession], Awaitable[T]]
 class _Pending:
     write: Write[Any]
     future: asyncio.Future[Any]
+    undo: Callable[[Any], Coroutine[Any, Any, None]] | None
 
 
 class _CallerGone(Exception):
@@ -46,10 +48,12 @@ class CombinedWrites:
         self._db, self._most = db, most
         self._queue: deque[_Pending] = deque()
         self._task: asyncio.Task[None] | None = None
+        self._undoing: set[asyncio.Task[None]] = set()
 
-    async def run(self, write: Write[T]) -> T:
-        """Run `write(session)` in a transaction (shared with other callers' writes); its result once committed."""
-        pending = _Pending(write, asyncio.get_running_loop().create_future())
+    async def run(self, write: Write[T], *, undo: Callable[[T], Coroutine[Any, Any, None]] | None = None) -> T:
+        """Run `write(session)` in a transaction (shared with other callers' writes); its result once committed.
+        If this caller is cancelled while the transaction commits, `undo(result)` runs in a task of its own."""
+        pending = _Pending(write, asyncio.get_running_loop().create_future(), undo)
         self._queue.append(pending)
         if self._task is None:
             self._task = asyncio.create_task(self._drain())
@@ -95,6 +99,10 @@ class CombinedWrites:
                     pending.future.cancel()
                 raise
             for pending, result in zip(batch, results, strict=True):
-                if not pending.future.done():  # a caller gone during the commit: too late, its write is in
+                if not pending.future.done():
                     pending.future.set_result(result)
+                elif pending.undo is not None:  # its caller went during the commit: too late, its write is in
+                    undoing = asyncio.create_task(pending.undo(result))
+                    self._undoing.add(undoing)
+                    undoing.add_done_callback(self._undoing.discard)
             return
