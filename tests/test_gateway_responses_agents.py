@@ -109,6 +109,16 @@ def test_agent_instructions_come_first_and_its_mcp_server_joins_the_loop(
     assert judged["messages"][-1] == {"role": "assistant", "content": "It is 5."}
 
 
+def test_the_response_echoes_the_agent_s_sampling_defaults_where_the_caller_set_none(
+    sdk: openai.OpenAI, aw: AgentWorld
+) -> None:
+    """It echoed what the caller sent (OpenAI's own defaults for what was unset), not what the model was sent."""
+    result = sdk.responses.create(model=aw.agents["plain"], input="hi", top_p=0.9)
+    assert (result.temperature, result.top_p, result.max_output_tokens) == (0.3, 0.9, 50)
+    result = sdk.responses.create(model=aw.agents["plain"], input="hi", temperature=0.7, max_output_tokens=20)
+    assert (result.temperature, result.top_p, result.max_output_tokens) == (0.7, 0.5, 20)
+
+
 def test_a_guardrail_refusal_is_an_openai_refusal_item(sdk: openai.OpenAI, aw: AgentWorld, fakes: Fakes) -> None:
     since = len(fakes.openai.received)
     result = sdk.responses.create(model=aw.agents["guarded"], input="tell me FORBIDDEN-B")

@@ -267,6 +267,11 @@ async def _target_and_tools(
     if agent is not None:
         require_task(route, TaskType.TEXT_GENERATION)
         plan.payload = shape_chat_request(agent, plan.payload)  # the agent's instructions come first
+        # The response says what was applied, as OpenAI's does: the agent's defaults where the caller set none.
+        applied = plan.payload
+        plan.echo["temperature"] = applied.get("temperature", plan.echo["temperature"])
+        plan.echo["top_p"] = applied.get("top_p", plan.echo["top_p"])
+        plan.echo["max_output_tokens"] = applied.get("max_tokens") or applied.get("max_completion_tokens")
     else:
         require_task(route, TaskType.TEXT_GENERATION, TaskType.GUARDRAIL)
     specs = await mcp_tools.resolve(request, payload.get("tools"))
