@@ -32,7 +32,7 @@ from gateway.capture import CAPTURE
 from gateway.catalog import Route
 from gateway.context import ACCESS, LIMIT_HEADERS, LIMITER, METER, PAYLOAD, PRINCIPAL, REQUEST_BYTES, TRACING
 from gateway.limits import Grant, LimitExceeded
-from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, input_tokens, output_tokens
+from gateway.limits.estimate import DEFAULT_OUTPUT_TOKENS, input_tokens, output_tokens, text_tokens
 from server.domain.json_values import count_or_zero
 from server.domain.principal import Principal
 from server.errors import wire_error_for
@@ -176,6 +176,16 @@ class Call:
             self.tokens = {"rerank_tokens": total or prompt, "total_tokens": total or prompt}
         else:
             self.tokens = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+
+    def count_answer(self, answer: dict[str, Any], size: int) -> None:
+        """A non-streamed answer's usage. One that reports none is estimated as a stream cut off before its usage
+        is: its input, and the answer's `size` bytes as text (a text-generating call only; metered as 0 tokens, a
+        model server that leaves usage out answered for free)."""
+        usage = answer.get("usage")
+        if isinstance(usage, dict):
+            self.count(usage)
+        elif self.awaiting_output:
+            self.relayed = text_tokens(size)
 
     def add(self, usage: Any) -> None:
         """Add the usage of one model call of a multi-call turn (the tool loop) as soon as it ends: a turn that fails

@@ -119,6 +119,15 @@ def part_names(part: BodyPartReader, field: str = "file") -> tuple[str | None, s
     return name, filename
 
 
+def part_content_type(part: BodyPartReader, field: str = "file") -> str | None:
+    """The part's Content-Type, if it sent one; a 400 on `field` when it is not UTF-8 header text (a form sent on
+    with it cannot be encoded: it was a 500)."""
+    value = part.headers.get(hdrs.CONTENT_TYPE)
+    if value is not None and (HEADER_VALUE_FORBIDDEN.search(value) or not is_utf8(value)):
+        raise InvalidArgument("Malformed multipart body: a part's Content-Type is not UTF-8 header text.", field=field)
+    return value
+
+
 def decoded_text(part: BodyPartReader, data: bytes, field: str) -> str:
     """The text of a part whose raw bytes are `data` (read with `read_chunk` by a caller that bounds them: a whole
     part is never read unbounded), decoded by its Content-Transfer-Encoding and charset (UTF-8 unless it says

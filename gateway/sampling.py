@@ -44,6 +44,7 @@ _TOKENS = _Rule(is_integer, "a positive integer", 1)
 _BOOLEAN = _Rule(lambda v: isinstance(v, bool), "a boolean")
 _STRING = _Rule(lambda v: isinstance(v, str), "a string")
 _TOP_LOGPROBS = _Rule(is_integer, "an integer between 0 and 20", 0, 20)
+_OBJECT = _Rule(lambda v: isinstance(v, dict), "an object")
 
 CHAT_FIELDS: dict[str, _Rule] = {
     "temperature": _TEMPERATURE,
@@ -59,6 +60,10 @@ CHAT_FIELDS: dict[str, _Rule] = {
     "parallel_tool_calls": _BOOLEAN,
     "stop": _Rule(_stop, "a string or an array of at most 4 strings"),
     "user": _STRING,
+    # What OpenAI refuses with a 400 naming it; sent on, a model server's refusal came back as a retryable 502.
+    "tools": _Rule(lambda v: isinstance(v, list) and all(isinstance(t, dict) for t in v), "an array of tool objects"),
+    "tool_choice": _Rule(lambda v: isinstance(v, str | dict), "a string or an object"),
+    "response_format": _OBJECT,
 }
 
 RESPONSES_FIELDS: dict[str, _Rule] = {
@@ -70,7 +75,7 @@ RESPONSES_FIELDS: dict[str, _Rule] = {
     "store": _BOOLEAN,
     "user": _STRING,
     "instructions": _STRING,
-    "metadata": _Rule(lambda v: isinstance(v, dict), "an object"),
+    "metadata": _OBJECT,
 }
 
 

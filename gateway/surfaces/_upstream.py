@@ -65,14 +65,20 @@ def as_requested(raw: bytes, parsed: dict[str, Any], model: str, *, always: bool
     return orjson.dumps(parsed)
 
 
-def completion_choices(completion: dict[str, Any]) -> list[dict[str, Any]]:
-    """The choices of a non-streamed chat answer: a non-empty array of objects. Anything else — an `error` body some
-    servers and proxies send with HTTP 200, an answer without choices — is the backend's failure (`invalid_answer()`,
-    a friendly 502), never relayed: the client could not use it, and an upstream's own error text is not for it."""
-    choices = completion.get("choices")
-    if completion.get("error") or not isinstance(choices, list) or not choices:
+def listed(answer: dict[str, Any], field: str) -> list[dict[str, Any]]:
+    """The answer's `field` (a chat answer's `choices`, embeddings' `data`, rerank's `results`): an array of
+    objects. Anything else — an `error` body some servers and proxies send with HTTP 200, an answer without it — is
+    the backend's failure (`invalid_answer()`, a friendly 502), never relayed nor charged: the client could not use
+    it, and an upstream's own error text is not for it."""
+    items = answer.get(field)
+    if answer.get("error") or not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
         raise invalid_answer()
-    for choice in choices:
-        if not isinstance(choice, dict):
-            raise invalid_answer()
+    return items
+
+
+def completion_choices(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """The choices of a non-streamed chat answer: `listed`, and at least one."""
+    choices = listed(completion, "choices")
+    if not choices:
+        raise invalid_answer()
     return choices

@@ -174,9 +174,9 @@ def _checked_answer(completion: dict[str, Any], asked: int) -> tuple[dict[str, A
 async def _answer(request: web.Request, call: Call, agent: AgentRoute, body: dict[str, Any]) -> dict[str, Any]:
     """The checked completion (the base model's, or a refusal), named after the agent."""
     upstream = await post_json(request, agent.base, Surface.CHAT, body)
-    _raw, parsed = await read_upstream_json(upstream, call)
-    call.count(parsed.get("usage"))
+    raw, parsed = await read_upstream_json(upstream, call)
     completion, judged = _checked_answer(parsed, body.get("n") or 1)
+    call.count_answer(parsed, len(raw))
     completion["model"] = agent.public_model_id
     prompt = _last_user_text(body["messages"])
     for text in judged:

@@ -20,7 +20,7 @@ from gateway.capture import CAPTURE, form_summary
 from gateway.catalog import TaskType
 from gateway.context import HTTP, PRINCIPAL, REQUEST_BYTES, TRANSLATORS
 from gateway.middleware import TRANSCRIPTION_LIMIT, refuse_nul, too_large
-from gateway.multipart import decoded_text, form_errors, form_parts, part_names
+from gateway.multipart import decoded_text, form_errors, form_parts, part_content_type, part_names
 from gateway.providers import Surface, invalid_answer, open_upstream, read_answer
 from gateway.streaming import relay_sse
 from gateway.surfaces._upstream import as_requested, require_task
@@ -30,6 +30,8 @@ from server.metering import CallKind
 __all__ = ["transcriptions"]
 
 _FORMATS = frozenset({"json", "text", "srt", "verbose_json", "vtt", "diarized_json"})
+# What a transcript in a text format comes as (OpenAI and vLLM send text/plain).
+_TEXT_TYPES = frozenset({"text/plain", "text/vtt", "text/srt", "application/x-subrip"})
 
 # The most parts a transcription form has: `file`, `model` and OpenAI's other fields (`timestamp_granularities[]` twice,
 # `include[]`, `chunking_strategy` as up to four bracketed fields, up to four `known_speaker_names[]` and as many
@@ -62,7 +64,7 @@ async def _read_form(request: web.Request, limit: int) -> list[_Field]:
                 if size > limit:
                     raise too_large(limit)
                 chunks.append(chunk)
-            field = _Field(name or "", b"".join(chunks), filename, part.headers.get("Content-Type"))
+            field = _Field(name or "", b"".join(chunks), filename, part_content_type(part))
             if filename is None:
                 field.text = decoded_text(part, field.value, field.name or "file")
             fields.append(field)
@@ -94,7 +96,17 @@ def _validated_model(fields: list[_Field]) -> str:
         raise InvalidArgument("you must provide an audio file", field="file")
     if (_text(fields, "response_format") or "json") not in _FORMATS:
         raise InvalidArgument("'response_format' is not a supported format.", field="response_format")
+    temperature = _text(fields, "temperature")
+    if temperature is not None and not _in_unit_range(temperature):
+        raise InvalidArgument("'temperature' must be a number between 0 and 1.", field="temperature")
     return model
+
+
+def _in_unit_range(text: str) -> bool:
+    try:
+        return 0 <= float(text) <= 1
+    except ValueError:
+        return False
 
 
 async def _upstream_form(fields: list[_Field], upstream_model: str | None) -> tuple[bytes, str]:
@@ -139,10 +151,13 @@ async def transcriptions(request: web.Request) -> web.StreamResponse:
                 parsed = orjson.loads(body)
             except orjson.JSONDecodeError:
                 raise invalid_answer() from None
-            if isinstance(parsed, dict):
-                call.count(parsed.get("usage"))
-                body = as_requested(body, parsed, model, always=False)  # OpenAI's transcription JSON has no model
+            if not isinstance(parsed, dict) or parsed.get("error") or not isinstance(parsed.get("text"), str):
+                raise invalid_answer()  # an error sent with HTTP 200 is the backend's failure, never relayed
+            call.count(parsed.get("usage"))
+            body = as_requested(body, parsed, model, always=False)  # OpenAI's transcription JSON has no model
             call.response_bytes = len(body)
             return web.Response(body=body, content_type=content_type)
+        if content_type not in _TEXT_TYPES:  # a proxy's HTML error page is no transcript
+            raise invalid_answer()
         call.response_bytes = len(body)
         return web.Response(body=body, content_type=content_type, charset=resp.charset)

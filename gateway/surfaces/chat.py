@@ -56,6 +56,8 @@ def _check_message(message: Any, index: int) -> None:
     role = message.get("role")
     if not isinstance(role, str) or role not in _ROLES:
         raise _refusal(index, ".role", "must be one of system, developer, user, assistant, tool, function")
+    if role == "tool" and not (isinstance(message.get("tool_call_id"), str) and message["tool_call_id"]):
+        raise _refusal(index, ".tool_call_id", "must be the id of the tool call the message answers")
     content = message.get("content")
     if isinstance(content, list):
         for at, part in enumerate(content):
@@ -71,7 +73,7 @@ def _check_messages(messages: list[Any]) -> None:
     for index, message in enumerate(messages):
         if isinstance(message, dict):
             role = message.get("role")
-            if isinstance(role, str) and role in _ROLES and isinstance(message.get("content"), str):
+            if isinstance(role, str) and role in _ROLES and role != "tool" and isinstance(message.get("content"), str):
                 continue
         _check_message(message, index)
 
@@ -115,8 +117,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if stream:
             return await relay_sse(request, upstream, call, include_usage=include_usage)
         raw, parsed = await read_upstream_json(upstream, call)
-        call.count(parsed.get("usage"))
         completion_choices(parsed)  # relayed as it is, once it is a completion at all
+        call.count_answer(parsed, len(raw))
         raw = as_requested(raw, parsed, model)
         call.response_bytes = len(raw)
         return web.Response(body=raw, content_type="application/json")

@@ -23,7 +23,7 @@ from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface, invalid_answer
-from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
+from gateway.surfaces._upstream import as_requested, listed, post_json, read_upstream_json, require_task
 from server.domain.json_values import is_integer
 from server.errors import InvalidArgument
 from server.metering import CallKind
@@ -113,16 +113,11 @@ def _to_base64(vector: list[Any]) -> str:
     return base64.b64encode(packed.tobytes()).decode()
 
 
-def _encode_base64(parsed: dict[str, Any]) -> bool:
-    """Encode the answer's float lists as the base64 the client asked for, in place; True when there were any. An
-    item that is not an object, or a vector holding a non-number, is an answer we cannot read (it was a 500)."""
-    data = parsed.get("data")
-    if not isinstance(data, list):
-        return False
+def _encode_base64(data: list[dict[str, Any]]) -> bool:
+    """Encode the answer's float lists as the base64 the client asked for, in place; True when there were any. A
+    vector holding a non-number is an answer we cannot read (it was a 500)."""
     encoded = False
     for item in data:
-        if not isinstance(item, dict):
-            raise invalid_answer()
         if isinstance(item.get("embedding"), list):
             item["embedding"] = _to_base64(item["embedding"])
             encoded = True
@@ -141,9 +136,10 @@ async def embeddings(request: web.Request) -> web.StreamResponse:
             payload["input"] = with_prefix(payload["input"], route.query_prefix)
         resp = await post_json(request, route, Surface.EMBEDDINGS, payload)
         raw, parsed = await read_upstream_json(resp, call, Surface.EMBEDDINGS)
-        call.count(parsed.get("usage"))
-        if encoding == "base64" and _encode_base64(parsed):
+        data = listed(parsed, "data")
+        if encoding == "base64" and _encode_base64(data):
             raw = orjson.dumps(parsed)
+        call.count(parsed.get("usage"))  # once the answer is one the client gets
         raw = as_requested(raw, parsed, model)
         call.response_bytes = len(raw)
         return web.Response(body=raw, content_type="application/json")

@@ -16,7 +16,7 @@ from gateway.calls import metered
 from gateway.catalog import TaskType
 from gateway.middleware import read_json, require_model
 from gateway.providers import Surface
-from gateway.surfaces._upstream import as_requested, post_json, read_upstream_json, require_task
+from gateway.surfaces._upstream import as_requested, listed, post_json, read_upstream_json, require_task
 from server.domain.json_values import is_integer
 from server.errors import InvalidArgument
 from server.metering import CallKind
@@ -28,7 +28,7 @@ def _validate(payload: dict[str, Any]) -> None:
     if not isinstance(payload.get("query"), str):
         raise InvalidArgument("'query' must be a string.", field="query")
     documents = payload.get("documents")
-    if not isinstance(documents, list) or not all(isinstance(d, str | dict) for d in documents):
+    if not isinstance(documents, list) or not all(_document(d) for d in documents):
         raise InvalidArgument("'documents' must be an array of strings or {text} objects.", field="documents")
     top_n = payload.get("top_n")
     if top_n is not None and (not is_integer(top_n) or top_n < 0):
@@ -38,14 +38,15 @@ def _validate(payload: dict[str, Any]) -> None:
         raise InvalidArgument("'return_documents' must be a boolean.", field="return_documents")
 
 
-def _without_documents(parsed: dict[str, Any]) -> bool:
+def _document(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, dict) and isinstance(value.get("text"), str))
+
+
+def _without_documents(results: list[dict[str, Any]]) -> bool:
     """Drop each result's `document`, in place; True when there was one."""
-    results = parsed.get("results")
-    if not isinstance(results, list):
-        return False
     dropped = False
     for result in results:
-        if isinstance(result, dict) and "document" in result:
+        if "document" in result:
             del result["document"]
             dropped = True
     return dropped
@@ -62,8 +63,9 @@ async def rerank(request: web.Request) -> web.StreamResponse:
             payload["query"] = route.query_prefix + payload["query"]
         resp = await post_json(request, route, Surface.RERANK, payload)
         raw, parsed = await read_upstream_json(resp, call, Surface.RERANK)
+        results = listed(parsed, "results")
         call.count(parsed.get("usage"))
-        if payload.get("return_documents") is False and _without_documents(parsed):
+        if payload.get("return_documents") is False and _without_documents(results):
             raw = orjson.dumps(parsed)
         raw = as_requested(raw, parsed, model, always=False)  # Cohere's shape has no model
         call.response_bytes = len(raw)
