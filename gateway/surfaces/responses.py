@@ -236,9 +236,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         if stream:
             events = ResponseStream(response_id, model, plan.echo, created_at)
             return await _stream(request, upstream, call, plan, events, conversation_id=conversation_id)
-        _raw, parsed = await read_upstream_json(upstream, call)
-        call.count(parsed.get("usage"))
-        output, finish = _output_of(parsed)
+        raw, parsed = await read_upstream_json(upstream, call)
+        output, finish = _output_of(parsed)  # an answer that is no completion is the backend's 502, charged nothing
+        call.count_answer(parsed, len(raw))
         incomplete = finish == "length"
         body = translate.response_object(
             response_id,
