@@ -56,8 +56,16 @@ class TrafficCounter:
             return
         self._meter.start()  # idempotent; it needs the running loop, which a request always has
         status = _CLIENT_CLOSED
-        sent = 0
+        sent = received = 0
         started = time.perf_counter()
+
+        async def counting_receive() -> Message:
+            # A gRPC or chunked body has no Content-Length: its bytes are counted as the app reads them.
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+            return message
 
         async def counting_send(message: Message) -> None:
             nonlocal status, sent
@@ -76,8 +84,8 @@ class TrafficCounter:
             await send(message)
 
         try:
-            await self._app(scope, receive, counting_send)
+            await self._app(scope, counting_receive, counting_send)
         finally:
-            self._meter.traffic(self._service, status, _content_length(scope), sent)
+            self._meter.traffic(self._service, status, max(_content_length(scope), received), sent)
             if self._observe is not None:
                 self._observe(scope["path"], status, time.perf_counter() - started)

@@ -8,6 +8,7 @@ so tests never see each other's rows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -310,3 +311,39 @@ async def test_management_requests_are_counted_too(server: Server) -> None:
         await asyncio.sleep(0.1)
     assert after[0] - before[0] >= 7
     assert after[1] - before[1] >= 3
+
+
+async def _management_traffic(server: Server, since: datetime) -> tuple[int, int]:
+    body = {"window": _window(since, datetime.now(UTC) + timedelta(minutes=1)), "service": "management"}
+    result = await ConnectJsonCaller(server.base_url).call(
+        f"{SERVICE}/GetPlatformApiTrafficSeries", body, token=server.admin_token, get=True
+    )
+    assert result.ok, result
+    points = [p for s in result.body.get("series", []) for p in s.get("points", [])]
+    return sum(int(p.get("requestCount", 0)) for p in points), sum(int(p.get("requestBytes", 0)) for p in points)
+
+
+async def test_grpc_request_bodies_are_counted_in_request_bytes(server: Server) -> None:
+    """ApiTrafficPoint.requestBytes is 'request body bytes received': a gRPC request (HTTP/2, no Content-Length)
+    was counted as 0 bytes, being counted by its Content-Length (found by probing)."""
+    since = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
+    before = await _management_traffic(server, since)
+    big = "x" * 20000
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        call = channel.unary_unary(
+            "/platform.tenants.v1.TenantService/CreateTenant",
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        # field 1 (a string) holding 20,000 bytes: whatever the server answers, it received them
+        payload = b"\x0a" + bytes([0xA0, 0x9C, 0x01]) + big.encode()
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await call(payload, timeout=10, metadata=[("authorization", f"Bearer {server.admin_token}")])
+    after = before
+    for _ in range(100):
+        after = await _management_traffic(server, since)
+        if after[0] - before[0] >= 2:  # the gRPC call and one traffic read
+            break
+        await asyncio.sleep(0.1)
+    assert after[0] - before[0] >= 2
+    assert after[1] - before[1] >= 20000, (before, after)

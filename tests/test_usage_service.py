@@ -393,3 +393,21 @@ async def test_a_two_year_range_answers_in_days_and_top_lists_need_a_grouping(
     too_long = {"startTime": "1990-01-01T00:00:00Z", "endTime": "1993-01-01T00:00:00Z"}
     refused = await _call(connect, "ListTopUsage", server.admin_token, **too_long, groupBy="GROUP_BY_MODEL")
     assert refused.code == "invalid_argument" and "732 days" in refused.message
+
+
+async def test_an_end_time_a_fraction_of_a_second_into_a_bucket_takes_that_bucket(
+    server: Server, connect: ConnectJsonCaller, database: Database
+) -> None:
+    """endTime is rounded up to its bucket: its fraction of a second was dropped first, so a range ending 0.5 s into
+    an hour ended before it, and a call in that half second was in no answer (found by probing)."""
+    world = await make_world(server, connect)
+    start = _month()
+    at = start + timedelta(hours=1, milliseconds=100)
+    event = UsageEvent(world.tenant_id, "", "u", "m", 1, prompt_tokens=7, total_tokens=7, status=200, occurred_at=at)
+    await _write(database, [event])
+    body = {"tenantId": world.tenant_id, "startTime": _ts(start), "endTime": _ts(at + timedelta(milliseconds=400))}
+    series = must(await _call(connect, "GetUsageSeries", server.admin_token, **body, bucket="BUCKET_HOUR"))
+    assert series["endTime"] == _ts(start + timedelta(hours=2)), series
+    assert int(series["totals"].get("totalTokens", 0)) == 7, series
+    top = must(await _call(connect, "ListTopUsage", server.admin_token, **body, groupBy="GROUP_BY_MODEL"))
+    assert int(top["totals"].get("totalTokens", 0)) == 7, top

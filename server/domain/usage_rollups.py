@@ -18,6 +18,7 @@ Who may read what is `server.permissions.usage`; this module counts within the r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -139,7 +140,7 @@ def _aligned(start: datetime, end: datetime, grain: int, *, most_seconds: int) -
         raise InvalidArgument("start_time must be before end_time", field="start_time")
     require_within_bounds(start, end, "start_time", "end_time")  # aligned outward, the end of 9999 is year 10000
     first = int(start.timestamp()) // grain * grain
-    last = -(-int(end.timestamp()) // grain) * grain
+    last = math.ceil(end.timestamp() / grain) * grain  # a fraction of a second past a bucket's start is in it
     if last - first > most_seconds:
         what = "31 days in hour buckets" if most_seconds < DAY * _MAX_BUCKETS[DAY] else f"{_MAX_BUCKETS[DAY]} days"
         raise InvalidArgument(f"start_time to end_time may span at most {what}", field="end_time")
