@@ -347,9 +347,12 @@ class Meter:
             if not (self._usage or self._traffic):
                 if self._closing:
                     # Batches the database refused earlier (kept in the journal): one more attempt before the
-                    # process goes, rather than waiting for the next start on this directory.
+                    # process goes, rather than waiting for the next start on this directory. Requests still
+                    # running meanwhile may record more: those are written too before the end.
                     await self._replay()
-                    return
+                    if not (self._usage or self._traffic):
+                        return
+                    continue
                 self._wakeup = asyncio.get_running_loop().create_future()
                 with contextlib.suppress(TimeoutError):  # woken by an event, or in time to rescan
                     await asyncio.wait_for(self._wakeup, max(0.0, rescan_at - time.monotonic()))

@@ -91,6 +91,10 @@ class Segment:
         if end + 1 < len(data):
             log.warning("metering journal %s ends in a torn line (%d bytes): left out", self.path.name, size - end - 1)
 
+    @property
+    def empty(self) -> bool:
+        return (self._end if self._map is not None else os.fstat(self.fd).st_size) == 0
+
     def discard(self) -> None:
         """Its batch is in the database: delete it, then let go of it."""
         with contextlib.suppress(FileNotFoundError):
@@ -204,10 +208,15 @@ class Journal:
         return found
 
     def close(self) -> None:
-        """At a graceful stop, after the last batch: the current segment and the spare are empty, delete them."""
+        """At a graceful stop, after the last batch: delete the current segment and the spare when empty; one that
+        holds lines (a row recorded after the last batch was taken) is kept for the next process to replay."""
         for segment in (self._current, self._spare):
             if segment is not None:
-                segment.discard()
+                if segment.empty:
+                    segment.discard()
+                else:
+                    segment.sync()
+                    segment.release()
                 self.forget(segment)
         self._current = self._spare = None
 

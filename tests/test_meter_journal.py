@@ -7,20 +7,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from sqlalchemy import func, select
 
 from server import metering
-from server.metering import Meter, UsageEvent
+from server.metering import _USAGE_VALUES, Meter, UsageEvent
 from server.metering_journal import Journal
 from server.store.db import Database as Db
 from server.store.models import ApiTrafficRow, UsageEventRow
@@ -361,5 +364,65 @@ async def test_a_replay_stops_at_the_first_batch_the_database_refuses(
         await _replay(db, journal)
         assert [await _counts(db, tenant) for tenant in tenants] == [(0, 0, 1, 1)] * 3
         assert _segments(journal) == []
+    finally:
+        await db.close()
+
+
+def _closing_event(tenant: str, call_id: str = "") -> UsageEvent:
+    return UsageEvent(
+        tenant,
+        "k",
+        "u",
+        "m",
+        1,
+        prompt_tokens=1,
+        total_tokens=1,
+        call_id=call_id,
+        occurred_at=datetime(2001, 1, 1, tzinfo=UTC),
+    )
+
+
+def _dead_process_segment(directory: Path, tenant: str, events: int) -> None:
+    """A segment a killed process left behind (lines journaled, never written): the next rescan replays it."""
+    journal = Journal(directory)
+    for i in range(events):
+        event = _closing_event(tenant, f"dead-{secrets.token_hex(6)}-{i}")
+        journal.append(orjson.dumps(("u", *_USAGE_VALUES(event), event.occurred_at), option=orjson.OPT_APPEND_NEWLINE))
+    segment = journal._current
+    assert segment is not None
+    segment.release()  # its process is gone: the file stays, nobody holds it
+
+
+@ONE_BACKEND
+async def test_events_metered_while_the_meter_closes_are_not_lost(database: Database, tmp_path: Path) -> None:
+    """Calls that finish while the meter stops (requests still in flight at SIGTERM) land: close()'s last rescan
+    replays a dead process's segment here, and the calls metered meanwhile were neither written nor kept (close()
+    returned and deleted the segment that held them; found by probing)."""
+    tenant = f"t-close-{secrets.token_hex(4)}"
+    journal = tmp_path / "journal"
+    db = Db(database.url)
+    try:
+        meter = Meter(db, journal)
+        meter.start()
+        await asyncio.sleep(0.3)  # the start-up replay is done
+        _dead_process_segment(journal, f"{tenant}-dead", 3000)
+        metered = 0
+        closing = asyncio.create_task(meter.close())
+        deadline = time.monotonic() + 20
+        while not closing.done() and time.monotonic() < deadline:
+            meter.usage(_closing_event(tenant))
+            metered += 1
+            await asyncio.sleep(0.01)
+        await closing
+        # A later process on the same journal directory writes whatever this one left behind.
+        again = Meter(db, journal)
+        again.start()
+        await asyncio.sleep(0)
+        await again.close()
+        async with db.read() as s:
+            written = int(await s.scalar(select(func.count()).where(UsageEventRow.tenant_id == tenant)) or 0)
+            dead = int(await s.scalar(select(func.count()).where(UsageEventRow.tenant_id == f"{tenant}-dead")) or 0)
+        assert dead == 3000
+        assert written == metered, (written, metered)
     finally:
         await db.close()
