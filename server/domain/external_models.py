@@ -23,6 +23,7 @@ from server.crypto import SecretBox
 from server.domain import usage
 from server.domain.model_registry import (
     Capabilities,
+    capabilities_of,
     claim_public_model_id,
     immutable_public_model_id,
     readable_targets,
@@ -31,6 +32,7 @@ from server.domain.model_registry import (
 from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
 from server.domain.validation import (
+    MAX_API_VERSION,
     MAX_DISPLAY_NAME,
     MAX_PROVIDER_MODEL_ID,
     MAX_QUERY_PREFIX,
@@ -77,7 +79,7 @@ class ExternalModelSpec:
     api_version: str
     public_model_id: str
     display_name: str
-    capabilities: Capabilities
+    capabilities: Capabilities | None  # None = not given: update keeps them, create takes text generation
     query_prefix: str | None  # None = not given (update keeps it); "" disables; a value sets it
 
 
@@ -147,6 +149,7 @@ def _check_text(spec: ExternalModelSpec) -> None:
     limit_text(spec.provider_model_id, "provider_model_id", MAX_PROVIDER_MODEL_ID)
     limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
     limit_text(spec.query_prefix or "", "query_prefix", MAX_QUERY_PREFIX)
+    limit_text(spec.api_version, "api_version", MAX_API_VERSION)
 
 
 async def create(
@@ -170,6 +173,7 @@ async def create(
     _check_text(spec)
     if base_url:
         await check(base_url, field="base_url", reach=_reach(tenant_id))
+    capabilities = spec.capabilities or capabilities_of(0, ())
     # Sharing is read-only here (UpdateExternalModelSharing is its only write path): a new model starts private.
     await permissions.create_resource(session, principal, _ref(name), tenant_id=tenant_id)
     await claim_public_model_id(session, spec.public_model_id, _ref(name))
@@ -183,8 +187,8 @@ async def create(
         api_version=api_version,
         public_model_id=spec.public_model_id,
         display_name=spec.display_name or spec.public_model_id,
-        task_type=spec.capabilities.task_type,
-        input_modalities=list(spec.capabilities.input_modalities),
+        task_type=capabilities.task_type,
+        input_modalities=list(capabilities.input_modalities),
         query_prefix=spec.query_prefix,
     )
     session.add(row)
@@ -242,8 +246,9 @@ async def update(
         row.api_key_encrypted = box.seal(spec.api_key)
     if spec.display_name:
         row.display_name = spec.display_name
-    row.task_type = spec.capabilities.task_type
-    row.input_modalities = list(spec.capabilities.input_modalities)
+    if spec.capabilities is not None:
+        row.task_type = spec.capabilities.task_type
+        row.input_modalities = list(spec.capabilities.input_modalities)
     if spec.query_prefix is not None:
         row.query_prefix = spec.query_prefix
     await session.flush()

@@ -94,6 +94,12 @@ async def _require_target_admin(session: AsyncSession, principal: Principal, ref
         raise NotFound(f"target {ref.name!r} not found", field="target_ref.name")
     if not await permissions.can_admin(session, principal, ref):
         raise permissions_denied(ref)
+    # An alias is the platform's, reachable by every tenant it is shared with, on its target's credentials: a
+    # tenant's own model behind it would be handed to all of them (found by probing).
+    if not await permissions.can_reference(session, principal, ref, owner=None):
+        raise PermissionDenied(
+            f"an alias is the platform's and may name platform models only, not {ref.name!r}", field="target_ref"
+        )
 
 
 def permissions_denied(ref: ResourceRef) -> PermissionDenied:

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server import permissions
 from server.domain.model_registry import (
     Capabilities,
+    capabilities_of,
     claim_public_model_id,
     immutable_public_model_id,
     readable_targets,
@@ -21,7 +22,13 @@ from server.domain.model_registry import (
 )
 from server.domain.networks import EndpointCheck, Reach
 from server.domain.principal import Principal
-from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_http_url, validate_resource_name
+from server.domain.validation import (
+    MAX_DISPLAY_NAME,
+    MAX_PROVIDER_MODEL_ID,
+    limit_text,
+    require_http_url,
+    validate_resource_name,
+)
 from server.errors import InvalidArgument
 from server.permissions import ResourceKind, ResourceRef, Sharing
 from server.store.db import new_id
@@ -32,6 +39,7 @@ __all__ = ["Deployment", "DeploymentSpec", "create", "delete", "get", "list_read
 
 KIND = ResourceKind.MODEL_DEPLOYMENT
 _MODEL_URL_MAX = 2048
+_MAX_MODEL_LEN = 2**31 - 1  # the column's (a 32-bit integer)
 
 
 @dataclass(frozen=True)
@@ -41,8 +49,8 @@ class DeploymentSpec:
     display_name: str
     endpoint_url: str
     served_model_id: str
-    capabilities: Capabilities
-    max_model_len: int | None
+    capabilities: Capabilities | None  # None = not given: update keeps them, create takes text generation
+    max_model_len: int | None  # None = not given: update keeps it
     query_prefix: str | None  # None = not given (update keeps it); "" disables; a value sets it
     sharing: Sharing
     model_url: str | None = None  # None = not given (update keeps it); "" clears; a value sets it
@@ -96,8 +104,10 @@ def _model_url(value: str | None) -> str | None:
 
 
 def _max_len(value: int | None) -> int | None:
-    if value is not None and value <= 0:
-        raise InvalidArgument("runtime_info.max_model_len must be positive", field="runtime_info.max_model_len")
+    if value is not None and not 0 < value <= _MAX_MODEL_LEN:
+        raise InvalidArgument(
+            f"runtime_info.max_model_len must be between 1 and {_MAX_MODEL_LEN}", field="runtime_info.max_model_len"
+        )
     return value
 
 
@@ -109,6 +119,7 @@ async def create(
     endpoint = require_http_url(spec.endpoint_url, "endpoint_url")
     # Deployments are registered by platform operators only: private (in-cluster) addresses are theirs to use.
     await check(endpoint, field="endpoint_url", reach=Reach.PLATFORM)
+    capabilities = spec.capabilities or capabilities_of(0, ())
     await permissions.create_resource(session, principal, _ref(name), tenant_id=None, sharing=spec.sharing)
     await claim_public_model_id(session, spec.public_model_id, _ref(name))
     row = ModelDeploymentRow(
@@ -116,9 +127,10 @@ async def create(
         public_model_id=spec.public_model_id,
         display_name=limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME) or spec.public_model_id,
         endpoint_url=endpoint,
-        served_model_id=spec.served_model_id or spec.public_model_id,
-        task_type=spec.capabilities.task_type,
-        input_modalities=list(spec.capabilities.input_modalities),
+        served_model_id=limit_text(spec.served_model_id, "served_model_id", MAX_PROVIDER_MODEL_ID)
+        or spec.public_model_id,
+        task_type=capabilities.task_type,
+        input_modalities=list(capabilities.input_modalities),
         max_model_len=_max_len(spec.max_model_len),
         query_prefix=spec.query_prefix,
         model_url=_model_url(spec.model_url) or "",
@@ -154,10 +166,12 @@ async def update(
     if spec.display_name:
         row.display_name = limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
     if spec.served_model_id:
-        row.served_model_id = spec.served_model_id
-    row.task_type = spec.capabilities.task_type
-    row.input_modalities = list(spec.capabilities.input_modalities)
-    row.max_model_len = _max_len(spec.max_model_len)
+        row.served_model_id = limit_text(spec.served_model_id, "served_model_id", MAX_PROVIDER_MODEL_ID)
+    if spec.capabilities is not None:
+        row.task_type = spec.capabilities.task_type
+        row.input_modalities = list(spec.capabilities.input_modalities)
+    if spec.max_model_len is not None:
+        row.max_model_len = _max_len(spec.max_model_len)
     if spec.query_prefix is not None:
         row.query_prefix = spec.query_prefix
     if spec.model_url is not None:

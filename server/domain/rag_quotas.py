@@ -49,6 +49,8 @@ __all__ = [
     "tenants_usage",
 ]
 
+_MAX_IDS = 10_000
+
 PLATFORM_ROLE = "can_manage_tenants"
 Rag = RagDeploymentRow
 
@@ -128,7 +130,10 @@ async def _upsert_limits(session: AsyncSession, tenant_id: str, **values: object
 def _ids(ids: Sequence[str], field: str) -> list[str]:
     if not ids or any(not i or not i.strip() for i in ids):
         raise InvalidArgument(f"{field} is required: name RAGs by id, none empty", field=field)
-    return list(dict.fromkeys(ids))
+    wanted = list(dict.fromkeys(ids))
+    if len(wanted) > _MAX_IDS:  # bound before the database: one bind parameter each
+        raise InvalidArgument(f"{field} names at most {_MAX_IDS} RAGs per call", field=field)
+    return wanted
 
 
 async def set_quotas(
@@ -148,7 +153,9 @@ async def set_quotas(
     found = set(await session.scalars(select(Rag.id).where(Rag.id.in_(wanted), Rag.tenant_id == tenant_id)))
     missing = [i for i in wanted if i not in found]
     if missing:
-        raise NotFound(f"no RAG {', '.join(repr(m) for m in missing)} in tenant {tenant_id!r}", field=ids_field)
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        named = ", ".join(repr(m) for m in missing[:10]) + more
+        raise NotFound(f"no RAG {named} in tenant {tenant_id!r}", field=ids_field)
     await session.execute(
         update(Rag)
         .where(Rag.id.in_(wanted))

@@ -28,7 +28,8 @@ __all__ = [
 MAX_NAME = 128  # human-chosen names: API keys, service accounts, groups
 MAX_DISPLAY_NAME = 256
 MAX_DESCRIPTION = 1024
-MAX_PROVIDER_MODEL_ID = 256
+MAX_PROVIDER_MODEL_ID = 256  # a provider's or a deployment's served model id
+MAX_API_VERSION = 64
 MAX_URL = 2048
 # What an HTTP header value may not hold (control characters other than tab): aiohttp refuses to write them.
 HEADER_VALUE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")

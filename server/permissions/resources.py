@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.domain.principal import ApiKeyType, Principal
 from server.errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied
 from server.permissions.tenancy import Capability, TenantRole, has_capability
+from server.store.db import integrity_as
 from server.store.models import (
     ApiKeyGrantRow,
     ApiKeyGroupRow,
@@ -420,8 +421,16 @@ async def require_admin(session: AsyncSession, principal: Principal, ref: Resour
     raise PermissionDenied(f"the caller may not administer {_label(ref)} {ref.name!r}")
 
 
+MAX_SHARED_WITH = 10_000
+
+
 async def _validate_sharing(session: AsyncSession, tenant_id: str | None, sharing: Sharing) -> tuple[str, ...]:
     shared_with = tuple(sorted(set(sharing.shared_with)))
+    if len(shared_with) > MAX_SHARED_WITH:  # bound before the database: one bind parameter each
+        raise InvalidArgument(
+            f"sharing.shared_with names at most {MAX_SHARED_WITH} tenants (share_to_all shares with every tenant)",
+            field="sharing.shared_with",
+        )
     if tenant_id is not None:
         if shared_with:
             raise InvalidArgument(
@@ -433,7 +442,9 @@ async def _validate_sharing(session: AsyncSession, tenant_id: str | None, sharin
         known = set(await session.scalars(select(TenantRow.id).where(TenantRow.id.in_(shared_with))))
         missing = [t for t in shared_with if t not in known]
         if missing:
-            raise InvalidArgument(f"sharing.shared_with names unknown tenants: {missing}", field="sharing.shared_with")
+            raise InvalidArgument(
+                f"sharing.shared_with names {len(missing)} unknown tenants: {missing[:10]}", field="sharing.shared_with"
+            )
     return shared_with
 
 
@@ -465,6 +476,8 @@ async def create_resource(
             share_to_all=sharing.share_to_all,
         )
     )
+    with integrity_as(f"a {_label(ref)} named {ref.name!r} already exists", field="name"):  # a concurrent create
+        await session.flush()
     await _replace_shares(session, ref, shared_with)
     await session.flush()
 

@@ -55,6 +55,11 @@ def capabilities_in(value: capabilities_pb2.ModelCapabilities) -> Capabilities:
     return capabilities_of(int(value.task_type), [int(m) for m in value.input_modalities])
 
 
+def _capabilities_given(message: Any) -> Capabilities | None:
+    """None when the request leaves capabilities out: an update keeps them, a create takes the default."""
+    return capabilities_in(message.capabilities) if message.HasField("capabilities") else None
+
+
 def _optional(message: Any, field: str) -> str | None:
     return getattr(message, field) if message.HasField(field) else None  # type: ignore[no-any-return]
 
@@ -69,7 +74,7 @@ def deployment_spec(value: model_deployment_pb2.ModelDeployment | None) -> Deplo
         display_name=value.display_name,
         endpoint_url=value.endpoint_url,
         served_model_id=value.served_model_id,
-        capabilities=capabilities_in(value.capabilities),
+        capabilities=_capabilities_given(value),
         max_model_len=max_len,
         query_prefix=_optional(value, "query_prefix"),
         sharing=sharing_in(value.sharing),
@@ -104,7 +109,7 @@ def external_model_spec(value: external_model_pb2.ExternalModel | None) -> Exter
         api_version=value.api_version,
         public_model_id=value.public_model_id,
         display_name=value.display_name,
-        capabilities=capabilities_in(value.capabilities),
+        capabilities=_capabilities_given(value),
         query_prefix=_optional(value, "query_prefix"),
     )
 

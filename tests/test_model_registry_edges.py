@@ -1,0 +1,194 @@
+"""Model deployments, external models and aliases at their edges; each was found by probing:
+
+- an update that leaves capabilities (or a deployment's runtime info) out keeps them: they were reset to text
+  generation (a RAG's embedding model renamed that way stopped embedding) and cleared;
+- a platform alias may name platform models only: one naming a tenant's own external model handed that model, and
+  its provider key, to every tenant the alias was shared with;
+- concurrent creates of one name answer already_exists, not internal;
+- text past its column (servedModelId, apiVersion), a maxModelLen past 32 bits and a sharedWith list past 10,000
+  tenants are invalid_argument naming the field, where PostgreSQL answered internal or unavailable (its column and
+  bind-parameter limits) and SQLite stored them.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+from tests.clients import ConnectJsonCaller
+from tests.world import World, make_world, must
+
+DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
+EXTERNAL = "platform.modelmanager.v1.ExternalModelService"
+ALIASES = "platform.modelmanager.v1.ModelAliasService"
+CUSTOM = "EXTERNAL_MODEL_PROVIDER_CUSTOM_COMPATIBLE"
+
+
+@pytest.fixture
+async def world(server: Any, connect: ConnectJsonCaller) -> World:
+    world = await make_world(server, connect)
+    world.tokens["models"] = server.token(f"ops-{secrets.token_hex(3)}", roles=("can_manage_models",))
+    return world
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+async def _deployment(connect: ConnectJsonCaller, world: World, **extra: Any) -> dict[str, Any]:
+    name = _id("dep")
+    body = {"name": name, "publicModelId": f"org/{name}", "endpointUrl": "http://127.0.0.1:9/v1", **extra}
+    return must(
+        await connect.call(
+            f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": body}, token=world.tokens["models"]
+        )
+    )["modelDeployment"]
+
+
+def _external(**extra: Any) -> dict[str, Any]:
+    name = _id("ext")
+    return {
+        "name": name,
+        "provider": CUSTOM,
+        "providerModelId": "gpt-x",
+        "apiKey": "sk-do-not-leak-0001",
+        "baseUrl": "http://127.0.0.1:9/v1",
+        "publicModelId": f"ext/{name}",
+        **extra,
+    }
+
+
+async def test_deployment_rename_keeps_capabilities(connect: ConnectJsonCaller, world: World) -> None:
+    created = await _deployment(
+        connect, world, capabilities={"taskType": "TASK_TYPE_EMBEDDING", "inputModalities": ["MODALITY_TEXT"]}
+    )
+    update = {"modelDeployment": {"name": created["name"], "displayName": "Renamed"}}
+    renamed = must(await connect.call(f"{DEPLOYMENTS}/UpdateModelDeployment", update, token=world.tokens["models"]))
+    assert renamed["modelDeployment"]["capabilities"] == created["capabilities"]
+
+
+async def test_deployment_rename_keeps_runtime_info(connect: ConnectJsonCaller, world: World) -> None:
+    created = await _deployment(connect, world, runtimeInfo={"maxModelLen": 4096})
+    update = {"modelDeployment": {"name": created["name"], "displayName": "Renamed"}}
+    renamed = must(await connect.call(f"{DEPLOYMENTS}/UpdateModelDeployment", update, token=world.tokens["models"]))
+    assert renamed["modelDeployment"].get("runtimeInfo") == {"maxModelLen": 4096}
+
+
+async def test_external_rename_keeps_capabilities(connect: ConnectJsonCaller, world: World) -> None:
+    body = _external(capabilities={"taskType": "TASK_TYPE_EMBEDDING", "inputModalities": ["MODALITY_TEXT"]})
+    created = must(
+        await connect.call(f"{EXTERNAL}/CreateExternalModel", {"externalModel": body}, token=world.tokens["models"])
+    )["externalModel"]
+    update = {"externalModel": {"name": created["name"], "displayName": "Renamed"}}
+    renamed = must(await connect.call(f"{EXTERNAL}/UpdateExternalModel", update, token=world.tokens["models"]))
+    assert renamed["externalModel"]["capabilities"] == created["capabilities"]
+
+
+async def test_sharing_with_many_tenants_is_a_clear_refusal(connect: ConnectJsonCaller, world: World) -> None:
+    created = await _deployment(connect, world)
+    tenants = [world.tenant_id] + [f"ten_{i:016x}" for i in range(70_000)]
+    result = await connect.call(
+        f"{DEPLOYMENTS}/UpdateModelDeploymentSharing",
+        {"name": created["name"], "sharing": {"sharedWith": tenants}},
+        token=world.tokens["models"],
+    )
+    assert result.code == "invalid_argument" and "shared_with" in result.message, result
+
+
+async def test_platform_alias_cannot_expose_a_tenant_owned_model(
+    connect: ConnectJsonCaller, world: World, server: Any
+) -> None:
+    """A platform alias shared with every tenant, pointing at one tenant's own external model (and its provider
+    credential): every other tenant could then invoke it through the alias (the gateway checks only the alias)."""
+    ops_editor = server.token(world.user_ids["editor"], roles=("can_manage_models",))
+    tenant_model = must(
+        await connect.call(
+            f"{EXTERNAL}/CreateTenantExternalModel",
+            {"tenantId": world.tenant_id, "externalModel": _external()},
+            token=world.tokens["editor"],
+        )
+    )["externalModel"]
+    ref = {"kind": "MODEL_ALIAS_TARGET_KIND_EXTERNAL_MODEL", "name": tenant_model["name"]}
+    alias = {"publicModelId": _id("leak"), "targetRef": ref, "sharing": {"shareToAll": True}}
+    result = await connect.call(f"{ALIASES}/CreateModelAlias", {"alias": alias}, token=ops_editor)
+    outsider_sees = [
+        i["alias"]["publicModelId"]
+        for i in must(await connect.call(f"{ALIASES}/ListModelAliases", {}, token=world.tokens["outsider"])).get(
+            "aliases", []
+        )
+    ]
+    assert not result.ok and alias["publicModelId"] not in outsider_sees, (result, outsider_sees)
+
+
+async def test_overlong_served_model_id_is_invalid_argument(connect: ConnectJsonCaller, world: World) -> None:
+    name = _id("dep")
+    body = {
+        "name": name,
+        "publicModelId": f"org/{name}",
+        "endpointUrl": "http://127.0.0.1:9/v1",
+        "servedModelId": "s" * 300,
+    }
+    result = await connect.call(
+        f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": body}, token=world.tokens["models"]
+    )
+    assert result.code == "invalid_argument" and "served_model_id" in result.message, result
+
+
+async def test_overlong_api_version_is_invalid_argument(connect: ConnectJsonCaller, world: World) -> None:
+    body = _external(provider="EXTERNAL_MODEL_PROVIDER_VENDOR_B", apiVersion="v" * 100)
+    result = await connect.call(
+        f"{EXTERNAL}/CreateExternalModel", {"externalModel": body}, token=world.tokens["models"]
+    )
+    assert result.code == "invalid_argument" and "api_version" in result.message, result
+
+
+async def test_huge_max_model_len_is_not_internal(connect: ConnectJsonCaller, world: World) -> None:
+    name = _id("dep")
+    body = {
+        "name": name,
+        "publicModelId": f"org/{name}",
+        "endpointUrl": "http://127.0.0.1:9/v1",
+        "runtimeInfo": {"maxModelLen": 4_000_000_000},
+    }
+    result = await connect.call(
+        f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": body}, token=world.tokens["models"]
+    )
+    assert result.code != "internal", result
+    if result.ok:
+        got = must(
+            await connect.call(
+                f"{DEPLOYMENTS}/GetModelDeployment", {"name": name}, token=world.tokens["models"], get=True
+            )
+        )
+        assert got["modelDeployment"]["runtimeInfo"] == {"maxModelLen": 4_000_000_000}
+    else:
+        assert result.code == "invalid_argument" and "max_model_len" in result.message, result
+
+
+async def test_concurrent_creates_of_one_deployment_name(connect: ConnectJsonCaller, world: World) -> None:
+    import asyncio
+
+    name = _id("race")
+    bodies = [
+        {"modelDeployment": {"name": name, "publicModelId": f"org/{name}-{i}", "endpointUrl": "http://127.0.0.1:9/v1"}}
+        for i in range(10)
+    ]
+    results = await asyncio.gather(
+        *(connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", b, token=world.tokens["models"]) for b in bodies)
+    )
+    codes = sorted(r.code for r in results)
+    assert codes == ["already_exists"] * 9 + ["ok"], codes
+
+
+async def test_concurrent_creates_of_one_external_model_name(connect: ConnectJsonCaller, world: World) -> None:
+    import asyncio
+
+    name = _id("race")
+    bodies = [{"externalModel": _external(name=name, publicModelId=f"ext/{name}-{i}")} for i in range(10)]
+    results = await asyncio.gather(
+        *(connect.call(f"{EXTERNAL}/CreateExternalModel", b, token=world.tokens["models"]) for b in bodies)
+    )
+    codes = sorted(r.code for r in results)
+    assert codes == ["already_exists"] * 9 + ["ok"], codes
