@@ -192,3 +192,21 @@ async def test_concurrent_creates_of_one_external_model_name(connect: ConnectJso
     )
     codes = sorted(r.code for r in results)
     assert codes == ["already_exists"] * 9 + ["ok"], codes
+
+
+async def test_platform_models_are_created_from_platform_scope_only(
+    connect: ConnectJsonCaller, world: World, server: Any
+) -> None:
+    """Spec Auth 9: a platform resource is managed only from platform scope. A can_manage_models user who is also a
+    tenant's member created platform models from that tenant's scope (X-Platform-Tenant-Id)."""
+    ops = server.token(world.user_ids["editor"], roles=("can_manage_models",))
+    name = _id("dep")
+    deployment = {"name": name, "publicModelId": f"org/{name}", "endpointUrl": "http://127.0.0.1:9/v1"}
+    calls = [
+        (f"{EXTERNAL}/CreateExternalModel", {"externalModel": _external()}),
+        (f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": deployment}),
+    ]
+    for method, body in calls:
+        scoped = await connect.call(method, body, token=ops, tenant=world.tenant_id)
+        assert scoped.code == "permission_denied" and "platform scope" in scoped.message, scoped
+        must(await connect.call(method, body, token=ops))  # the same call from platform scope

@@ -162,7 +162,7 @@ async def create(
     check: EndpointCheck,
 ) -> ExternalModel:
     if tenant_id is None:
-        permissions.require_platform_role(principal, "can_manage_models")
+        permissions.require_platform_scope(principal, "can_manage_models")
     else:
         tenant_id = permissions.resolve_tenant(principal, tenant_id)
         await permissions.require_capability(session, principal, tenant_id, Capability.CREATE_EXTERNAL_MODEL)

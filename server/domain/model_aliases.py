@@ -126,7 +126,7 @@ def _build(row: ModelAliasRow, owner: permissions.Ownership, *, resolved: bool) 
 
 
 async def create(session: AsyncSession, principal: Principal, spec: AliasSpec) -> Alias:
-    permissions.require_platform_role(principal, "can_manage_models")
+    permissions.require_platform_scope(principal, "can_manage_models")
     target = _target(spec)
     await _require_target_admin(session, principal, target)
     name = new_id("alias")

@@ -114,7 +114,7 @@ def _max_len(value: int | None) -> int | None:
 async def create(
     session: AsyncSession, principal: Principal, spec: DeploymentSpec, *, check: EndpointCheck
 ) -> Deployment:
-    permissions.require_platform_role(principal, "can_manage_models")
+    permissions.require_platform_scope(principal, "can_manage_models")
     name = validate_resource_name(spec.name)
     endpoint = require_http_url(spec.endpoint_url, "endpoint_url")
     # Deployments are registered by platform operators only: private (in-cluster) addresses are theirs to use.

@@ -274,7 +274,7 @@ async def _apply(session: AsyncSession, principal: Principal, row: PresetAgentRo
 
 async def _require_create(session: AsyncSession, principal: Principal, tenant_id: str | None) -> str | None:
     if tenant_id is None:
-        permissions.require_platform_role(principal, "can_manage_models")
+        permissions.require_platform_scope(principal, "can_manage_models")
         return None
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_capability(session, principal, tenant_id, Capability.CREATE_AGENT)

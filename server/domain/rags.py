@@ -206,7 +206,7 @@ async def _rerank(session: AsyncSession, principal: Principal, row: RagDeploymen
 async def require_create(session: AsyncSession, principal: Principal, tenant_id: str | None) -> str | None:
     """The create gate: platform scope needs can_manage_tenants; a tenant needs its create-RAG capability."""
     if tenant_id is None:
-        permissions.require_platform_role(principal, PLATFORM_ROLE)
+        permissions.require_platform_scope(principal, PLATFORM_ROLE)
         return None
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_capability(session, principal, tenant_id, Capability.CREATE_RAG)

@@ -352,6 +352,16 @@ def require_platform_role(principal: Principal, role: str) -> None:
         raise PermissionDenied(f"this operation needs the platform role {role}")
 
 
+def require_platform_scope(principal: Principal, role: str) -> None:
+    """Creating a platform-owned resource: the platform role, from platform scope (spec Auth 9: a platform resource is
+    managed only from there). A session scoped to one tenant acts on that tenant alone."""
+    require_platform_role(principal, role)
+    if principal.scoped_tenant_id is not None:
+        raise PermissionDenied(
+            "platform resources are created from platform scope: send the request without X-Platform-Tenant-Id"
+        )
+
+
 def require_logged_in_user(principal: Principal) -> None:
     if principal.user_id is None and principal.api_key is None:
         raise PermissionDenied("this operation needs a signed-in caller")
