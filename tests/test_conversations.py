@@ -100,7 +100,11 @@ async def test_at_most_20_items_per_call_and_a_refused_call_writes_nothing(
     empty = await add_items(connect, token, world.tenant_id, conv["id"], [])
     assert empty.code == "invalid_argument" and "items" in empty.message
     # one bad item among good ones: nothing of the call is kept
-    bad = [message("a"), message("b"), {"type": "message", "role": "wizard", "content": []}]
+    bad = [
+        message("a"),
+        message("b"),
+        {"type": "message", "role": "wizard", "content": [{"type": "input_text", "text": "x"}]},
+    ]
     refused = await add_items(connect, token, world.tenant_id, conv["id"], bad)
     assert refused.code == "invalid_argument" and "items[2].role" in refused.message
     assert len(await all_item_ids(connect, token, world.tenant_id, conv["id"])) == 1

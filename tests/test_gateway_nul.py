@@ -396,7 +396,7 @@ async def test_a_content_type_longer_than_its_column_is_400(nul_world: World, ga
         status, body = await nul_world.send(
             "POST", nul_world.path("/rag/{rag_id}/files/content"), json={"files": [item]}
         )
-    assert status == 400 and body["error"]["param"] == "file", body
+    assert status == 400 and body["error"]["param"] == "files[0].content_type", body
 
 
 async def test_a_refused_key_on_a_path_holding_nul_is_audited(nul_world: World, gateway: Gateway) -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -116,27 +118,49 @@ async def test_an_exception_that_cannot_be_rebuilt_here_is_an_error_naming_the_t
     assert await sandbox.run(sandbox_tasks.allocate, 10, budget=CpuBudget(5)) == 10
 
 
-async def test_a_worker_whose_caller_gave_up_while_it_started_is_stopped_by_close(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+_GAVE_UP = textwrap.dedent(
+    """
+    import asyncio, os, sys, time
+    from pathlib import Path
+    from server.sandbox import CpuBudget, Sandbox
+    from tests import sandbox_tasks
+
+    async def main() -> None:
+        preload = ["server.domain.rag_files"]
+        made = Sandbox(workers=1, memory_bytes=2**30, preload=preload, warm=sandbox_tasks.record_pid)
+        starting = asyncio.create_task(made.run(sandbox_tasks.pid, budget=CpuBudget(5)))
+        await asyncio.sleep(0.05)  # the run is in its thread, starting the forkserver (a fresh interpreter's: seconds)
+        starting.cancel()
+        try:
+            await starting
+            print("not cancelled")
+        except asyncio.CancelledError:
+            print("cancelled")
+        await made.close()
+        print("closed", time.time(), flush=True)
+        await asyncio.sleep(3)  # time enough for a worker left running to warm up
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_worker_whose_caller_gave_up_while_it_started_is_stopped_by_close(tmp_path: Path) -> None:
     """A worker starts in a thread (the first one also starts the forkserver: seconds), which goes on when its caller
     is cancelled (a client gone). Nothing owned the worker it started: it warmed up after close() returned, then
-    died writing to the socket its caller had dropped, a BrokenPipeError traceback in the log (found by probing)."""
-    monkeypatch.setenv(sandbox_tasks.PIDS, str(tmp_path))
-    made = Sandbox(workers=1, memory_bytes=MEMORY, preload=["tests.sandbox_tasks"], warm=sandbox_tasks.record_pid)
-    starting = asyncio.create_task(made.run(sandbox_tasks.pid, budget=CpuBudget(5)))
-    await asyncio.sleep(0.05)  # the run is in its thread, starting the worker
-    starting.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await starting
-    await made.close()
-    closed_at = time.time()
-    await asyncio.sleep(3)  # time enough for a worker left running to warm up
-    late = [p.name for p in tmp_path.iterdir() if p.stat().st_mtime > closed_at]  # noqa: ASYNC240
+    died writing to the socket its caller had dropped, a BrokenPipeError traceback in the log (found by probing).
+    In a fresh interpreter, so that the forkserver is not already running and the start is slow."""
+    env = {**os.environ, sandbox_tasks.PIDS: str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _GAVE_UP], capture_output=True, text=True, check=True, timeout=120, env=env
+    )
+    printed = done.stdout.split()
+    assert printed[0] == "cancelled", done.stdout
+    closed_at = float(printed[printed.index("closed") + 1])
+    late = [p.name for p in tmp_path.iterdir() if p.stat().st_mtime > closed_at]
     assert not late, f"worker(s) {late} warmed up after close() returned"
-    for recorded in tmp_path.iterdir():  # noqa: ASYNC240
-        await until(lambda pid=int(recorded.name): not _alive(pid))
-    assert "Traceback" not in capfd.readouterr().err
+    assert all(not _alive(int(p.name)) for p in tmp_path.iterdir())
+    assert "Traceback" not in done.stderr, done.stderr
 
 
 def _alive(pid: int) -> bool:
