@@ -15,7 +15,6 @@ found by probing:
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -25,14 +24,13 @@ import orjson
 import pytest
 import pytest_asyncio
 from aiohttp import web
-from sqlalchemy import select
 
-from server.store.models import UsageEventRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import ONE_BACKEND, Server
 from tests.fakes.serve import serve_in_thread
 from tests.gateway_fixtures import Gateway
 from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
+from tests.test_gateway_surface_edges import _usage_of
 
 pytestmark = ONE_BACKEND
 
@@ -269,17 +267,6 @@ async def test_chat_client_mistakes_are_a_400_naming_the_param(
 
 
 # --- metering ---
-
-
-async def _usage_of(gateway: Gateway, key_id: str) -> UsageEventRow:
-    for _ in range(200):
-        async with gateway.db.read() as s:
-            rows = list(await s.scalars(select(UsageEventRow).where(UsageEventRow.api_key_id == key_id)))
-        if rows:
-            assert len(rows) == 1
-            return rows[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError("no usage event")
 
 
 async def _fresh_key(server: Server, gw_world: GatewayWorld) -> tuple[str, str]:

@@ -12,52 +12,14 @@
 
 from __future__ import annotations
 
-import secrets
+import asyncio
 from typing import Any
 
-import pytest
-
 from tests.clients import ConnectJsonCaller
-from tests.world import World, make_world, must
+from tests.test_model_registry import ALIASES, DEPLOYMENTS, EXTERNAL, _deployment, _external, _id, world
+from tests.world import World, must
 
-DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
-EXTERNAL = "platform.modelmanager.v1.ExternalModelService"
-ALIASES = "platform.modelmanager.v1.ModelAliasService"
-CUSTOM = "EXTERNAL_MODEL_PROVIDER_CUSTOM_COMPATIBLE"
-
-
-@pytest.fixture
-async def world(server: Any, connect: ConnectJsonCaller) -> World:
-    world = await make_world(server, connect)
-    world.tokens["models"] = server.token(f"ops-{secrets.token_hex(3)}", roles=("can_manage_models",))
-    return world
-
-
-def _id(prefix: str) -> str:
-    return f"{prefix}-{secrets.token_hex(4)}"
-
-
-async def _deployment(connect: ConnectJsonCaller, world: World, **extra: Any) -> dict[str, Any]:
-    name = _id("dep")
-    body = {"name": name, "publicModelId": f"org/{name}", "endpointUrl": "http://127.0.0.1:9/v1", **extra}
-    return must(
-        await connect.call(
-            f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": body}, token=world.tokens["models"]
-        )
-    )["modelDeployment"]
-
-
-def _external(**extra: Any) -> dict[str, Any]:
-    name = _id("ext")
-    return {
-        "name": name,
-        "provider": CUSTOM,
-        "providerModelId": "gpt-x",
-        "apiKey": "sk-do-not-leak-0001",
-        "baseUrl": "http://127.0.0.1:9/v1",
-        "publicModelId": f"ext/{name}",
-        **extra,
-    }
+__all__ = ["world"]
 
 
 async def test_deployment_rename_keeps_capabilities(connect: ConnectJsonCaller, world: World) -> None:
@@ -168,7 +130,6 @@ async def test_huge_max_model_len_is_not_internal(connect: ConnectJsonCaller, wo
 
 
 async def test_concurrent_creates_of_one_deployment_name(connect: ConnectJsonCaller, world: World) -> None:
-    import asyncio
 
     name = _id("race")
     bodies = [
@@ -183,7 +144,6 @@ async def test_concurrent_creates_of_one_deployment_name(connect: ConnectJsonCal
 
 
 async def test_concurrent_creates_of_one_external_model_name(connect: ConnectJsonCaller, world: World) -> None:
-    import asyncio
 
     name = _id("race")
     bodies = [{"externalModel": _external(name=name, publicModelId=f"ext/{name}-{i}")} for i in range(10)]
