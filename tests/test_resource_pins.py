@@ -94,9 +94,12 @@ async def test_a_platform_alias_does_not_follow_its_deleted_target_s_name_to_ano
     assert not _intruded(fakes, since)
     assert f"al-{tag}" not in {m.id for m in (await sdk.models.list()).data}
 
-    # Pointing the alias at the new model is a write by someone who may administer both: then it follows.
-    repointed = must(await connect.call(f"{ALIASES}/UpdateModelAlias", {"name": handle, "alias": alias}, token=admin))
-    assert not repointed["alias"].get("targetUnresolved", False)
+    # Pointing the alias at the new model is a write, and not even an operator who may administer both can make it:
+    # the new model is a tenant's own, and an alias (the platform's) may name platform models only.
+    repointed = await connect.call(f"{ALIASES}/UpdateModelAlias", {"name": handle, "alias": alias}, token=admin)
+    assert repointed.code == "permission_denied" and "platform models only" in repointed.message, repointed
+    got = must(await connect.call(f"{ALIASES}/GetModelAlias", {"name": handle}, token=admin, get=True))
+    assert got["alias"]["targetUnresolved"] is True
 
 
 async def test_an_agent_does_not_follow_its_deleted_base_model_s_name_and_id_to_another_tenant(
