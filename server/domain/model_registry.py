@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
@@ -129,6 +129,15 @@ async def claim_public_model_id(session: AsyncSession, public_model_id: str, ref
 
 async def release_public_model_id(session: AsyncSession, public_model_id: str) -> None:
     await session.execute(delete(PublicModelIdRow).where(PublicModelIdRow.public_model_id == public_model_id))
+
+
+async def release_tenant_public_model_ids(session: AsyncSession, tenant_id: str) -> None:
+    """A deleted tenant's external models and agents give their ids back: their rows go by foreign key with the
+    tenant, their claims on the one namespace of ids have none."""
+    owned = permissions.owned_by(tenant_id)
+    await session.execute(
+        delete(PublicModelIdRow).where(tuple_(PublicModelIdRow.kind, PublicModelIdRow.name).in_(owned))
+    )
 
 
 async def referenced_alias(session: AsyncSession, ref: ResourceRef) -> ResourceRef:

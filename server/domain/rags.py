@@ -328,6 +328,14 @@ async def delete(session: AsyncSession, principal: Principal, index: ChunkIndex,
     await permissions.delete_resource(session, _ref(rag_id))
 
 
+async def drop_tenant_indexes(session: AsyncSession, index: ChunkIndex, tenant_id: str) -> None:
+    """What the chunk index keeps for a tenant's RAGs beside their rows (SQLite: a full-text table of the documents'
+    text), before the tenant and, by foreign key, its RAGs go."""
+    owned = await session.scalars(select(RagDeploymentRow.id).where(RagDeploymentRow.tenant_id == tenant_id))
+    for rag_id in list(owned):
+        await index.drop_rag(session, rag_id=rag_id)
+
+
 LIST_ORDER = (func.coalesce(RagDeploymentRow.tenant_id, ""), RagDeploymentRow.name, RagDeploymentRow.id)
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
 from server.capture.store import delete_tenant_exchanges
+from server.domain import model_registry, rags
 from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_name, require_nonempty
@@ -24,6 +25,7 @@ from server.permissions import Capability, TenantRole
 from server.store.db import integrity_as, lone_rows, new_id
 from server.store.keyset import Window
 from server.store.models import GroupMemberRow, GroupRow, TenantInviteRow, TenantMemberRow, TenantRow, UserRow
+from server.store.rag_index import ChunkIndex
 
 __all__ = [
     "Membership",
@@ -134,9 +136,15 @@ async def update_tenant(session: AsyncSession, principal: Principal, tenant_id: 
     return _tenant(row)
 
 
-async def delete_tenant(session: AsyncSession, principal: Principal, tenant_id: str) -> None:
+async def delete_tenant(session: AsyncSession, principal: Principal, index: ChunkIndex, tenant_id: str) -> None:
+    """The tenant and all it owns. Rows that name the tenant go by foreign key; what names its resources by
+    (kind, name) or lives beside the rows (grants, public model ids, RAG indexes) goes first, here."""
     permissions.require_platform_role(principal, "can_manage_tenants")
+    tenant_id = permissions.resolve_tenant(principal, tenant_id)
     row = await _get_tenant_row(session, tenant_id)
+    await rags.drop_tenant_indexes(session, index, tenant_id)
+    await model_registry.release_tenant_public_model_ids(session, tenant_id)
+    await permissions.delete_tenant_resources(session, tenant_id)
     await session.delete(row)
     await delete_tenant_exchanges(session, tenant_id)
     await session.flush()

@@ -12,6 +12,7 @@ from server.domain import tenants
 from server.services import Deps
 from server.services.context import current_principal
 from server.services.tenants import convert
+from server.store.rag_index import chunk_index_for
 
 __all__ = ["TenantServiceHandler"]
 
@@ -44,7 +45,8 @@ class TenantServiceHandler(TenantService):
 
     async def delete_tenant(self, request: pb.DeleteTenantRequest, ctx: Ctx) -> pb.DeleteTenantResponse:
         async with self._db.transaction() as s:
-            await tenants.delete_tenant(s, current_principal(), request.tenant_id)
+            index = await chunk_index_for(self._db.engine)
+            await tenants.delete_tenant(s, current_principal(), index, request.tenant_id)
         return pb.DeleteTenantResponse()
 
     async def add_tenant_member(self, request: pb.AddTenantMemberRequest, ctx: Ctx) -> pb.AddTenantMemberResponse:
