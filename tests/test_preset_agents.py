@@ -142,6 +142,7 @@ async def test_invalid_fields_are_refused_by_name_and_nothing_is_written(
         ({"defaultMcpServers": ["no-such-server"]}, "default_mcp_servers"),
         ({"defaultRags": ["not a rag id!"]}, "default_rags"),
         ({"instructions": "x" * 100_001}, "instructions"),
+        ({"displayName": "d" * 257}, "display_name"),  # PostgreSQL's column holds 256: was internal there
     ]
     for fields, field in cases:
         agent = _body(models, **fields)

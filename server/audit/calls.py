@@ -45,6 +45,7 @@ class Call:
     describe: Describe = _nothing
     armed: bool = False  # authenticated: the handler's transactions may carry the event from now on
     written: bool = False
+    owner: str | None = None  # the tenant owning the resource the call acted on ("" the platform), once known
 
     def event(self, code: str) -> AuditEvent:
         try:
@@ -52,7 +53,9 @@ class Call:
         except Exception:  # a request the reader does not understand still gets its event, unnamed
             log.exception("the request of %s could not be described", self.method)
             tenant_id, resource_name = "", ""
-        if not tenant_id and self.principal is not None:
+        if not tenant_id and self.owner is not None:
+            tenant_id = self.owner
+        elif not tenant_id and self.principal is not None:
             key = self.principal.api_key
             tenant_id = key.tenant_id if key is not None else self.principal.scoped_tenant_id or ""
         return AuditEvent(
@@ -98,6 +101,15 @@ class CallRecorder:
         call = _CALL.get()
         if call is not None:
             call.describe = describe
+
+    @staticmethod
+    def acted_on(owner_tenant_id: str | None) -> None:
+        """The call's resource is owned by this tenant (None: the platform). A request that names only a resource
+        says nothing of its tenant, and the session's scope is not it; the first resource a call is let at is the
+        one it acts on (its own gate runs before any it names)."""
+        call = _CALL.get()
+        if call is not None and call.owner is None:
+            call.owner = owner_tenant_id or ""
 
     async def _before_commit(self, session: AsyncSession) -> None:
         call = _CALL.get()

@@ -49,9 +49,11 @@ def _nested(message: Message) -> list[Message]:
 
 def describe_request(request: Message, kind: str) -> tuple[str, str]:
     """(tenant id, resource name or id) as the request names them; only fields named id, name, tenant_id or *_id are
-    read, so neither a secret nor model content is ever recorded."""
+    read, so neither a secret nor model content is ever recorded. The tenant is the request's own `tenant_id`, the
+    tenant it acts in: a resource message's `tenant_id` is output only, the client's to write and the server's to
+    ignore (the gate on the resource tells the call its real owner: `CallRecorder.acted_on`)."""
     nested = _nested(request)
-    tenant_id = _string(request, "tenant_id") or next((t for m in nested if (t := _string(m, "tenant_id"))), "")
+    tenant_id = _string(request, "tenant_id")
     own_id = f"{_snake(kind)}_id"
     for name in (own_id, "id", "name"):
         if value := _string(request, name):

@@ -38,7 +38,7 @@ from server.domain.model_registry import (
     release_public_model_id,
 )
 from server.domain.principal import Principal
-from server.domain.validation import validate_resource_name
+from server.domain.validation import MAX_DISPLAY_NAME, limit_text, validate_resource_name
 from server.errors import FailedPrecondition, InvalidArgument, NotFound
 from server.permissions import Capability, ResourceKind, ResourceRef, Sharing
 from server.store.keyset import Window
@@ -269,7 +269,7 @@ async def _apply(session: AsyncSession, principal: Principal, row: PresetAgentRo
     row.pins = await resource_pins.pins_of(session, named)
     row.temperature, row.top_p, row.max_output_tokens = sampling.temperature, sampling.top_p, sampling.max_output_tokens
     if spec.display_name:
-        row.display_name = spec.display_name
+        row.display_name = limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
 
 
 async def _require_create(session: AsyncSession, principal: Principal, tenant_id: str | None) -> str | None:

@@ -26,6 +26,7 @@ from enum import IntEnum
 from sqlalchemy import ColumnElement, Select, and_, delete, exists, false, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server.audit.calls import CallRecorder
 from server.domain.principal import ApiKeyType, Principal
 from server.errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied
 from server.permissions.tenancy import Capability, TenantRole, has_capability
@@ -411,14 +412,21 @@ async def require_read(session: AsyncSession, principal: Principal, ref: Resourc
     """The resource, if the caller may read it; otherwise not_found, so names cannot be probed."""
     if not await can_read(session, principal, ref):
         raise NotFound(f"{_label(ref)} {ref.name!r} not found", field="name")
-    return await ownership(session, ref)
+    return await _acted_on(session, ref)
 
 
 async def require_admin(session: AsyncSession, principal: Principal, ref: ResourceRef) -> Ownership:
     if await can_admin(session, principal, ref):
-        return await ownership(session, ref)
+        return await _acted_on(session, ref)
     await require_read(session, principal, ref)
     raise PermissionDenied(f"the caller may not administer {_label(ref)} {ref.name!r}")
+
+
+async def _acted_on(session: AsyncSession, ref: ResourceRef) -> Ownership:
+    """The ownership of a resource the caller is let at, which the audit trail files the call under."""
+    owner = await ownership(session, ref)
+    CallRecorder.acted_on(owner.tenant_id)
+    return owner
 
 
 MAX_SHARED_WITH = 10_000

@@ -160,6 +160,7 @@ class CaptureServiceHandler(CaptureService):
         async with self._db.read() as s:
             tenant = await permissions.capture_reach(s, current_principal(), request.tenant_id)
             opened = await open_exchange(s, request.id, tenant, box.open_blob)
+        CallRecorder.acted_on(opened.row.tenant_id)
         usage = opened.usage
         return pb.GetCapturedExchangeResponse(
             exchange=_exchange(opened.row),
