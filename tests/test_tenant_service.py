@@ -140,3 +140,51 @@ async def test_a_new_users_concurrent_first_requests_all_succeed(
     assert [r.code for r in results] == ["ok"] * 10
     memberships = must(await connect.call(f"{USERS}/GetCurrentUser", {}, token=token))["memberships"]
     assert [m["tenantId"] for m in memberships] == [world.tenant_id]
+
+
+async def test_concurrent_removals_cannot_remove_the_last_admin(server: Any, connect: ConnectJsonCaller) -> None:
+    """The last-admin rule counts admins and then deletes: without the tenant locked first, two concurrent removals
+    of a tenant's two admins both counted two, and the tenant was left with none (both backends, every round)."""
+    operator = server.admin_token
+    outcomes = []
+    for _ in range(2):
+        tag = secrets.token_hex(3)
+        tenant = must(await connect.call(f"{TENANTS}/CreateTenant", {"name": f"race-{tag}"}, token=operator))
+        tenant_id = tenant["tenant"]["id"]
+        admins = [f"a-{tag}", f"b-{tag}"]
+        for user in admins:
+            body = {"tenantId": tenant_id, "userId": user, "role": "TENANT_ROLE_ADMIN"}
+            must(await connect.call(f"{TENANTS}/AddTenantMember", body, token=operator))
+        removals = await asyncio.gather(
+            *(
+                connect.call(f"{TENANTS}/RemoveTenantMember", {"tenantId": tenant_id, "userId": u}, token=operator)
+                for u in admins
+            )
+        )
+        members = must(await connect.call(f"{TENANTS}/ListTenantMembers", {"tenantId": tenant_id}, token=operator))
+        left = [m["userId"] for m in members.get("members", []) if m["role"] == "TENANT_ROLE_ADMIN"]
+        outcomes.append(([r.code for r in removals], left))
+    assert all(left for _, left in outcomes), f"tenants left without an admin: {outcomes}"
+
+
+async def test_invite_email_is_bounded(connect: ConnectJsonCaller, world: World) -> None:
+    """An email is at most 254 characters (RFC 5321), checked before the pattern: a 16 KB address was stored
+    (SQLite) or internal (PostgreSQL), and a malformed one cost seconds of the server's loop (quadratic)."""
+    admin = world.tokens["admin"]
+    long_email = "a@b.example." + secrets.token_hex(8000)
+    stored = await connect.call(
+        f"{TENANTS}/InviteTenantMember", {"tenantId": world.tenant_id, "email": long_email}, token=admin
+    )
+    assert stored.code == "invalid_argument" and "email" in stored.message, (stored.code, stored.message[:120])
+    slow = await connect.call(
+        f"{TENANTS}/InviteTenantMember", {"tenantId": world.tenant_id, "email": "a@" + "." * 16000 + " x"}, token=admin
+    )
+    assert (slow.code, slow.message) == ("invalid_argument", "email must be at most 254 characters"), slow
+
+
+async def test_member_user_id_is_bounded(connect: ConnectJsonCaller, world: World) -> None:
+    """A user id is at most 128 characters, as the tables keep it: 10,000 were stored on SQLite and internal on
+    PostgreSQL."""
+    body = {"tenantId": world.tenant_id, "userId": secrets.token_hex(5000), "role": "TENANT_ROLE_MEMBER"}
+    result = await connect.call(f"{TENANTS}/AddTenantMember", body, token=world.tokens["admin"])
+    assert result.code == "invalid_argument" and "user_id" in result.message, (result.code, result.message[:120])

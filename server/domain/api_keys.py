@@ -232,9 +232,11 @@ async def create_key(
 
 
 async def _manageable(session: AsyncSession, principal: Principal, tenant_id: str, key_id: str) -> ApiKeyRow:
-    """The key, if the caller owns it or administers its tenant; not_found otherwise (ids cannot be probed)."""
+    """The key, if the caller owns it or administers its tenant; not_found otherwise (ids cannot be probed). Owning
+    it is not enough once the owner has left the tenant: an admin's disabling of a departed member's key stands."""
     permissions.require_session(principal, "read or manage API keys")
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
+    await permissions.require_tenant_member(session, principal, tenant_id)
     require_nonempty(key_id, "api_key_id")
     row = await session.get(ApiKeyRow, key_id)
     if row is not None and row.tenant_id == tenant_id:

@@ -17,7 +17,7 @@ from server import permissions
 from server.bounded import WeightedFifo
 from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
-from server.domain.validation import require_name, require_nonempty
+from server.domain.validation import require_name, require_nonempty, require_user_id
 from server.errors import AlreadyExists, FailedPrecondition, NotFound
 from server.store.db import KeyLookup, integrity_as, lone_rows, lone_value, new_id
 from server.store.models import GroupListVersionRow, GroupMemberRow, GroupRow, TenantMemberRow
@@ -181,7 +181,7 @@ async def add_group_member(
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_admin(session, principal, tenant_id)
     await _group_in_tenant(session, tenant_id, group_id)
-    require_nonempty(user_id, "user_id")
+    require_user_id(user_id)
     if await session.get(TenantMemberRow, (tenant_id, user_id)) is None:
         raise FailedPrecondition(f"user {user_id!r} is not a member of tenant {tenant_id!r}", field="user_id")
     if await session.get(GroupMemberRow, (group_id, user_id)) is not None:

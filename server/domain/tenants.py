@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
@@ -19,8 +19,16 @@ from server.capture.store import delete_tenant_exchanges
 from server.domain import model_registry, rags
 from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
-from server.domain.validation import MAX_DISPLAY_NAME, limit_text, require_name, require_nonempty
+from server.domain.validation import (
+    MAX_DISPLAY_NAME,
+    MAX_EMAIL,
+    limit_text,
+    require_name,
+    require_nonempty,
+    require_user_id,
+)
 from server.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from server.invalidation import QUIET
 from server.permissions import Capability, TenantRole
 from server.store.db import integrity_as, lone_rows, new_id
 from server.store.keyset import Window
@@ -164,7 +172,7 @@ async def add_member(
 ) -> TenantMember:
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_admin(session, principal, tenant_id)
-    require_nonempty(user_id, "user_id")
+    require_user_id(user_id)
     tenant_role = _role(role, default=TenantRole.EDITOR)
     if await session.get(TenantMemberRow, (tenant_id, user_id)) is not None:
         raise AlreadyExists(f"user {user_id!r} is already a member of this tenant", field="user_id")
@@ -181,6 +189,8 @@ async def invite_member(
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_admin(session, principal, tenant_id)
     email = (email or "").strip().lower()
+    if len(email) > MAX_EMAIL:  # before the pattern, whose backtracking is quadratic in the length
+        raise InvalidArgument(f"email must be at most {MAX_EMAIL} characters", field="email")
     if not _EMAIL.fullmatch(email):
         raise InvalidArgument("email must be an email address", field="email")
     tenant_role = _role(role or 0, default=TenantRole.EDITOR)
@@ -218,6 +228,14 @@ async def list_members(session: AsyncSession, principal: Principal, tenant_id: s
 async def _refuse_losing_last_admin(session: AsyncSession, tenant_id: str, row: TenantMemberRow) -> None:
     if row.role != TenantRole.ADMIN:
         return
+    # Count with the tenant locked (a no-op write: a row lock on PostgreSQL, the write lock on SQLite, taken before
+    # the count reads), or two admins removing each other both count two and the tenant is left with none.
+    await session.execute(
+        update(TenantRow)
+        .where(TenantRow.id == tenant_id)
+        .values(id=TenantRow.id)
+        .execution_options(synchronize_session=False, **QUIET)
+    )
     admins = await session.scalar(
         select(func.count())
         .select_from(TenantMemberRow)

@@ -10,15 +10,18 @@ from server.errors import InvalidArgument
 __all__ = [
     "MAX_DESCRIPTION",
     "MAX_DISPLAY_NAME",
+    "MAX_EMAIL",
     "MAX_NAME",
     "MAX_PROVIDER_MODEL_ID",
     "MAX_QUERY_PREFIX",
     "MAX_URL",
+    "MAX_USER_ID",
     "is_utf8",
     "limit_text",
     "require_http_url",
     "require_name",
     "require_nonempty",
+    "require_user_id",
     "validate_public_model_id",
     "validate_resource_name",
 ]
@@ -34,6 +37,8 @@ MAX_URL = 2048
 # What an HTTP header value may not hold (control characters other than tab): aiohttp refuses to write them.
 HEADER_VALUE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 MAX_QUERY_PREFIX = 1024
+MAX_USER_ID = 128  # an identity provider's subject, as the tables keep it
+MAX_EMAIL = 254  # RFC 5321's longest path, less its angle brackets
 
 _RESOURCE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _PUBLIC_MODEL_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._/-]{0,126}[A-Za-z0-9])$")
@@ -56,6 +61,11 @@ def require_nonempty(value: str, field: str) -> str:
     if not value or not value.strip():
         raise InvalidArgument(f"{field} is required", field=field)
     return value
+
+
+def require_user_id(value: str, field: str = "user_id") -> str:
+    require_nonempty(value, field)
+    return limit_text(value, field, MAX_USER_ID)
 
 
 def limit_text(value: str, field: str, max_len: int) -> str:
