@@ -72,6 +72,8 @@ class ApiKeyVerifier:
                 return _UNKNOWN
             expire_at = as_utc(row.expire_at)
             owner = await session.get(UserRow, row.owner_user_id) if row.owner_user_id else None
+            if owner is not None and owner.deleted_at is not None:  # deprovisioned: their keys go with them
+                return _UNKNOWN
             last_used = as_utc(row.last_used_at)
             if last_used is None or utcnow() - last_used > _LAST_USED_EVERY:
                 # Quiet: bookkeeping no cache holds, or every first use would drop the key's lookups everywhere.

@@ -300,3 +300,15 @@ async def test_a_removed_member_cannot_re_enable_a_key_the_admin_disabled(
     assert listed.code == "permission_denied"  # the ex-member is no longer let into the tenant's keys...
     enabled = await connect.call(f"{KEYS}/EnableApiKey", ref, token=world.tokens["editor"])
     assert enabled.code in ("not_found", "permission_denied"), enabled  # ...but still turns this one back on
+
+
+async def test_a_deprovisioned_users_keys_stop_working(server: Any, connect: ConnectJsonCaller, world: World) -> None:
+    """DeleteUser models deprovisioning at the identity provider: the user's personal keys (which act as them) stop
+    with them, while their memberships stay for an admin to remove. They went on working."""
+    secret = (await _key(connect, world, "editor"))["secret"]
+    assert (await _whoami(connect, secret)).ok
+    gone = {"userId": world.user_ids["editor"]}
+    must(await connect.call(f"{USERS}/DeleteUser", gone, token=server.admin_token))
+    assert (await _whoami(connect, secret)).code == "unauthenticated"
+    blank = await connect.call(f"{USERS}/DeleteUser", {"userId": ""}, token=server.admin_token)
+    assert (blank.code, blank.message) == ("invalid_argument", "user_id is required")

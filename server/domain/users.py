@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
+from server.domain.validation import require_user_id
 from server.errors import NotFound
 from server.store.db import insert_ignoring_duplicates
-from server.store.models import TenantInviteRow, TenantMemberRow, UserRow, utcnow
+from server.store.models import ApiKeyRow, TenantInviteRow, TenantMemberRow, UserRow, utcnow
 from server.tokens import TokenClaims
 
 __all__ = ["UserInfo", "delete_user", "resolve_users", "sign_in"]
@@ -72,10 +73,13 @@ async def delete_user(session: AsyncSession, user_id: str) -> None:
     """Mark a user as deprovisioned by the identity provider.
 
     Memberships stay as they are (an administrator removes them deliberately); reads show such users without
-    metadata, because they no longer resolve.
+    metadata, because they no longer resolve. The keys they own stop working (`server.keyauth` refuses a key whose
+    owner is deprovisioned): touching them here drops every process's cached lookups of them.
     """
+    require_user_id(user_id)
     user = await session.get(UserRow, user_id)
     if user is None or user.deleted_at is not None:
         raise NotFound(f"user {user_id!r} not found", field="user_id")
     user.deleted_at = utcnow()
+    await session.execute(update(ApiKeyRow).where(ApiKeyRow.owner_user_id == user_id).values(updated_at=utcnow()))
     await session.flush()
