@@ -20,6 +20,7 @@ from aiohttp import web
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import MCPServer
+from mcp.shared.auth import OAuthClientInformationFull
 
 from server.settings import load_settings
 from server.tokens import PLATFORM_ROLES, mint_token
@@ -166,7 +167,13 @@ def _pkce() -> tuple[str, str]:
 
 
 async def _register_oauth(
-    connect: ConnectJsonCaller, server: Server, url: str, *, shared: bool = True, **oauth: Any
+    connect: ConnectJsonCaller,
+    server: Server,
+    url: str,
+    *,
+    shared: bool = True,
+    secret: str = CLIENT_SECRET,
+    **oauth: Any,
 ) -> str:
     name = f"cal-{secrets.token_hex(3)}_"
     config = {"clientId": CLIENT_ID, "scopes": ["calendar"], **oauth}
@@ -177,7 +184,7 @@ async def _register_oauth(
             "auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_OAUTH_AUTHORIZATION_CODE", "oauth": config},
             "sharing": {"shareToAll": shared},
         },
-        "oauthClientSecret": CLIENT_SECRET,
+        "oauthClientSecret": secret,
     }
     must(await connect.call(f"{MCP}/CreatePlatformExternalMcpServer", body, token=server.admin_token))
     return name
@@ -249,6 +256,46 @@ async def test_code_and_refresh_exchange(
     refreshed = must(await connect.call(f"{MCP}/ExchangeExternalMcpOAuthToken", refresh, token=member))
     assert refreshed["accessToken"] != tokens["accessToken"]
     assert await _whoami(mcp_servers, refreshed["accessToken"]) == "user-42"
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        ("basic-encoded", "s3cr%41t+with/chars= &"),  # decoded as it was sent, it is another secret
+        ("https://client.example.test/meta.json", CLIENT_SECRET),  # a ':' in a Basic user-id was an internal error
+    ],
+)
+async def test_client_secret_basic_credentials_are_form_encoded(
+    server: Server, connect: ConnectJsonCaller, mcp_servers: McpServers, world: World, client: tuple[str, str]
+) -> None:
+    """RFC 6749 section 2.3.1: with client_secret_basic the client id and secret are form-urlencoded before they go
+    into the Basic header, and a compliant authorization server (the mcp SDK's) decodes them. Sent as they were, a
+    secret with '%' or '+' was another secret to it (invalid_client), and a client id with ':' (URL-shaped ids have
+    one) was an internal error. Authenticated, a bogus refresh token is refused as invalid_grant."""
+    client_id, secret = client
+    mcp_servers.provider.clients[client_id] = OAuthClientInformationFull(
+        client_id=client_id,
+        client_secret=secret,
+        redirect_uris=[server.settings.mcp_oauth_redirect_uri],  # type: ignore[list-item]
+        token_endpoint_auth_method="client_secret_basic",
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        scope="calendar",
+    )
+    base = f"http://127.0.0.1:{mcp_servers.oauth_port}"
+    endpoints = {"authorizationUrl": f"{base}/authorize", "tokenUrl": f"{base}/token"}
+    name = await _register_oauth(
+        connect,
+        server,
+        mcp_servers.oauth_url,
+        secret=secret,
+        clientId=client_id,
+        tokenEndpointAuthMethod="client_secret_basic",
+        **endpoints,
+    )
+    grant = {"name": name, "refreshToken": "not-a-real-refresh-token"}
+    result = await connect.call(f"{MCP}/ExchangeExternalMcpOAuthToken", grant, token=world.tokens["member"])
+    assert result.code == "invalid_argument" and "invalid_grant" in result.message, result
 
 
 async def test_metadata_names_the_discovered_sign_in_page(

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from server.crypto import SecretBox
+from server.domain import mcp_servers
+from server.errors import InvalidArgument
 from server.store.db import Database as Db
 from server.store.models import ExternalMcpServerRow
 from tests.clients import ConnectJsonCaller, Result
@@ -156,6 +158,7 @@ async def test_update_rules(server: Server, connect: ConnectJsonCaller, database
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_OAUTH_AUTHORIZATION_CODE"}}, {}, "auth.oauth"),
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_BEARER"}}, {}, "api_key"),
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"}}, {"apiKey": "x"}, "api_key"),
+        ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_BEARER"}}, {"apiKey": "line\nbreak"}, "api_key"),  # a header
         (
             {
                 "auth": {
@@ -179,6 +182,7 @@ async def test_update_rules(server: Server, connect: ConnectJsonCaller, database
         ({}, {"staticHeaders": [{"name": "Bad Header", "value": "v"}]}, "static_headers.name"),
         ({}, {"staticHeaders": [{"name": "Authorization", "value": "v"}]}, "static_headers.name"),
         ({}, {"staticHeaders": [{"name": "X-A", "value": "line\nbreak"}]}, "static_headers.value"),
+        ({}, {"staticHeaders": [{"name": "X-A", "value": "c1\x85nel"}]}, "static_headers.value"),  # C1 controls too
         ({}, {"staticHeaders": [{"name": "X-A", "value": "1"}, {"name": "x-a", "value": "2"}]}, "static_headers.name"),
     ],
 )
@@ -193,6 +197,78 @@ async def test_invalid_registrations_name_the_field_and_write_nothing(
     assert "line\nbreak" not in result.message
     missing = await connect.call(f"{MCP}/GetExternalMcpServer", {"name": name}, token=server.admin_token, get=True)
     assert missing.code == "not_found"
+
+
+@pytest.mark.parametrize("value", ["line\nbreak", "c1\x85nel", "c1\x9fapc"])
+def test_per_request_headers_refuse_what_static_headers_refuse(value: str) -> None:
+    """The Responses `mcp` tool's own headers are checked by the static headers' rule: no control character but tab,
+    C1 (U+0080-U+009F) as much as C0."""
+    with pytest.raises(InvalidArgument) as caught:
+        mcp_servers.request_headers({"X-Note": value}, "tools[0].headers")
+    assert caught.value.field == "tools[0].headers"
+    assert mcp_servers.request_headers({"X-Note": "tab\tand é"}, "tools[0].headers")  # tab and Latin-1 letters pass
+    with pytest.raises(InvalidArgument) as token:  # so is a per-user token, sent as a header too
+        mcp_servers.bearer_token(f"token{value}", "tools[0].authorization")
+    assert token.value.field == "tools[0].authorization"
+
+
+async def test_platform_servers_are_created_from_platform_scope_only(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    """Spec Auth 9: a platform resource is managed only from platform scope. A can_manage_tenants user acting in a
+    tenant's scope (X-Platform-Tenant-Id) created platform MCP servers (and probed for them) from there."""
+    ops = server.token(world.user_ids["editor"], roles=("can_manage_tenants",))
+    name = _name("scoped")
+    body = {"externalMcpServer": {"name": name, "serverUrl": "https://scoped.example.test/mcp"}}
+    discover = {"serverUrl": "https://scoped.example.test/mcp"}
+    for method, request in (("CreatePlatformExternalMcpServer", body), ("DiscoverPlatformExternalMcpServer", discover)):
+        scoped = await connect.call(f"{MCP}/{method}", request, token=ops, tenant=world.tenant_id)
+        assert scoped.code == "permission_denied" and "platform scope" in scoped.message, (method, scoped)
+    missing = await connect.call(f"{MCP}/GetExternalMcpServer", {"name": name}, token=server.admin_token, get=True)
+    assert missing.code == "not_found", missing
+    must(await connect.call(f"{MCP}/CreatePlatformExternalMcpServer", body, token=ops))  # from platform scope
+
+
+async def test_moving_the_token_endpoint_needs_the_client_secret_again(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    """The client secret is sent to the token endpoint, which token_url or issuer_url decide as much as server_url:
+    a co-administrator (a member granted ADMIN, who never held the secret) moving either kept the stored secret, and
+    the next exchange sent it to the new host. Like a server_url change, it must be given again (or cleared)."""
+    name = _name("tok")
+    auth = {"type": "EXTERNAL_MCP_AUTH_TYPE_OAUTH_AUTHORIZATION_CODE", "oauth": OAUTH}
+    body = {
+        "tenantId": world.tenant_id,
+        "externalMcpServer": {"name": name, "serverUrl": "https://tok.example.test/mcp", "auth": auth},
+        "oauthClientSecret": CLIENT_SECRET,
+    }
+    must(await connect.call(f"{MCP}/CreateExternalMcpServer", body, token=world.tokens["editor"]))
+    grant = {
+        "name": name,
+        "subject": {"type": "SUBJECT_TYPE_USER", "id": world.user_ids["member"]},
+        "role": "DEPLOYMENT_ROLE_ADMIN",
+    }
+    must(await connect.call(f"{MCP}/AddExternalMcpServerPermission", grant, token=world.tokens["editor"]))
+    member = world.tokens["member"]
+    moves = {
+        "token_url": {**OAUTH, "tokenUrl": "https://attacker.example.test/token"},
+        "issuer_url": {**OAUTH, "issuerUrl": "https://attacker.example.test"},
+    }
+    for field, moved in moves.items():
+        update = {"externalMcpServer": {"name": name, "auth": {**auth, "oauth": moved}}}
+        refused = await connect.call(f"{MCP}/UpdateExternalMcpServer", update, token=member)
+        assert refused.code == "invalid_argument", (field, refused)
+        assert refused.message.startswith("oauth_client_secret") and field in refused.message, refused
+        got = must(await connect.call(f"{MCP}/GetExternalMcpServer", {"name": name}, token=member, get=True))
+        assert got["externalMcpServer"]["auth"]["oauth"] == {**OAUTH, "clientSecretSet": True}  # nothing written
+    # No URL moved: the secret stays. Given again, it may go to the new endpoint.
+    scopes = {"externalMcpServer": {"name": name, "auth": {**auth, "oauth": {**OAUTH, "scopes": ["tools.read"]}}}}
+    must(await connect.call(f"{MCP}/UpdateExternalMcpServer", scopes, token=member))
+    given = {
+        "externalMcpServer": {"name": name, "auth": {**auth, "oauth": moves["token_url"]}},
+        "oauthClientSecret": "s",
+    }
+    must(await connect.call(f"{MCP}/UpdateExternalMcpServer", given, token=member))
 
 
 async def test_tenant_servers_need_the_capability_and_listing_needs_a_tenant(

@@ -168,7 +168,7 @@ async def resolve(request: web.Request, tools: Any) -> list[McpToolSpec]:
                     + ".",
                     field=f"{where}.authorization",
                 )
-            headers["Authorization"] = f"Bearer {token}"
+            headers["Authorization"] = f"Bearer {mcp_servers.bearer_token(token, f'{where}.authorization')}"
         elif token:
             raise InvalidArgument(
                 f"MCP server {label!r} does not take a per-user token; its credentials are held by the platform.",

@@ -29,6 +29,7 @@ import aiohttp
 import jwt
 from cryptography.fernet import InvalidToken
 
+from server.client_auth import client_secret_basic
 from server.crypto import SecretBox
 from server.errors import SwitchboardError
 from server.settings import Settings
@@ -218,7 +219,7 @@ class OidcClient:
             form["resource"] = self._resource
         auth = None
         if self._secret:
-            auth = aiohttp.BasicAuth(self._client_id, self._secret.reveal())  # client_secret_basic
+            auth = client_secret_basic(self._client_id, self._secret.reveal())
         else:
             form["client_id"] = self._client_id  # a public client: PKCE is its proof
         try:

@@ -7,9 +7,10 @@ Rules (spec: ExternalMcpServer and UpdateExternalMcpServer):
   (server.crypto) and only `api_key_set`, `client_secret_set` and the header names reveal them.
 - On update: an empty api_key keeps the stored token; static headers given replace them and `clear_static_headers`
   clears them; an omitted client secret keeps it and an empty one clears it; an omitted auth changes nothing.
-- Secrets are bound to the server's URL: an update that changes `server_url` while a stored secret would stay (a
-  bearer token, static headers or a client secret not given again, cleared or dropped by an auth change) is refused
-  naming that secret's field, so no stored secret is ever sent to an address its owner did not give it for.
+- Secrets are bound to the URLs they are sent to (the bearer token and static headers: `server_url`; the client
+  secret: the token endpoint, so `server_url`, `token_url` and `issuer_url`, which find it): an update that changes
+  one of them while a stored secret bound to it would stay (not given again, cleared or dropped by an auth change) is
+  refused naming that secret's field, so no stored secret is ever sent to an address its owner did not give it for.
 - `server_url` is checked by the egress guard when stored (`EndpointCheck`, the rules of every MCP connection): a
   URL every connect would refuse is refused at registration.
 Outbound connections (discovery, token exchange, tool calls) live elsewhere and go through the egress guard.
@@ -57,6 +58,7 @@ __all__ = [
     "OAuthMetadata",
     "StaticHeader",
     "TokenGrant",
+    "bearer_token",
     "create",
     "delete",
     "get",
@@ -386,7 +388,7 @@ def _apply_secrets(row: ExternalMcpServerRow, spec: McpServerSpec, box: SecretBo
     if spec.api_key:
         if kind != McpAuthType.BEARER:
             raise InvalidArgument("api_key is the bearer token of auth type BEARER", field="api_key")
-        row.api_key_encrypted = box.seal(spec.api_key)
+        row.api_key_encrypted = box.seal(bearer_token(spec.api_key, "api_key"))
     if kind == McpAuthType.BEARER and row.api_key_encrypted is None:
         raise InvalidArgument("api_key is required for auth type BEARER", field="api_key")
     if spec.oauth_client_secret is not None:
@@ -409,10 +411,11 @@ def _display_name(value: str) -> str:
 
 
 async def require_create(session: AsyncSession, principal: Principal, tenant_id: str | None) -> str | None:
-    """The gate of creating (and of probing, its first step): platform scope needs can_manage_tenants, a tenant
-    needs the create-MCP-server capability there. Returns the tenant acted on."""
+    """The gate of creating (and of probing, its first step): a platform server needs can_manage_tenants, from
+    platform scope (spec Auth 9); a tenant's needs the create-MCP-server capability there. Returns the tenant acted
+    on."""
     if tenant_id is None:
-        permissions.require_platform_role(principal, PLATFORM_ROLE)
+        permissions.require_platform_scope(principal, PLATFORM_ROLE)
         return None
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_capability(session, principal, tenant_id, Capability.CREATE_MCP_SERVER)
@@ -420,19 +423,38 @@ async def require_create(session: AsyncSession, principal: Principal, tenant_id:
 
 
 _SERVER_URL = "external_mcp_server.server_url"
+_TOKEN_URL = "external_mcp_server.auth.oauth.token_url"  # noqa: S105 (a field name, not a secret)
+_ISSUER_URL = "external_mcp_server.auth.oauth.issuer_url"
+# The URLs that decide where each stored secret is sent: the bearer token and static headers go to the server; the
+# client secret to the token endpoint, the registered one or the one discovered from the issuer or the server.
+_SECRET_DESTINATIONS = {
+    "api_key": (_SERVER_URL,),
+    "static_headers": (_SERVER_URL,),
+    "oauth_client_secret": (_SERVER_URL, _TOKEN_URL, _ISSUER_URL),
+}
 
 
-def _require_secrets_given_again(row: ExternalMcpServerRow, spec: McpServerSpec) -> None:
-    """On a server_url change, every stored secret that would stay must be given again (or cleared)."""
-    kept = (
-        ("api_key", row.api_key_encrypted is not None and not spec.api_key),
-        ("static_headers", row.static_headers_encrypted is not None and not spec.static_headers),
-        ("oauth_client_secret", row.client_secret_encrypted is not None and spec.oauth_client_secret is None),
-    )
-    for name, stays in kept:
-        if stays and not (name == "static_headers" and spec.clear_static_headers):
+def _destinations(row: ExternalMcpServerRow) -> dict[str, str]:
+    oauth = _oauth_of(row.oauth) or OAuthConfig()
+    return {_SERVER_URL: row.server_url, _TOKEN_URL: oauth.token_url, _ISSUER_URL: oauth.issuer_url}
+
+
+def _require_secrets_given_again(row: ExternalMcpServerRow, spec: McpServerSpec, before: dict[str, str]) -> None:
+    """Every stored secret that would stay while a URL it is sent to changed (from `before`) must be given again or
+    cleared: whoever may edit the registration need not be whoever gave the secret."""
+    after = _destinations(row)
+    moved = [url for url in after if after[url] != before[url]]
+    stays = {
+        "api_key": row.api_key_encrypted is not None and not spec.api_key,
+        "static_headers": row.static_headers_encrypted is not None
+        and not (spec.static_headers or spec.clear_static_headers),
+        "oauth_client_secret": row.client_secret_encrypted is not None and spec.oauth_client_secret is None,
+    }
+    for name, urls in _SECRET_DESTINATIONS.items():
+        changed = next((url for url in moved if url in urls), None)
+        if stays[name] and changed is not None:
             raise InvalidArgument(
-                f"{name} must be given again (or cleared) when server_url changes: stored secrets are only ever sent "
+                f"{name} must be given again (or cleared) when {changed} changes: stored secrets are only ever sent "
                 "to the URL they were given for",
                 field=name,
             )
@@ -484,18 +506,16 @@ async def update(
     require_nonempty(spec.name, "external_mcp_server.name")
     await permissions.require_admin(session, principal, _ref(spec.name))
     row = await _row(session, spec.name)
-    moved = False
+    before = _destinations(row)
     if spec.server_url:
         url = require_http_url(spec.server_url, _SERVER_URL)
         await check(url, field=_SERVER_URL, reach=Reach.TENANT)
-        moved = url != row.server_url
         row.server_url = url
     if spec.display_name:
         row.display_name = _display_name(spec.display_name)
     if spec.auth is not None:
         _apply_auth(row, _auth(spec.auth))
-    if moved:
-        _require_secrets_given_again(row, spec)
+    _require_secrets_given_again(row, spec, before)
     _apply_secrets(row, spec, box)
     row.updated_at = utcnow()
     if spec.sharing is not None:
@@ -630,6 +650,14 @@ class Invocation:
     server_url: str
     user_auth_required: bool
     headers: dict[str, str] = field(repr=False)
+
+
+def bearer_token(value: str, field: str) -> str:
+    """A token sent as `Authorization: Bearer <token>`: what a header value may hold (a line break in one failed
+    every tool call as an unreachable server, not the request that gave it)."""
+    if HEADER_VALUE_FORBIDDEN.search(value) or len(value) > _MAX_HEADER_VALUE:
+        raise InvalidArgument(f"{field} is not a valid bearer token (control characters, or too long)", field=field)
+    return value
 
 
 def request_headers(values: Any, field: str) -> dict[str, str]:

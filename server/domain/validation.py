@@ -34,8 +34,9 @@ MAX_DESCRIPTION = 1024
 MAX_PROVIDER_MODEL_ID = 256  # a provider's or a deployment's served model id
 MAX_API_VERSION = 64
 MAX_URL = 2048
-# What an HTTP header value may not hold (control characters other than tab): aiohttp refuses to write them.
-HEADER_VALUE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# What an HTTP header value may not hold: any control character but tab, C1 (U+0080-U+009F) as much as C0 and DEL.
+# aiohttp refuses to write C0 line breaks; U+0085 (NEL) is one to Unicode-aware readers (str.splitlines among them).
+HEADER_VALUE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 MAX_QUERY_PREFIX = 1024
 MAX_USER_ID = 128  # an identity provider's subject, as the tables keep it
 MAX_EMAIL = 254  # RFC 5321's longest path, less its angle brackets

@@ -37,6 +37,7 @@ from mcp.client.auth.utils import (
     issuers_match,
 )
 
+from server.client_auth import client_secret_basic
 from server.domain.json_values import is_number
 from server.domain.validation import require_http_url
 from server.errors import FailedPrecondition, InvalidArgument, SwitchboardError, UpstreamFailed
@@ -339,7 +340,7 @@ async def exchange(http: aiohttp.ClientSession, request: TokenRequest) -> TokenS
     form = {**request.grant, "client_id": request.client_id}
     auth = None
     if request.auth_method == "client_secret_basic":
-        auth = aiohttp.BasicAuth(request.client_id, request.client_secret)
+        auth = client_secret_basic(request.client_id, request.client_secret)
     elif request.auth_method == "client_secret_post":
         form["client_secret"] = request.client_secret
     try:

@@ -503,7 +503,7 @@ async def delete_resource(session: AsyncSession, ref: ResourceRef) -> None:
     await session.flush()
 
 
-def owned_by(tenant_id: str) -> Select[tuple[int, str]]:
+def owned_by(tenant_id: str) -> Select[int, str]:
     """The (kind, name) of every resource a tenant owns, as a subquery for statements that clean up after them."""
     return select(ResourceRow.kind, ResourceRow.name).where(ResourceRow.tenant_id == tenant_id)
 
