@@ -564,6 +564,30 @@ async def test_concurrency_caps_and_the_sdk_retry_backs_off_until_a_slot_frees(
     assert time.monotonic() - started >= 1.0  # it waited as Retry-After said
 
 
+async def test_a_concurrency_refusal_carries_the_rate_limit_headers(gw: LimitsGateway, tenant: Tenant) -> None:
+    """A call refused by a concurrency cap was counted by the limits like any other: its 429 carries the trios of the
+    key's requests- and tokens-per-minute limits, with the counts the refusal found (it counted nothing itself)."""
+    key_id, secret = await tenant.key("cap-headers")
+    await tenant.limit((KEY, key_id), concurrentRequests="1", requestsPerMinute="100", tokensPerMinute="100k")
+    await early_in_a_minute(10)
+    holding = chat(tenant.world.model("lflood"), stream=True)
+    async with aiohttp.ClientSession() as http:
+        resp = await http.post(
+            f"{gw.base_url}/chat/completions", data=orjson.dumps(holding), headers={"Authorization": f"Bearer {secret}"}
+        )
+        try:
+            assert resp.status == 200 and resp.headers["x-ratelimit-limit-requests"] == "100"
+            await resp.content.readline()  # the stream is under way: it holds the one slot
+            status, headers, body = await post(gw, secret, "/chat/completions", chat(tenant.world.model("lchat")))
+        finally:
+            resp.close()
+    assert status == 429 and "concurrent requests" in body["error"]["message"], body
+    assert headers["retry-after"] == "1" and headers["x-should-retry"] == "true", headers
+    assert headers["x-ratelimit-limit-requests"] == "100" and headers["x-ratelimit-remaining-requests"] == "99"
+    assert headers["x-ratelimit-limit-tokens"] == "100000", headers
+    assert RESET.match(headers["x-ratelimit-reset-requests"]) and RESET.match(headers["x-ratelimit-reset-tokens"])
+
+
 @pytest.mark.timeout(150)
 async def test_the_sdk_retry_succeeds_after_the_window(gw: LimitsGateway, tenant: Tenant) -> None:
     """A refused call's Retry-After runs to the end of the minute window; the SDK waits that long and succeeds."""

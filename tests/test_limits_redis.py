@@ -136,3 +136,27 @@ async def test_when_redis_is_down_calls_fail_open_or_closed_never_5xx(
         log = gw.log()
     assert log.count("the rate-limit counter store is unreachable") == 1  # rate-limited: once a minute
     assert "Traceback" not in log
+
+
+async def test_a_usage_read_while_redis_is_down_answers_the_limits_without_their_use(
+    database: Database, server: Server, tenant: Tenant
+) -> None:
+    """A management server whose Redis is unreachable still answers usage reads: the limits (from the database), with
+    `used`/`remaining` absent as when no Redis is configured, never a made-up count nor an error."""
+    key_id, _ = await tenant.key("read-down")
+    await tenant.limit(("API_KEY", key_id), requestsPerMinute="5", concurrentRequests="2")
+    down = f"redis://127.0.0.1:{_closed_port()}/0"
+    proc = await start_server(server_env(database, server.settings.var_dir, SWITCHBOARD_REDIS_URL=down))
+    try:
+        connect = ConnectJsonCaller(f"http://127.0.0.1:{proc.listener_port}")
+        scope = {"kind": "LIMIT_SCOPE_KIND_API_KEY", "id": key_id}
+        for body in ({"tenantId": tenant.id, "apiKeyId": key_id}, {"tenantId": tenant.id, "scope": scope}):
+            token = tenant.world.tokens["admin"]
+            got = must(await connect.call(f"{LIMITS}/GetLimitUsage", body, token=token, get=True))
+            assert sorted((r["metric"], r["limit"]) for r in got["limits"]) == [
+                ("LIMIT_METRIC_CONCURRENT_REQUESTS", "2"),
+                ("LIMIT_METRIC_REQUESTS_PER_MINUTE", "5"),
+            ], got
+            assert not any("used" in r or "remaining" in r for r in got["limits"]), got
+    finally:
+        await proc.stop()

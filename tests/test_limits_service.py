@@ -226,6 +226,8 @@ async def test_policies_a_page_at_a_time(server: Server, connect: ConnectJsonCal
         ({"tokenBudget": "1M"}, "limits.budget_period"),
         ({"softBudget": "1M"}, "limits.token_budget"),
         ({"tokenBudget": "1M", "budgetPeriod": "BUDGET_PERIOD_DAY", "softBudget": "2M"}, "limits.soft_budget"),
+        # Reached before any call is made, so no call could be recorded crossing it: refused as a limit of 0 is.
+        ({"tokenBudget": "1M", "budgetPeriod": "BUDGET_PERIOD_DAY", "softBudget": "0"}, "limits.soft_budget"),
         ({}, "limits"),
     ],
 )
@@ -328,6 +330,20 @@ async def test_usage_reads_for_the_keys_holder_and_admins(
         assert got.code == "permission_denied", (person, got)
     got = await call(connect, "GetLimitUsage", {"tenantId": t, "apiKeyId": "nope"}, world.tokens["admin"])
     assert got.code == "not_found"
+
+
+async def test_a_usage_read_in_a_session_must_name_the_key(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    """An empty apiKeyId means the calling key, which a signed-in session does not have: whoever could read a key's
+    limits in the tenant is told to name one (invalid_argument: nothing was looked up, so nothing is "not found");
+    anyone else is refused as when they name a key, so the missing field never answers before the gate."""
+    ask = {"tenantId": world.tenant_id}
+    for token in (world.tokens["admin"], world.tokens["member"], server.admin_token):
+        got = await call(connect, "GetLimitUsage", ask, token)
+        assert got.code == "invalid_argument" and "api_key_id" in got.message, got
+    got = await call(connect, "GetLimitUsage", ask, world.tokens["outsider"])
+    assert got.code == "permission_denied", got
 
 
 async def test_usage_reads_of_one_scope_for_admins_and_operators(

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from gateway.limits.limiter import Limiter
 from server.domain.limits import BudgetPeriod
@@ -26,7 +26,8 @@ from server.store.shared_counters import SharedCounters
 from server.store.shared_permits import SharedPermits
 from tests.conftest import ONE_BACKEND, Database, Server, insert_rows, unique_name
 from tests.gateway_world import GatewayWorld
-from tests.limits_world import LimitsGateway, Tenant, limits_gateway, new_tenant
+from tests.limits_world import LIMITS, LimitsGateway, Tenant, limits_gateway, new_tenant
+from tests.world import must
 
 pytestmark = ONE_BACKEND  # the limits' counts are the gateway's; policies are stored as on any backend
 
@@ -110,6 +111,41 @@ async def test_soft_budget_is_not_recorded_as_crossed_by_a_reservation_the_call_
     assert status == 200 and answer["usage"]["total_tokens"] == 70
     assert await crossings(database, tenant.id, wait=2.0) == []
     assert f"scope '{key_id}'" not in gw.log()  # no "soft token budget crossed" line names it
+
+
+async def soft_crossed_time(tenant: Tenant, key_id: str) -> str | None:
+    """The softLimitCrossedTime GetLimitUsage reads for the key's one budget."""
+    read = {"tenantId": tenant.id, "apiKeyId": key_id}
+    token = tenant.world.tokens["admin"]
+    usage = must(await tenant.connect.call(f"{LIMITS}/GetLimitUsage", read, token=token, get=True))
+    crossed: str | None = usage["limits"][0].get("softLimitCrossedTime")
+    return crossed
+
+
+async def test_a_raised_soft_threshold_reads_as_crossed_only_once_use_crosses_it(
+    gw: LimitsGateway, tenant: Tenant, database: Database
+) -> None:
+    """Soft 100 crossed (140 used), then raised to 200: the crossing recorded was of a threshold no longer set, so
+    the read shows none (the proto: absent while the period's use has not crossed the threshold), and the call that
+    takes the use past 200 records that crossing, in the same period."""
+    key_id, secret = await tenant.key("softraised")
+    budget = {"tokenBudget": "100000", "budgetPeriod": "BUDGET_PERIOD_DAY"}
+    await tenant.limit((KEY, key_id), softBudget="100", **budget)
+    model = tenant.world.model("lchat")
+    for _ in range(2):  # 70 tokens each
+        status, _ = await post(gw, secret, chat(model, max_tokens=60))
+        assert status == 200
+    assert await crossings(database, tenant.id) == [(PLATFORM, TODAY)]
+    first = await soft_crossed_time(tenant, key_id)
+    assert first
+    await tenant.limit((KEY, key_id), softBudget="200", **budget)
+    assert await soft_crossed_time(tenant, key_id) is None
+    await asyncio.sleep(1.2)  # past the gateway's policy cache (1 s here), whatever its invalidation's delay
+    status, _ = await post(gw, secret, chat(model, max_tokens=60))  # 210
+    assert status == 200
+    assert await crossings(database, tenant.id) == [(PLATFORM, TODAY)]
+    later = await soft_crossed_time(tenant, key_id)
+    assert later and later != first
 
 
 # -- through the limiter, on each counter store ---------------------------------------------------------------------
@@ -230,3 +266,27 @@ async def test_a_soft_threshold_is_crossed_by_what_calls_use_not_by_what_they_re
         await close(limiter)
     assert await crossings(database, tenant_id) == [(TENANT_TIER, TODAY)]
     assert caplog.text.count("soft token budget crossed") == 1 and f"({settled} of 500)" in caplog.text
+
+
+async def test_a_call_admitted_before_its_soft_threshold_changed_records_no_crossing_of_the_old_one(
+    database: Database,
+) -> None:
+    """A call admitted under soft 100 ends, taking the use past 100, after the threshold was raised to 50k: 100 is no
+    longer set (and SetLimitPolicy forgot that policy's crossings), so nothing is recorded."""
+    tenant_id = await new_tenant_row(database)
+    limiter = await limiter_for(database, MemoryCounters, budget(tenant_id, PLATFORM, 100_000, 100))
+    try:
+        await call(limiter, key_of(tenant_id), 80, 70)
+        grant = await limiter.admit(key_of(tenant_id), "m", 80, with_slots=True)  # 150: past 100 until it settles
+        assert grant is not None
+        db = Db(database.url)
+        try:
+            async with db.transaction() as session:
+                raised = update(LimitPolicyRow).where(LimitPolicyRow.tenant_id == tenant_id).values(soft_budget=50_000)
+                await session.execute(raised)
+        finally:
+            await db.close()
+        await limiter.finish(grant, 70)  # 140
+    finally:
+        await close(limiter)
+    assert await crossings(database, tenant_id, wait=0.1) == []

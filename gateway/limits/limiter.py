@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opentelemetry import metrics
+from sqlalchemy import select
 
 from gateway.limits.headers import NAMES, duration, retry_headers
 from server.domain.limits import BudgetPeriod, Metric, Policy, ScopeKind, tenant_policies
@@ -37,7 +38,7 @@ from server.errors import QuotaExceeded
 from server.invalidation import Topic
 from server.store.db import Database, insert_ignoring_duplicates
 from server.store.limit_counters import ADMITTED, ASK_STORE, Counters, CountersUnavailable, Slot, Take
-from server.store.models import LimitSoftCrossingRow
+from server.store.models import LimitPolicyRow, LimitSoftCrossingRow
 from server.ttlcache import TtlCache
 
 __all__ = ["Grant", "LimitExceeded", "Limiter"]
@@ -372,15 +373,18 @@ class Limiter:
     def _refusal(self, span: _Span, reserve: int, refused: int, values: Sequence[int], now: float) -> LimitExceeded:
         """The refusal by take or slot `refused`; `values` are the counts of the takes found up to it."""
         checks = span.checks
-        if refused >= len(checks):
+        capped = refused >= len(checks)
+        wait = _CONCURRENCY_WAIT if capped else span.windows[refused].end - now
+        # A refusal is a call the limits counted: it carries the trios of the counts found, as every answer does.
+        headers = {**_headers(span, list(values), now), **retry_headers(wait)}
+        if capped:
             cap = span.caps[refused - len(checks)]
             return LimitExceeded(
                 f"Rate limit reached on the {_describe(cap.rule)}: limit {cap.limit} in flight. "
-                f"Please try again in {_CONCURRENCY_WAIT:.0f}s.",
-                retry_headers(_CONCURRENCY_WAIT),
+                f"Please try again in {headers['retry-after']}s.",
+                headers,
             )
         check = checks[refused]
-        headers = {**_headers(span, list(values), now), **retry_headers(span.windows[refused].end - now)}
         return LimitExceeded(
             f"Rate limit reached on the {_describe(check.rule)}: limit {check.limit}, used {values[refused]}, "
             f"requested {reserve if check.tokens else 1}. Please try again in {headers['retry-after']}s.",
@@ -472,6 +476,21 @@ class Limiter:
         policy = applied.policy
         try:
             async with self._db.transaction() as session:
+                # A call admitted before its policy's threshold changed may end after: the threshold it crossed is no
+                # longer set, and SetLimitPolicy has forgotten that policy's crossings. (FOR SHARE, on PostgreSQL:
+                # a change being committed is waited for, then read.)
+                still = await session.scalar(
+                    select(LimitPolicyRow.soft_budget)
+                    .where(
+                        LimitPolicyRow.tenant_id == policy.tenant_id,
+                        LimitPolicyRow.tier == int(policy.tier),
+                        LimitPolicyRow.scope_kind == int(policy.scope.kind),
+                        LimitPolicyRow.scope_id == policy.scope.id,
+                    )
+                    .with_for_update(read=True)
+                )
+                if still != policy.soft_budget:
+                    return
                 await insert_ignoring_duplicates(
                     session,
                     LimitSoftCrossingRow,

@@ -26,7 +26,15 @@ from server.domain.principal import Principal
 from server.domain.quantities import parse_bytes
 from server.errors import InvalidArgument, NotFound
 from server.store.keyset import Window
-from server.store.models import ApiKeyRow, LimitPolicyRow, PublicModelIdRow, ServiceAccountRow, TenantRow, utcnow
+from server.store.models import (
+    ApiKeyRow,
+    LimitPolicyRow,
+    LimitSoftCrossingRow,
+    PublicModelIdRow,
+    ServiceAccountRow,
+    TenantRow,
+    utcnow,
+)
 
 __all__ = [
     "METRIC_FIELDS",
@@ -128,7 +136,9 @@ def _validated_values(limits: LimitValues) -> dict[str, int]:
     if unknown:
         raise InvalidArgument(f"unknown limit {sorted(unknown)[0]!r}", field="limits")
     values = {name: parse_bytes(text, f"limits.{name}") for name, text in limits.quantities.items()}
-    for name in METRIC_FIELDS:
+    # 0 is refused for every quantity: a limit of 0 would refuse every call, and a soft threshold of 0 is reached
+    # before any call is made, so no call could ever be recorded crossing it.
+    for name in _QUANTITY_FIELDS:
         if values.get(name) == 0:
             raise InvalidArgument(
                 f"limits.{name} must be at least 1; leave it out for no limit", field=f"limits.{name}"
@@ -220,6 +230,20 @@ async def _within_ceiling(session: AsyncSession, tenant_id: str, values: dict[st
             )
 
 
+async def _forget_crossings(session: AsyncSession, tenant_id: str, tier: Tier, scope: Scope) -> None:
+    """Drop the soft-threshold crossings recorded for one policy. A crossing is of the threshold that was set (its row
+    does not keep which), so one a policy no longer sets must not be reported as crossed, nor stop the crossing of
+    the new one this period from being recorded (once per period: the gateway inserts it ignoring duplicates)."""
+    await session.execute(
+        delete(LimitSoftCrossingRow).where(
+            LimitSoftCrossingRow.tenant_id == tenant_id,
+            LimitSoftCrossingRow.tier == int(tier),
+            LimitSoftCrossingRow.scope_kind == int(scope.kind),
+            LimitSoftCrossingRow.scope_id == scope.id,
+        )
+    )
+
+
 async def set_policy(
     session: AsyncSession, principal: Principal, *, tenant_id: str, tier: Tier, scope: Scope, limits: LimitValues
 ) -> Policy:
@@ -237,6 +261,8 @@ async def set_policy(
         await _within_ceiling(session, tenant_id, values, limits)
     key = (tenant_id, int(tier), int(scope.kind), scope.id)
     row = await session.get(LimitPolicyRow, key)
+    if row is not None and row.soft_budget != values.get("soft_budget"):
+        await _forget_crossings(session, tenant_id, tier, scope)
     if row is None:
         row = LimitPolicyRow(tenant_id=tenant_id, tier=int(tier), scope_kind=int(scope.kind), scope_id=scope.id)
         session.add(row)
@@ -266,6 +292,7 @@ async def delete_policy(
     )
     if getattr(deleted, "rowcount", 0) == 0:
         raise NotFound("no such limit policy", field="scope")
+    await _forget_crossings(session, tenant_id, tier, scope)
 
 
 # The order policies are listed in: the primary key's after the tenant, so a keyset page is a range of it.

@@ -3,11 +3,14 @@
 
 The counts come from the counter store the gateways share (Redis). Without one, each gateway process counts on its
 own and the management server cannot see those counts: `used`/`remaining` are then absent, never a made-up zero.
+They are absent too while the store is unreachable (logged at most once a minute): the limits themselves come from
+the database, and an outage of the store is never an error, here as in the gateway.
 Soft-budget crossings come from the database, where the gateways record them.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -19,10 +22,13 @@ from server.domain.limits import BudgetPeriod, Metric, Policy, Scope, ScopeKind,
 from server.domain.limits_plan import Applied, Caller, applied_limits
 from server.domain.principal import Principal
 from server.errors import InvalidArgument
-from server.store.limit_counters import Counters
+from server.failure_log import RepeatedFailure
+from server.store.limit_counters import Counters, CountersUnavailable
 from server.store.models import LimitSoftCrossingRow, PresetAgentRow
 
 __all__ = ["LimitUse", "limit_usage"]
+
+log = logging.getLogger("switchboard.limits")
 
 
 @dataclass(frozen=True)
@@ -104,16 +110,29 @@ async def limit_usage(
     return await _uses(session, tenant_id, applied_limits(policies, caller, now), counters, now)
 
 
+_store_reads = RepeatedFailure(log, "reading the rate-limit counter store for a usage read")
+
+
+async def _counts(applied: list[Applied], counters: Counters, now: float) -> list[int | None]:
+    """Each applied limit's count in the shared store, in order; all None when the store cannot be reached."""
+    windowed = [i for i, a in enumerate(applied) if a.window is not None]
+    leased = [i for i, a in enumerate(applied) if a.window is None]
+    try:
+        values = await counters.peek([applied[i].counter for i in windowed], [applied[i].counter for i in leased], now)
+    except CountersUnavailable:
+        _store_reads.failed("the rate-limit counter store is unreachable: usage is answered without use")
+        return [None] * len(applied)
+    _store_reads.succeeded()
+    used: list[int | None] = [None] * len(applied)
+    for index, count in zip(windowed + leased, values, strict=True):
+        used[index] = count
+    return used
+
+
 async def _uses(
     session: AsyncSession, tenant_id: str, applied: list[Applied], counters: Counters | None, now: float
 ) -> list[LimitUse]:
-    used: list[int | None] = [None] * len(applied)
-    if counters is not None and applied:
-        windowed = [i for i, a in enumerate(applied) if a.window is not None]
-        leased = [i for i, a in enumerate(applied) if a.window is None]
-        values = await counters.peek([applied[i].counter for i in windowed], [applied[i].counter for i in leased], now)
-        for index, count in zip(windowed + leased, values, strict=True):
-            used[index] = count
+    used = await _counts(applied, counters, now) if counters is not None and applied else [None] * len(applied)
     budgets = [a for a in applied if a.metric == Metric.TOKEN_BUDGET]
     crossed = await _crossings(session, tenant_id, budgets)
     found = []

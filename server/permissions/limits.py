@@ -13,12 +13,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import Principal
-from server.errors import NotFound, PermissionDenied
+from server.errors import InvalidArgument, NotFound, PermissionDenied
 from server.permissions.tenancy import (
     can_admin_tenant,
     require_platform_role,
     require_session,
     require_tenant_admin,
+    require_tenant_member,
     resolve_tenant,
 )
 from server.store.models import ApiKeyRow
@@ -48,7 +49,14 @@ async def require_usage_reader(session: AsyncSession, principal: Principal, tena
     own = principal.api_key
     if not key_id:
         if own is None:
-            raise NotFound("api_key_id is required in a signed-in session", field="api_key_id")
+            # Who could read some key's limits here (a member, an operator) is told the field is missing; anyone
+            # else is refused as for a key they name, so a missing field never answers in place of the gate.
+            await require_tenant_member(session, principal, tenant_id)
+            raise InvalidArgument(
+                "api_key_id is required in a signed-in session (only an API key reads its own limits without naming "
+                "one)",
+                field="api_key_id",
+            )
         key_id = own.key_id
     row = (
         await session.execute(
