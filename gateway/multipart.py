@@ -37,7 +37,7 @@ from aiohttp.multipart import content_disposition_filename, parse_content_dispos
 from aiohttp.web_protocol import RequestPayloadError
 
 from gateway.middleware import undecodable_body
-from server.domain.validation import HEADER_VALUE_FORBIDDEN, is_utf8
+from server.domain.validation import HEADER_VALUE_FORBIDDEN, is_utf8, validate_header_text
 from server.errors import InvalidArgument
 
 __all__ = ["MAX_HEADER_LINE", "decoded_text", "form_errors", "form_parts", "part_names"]
@@ -120,11 +120,10 @@ def part_names(part: BodyPartReader, field: str = "file") -> tuple[str | None, s
 
 
 def part_content_type(part: BodyPartReader, field: str = "file") -> str | None:
-    """The part's Content-Type, if it sent one; a 400 on `field` when it is not UTF-8 header text (a form sent on
-    with it cannot be encoded: it was a 500)."""
+    """The part's Content-Type, if it sent one; a 400 on `field` when it is not header text, as a RAG upload's content
+    type is judged (a form sent on with it cannot be encoded: it was a 500)."""
     value = part.headers.get(hdrs.CONTENT_TYPE)
-    if value is not None and (HEADER_VALUE_FORBIDDEN.search(value) or not is_utf8(value)):
-        raise InvalidArgument("Malformed multipart body: a part's Content-Type is not UTF-8 header text.", field=field)
+    validate_header_text(value, what="Malformed multipart body: a part's Content-Type", field=field)
     return value
 
 

@@ -58,6 +58,10 @@ class CpuBudget:
     def spend(self, used: float) -> None:
         self.left = max(0.0, self.left - used)
 
+    def exhaust(self) -> None:
+        """Nothing left: a task killed over its limit used all it was given."""
+        self.left = 0.0
+
 
 class OverBudget(Exception):
     """The task used more CPU time (or wall time) than its budget had left."""
@@ -118,13 +122,13 @@ class Sandbox:
                     answer = await worker.call(request)
             except TimeoutError:
                 self._retire(worker)
-                budget.spend(budget.left)
+                budget.exhaust()
                 raise OverBudget(budget) from None
             except (asyncio.IncompleteReadError, ConnectionError):
                 self._retire(worker)
                 exitcode = await asyncio.to_thread(_exit_code, worker.process)
                 if exitcode == -signal.SIGXCPU:
-                    budget.spend(budget.left)
+                    budget.exhaust()
                     raise OverBudget(budget) from None
                 raise WorkerDied(f"the worker ended with {exitcode}") from None
             except BaseException:  # the caller cancelled: the task may still be running
@@ -212,16 +216,17 @@ class _Start:
             self._process.start()
         finally:
             self._theirs.close()  # our copy of the worker's end, once it has its own
-        with self._lock:
-            self._started = True
-            stop = self._abandoned
-        if stop:
-            self._process.kill()
+        self._record(started=True)
 
     def abandon(self) -> None:
+        self._record(abandoned=True)
+
+    def _record(self, *, started: bool = False, abandoned: bool = False) -> None:
+        """Note the start or the abandonment; whichever comes second (in another thread, maybe) kills the process."""
         with self._lock:
-            self._abandoned = True
-            stop = self._started
+            self._started |= started
+            self._abandoned |= abandoned
+            stop = self._started and self._abandoned
         if stop:
             self._process.kill()
 

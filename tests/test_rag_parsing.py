@@ -161,6 +161,27 @@ def test_corrupt_or_wrong_files_are_refused_naming_the_file(name: str, data: byt
     assert says in refused.value.message
 
 
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("fake.pdf", b"hello, I am text"),
+        ("broken.docx", b"PK\x03\x04garbage"),
+        ("evil.docx", docx_with({"_rels/.rels": b'<?xml version="1.0"?><!DOCTYPE r><Relationships/>'})),
+        ("deep.json", b"[" * 1_000 + b"]" * 1_000),
+        ("image.png", b"\x89PNG\r\n\x1a\n"),
+        ("latin1.txt", "café".encode("latin-1")),
+        ("blank.txt", b"  \n\n \t"),
+        ("big.txt", b"x" * (LIMIT + 1)),
+    ],
+)
+def test_a_refusal_names_the_field_it_is_given(name: str, data: bytes) -> None:
+    """Where the request holds the file (`files[2]` of a JSON batch, a scraper's `body.text`): every parser names it
+    itself, as it names the file in the message."""
+    with pytest.raises((InvalidArgument, PayloadTooLarge)) as refused:
+        parse_file(name, None, data, max_bytes=LIMIT, field="files[2]")
+    assert refused.value.field == "files[2]" and refused.value.message.startswith(f"{name}: ")
+
+
 def test_a_file_over_the_size_limit_is_refused_before_parsing() -> None:
     with pytest.raises(PayloadTooLarge) as refused:
         parse_file("big.txt", None, b"x" * 101, max_bytes=100)

@@ -463,6 +463,7 @@ async def test_a_scraper_upload_s_refusal_names_its_field(
         pytest.param({"filename": "two\nlines.txt"}, "files[1].filename", id="control-character"),
         pytest.param({"filename": "n" * 600 + ".txt"}, "files[1].filename", id="too-long"),
         pytest.param({"content_type": "text/plain; x=" + "y" * 200}, "files[1].content_type", id="long-content-type"),
+        pytest.param({"content_type": "text/plain\r\nX-Other: 1"}, "files[1].content_type", id="content-type-crlf"),
         pytest.param({"content": "   "}, "files[1]", id="empty"),
         pytest.param({"filename": "a.pdf", "content": "not a PDF"}, "files[1]", id="not-a-pdf"),
     ],

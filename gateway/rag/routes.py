@@ -125,11 +125,7 @@ async def _read_part(part: BodyPartReader, limit: int) -> bytes | None:
 async def upload_content(request: web.Request) -> web.StreamResponse:
     rag = await service.authorize(request)
     payload = await read_json(request, limit=_upload_limit(request))
-    items = _batch(payload)
-    fields = [f"files[{i}]" for i in range(len(items))]
-    uploads = _each_external_id_once(
-        [_content_item(item, field) for item, field in zip(items, fields, strict=True)], fields
-    )
+    uploads = _each_external_id_once([_content_item(item, f"files[{i}]") for i, item in enumerate(_batch(payload))])
     return _json(_listing(await service.ingest(request, rag, uploads)), status=201)
 
 
@@ -142,17 +138,17 @@ def _batch(payload: dict[str, Any]) -> list[Any]:
     return items
 
 
-def _each_external_id_once(uploads: list[rag_files.Upload], items: list[str]) -> list[rag_files.Upload]:
+def _each_external_id_once(uploads: list[rag_files.Upload]) -> list[rag_files.Upload]:
     """A batch naming one external id twice is refused: storing the second file replaces the first, which the
-    answer would list as ready though it is gone. `items`: where the request holds each upload's item."""
-    first: dict[str, str] = {}
-    for upload, item in zip(uploads, items, strict=True):
+    answer would list as ready though it is gone."""
+    first: dict[str, str] = {}  # external id -> the item that named it first
+    for upload in uploads:
         if upload.external_id is None:
             continue
         if upload.external_id in first:
-            field = f"{item}.external_id"
+            field = f"{upload.item}.external_id"
             raise InvalidArgument(f"{field} is {first[upload.external_id]}'s too", field=field)
-        first[upload.external_id] = item
+        first[upload.external_id] = upload.item
     return uploads
 
 
@@ -180,6 +176,7 @@ def _content_item(item: Any, field: str) -> rag_files.Upload:
         data=data,
         metadata=rag_files.validate_metadata(item.get("metadata"), f"{field}.metadata"),
         external_id=_external_id(item.get("external_id"), f"{field}.external_id", required=False),
+        item=field,
         field=field,
     )
 
@@ -197,7 +194,7 @@ async def upload_internal(request: web.Request) -> web.StreamResponse:
     payload = await read_json(request, limit=_upload_limit(request))
     items = _batch(payload) if "files" in payload else [payload]
     fields = [f"files[{i}]" for i in range(len(items))] if "files" in payload else ["body"]
-    uploads = _each_external_id_once([_scraped(item, field) for item, field in zip(items, fields, strict=True)], fields)
+    uploads = _each_external_id_once([_scraped(item, field) for item, field in zip(items, fields, strict=True)])
     return _json(_listing(await service.ingest(request, rag, uploads)), status=201)
 
 
@@ -219,6 +216,7 @@ def _scraped(item: Any, field: str) -> rag_files.Upload:
         metadata=rag_files.validate_metadata(item.get("metadata"), f"{field}.metadata"),
         external_id=external_id,
         pre_extracted=True,
+        item=field,
         field=f"{field}.text",
     )
 

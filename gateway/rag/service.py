@@ -39,7 +39,7 @@ from server.domain.rag_chunking import e5_token_counter
 from server.domain.rag_filters import MetadataCondition
 from server.domain.rag_parsing import out_of_memory
 from server.domain.rag_ready_files import ReadyFiles
-from server.errors import InvalidArgument, NotFound, SwitchboardError
+from server.errors import NotFound, SwitchboardError
 from server.metering import CallKind, UsageEvent
 from server.permissions import ResourceKind
 from server.sandbox import CpuBudget, OverBudget, Sandbox, WorkerDied
@@ -151,7 +151,7 @@ async def _prepare(
 ) -> rag_files.PreparedFile:
     """Parse and chunk in the sandbox, within what the upload's budget has left: CPU time for a slow parse of its
     files' size (pypdf reads ~2 M characters a second, chunking 8-12 MiB of text) on top of the base allowance.
-    Refusals name the file where the request holds it (`upload.field`)."""
+    Refusals name the file where the request holds it (`upload.field`), as the parsers' own do."""
     settings = app[SETTINGS]
     try:
         return await app[PARSERS].run(
@@ -162,20 +162,14 @@ async def _prepare(
             max_bytes=settings.rag_max_file_bytes,
             budget=budget,
         )
-    except SwitchboardError as refused:
-        if refused.field == "file":  # the parsers name a file as a multipart upload holds it
-            refused.field = upload.field
-        raise
     except OverBudget:
-        raise InvalidArgument(
-            f"{upload.filename}: parsing the upload takes more than the {budget.seconds} s of CPU time files of its "
-            "size are given",
-            field=upload.field,
+        raise upload.named.invalid(
+            f"parsing the upload takes more than the {budget.seconds} s of CPU time files of its size are given"
         ) from None
     except WorkerDied:
-        raise InvalidArgument(f"{upload.filename}: the file's parser failed on it", field=upload.field) from None
+        raise upload.named.invalid("the file's parser failed on it") from None
     except MemoryError:
-        raise out_of_memory(upload.filename, upload.field) from None
+        raise out_of_memory(upload.named) from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,10 +29,12 @@ from pyexpat import ExpatError, ParserCreate, errors
 from typing import IO, TYPE_CHECKING
 
 from server.domain.library_failures import raised_in
-from server.errors import InvalidArgument, PayloadTooLarge
+from server.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from docx.table import Table
+
+    from server.domain.rag_parsing import NamedFile  # which imports this module
 
 __all__ = ["MAX_DEPTH", "MAX_RATIO", "MAX_XML_BYTES", "RATIO_FLOOR", "docx_text"]
 
@@ -47,48 +49,41 @@ _ENCRYPTED = 0x1  # a zip member's general-purpose flag: Word never encrypts mem
 
 
 class _Refused(Exception):
-    """Raised from an expat handler to stop the parse; carries what to tell the client."""
+    """Raised from an expat handler to stop the parse; carries what to tell the client about the file."""
 
 
-def docx_text(filename: str, data: bytes, *, max_bytes: int) -> str:
+def docx_text(file: NamedFile, data: bytes, *, max_bytes: int) -> str:
     """The document's paragraphs, then its table rows (cells joined by ` | `), one per line."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            _check_sizes(filename, archive, max_bytes)
+            _check_sizes(file, archive, max_bytes)
             for member in archive.infolist():
                 if member.filename.endswith(_XML_PARTS):
                     with archive.open(member) as stream:
-                        _check_xml(filename, member.filename, stream)
+                        _check_xml(file, member.filename, stream)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError, zlib.error):
-        raise _corrupt(filename) from None  # zlib.error: a member's deflate stream is corrupt
-    return _extract(filename, data)
+        raise _corrupt(file) from None  # zlib.error: a member's deflate stream is corrupt
+    return _extract(file, data)
 
 
-def _corrupt(filename: str) -> InvalidArgument:
-    return InvalidArgument(f"{filename}: not a readable DOCX file (corrupt or of another type)", field="file")
+def _corrupt(file: NamedFile) -> InvalidArgument:
+    return file.invalid("not a readable DOCX file (corrupt or of another type)")
 
 
-def _check_sizes(filename: str, archive: zipfile.ZipFile, max_bytes: int) -> None:
+def _check_sizes(file: NamedFile, archive: zipfile.ZipFile, max_bytes: int) -> None:
     members = archive.infolist()
     total = sum(m.file_size for m in members)
     if total > max_bytes:
-        raise PayloadTooLarge(
-            f"{filename}: the DOCX unpacks to {total} bytes, over the limit of {max_bytes}", field="file"
-        )
+        raise file.too_large(f"the DOCX unpacks to {total} bytes, over the limit of {max_bytes}")
     for member in members:
         if member.flag_bits & _ENCRYPTED:  # zipfile would raise RuntimeError ("password required") on reading it
-            raise _corrupt(filename)
+            raise _corrupt(file)
         if member.file_size > RATIO_FLOOR and member.file_size > MAX_RATIO * max(member.compress_size, 1):
             ratio = member.file_size // max(member.compress_size, 1)
-            raise InvalidArgument(
-                f"{filename}: {member.filename} inflates {ratio}:1, more than {MAX_RATIO}:1 (a zip bomb?)",
-                field="file",
-            )
+            raise file.invalid(f"{member.filename} inflates {ratio}:1, more than {MAX_RATIO}:1 (a zip bomb?)")
     xml = sum(m.file_size for m in members if _is_xml(archive, m))
     if xml > MAX_XML_BYTES:
-        raise PayloadTooLarge(
-            f"{filename}: the DOCX holds {xml} bytes of XML, over the limit of {MAX_XML_BYTES}", field="file"
-        )
+        raise file.too_large(f"the DOCX holds {xml} bytes of XML, over the limit of {MAX_XML_BYTES}")
 
 
 def _is_xml(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> bool:
@@ -100,7 +95,7 @@ def _is_xml(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> bool:
         return stream.read(_SNIFF).lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n").startswith(b"<")
 
 
-def _check_xml(filename: str, part: str, stream: IO[bytes]) -> None:
+def _check_xml(file: NamedFile, part: str, stream: IO[bytes]) -> None:
     """Stream one XML part through expat (media such as SVG images is not checked: python-docx never parses it)."""
     parser = ParserCreate()
     depth = 0
@@ -109,14 +104,14 @@ def _check_xml(filename: str, part: str, stream: IO[bytes]) -> None:
         nonlocal depth
         depth += 1
         if depth > MAX_DEPTH:
-            raise _Refused(f"{filename}: {part} nests XML elements deeper than {MAX_DEPTH} levels")
+            raise _Refused(f"{part} nests XML elements deeper than {MAX_DEPTH} levels")
 
     def end(_name: str) -> None:
         nonlocal depth
         depth -= 1
 
     def doctype(*_: object) -> None:
-        raise _Refused(f"{filename}: {part} has a DTD (document type declaration), which a DOCX never needs")
+        raise _Refused(f"{part} has a DTD (document type declaration), which a DOCX never needs")
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
@@ -127,15 +122,13 @@ def _check_xml(filename: str, part: str, stream: IO[bytes]) -> None:
             parser.Parse(chunk, False)
         parser.Parse(b"", True)
     except _Refused as refused:
-        raise InvalidArgument(str(refused), field="file") from None
+        raise file.invalid(str(refused)) from None
     except ExpatError as exc:
         reason = errors.messages[exc.code] if exc.code is not None else "not well-formed"
-        raise InvalidArgument(
-            f"{filename}: {part} is not well-formed XML ({reason}, line {exc.lineno})", field="file"
-        ) from None
+        raise file.invalid(f"{part} is not well-formed XML ({reason}, line {exc.lineno})") from None
 
 
-def _extract(filename: str, data: bytes) -> str:
+def _extract(file: NamedFile, data: bytes) -> str:
     import docx
 
     try:
@@ -146,7 +139,7 @@ def _extract(filename: str, data: bytes) -> str:
     except Exception as exc:  # zlib.error: a member only python-docx reads (an image) is corrupt
         if not raised_in(exc, "docx"):
             raise
-        raise _corrupt(filename) from None
+        raise _corrupt(file) from None
     return "\n".join(blocks)
 
 

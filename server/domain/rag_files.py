@@ -43,8 +43,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.domain import rag_storage, rags
 from server.domain.rag_chunking import Chunk, chunk_parsed, e5_token_counter
 from server.domain.rag_filters import MetadataCondition, matcher, texts_needed
-from server.domain.rag_parsing import parse_file
-from server.domain.validation import is_utf8
+from server.domain.rag_parsing import NamedFile, parse_file
+from server.domain.validation import is_utf8, validate_header_text
 from server.errors import InvalidArgument, NotFound
 from server.store.db import as_utc, new_id
 from server.store.keyset import Window
@@ -70,6 +70,7 @@ __all__ = [
     "register",
     "register_all",
     "update_metadata",
+    "validate_content_type",
     "validate_filename",
     "validate_metadata",
 ]
@@ -94,9 +95,15 @@ class Upload:
     external_id: str | None = None
     # Text a scraper extracted itself: indexed as plain text.
     pre_extracted: bool = False
-    # Where the request holds the file (a multipart `file` part, `files[2]` of a JSON batch, a scraper's `body.text`):
-    # what a refusal of its content names.
+    # Where the request holds the upload (a multipart `file` part, `files[2]` of a JSON batch, a scraper's `body`),
+    # and where it holds the file's content (the same, but a scraper's `body.text`): what refusals of it name.
+    item: str = "file"
     field: str = "file"
+
+    @property
+    def named(self) -> NamedFile:
+        """The file as a refusal of its content names it."""
+        return NamedFile(self.filename, self.field)
 
 
 @dataclass(frozen=True)
@@ -195,30 +202,27 @@ def validate_filename(name: str, field: str = "file") -> str:
     return name
 
 
-def validate_content_type(content_type: str | None, filename: str, field: str = "file") -> None:
-    content_type = content_type or ""
-    if len(content_type) > _MAX_CONTENT_TYPE:
-        raise InvalidArgument(
-            f"{filename}: its content type is longer than {_MAX_CONTENT_TYPE} characters", field=field
-        )
-    if not is_utf8(content_type):
-        raise InvalidArgument(f"{filename}: its content type is not UTF-8 text", field=field)
+def validate_content_type(content_type: str | None, filename: str, field: str) -> None:
+    """A file's declared content type, as it is stored."""
+    validate_header_text(content_type, what=f"{filename}: its content type", field=field, max_length=_MAX_CONTENT_TYPE)
 
 
 def parse_and_chunk(upload: Upload, *, size_tokens: int, overlap_tokens: int, max_bytes: int) -> PreparedFile:
     """Parse and chunk; every refusal names the file. CPU work on untrusted input whose cost can grow faster than its
     size: the gateway runs it in its sandbox (server.sandbox), which calls it in a worker process."""
-    validate_filename(upload.filename)
-    validate_content_type(upload.content_type, upload.filename)
+    validate_filename(upload.filename, upload.field)
+    validate_content_type(upload.content_type, upload.filename, upload.field)
     if upload.pre_extracted:  # text, whatever its name ends in: a scraper's `reports/2024.pdf`
-        parsed = parse_file(upload.filename or "text.txt", None, upload.data, max_bytes=max_bytes, kind="text")
+        parsed = parse_file(
+            upload.filename or "text.txt", None, upload.data, max_bytes=max_bytes, kind="text", field=upload.field
+        )
     else:
-        parsed = parse_file(upload.filename, upload.content_type, upload.data, max_bytes=max_bytes)
+        parsed = parse_file(upload.filename, upload.content_type, upload.data, max_bytes=max_bytes, field=upload.field)
     chunks = chunk_parsed(
         parsed, size_tokens=size_tokens, overlap_tokens=overlap_tokens, count_tokens=e5_token_counter()
     )
     if not chunks:
-        raise InvalidArgument(f"{upload.filename}: the file parses to empty content", field="file")
+        raise upload.named.invalid("the file parses to empty content")
     return PreparedFile(
         filename=upload.filename,
         content_type=upload.content_type,

@@ -22,6 +22,7 @@ __all__ = [
     "require_name",
     "require_nonempty",
     "require_user_id",
+    "validate_header_text",
     "validate_public_model_id",
     "validate_resource_name",
 ]
@@ -56,6 +57,21 @@ def is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def validate_header_text(value: str | None, *, what: str, field: str, max_length: int | None = None) -> None:
+    """Header text as a client sends it (a multipart part's Content-Type, a JSON upload's `content_type`; None: none
+    sent): no control character but tab (aiohttp refuses one in a form it writes for an
+    upstream; PostgreSQL refuses NUL in text) and nothing that is not UTF-8 (aiohttp keeps a header's undecodable
+    bytes as lone surrogates, which neither that form nor a database's driver can encode): each was a 500. Stored,
+    it is at most `max_length` characters. `what` names it in a refusal ("a.txt: its content type")."""
+    text = value or ""
+    if max_length is not None and len(text) > max_length:
+        raise InvalidArgument(f"{what} is longer than {max_length} characters", field=field)
+    if HEADER_VALUE_FORBIDDEN.search(text):
+        raise InvalidArgument(f"{what} contains a control character (such as NUL or a line break)", field=field)
+    if not is_utf8(text):
+        raise InvalidArgument(f"{what} is not UTF-8 text", field=field)
 
 
 def require_nonempty(value: str, field: str) -> str:
