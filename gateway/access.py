@@ -20,9 +20,9 @@ from server.auth import KeyVerifier
 from server.crypto import SecretBox
 from server.domain import preset_agents, rags
 from server.domain.principal import Principal
-from server.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
+from server.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, Unauthenticated
 from server.invalidation import Topic
-from server.permissions import ResourceKind, ResourceRef, can_invoke, readable_names
+from server.permissions import ResourceKind, ResourceRef, can_fill, can_invoke, readable_names
 from server.store.db import Database
 from server.ttlcache import TtlCache
 
@@ -141,6 +141,19 @@ class Access:
             if principal is not None and not await can_invoke(session, principal, ref):
                 raise NotFound(f"RAG {rag_id!r} does not exist or you do not have access to it", field="rag_id")
             return await rags.load(session, rag_id)
+
+    async def require_rag_writer(self, principal: Principal, rag: rags.Rag) -> None:
+        """Writing a RAG's files, for a caller who may use it (`rag`): a platform RAG asks the database (its writers
+        are few and named); a tenant's answers at once."""
+        if rag.tenant_id is not None:
+            return
+        async with self._db.read() as session:
+            if not await can_fill(session, principal, ResourceRef(ResourceKind.RAG, rag.id), rag.tenant_id):
+                raise PermissionDenied(
+                    "a platform RAG is shared read-only: its files are written only by keys the platform names in a "
+                    "permission on it (AddRagPermission with the key as subject, from platform scope)",
+                    field="rag_id",
+                )
 
     async def readable_rags(self, principal: Principal) -> list[rags.Rag]:
         """The RAGs the principal can read (by owner, then name): /v1/responses offers them as tools by default."""

@@ -60,7 +60,7 @@ def _listing(files: list[rag_files.RagFile]) -> dict[str, Any]:
 
 
 async def upload_files(request: web.Request) -> web.StreamResponse:
-    rag = await service.authorize(request)
+    rag = await service.authorize_write(request)
     uploads = await _multipart(request, request.app[SETTINGS].rag_max_file_bytes)
     return _json(_listing(await service.ingest(request, rag, uploads)), status=201)
 
@@ -123,7 +123,7 @@ async def _read_part(part: BodyPartReader, limit: int) -> bytes | None:
 
 
 async def upload_content(request: web.Request) -> web.StreamResponse:
-    rag = await service.authorize(request)
+    rag = await service.authorize_write(request)
     payload = await read_json(request, limit=_upload_limit(request))
     uploads = _each_external_id_once([_content_item(item, f"files[{i}]") for i, item in enumerate(_batch(payload))])
     return _json(_listing(await service.ingest(request, rag, uploads)), status=201)
@@ -190,7 +190,7 @@ def _external_id(value: Any, field: str, *, required: bool) -> str | None:
 
 
 async def upload_internal(request: web.Request) -> web.StreamResponse:
-    rag = await service.authorize(request)
+    rag = await service.authorize_write(request)
     payload = await read_json(request, limit=_upload_limit(request))
     items = _batch(payload) if "files" in payload else [payload]
     fields = [f"files[{i}]" for i in range(len(items))] if "files" in payload else ["body"]
@@ -274,7 +274,7 @@ async def get_file(request: web.Request) -> web.StreamResponse:
 
 
 async def delete_file(request: web.Request) -> web.StreamResponse:
-    rag = await service.authorize(request)
+    rag = await service.authorize_write(request)
     index = await service.index_of(request.app)
     async with request.app[DB].transaction() as session:
         file = await rag_files.delete_file(session, index, rag_id=rag.id, file_id=request.match_info["file_id"])
@@ -282,7 +282,7 @@ async def delete_file(request: web.Request) -> web.StreamResponse:
 
 
 async def update_file(request: web.Request) -> web.StreamResponse:
-    rag = await service.authorize(request)
+    rag = await service.authorize_write(request)
     payload = await read_json(request)
     if "metadata" not in payload:
         raise InvalidArgument("metadata is required", field="metadata")

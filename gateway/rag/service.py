@@ -106,6 +106,13 @@ async def authorize(request: web.Request, rag_id: str | None = None, *, delegate
     return await request.app[ACCESS].rag(None if delegated else request[PRINCIPAL], rag_id)
 
 
+async def authorize_write(request: web.Request) -> rags.Rag:
+    """The RAG in the URL if the caller may write its files: use it, and for a platform RAG be named its writer."""
+    rag = await authorize(request)
+    await request.app[ACCESS].require_rag_writer(request[PRINCIPAL], rag)
+    return rag
+
+
 async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_files.Upload]) -> list[rag_files.RagFile]:
     """Parse and chunk every upload first (any refusal stores nothing), then register them all in one
     transaction (shared with concurrent uploads': gateway.rag.writes), then embed: inline when small, else in the

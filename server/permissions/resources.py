@@ -307,6 +307,24 @@ async def can_invoke(session: AsyncSession, principal: Principal, ref: ResourceR
     return await can_read(session, principal, ref)
 
 
+async def can_fill(session: AsyncSession, principal: Principal, ref: ResourceRef, owner: str | None) -> bool:
+    """Writing a resource's content (a RAG's files) for a caller who may use it (`can_invoke`). A tenant's resource:
+    keys never administer, so a key that may use it may also fill it. A platform resource is shared read-only with
+    tenants (spec Auth 9): only a key the platform named in a permission on it (given from platform scope) writes."""
+    if owner is not None:
+        return True
+    key = principal.api_key
+    if key is None:
+        return False
+    named = select(ResourcePermissionRow.role).where(
+        ResourcePermissionRow.kind == int(ref.kind),
+        ResourcePermissionRow.name == ref.name,
+        ResourcePermissionRow.subject_type == int(SubjectType.API_KEY),
+        ResourcePermissionRow.subject_id == key.key_id,
+    )
+    return await session.scalar(select(exists(named))) is True
+
+
 def _usable_in(owner: str | None) -> ColumnElement[bool]:
     """What a resource owned by `owner` (a tenant; None: the platform) may use on its own authority, whoever saved it:
     for the platform, platform resources; for a tenant, its own, and the platform resources it is offered — shared
