@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
@@ -34,6 +34,7 @@ __all__ = [
     "add_grant",
     "attach_group",
     "create_key",
+    "delete_keys",
     "detach_group",
     "get_key",
     "hash_secret",
@@ -231,17 +232,27 @@ async def create_key(
     return CreatedKey(await _view(session, row), secret)
 
 
+async def delete_keys(session: AsyncSession, which: ColumnElement[bool]) -> None:
+    """Delete the keys `which` selects, and the grants naming them, before what owns them goes (a service account, a
+    tenant): a delete of the keys themselves is what every process's key cache hears of (server.invalidation); the
+    foreign-key cascade deletes them unheard, and their cached lookups went on authenticating them."""
+    for key_id in list(await session.scalars(select(ApiKeyRow.id).where(which))):
+        await permissions.forget_subject(session, permissions.SubjectType.API_KEY, key_id)
+    await session.execute(delete(ApiKeyRow).where(which))
+
+
 async def _manageable(session: AsyncSession, principal: Principal, tenant_id: str, key_id: str) -> ApiKeyRow:
     """The key, if the caller owns it or administers its tenant; not_found otherwise (ids cannot be probed). Owning
     it is not enough once the owner has left the tenant: an admin's disabling of a departed member's key stands."""
     permissions.require_session(principal, "read or manage API keys")
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
-    await permissions.require_tenant_member(session, principal, tenant_id)
     require_nonempty(key_id, "api_key_id")
     row = await session.get(ApiKeyRow, key_id)
     if row is not None and row.tenant_id == tenant_id:
         owns = principal.user_id is not None and row.owner_user_id == principal.user_id
-        if owns or await permissions.can_admin_tenant(session, principal, tenant_id):
+        if (owns and await permissions.tenant_role(session, principal, tenant_id) is not None) or (
+            await permissions.can_admin_tenant(session, principal, tenant_id)
+        ):
             return row
     raise NotFound(f"API key {key_id!r} not found", field="api_key_id")
 

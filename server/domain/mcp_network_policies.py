@@ -164,7 +164,7 @@ def _policy(row: McpNetworkPolicyRow) -> Policy:
 
 
 async def create(session: AsyncSession, principal: Principal, spec: PolicySpec) -> Policy:
-    permissions.require_platform_role(principal, _ROLE)
+    permissions.require_platform_scope(principal, _ROLE)
     row = McpNetworkPolicyRow(
         name=f"mnp-{secrets.token_hex(5)}",
         uid=str(uuid.uuid4()),
@@ -180,7 +180,7 @@ async def create(session: AsyncSession, principal: Principal, spec: PolicySpec) 
 
 async def list_all(session: AsyncSession, principal: Principal, window: Window | None = None) -> list[Policy]:
     """Every policy, oldest first (a window: one keyset page of them, after a (created_at, name))."""
-    permissions.require_platform_role(principal, _ROLE)
+    permissions.require_platform_scope(principal, _ROLE)
     query = select(McpNetworkPolicyRow).order_by(McpNetworkPolicyRow.created_at, McpNetworkPolicyRow.name)
     if window is not None:
         query = window.apply(query, McpNetworkPolicyRow.created_at, McpNetworkPolicyRow.name)
@@ -189,7 +189,7 @@ async def list_all(session: AsyncSession, principal: Principal, window: Window |
 
 async def delete(session: AsyncSession, principal: Principal, name: str, uid: str, resource_version: str) -> None:
     """Delete exactly the policy version the administrator selected; anything else deletes nothing."""
-    permissions.require_platform_role(principal, _ROLE)
+    permissions.require_platform_scope(principal, _ROLE)
     require_nonempty(name, "name")
     require_nonempty(uid, "uid")
     require_nonempty(resource_version, "resource_version")

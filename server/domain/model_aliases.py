@@ -147,7 +147,7 @@ async def create(session: AsyncSession, principal: Principal, spec: AliasSpec) -
 
 
 async def _row(session: AsyncSession, principal: Principal, name: str) -> ModelAliasRow:
-    permissions.require_platform_role(principal, "can_manage_models")
+    permissions.require_platform_scope(principal, "can_manage_models")
     await permissions.require_read(session, principal, _ref(name))
     row = await session.get(ModelAliasRow, name)
     assert row is not None, "a resource row without its alias"

@@ -124,7 +124,7 @@ class NodeCacheUsage:
 
 async def gpu_overview(session: AsyncSession, principal: Principal, sources: Sources) -> GpuOverview:
     """Live figures are fetched before the database is touched, so no connection is held while Prometheus is asked."""
-    permissions.require_platform_role(principal, _ROLE)
+    permissions.require_platform_scope(principal, _ROLE)
     inventory = await sources.inventory.nodes()
     readings: list[GpuReading] | None = None
     source = MetricsSource.NODE_LABELS
@@ -221,7 +221,7 @@ def _usage_order(value: GpuUsage) -> tuple[str, tuple[int, str], str]:
 
 
 async def cache_usage(session: AsyncSession, principal: Principal, sources: Sources) -> list[NodeCacheUsage]:
-    permissions.require_platform_role(principal, _ROLE)
+    permissions.require_platform_scope(principal, _ROLE)
     nodes = [node for node in await sources.inventory.nodes() if node.cache_path]
     readings: list[FilesystemReading] = []
     if sources.live is not None and nodes:

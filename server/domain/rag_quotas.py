@@ -234,7 +234,7 @@ async def tenant_usage(session: AsyncSession, principal: Principal, *, tenant_id
 
 async def tenants_usage(session: AsyncSession, principal: Principal) -> list[TenantSummary]:
     """One summary per tenant (tenants without RAGs included), by tenant name, in one query."""
-    permissions.require_platform_role(principal, PLATFORM_ROLE)
+    permissions.require_platform_scope(principal, PLATFORM_ROLE)
     usage = (
         select(
             Rag.tenant_id.label("tenant_id"),

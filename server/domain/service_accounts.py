@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
+from server.domain import api_keys
 from server.domain.principal import Principal
 from server.domain.validation import MAX_DESCRIPTION, limit_text, require_name, require_nonempty
 from server.errors import NotFound
@@ -93,9 +94,7 @@ async def update(
 
 async def delete(session: AsyncSession, principal: Principal, tenant_id: str, account_id: str) -> None:
     row = await _admin_row(session, principal, tenant_id, account_id)
-    key_ids = list(await session.scalars(select(ApiKeyRow.id).where(ApiKeyRow.service_account_id == row.id)))
-    for key_id in key_ids:
-        await permissions.forget_subject(session, permissions.SubjectType.API_KEY, key_id)
+    await api_keys.delete_keys(session, ApiKeyRow.service_account_id == row.id)
     await permissions.forget_subject(session, permissions.SubjectType.SERVICE_ACCOUNT, row.id)
     await session.delete(row)
     await session.flush()

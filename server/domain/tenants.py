@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
 from server.capture.store import delete_tenant_exchanges
-from server.domain import model_registry, rags
+from server.domain import api_keys, model_registry, rags
 from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import (
@@ -32,7 +32,15 @@ from server.invalidation import QUIET
 from server.permissions import Capability, TenantRole
 from server.store.db import integrity_as, lone_rows, new_id
 from server.store.keyset import Window
-from server.store.models import GroupMemberRow, GroupRow, TenantInviteRow, TenantMemberRow, TenantRow, UserRow
+from server.store.models import (
+    ApiKeyRow,
+    GroupMemberRow,
+    GroupRow,
+    TenantInviteRow,
+    TenantMemberRow,
+    TenantRow,
+    UserRow,
+)
 from server.store.rag_index import ChunkIndex
 
 __all__ = [
@@ -102,7 +110,7 @@ async def _get_tenant_row(session: AsyncSession, tenant_id: str) -> TenantRow:
 
 
 async def create_tenant(session: AsyncSession, principal: Principal, name: str, display_name: str) -> Tenant:
-    permissions.require_platform_role(principal, "can_manage_tenants")
+    permissions.require_platform_scope(principal, "can_manage_tenants")
     if not _TENANT_NAME.fullmatch(name or ""):
         raise InvalidArgument(
             "name must be 1 to 63 lowercase letters, digits or '-', starting and ending with a letter or digit",
@@ -153,6 +161,7 @@ async def delete_tenant(session: AsyncSession, principal: Principal, index: Chun
     await rags.drop_tenant_indexes(session, index, tenant_id)
     await model_registry.release_tenant_public_model_ids(session, tenant_id)
     await permissions.delete_tenant_resources(session, tenant_id)
+    await api_keys.delete_keys(session, ApiKeyRow.tenant_id == tenant_id)
     await session.delete(row)
     await delete_tenant_exchanges(session, tenant_id)
     await session.flush()

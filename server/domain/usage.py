@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.domain.principal import Principal
 from server.errors import InvalidArgument
 from server.metering import CallKind
-from server.permissions import ResourceRef, require_platform_role
+from server.permissions import ResourceRef, require_platform_scope
 from server.store.models import ApiTrafficRow, UsageEventRow
 
 __all__ = [
@@ -323,7 +323,7 @@ async def token_series(
     session: AsyncSession, principal: Principal, query: UsageQuery
 ) -> tuple[int, list[Series[TokenTotals]]]:
     """(step returned, series): token totals per bucket, one series per tenant, per model, or one summed."""
-    require_platform_role(principal, _ROLE)
+    require_platform_scope(principal, _ROLE)
     group = _group_of(query.group_by, "group_by")
     seconds = choose_step(query.window, query.step)
     origin, buckets = _buckets(query.window, seconds)
@@ -342,7 +342,7 @@ async def call_count_series(
     session: AsyncSession, principal: Principal, query: UsageQuery
 ) -> tuple[int, list[Series[CallCounts]]]:
     """(step returned, series): the number of metered calls of exactly one kind per bucket."""
-    require_platform_role(principal, _ROLE)
+    require_platform_scope(principal, _ROLE)
     if query.kind <= 0:
         raise InvalidArgument("kind must name one call kind", field="kind")
     group = _group_of(query.group_by, "group_by")
@@ -367,7 +367,7 @@ async def token_totals(
     session: AsyncSession, principal: Principal, query: UsageQuery
 ) -> list[tuple[str, str, TokenTotals]]:
     """(tenant id, model id, totals) per group over the whole window, highest total first; limit 0 means all."""
-    require_platform_role(principal, _ROLE)
+    require_platform_scope(principal, _ROLE)
     group = _group_of(query.group_by, "group_by")
     tenant, model = _group_columns(group)
     total = func.sum(UsageEventRow.total_tokens)
@@ -391,7 +391,7 @@ async def traffic_series(
     session: AsyncSession, principal: Principal, query: UsageQuery
 ) -> tuple[int, list[Series[TrafficTotals]], list[str]]:
     """(step returned, one series per service, every service seen in the window whatever the filter)."""
-    require_platform_role(principal, _ROLE)
+    require_platform_scope(principal, _ROLE)
     seconds = choose_step(query.window, query.step)
     origin, buckets = _buckets(query.window, seconds)
     index = (epoch_seconds(session, ApiTrafficRow.occurred_at) - origin) // seconds

@@ -20,6 +20,7 @@ from server.errors import FailedPrecondition, PermissionDenied
 from server.permissions.tenancy import (
     TenantRole,
     can_admin_tenant,
+    reads_every_tenant,
     require_platform_role,
     require_session,
     require_tenant_admin,
@@ -74,7 +75,7 @@ async def capture_reach(session: AsyncSession, principal: Principal, tenant_id: 
     """The tenant whose captured exchanges the caller may list: `tenant_id` (or its scope) once it holds capture
     there; None (every tenant) for an operator naming none."""
     require_session(principal, "read captured content")
-    if principal.can_manage_tenants and not tenant_id and not principal.scoped_tenant_id:
+    if reads_every_tenant(principal, tenant_id):
         return None
     return await require_capture_holder(session, principal, tenant_id)
 

@@ -353,13 +353,22 @@ def require_platform_role(principal: Principal, role: str) -> None:
 
 
 def require_platform_scope(principal: Principal, role: str) -> None:
-    """Creating a platform-owned resource: the platform role, from platform scope (spec Auth 9: a platform resource is
-    managed only from there). A session scoped to one tenant acts on that tenant alone."""
+    """A platform operation that is no one tenant's (creating a platform-owned resource, platform-wide reads and
+    policies, users): the platform role, from platform scope (spec Auth 9: a platform resource is managed only from
+    there). A session scoped to one tenant acts on that tenant alone."""
     require_platform_role(principal, role)
     if principal.scoped_tenant_id is not None:
         raise PermissionDenied(
-            "platform resources are created from platform scope: send the request without X-Platform-Tenant-Id"
+            "platform operations are made from platform scope: send the request without X-Platform-Tenant-Id"
         )
+
+
+def reads_every_tenant(principal: Principal, tenant_id: str) -> bool:
+    """An operator's read naming no tenant, from platform scope, reads every tenant's (usage, audit, captured
+    content); a scoped session reads its tenant's only, whatever tenant it names."""
+    return (
+        principal.api_key is None and principal.can_manage_tenants and not tenant_id and not principal.scoped_tenant_id
+    )
 
 
 def require_logged_in_user(principal: Principal) -> None:

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import Principal
 from server.errors import PermissionDenied
-from server.permissions.tenancy import TenantRole, require_tenant_member, resolve_tenant
+from server.permissions.tenancy import TenantRole, reads_every_tenant, require_tenant_member, resolve_tenant
 
 __all__ = ["UsageReach", "usage_reach"]
 
@@ -33,7 +33,7 @@ class UsageReach:
 async def usage_reach(session: AsyncSession, principal: Principal, tenant_id: str) -> UsageReach:
     if principal.api_key is not None:
         raise PermissionDenied("API keys cannot read usage aggregates")
-    if principal.can_manage_tenants and not tenant_id and not principal.scoped_tenant_id:
+    if reads_every_tenant(principal, tenant_id):
         return UsageReach(None)
     tenant = resolve_tenant(principal, tenant_id)
     role = await require_tenant_member(session, principal, tenant)  # refuses non-members; None for operators

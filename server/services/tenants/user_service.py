@@ -45,7 +45,7 @@ class UserServiceHandler(UserService):
 
     async def delete_user(self, request: pb.DeleteUserRequest, ctx: Ctx) -> pb.DeleteUserResponse:
         principal = current_principal()
-        permissions.require_platform_role(principal, "can_manage_tenants")
+        permissions.require_platform_scope(principal, "can_manage_tenants")
         async with self._db.transaction() as s:
             await users.delete_user(s, request.user_id)
         return pb.DeleteUserResponse()
