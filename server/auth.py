@@ -104,7 +104,7 @@ class Authenticator:
             return await self._key_verifier(token)
         claims = await self._tokens.verify(token)
         # Signed out (server.console.session), whether it came as the cookie or was copied into a header.
-        await self._revocations.check(token)
+        await self._revocations.check(token, claims)
         if claims.user_id not in self._known_users:
             # First sight of this user in this process: record them and turn pending invites into memberships.
             async with self._db.transaction() as session:

@@ -86,6 +86,7 @@ TABLE_TOPICS: dict[str, Topic] = {
     "limit_policies": Topic.LIMITS,
     "capture_policies": Topic.CAPTURE,
     "revoked_sessions": Topic.SESSION,
+    "users": Topic.SESSION,  # a deprovisioned user's sessions (server.session_revocations)
     **dict.fromkeys(
         (
             "api_key_grants",

@@ -1,4 +1,5 @@
-"""Signed-out sessions: a session token the console signed out is refused until it expires, in every replica.
+"""Signed-out sessions: a session token the console signed out is refused until it expires, in every replica; so
+is one issued to a user before DeleteUser deprovisioned them (a later sign-in with such a token revived the user).
 
 A session token (JWT) is checked by its signature alone (server.tokens), so without server-side state a copy of a
 signed-out console session (12 hours after a development sign-in) would stay good until its `exp`. Sign-out
@@ -25,9 +26,9 @@ from sqlalchemy import delete, exists, select
 from server.domain.api_keys import hash_secret
 from server.errors import Unauthenticated
 from server.invalidation import Topic
-from server.store.db import Database, insert_ignoring_duplicates
-from server.store.models import RevokedSessionRow, utcnow
-from server.tokens import TOKEN_REFUSAL
+from server.store.db import Database, as_utc, insert_ignoring_duplicates
+from server.store.models import RevokedSessionRow, UserRow, utcnow
+from server.tokens import TOKEN_REFUSAL, TokenClaims
 from server.ttlcache import TtlCache
 
 __all__ = ["SessionRevocations"]
@@ -45,17 +46,20 @@ class SessionRevocations:
         self._revoked: TtlCache[bool] = TtlCache(cache_seconds, _MAX_ENTRIES, name="session_revocations")
         db.invalidations.on(Topic.SESSION, lambda _ids: self._revoked.forget())
 
-    async def check(self, token: str) -> None:
-        """Refuse a signed-out token as any invalid one is refused (the answer says no more); `token` is one
-        server.tokens accepted."""
+    async def check(self, token: str, claims: TokenClaims) -> None:
+        """Refuse a signed-out token, or one issued to a user before DeleteUser deprovisioned them (a token without
+        `iat` counts as issued before), as any invalid one is refused (the answer says no more); `token` is one
+        server.tokens accepted, with its `claims`."""
         digest = _digest(token)
-        if await self._revoked.get(digest, lambda: self._load(digest)):
+        if await self._revoked.get(digest, lambda: self._load(digest, claims)):
             raise Unauthenticated(TOKEN_REFUSAL)
 
-    async def _load(self, digest: bytes) -> bool:
+    async def _load(self, digest: bytes, claims: TokenClaims) -> bool:
         async with self._db.read() as session:
             found = await session.scalar(select(exists().where(RevokedSessionRow.token_hash == digest)))
-        return bool(found)
+            deleted = as_utc(await session.scalar(select(UserRow.deleted_at).where(UserRow.id == claims.user_id)))
+        issued = claims.issued_at
+        return bool(found) or (deleted is not None and (issued is None or issued <= deleted.timestamp()))
 
     async def revoke(self, token: str, expires_at: float) -> None:
         """Refuse `token` from now until `expires_at` (seconds since the epoch: its `exp`)."""

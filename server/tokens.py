@@ -55,6 +55,7 @@ class TokenClaims:
     can_manage_tenants: bool
     can_manage_models: bool
     expires_at: float  # the token's `exp`, seconds since the epoch
+    issued_at: float | None = None  # its `iat`, when it says
 
 
 def _new_signing_key() -> bytes:
@@ -188,6 +189,7 @@ class TokenVerifier:
             can_manage_tenants="can_manage_tenants" in roles,
             can_manage_models="can_manage_models" in roles,
             expires_at=float(claims["exp"]),
+            issued_at=float(iat) if isinstance((iat := claims.get("iat")), int | float) else None,
         )
         if len(self._verified) >= _VERIFIED_MAX:
             self._verified.clear()
