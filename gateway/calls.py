@@ -243,9 +243,9 @@ class metered:
         key = call.principal.api_key
         route = call.route
         if route is not None:  # a registered model: the only model label metrics take
-            metrics.observe_tokens(route.public_model_id, tokens)
+            metrics.observe_tokens(route.metrics_model, tokens)
             if call.first_chunk_at:
-                metrics.observe_first_token(route.public_model_id, call.first_chunk_at - self._start)
+                metrics.observe_first_token(route.metrics_model, call.first_chunk_at - self._start)
         event = UsageEvent(
             tenant_id=key.tenant_id if key else (call.principal.scoped_tenant_id or ""),
             api_key_id=key.key_id if key else "",

@@ -47,6 +47,9 @@ TASK_NAMES = {
 MODALITY_NAMES = {1: "text", 2: "image", 3: "audio"}
 
 
+TENANT_MODELS = "tenant-owned"  # the /metrics label of every tenant's own model
+
+
 @dataclass(frozen=True)
 class Route:
     """Where one client-facing model id goes. `api_key` is a `Secret`, so a repr of a Route never shows it."""
@@ -63,6 +66,13 @@ class Route:
     task_type: TaskType = TaskType.TEXT_GENERATION
     reach: Reach = Reach.TENANT  # who registered the upstream: decides where the egress guard lets it connect
     uid: str = ""  # the invoked resource's uid: what a RAG pinned its models by (server.domain.resource_pins)
+    tenant_owned: bool = False  # a tenant's own external model, not the platform's
+
+    @property
+    def metrics_model(self) -> str:
+        """The model as /metrics labels it: a platform model by its id; a tenant's models together, under no name of
+        theirs (their ids are the tenants' to choose, and /metrics is the operator's, often scraped unauthenticated)."""
+        return TENANT_MODELS if self.tenant_owned else self.public_model_id
 
     @property
     def invoked_ref(self) -> ResourceRef:

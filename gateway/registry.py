@@ -92,6 +92,7 @@ async def _direct(
             query_prefix=ext.query_prefix,
             task_type=_task(ext.task_type),
             reach=Reach.TENANT if tenant_chosen else Reach.PLATFORM,
+            tenant_owned=ext.tenant_id is not None,
         )
     return None
 

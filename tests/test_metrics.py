@@ -19,6 +19,7 @@ from tests.fakes.upstream import COMPLETION_TOKENS, PROMPT_TOKENS
 from tests.gateway_fixtures import Fakes, Gateway, gateway_env, start_gateway_process
 from tests.gateway_world import GatewayWorld
 from tests.metrics_scrape import scrape
+from tests.world import make_world, must
 
 pytestmark = ONE_BACKEND  # what /metrics counts does not depend on the database
 
@@ -130,3 +131,52 @@ async def test_management_metrics_label_contract_methods_only(server: Server) ->
         m == "other" or m.startswith(("/platform.", "/switchboard.", "/grpc.")) or m.endswith("z")
         for m in methods - {"/metrics"}
     )
+
+
+async def test_gateway_metrics_do_not_expose_a_tenants_private_model_to_anyone(
+    server: Server, gateway: Gateway, fakes: Fakes
+) -> None:
+    """/metrics (unauthenticated by default) labelled series with a tenant's own model's publicModelId: anyone learnt
+    its private model names and token volumes. A tenant's models are labelled `tenant-owned` together."""
+    connect = ConnectJsonCaller(server.base_url)
+    world = await make_world(server, connect)
+    secret_id = f"acme-secret-project-{secrets.token_hex(4)}"
+    body = {
+        "tenantId": world.tenant_id,
+        "externalModel": {
+            "name": f"ext-{secrets.token_hex(4)}",
+            "provider": "EXTERNAL_MODEL_PROVIDER_CUSTOM_COMPATIBLE",
+            "providerModelId": "fake-chat",
+            "apiKey": "sk-provider-x",
+            "baseUrl": fakes.openai_url,
+            "publicModelId": secret_id,
+        },
+    }
+    must(
+        await connect.call(
+            "platform.modelmanager.v1.ExternalModelService/CreateTenantExternalModel",
+            body,
+            token=world.tokens["editor"],
+        )
+    )
+    key = must(
+        await connect.call(
+            "platform.tenants.v1.ApiKeyService/CreateApiKey",
+            {"tenantId": world.tenant_id, "type": "API_KEY_TYPE_PERSONAL_ALL_RESOURCES", "name": "laptop"},
+            token=world.tokens["editor"],
+        )
+    )["secret"]
+    sdk = openai.AsyncOpenAI(base_url=gateway.base_url, api_key=key, max_retries=0)
+    try:
+        await sdk.chat.completions.create(model=secret_id, messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await sdk.close()
+    base = gateway.base_url.removesuffix("/v1")
+    for _ in range(30):  # each worker folds its figures in once a second (bounded wait, not a timing check)
+        async with aiohttp.ClientSession() as http, http.get(f"{base}/metrics") as resp:  # no credentials at all
+            assert resp.status == 200
+            text = await resp.text()
+        if 'model="tenant-owned"' in text:
+            break
+        await asyncio.sleep(0.1)
+    assert 'model="tenant-owned"' in text and secret_id not in text

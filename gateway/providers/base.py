@@ -183,7 +183,7 @@ async def open_upstream(
     except (TimeoutError, OSError, UpstreamBroke) as exc:
         log.warning("upstream of %s unreachable: %s", route.ref.name, type(exc).__name__)
         raise UpstreamFailed(_UNREACHABLE.message, retryable=True) from None
-    metrics.observe_upstream(route.public_model_id, time.perf_counter() - started)
+    metrics.observe_upstream(route.metrics_model, time.perf_counter() - started)
     if resp.status >= 300:  # 3xx included: redirects are never followed
         log.warning("upstream of %s answered HTTP %d", route.ref.name, resp.status)
         resp.release()
