@@ -188,3 +188,22 @@ async def test_member_user_id_is_bounded(connect: ConnectJsonCaller, world: Worl
     body = {"tenantId": world.tenant_id, "userId": secrets.token_hex(5000), "role": "TENANT_ROLE_MEMBER"}
     result = await connect.call(f"{TENANTS}/AddTenantMember", body, token=world.tokens["admin"])
     assert result.code == "invalid_argument" and "user_id" in result.message, (result.code, result.message[:120])
+
+
+async def test_tenant_fields_a_scoped_list_and_a_members_invite(
+    server: Any, connect: ConnectJsonCaller, world: World
+) -> None:
+    """CreateTenant refuses the display names UpdateTenant refuses (a control character was stored); a scoped
+    session lists its tenant alone, an operator's too; inviting a member's email again names `email`."""
+    body = {"name": f"dn-{secrets.token_hex(3)}", "displayName": "Acme\nCorp"}
+    bad = await connect.call(f"{TENANTS}/CreateTenant", body, token=server.admin_token)
+    assert bad.code == "invalid_argument" and "display_name" in bad.message, bad
+    scoped = must(await connect.call(f"{TENANTS}/ListTenants", {}, token=server.admin_token, tenant=world.tenant_id))
+    assert [t["id"] for t in scoped["tenants"]] == [world.tenant_id]
+    email = f"twice-{secrets.token_hex(3)}@example.com"
+    token = server.token(f"twice-{secrets.token_hex(3)}", email=email)
+    must(await connect.call(f"{USERS}/GetCurrentUser", {}, token=token))  # signed in: known by email
+    invite = {"tenantId": world.tenant_id, "email": email}
+    must(await connect.call(f"{TENANTS}/InviteTenantMember", invite, token=world.tokens["admin"]))
+    again = await connect.call(f"{TENANTS}/InviteTenantMember", invite, token=world.tokens["admin"])
+    assert (again.code, again.message) == ("already_exists", f"{email} is already a member of this tenant"), again

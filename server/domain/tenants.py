@@ -22,7 +22,6 @@ from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import (
     MAX_DISPLAY_NAME,
     MAX_EMAIL,
-    limit_text,
     require_name,
     require_nonempty,
     require_user_id,
@@ -116,7 +115,8 @@ async def create_tenant(session: AsyncSession, principal: Principal, name: str, 
             "name must be 1 to 63 lowercase letters, digits or '-', starting and ending with a letter or digit",
             field="name",
         )
-    shown = limit_text((display_name or name).strip(), "display_name", MAX_DISPLAY_NAME)
+    # What UpdateTenant would accept, or the name: a blank or control-character display name was stored.
+    shown = require_name(display_name, "display_name", max_len=MAX_DISPLAY_NAME) if display_name else name
     row = TenantRow(id=new_id("ten"), name=name, display_name=shown)
     session.add(row)
     with integrity_as(f"a tenant named {name!r} already exists", field="name"):
@@ -135,6 +135,8 @@ async def list_tenants(session: AsyncSession, principal: Principal, window: Wind
     query = select(TenantRow).order_by(TenantRow.name)
     if principal.api_key is not None:
         query = query.where(TenantRow.id == principal.api_key.tenant_id)
+    elif principal.scoped_tenant_id is not None:  # a scoped session sees its tenant alone (an operator's too)
+        query = query.where(TenantRow.id == principal.scoped_tenant_id)
     elif not principal.can_manage_tenants:
         mine = select(TenantMemberRow.tenant_id).where(TenantMemberRow.user_id == (principal.user_id or ""))
         query = query.where(TenantRow.id.in_(mine))
@@ -206,6 +208,8 @@ async def invite_member(
     known = await session.scalar(select(UserRow).where(UserRow.email == email, UserRow.deleted_at.is_(None)))
     if known is not None:
         # The user has signed in before: there is no first sign-in left to wait for.
+        if await session.get(TenantMemberRow, (tenant_id, known.id)) is not None:
+            raise AlreadyExists(f"{email} is already a member of this tenant", field="email")
         return await add_member(session, principal, tenant_id, known.id, int(tenant_role))
     if await session.get(TenantInviteRow, (tenant_id, email)) is not None:
         raise AlreadyExists(f"{email} has already been invited to this tenant", field="email")

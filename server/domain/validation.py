@@ -134,4 +134,9 @@ def require_http_url(value: str, field: str) -> str:
         valid = False
     if not valid:
         raise InvalidArgument(f"{field} must be an http(s) URL", field=field)
+    if parsed.username is not None or parsed.password is not None:
+        # A URL is returned on reads and logged; a credential belongs in the write-only fields made for it.
+        raise InvalidArgument(
+            f"{field} must not hold credentials (user:password@): give them in the fields for secrets", field=field
+        )
     return value.rstrip("/")
