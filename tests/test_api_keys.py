@@ -312,3 +312,15 @@ async def test_a_deprovisioned_users_keys_stop_working(server: Any, connect: Con
     assert (await _whoami(connect, secret)).code == "unauthenticated"
     blank = await connect.call(f"{USERS}/DeleteUser", {"userId": ""}, token=server.admin_token)
     assert (blank.code, blank.message) == ("invalid_argument", "user_id is required")
+
+
+async def test_grants_and_groups_of_a_new_key_are_bounded(connect: ConnectJsonCaller, world: World) -> None:
+    """Each grant and group of CreateApiKey costs queries of its own: their numbers are bounded before any."""
+    grant = {"kind": "RESOURCE_KIND_MODEL_DEPLOYMENT", "name": "any"}
+    for extra, field in (({"grants": [grant] * 1001}, "grants"), ({"groupIds": ["grp_x"] * 101}, "group_ids")):
+        result = await connect.call(
+            f"{KEYS}/CreateApiKey",
+            {"tenantId": world.tenant_id, "type": PERSONAL, "name": "many", **extra},
+            token=world.tokens["admin"],
+        )
+        assert result.code == "invalid_argument" and field in result.message, result

@@ -45,6 +45,9 @@ __all__ = [
     "views",
 ]
 
+MAX_GRANTS = 1000
+MAX_GROUPS = 100
+
 
 class KeyState(IntEnum):
     """Numbers match platform.tenants.v1.ApiKeyState."""
@@ -185,6 +188,11 @@ async def create_key(
     permissions.require_session(principal, "create or manage API keys")
     kind = _key_type(key_type)
     name = require_name(name, "name")
+    # Bounded before the database: each grant and group costs queries of its own.
+    if len(grants) > MAX_GRANTS:
+        raise InvalidArgument(f"grants may name at most {MAX_GRANTS} resources", field="grants")
+    if len(group_ids) > MAX_GROUPS:
+        raise InvalidArgument(f"group_ids may name at most {MAX_GROUPS} groups", field="group_ids")
     owner: str | None = None
     account: str | None = None
     if kind == ApiKeyType.SERVICE_ACCOUNT:
