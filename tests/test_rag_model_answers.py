@@ -20,6 +20,7 @@ from gateway.context import ACCESS
 from gateway.rag import embedder
 from gateway.rag.embedder import BATCHERS, GatewayEmbedder, new_batchers
 from server.domain import resource_pins
+from server.domain.json_values import MAX_REPORTED_COUNT
 from server.domain.principal import Principal
 from server.domain.rags import Rag
 from server.errors import UpstreamFailed
@@ -104,6 +105,18 @@ async def test_vectors_come_back_in_input_order_whatever_order_the_model_answers
 ) -> None:
     vectors = await models.answering(_embeddings(1, 0, 2)).passages(["a", "b", "c"])
     assert vectors == [[1.0, 1.0], [0.0, 1.0], [2.0, 1.0]] and models.tokens == [3]
+
+
+@pytest.mark.parametrize(
+    ("reported", "counted"),
+    [(-5, 0), (2**64 - 1, MAX_REPORTED_COUNT), (3.5, 0), (True, 0)],  # -5 was a credit; 2**64 - 1 broke counters
+)
+async def test_usage_an_embedding_model_reports_is_a_bounded_count(
+    models: _Models, reported: Any, counted: int
+) -> None:
+    answer = orjson.loads(_embeddings(0))
+    await models.answering(orjson.dumps({**answer, "usage": {"prompt_tokens": reported}})).passages(["a"])
+    assert models.tokens == [counted]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ from gateway.rag.batcher import Batchers
 from gateway.surfaces._upstream import require_task
 from gateway.surfaces.embeddings import with_prefix
 from server.domain import resource_pins
+from server.domain.json_values import count_or_zero
 from server.domain.principal import Principal
 from server.domain.rags import Rag
 from server.errors import FailedPrecondition, UpstreamFailed
@@ -244,7 +245,7 @@ def _parse_rerank(raw: bytes, expected: int) -> tuple[list[float], int]:
         parsed = orjson.loads(raw)
         by_index = {_index(item): float(item["relevance_score"]) for item in parsed["results"]}
         usage = parsed.get("usage") or {}
-        tokens = int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0)
+        tokens = count_or_zero(usage.get("total_tokens")) or count_or_zero(usage.get("prompt_tokens"))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         raise UpstreamFailed("The rerank model returned an invalid response.", retryable=True) from None
     if sorted(by_index) != list(range(expected)) or len(parsed["results"]) != expected:
@@ -258,7 +259,7 @@ def _parse(raw: bytes, expected: int) -> tuple[list[list[float]], int]:
         items = sorted(parsed["data"], key=_index)
         vectors = [[float(x) for x in item["embedding"]] for item in items]
         usage = parsed.get("usage") or {}
-        tokens = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
+        tokens = count_or_zero(usage.get("prompt_tokens")) or count_or_zero(usage.get("total_tokens"))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         raise UpstreamFailed("The embedding model returned an invalid response.", retryable=True) from None
     if [_index(item) for item in items] != list(range(expected)):  # each input's vector once, none other
