@@ -4,6 +4,8 @@
   share resources they administer with other tenant members". Reconciled in server.permissions.resources: admin
   rights on a resource are enough to grant (or remove) an individual tenant member; sharing with the whole tenant or
   a group also needs the share capability.
+- Updates take the whole resource, sharing included, so an administrator without the capability who sends back the
+  sharing as read (unchanged) is not widening anything: only a change that widens needs the capability.
 - X-Platform-Tenant-Id naming a tenant the caller does not belong to is refused (permission_denied) by every method,
   lists included, instead of an empty answer that reads as "this tenant has none".
 """
@@ -17,6 +19,7 @@ import pytest
 
 from server.app import generated_services
 from tests.clients import ConnectJsonCaller
+from tests.rag_helpers import RAGS, new_rag
 from tests.schema import service_desc
 from tests.world import GROUPS, World, make_world, must
 
@@ -100,6 +103,58 @@ async def test_a_member_administering_through_a_group_shares_with_members(
     must(await connect.call(f"{EXTERNAL}/RemoveExternalModelPermission", to_colleague, token=member))
     stranger = await connect.call(f"{EXTERNAL}/AddExternalModelPermission", to_colleague, token=colleague_token)
     assert stranger.code == "permission_denied"  # reads it (shared to all now), administers nothing
+
+
+async def test_a_member_administering_a_rag_shared_to_all_may_update_it_as_read(
+    connect: ConnectJsonCaller, world: World, embedder: str
+) -> None:
+    """UpdateRag with the RAG as GetRag returned it (shareToAll unchanged) by a Member granted ADMIN was refused with
+    "needs the tenant capability share", as if the Member had shared it: found by probing."""
+    editor, member = world.tokens["editor"], world.tokens["member"]
+    rag = await new_rag(connect, editor, world.tenant_id, embedder, sharing={"shareToAll": True})
+    grant = {
+        "id": rag["id"],
+        "subject": {"type": "SUBJECT_TYPE_USER", "id": world.user_ids["member"]},
+        "role": "DEPLOYMENT_ROLE_ADMIN",
+    }
+    must(await connect.call(f"{RAGS}/AddRagPermission", grant, token=editor))
+    current = must(await connect.call(f"{RAGS}/GetRag", {"id": rag["id"]}, token=member, get=True))["rag"]
+    assert current["sharing"] == {"shareToAll": True}
+    renamed = must(await connect.call(f"{RAGS}/UpdateRag", {"rag": {**current, "displayName": "B"}}, token=member))
+    assert (renamed["rag"]["displayName"], renamed["rag"]["sharing"]) == ("B", {"shareToAll": True})
+
+
+async def test_only_a_change_that_widens_sharing_needs_the_capability(connect: ConnectJsonCaller, world: World) -> None:
+    """The same rule for another kind, through its update: a Member administering an MCP server may send its
+    shareToAll back as it is, or turn it off, but not turn it on."""
+    editor, member = world.tokens["editor"], world.tokens["member"]
+    name = f"shr-{secrets.token_hex(4)}"
+    server = {
+        "name": name,
+        "serverUrl": "https://tools.example.test/mcp",
+        "auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_NONE"},
+        "sharing": {"shareToAll": True},
+    }
+    must(
+        await connect.call(
+            f"{MCP}/CreateExternalMcpServer", {"tenantId": world.tenant_id, "externalMcpServer": server}, token=editor
+        )
+    )
+    grant = {"name": name, "subject": {"type": "SUBJECT_TYPE_USER", "id": world.user_ids["member"]}}
+    must(
+        await connect.call(
+            f"{MCP}/AddExternalMcpServerPermission", {**grant, "role": "DEPLOYMENT_ROLE_ADMIN"}, token=editor
+        )
+    )
+
+    def update(share_to_all: bool) -> dict[str, Any]:
+        return {"externalMcpServer": {"name": name, "displayName": "T", "sharing": {"shareToAll": share_to_all}}}
+
+    unchanged = must(await connect.call(f"{MCP}/UpdateExternalMcpServer", update(True), token=member))
+    assert unchanged["externalMcpServer"]["sharing"] == {"shareToAll": True}
+    must(await connect.call(f"{MCP}/UpdateExternalMcpServer", update(False), token=member))
+    refused = await connect.call(f"{MCP}/UpdateExternalMcpServer", update(True), token=member)
+    assert refused.code == "permission_denied" and "capability share" in refused.message, refused
 
 
 def _list_methods() -> list[tuple[str, bool]]:

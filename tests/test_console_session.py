@@ -152,6 +152,9 @@ async def test_a_read_the_cookie_authenticates_is_never_stored_by_a_cache(consol
         "/consoles",
         "/platform.tenants.v1.TenantService/ListTenants",
         "javascript:alert(1)",
+        # A malformed bracketed host made urlsplit raise: a 500 instead of the refusal (found by probing).
+        "//[zz]/console/",
+        "http://[::1/console/",
     ],
 )
 async def test_a_foreign_next_is_refused(console: Console, target: str) -> None:
@@ -176,6 +179,13 @@ async def test_dev_sign_in_answers_only_under_a_host_dns_rebinding_cannot_give(c
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
         status, _, cookies, _ = await _get(url, {"Host": host})
         assert status == 302 and _session_cookie(cookies)[0], host
+
+
+async def test_dev_sign_in_under_a_malformed_host_is_refused(console: Console) -> None:
+    """`Host: [zz]` (a malformed bracketed host) made the rebinding check's urlsplit raise: 500 instead of the
+    documented 403 for a Host that is not localhost, an IP address or the public URL's host (found by probing)."""
+    status, _, cookies, body = await _get(f"{console.base_url}/console/auth/dev?next=/console/", {"Host": "[zz]"})
+    assert (status, cookies) == (403, []), body
 
 
 async def test_dev_sign_in_is_absent_unless_serve_demo_turned_it_on(server: Server) -> None:
@@ -260,6 +270,13 @@ async def test_logout_clears_the_cookie_for_the_console_s_own_pages_only(console
         assert value == "" and attributes["max-age"] == "0"
     status, _, _, _ = await _get(url)
     assert status == 405
+
+
+async def test_sign_out_with_a_malformed_origin_is_refused(console: Console) -> None:
+    """`Origin: http://[zz]` made the same-origin check's urlsplit raise: 500 instead of the 403 any Origin other
+    than the console's own gets (found by probing)."""
+    status, _, cookies, body = await _post(f"{console.base_url}/console/auth/logout", headers={"Origin": "http://[zz]"})
+    assert (status, cookies) == (403, []), body
 
 
 async def test_sign_out_revokes_the_session_token_wherever_a_copy_of_it_is_sent(

@@ -55,6 +55,21 @@ async def test_rag_quota_set_get_unset_echoes_the_quantity(ops: Ops, world: Worl
     assert "quota" not in must(await ops("GetQuota", {"tenantId": t, "id": rag}))
 
 
+async def test_a_fractional_mantissa_with_a_large_exponent_is_computed_exactly(
+    ops: Ops, world: World, rags: list[str]
+) -> None:
+    """The parser bounded the exponent before folding in the mantissa's fraction digits (found by probing): `0.<49
+    zeros>1e65` (10^15 bytes) was stored as 10^14, and a value above int64 written that way was accepted."""
+    t, rag = world.tenant_id, rags[0]
+    quota = "0." + "0" * 49 + "1e65"  # 55 characters, within the 64-character bound
+    must(await ops("SetQuota", {"tenantId": t, "id": rag, "quota": quota}))
+    got = must(await ops("GetQuota", {"tenantId": t, "id": rag}))
+    assert (got["quota"], got["quotaBytes"]) == (quota, str(10**15)), got
+    too_large = await ops("SetQuota", {"tenantId": t, "id": rag, "quota": "0." + "0" * 49 + "1e69"})  # 10^19
+    assert too_large.code == "invalid_argument" and "int64" in too_large.message, too_large
+    assert must(await ops("GetQuota", {"tenantId": t, "id": rag}))["quota"] == quota
+
+
 async def test_tenant_and_default_quotas(ops: Ops, world: World, rags: list[str]) -> None:
     t = world.tenant_id
     assert must(await ops("GetTenantQuota", {"tenantId": t})) == {"tenantId": t}

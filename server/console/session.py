@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from server.console.oidc import FLOW_COOKIE, FLOW_PATH, OidcClient, SignInFailed
 from server.errors import Unauthenticated, unavailable
@@ -100,6 +100,16 @@ def session_cookie(headers: Mapping[str, str], name: str = SESSION_COOKIE) -> st
     return value or None
 
 
+def _split(url: str) -> SplitResult | None:
+    """`url`'s parts, or None when it has none: urlsplit raises ValueError on a malformed bracketed host (`//[zz]/`,
+    `http://[::1/`), and what a request names (next, Origin, Host) is refused for that like any other foreign value
+    rather than failing the request."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
+
+
 def console_path(value: str) -> str | None:
     """`next` as a path under /console on this origin (the default: /console/), or None when it is anything else:
     another origin, a scheme, `//host`, backslashes (which browsers read as slashes), dot segments, control
@@ -108,8 +118,8 @@ def console_path(value: str) -> str | None:
         return _HOME
     if not (value.isascii() and value.isprintable()) or "\\" in value:
         return None
-    parts = urlsplit(value)
-    if parts.scheme or parts.netloc or value.startswith("//"):
+    parts = _split(value)
+    if parts is None or parts.scheme or parts.netloc or value.startswith("//"):
         return None
     if not (parts.path == _CONSOLE or parts.path.startswith(_CONSOLE + "/")):
         return None
@@ -169,7 +179,8 @@ def _same_origin(scope: Scope) -> bool:
     if site:
         return site == "same-origin"
     origin = _header(scope, b"origin")
-    return bool(origin) and urlsplit(origin).netloc == _header(scope, b"host")
+    parts = _split(origin)
+    return bool(origin) and parts is not None and parts.netloc == _header(scope, b"host")
 
 
 def _rebinding_proof(scope: Scope, settings: Settings) -> bool:
@@ -177,8 +188,11 @@ def _rebinding_proof(scope: Scope, settings: Settings) -> bool:
     (browsers resolve it to loopback themselves), an IP address (no DNS involved), or the host of the console's
     public URL. Any other name may be an attacker's, pointed at this machine's loopback by DNS rebinding: its page is
     then same-origin with what it reaches, and the development sign-in would hand it a platform admin's session."""
-    host = urlsplit("//" + _header(scope, b"host")).hostname or ""
-    if host in ("localhost", urlsplit(settings.console_url).hostname):
+    request = _split("//" + _header(scope, b"host"))
+    if request is None or not request.hostname:
+        return False
+    host, public = request.hostname, _split(settings.console_url)
+    if host == "localhost" or (public is not None and host == public.hostname):
         return True
     try:
         ipaddress.ip_address(host)

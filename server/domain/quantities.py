@@ -28,9 +28,10 @@ _MAX_LENGTH = 64
 _QUANTITY = re.compile(r"\+?(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?P<suffix>[A-Za-z]*)(?P<exp>[+-]?[0-9]+)?")
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-# Beyond this exponent any non-zero mantissa overflows int64 (19 digits), and below its negation any non-zero value
-# rounds up to 1 byte: bounding it keeps `1e999999999` from computing a huge power.
-_EXPONENT_BOUND = 64
+# A number is a whole mantissa of at most _MAX_LENGTH digits times a power of ten (its fraction digits folded into
+# the power). From 10^19 up any non-zero mantissa exceeds int64, and from 10^-_MAX_LENGTH down any rounds up to
+# 1 byte, so bounding the power to this range changes no result and keeps `1e999999999` from computing a huge one.
+_TENS_RANGE = (-_MAX_LENGTH, len(str(INT64_MAX)))
 
 
 def _invalid(field: str, value: str, why: str) -> InvalidArgument:
@@ -47,8 +48,7 @@ def _scale(suffix: str, exponent: str | None, field: str, value: str) -> tuple[i
     if exponent is not None:
         if suffix not in ("e", "E"):
             raise _invalid(field, value, "unknown unit")
-        power = int(exponent)
-        return 0, max(-_EXPONENT_BOUND, min(_EXPONENT_BOUND, power))
+        return 0, int(exponent)
     if suffix in _BINARY:
         return _BINARY[suffix], 0
     if suffix in _DECIMAL:
@@ -71,10 +71,12 @@ def parse_bytes(value: str, field: str) -> int:
     if not whole and not frac:
         raise _invalid(field, value, "no digits")
     twos, tens = _scale(match["suffix"], match["exp"], field, value)
-    number = Fraction(int(whole or "0") * 10 ** len(frac) + int(frac or "0"), 10 ** len(frac))
-    if number == 0:
+    mantissa = int(whole + frac)
+    if mantissa == 0:
         return 0
-    amount = number * 2**twos * Fraction(10) ** tens
+    low, high = _TENS_RANGE
+    tens = max(low, min(high, tens - len(frac)))
+    amount = mantissa * 2**twos * Fraction(10) ** tens
     result: int = -(-amount.numerator // amount.denominator)  # exact ceiling
     if result > INT64_MAX:
         raise _invalid(field, value, "larger than the int64 maximum of bytes")

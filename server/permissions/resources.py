@@ -19,7 +19,7 @@ check and "list everything this principal can read" share the rule and cost one 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import IntEnum
 
@@ -551,7 +551,9 @@ async def forget_subject(session: AsyncSession, subject_type: SubjectType, subje
     )
 
 
-async def _require_sharer(session: AsyncSession, principal: Principal, ref: ResourceRef, *, widens: bool) -> Ownership:
+async def _require_sharer(
+    session: AsyncSession, principal: Principal, ref: ResourceRef, *, widens: bool | Callable[[Sharing], bool]
+) -> Ownership:
     """Who may change who reaches a resource (spec Authentication 8 reconciled).
 
     Always: admin rights on the resource. "Any tenant member can share resources they administer with other tenant
@@ -559,10 +561,11 @@ async def _require_sharer(session: AsyncSession, principal: Principal, ref: Reso
     nothing more. "Sharing is a tenant capability": widening a tenant resource beyond individual members (to the
     whole tenant, a group, a service account or an API key) also needs the tenant's share capability (Editors and
     Admins). Platform resources are administered from platform scope only, where the capability does not apply.
+    `widens` may be judged against the resource's current sharing, which is only known once the caller may see it.
     """
     owner = await require_admin(session, principal, ref)
     if (
-        widens
+        (widens(owner.sharing) if callable(widens) else widens)
         and owner.tenant_id is not None
         and not await has_capability(session, principal, owner.tenant_id, Capability.SHARE)
     ):
@@ -573,9 +576,15 @@ async def _require_sharer(session: AsyncSession, principal: Principal, ref: Reso
     return owner
 
 
+def _widens(current: Sharing, wanted: Sharing) -> bool:
+    """Whether `wanted` lets anyone reach the resource that `current` does not. Updates echo the sharing they read
+    back unchanged (every update path takes the whole resource), and saying again what is already so shares nothing."""
+    return (wanted.share_to_all and not current.share_to_all) or not set(wanted.shared_with) <= set(current.shared_with)
+
+
 async def set_sharing(session: AsyncSession, principal: Principal, ref: ResourceRef, sharing: Sharing) -> Sharing:
     """Replace the whole Sharing (PUT semantics): what is omitted is cleared."""
-    owner = await _require_sharer(session, principal, ref, widens=sharing.share_to_all or bool(sharing.shared_with))
+    owner = await _require_sharer(session, principal, ref, widens=lambda current: _widens(current, sharing))
     shared_with = await _validate_sharing(session, owner.tenant_id, sharing)
     row = await session.get(ResourceRow, (int(ref.kind), ref.name))
     assert row is not None
