@@ -155,6 +155,8 @@ async def test_update_rules(server: Server, connect: ConnectJsonCaller, database
         ({"serverUrl": "http://[::1"}, {}, "server_url"),  # urllib raises on it: was an internal error
         ({"serverUrl": "http://h:99999/mcp"}, {}, "server_url"),
         ({"serverUrl": "https://user:hunter2@h.example.test/mcp"}, {}, "server_url"),  # was returned by Get
+        ({"serverUrl": "http://h.example.test:0/mcp"}, {}, "server_url"),
+        ({"serverUrl": "http://a b.example.test/mcp"}, {}, "server_url"),
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_UNSPECIFIED"}}, {}, "auth.type"),
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_OAUTH_AUTHORIZATION_CODE"}}, {}, "auth.oauth"),
         ({"auth": {"type": "EXTERNAL_MCP_AUTH_TYPE_BEARER"}}, {}, "api_key"),

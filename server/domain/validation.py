@@ -129,7 +129,13 @@ def require_http_url(value: str, field: str) -> str:
     limit_text(value or "", field, MAX_URL)
     try:  # urllib raises on an unclosed IPv6 bracket or a port out of range (`http://[::1`, `http://h:99999`)
         parsed = urlsplit(value or "")
-        valid = parsed.scheme in ("http", "https") and bool(parsed.hostname) and (parsed.port or 0) >= 0
+        port = parsed.port
+        valid = (
+            parsed.scheme in ("http", "https")
+            and bool(parsed.hostname)
+            and (port is None or port > 0)  # port 0 is no address to connect to
+            and not any(c.isspace() or not c.isprintable() for c in value)  # `http://a b/` parsed, unreachably
+        )
     except ValueError:
         valid = False
     if not valid:
