@@ -15,10 +15,10 @@ from server.crypto import SecretBox
 from server.store.models import CapturedExchangeRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, insert_rows
+from tests.matrix import shared_model
 from tests.world import World, make_world, must
 
 AGENTS = "platform.agents.v1.PresetAgentService"
-DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
 AUDIT = "switchboard.audit.v1.AuditService/ListAuditEvents"
 CAPTURE = "switchboard.capture.v1.CaptureService"
 
@@ -32,24 +32,14 @@ async def world(server: Server, connect: ConnectJsonCaller) -> World:
     return await make_world(server, connect)
 
 
-async def _base(connect: ConnectJsonCaller, server: Server, world: World, tenant: str = "") -> str:
-    name = _id("m")
-    body = {
-        "name": name,
-        "publicModelId": name,
-        "endpointUrl": "http://127.0.0.1:9/v1",
-        "capabilities": {"taskType": "TASK_TYPE_TEXT_GENERATION"},
-        "sharing": {"sharedWith": [tenant or world.tenant_id]},
-    }
-    must(
-        await connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": body}, token=server.admin_token)
-    )
-    return name
-
-
 async def _agent(connect: ConnectJsonCaller, server: Server, world: World, **fields: Any) -> dict[str, Any]:
     name = _id("agent")
-    agent = {"name": name, "publicModelId": name, "baseModel": await _base(connect, server, world), **fields}
+    agent = {
+        "name": name,
+        "publicModelId": name,
+        "baseModel": await shared_model(server, connect, world.tenant_id),
+        **fields,
+    }
     body = {"tenantId": world.tenant_id, "presetAgent": agent}
     return dict(
         must(await connect.call(f"{AGENTS}/CreatePresetAgent", body, token=world.tokens["editor"]))["presetAgent"]

@@ -16,11 +16,11 @@ from server.store.models import RagDeploymentRow, RagFileRow
 from server.store.rag_index import ChunkInput, chunk_index_for
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server
+from tests.matrix import shared_model
 from tests.world import TENANTS, World, make_world, must
 
 EXTERNAL = "platform.modelmanager.v1.ExternalModelService"
 AGENTS = "platform.agents.v1.PresetAgentService"
-DEPLOYMENTS = "platform.modelmanager.v1.ModelDeploymentService"
 
 
 @pytest.fixture
@@ -42,24 +42,10 @@ def _external_model(name: str, public_model_id: str) -> dict[str, Any]:
     }
 
 
-async def _base_model(connect: ConnectJsonCaller, server: Server, tenant_id: str) -> str:
-    """A platform deployment shared with `tenant_id`, for its agents to build on."""
-    name = _name("m")
-    body = {
-        "name": name,
-        "publicModelId": name,
-        "endpointUrl": "http://127.0.0.1:9/v1",
-        "capabilities": {"taskType": "TASK_TYPE_TEXT_GENERATION"},
-        "sharing": {"sharedWith": [tenant_id]},
-    }
-    await connect.call(f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": body}, token=server.admin_token)
-    return name
-
-
 async def _agent(
     connect: ConnectJsonCaller, server: Server, tenant_id: str, token: str, *, name: str, public: str
 ) -> None:
-    agent = {"name": name, "publicModelId": public, "baseModel": await _base_model(connect, server, tenant_id)}
+    agent = {"name": name, "publicModelId": public, "baseModel": await shared_model(server, connect, tenant_id)}
     body = {"tenantId": tenant_id, "presetAgent": agent}
     must(await connect.call(f"{AGENTS}/CreatePresetAgent", body, token=token))
 
