@@ -288,14 +288,13 @@ async def test_a_removed_member_cannot_re_enable_a_key_the_admin_disabled(
     connect: ConnectJsonCaller, world: World
 ) -> None:
     """Owning a key is not enough once the owner has left the tenant: a removed member turned back on the key the
-    admin disabled after removing them."""
+    admin disabled after removing them (removal now disables it)."""
     admin = world.tokens["admin"]
     body = {"tenantId": world.tenant_id, "type": "API_KEY_TYPE_PERSONAL", "name": "laptop"}
     key_id = must(await connect.call(f"{KEYS}/CreateApiKey", body, token=world.tokens["editor"]))["apiKey"]["id"]
     leave = {"tenantId": world.tenant_id, "userId": world.user_ids["editor"]}
     must(await connect.call(f"{TENANTS}/RemoveTenantMember", leave, token=admin))
     ref = {"tenantId": world.tenant_id, "apiKeyId": key_id}
-    must(await connect.call(f"{KEYS}/DisableApiKey", ref, token=admin))
     listed = await connect.call(f"{KEYS}/ListApiKeys", {"tenantId": world.tenant_id}, token=world.tokens["editor"])
     assert listed.code == "permission_denied"  # the ex-member is no longer let into the tenant's keys...
     enabled = await connect.call(f"{KEYS}/EnableApiKey", ref, token=world.tokens["editor"])
@@ -324,3 +323,23 @@ async def test_grants_and_groups_of_a_new_key_are_bounded(connect: ConnectJsonCa
             token=world.tokens["admin"],
         )
         assert result.code == "invalid_argument" and field in result.message, result
+
+
+async def test_a_removed_members_keys_stop_and_can_be_turned_back_on_if_they_return(
+    connect: ConnectJsonCaller, world: World
+) -> None:
+    """Leaving a tenant stops the keys one owns there: a Personal (all resources) key went on reaching what was granted
+    to its owner directly, acting in a tenant they had left. Disabled, not revoked: back as a member, they may turn
+    them on again."""
+    created = await _key(connect, world, "editor", ALL_RESOURCES)
+    assert (await _whoami(connect, created["secret"])).ok
+    member = {"tenantId": world.tenant_id, "userId": world.user_ids["editor"]}
+    must(await connect.call(f"{TENANTS}/RemoveTenantMember", member, token=world.tokens["admin"]))
+    assert (await _whoami(connect, created["secret"])).code == "unauthenticated"
+    ref = {"tenantId": world.tenant_id, "apiKeyId": created["apiKey"]["id"]}
+    got = must(await connect.call(f"{KEYS}/GetApiKey", ref, token=world.tokens["admin"]))["apiKey"]
+    assert got["state"] == "API_KEY_STATE_DISABLED"
+    again = {**member, "role": "TENANT_ROLE_EDITOR"}
+    must(await connect.call(f"{TENANTS}/AddTenantMember", again, token=world.tokens["admin"]))
+    must(await connect.call(f"{KEYS}/EnableApiKey", ref, token=world.tokens["editor"]))
+    assert (await _whoami(connect, created["secret"])).ok

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
 
-from sqlalchemy import ColumnElement, delete, select
+from sqlalchemy import ColumnElement, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
@@ -36,6 +36,7 @@ __all__ = [
     "create_key",
     "delete_keys",
     "detach_group",
+    "disable_member_keys",
     "get_key",
     "hash_secret",
     "list_keys",
@@ -238,6 +239,21 @@ async def create_key(
         session.add(ApiKeyGroupRow(api_key_id=row.id, group_id=group_id))
     await session.flush()
     return CreatedKey(await _view(session, row), secret)
+
+
+async def disable_member_keys(session: AsyncSession, tenant_id: str, user_id: str) -> None:
+    """A member leaving a tenant: the keys they own there stop (a Personal (all resources) key went on reaching what
+    was granted to its owner directly, in a tenant they had left). Disabled, not revoked, so that the owner, if made
+    a member again, may turn them back on; an update of the keys is what every process's key cache hears of."""
+    await session.execute(
+        update(ApiKeyRow)
+        .where(
+            ApiKeyRow.tenant_id == tenant_id,
+            ApiKeyRow.owner_user_id == user_id,
+            ApiKeyRow.state == int(KeyState.ACTIVE),
+        )
+        .values(state=int(KeyState.DISABLED), updated_at=utcnow())
+    )
 
 
 async def delete_keys(session: AsyncSession, which: ColumnElement[bool]) -> None:

@@ -292,6 +292,7 @@ async def remove_member(session: AsyncSession, principal: Principal, tenant_id: 
         raise NotFound(f"user {user_id!r} is not a member of this tenant", field="user_id")
     await _refuse_losing_last_admin(session, tenant_id, row)
     await session.delete(row)
+    await api_keys.disable_member_keys(session, tenant_id, user_id)
     # Leaving the tenant means leaving its groups too, or group grants would outlive the membership.
     tenant_groups = select(GroupRow.id).where(GroupRow.tenant_id == tenant_id)
     await session.execute(
