@@ -27,7 +27,7 @@ from google.protobuf.message import Message
 from server.answers import ANSWERS
 from server.defined_enums import find_undefined_enum
 from server.errors import InvalidArgument
-from server.input_bounds import check_json_bounds
+from server.input_bounds import MANAGEMENT_JSON_VALUES, check_json_bounds
 from server.nul_text import could_hold_nul, find_nul
 from server.protojson import message_to_dict
 
@@ -85,7 +85,7 @@ class BoundedJsonCodec:
 
     def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
         try:
-            check_json_bounds(data)
+            check_json_bounds(data, max_values=MANAGEMENT_JSON_VALUES)
         except InvalidArgument as exc:
             raise ConnectError(Code.INVALID_ARGUMENT, exc.message) from None
         try:
