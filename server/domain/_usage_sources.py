@@ -25,6 +25,7 @@ from sqlalchemy import ColumnElement, and_, case, func, literal, or_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.usage import MODEL_CALL_KINDS, epoch_seconds
+from server.domain.validation import limit_ids
 from server.errors import InvalidArgument
 from server.metering import CallKind
 from server.permissions import UsageReach
@@ -73,6 +74,10 @@ class UsageFilter:
     model_ids: tuple[str, ...] = ()
     api_key_ids: tuple[str, ...] = ()
     call_kinds: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("model_ids", "api_key_ids", "call_kinds"):
+            limit_ids(getattr(self, name), f"filter.{name}")
 
 
 @dataclass

@@ -30,6 +30,7 @@ from sqlalchemy import BigInteger, ColumnElement, Integer, and_, case, cast, ext
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import Principal
+from server.domain.validation import limit_ids
 from server.errors import InvalidArgument
 from server.metering import CallKind
 from server.permissions import ResourceRef, require_platform_scope
@@ -120,6 +121,10 @@ class Filters:
     tenant_ids: tuple[str, ...] = ()
     model_ids: tuple[str, ...] = ()  # resource ids, for call counts
     user_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("tenant_ids", "model_ids", "user_ids"):
+            limit_ids(getattr(self, name), name)
 
 
 @dataclass

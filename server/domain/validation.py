@@ -11,12 +11,14 @@ __all__ = [
     "MAX_DESCRIPTION",
     "MAX_DISPLAY_NAME",
     "MAX_EMAIL",
+    "MAX_FILTER_IDS",
     "MAX_NAME",
     "MAX_PROVIDER_MODEL_ID",
     "MAX_QUERY_PREFIX",
     "MAX_URL",
     "MAX_USER_ID",
     "is_utf8",
+    "limit_ids",
     "limit_text",
     "require_http_url",
     "require_name",
@@ -78,6 +80,15 @@ def require_nonempty(value: str, field: str) -> str:
     if not value or not value.strip():
         raise InvalidArgument(f"{field} is required", field=field)
     return value
+
+
+MAX_FILTER_IDS = 1000  # ids one read may filter by: each is a bind parameter, which databases bound (a 500 or 503)
+
+
+def limit_ids(values: tuple[object, ...], field: str, max_len: int = MAX_FILTER_IDS) -> None:
+    """A list of ids a request filters by, bounded before any database sees it."""
+    if len(values) > max_len:
+        raise InvalidArgument(f"{field} may name at most {max_len} values", field=field)
 
 
 def require_user_id(value: str, field: str = "user_id") -> str:
