@@ -48,10 +48,17 @@ __all__ = [
 ]
 
 
+MAX_MESSAGE = 1000  # characters: a message quoting a client's 20,000-character id passed gRPC's header limit
+
+
 class SwitchboardError(Exception):
-    """A refusal the client may see verbatim: `message` must never carry secrets or internal detail."""
+    """A refusal the client may see verbatim: `message` must never carry secrets or internal detail. It is clipped to
+    MAX_MESSAGE characters, since it may quote what the client sent (over gRPC it travels in a header, and a longer
+    one reached a default client as RESOURCE_EXHAUSTED instead of its code)."""
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
+        if len(message) > MAX_MESSAGE:
+            message = message[: MAX_MESSAGE - 1] + "…"
         super().__init__(message)
         self.message = message
         self.field = field

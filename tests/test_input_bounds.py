@@ -228,3 +228,18 @@ async def test_decode_errors_do_not_echo_the_whole_body(victim: tuple[str, str])
     status, _, answer = await _post(base_url, HEALTH, body, {"Content-Type": "application/json"})
     assert status == 400 and b"invalid_argument" in answer
     assert len(answer) < 1000
+
+
+async def test_a_refusal_quoting_a_long_id_reaches_a_grpc_client_with_its_code(victim: tuple[str, str]) -> None:
+    """A refusal quoting a 20,000-character id travelled whole in the grpc-message header, past a default grpcio
+    client's limit (16 KiB): it saw RESOURCE_EXHAUSTED instead of NOT_FOUND. Messages are clipped."""
+    from gen.platform.tenants.v1 import tenant_service_pb2, tenant_service_pb2_grpc
+
+    base_url, token = victim
+    request = tenant_service_pb2.GetTenantRequest(tenant_id="t" * 20_000)
+    async with grpc.aio.insecure_channel(base_url.removeprefix("http://")) as channel:
+        stub = tenant_service_pb2_grpc.TenantServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.GetTenant(request, metadata=[("authorization", f"Bearer {token}")], timeout=10)
+    assert refused.value.code() == grpc.StatusCode.NOT_FOUND, refused.value.code()
+    assert len(refused.value.details() or "") <= 1000
