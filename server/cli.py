@@ -30,7 +30,7 @@ from server.console.static import is_built
 from server.launch import drain_management, start_management
 from server.listening import AddressInUseError, ensure_free
 from server.logs import configure_logging
-from server.settings import Settings, load_settings
+from server.settings import InvalidSetting, Settings, load_settings
 from server.store.migrate import upgrade
 from server.supervision import SUPERVISOR_PID, RestartBudget, describe_exit
 from server.tokens import PLATFORM_ROLES, mint_bootstrap_admin, mint_token
@@ -350,6 +350,18 @@ async def _dev_models(port: int) -> int:
     return 0
 
 
+def _lifetime(text: str) -> int:
+    """--ttl: a token that has expired when it is minted is refused by every server, so it is no token at all."""
+    refused = argparse.ArgumentTypeError(f"must be a whole number of seconds, 1 or more, not {text!r}")
+    try:
+        seconds = int(text)
+    except ValueError:
+        raise refused from None
+    if seconds < 1:
+        raise refused
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="switchboard", description="Switchboard management and gateway.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -379,10 +391,14 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--email", default="", help="email; pending invites to it become memberships at sign-in")
     token.add_argument("--name", default="", help="display name")
     token.add_argument("--role", action="append", choices=PLATFORM_ROLES, default=[], help="platform role (repeat)")
-    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds")
+    token.add_argument("--ttl", type=_lifetime, default=3600, help="lifetime in seconds (1 or more)")
     rag_cli.add_parser(sub)
     args = parser.parse_args(argv)
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except InvalidSetting as exc:  # an operator's typo, not a bug: the message names the variable, no traceback
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return 2
     # Before anything a library might configure: the demo's MCP server (mcp's MCPServer) would otherwise set the
     # root logger to INFO for every library in this process.
     configure_logging(settings.log_level)

@@ -10,10 +10,12 @@ import math
 import os
 import re
 import resource
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar, overload
 
-__all__ = ["Secret", "Settings", "load_settings"]
+__all__ = ["InvalidSetting", "Secret", "Settings", "load_settings"]
 
 _PREFIX = "SWITCHBOARD_"
 
@@ -200,7 +202,7 @@ class Settings:
     @property
     def console_url(self) -> str:
         """The console's origin as browsers reach it (SWITCHBOARD_CONSOLE_PUBLIC_URL, else this server's address)."""
-        return self.console_public_url or f"http://{self.host}:{self.port}"
+        return self.console_public_url or _own_address(self.host, self.port)
 
     @property
     def signing_key_path(self) -> Path:
@@ -239,110 +241,170 @@ class Settings:
         return Path(self.metering_journal_dir) if self.metering_journal_dir else self.var_dir / "metering-journal"
 
 
-def _get(env: dict[str, str], name: str, default: str) -> str:
-    return env.get(_PREFIX + name, default)
+class InvalidSetting(ValueError):
+    """A SWITCHBOARD_* variable whose value is refused; the message names the variable and what it must be."""
 
 
-def _flag(value: str, name: str) -> bool:
-    lowered = value.strip().lower()
+_T = TypeVar("_T")
+
+
+@overload
+def _get(env: dict[str, str], name: str, default: str) -> str: ...
+@overload
+def _get(env: dict[str, str], name: str, default: str, parse: Callable[[str], _T]) -> _T: ...
+def _get(env: dict[str, str], name: str, default: str, parse: Callable[[str], Any] | None = None) -> Any:
+    """The setting's text, or its value as `parse` reads it. A parser raises ValueError saying what the value must
+    be; the variable's name is added here, once for every setting."""
+    text = env.get(_PREFIX + name, default)
+    if parse is None:
+        return text
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise InvalidSetting(f"{_PREFIX}{name}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Whole:
+    """A whole-number setting and the range in which it means something (`high` None: no upper bound)."""
+
+    low: int
+    high: int | None = None
+
+    def __call__(self, text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise ValueError(f"must be {self}, not {text!r}") from None
+        if number < self.low or (self.high is not None and number > self.high):
+            raise ValueError(f"must be {self}, not {number}")
+        return number
+
+    def __str__(self) -> str:
+        if self.high is None:
+            return f"a whole number, {self.low} or more"
+        return f"a whole number from {self.low} to {self.high}"
+
+
+@dataclass(frozen=True)
+class _Real:
+    """A finite number of `unit` above 0, or from 0 when `zero` means something (no cache, no delay). Infinity
+    and NaN are refused: a NaN expiry compares false with everything, so a cache entry would never expire."""
+
+    unit: str = "seconds"
+    zero: bool = False
+
+    def __call__(self, text: str) -> float:
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"must be {self}, not {text!r}") from None
+        above_low = number >= 0 if self.zero else number > 0
+        if not (above_low and math.isfinite(number)):
+            raise ValueError(f"must be {self}, not {text.strip()!r}")
+        return number
+
+    def __str__(self) -> str:
+        return f"a number of {self.unit}, 0 or more" if self.zero else f"a positive number of {self.unit}"
+
+
+# The shapes most settings share; a setting with another range declares its own (_Whole(1, 65535)).
+_SECONDS = _Real()
+_SECONDS_OR_0 = _Real(zero=True)
+_DAYS = _Real("days")
+_COUNT = _Whole(1)
+_COUNT_OR_0 = _Whole(0)
+_BYTES = _Whole(0)
+_PORT = _Whole(0, 65535)  # 0: a free port, chosen when the server starts (what the tests use)
+
+
+def _flag(text: str) -> bool:
+    lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
         return True
     if lowered in ("", "0", "false", "no", "off"):
         return False
-    raise ValueError(f"{_PREFIX}{name} must be true or false")
+    raise ValueError("must be true or false")
 
 
-def _positive(value: str, name: str, unit: str = "seconds") -> float:
-    number = float(value)
-    if not 0 < number < math.inf:  # also refuses NaN
-        raise ValueError(f"{_PREFIX}{name} must be a positive number of {unit}")
-    return number
-
-
-def _not_negative(value: str, name: str) -> float:
-    number = float(value)
-    if not 0 <= number < math.inf:  # also refuses NaN
-        raise ValueError(f"{_PREFIX}{name} must be a number of seconds, 0 or more")
-    return number
-
-
-def _count(value: str, name: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError(f"{_PREFIX}{name} must be 1 or more")
-    return number
-
-
-def _when_store_down(value: str) -> bool:
+def _when_store_down(text: str) -> bool:
     """SWITCHBOARD_LIMITS_WHEN_REDIS_DOWN: `open` (admit) or `closed` (refuse); True when closed."""
-    if value not in ("open", "closed"):
-        raise ValueError(f"{_PREFIX}LIMITS_WHEN_REDIS_DOWN must be 'open' or 'closed', not {value!r}")
-    return value == "closed"
+    if text not in ("open", "closed"):
+        raise ValueError(f"must be 'open' or 'closed', not {text!r}")
+    return text == "closed"
 
 
-def _audit_export(value: str) -> str:
-    kind, _, where = value.partition(":")
-    if value and not ((kind == "jsonl" and where) or (kind == "otlp" and where.startswith(("http://", "https://")))):
-        raise ValueError(f"{_PREFIX}AUDIT_EXPORT must be jsonl:-, jsonl:<file> or otlp:<http(s) URL of /v1/logs>")
-    return value
+def _audit_export(text: str) -> str:
+    kind, _, where = text.partition(":")
+    if text and not ((kind == "jsonl" and where) or (kind == "otlp" and where.startswith(("http://", "https://")))):
+        raise ValueError("must be jsonl:-, jsonl:<file> or otlp:<http(s) URL of /v1/logs>")
+    return text
 
 
-def _origins(value: str) -> tuple[str, ...]:
-    """`https://a.example, http://127.0.0.1:3000` → exact origins, sorted; anything else is refused by name."""
-    origins = sorted({o.strip().rstrip("/") for o in value.split(",") if o.strip()})
+def _origins(text: str) -> tuple[str, ...]:
+    """`https://a.example, http://127.0.0.1:3000` → exact origins, sorted; anything else is refused."""
+    origins = sorted({o.strip().rstrip("/") for o in text.split(",") if o.strip()})
     for origin in origins:
         scheme, sep, rest = origin.partition("://")
         if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
-            raise ValueError(f"{_PREFIX}CORS_ALLOWED_ORIGINS: {origin!r} is not an origin like https://app.example")
+            raise ValueError(f"{origin!r} is not an origin like https://app.example")
     return tuple(origins)
 
 
 def _own_address(host: str, port: int) -> str:
-    """The gateway's address when SWITCHBOARD_GATEWAY_PUBLIC_URL is unset: where it listens (a RAG's ragUrl named
-    port 8081 whatever SWITCHBOARD_GATEWAY_PORT said); a wildcard bind is reached on loopback."""
+    """A server's address when its public URL (SWITCHBOARD_GATEWAY_PUBLIC_URL, SWITCHBOARD_CONSOLE_PUBLIC_URL) is
+    unset: where it listens (a RAG's ragUrl named port 8081 whatever SWITCHBOARD_GATEWAY_PORT said), an IPv6 host in
+    brackets (without them `http://::1:8080` is no URL); a wildcard bind is reached on loopback."""
     if host in ("", "0.0.0.0", "::"):  # noqa: S104 (read, not bound)
         host = "127.0.0.1"
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _public_url(value: str) -> str:
+def _public_url(text: str) -> str:
     """SWITCHBOARD_CONSOLE_PUBLIC_URL: an origin (https://console.example), since the console lives at /console."""
-    url = value.strip().rstrip("/")
+    url = text.strip().rstrip("/")
     scheme, sep, rest = url.partition("://")
     if url and (scheme not in ("http", "https") or not sep or not rest or "/" in rest):
-        raise ValueError(f"{_PREFIX}CONSOLE_PUBLIC_URL must be an origin like https://console.example, not {value!r}")
+        raise ValueError(f"must be an origin like https://console.example, not {text!r}")
     return url
 
 
-def _oidc_issuer(value: str, client_id: str) -> str:
-    issuer = value.strip().rstrip("/")
+def _issuer(text: str) -> str:
+    issuer = text.strip().rstrip("/")
     if issuer and not issuer.startswith(("http://", "https://")):
-        raise ValueError(f"{_PREFIX}OIDC_ISSUER must be the provider's http(s) issuer URL")
-    if issuer and not client_id:
-        raise ValueError(f"{_PREFIX}OIDC_ISSUER needs {_PREFIX}OIDC_CLIENT_ID (the console's client at the provider)")
+        raise ValueError("must be the provider's http(s) issuer URL")
     return issuer
 
 
-def _ca_name(value: str) -> str:
-    if value and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,29}", value):
-        raise ValueError(f"{_PREFIX}MCP_TRUSTED_CA must be a name of up to 30 letters, digits, '.', '_' or '-'")
-    return value
+def _with_client(issuer: str, client_id: str) -> str:
+    if issuer and not client_id:
+        raise InvalidSetting(
+            f"{_PREFIX}OIDC_ISSUER needs {_PREFIX}OIDC_CLIENT_ID (the console's client at the provider)"
+        )
+    return issuer
 
 
-def _otel_exporter(value: str) -> str:
-    if value not in ("none", "console", "otlp"):
-        raise ValueError(f"{_PREFIX}OTEL_EXPORTER must be none, console or otlp")
-    return value
+def _ca_name(text: str) -> str:
+    if text and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,29}", text):
+        raise ValueError("must be a name of up to 30 letters, digits, '.', '_' or '-'")
+    return text
+
+
+def _otel_exporter(text: str) -> str:
+    if text not in ("none", "console", "otlp"):
+        raise ValueError("must be none, console or otlp")
+    return text
 
 
 def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str] | None = None) -> Settings:
     """Build settings from the environment (or a given mapping, for tests), with `overrides` on top (what a child
-    process started with extra variables will read)."""
+    process started with extra variables will read). InvalidSetting, naming the variable, for a refused value."""
     env = {**(os.environ if env is None else env), **(overrides or {})}
     var_dir = Path(_get(env, "VAR_DIR", "var"))
     default_db = f"sqlite+aiosqlite:///{(var_dir / 'switchboard.db').as_posix()}"
-    host, port = _get(env, "HOST", "127.0.0.1"), int(_get(env, "PORT", "8080"))
-    gateway_host, gateway_port = _get(env, "GATEWAY_HOST", "127.0.0.1"), int(_get(env, "GATEWAY_PORT", "8081"))
+    host, port = _get(env, "HOST", "127.0.0.1"), _get(env, "PORT", "8080", _PORT)
+    gateway_host, gateway_port = _get(env, "GATEWAY_HOST", "127.0.0.1"), _get(env, "GATEWAY_PORT", "8081", _PORT)
+    oidc_client_id = _get(env, "OIDC_CLIENT_ID", "")
     return Settings(
         var_dir=var_dir,
         database_url=_get(env, "DATABASE_URL", default_db),
@@ -350,78 +412,72 @@ def load_settings(env: dict[str, str] | None = None, *, overrides: dict[str, str
         port=port,
         gateway_host=gateway_host,
         gateway_port=gateway_port,
-        gateway_workers=int(_get(env, "GATEWAY_WORKERS", "0")),
+        gateway_workers=_get(env, "GATEWAY_WORKERS", "0", _COUNT_OR_0),  # 0: one per core
         jwt_issuer=_get(env, "JWT_ISSUER", "switchboard"),
         jwt_audience=_get(env, "JWT_AUDIENCE", "switchboard"),
         jwks_url=_get(env, "JWKS_URL", ""),
         roles_claim=_get(env, "ROLES_CLAIM", "switchboard_roles"),
         bootstrap_admin=_get(env, "BOOTSTRAP_ADMIN", "admin"),
-        oidc_issuer=_oidc_issuer(_get(env, "OIDC_ISSUER", ""), _get(env, "OIDC_CLIENT_ID", "")),
-        oidc_client_id=_get(env, "OIDC_CLIENT_ID", ""),
+        oidc_issuer=_with_client(_get(env, "OIDC_ISSUER", "", _issuer), oidc_client_id),
+        oidc_client_id=oidc_client_id,
         oidc_client_secret=Secret(_get(env, "OIDC_CLIENT_SECRET", "")),
         oidc_resource=_get(env, "OIDC_RESOURCE", ""),
         oidc_scopes=_get(env, "OIDC_SCOPES", "openid email profile"),
-        console_public_url=_public_url(_get(env, "CONSOLE_PUBLIC_URL", "")),
-        console_dev_sign_in=_flag(_get(env, "CONSOLE_DEV_SIGN_IN", "false"), "CONSOLE_DEV_SIGN_IN"),
-        api_key_cache_seconds=float(_get(env, "API_KEY_CACHE_SECONDS", "5")),
+        console_public_url=_get(env, "CONSOLE_PUBLIC_URL", "", _public_url),
+        console_dev_sign_in=_get(env, "CONSOLE_DEV_SIGN_IN", "false", _flag),
+        api_key_cache_seconds=_get(env, "API_KEY_CACHE_SECONDS", "5", _SECONDS_OR_0),
         encryption_key=Secret(_get(env, "ENCRYPTION_KEY", "")),
-        otel_exporter=_otel_exporter(_get(env, "OTEL_EXPORTER", "none")),
+        otel_exporter=_get(env, "OTEL_EXPORTER", "none", _otel_exporter),
         otel_endpoint=_get(env, "OTEL_ENDPOINT", "").rstrip("/"),
-        metrics_enabled=_flag(_get(env, "METRICS_ENABLED", "true"), "METRICS_ENABLED"),
+        metrics_enabled=_get(env, "METRICS_ENABLED", "true", _flag),
         metrics_token=Secret(_get(env, "METRICS_TOKEN", "")),
         vendor_a_base_url=_get(env, "VENDOR_A_BASE_URL", "https://api.vendor-a.invalid/v1"),
         mcp_oauth_redirect_uri=_get(env, "MCP_OAUTH_REDIRECT_URI", ""),
         log_level=_get(env, "LOG_LEVEL", "INFO"),
-        egress_allow_loopback=_flag(_get(env, "EGRESS_ALLOW_LOOPBACK", "false"), "EGRESS_ALLOW_LOOPBACK"),
-        mcp_network_policy_cache_seconds=float(_get(env, "MCP_NETWORK_POLICY_CACHE_SECONDS", "5")),
+        egress_allow_loopback=_get(env, "EGRESS_ALLOW_LOOPBACK", "false", _flag),
+        mcp_network_policy_cache_seconds=_get(env, "MCP_NETWORK_POLICY_CACHE_SECONDS", "5", _SECONDS_OR_0),
         node_inventory=_get(env, "NODE_INVENTORY", ""),
         prometheus_url=_get(env, "PROMETHEUS_URL", "").rstrip("/"),
-        prometheus_timeout_seconds=float(_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2")),
-        prometheus_cache_seconds=float(_get(env, "PROMETHEUS_CACHE_SECONDS", "5")),
-        restart_limit=int(_get(env, "RESTART_LIMIT", "5")),
-        restart_window_seconds=float(_get(env, "RESTART_WINDOW_SECONDS", "60")),
-        gateway_liveness_seconds=_positive(_get(env, "GATEWAY_LIVENESS_SECONDS", "20"), "GATEWAY_LIVENESS_SECONDS"),
-        shutdown_grace_seconds=_positive(_get(env, "SHUTDOWN_GRACE_SECONDS", "20"), "SHUTDOWN_GRACE_SECONDS"),
-        shutdown_deregister_seconds=_not_negative(
-            _get(env, "SHUTDOWN_DEREGISTER_SECONDS", "5"), "SHUTDOWN_DEREGISTER_SECONDS"
-        ),
-        db_pool_size=_count(_get(env, "DB_POOL_SIZE", "32"), "DB_POOL_SIZE"),
-        db_pool_timeout_seconds=_positive(_get(env, "DB_POOL_TIMEOUT_SECONDS", "30"), "DB_POOL_TIMEOUT_SECONDS"),
+        prometheus_timeout_seconds=_get(env, "PROMETHEUS_TIMEOUT_SECONDS", "2", _SECONDS),
+        prometheus_cache_seconds=_get(env, "PROMETHEUS_CACHE_SECONDS", "5", _SECONDS_OR_0),
+        restart_limit=_get(env, "RESTART_LIMIT", "5", _COUNT_OR_0),  # 0: give up at the first crash
+        restart_window_seconds=_get(env, "RESTART_WINDOW_SECONDS", "60", _SECONDS),
+        gateway_liveness_seconds=_get(env, "GATEWAY_LIVENESS_SECONDS", "20", _SECONDS),
+        shutdown_grace_seconds=_get(env, "SHUTDOWN_GRACE_SECONDS", "20", _SECONDS),
+        shutdown_deregister_seconds=_get(env, "SHUTDOWN_DEREGISTER_SECONDS", "5", _SECONDS_OR_0),
+        db_pool_size=_get(env, "DB_POOL_SIZE", "32", _COUNT),
+        db_pool_timeout_seconds=_get(env, "DB_POOL_TIMEOUT_SECONDS", "30", _SECONDS),
         metering_journal_dir=_get(env, "METERING_JOURNAL_DIR", ""),
         gateway_public_url=(_get(env, "GATEWAY_PUBLIC_URL", "") or _own_address(gateway_host, gateway_port)).rstrip(
             "/"
         ),
         console_dir=_get(env, "CONSOLE_DIR", ""),
-        cors_allowed_origins=_origins(_get(env, "CORS_ALLOWED_ORIGINS", "")),
-        dev_models_port=int(_get(env, "DEV_MODELS_PORT", "8082")),
-        responses_max_tool_iterations=int(_get(env, "RESPONSES_MAX_TOOL_ITERATIONS", "16")),
-        mcp_tool_call_timeout_seconds=float(_get(env, "MCP_TOOL_CALL_TIMEOUT_SECONDS", "60")),
-        responses_heartbeat_seconds=float(_get(env, "RESPONSES_HEARTBEAT_SECONDS", "5")),
-        gateway_upstream_stall_seconds=float(_get(env, "GATEWAY_UPSTREAM_STALL_SECONDS", "600")),
-        mcp_max_tool_result_bytes=int(_get(env, "MCP_MAX_TOOL_RESULT_BYTES", str(1024 * 1024))),
-        mcp_session_idle_seconds=float(_get(env, "MCP_SESSION_IDLE_SECONDS", "60")),
-        mcp_session_pool_size=int(_get(env, "MCP_SESSION_POOL_SIZE", "256")),
-        mcp_tools_list_cache_seconds=float(_get(env, "MCP_TOOLS_LIST_CACHE_SECONDS", "10")),
-        responses_default_rag_tools=int(_get(env, "RESPONSES_DEFAULT_RAG_TOOLS", "4")),
-        mcp_trusted_ca=_ca_name(_get(env, "MCP_TRUSTED_CA", "")),
-        rag_max_file_bytes=int(_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024))),
-        rag_inline_bytes=int(_get(env, "RAG_INLINE_BYTES", str(256 * 1024))),
-        rag_parse_workers=_count(_get(env, "RAG_PARSE_WORKERS", "1"), "RAG_PARSE_WORKERS"),
-        rag_parse_cpu_seconds=_count(_get(env, "RAG_PARSE_CPU_SECONDS", "10"), "RAG_PARSE_CPU_SECONDS"),
-        rag_parse_memory_bytes=_count(_get(env, "RAG_PARSE_MEMORY_BYTES", str(1024**3)), "RAG_PARSE_MEMORY_BYTES"),
-        request_header_timeout_seconds=_positive(
-            _get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15"), "REQUEST_HEADER_TIMEOUT_SECONDS"
-        ),
-        max_connections=_count(_get(env, "MAX_CONNECTIONS", str(default_max_connections())), "MAX_CONNECTIONS"),
+        cors_allowed_origins=_get(env, "CORS_ALLOWED_ORIGINS", "", _origins),
+        dev_models_port=_get(env, "DEV_MODELS_PORT", "8082", _Whole(1, 65535)),  # the demo's gateway calls it there
+        responses_max_tool_iterations=_get(env, "RESPONSES_MAX_TOOL_ITERATIONS", "16", _COUNT),
+        mcp_tool_call_timeout_seconds=_get(env, "MCP_TOOL_CALL_TIMEOUT_SECONDS", "60", _SECONDS),
+        responses_heartbeat_seconds=_get(env, "RESPONSES_HEARTBEAT_SECONDS", "5", _SECONDS),
+        gateway_upstream_stall_seconds=_get(env, "GATEWAY_UPSTREAM_STALL_SECONDS", "600", _SECONDS),
+        mcp_max_tool_result_bytes=_get(env, "MCP_MAX_TOOL_RESULT_BYTES", str(1024 * 1024), _BYTES),
+        mcp_session_idle_seconds=_get(env, "MCP_SESSION_IDLE_SECONDS", "60", _SECONDS),
+        mcp_session_pool_size=_get(env, "MCP_SESSION_POOL_SIZE", "256", _COUNT),
+        mcp_tools_list_cache_seconds=_get(env, "MCP_TOOLS_LIST_CACHE_SECONDS", "10", _SECONDS_OR_0),
+        responses_default_rag_tools=_get(env, "RESPONSES_DEFAULT_RAG_TOOLS", "4", _COUNT_OR_0),  # 0: none
+        mcp_trusted_ca=_get(env, "MCP_TRUSTED_CA", "", _ca_name),
+        rag_max_file_bytes=_get(env, "RAG_MAX_FILE_BYTES", str(64 * 1024 * 1024), _BYTES),
+        rag_inline_bytes=_get(env, "RAG_INLINE_BYTES", str(256 * 1024), _BYTES),
+        rag_parse_workers=_get(env, "RAG_PARSE_WORKERS", "1", _COUNT),
+        rag_parse_cpu_seconds=_get(env, "RAG_PARSE_CPU_SECONDS", "10", _COUNT),  # whole seconds: RLIMIT_CPU's unit
+        rag_parse_memory_bytes=_get(env, "RAG_PARSE_MEMORY_BYTES", str(1024**3), _COUNT),
+        request_header_timeout_seconds=_get(env, "REQUEST_HEADER_TIMEOUT_SECONDS", "15", _SECONDS),
+        max_connections=_get(env, "MAX_CONNECTIONS", str(default_max_connections()), _COUNT),
         redis_url=Secret(_get(env, "REDIS_URL", "")),
         limits_redis_prefix=_get(env, "LIMITS_REDIS_PREFIX", "switchboard:limits:"),
-        limits_fail_closed=_when_store_down(_get(env, "LIMITS_WHEN_REDIS_DOWN", "open")),
-        limits_shared_slots=_count(_get(env, "LIMITS_SHARED_SLOTS", "65536"), "LIMITS_SHARED_SLOTS"),
-        limits_permit_idle_seconds=_positive(
-            _get(env, "LIMITS_PERMIT_IDLE_SECONDS", "0.2"), "LIMITS_PERMIT_IDLE_SECONDS"
-        ),
-        audit_retention_days=_positive(_get(env, "AUDIT_RETENTION_DAYS", "365"), "AUDIT_RETENTION_DAYS", "days"),
-        audit_export=_audit_export(_get(env, "AUDIT_EXPORT", "")),
-        capture_retention_days=_positive(_get(env, "CAPTURE_RETENTION_DAYS", "30"), "CAPTURE_RETENTION_DAYS", "days"),
-        capture_max_body_bytes=_count(_get(env, "CAPTURE_MAX_BODY_BYTES", str(256 * 1024)), "CAPTURE_MAX_BODY_BYTES"),
+        limits_fail_closed=_get(env, "LIMITS_WHEN_REDIS_DOWN", "open", _when_store_down),
+        limits_shared_slots=_get(env, "LIMITS_SHARED_SLOTS", "65536", _COUNT),
+        limits_permit_idle_seconds=_get(env, "LIMITS_PERMIT_IDLE_SECONDS", "0.2", _SECONDS),
+        audit_retention_days=_get(env, "AUDIT_RETENTION_DAYS", "365", _DAYS),
+        audit_export=_get(env, "AUDIT_EXPORT", "", _audit_export),
+        capture_retention_days=_get(env, "CAPTURE_RETENTION_DAYS", "30", _DAYS),
+        capture_max_body_bytes=_get(env, "CAPTURE_MAX_BODY_BYTES", str(256 * 1024), _COUNT),
     )

@@ -1,4 +1,5 @@
-"""`switchboard token` signs with the server's key or refuses: never a new key that the server would not know."""
+"""`switchboard token` signs with the server's key or refuses: never a new key that the server would not know, nor a
+token already expired."""
 
 from __future__ import annotations
 
@@ -54,3 +55,14 @@ def test_with_an_identity_provider_it_refuses(tmp_path: Path) -> None:
     done = _token(tmp_path, env={"SWITCHBOARD_JWKS_URL": "http://127.0.0.1:9/jwks"})
     assert done.returncode == 2
     assert "SWITCHBOARD_JWKS_URL" in done.stderr
+
+
+@pytest.mark.parametrize("ttl", ["-100", "0"])
+def test_a_lifetime_below_one_second_is_an_argument_error(tmp_path: Path, ttl: str) -> None:
+    """A token that expired before it was minted is refused by every server: no useless credential, exit 2."""
+    settings = load_settings({"SWITCHBOARD_VAR_DIR": str(tmp_path / "var")})
+    ensure_signing_key(settings)  # with the server's key, only the lifetime stands between the call and a token
+    done = _token(tmp_path, "--ttl", ttl, "--var-dir", str(settings.var_dir))
+    assert done.returncode == 2, done.stdout
+    assert done.stdout == ""
+    assert "--ttl" in done.stderr

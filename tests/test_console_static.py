@@ -174,6 +174,20 @@ def test_the_gateway_allows_the_console_origin_only_when_the_console_is_built(tm
     assert "connect-src 'self' https://gw.example;" in content_security_policy("https://gw.example/v1")
 
 
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [("::1", "http://[::1]:18080"), ("0.0.0.0", "http://127.0.0.1:18080"), ("::", "http://127.0.0.1:18080")],  # noqa: S104
+)
+def test_without_a_public_url_the_console_url_is_a_url_for_any_listening_host(host: str, origin: str) -> None:
+    """Without SWITCHBOARD_CONSOLE_PUBLIC_URL the console's URL is the server's own address, and for
+    SWITCHBOARD_HOST=::1 it was spelt `http://::1:18080` (found by probing): no URL at all, so the OpenID redirect
+    URI, the MCP OAuth redirect URI and the gateway's CORS origin built on it were none either. It is the address
+    the gateway's default is (settings._own_address): an IPv6 host in brackets, a wildcard bind reached on loopback."""
+    settings = load_settings({"SWITCHBOARD_HOST": host, "SWITCHBOARD_PORT": "18080"})
+    assert (settings.console_url, console_origin(settings)) == (origin, origin)
+    assert settings.mcp_oauth_redirect_uri == f"{origin}/console/mcp-oauth-callback"
+
+
 @pytest.mark.parametrize("path", ["/console/%ff", "/console/%c3%28", "/console/%80", "/livez%ed%a0%80", "/%%ff"])
 async def test_a_path_that_is_not_utf8_is_answered_not_left_hanging(built: str, path: str) -> None:
     """A path whose percent-decoding is not UTF-8 (on any route of the management server: pyvoy decodes it strictly

@@ -1,6 +1,6 @@
 """Liveness and readiness on both servers: /livez answers while the process does; /readyz (and gRPC health) says
-"not ready" while the database is gone or the replica drains, and "ready" again once the database is back. Also
-/metrics' optional bearer token, and metrics switched off."""
+"not ready" while the database is gone or the replica drains, and "ready" again once the database is back; gRPC
+health knows which services the server serves. Also /metrics' optional bearer token, and metrics switched off."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import grpc
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -19,10 +20,12 @@ from aiohttp.test_utils import TestServer
 
 from gateway.app import make_app
 from gateway.context import READINESS
+from gen.grpc.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
+from gen.grpc.health.v1.health_pb2_grpc import HealthStub
 from server.settings import load_settings
 from server.store.migrate import upgrade
 from tests.clients import ConnectJsonCaller
-from tests.conftest import PG_ADMIN_URL, Database, server_env, start_server
+from tests.conftest import ONE_BACKEND, PG_ADMIN_URL, Database, Server, server_env, start_server
 from tests.metrics_scrape import scrape
 from tests.pg_urls import sqlalchemy_url
 
@@ -161,3 +164,25 @@ async def test_management_ready_follows_the_database(doomed_database: tuple[str,
         assert (await _get(f"{base}/readyz"))[0] == 200
     finally:
         await proc.stop()
+
+
+@ONE_BACKEND
+async def test_grpc_health_check_of_an_unknown_service_is_not_found(server: Server) -> None:
+    """The gRPC health protocol: "" is the whole server, a served service has its status, and an unknown one is
+    NOT_FOUND, so a probe configured with a mistyped service name fails instead of reporting healthy."""
+    health = ConnectJsonCaller(server.base_url)
+    assert (await health.call("grpc.health.v1.Health/Check", {})).body.get("status") == "SERVING"
+    served = await health.call("grpc.health.v1.Health/Check", {"service": "platform.tenants.v1.TenantService"})
+    assert served.body.get("status") == "SERVING", served
+    checked = await health.call("grpc.health.v1.Health/Check", {"service": "no.such.v1.Service"})
+    assert checked.code == "not_found", checked
+
+
+@ONE_BACKEND
+async def test_grpc_health_watch_of_an_unknown_service_says_service_unknown(server: Server) -> None:
+    """Watch of an unknown service answers SERVICE_UNKNOWN and keeps the call open (the protocol), not SERVING."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        watch = HealthStub(channel).Watch(HealthCheckRequest(service="no.such.v1.Service"), timeout=10)
+        first = await watch.read()
+        watch.cancel()
+    assert first.status == HealthCheckResponse.ServingStatus.SERVICE_UNKNOWN
