@@ -44,7 +44,7 @@ from server import metrics
 from server.heap import freeze_startup_heap
 from server.listening import AddressInUseError, claim_port
 from server.logs import configure_logging
-from server.settings import Settings, load_settings
+from server.settings import InvalidSetting, Settings, load_settings
 from server.store.shared_counters import SharedCounters
 from server.supervision import Heartbeat, RestartBudget, describe_exit, die_with_parent, die_with_supervisor
 
@@ -227,7 +227,11 @@ class _Workers:
 
 def main() -> int:
     die_with_supervisor()  # a serve killed outright must not leave this gateway holding the port
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except InvalidSetting as exc:  # an operator's typo, not a bug: the message names the variable, no traceback
+        print(f"switchboard gateway: {exc}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_level, "%(asctime)s %(levelname)s %(process)d %(name)s %(message)s")
     try:
         # The lock is inherited by the workers and held until the last of them exits: never closed here.
