@@ -3,10 +3,11 @@
 The hot path must not touch the database on every request. Keys: the shared verifier (`server.keyauth`) caches each
 lookup for at most `settings.api_key_cache_seconds`; the gateway adds no cache of its own on top, so that stays the
 bound on how long a disabled or revoked key works here. Models and RAGs: a (principal, model) decision, a (principal,
-RAG) decision with the RAG's settings, a principal's model list and its readable RAGs are trusted for the same
-bound, so a withdrawn grant or a repointed alias takes effect within it. Any change to grants, sharing, groups,
-memberships, the model registry or RAGs drops them all at once in every process (`server.invalidation`); the bound is
-the fallback while this process's listener is down.
+RAG) decision with the RAG's settings, a RAG's model route (with whether its owner may still use the model), a
+principal's model list and its readable RAGs are trusted for the same bound, so a withdrawn grant or a repointed
+alias takes effect within it. Any change to grants, sharing, groups, memberships, the model registry or RAGs drops
+them all at once in every process (`server.invalidation`); the bound is the fallback while this process's listener
+is down.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from gateway.agents import AgentRoute
 from gateway.catalog import ModelInfo, Route
 from server.auth import KeyVerifier
 from server.crypto import SecretBox
-from server.domain import preset_agents, rags
+from server.domain import preset_agents, rags, resource_pins
 from server.domain.principal import Principal
 from server.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, Unauthenticated
 from server.invalidation import Topic
-from server.permissions import ResourceKind, ResourceRef, can_fill, can_invoke, readable_names
+from server.permissions import ResourceKind, ResourceRef, can_fill, can_invoke, readable_names, withdrawn
 from server.store.db import Database
 from server.ttlcache import TtlCache
 
@@ -108,25 +109,39 @@ class Access:
         base = await delegated(plan.base_model)
         return AgentRoute(plan, base, tuple([await delegated(g) for g in plan.output_guardrails]))
 
-    async def system_route(self, model: str) -> Route:
-        """The route of a model the platform calls on a resource's behalf (a RAG's pinned embedding model): the
-        resource's own authorisation covers it, so no key's grants are consulted. Cached for the same bound."""
-        route = await self._routes.get(("system", model), lambda: self._load_system_route(model))
-        if not isinstance(route, Route):  # the cache is shared with agent routes; the key keeps them apart
+    async def system_route(self, model: str, *, owner: str | None, pins: resource_pins.Pins) -> Route:
+        """The route of one of a RAG's models (its embedding or rerank model), for a RAG owned by `owner` (a tenant;
+        None: the platform) that pinned its models as `pins`. No key's grants are consulted: the RAG's authority
+        covers the model while it is the model the RAG was saved with (not one created since under its id) and one
+        the RAG's owner may still use, asked on every use as for a preset agent's (the platform may have stopped
+        sharing it with the tenant since). Cached for the same bound."""
+        key = ("system", owner, model, frozenset(pins.items()))  # "system": apart from callers' routes in the cache
+        route = await self._routes.get(key, lambda: self._load_system_route(model, owner, pins))
+        if not isinstance(route, Route):
             raise model_not_found(model)
         return route
 
-    async def _load_system_route(self, model: str) -> Route:
+    async def _load_system_route(self, model: str, owner: str | None, pins: resource_pins.Pins) -> Route:
         async with self._db.read() as session:
             found = await registry.resolve(session, self._box, model)
-        if found is None:
-            raise model_not_found(model)
-        if isinstance(found, registry.UnresolvedAlias):
-            raise FailedPrecondition(
-                f"The model alias '{model}' is unresolved: its target no longer exists.", field="model"
-            )
-        if isinstance(found, registry.AgentEntry):  # an agent is not a model a resource can embed or rerank with
-            raise FailedPrecondition(f"'{model}' is a preset agent, not a model.", field="model")
+            if found is None:
+                raise model_not_found(model)
+            if isinstance(found, registry.UnresolvedAlias):
+                raise FailedPrecondition(
+                    f"The model alias '{model}' is unresolved: its target no longer exists.", field="model"
+                )
+            if isinstance(found, registry.AgentEntry):  # an agent is not a model a resource can embed or rerank with
+                raise FailedPrecondition(f"'{model}' is a preset agent, not a model.", field="model")
+            if not resource_pins.holds(pins, found.invoked_ref, found.uid):
+                raise FailedPrecondition(
+                    f"The RAG's model '{model}' no longer exists: it was deleted, and a model created since under its "
+                    "id is another model.",
+                    field="model",
+                )
+            if await withdrawn(session, [found.invoked_ref], owner=owner):
+                raise FailedPrecondition(
+                    f"The RAG's model '{model}' is no longer available in its tenant.", field="model"
+                )
         return found
 
     async def rag(self, principal: Principal | None, rag_id: str) -> rags.Rag:
@@ -178,4 +193,8 @@ class Access:
                     ResourceKind.PRESET_AGENT,
                 )
             }
+            # Offered only if a call to it would be answered: the invocation's own check (`_load_agent`).
+            allowed[ResourceKind.PRESET_AGENT] = await preset_agents.runnable(
+                session, allowed[ResourceKind.PRESET_AGENT]
+            )
         return [m for m in catalogue if m.ref.name in allowed[m.kind]]

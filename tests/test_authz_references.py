@@ -5,10 +5,14 @@ alone, and what a platform resource names must be the platform's.
 
 A user of two tenants in a session without `X-Platform-Tenant-Id` reaches both; before, such a session could save
 tenant A's agent on tenant B's private external model (or MCP server, or RAG), and every member of A then spent B's
-provider key through it. The same request scoped to A was refused: the answer depended on a header."""
+provider key through it. The same request scoped to A was refused: the answer depended on a header.
+
+The rule holds for as long as the resource is used, not only when it is saved (`permissions.withdrawn`): a RAG kept
+embedding with a platform model the platform had stopped sharing with its tenant, for every key that could use it."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,7 +21,10 @@ import pytest
 
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
-from tests.rag_helpers import model
+from tests.gateway_fixtures import Fakes, Gateway
+from tests.gateway_world import DEPLOYMENTS, GatewayWorld, ModelSpec, all_resources_key, create_models
+from tests.rag_helpers import model, new_rag
+from tests.rag_http import call, multipart
 from tests.world import TENANTS, World, make_world, must
 
 AGENTS = "platform.agents.v1.PresetAgentService"
@@ -158,3 +165,53 @@ async def test_a_platform_agent_names_platform_models_only(server: Server, conne
             f"{AGENTS}/CreatePlatformPresetAgent", {"presetAgent": agent(platform)}, token=server.admin_token
         )
     ).ok
+
+
+async def _share(connect: ConnectJsonCaller, server: Server, gw: GatewayWorld, public_id: str, sharing: Any) -> None:
+    body = {"name": gw.names[public_id][1], "sharing": sharing}
+    must(await connect.call(f"{DEPLOYMENTS}/UpdateModelDeploymentSharing", body, token=server.admin_token))
+
+
+@pytest.mark.parametrize("withdrawn", ["embedding", "rerank"])
+async def test_a_rag_stops_using_a_platform_model_withdrawn_from_its_tenant(
+    server: Server, gateway: Gateway, fakes: Fakes, connect: ConnectJsonCaller, withdrawn: str
+) -> None:
+    """A RAG calls its embedding and rerank models on its own authority, for every key that may use it; once the
+    platform stops sharing one with the RAG's tenant, what needs that model is refused (400, naming it), and what
+    does not goes on (a withdrawn rerank model leaves uploads alone)."""
+    people = await make_world(server, connect)
+    gw = GatewayWorld(tenant_id=people.tenant_id, tag=secrets.token_hex(3), tokens=dict(people.tokens))
+    specs = [
+        ModelSpec("embed", upstream=fakes.openai_url, upstream_model="served-embed", task=2, shared=False),
+        ModelSpec("rerank", upstream=fakes.openai_url, upstream_model="served-rerank", task=3, shared=False),
+    ]
+    await create_models(connect, server.admin_token, gw, specs)
+    embed, rerank = gw.model("embed"), gw.model("rerank")
+    for public_id in (embed, rerank):
+        await _share(connect, server, gw, public_id, {"sharedWith": [gw.tenant_id]})
+    handbook = await new_rag(connect, gw.tokens["editor"], gw.tenant_id, embed, rerankModel=rerank)
+    key = await all_resources_key(connect, gw, gw.tokens["editor"], "rag")
+    base = f"{gateway.base_url.removesuffix('/v1')}/rag/{handbook['id']}"
+
+    async def upload(name: str) -> Any:
+        return await call("POST", f"{base}/files", key, data=multipart([(name, b"alpha bravo charlie", "text/plain")]))
+
+    async def search() -> Any:
+        return await call("POST", f"{base}/context", key, json={"query": "alpha"})
+
+    assert (await upload("a.txt")).status == 201
+    assert (await search()).status == 200
+    lost = embed if withdrawn == "embedding" else rerank
+    await _share(connect, server, gw, lost, {})  # the platform withdraws the model from the tenant
+    for _ in range(100):  # the gateway trusts what it cached for at most its bound (1 s in tests)
+        answer = await search()
+        if answer.status != 200:
+            break
+        await asyncio.sleep(0.05)
+    assert answer.status == 400, answer
+    assert f"'{lost}'" in answer.body["error"]["message"] and "no longer available" in answer.body["error"]["message"]
+    stored = await upload("b.txt")
+    if withdrawn == "embedding":
+        assert stored.status == 400 and f"'{lost}'" in stored.body["error"]["message"], stored
+    else:
+        assert stored.status == 201, stored

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
 
@@ -9,10 +10,20 @@ import aiohttp
 import openai
 import pytest
 
+from tests.agent_world import AGENTS
 from tests.clients import ConnectJsonCaller
-from tests.gateway_fixtures import Gateway
-from tests.gateway_world import DEPLOYMENTS, GatewayWorld, all_resources_key
-from tests.world import must
+from tests.conftest import Server
+from tests.gateway_fixtures import Fakes, Gateway
+from tests.gateway_world import (
+    DEPLOYMENTS,
+    GatewayWorld,
+    ModelSpec,
+    all_resources_key,
+    create_models,
+    service_account_key,
+)
+from tests.rag_http import call
+from tests.world import make_world, must
 
 
 def client(gateway: Gateway, key: str) -> openai.OpenAI:
@@ -117,3 +128,91 @@ async def test_max_model_len_is_reported_by_the_management_api_only(
             retrieved = await resp.json()
     assert set(listed[name]) == {"id", "object", "created", "owned_by", "capabilities"}
     assert retrieved == listed[name]
+
+
+async def _fresh_world(server: Server, connect: ConnectJsonCaller) -> GatewayWorld:
+    """A tenant of its own, for tests that change what the platform shares with it."""
+    people = await make_world(server, connect)
+    return GatewayWorld(
+        tenant_id=people.tenant_id, tag=secrets.token_hex(3), tokens=dict(people.tokens), user_ids=dict(people.user_ids)
+    )
+
+
+async def _model_ids(gateway: Gateway, key: str) -> set[str]:
+    answer = await call("GET", f"{gateway.base_url}/models", key)
+    assert answer.status == 200, answer
+    return {m["id"] for m in answer.body["data"]}
+
+
+async def _share(connect: ConnectJsonCaller, server: Server, gw: GatewayWorld, public_id: str, sharing: Any) -> None:
+    body = {"name": gw.names[public_id][1], "sharing": sharing}
+    must(await connect.call(f"{DEPLOYMENTS}/UpdateModelDeploymentSharing", body, token=server.admin_token))
+
+
+@pytest.mark.parametrize("withdrawn", ["base", "guardrail"])
+async def test_an_agent_that_cannot_run_is_not_offered(
+    server: Server, gateway: Gateway, fakes: Fakes, connect: ConnectJsonCaller, withdrawn: str
+) -> None:
+    """/v1/models lists what the key can use: an agent whose base model or guardrail the platform no longer shares
+    with the agent's tenant was still listed (and answered by id) though every call to it was refused. The listing
+    asks what the invocation asks (`preset_agents.runnable`)."""
+    gw = await _fresh_world(server, connect)
+    specs = [
+        ModelSpec("base", upstream=fakes.openai_url, upstream_model="echo", shared=False),
+        ModelSpec("guard", upstream=fakes.openai_url, upstream_model="guard-json", task=5, shared=False),
+    ]
+    await create_models(connect, server.admin_token, gw, specs)
+    for label in ("base", "guard"):
+        await _share(connect, server, gw, gw.model(label), {"sharedWith": [gw.tenant_id]})
+    agent = {
+        "name": f"ag-{gw.tag}",
+        "publicModelId": gw.model("agent"),
+        "baseModel": gw.model("base"),
+        "outputGuardrails": [gw.model("guard")],
+        "sharing": {"shareToAll": True},
+    }
+    body = {"tenantId": gw.tenant_id, "presetAgent": agent}
+    made = must(await connect.call(f"{AGENTS}/CreatePresetAgent", body, token=gw.tokens["editor"]))
+    agent_id = made["presetAgent"]["publicModelId"]
+    key = await all_resources_key(connect, gw, gw.tokens["member"], "member")
+    assert agent_id in await _model_ids(gateway, key)
+
+    lost = gw.model("base" if withdrawn == "base" else "guard")
+    await _share(connect, server, gw, lost, {})
+    for _ in range(100):  # until the gateway's listing has seen the change (its cache bound is 1 s in tests)
+        listed = await _model_ids(gateway, key)
+        if lost not in listed:
+            break
+        await asyncio.sleep(0.05)
+    assert lost not in listed
+    assert agent_id not in listed
+    got = await call("GET", f"{gateway.base_url}/models/{agent_id}", key)
+    assert got.status == 404, got
+    chat = {"model": agent_id, "messages": [{"role": "user", "content": "hi"}]}
+    refused = await call("POST", f"{gateway.base_url}/chat/completions", key, json=chat)
+    assert refused.status == 400, refused  # the listing and the call agree
+
+
+async def test_a_service_account_key_uses_a_platform_model_granted_to_its_tenant(
+    server: Server, gateway: Gateway, fakes: Fakes, connect: ConnectJsonCaller
+) -> None:
+    """A platform model granted to a tenant (a TENANT-subject permission) is one the tenant may use, and CreateApiKey
+    accepts it as a service-account key's grant; the key could not use it (404), as its reach was only what the
+    platform shares with the tenant. Spec Auth 2: the key's grants decide which models it reaches."""
+    gw = await _fresh_world(server, connect)
+    spec = ModelSpec("tenantwide", upstream=fakes.openai_url, upstream_model="served-chat", shared=False)
+    await create_models(connect, server.admin_token, gw, [spec])
+    model = gw.model("tenantwide")
+    grant = {
+        "name": gw.names[model][1],
+        "subject": {"type": "SUBJECT_TYPE_TENANT", "id": gw.tenant_id},
+        "role": "DEPLOYMENT_ROLE_READER",
+    }
+    must(await connect.call(f"{DEPLOYMENTS}/AddModelDeploymentPermission", grant, token=server.admin_token))
+    sa_key = await service_account_key(connect, gw, gw.tokens["admin"], "sa", ["tenantwide"])
+    assert model in await _model_ids(gateway, sa_key)
+    chat = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    answer = await call("POST", f"{gateway.base_url}/chat/completions", sa_key, json=chat)
+    assert answer.status == 200, answer
+    ungranted = await service_account_key(connect, gw, gw.tokens["admin"], "sa-none", [])
+    assert model not in await _model_ids(gateway, ungranted)  # its grants still decide

@@ -35,7 +35,7 @@ def _route(model: str) -> Route:
 
 
 class _Access:
-    async def system_route(self, model: str) -> Route:
+    async def system_route(self, model: str, *, owner: str | None, pins: resource_pins.Pins) -> Route:
         return _route(model)
 
 

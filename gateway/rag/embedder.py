@@ -33,11 +33,10 @@ from gateway.providers import Surface, open_upstream, read_answer
 from gateway.rag.batcher import Batchers
 from gateway.surfaces._upstream import require_task
 from gateway.surfaces.embeddings import with_prefix
-from server.domain import resource_pins
 from server.domain.json_values import count_or_zero
 from server.domain.principal import Principal
 from server.domain.rags import Rag
-from server.errors import FailedPrecondition, UpstreamFailed
+from server.errors import UpstreamFailed
 from server.metering import CallKind, UsageEvent
 
 __all__ = ["BATCHERS", "GatewayEmbedder", "new_batchers", "post_metered"]
@@ -77,14 +76,8 @@ class GatewayEmbedder:
         return await self._app[BATCHERS].get(owner).embed(texts, self._passage_batch)
 
     async def _route(self, model: str, task: TaskType) -> Route:
-        """The route of one of the RAG's models: the model it was saved with, not one created since under its id."""
-        route = await self._app[ACCESS].system_route(model)
-        if not resource_pins.holds(self._rag.pins, route.invoked_ref, route.uid):
-            raise FailedPrecondition(
-                f"The RAG's model '{model}' no longer exists: it was deleted, and a model created since under its id "
-                "is another model.",
-                field="model",
-            )
+        """The route of one of the RAG's models, if still the one it was saved with and usable in its tenant."""
+        route = await self._app[ACCESS].system_route(model, owner=self._rag.tenant_id, pins=self._rag.pins)
         require_task(route, task)
         return route
 

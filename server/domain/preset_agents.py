@@ -15,13 +15,15 @@ alias), and a later model claiming the same id is not followed; every resource t
 (server.domain.resource_pins), so neither is a later one created under the same name.
 
 `invocation` is what a surface needs to call an agent (base target, instructions, sampling, guardrails); it knows
-nothing of HTTP and is shared by /v1/chat/completions and, later, /v1/responses.
+nothing of HTTP and is shared by /v1/chat/completions and, later, /v1/responses. `runnable` asks what it asks of many
+agents at once, so that /v1/models offers no agent a call to would be refused.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -63,6 +65,7 @@ __all__ = [
     "get",
     "invocation",
     "list_readable",
+    "runnable",
     "update",
 ]
 
@@ -406,56 +409,97 @@ def _build(row: PresetAgentRow, owner: permissions.Ownership, *, resolved: bool)
     )
 
 
-async def _still_names(session: AsyncSession, public_model_id: str, kind: int, name: str) -> bool:
-    """The public id still belongs to the resource it named when the agent was saved."""
-    entry = await session.get(PublicModelIdRow, public_model_id)
-    return entry is not None and entry.kind == kind and entry.name == name
-
-
-async def _still_usable(session: AsyncSession, row: PresetAgentRow) -> None:
-    """Everything the agent names must still be usable in its tenant (`permissions.withdrawn`: the rule
-    `can_reference` applied when it was saved, less the saver): the platform may have stopped sharing a model, MCP
-    server or RAG with the tenant since, and the agent must not go on reaching it for the tenant's members."""
+def _named(row: PresetAgentRow) -> dict[ResourceRef, str]:
+    """Everything the agent uses on its own authority, as a refusal names it, in the order refusals report it."""
     named = {_base_ref(row): f"model '{row.base_public_model_id}'"}
     named |= {_guardrail_ref(g): f"output guardrail '{g[0]}'" for g in row.output_guardrails or ()}
     named |= {_mcp_ref(n): f"MCP server '{n}'" for n in row.default_mcp_servers or ()}
     named |= {ResourceRef(ResourceKind.RAG, r): f"RAG '{r}'" for r in row.default_rags or ()}
-    gone = await permissions.withdrawn(session, named, owner=row.tenant_id)
-    if gone:
-        raise FailedPrecondition(
-            f"The preset agent '{row.public_model_id}' cannot run: the {named[gone[0]]} it uses is no longer "
-            "available in its tenant.",
-            field="model",
-        )
+    return named
+
+
+@dataclass(frozen=True)
+class _Now:
+    """What the agents' models are now: the resource each public id names, and each resource's uid."""
+
+    entries: dict[str, tuple[int, str]]
+    uids: resource_pins.Pins
+
+    def holds(self, public_model_id: str, ref: ResourceRef, pins: resource_pins.Pins) -> bool:
+        """The public id still names the resource it named when the agent was saved, and that is still the same
+        resource (neither a public id nor a name given to another resource since is followed)."""
+        named = self.entries.get(public_model_id) == (int(ref.kind), ref.name)
+        return named and resource_pins.holds_among(pins, ref, self.uids)
+
+
+async def _models_now(session: AsyncSession, rows: Sequence[PresetAgentRow]) -> _Now:
+    models = [(row.base_public_model_id, _base_ref(row)) for row in rows]
+    models += [(str(g[0]), _guardrail_ref(g)) for row in rows for g in row.output_guardrails or ()]
+    ids = {public_model_id for public_model_id, _ in models}
+    found = await session.scalars(select(PublicModelIdRow).where(PublicModelIdRow.public_model_id.in_(ids)))
+    entries = {e.public_model_id: (e.kind, e.name) for e in found}
+    return _Now(entries, await resource_pins.pins_of(session, [ref for _, ref in models]))
+
+
+async def _guardrails_hold(session: AsyncSession, row: PresetAgentRow, now: _Now) -> bool:
+    for stored in row.output_guardrails or ():
+        ref = _guardrail_ref(stored)
+        if not now.holds(str(stored[0]), ref, row.pins or {}) or await _task_of(session, ref) != TASK_GUARDRAIL:
+            return False
+    return True
+
+
+async def _refusals(session: AsyncSession, rows: Sequence[PresetAgentRow]) -> dict[str, FailedPrecondition]:
+    """Why each of the agents that cannot run now cannot, by name: its base model or one of its output guardrails no
+    longer exists, a guardrail changed task type, or it names something no longer usable in its tenant
+    (`permissions.withdrawn`: the rule `can_reference` applied when it was saved, less the saver — the platform may
+    have stopped sharing a model, MCP server or RAG with the tenant since, and the agent must not go on reaching it
+    for the tenant's members). The agent fails closed rather than answering unguarded, or on what its tenant lost.
+    A few queries for any number of agents (one per owner for what they use): a listing asks what a call would."""
+    now = await _models_now(session, rows)
+    lost: dict[str | None, set[ResourceRef]] = {}
+    for owner in {row.tenant_id for row in rows}:
+        used = [ref for row in rows if row.tenant_id == owner for ref in _named(row)]
+        lost[owner] = set(await permissions.withdrawn(session, used, owner=owner))
+    refused: dict[str, FailedPrecondition] = {}
+    for row in rows:
+        agent = row.public_model_id
+        if not now.holds(row.base_public_model_id, _base_ref(row), row.pins or {}):
+            refused[row.name] = FailedPrecondition(
+                f"The preset agent '{agent}' is unresolved: its base model no longer exists.", field="model"
+            )
+        elif not await _guardrails_hold(session, row, now):
+            refused[row.name] = FailedPrecondition(
+                f"The preset agent '{agent}' cannot run: one of its output guardrails no longer exists.", field="model"
+            )
+        elif gone := [what for ref, what in _named(row).items() if ref in lost[row.tenant_id]]:
+            refused[row.name] = FailedPrecondition(
+                f"The preset agent '{agent}' cannot run: the {gone[0]} it uses is no longer available in its tenant.",
+                field="model",
+            )
+    return refused
+
+
+async def runnable(session: AsyncSession, names: Iterable[str]) -> set[str]:
+    """Those of the named agents that `invocation` would not refuse now: /v1/models offers an agent only when a call
+    to it would be answered."""
+    wanted = set(names)
+    if not wanted:
+        return set()
+    rows = (await session.scalars(select(PresetAgentRow).where(PresetAgentRow.name.in_(wanted)))).all()
+    refused = await _refusals(session, rows)
+    return {row.name for row in rows if row.name not in refused}
 
 
 async def invocation(session: AsyncSession, name: str) -> Invocation:
-    """The agent's call plan. The caller's right to invoke the agent is the surface's check (it caches it); this
-    refuses an agent whose base model or a guardrail no longer exists, or whose guardrail changed task type, or that
-    names anything no longer usable in its tenant, as failed_precondition (the agent fails closed rather than
-    answering unguarded, or on a model its tenant lost)."""
+    """The agent's call plan. The caller's right to invoke the agent is the surface's check (it caches it); an agent
+    that cannot run now (`_refusals`) is refused as failed_precondition."""
     row = await session.get(PresetAgentRow, name)
     if row is None:
         raise NotFound(f"preset agent {name!r} not found", field="model")
-    pins = row.pins or {}
-    if not await _still_names(session, row.base_public_model_id, row.base_kind, row.base_name) or not (
-        await resource_pins.still_pinned(session, _base_ref(row), pins)
-    ):
-        raise FailedPrecondition(
-            f"The preset agent '{row.public_model_id}' is unresolved: its base model no longer exists.", field="model"
-        )
-    for stored in row.output_guardrails or ():
-        ref = _guardrail_ref(stored)
-        if (
-            not await _still_names(session, str(stored[0]), int(ref.kind), ref.name)
-            or not await resource_pins.still_pinned(session, ref, pins)
-            or await _task_of(session, ref) != TASK_GUARDRAIL
-        ):
-            raise FailedPrecondition(
-                f"The preset agent '{row.public_model_id}' cannot run: one of its output guardrails no longer exists.",
-                field="model",
-            )
-    await _still_usable(session, row)
+    refused = (await _refusals(session, [row])).get(row.name)
+    if refused is not None:
+        raise refused
     return Invocation(
         agent=_ref(row.name),
         public_model_id=row.public_model_id,
@@ -465,5 +509,5 @@ async def invocation(session: AsyncSession, name: str) -> Invocation:
         output_guardrails=tuple(str(g[0]) for g in row.output_guardrails or ()),
         default_mcp_servers=tuple(row.default_mcp_servers or ()),
         default_rags=tuple(row.default_rags or ()),
-        pins=dict(pins),
+        pins=dict(row.pins or {}),
     )

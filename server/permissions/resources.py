@@ -11,7 +11,8 @@ API keys
     Never administer. Personal (all resources) keys read what their owner reads in the key's tenant. Personal keys
     reach only what they are granted (directly, through the groups the key is attached to, or by a grant to the key
     itself) and never beyond their owner's read access; service-account keys reach what they are granted among
-    what the key's tenant can see.
+    what the key's tenant may use (its own, and platform resources shared with it or granted to it, its groups or
+    its members).
 
 Reading and invoking are the same right. Every check is one SQL condition (`_visible`) over `resources`, so a single
 check and "list everything this principal can read" share the rule and cost one query each.
@@ -289,8 +290,10 @@ def _visible(reach: _Reach, kind: ResourceKind) -> ColumnElement[bool]:
     granted = or_(direct, _granted(reach.key_subjects, list(Role)))
     if key_type == ApiKeyType.PERSONAL:
         return and_(granted, _user_visible(reach, kind))
-    tenant_sees = or_(ResourceRow.tenant_id.in_(reach.tenants), _shared_with_any(reach.tenants))
-    return and_(granted, tenant_sees)
+    # A service-account key acts for its tenant and no person: its grants reach what the tenant may use. Platform
+    # resources shared with the tenant alone left out those granted to it, which the key could be granted but not use.
+    (tenant,) = reach.tenants
+    return and_(granted, _usable_in(tenant))
 
 
 async def _check(session: AsyncSession, ref: ResourceRef, condition: ColumnElement[bool]) -> bool:
@@ -326,7 +329,8 @@ async def can_fill(session: AsyncSession, principal: Principal, ref: ResourceRef
 
 
 def _usable_in(owner: str | None) -> ColumnElement[bool]:
-    """What a resource owned by `owner` (a tenant; None: the platform) may use on its own authority, whoever saved it:
+    """What a resource owned by `owner` (a tenant; None: the platform) may use on its own authority, whoever saved it,
+    and what the tenant's service-account keys may reach of what they are granted (they act for the tenant alone):
     for the platform, platform resources; for a tenant, its own, and the platform resources it is offered — shared
     with it (with every tenant, or by name) or granted to it, to one of its groups or to one of its members, which is
     how a platform resource reaches anyone acting in the tenant (`_user_visible`)."""
@@ -373,7 +377,9 @@ async def withdrawn(session: AsyncSession, refs: Iterable[ResourceRef], *, owner
     wanted = list(dict.fromkeys(refs))
     if not wanted:
         return []
-    named = or_(*(and_(ResourceRow.kind == int(r.kind), ResourceRow.name == r.name) for r in wanted))
+    # One IN of pairs, not an OR per resource: a listing asks for every agent it offers at once, and SQLite refuses
+    # an expression deeper than 1,000 terms.
+    named = tuple_(ResourceRow.kind, ResourceRow.name).in_([(int(r.kind), r.name) for r in wanted])
     # Selected as a column rather than filtered by its negation: SQL's NOT of an unknown (NULL) is unknown too.
     rows = await session.execute(select(ResourceRow.kind, ResourceRow.name, _usable_in(owner)).where(named))
     gone = {(kind, name) for kind, name, usable in rows if not usable}
