@@ -232,3 +232,11 @@ async def one_model_and_key(server: Any, upstream: str, upstream_model: str) -> 
     await create_models(connect, server.admin_token, world, [spec])
     secret = await all_resources_key(connect, world, people.tokens["member"], "all")
     return world.model("model"), secret, world.key_ids["all"]
+
+
+async def share_model(
+    connect: ConnectJsonCaller, admin_token: str, gw: GatewayWorld, public_id: str, sharing: Any
+) -> None:
+    """Replace the sharing of the world's platform deployment `public_id` (an empty `sharing` withdraws it)."""
+    body = {"name": gw.names[public_id][1], "sharing": sharing}
+    must(await connect.call(f"{DEPLOYMENTS}/UpdateModelDeploymentSharing", body, token=admin_token))

@@ -22,7 +22,7 @@ import pytest
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
 from tests.gateway_fixtures import Fakes, Gateway
-from tests.gateway_world import DEPLOYMENTS, GatewayWorld, ModelSpec, all_resources_key, create_models
+from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models, share_model
 from tests.rag_helpers import model, new_rag
 from tests.rag_http import call, multipart
 from tests.world import TENANTS, World, make_world, must
@@ -167,11 +167,6 @@ async def test_a_platform_agent_names_platform_models_only(server: Server, conne
     ).ok
 
 
-async def _share(connect: ConnectJsonCaller, server: Server, gw: GatewayWorld, public_id: str, sharing: Any) -> None:
-    body = {"name": gw.names[public_id][1], "sharing": sharing}
-    must(await connect.call(f"{DEPLOYMENTS}/UpdateModelDeploymentSharing", body, token=server.admin_token))
-
-
 @pytest.mark.parametrize("withdrawn", ["embedding", "rerank"])
 async def test_a_rag_stops_using_a_platform_model_withdrawn_from_its_tenant(
     server: Server, gateway: Gateway, fakes: Fakes, connect: ConnectJsonCaller, withdrawn: str
@@ -188,7 +183,7 @@ async def test_a_rag_stops_using_a_platform_model_withdrawn_from_its_tenant(
     await create_models(connect, server.admin_token, gw, specs)
     embed, rerank = gw.model("embed"), gw.model("rerank")
     for public_id in (embed, rerank):
-        await _share(connect, server, gw, public_id, {"sharedWith": [gw.tenant_id]})
+        await share_model(connect, server.admin_token, gw, public_id, {"sharedWith": [gw.tenant_id]})
     handbook = await new_rag(connect, gw.tokens["editor"], gw.tenant_id, embed, rerankModel=rerank)
     key = await all_resources_key(connect, gw, gw.tokens["editor"], "rag")
     base = f"{gateway.base_url.removesuffix('/v1')}/rag/{handbook['id']}"
@@ -202,7 +197,7 @@ async def test_a_rag_stops_using_a_platform_model_withdrawn_from_its_tenant(
     assert (await upload("a.txt")).status == 201
     assert (await search()).status == 200
     lost = embed if withdrawn == "embedding" else rerank
-    await _share(connect, server, gw, lost, {})  # the platform withdraws the model from the tenant
+    await share_model(connect, server.admin_token, gw, lost, {})  # the platform withdraws the model from the tenant
     for _ in range(100):  # the gateway trusts what it cached for at most its bound (1 s in tests)
         answer = await search()
         if answer.status != 200:

@@ -21,6 +21,7 @@ from tests.gateway_world import (
     all_resources_key,
     create_models,
     service_account_key,
+    share_model,
 )
 from tests.rag_http import call
 from tests.world import make_world, must
@@ -144,11 +145,6 @@ async def _model_ids(gateway: Gateway, key: str) -> set[str]:
     return {m["id"] for m in answer.body["data"]}
 
 
-async def _share(connect: ConnectJsonCaller, server: Server, gw: GatewayWorld, public_id: str, sharing: Any) -> None:
-    body = {"name": gw.names[public_id][1], "sharing": sharing}
-    must(await connect.call(f"{DEPLOYMENTS}/UpdateModelDeploymentSharing", body, token=server.admin_token))
-
-
 @pytest.mark.parametrize("withdrawn", ["base", "guardrail"])
 async def test_an_agent_that_cannot_run_is_not_offered(
     server: Server, gateway: Gateway, fakes: Fakes, connect: ConnectJsonCaller, withdrawn: str
@@ -163,7 +159,7 @@ async def test_an_agent_that_cannot_run_is_not_offered(
     ]
     await create_models(connect, server.admin_token, gw, specs)
     for label in ("base", "guard"):
-        await _share(connect, server, gw, gw.model(label), {"sharedWith": [gw.tenant_id]})
+        await share_model(connect, server.admin_token, gw, gw.model(label), {"sharedWith": [gw.tenant_id]})
     agent = {
         "name": f"ag-{gw.tag}",
         "publicModelId": gw.model("agent"),
@@ -178,7 +174,7 @@ async def test_an_agent_that_cannot_run_is_not_offered(
     assert agent_id in await _model_ids(gateway, key)
 
     lost = gw.model("base" if withdrawn == "base" else "guard")
-    await _share(connect, server, gw, lost, {})
+    await share_model(connect, server.admin_token, gw, lost, {})
     for _ in range(100):  # until the gateway's listing has seen the change (its cache bound is 1 s in tests)
         listed = await _model_ids(gateway, key)
         if lost not in listed:
