@@ -310,7 +310,9 @@ def _mount_console_auth(router: Router, deps: Deps, tokens: TokenVerifier, revoc
     """The console's sign-in and sign-out at /console/auth/ (server.console.session), checking and revoking sessions
     with the API's own TokenVerifier and SessionRevocations."""
     settings = deps.settings
-    oidc = OidcClient(settings, deps.secret_box(), deps.identity_http) if settings.oidc_issuer else None
+    oidc = None
+    if settings.oidc_issuer:
+        oidc = OidcClient(settings, deps.secret_box(), deps.identity_http, revocations.spend)
     router.mount(AUTH_PREFIX, ConsoleAuth(settings, tokens, oidc, revocations))
 
 

@@ -15,6 +15,11 @@ Each process caches its answer per token for `api_key_cache_seconds` (one read p
 requests arrive at once: server.ttlcache). A revocation drops every process's answers as soon as it commits
 (`Topic.SESSION`, server.invalidation); the cache bound is the fallback while a replica's listener is down. Rows
 past their expiry, which the signature check refuses anyway, are deleted by the next sign-out.
+
+The same table makes the console's sign-in flow single-use in every replica (`spend`): the flow cookie
+(server.console.oidc) is sealed, not stored, so only a row naming its state keeps a copy of it from finishing a
+second sign-in with a fresh code. Such a row is keyed by the SHA-256 of `spent:` and the state, which no token's
+signed part (`eyJ…`) can be, and is never looked up by `check`.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ def _digest(token: str) -> bytes:
     return hash_secret(token.rpartition(".")[0])  # the signed part (see above)
 
 
+_SPENT = "spent:"
+
+
 class SessionRevocations:
     def __init__(self, db: Database, cache_seconds: float) -> None:
         self._db = db
@@ -63,12 +71,16 @@ class SessionRevocations:
 
     async def revoke(self, token: str, expires_at: float) -> None:
         """Refuse `token` from now until `expires_at` (seconds since the epoch: its `exp`)."""
+        await self._record(_digest(token), expires_at)
+
+    async def spend(self, credential: str, expires_at: float) -> bool:
+        """Record single-use `credential` as used until `expires_at` (when it is refused anyway): True the first
+        time, False once any replica has (the primary key decides between concurrent callers)."""
+        return await self._record(hash_secret(_SPENT + credential), expires_at)
+
+    async def _record(self, digest: bytes, expires_at: float) -> bool:
         now = utcnow()
         async with self._db.transaction() as session:
             await session.execute(delete(RevokedSessionRow).where(RevokedSessionRow.expires_at <= now))
-            values = {
-                "token_hash": _digest(token),
-                "expires_at": datetime.fromtimestamp(expires_at, UTC),
-                "revoked_at": now,
-            }
-            await insert_ignoring_duplicates(session, RevokedSessionRow, values)
+            values = {"token_hash": digest, "expires_at": datetime.fromtimestamp(expires_at, UTC), "revoked_at": now}
+            return await insert_ignoring_duplicates(session, RevokedSessionRow, values)

@@ -33,6 +33,7 @@ from yarl import URL
 from server.store.migrate import upgrade
 from tests.conftest import Database, server_env, start_server
 from tests.serving import free_port
+from tests.sqlite_busy import sqlite_busy
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "tests" / "oidc"
@@ -99,6 +100,7 @@ class Site:
     base_url: str
     provider: Provider
     public_port: int = 0  # where a console signing in as the provider's public client may run
+    env: dict[str, str] = field(default_factory=dict)  # the server's, for a second replica of it
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +135,7 @@ async def site(database: Database) -> AsyncIterator[Site]:
     )
     server = await start_server(env, port=port)
     try:
-        yield Site(base_url, provider, public_port)
+        yield Site(base_url, provider, public_port, env)
     finally:
         await server.stop()
         provider.proc.terminate()
@@ -193,6 +195,14 @@ class Browser:
 
     async def sign_in(self, site: Site, login: str, next_path: str = "/console/keys", stop_at: str = "") -> str:
         """The whole code flow, from the console's sign-in link to the page (or to `stop_at`); returns the URL."""
+        status, url, body = await self.through_provider(site, login, next_path, stop_at)
+        assert status == 302, (status, url, body[:300])
+        return url
+
+    async def through_provider(
+        self, site: Site, login: str, next_path: str = "/console/keys", stop_at: str = ""
+    ) -> tuple[int, str, str]:
+        """The code flow as far as it goes: the console's last answer (or the redirect to `stop_at`)."""
         status, url, body = await self.request(
             "GET", f"{site.base_url}/console/auth/login?next={next_path}", stop_at=stop_at
         )
@@ -204,8 +214,7 @@ class Browser:
         if status == 200 and 'value="consent"' in body:  # first sign-in of this account: grant the console
             action, fields = _form(body)
             status, url, body = await self.request("POST", urljoin(url, action), stop_at=stop_at, data=fields)
-        assert status == 302, (status, url, body[:300])
-        return url
+        return status, url, body
 
     def cookie(self, site: Site, name: str) -> str | None:
         found = self.http.cookie_jar.filter_cookies(URL(site.base_url + "/console/auth/"))
@@ -312,18 +321,95 @@ async def test_a_callback_without_the_flow_cookie_is_refused(site: Site) -> None
         assert not [c for c in resp.headers.getall("Set-Cookie", []) if c.startswith("sb_session=a")]
 
 
-async def test_a_replayed_code_is_refused(site: Site, browser: Browser) -> None:
-    await browser.sign_in(site, "rita")
-    flow = [c.split(";")[0].removeprefix("sb_signin=") for c in browser.set_cookies if c.startswith("sb_signin=")]
-    callback = next(u for u in browser.seen_urls if urlsplit(u).path == "/console/auth/callback")
-    # The same callback again, with the flow cookie the browser held for it: the provider refuses the used code.
+async def _callback_with_flow(base_url: str, callback: str, flow: str) -> tuple[int, str, list[str]]:
+    """`callback`'s query sent to the server at `base_url` with flow cookie `flow`, as a copy of the cookie would be."""
+    url = base_url + "/console/auth/callback?" + urlsplit(callback).query
     async with (
         aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
-        http.get(callback, headers={"Cookie": f"sb_signin={flow[0]}"}, allow_redirects=False) as resp,
+        http.get(url, headers={"Cookie": f"sb_signin={flow}"}, allow_redirects=False) as resp,
+    ):
+        return resp.status, await resp.text(), resp.headers.getall("Set-Cookie", [])
+
+
+def _set(set_cookies: list[str], name: str) -> list[str]:
+    """The values cookie `name` was set to (not cleared)."""
+    values = [c.split(";")[0].removeprefix(name + "=") for c in set_cookies if c.startswith(name + "=")]
+    return [v for v in values if v]
+
+
+def _sessions_set(set_cookies: list[str]) -> list[str]:
+    return _set(set_cookies, "sb_session")
+
+
+def _flows_set(set_cookies: list[str]) -> list[str]:
+    return _set(set_cookies, "sb_signin")
+
+
+async def test_a_replayed_code_is_refused(site: Site, browser: Browser) -> None:
+    await browser.sign_in(site, "rita")
+    [flow] = _flows_set(browser.set_cookies)
+    callback = next(u for u in browser.seen_urls if urlsplit(u).path == "/console/auth/callback")
+    # The same callback again, with the flow cookie the browser held for it: that sign-in is over.
+    status, body, set_cookies = await _callback_with_flow(site.base_url, callback, flow)
+    assert status == 400 and "already finished" in body, body
+    assert not _sessions_set(set_cookies)
+
+
+async def test_a_flow_cookie_finishes_one_sign_in_only_on_any_replica(site: Site, browser: Browser) -> None:
+    """The provider hands out a fresh code for the same state each time the browser revisits the authorization URL
+    while its session there lasts, and that code redeems with the flow cookie's verifier: a copy of the flow cookie
+    (login CSRF, session fixation) would sign in again and again for its 10 minutes. Once one callback took it, it is
+    refused, on this replica and on another sharing the database and encryption key."""
+    await browser.sign_in(site, "ursula")
+    [flow] = _flows_set(browser.set_cookies)
+    authorize = next(u for u in browser.seen_urls if u.startswith(site.provider.issuer + "/auth?"))
+    replica = await start_server(site.env)
+    try:
+        for base_url in (site.base_url, f"http://127.0.0.1:{replica.listener_port}"):
+            status, callback, _ = await browser.request("GET", authorize, stop_at="/console/auth/callback")
+            fresh = {k: v[0] for k, v in parse_qs(urlsplit(callback).query).items()}
+            assert status == 302 and fresh["code"], callback  # a new code, for the same state
+            assert fresh["state"] == parse_qs(urlsplit(authorize).query)["state"][0]
+            status, body, set_cookies = await _callback_with_flow(base_url, callback, flow)
+            assert status == 400 and "already finished" in body, (base_url, status, body)
+            assert not _sessions_set(set_cookies)
+    finally:
+        await replica.stop()
+
+
+async def test_a_callback_while_the_database_is_busy_is_a_503(database: Database, site: Site, browser: Browser) -> None:
+    """Spending the flow writes to the database: one that cannot take the write is a 503 saying so (as the API
+    answers then), never a bare 500, and no session is set."""
+    callback = await browser.sign_in(site, "bea", stop_at="/console/auth/callback")
+    async with sqlite_busy(database.url):
+        status, _, body = await browser.request("GET", callback)
+    assert status == 503 and "Start again" in body, (status, body)
+    assert not _sessions_set(browser.set_cookies)
+
+
+async def test_a_token_too_big_for_a_cookie_fails_the_sign_in_saying_so(site: Site, browser: Browser) -> None:
+    """A browser drops a cookie longer than 4096 bytes (RFC 6265 §6.1, name, value and attributes): a session cookie
+    holding a provider's bulky access token (here 150 groups) was set, dropped, and the console sent the browser
+    back to sign in, round and round. The sign-in ends instead with a page saying why, and no cookie is set."""
+    status, _, body = await browser.through_provider(site, "bulky")
+    assert status == 400, body[:300]
+    assert "too large for a browser cookie" in body and "Start again" not in body, body
+    assert not _sessions_set(browser.set_cookies)
+    assert all(len(c) <= 4096 for c in browser.set_cookies)
+
+
+async def test_a_next_too_long_for_the_flow_cookie_is_refused(site: Site) -> None:
+    """`next` travels in the sealed flow cookie: one that makes it longer than a browser keeps would fail the
+    callback with a missing cookie, so it is refused at the start, naming the field."""
+    async with (
+        aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
+        http.get(
+            f"{site.base_url}/console/auth/login", params={"next": "/console/" + "a" * 3000}, allow_redirects=False
+        ) as resp,
     ):
         assert resp.status == 400
-        assert "invalid_grant" in await resp.text()
-        assert not [c for c in resp.headers.getall("Set-Cookie", []) if c.startswith("sb_session=e")]
+        assert "next" in await resp.text()
+        assert "Location" not in resp.headers
 
 
 @pytest.mark.parametrize("target", ["https://evil.example/console/", "//evil.example/console/", "/metrics"])

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sqlite3
+import secrets
 import tempfile
-import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +33,7 @@ from server.store.models import RevokedSessionRow
 from server.tokens import PLATFORM_ROLES, TOKEN_REFUSAL, mint_token
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, server_env, start_server
+from tests.sqlite_busy import sqlite_busy
 
 GET_SESSION = "switchboard.console.v1.ConsoleService/GetSession"
 WHO_AM_I = "platform.tenants.v1.UserService/GetCurrentUser"
@@ -340,15 +341,20 @@ async def test_a_signed_out_token_is_refused_however_its_signature_is_spelt(cons
             assert (status, answer["message"]) == (401, TOKEN_REFUSAL), headers
 
 
-def _hold_exclusive_lock(path: str, locked: threading.Event, release: threading.Event) -> None:
-    connection = sqlite3.connect(path, isolation_level=None)
+async def test_a_sign_in_flow_is_spent_once_across_replicas(database: Database) -> None:
+    """The console's OpenID sign-in flow (server.console.oidc) is spent in the database every replica shares: of two
+    replicas spending the same state at once exactly one succeeds, and neither can again (the insert's row count,
+    on each backend, tells who created the row). tests/test_console_oidc.py replays whole callbacks."""
+    replicas = [StoreDatabase(database.url), StoreDatabase(database.url)]
     try:
-        connection.execute("BEGIN EXCLUSIVE")
-        locked.set()
-        release.wait(60)
-        connection.execute("ROLLBACK")
+        first, second = (SessionRevocations(db, 5.0) for db in replicas)
+        state, until = secrets.token_urlsafe(32), time.time() + 600
+        assert sorted(await asyncio.gather(first.spend(state, until), second.spend(state, until))) == [False, True]
+        assert (await first.spend(state, until), await second.spend(state, until)) == (False, False)
+        assert await second.spend(secrets.token_urlsafe(32), until)  # another flow
     finally:
-        connection.close()
+        for db in replicas:
+            await db.close()
 
 
 async def test_sign_out_while_the_database_is_busy_is_a_retryable_503(console: Console, database: Database) -> None:
@@ -361,11 +367,7 @@ async def test_sign_out_while_the_database_is_busy_is_a_retryable_503(console: C
     token = console.token("busy", roles=PLATFORM_ROLES)
     sign_out = {"Sec-Fetch-Site": "same-origin", "Cookie": f"sb_session={token}"}
     url = f"{console.base_url}/console/auth/logout"
-    locked, release = threading.Event(), threading.Event()
-    path = database.url.removeprefix("sqlite+aiosqlite:///")
-    holder = asyncio.ensure_future(asyncio.to_thread(_hold_exclusive_lock, path, locked, release))
-    try:
-        assert await asyncio.to_thread(locked.wait, 10)
+    async with sqlite_busy(database.url):
         (status, _, cookies, body), (api, _) = await asyncio.gather(
             _post(url, headers=sign_out),
             _call(
@@ -375,9 +377,6 @@ async def test_sign_out_while_the_database_is_busy_is_a_retryable_503(console: C
                 {**CONNECT_JSON, "Authorization": f"Bearer {token}"},
             ),
         )
-    finally:
-        release.set()
-        await holder
     assert api == 503
     assert status == 503 and "retry" in body and not cookies, (status, body, cookies)
     status, _, cookies, _ = await _post(url, headers=sign_out)

@@ -3,9 +3,10 @@ client of SWITCHBOARD_OIDC_ISSUER.
 
 `begin` builds the authorization request and the flow cookie: state, nonce, PKCE verifier and the page to return to,
 sealed (encrypted and authenticated, server.crypto's key, which every replica shares) so the browser can neither
-read nor alter them, and refused after `flow_seconds`. `finish` checks the callback against it, exchanges the code
-(with the verifier, so an intercepted code is useless), and validates the ID token (signature from the provider's
-JWKS, issuer, audience, expiry, nonce). The access token is what becomes the session: the caller checks it with the
+read nor alter them, and refused after `flow_seconds`. `finish` checks the callback against it, spends the flow
+(one callback per flow, in every replica: `spend`, server.session_revocations), exchanges the code (with the
+verifier, so an intercepted code is useless), and validates the ID token (signature from the provider's JWKS,
+issuer, audience, expiry, nonce). The access token is what becomes the session: the caller checks it with the
 server's own TokenVerifier, exactly as every API call will.
 
 Every request to the provider (discovery, token, JWKS) goes through the egress guard (server.egress) as a
@@ -20,7 +21,7 @@ import hmac
 import json
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -78,11 +79,18 @@ def _challenge(verifier: str) -> str:
 
 
 class OidcClient:
-    """One per management process; `http` gives the process's guarded session for the provider."""
+    """One per management process; `http` gives the process's guarded session for the provider, `spend(state,
+    until)` records a flow's state as used in the database every replica shares (False when it already was)."""
 
     flow_seconds = 600
 
-    def __init__(self, settings: Settings, box: SecretBox, http: Callable[[], aiohttp.ClientSession]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        box: SecretBox,
+        http: Callable[[], aiohttp.ClientSession],
+        spend: Callable[[str, float], Awaitable[bool]],
+    ) -> None:
         self._issuer = settings.oidc_issuer
         self._client_id = settings.oidc_client_id
         self._secret = settings.oidc_client_secret
@@ -91,6 +99,7 @@ class OidcClient:
         self._redirect_uri = settings.console_url + "/console/auth/callback"
         self._box = box
         self._http = http
+        self._spend = spend
         self._provider: _Provider | None = None
         self._keys: dict[str, Any] = {}
 
@@ -199,6 +208,11 @@ class OidcClient:
         code = query.get("code", "")
         if not code:
             raise SignInFailed("the sign-in answer carries no authorization code")
+        # The flow is sealed in the cookie, not stored: without this a copy of the cookie would redeem a fresh code
+        # for the same state (the provider hands one out on every visit to the authorization URL while its session
+        # lasts) and sign in again for as long as the flow lasts. Spent before the exchange: one exchange per flow.
+        if not await self._spend(flow["state"], time.time() + self.flow_seconds):
+            raise SignInFailed("this sign-in has already finished; its answer cannot be used again")
         provider = await self._metadata()
         answer = await self._exchange(provider, code, flow["verifier"])
         access_token = answer.get("access_token")

@@ -64,6 +64,9 @@ _CONSOLE = "/console"
 _HOME = "/console/"
 # A development sign-in lasts a working day; the console sends the browser back here when it ends.
 DEV_SESSION_SECONDS = 12 * 3600
+# What every browser keeps of one cookie, its name, value and attributes together (RFC 6265 §6.1): a longer one is
+# dropped without a word, and the next request simply lacks it.
+_COOKIE_BYTES = 4096
 
 log = logging.getLogger("switchboard.console")
 
@@ -279,13 +282,17 @@ class ConsoleAuth:
         flow_cookie = _set_cookie(
             name, flow, max_age=self._oidc.flow_seconds, path=path, same_site="Lax", secure=self._secure
         )
+        if len(flow_cookie) > _COOKIE_BYTES:  # `next` rides in it; the callback would find no flow cookie
+            await _text(send, 400, f"next is too long to carry through the sign-in ({len(target)} characters)")
+            return
         await _redirect(send, location, [flow_cookie])
 
     async def _callback(self, scope: Scope, send: Send) -> None:
         if self._oidc is None:
             await _text(send, 404, "no OpenID provider is configured (SWITCHBOARD_OIDC_ISSUER)")
             return
-        # The flow cookie is single-use: cleared whatever the outcome, so a callback cannot be replayed with it.
+        # The flow cookie is single-use: cleared whatever the outcome, and spent server-side by `finish`, so neither
+        # the browser nor a copy of the cookie can finish a sign-in with it again.
         name, path = self._flow
         cleared = self._cleared(name, path, "Lax")
         flow = cookie(_header(scope, b"cookie"), name) or ""
@@ -302,10 +309,32 @@ class ConsoleAuth:
                 send, 400, "sign-in failed: the provider's access token is not accepted by this server", [cleared]
             )
             return
+        except Exception as exc:
+            refusal = unavailable(exc)  # the flow could not be spent (server.session_revocations)
+            if refusal is None:
+                raise
+            log.warning("sign-in refused: the database is unavailable (%s)", type(exc).__name__)
+            await _text(
+                send, 503, f"sign-in did not complete: {refusal.message}. Start again from /console/.", [cleared]
+            )
+            return
         # The token's own `exp`, which every call checks: the provider's `expires_in` is optional (a provider that
         # omits it would otherwise need a guess).
         max_age = int(claims.expires_at - time.time())
-        await _redirect(send, signed_in.next_path, [cleared, self._session(signed_in.access_token, max_age)])
+        session = self._session(signed_in.access_token, max_age)
+        if len(session) > _COOKIE_BYTES:
+            # The browser would drop it and the console, finding no session, send it to sign in again: a loop that
+            # never says why. Starting again cannot help either, so the page names what the provider must change.
+            size = len(signed_in.access_token)
+            log.warning("the OpenID provider's access token (%d bytes) is too large for a browser cookie", size)
+            message = (
+                f"sign-in failed: the provider's access token ({size} bytes) is too large for a browser cookie "
+                f"(at most {_COOKIE_BYTES} bytes with its name and attributes). The provider's administrator can "
+                "issue this console smaller access tokens (fewer claims, such as no group list)."
+            )
+            await _text(send, 400, message, [cleared])
+            return
+        await _redirect(send, signed_in.next_path, [cleared, session])
 
     async def _revoke(self, token: str | None) -> None:
         # Only a token this server would accept is recorded: anything else is refused anyway, and recording it

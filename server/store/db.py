@@ -52,11 +52,15 @@ def as_utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
-async def insert_ignoring_duplicates(session: AsyncSession, table: type[Any], values: dict[str, Any]) -> None:
-    """INSERT … ON CONFLICT DO NOTHING, for rows that concurrent requests may both try to create."""
+async def insert_ignoring_duplicates(session: AsyncSession, table: type[Any], values: dict[str, Any]) -> bool:
+    """INSERT … ON CONFLICT DO NOTHING, for rows that concurrent requests may both try to create; whether this one
+    created it."""
     dialect = session.get_bind().dialect.name
     insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
-    await session.execute(insert(table).values(**values).on_conflict_do_nothing())
+    # SQLAlchemy keeps an INSERT's row count only when asked (psycopg's is gone once the result is read).
+    statement = insert(table).values(**values).on_conflict_do_nothing().execution_options(preserve_rowcount=True)
+    result = await session.execute(statement)
+    return int(getattr(result, "rowcount", 0)) > 0  # -1, "unknown", is no proof of a new row
 
 
 def transaction_memo(session: AsyncSession, name: str) -> dict[Any, Any]:

@@ -14,6 +14,10 @@ import Provider from 'oidc-provider';
 const env = process.env;
 const OPERATORS = new Set(['olivia']); // accounts that get both platform roles
 const SHORT_LIVED = 'brief'; // an account whose access tokens last 2 s (the expiry test)
+// An account whose access tokens carry 150 group names (a token of some 7 KB, as a provider that puts a user's groups
+// in it issues): more than a browser keeps in one cookie.
+const BULKY = 'bulky';
+const GROUPS = Array.from({ length: 150 }, (_, i) => `directory-group-${String(i).padStart(3, '0')}-of-the-org`);
 
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -71,7 +75,8 @@ const provider = new Provider(issuer, {
   extraTokenClaims: async (ctx, token) => {
     if (token.kind !== 'AccessToken') return undefined;
     const { email, name } = claimsOf(token.accountId);
-    return { email, name, switchboard_roles: OPERATORS.has(token.accountId) ? ['can_manage_tenants', 'can_manage_models'] : [] };
+    const roles = OPERATORS.has(token.accountId) ? ['can_manage_tenants', 'can_manage_models'] : [];
+    return { email, name, switchboard_roles: roles, ...(token.accountId === BULKY ? { groups: GROUPS } : {}) };
   },
   ttl: {
     AccessToken: (ctx, token) => (token.accountId === SHORT_LIVED ? 2 : 600),
