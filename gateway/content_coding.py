@@ -5,31 +5,32 @@ aiohttp (3.14) inflates a gzip, deflate, br or zstd body as it arrives, but take
 of its deflate data, or no trailer with its CRC and length) for a whole body: the handler read a prefix of the JSON
 or form and could act on it. And it inflated whatever a route's reader asked for, up to the route's limit: 128 MiB
 for a transcription, from a gzip body of 128 KiB. So the gateway's listener (gateway.parse_errors.listen) turns its
-decompression off, and `decode_bodies` gives each request whose Content-Encoding aiohttp would have decoded a
-`DecodedBody` as its `request.content`, the stream every reader of a body uses (gateway.middleware.read_body, the
+decompression off, and `decode_bodies` gives each request whose Content-Encoding names a coding other than identity
+a `DecodedBody` as its `request.content`, the stream every reader of a body uses (gateway.middleware.read_body, the
 multipart forms of transcriptions and RAG uploads):
 
 - inflated from the first read only (a request refused before its body is read costs no inflation), in pieces of
   at most 256 KiB, no faster than the reader takes them (the stream's own back-pressure);
 - gzip (one member after another, at most `_MEMBERS`) and deflate (zlib-wrapped, or raw as some clients send it);
-  br and zstd, which aiohttp would decode with optional packages the gateway does not install, are a 400;
+  br and zstd, which aiohttp would decode with optional packages the gateway does not install, are a 400, and so is
+  any other coding, or more than one (names are case-insensitive, identity is none, x-gzip is gzip);
 - a stream that does not decode, ends before its end, or goes on after a deflate stream's end: a 400;
 - past the first MiB, more than `RATIO` bytes out per compressed byte in: a 413 as soon as it does. JSON and forms
   compress 5-50 fold (deflate cannot pass about 1,030); a bomb of zeros about 1,000. The route's own limit is then
   still counted by its reader, as the body inflates.
 
 Only public seams of aiohttp: the web server's `request_factory` and `request_handler` (wrapped once, as
-gateway.header_deadline's `track_requests` does), the request message's `compression`, and `StreamReader`.
+gateway.header_deadline's `track_requests` does), the request message's `headers`, and `StreamReader`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from aiohttp import StreamReader, web
+from aiohttp import StreamReader, hdrs, web
 from aiohttp.base_protocol import BaseProtocol
 from aiohttp.streams import EMPTY_PAYLOAD
 
@@ -43,18 +44,21 @@ _FREE = MiB  # inflated whatever its compressed size
 _PIECE = 256 * 1024  # inflated at once, at most
 _MEMBERS = 64  # gzip members one after another (each costs a new inflater)
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_ALIASES = {"x-gzip": "gzip"}  # RFC 9110 8.4.1.3
 
 
 def decode_bodies(server: web.Server) -> None:
-    """Give each request of `server` whose body has a Content-Encoding a `DecodedBody`, and stop its inflating when
-    the request has been handled. Call once, before the server accepts connections, for a server whose request
-    handlers do not decompress (`auto_decompress=False`)."""
+    """Give each request of `server` whose body has a Content-Encoding other than identity a `DecodedBody` (one it
+    cannot decode is refused as its body is first read), and stop its inflating when the request has been handled.
+    Call once, before the server accepts connections, for a server whose request handlers do not decompress
+    (`auto_decompress=False`)."""
     make_request = server.request_factory
     inner = server.request_handler
 
     def request_factory(message: Any, payload: StreamReader, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
-        coding = message.compression  # gzip, deflate, br or zstd: what aiohttp would have inflated; else None
-        if coding is not None and payload is not EMPTY_PAYLOAD:
+        # No body, no coding (and no header table either: an unparsable request's stand-in message has a plain dict)
+        coding = None if payload is EMPTY_PAYLOAD else _coding(message.headers.getall(hdrs.CONTENT_ENCODING, ()))
+        if coding is not None:
             payload = DecodedBody(payload, coding, protocol)
         return make_request(message, payload, protocol, writer, task)
 
@@ -68,6 +72,21 @@ def decode_bodies(server: web.Server) -> None:
 
     server.request_factory = request_factory
     server.request_handler = handled
+
+
+def _coding(values: Iterable[str]) -> str | None:
+    """The one coding the Content-Encoding header lines `values` name besides identity, lower-cased (x-gzip as
+    gzip), or None for an uncompressed body; several codings come back as the header says, for `_Inflater` to refuse.
+    aiohttp's own `message.compression` is set only for a lone name it knows: "gzip, identity", a name it does not
+    know, or a second header line went to the handler as if uncompressed, and names are case-insensitive (RFC 9110
+    8.4)."""
+    codings = [coding.strip(" \t") for value in values for coding in value.split(",")]
+    # Only ASCII is lower-cased: str.lower maps some other letters to ASCII ones (K, the Kelvin sign, to k).
+    named = [coding.lower() if coding.isascii() else coding for coding in codings]
+    named = [_ALIASES.get(coding, coding) for coding in named if coding not in ("", "identity")]
+    if not named:
+        return None
+    return ", ".join(named)
 
 
 class DecodedBody(StreamReader):

@@ -235,9 +235,9 @@ async def gateway_middleware(request: web.Request, handler: Handler) -> web.Stre
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
     """Every response, streamed, failed or not, names its request (the SDK's `err.request_id`), says when content
     capture covers it (gateway.capture), carries the rate-limit headers of the limits its call was counted against
-    (gateway.limits), and an allowed origin may read it (a preflight's answer already has its own CORS headers); it is
-    remembered as started, so that `_serve` never answers a failure after it with a response of its own. One signal
-    receiver for all."""
+    (gateway.limits), and an allowed origin may read it (with CORS on, every answer varies by Origin; a preflight's
+    answer already has its own CORS headers); it is remembered as started, so that `_serve` never answers a failure
+    after it with a response of its own. One signal receiver for all."""
     request[_STARTED] = response
     request_id = request.get(REQUEST_ID)
     if request_id is None:  # answered before `_serve`: a CORS preflight, aiohttp's 417 for an unknown Expect
@@ -249,10 +249,10 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
     limit_headers = request.get(LIMIT_HEADERS)
     if limit_headers:  # added, not merged: merging rebuilds the whole header table, on every limited call
         response.headers.extend(limit_headers)
-    origin = request.headers.get("Origin")
-    if origin is None or "Access-Control-Allow-Origin" in response.headers:
+    cors = request.app.get(CORS)  # none on the bare app aiohttp answers an unparsable request from
+    if cors is None or "Access-Control-Allow-Origin" in response.headers:
         return
-    for name, value in request.app[CORS].response(origin):
+    for name, value in cors.response(request.headers.get("Origin")):
         response.headers.add(name, value)
 
 

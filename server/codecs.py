@@ -11,8 +11,12 @@ connectrpc hands each codec the message bytes after decompression, for every pro
 
 from __future__ import annotations
 
+import functools
+import json
 import zlib
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, cast
 
 import orjson
 from connectrpc.code import Code
@@ -22,6 +26,7 @@ from connectrpc.compression import Compression
 from connectrpc.compression.gzip import GzipCompression
 from connectrpc.errors import ConnectError
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from server.answers import ANSWERS
@@ -67,8 +72,68 @@ class JsonCodec:
         if text.lstrip(b" \t\r\n")[:1] != b"{":
             raise ValueError("a message must be a JSON object")
         message = message_class()
-        json_format.Parse(text, message)
+        value = json.loads(text.decode(), object_pairs_hook=_unique_keys)  # UTF-8 only, as json_format reads it
+        _one_spelling_each(value, cast(Descriptor, message.DESCRIPTOR))
+        json_format.ParseDict(value, message)
         return message
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise ValueError(f"duplicate key {key!r}")
+        value[key] = item
+    return value
+
+
+def _one_spelling_each(value: object, descriptor: Descriptor) -> None:
+    """Refuse a field given under both its JSON and its proto name (`displayName` and `display_name`), as the
+    protobuf JSON mapping requires: json_format took whichever came last."""
+    if not isinstance(value, dict):
+        return
+    fields = _fields(descriptor)
+    seen: dict[str, str] = {}
+    for key, item in value.items():
+        field = fields.get(key)
+        if field is None:
+            continue  # unknown: json_format refuses it by name
+        if field.name in seen:
+            raise ValueError(f"field {field.name!r} is given twice, as {seen[field.name]!r} and {key!r}")
+        seen[field.name] = key
+        if field.inner is not None:
+            for each in field.held(item):
+                _one_spelling_each(each, field.inner)
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    inner: Descriptor | None  # the message type whose field names its JSON value holds, if any
+    repeated: bool
+    map: bool
+
+    def held(self, item: object) -> Iterable[object]:
+        if self.map:
+            return item.values() if isinstance(item, dict) else ()
+        if self.repeated:
+            return item if isinstance(item, list) else ()
+        return (item,)
+
+
+@functools.cache
+def _fields(descriptor: Descriptor) -> dict[str, _Field]:
+    """A message type's fields under both their spellings."""
+    fields: dict[str, _Field] = {}
+    for field in descriptor.fields:
+        inner, is_map = field.message_type, False
+        if inner is not None and inner.GetOptions().map_entry:
+            inner, is_map = inner.fields_by_name["value"].message_type, True
+        if inner is not None and inner.full_name.startswith("google.protobuf."):
+            inner = None  # a well-known type's JSON form is its own (a Struct's keys are data)
+        plan = _Field(field.name, inner, field.is_repeated, is_map)
+        fields[field.name] = fields[field.json_name] = plan
+    return fields
 
 
 class BoundedJsonCodec:

@@ -5,7 +5,9 @@ Allowed origins come from `SWITCHBOARD_CORS_ALLOWED_ORIGINS` (default: none, so 
 A preflight (OPTIONS with Origin and Access-Control-Request-Method) from an allowed origin is answered here, before
 authentication, with 204 and what the surface allows; any other request from an allowed origin gets
 Access-Control-Allow-Origin and the headers a browser client must be able to read. Requests from other origins get
-no CORS headers at all (the browser then refuses them), and their preflights reach the app as before.
+no CORS headers at all (the browser then refuses them), and their preflights reach the app as before. With any origin
+allowed, every answer says `Vary: Origin`: a cache must not hand one origin's answer (with or without
+Access-Control-Allow-Origin) to another.
 
 Only the origin is reflected (never `*`): credentials are bearer tokens in headers, not cookies, so no
 Allow-Credentials is sent.
@@ -107,9 +109,9 @@ class CorsPolicy:
         return headers
 
     def response(self, origin: str | None) -> list[tuple[str, str]]:
-        """Headers for an actual response to `origin` (none when the origin is not allowed)."""
+        """Headers for an actual response to `origin` (or to no origin): only Vary when it is not allowed."""
         if not self.allows(origin):
-            return []
+            return [("Vary", "Origin")] if self.enabled else []
         return [
             ("Access-Control-Allow-Origin", str(origin)),
             ("Access-Control-Expose-Headers", self._exposed),
@@ -144,10 +146,7 @@ class CorsASGI:
             await self._app(scope, receive, send)
             return
         origin = _header(scope, b"origin")
-        if not self._policy.allows(origin):
-            await self._app(scope, receive, send)
-            return
-        if scope["method"] == "OPTIONS":
+        if scope["method"] == "OPTIONS" and self._policy.allows(origin):
             method = _header(scope, b"access-control-request-method") or ""
             answer = self._policy.preflight(origin, method, _header(scope, b"access-control-request-headers"))
             if answer is not None:

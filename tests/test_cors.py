@@ -87,6 +87,29 @@ async def test_other_origins_get_no_cors_headers(cors_servers: CorsServers) -> N
             assert resp.status == 200 and "Access-Control-Allow-Origin" not in resp.headers
 
 
+async def test_with_cors_on_every_answer_varies_by_origin(cors_servers: CorsServers) -> None:
+    """A shared cache keyed without Origin would hand an allowed origin an answer stored for another (or for
+    none), without Access-Control-Allow-Origin."""
+    async with aiohttp.ClientSession() as http:
+        for origin in ({"Origin": OTHER}, {}):
+            async with http.post(
+                cors_servers.api + LIST_TENANTS,
+                data=b"{}",
+                headers={
+                    **origin,
+                    "Authorization": f"Bearer {cors_servers.admin_token}",
+                    "Content-Type": "application/json",
+                },
+            ) as resp:
+                assert resp.status == 200 and "Access-Control-Allow-Origin" not in resp.headers
+                assert "origin" in _listed(",".join(resp.headers.getall("Vary", []))), origin
+            async with http.get(
+                cors_servers.gateway + "/models", headers={**origin, "Authorization": "Bearer sb_no"}
+            ) as resp:
+                assert resp.status == 401 and "Access-Control-Allow-Origin" not in resp.headers
+                assert "origin" in _listed(",".join(resp.headers.getall("Vary", []))), origin
+
+
 async def test_gateway_preflight_needs_no_auth(cors_servers: CorsServers) -> None:
     asked = "authorization,content-type,x-stainless-os,x-stainless-retry-count,openai-organization"
     for path, method in (("/chat/completions", "POST"), ("/models", "GET"), ("/responses/resp_1", "DELETE")):

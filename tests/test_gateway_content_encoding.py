@@ -280,3 +280,66 @@ async def test_legitimate_compressed_bodies_are_served(
         answer = await _send(gateway, "POST", "/v1/chat/completions", headers, body)
     assert answer.status == 200, answer
     assert orjson.loads(answer.body)["object"] == "chat.completion"
+
+
+# Content-Encoding as clients may spell gzip: coding names are case-insensitive, a list may name identity too (RFC
+# 9110 8.4), x-gzip is gzip (8.4.1.3), and a header may come on two lines. aiohttp decoded only a lone, exact name
+# (after lower-casing): the rest went to the handler as if uncompressed.
+GZIP_SPELLINGS = {
+    "GZIP": [b"GZIP"],
+    "Gzip": [b"Gzip"],
+    "space before": [b" gzip"],
+    "space after": [b"gzip \t"],
+    "gzip, identity": [b"gzip, identity"],
+    "identity,GZIP": [b"identity,GZIP"],
+    "x-gzip": [b"x-gzip"],
+    "two lines, gzip last": [b"identity", b"gzip"],
+    "two lines, gzip first": [b"gzip", b"identity"],
+}
+# Codings the gateway cannot decode: refused as br and zstd are, never taken for an uncompressed body.
+UNDECODABLE = {
+    "compress": [b"compress"],
+    "unknown": [b"x-unknown"],
+    "gzip twice": [b"gzip, gzip"],
+    "deflate then gzip": [b"deflate, gzip"],
+    "two lines of gzip": [b"gzip", b"gzip"],
+    "not ascii": ["gz\u0131p".encode()],  # a dotless i, which str.upper makes ASCII
+}
+
+
+def _encoded(codings: list[bytes]) -> list[tuple[bytes, bytes]]:
+    return [(b"Content-Encoding", coding) for coding in codings]
+
+
+@pytest.mark.parametrize("spelling", GZIP_SPELLINGS)
+async def test_gzip_however_spelled_is_inflated_and_bounded_as_gzip(
+    spelling: str, gateway: Gateway, encoding_world: dict[str, str]
+) -> None:
+    headers = [_key(encoding_world), (b"Content-Type", JSON), *_encoded(GZIP_SPELLINGS[spelling])]
+    with gateway.logs_no_error():
+        served = await _send(gateway, "POST", "/v1/chat/completions", headers, gzip.compress(_chat("m", 1, 4)))
+        bomb = BOMBS[0]
+        refused = await _send(gateway, "POST", "/v1/chat/completions", headers, _gzipped(bomb.head, bomb.mib))
+    assert served.status == 404 and b"model" in served.body, served  # decoded: the handler read its model
+    error = _openai_error(refused, 413)
+    assert error["code"] == "request_too_large" and re.search(bomb.refusal, error["message"]), error
+
+
+@pytest.mark.parametrize("coding", UNDECODABLE)
+async def test_a_coding_the_gateway_cannot_decode_is_400_not_taken_as_uncompressed(
+    coding: str, gateway: Gateway, encoding_world: dict[str, str]
+) -> None:
+    headers = [_key(encoding_world), (b"Content-Type", JSON), *_encoded(UNDECODABLE[coding])]
+    plain = orjson.dumps({"model": encoding_world["chat"], "messages": [{"role": "user", "content": "hi"}]})
+    with gateway.logs_no_error():
+        answer = await _send(gateway, "POST", "/v1/chat/completions", headers, plain)
+    error = _openai_error(answer, 400)
+    assert "We cannot decode a request body whose Content-Encoding is" in error["message"], error
+
+
+async def test_identity_alone_is_an_uncompressed_body(gateway: Gateway, encoding_world: dict[str, str]) -> None:
+    plain = orjson.dumps({"model": encoding_world["chat"], "messages": [{"role": "user", "content": "hi"}]})
+    for codings in ([b"identity"], [b"Identity, identity"], [b""]):
+        headers = [_key(encoding_world), (b"Content-Type", JSON), *_encoded(codings)]
+        answer = await _send(gateway, "POST", "/v1/chat/completions", headers, plain)
+        assert answer.status == 200, (codings, answer)

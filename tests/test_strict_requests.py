@@ -18,6 +18,7 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from google.protobuf import message_factory
 
+from gen.platform.conversations.v1 import conversation_item_service_pb2, conversation_service_pb2
 from gen.platform.modelmanager.v1 import capabilities_pb2, external_model_pb2, external_model_service_pb2
 from gen.platform.tenants.v1 import api_key_pb2, api_key_service_pb2, tenant_service_pb2, tenant_service_pb2_grpc
 from server.app import generated_services
@@ -183,3 +184,36 @@ def test_every_request_type_of_the_contract_has_a_plan() -> None:
         for method in service.descriptor.methods:
             empty = message_factory.GetMessageClass(method.input_type)()
             assert find_undefined_enum(empty) is None, method.full_name
+
+
+@pytest.mark.parametrize(
+    ("body", "message_class", "named"),
+    [
+        (b'{"userId": "a", "user_id": "b"}', tenant_service_pb2.AddTenantMemberRequest, "'userId' and 'user_id'"),
+        (b'{"user_id": "a", "userId": "b"}', tenant_service_pb2.AddTenantMemberRequest, "'user_id' and 'userId'"),
+        (b'{"userId": "a", "userId": "b"}', tenant_service_pb2.AddTenantMemberRequest, "duplicate key 'userId'"),
+        (
+            b'{"items": [{"type": "x"}, {"callId": "a", "call_id": "b"}]}',
+            conversation_item_service_pb2.CreateItemsRequest,
+            "'call_id' is given twice",
+        ),
+    ],
+)
+def test_a_field_given_twice_in_any_spelling_is_refused(body: bytes, message_class: type[Any], named: str) -> None:
+    """The protobuf JSON mapping refuses a field under both its names; json_format kept whichever came last."""
+    _, json_codec = management_codecs()
+    with pytest.raises(ConnectError) as refused:
+        json_codec.decode(body, message_class)
+    assert refused.value.code == Code.INVALID_ARGUMENT
+    assert named in refused.value.message
+
+
+def test_keys_that_are_data_may_look_like_both_spellings() -> None:
+    """A Struct's and a map's keys are the client's data, not field names."""
+    _, json_codec = management_codecs()
+    item = b'{"type": "x", "extra": {"call_id": 1, "callId": 2}}'
+    decoded = json_codec.decode(b'{"items": [%s]}' % item, conversation_item_service_pb2.CreateItemsRequest)
+    assert dict(decoded.items[0].extra) == {"call_id": 1, "callId": 2}
+    metadata = b'{"metadata": {"tenant_id": "a", "tenantId": "b"}}'
+    created = json_codec.decode(metadata, conversation_service_pb2.CreateConversationRequest)
+    assert dict(created.metadata) == {"tenant_id": "a", "tenantId": "b"}
