@@ -10,7 +10,8 @@ sweeping timer watches every connection in flight) and the stream ends with that
 
 The text relayed is measured on the way (`_text_size`, by substring searches, without parsing; in the relay one read
 in `_SAMPLED`, scaled to the bytes of all) and estimated in tokens as a request's input is (bytes / 4, and at least a
-token per event, or per text value where each is parsed anyway, as upstreams stream about a token a chunk), so a
+token per text value where it is measured, per event of a read that is not, as upstreams stream about a token a
+chunk; an event without text, such as a role-only first chunk or an error, is no token), so a
 stream cut off before its usage arrived (the client went away) settles its rate-limit reservation to what it relayed
 when that is more than it reserved (gateway.calls).
 """
@@ -226,13 +227,20 @@ def _text_size(data: bytes) -> tuple[int, int]:
     return size, pieces
 
 
-def _relayed_tokens(size: int, sampled: int, text_size: int, events: int) -> int:
-    """The output tokens of a stream that read `size` bytes in `events` events, of which `sampled` bytes carried
-    `text_size` bytes of text: that text scaled to all it read, counted as the input is (bytes / 4), and at least a
-    token per event (upstreams stream about one token an event; counted in every read, so a sample with less text
-    than the rest, such as a last event with none, cannot make it fall short)."""
+def _relayed_tokens(size: int, sampled: int, text_size: int, least: int) -> int:
+    """The output tokens of a stream that read `size` bytes, of which `sampled` bytes carried `text_size` bytes of
+    text: that text scaled to all it read, counted as the input is (bytes / 4), and at least `least` (upstreams
+    stream about one token an event, so a sample with less text than the rest, such as a last event with none,
+    cannot make it fall short)."""
     scaled = text_tokens(text_size * size // sampled) if sampled else 0
-    return max(scaled, events)
+    return max(scaled, least)
+
+
+def _token_events(data: bytes, ends: bool) -> int:
+    """How many of these whole events may carry a token: all but an error and the [DONE] that ends the stream
+    (`ends`: `_ends(data)`, which the relay asks once a read)."""
+    events = data.count(b"\n\n")
+    return max(0, events - data.count(_ENDS[0]) - data.count(_ENDS[1])) if ends else events
 
 
 def _escaped(data: bytes, quote: int) -> bool:
@@ -270,7 +278,9 @@ async def _relay(upstream: UpstreamResponse, out: EventStream, call: Call, inclu
     (the upstream produced it): its bytes, and the text measured in one read of `_SAMPLED`, scaled to them."""
     pending = b""
     names = _Names(call.model, call.route.upstream_model_id if call.route else call.model)
-    size = read = skip = sampled = text_size = 0  # bytes and events read; reads left to skip; bytes measured, text
+    # Bytes read; the output tokens they hold at least (a token a text value in a measured read, a token an event in
+    # the others: an error event or a role-only chunk carries none); reads left to skip; bytes measured, their text.
+    size = least = skip = sampled = text_size = 0
     try:
         async for data in upstream.chunks():
             if not call.first_chunk_at:
@@ -287,11 +297,14 @@ async def _relay(upstream: UpstreamResponse, out: EventStream, call: Call, inclu
             else:  # an incomplete last event waits for the next read
                 complete, pending = text[:end], text[end:]
             size += len(complete)
-            read += complete.count(b"\n\n")
+            ends = _ends(complete)
+            floor = _token_events(complete, ends)  # about a token an event, in a read not measured
             skip -= 1
             if skip < 0:  # the first read, then one in _SAMPLED: measuring every read would cost half of this loop
-                skip, sampled, text_size = _SAMPLED - 1, sampled + len(complete), text_size + _text_size(complete)[0]
-            if not _ends(complete):
+                measured, floor = _text_size(complete)  # in one measured, a token a text value
+                skip, sampled, text_size = _SAMPLED - 1, sampled + len(complete), text_size + measured
+            least += floor
+            if not ends:
                 block = _translated(complete, include_usage, names)
                 if block is not None:  # the usual read: whole events, forwarded without parsing
                     await out.write(block)
@@ -309,7 +322,7 @@ async def _relay(upstream: UpstreamResponse, out: EventStream, call: Call, inclu
         size += len(pending)
         return await _forward(out, [pending.strip()], call, include_usage, names) if pending.strip() else None
     finally:
-        call.relayed = _relayed_tokens(size, sampled, text_size, read)  # this model call's one stream
+        call.relayed = _relayed_tokens(size, sampled, text_size, least)  # this model call's one stream
 
 
 async def _forward(
