@@ -122,30 +122,55 @@ async def soft_crossed_time(tenant: Tenant, key_id: str) -> str | None:
     return crossed
 
 
+BUDGET = {"tokenBudget": "100000", "budgetPeriod": "BUDGET_PERIOD_DAY"}
+
+
+async def _key_that_used_140(gw: LimitsGateway, tenant: Tenant, name: str, soft: str) -> tuple[str, str]:
+    """A key under a budget of soft threshold `soft`, after two calls of 70 tokens each: (key id, secret)."""
+    key_id, secret = await tenant.key(name)
+    await tenant.limit((KEY, key_id), softBudget=soft, **BUDGET)
+    for _ in range(2):
+        status, _ = await post(gw, secret, chat(tenant.world.model("lchat"), max_tokens=60))
+        assert status == 200
+    return key_id, secret
+
+
+async def _one_more_call_after_a_change(gw: LimitsGateway, tenant: Tenant, secret: str) -> None:
+    """One more call of 70 tokens, once the gateway has the policy just changed."""
+    await asyncio.sleep(1.2)  # past the gateway's policy cache (1 s here), whatever its invalidation's delay
+    status, _ = await post(gw, secret, chat(tenant.world.model("lchat"), max_tokens=60))
+    assert status == 200
+
+
 async def test_a_raised_soft_threshold_reads_as_crossed_only_once_use_crosses_it(
     gw: LimitsGateway, tenant: Tenant, database: Database
 ) -> None:
     """Soft 100 crossed (140 used), then raised to 200: the crossing recorded was of a threshold no longer set, so
     the read shows none (the proto: absent while the period's use has not crossed the threshold), and the call that
     takes the use past 200 records that crossing, in the same period."""
-    key_id, secret = await tenant.key("softraised")
-    budget = {"tokenBudget": "100000", "budgetPeriod": "BUDGET_PERIOD_DAY"}
-    await tenant.limit((KEY, key_id), softBudget="100", **budget)
-    model = tenant.world.model("lchat")
-    for _ in range(2):  # 70 tokens each
-        status, _ = await post(gw, secret, chat(model, max_tokens=60))
-        assert status == 200
+    key_id, secret = await _key_that_used_140(gw, tenant, "softraised", "100")
     assert await crossings(database, tenant.id) == [(PLATFORM, TODAY)]
     first = await soft_crossed_time(tenant, key_id)
     assert first
-    await tenant.limit((KEY, key_id), softBudget="200", **budget)
+    await tenant.limit((KEY, key_id), softBudget="200", **BUDGET)
     assert await soft_crossed_time(tenant, key_id) is None
-    await asyncio.sleep(1.2)  # past the gateway's policy cache (1 s here), whatever its invalidation's delay
-    status, _ = await post(gw, secret, chat(model, max_tokens=60))  # 210
-    assert status == 200
+    await _one_more_call_after_a_change(gw, tenant, secret)  # 210
     assert await crossings(database, tenant.id) == [(PLATFORM, TODAY)]
     later = await soft_crossed_time(tenant, key_id)
     assert later and later != first
+
+
+async def test_a_soft_threshold_set_below_the_use_already_counted_is_recorded_by_the_next_call(
+    gw: LimitsGateway, tenant: Tenant, database: Database
+) -> None:
+    """140 used under a soft 1000, then the threshold lowered to 100: no call crosses it any more (each starts past
+    it), so the gateway records the first count of it that it sees."""
+    key_id, secret = await _key_that_used_140(gw, tenant, "softlowered", "1000")
+    assert await crossings(database, tenant.id, wait=1.0) == []
+    await tenant.limit((KEY, key_id), softBudget="100", **BUDGET)
+    await _one_more_call_after_a_change(gw, tenant, secret)  # 210
+    assert await crossings(database, tenant.id) == [(PLATFORM, TODAY)]
+    assert await soft_crossed_time(tenant, key_id)
 
 
 # -- through the limiter, on each counter store ---------------------------------------------------------------------

@@ -53,6 +53,7 @@ _PERIOD_MARGIN = 86_400.0
 _CONCURRENCY_WAIT = 1.0  # what a caller refused by a concurrency cap is told to wait
 _LOG_EVERY = 60.0
 _MAX_PLANS = 50_000
+_MAX_SIGHTED = 100_000
 _TOKEN_METRICS = frozenset({Metric.TOKENS_PER_MINUTE, Metric.TOKEN_BUDGET})
 _HEADER_KINDS = ((Metric.REQUESTS_PER_MINUTE, "requests"), (Metric.TOKENS_PER_MINUTE, "tokens"))
 _SCOPE_NAMES = {
@@ -149,6 +150,7 @@ class _Span:
         "token_room",
         "token_takes",
         "trios",
+        "unsighted",
         "until",
         "windows",
     )
@@ -177,6 +179,7 @@ class _Span:
             for rule in takes[i].softs
             if (soft := rule.policy.soft_budget) is not None
         ]
+        self.unsighted = bool(self.soft)  # until this process has seen each threshold's count once (Limiter.finish)
         # The header names of a kind (requests, tokens), and the takes it picks from: (index, limit, limit as text).
         self.trios = [
             (NAMES[kind], found)
@@ -273,6 +276,9 @@ class Limiter:
         self._missed = 0
         self._next_log = 0.0
         self._background: set[asyncio.Task[None]] = set()
+        # The soft thresholds (policy, threshold, period) whose settled count this process has read once: a threshold
+        # set below the period's use is never crossed by a call, so the first count of it seen records it instead.
+        self._sighted: set[tuple[str, int, int, str, int, str]] = set()
         # Leases need only be unique: a random prefix per process (the limiter is made in each worker, after the
         # fork) and a serial number cost far less than 64 random bits per call.
         self._lease_prefix = f"{random.getrandbits(64):016x}-"
@@ -414,13 +420,14 @@ class Limiter:
         """Settle the reservation to `used` tokens (None: keep it, the usage is unknown) and free the leases."""
         span = grant.span
         delta = 0 if used is None else used - grant.reserved
-        # Counts are read back only to watch a soft budget: one a settlement adding tokens may cross, or one the
-        # call's reservation took the count past, crossed only if the count stays there once settled. Most keys have
-        # none, and most settlements give back part of a reservation.
-        watch = delta != 0 and bool(span.soft) and (delta > 0 or bool(grant.crossing))
+        # Counts are read back only to watch a soft budget: one a settlement adding tokens may cross, one the call's
+        # reservation took the count past (crossed only if the count stays there once settled), or one this process
+        # has not seen a count of yet. Most keys have none, and most settlements give back part of a reservation.
+        unsighted = self._unsighted(span) if span.unsighted else ()
+        watch = bool(unsighted) or (delta != 0 and bool(span.soft) and (delta > 0 or bool(grant.crossing)))
         values = await self._settle(grant, delta, watch)
         if watch and values:
-            self._watch_settled(span.soft, grant.crossing, delta, values)
+            self._watch_settled(span.soft, grant.crossing, delta, values, unsighted)
         else:
             # The reservation stands as admitted (settled unchanged, or not at all): so does each count it crossed at.
             for soft, after in grant.crossing:
@@ -434,7 +441,7 @@ class Limiter:
         if bound is not None and bound.settle(delta, grant.slots):
             return bound.token_values() if watch else ()
         # The store settles it all, or (a bound gave the leases back) the tokens the bound could not.
-        takes = span.token_takes if delta else []
+        takes = span.token_takes if delta or watch else []
         slots = span.slot_names if grant.slots and bound is None else []
         if not takes and not slots:
             return ()
@@ -445,15 +452,31 @@ class Limiter:
             _unavailable.add(1, {"outcome": "unsettled"})
             return None
 
+    def _unsighted(self, span: _Span) -> tuple[_Soft, ...]:
+        found = tuple(soft for soft in span.soft if _sighting(soft) not in self._sighted)
+        span.unsighted = bool(found)
+        return found
+
     def _watch_settled(
-        self, softs: list[_Soft], crossing: tuple[tuple[_Soft, int], ...], delta: int, values: Sequence[int]
+        self,
+        softs: list[_Soft],
+        crossing: tuple[tuple[_Soft, int], ...],
+        delta: int,
+        values: Sequence[int],
+        unsighted: tuple[_Soft, ...],
     ) -> None:
         """Record each soft threshold the settled counts (`values`, after adding `delta`) are at or past and that
-        this call crossed: by what the settlement added, or by a reservation that took the count past it."""
+        this call crossed: by what the settlement added, or by a reservation that took the count past it; or that
+        this process had not seen a count of (`unsighted`: it may have been set below the use already counted)."""
+        if len(self._sighted) > _MAX_SIGHTED:  # past periods' and old thresholds' entries: forget them all at once
+            self._sighted.clear()
+        self._sighted.update(_sighting(soft) for soft in unsighted)
         for soft in softs:
             after = values[soft.position]
             if after >= soft.threshold and (
-                after - delta < soft.threshold or any(held is soft for held, _ in crossing)
+                after - delta < soft.threshold
+                or any(held is soft for held, _ in crossing)
+                or any(s is soft for s in unsighted)
             ):
                 self._soft_crossed(soft.applied, after)
 
@@ -504,6 +527,19 @@ class Limiter:
                 )
         except Exception:
             log.exception("could not record a soft budget crossing")
+
+
+def _sighting(soft: _Soft) -> tuple[str, int, int, str, int, str]:
+    """One soft threshold of one period: a changed threshold is a new one (SetLimitPolicy forgot the crossing)."""
+    policy = soft.applied.policy
+    return (
+        policy.tenant_id,
+        int(policy.tier),
+        int(policy.scope.kind),
+        policy.scope.id,
+        soft.threshold,
+        soft.applied.period,
+    )
 
 
 def _crossing(softs: list[_Soft], values: list[int], reserve: int) -> tuple[tuple[_Soft, int], ...]:
