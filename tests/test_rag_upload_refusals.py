@@ -388,7 +388,7 @@ async def test_an_upload_s_files_share_one_cpu_budget_by_their_total_size(rw: Ra
 async def test_html_whose_tree_outgrows_the_parser_s_memory_is_413(rw: RagWorld, server: Server) -> None:
     """72 KiB under every size and depth bound: a paragraph opens 990 distinct `<b>`s, then each of 8,000 paragraphs
     reopens them all (the HTML standard's "reconstruct the active formatting elements"), a 2.8 GiB tree in lexbor.
-    Parsed in the gateway's own process it took that from the gateway; the test gateway's parsers get 1 GiB."""
+    Parsed in the gateway's own process it took that from the gateway; the test gateway's parsers get 512 MiB."""
     rag = await rw.rag()
     misnested = "<p>" + "".join(f"<b id={i}>" for i in range(990)) + "</p><p>x" * 8000
     form = multipart([("misnested.html", misnested.encode(), "text/html")])
