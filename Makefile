@@ -88,10 +88,11 @@ run: $(RUNTIME_STAMP) $(COMPILED_BUILD) $(CONSOLE_BUILD)
 # The suite runs in PYTEST_WORKERS pytest-xdist processes: it mostly waits on its servers and sockets, on CI's 2
 # cores (each worker's servers keep small PostgreSQL pools open; docs/development.md).
 # tests/conftest.py gives each worker its own names and keeps tests that must not overlap on one worker (--dist
-# loadgroup). `.venv/bin/pytest -q` still runs the suite in one process.
+# loadgroup). `.venv/bin/pytest -q` still runs the suite in one process. The slowest tests are listed at the end, so
+# that a CI run nearing its time limit says where the time went.
 PYTEST_WORKERS ?= 2
 test: $(STAMP) $(COMPILED_BUILD) lint check-gen docs $(CONSOLE_BUILD)
-	SWITCHBOARD_TEST_COMPILED=$(if $(COMPILED_BUILD),1,0) $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+	SWITCHBOARD_TEST_COMPILED=$(if $(COMPILED_BUILD),1,0) $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 	$(MAKE) conformance
 	$(MAKE) package-check
 

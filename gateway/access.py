@@ -109,19 +109,25 @@ class Access:
         base = await delegated(plan.base_model)
         return AgentRoute(plan, base, tuple([await delegated(g) for g in plan.output_guardrails]))
 
-    async def system_route(self, model: str, *, owner: str | None, pins: resource_pins.Pins) -> Route:
+    async def system_route(
+        self, model: str, *, owner: str | None, pins: resource_pins.Pins, target: ResourceRef | None = None
+    ) -> Route:
         """The route of one of a RAG's models (its embedding or rerank model), for a RAG owned by `owner` (a tenant;
         None: the platform) that pinned its models as `pins`. No key's grants are consulted: the RAG's authority
         covers the model while it is the model the RAG was saved with (not one created since under its id) and one
         the RAG's owner may still use, asked on every use as for a preset agent's (the platform may have stopped
-        sharing it with the tenant since). Cached for the same bound."""
-        key = ("system", owner, model, frozenset(pins.items()))  # "system": apart from callers' routes in the cache
-        route = await self._routes.get(key, lambda: self._load_system_route(model, owner, pins))
+        sharing it with the tenant since). `target`: the model the calls must reach (a RAG's embedding model, pinned
+        when it was created), wherever the alias `model` may point now. Cached for the same bound."""
+        # "system": apart from callers' routes in the cache
+        key = ("system", owner, model, frozenset(pins.items()), target)
+        route = await self._routes.get(key, lambda: self._load_system_route(model, owner, pins, target))
         if not isinstance(route, Route):
             raise model_not_found(model)
         return route
 
-    async def _load_system_route(self, model: str, owner: str | None, pins: resource_pins.Pins) -> Route:
+    async def _load_system_route(
+        self, model: str, owner: str | None, pins: resource_pins.Pins, target: ResourceRef | None
+    ) -> Route:
         async with self._db.read() as session:
             found = await registry.resolve(session, self._box, model)
             if found is None:
@@ -138,6 +144,19 @@ class Access:
                     "id is another model.",
                     field="model",
                 )
+            if target is not None:
+                # An alias repointed since names another model for clients, not for the RAG: its vectors are the
+                # pinned model's, and another model's of the same size would be mixed in with them unnoticed.
+                pinned = None
+                if await resource_pins.still_pinned(session, target, pins):
+                    pinned = await registry.retarget(session, self._box, found, target)
+                if pinned is None:
+                    raise FailedPrecondition(
+                        f"The model the RAG's '{model}' named when the RAG was created no longer exists, and the "
+                        "RAG's content was embedded with it: create a new RAG.",
+                        field="model",
+                    )
+                found = pinned
             if await withdrawn(session, [found.invoked_ref], owner=owner):
                 raise FailedPrecondition(
                     f"The RAG's model '{model}' is no longer available in its tenant.", field="model"

@@ -1,8 +1,11 @@
 """`switchboard rag ingest PATH... --rag ID`: upload files and folders (recursively) to a RAG through its /files API.
 
 The API key comes from `--key` or, better (argv is visible to other users), `SWITCHBOARD_API_KEY`. Files whose
-extension no RAG parser knows are skipped and counted. The summary lists every failure with the server's reason, and
-the exit status is 1 when anything failed.
+extension no RAG parser knows are skipped and counted, and so is whatever a folder holds that is not a regular file
+(a device, a FIFO, a symlink to one: reading it may never end); a path given that is neither a regular file nor a
+folder is refused, as a missing one is. No file is read past the upload limit (`SWITCHBOARD_RAG_MAX_FILE_BYTES`): a
+larger one is a failure, not sent. The summary lists every failure with its reason (the server's, for an upload),
+and the exit status is 1 when anything failed.
 
 Unchanged files are not uploaded again. The API exposes no content hash, so the CLI remembers, per RAG, the SHA-256
 and file id of what it uploaded (`<var dir>/rag-ingest/<rag id>.json`, 0600) and skips a file whose hash is
@@ -23,10 +26,12 @@ import argparse
 import asyncio
 import hashlib
 import os
+import stat
 from collections.abc import AsyncIterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import aiohttp
 import orjson
@@ -61,7 +66,7 @@ class Outcome:
     chunks: int = 0  # embedded and indexed when the upload answered
     queued_chunks: int = 0  # of files embedded in the background
     unchanged: int = 0
-    skipped: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)  # and why
     failures: list[tuple[Path, str]] = field(default_factory=list)
 
 
@@ -73,18 +78,31 @@ class Ingest:
     concurrency: int
     state_path: Path
     force: bool
+    max_file_bytes: int
 
 
-def collect(paths: list[Path]) -> tuple[list[Path], list[Path]]:
-    """(files to upload, files skipped as unsupported), in a stable order."""
+_UNSUPPORTED, _NOT_REGULAR = "unsupported type", "not a regular file"
+
+
+def collect(paths: list[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """(files to upload, files skipped and why), in a stable order."""
     found: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
     for path in paths:
-        found.extend(sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path])
+        if not path.is_dir():
+            found.append(path)
+            continue
+        for entry in sorted(p for p in path.rglob("*") if not p.is_dir()):
+            if entry.is_file():
+                found.append(entry)
+            else:
+                skipped.append((entry, _NOT_REGULAR))
     accepted = [p for p in found if p.suffix.lower() in SUPPORTED_EXTENSIONS]
-    return accepted, [p for p in found if p.suffix.lower() not in SUPPORTED_EXTENSIONS]
+    skipped += [(p, _UNSUPPORTED) for p in found if p.suffix.lower() not in SUPPORTED_EXTENSIONS]
+    return accepted, sorted(skipped)
 
 
-def run(args: argparse.Namespace, gateway_default: str, var_dir: Path) -> int:
+def run(args: argparse.Namespace, gateway_default: str, var_dir: Path, max_file_bytes: int) -> int:
     key = args.key or os.environ.get("SWITCHBOARD_API_KEY", "")
     if not key:
         print("an API key is required: set SWITCHBOARD_API_KEY (or pass --key)")
@@ -101,6 +119,10 @@ def run(args: argparse.Namespace, gateway_default: str, var_dir: Path) -> int:
     if missing:
         print("not found: " + ", ".join(str(p) for p in missing))
         return 2
+    odd = [p for p in args.paths if not p.is_dir() and not p.is_file()]
+    if odd:
+        print("not a regular file or folder: " + ", ".join(str(p) for p in odd))
+        return 2
     files, skipped = collect(args.paths)
     job = Ingest(
         url=f"{(args.gateway or gateway_default).rstrip('/')}/rag/{args.rag}/files",
@@ -109,6 +131,7 @@ def run(args: argparse.Namespace, gateway_default: str, var_dir: Path) -> int:
         concurrency=max(1, args.concurrency),
         state_path=var_dir / "rag-ingest" / f"{Path(args.rag).name}.json",
         force=args.force,
+        max_file_bytes=max_file_bytes,
     )
     outcome = asyncio.run(_ingest(job, files))
     outcome.skipped = skipped
@@ -119,13 +142,31 @@ def run(args: argparse.Namespace, gateway_default: str, var_dir: Path) -> int:
 @dataclass(frozen=True)
 class Fingerprint:
     sha256: str
-    size: int
+    size: int  # the limit and one more byte: the file is larger, and was not read further
 
 
-def _fingerprint(path: Path) -> Fingerprint:
+class _NotRegular(OSError):
+    pass
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading, when it is a regular file. Checked on the file opened, not by its name (it may have
+    been replaced since it was listed), and opened without waiting: opening a FIFO waits for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotRegular(_NOT_REGULAR)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def _fingerprint(path: Path, limit: int) -> Fingerprint:
     digest, size = hashlib.sha256(), 0
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
+    with _open_regular(path) as fh:
+        while size <= limit and (chunk := fh.read(min(1 << 20, limit + 1 - size))):
             digest.update(chunk)
             size += len(chunk)
     return Fingerprint(digest.hexdigest(), size)
@@ -150,7 +191,18 @@ def _load_state(path: Path) -> dict[str, dict[str, str]]:
 async def _ingest(job: Ingest, files: list[Path]) -> Outcome:
     outcome = Outcome()
     state = _load_state(job.state_path)
-    seen = {p: await asyncio.to_thread(_fingerprint, p) for p in files}
+    seen: dict[Path, Fingerprint] = {}
+    for path in files:
+        try:
+            found = await asyncio.to_thread(_fingerprint, path, job.max_file_bytes)
+        except OSError as exc:
+            outcome.failures.append((path, exc.strerror or str(exc)))
+            continue
+        if found.size > job.max_file_bytes:
+            outcome.failures.append((path, f"larger than the upload limit of {job.max_file_bytes} bytes; not sent"))
+        else:
+            seen[path] = found
+    files = list(seen)
     headers = {"Authorization": f"Bearer {job.key}"}
     timeout = aiohttp.ClientTimeout(total=None, sock_read=900)
     async with aiohttp.ClientSession(timeout=timeout, headers=headers) as http:
@@ -206,7 +258,7 @@ async def _upload_all(
         async with gate:
             external_id = _external_id(path)
             form = aiohttp.FormData()
-            form.add_field("file", _streamed(path, bar), filename=path.name)
+            form.add_field("file", _streamed(path, seen[path].size, bar), filename=path.name)
             form.add_field("external_id", external_id)
             if job.metadata:
                 form.add_field("metadata", job.metadata, content_type="application/json")
@@ -223,6 +275,8 @@ async def _upload_all(
                         outcome.failures.append((path, _reason(resp.status, body)))
             except aiohttp.ClientError as exc:
                 outcome.failures.append((path, f"connection failed ({type(exc).__name__})"))
+            except OSError as exc:  # reading the file, replaced since it was fingerprinted
+                outcome.failures.append((path, exc.strerror or str(exc)))
             bar.set_postfix(
                 files=f"{outcome.uploaded + len(outcome.failures)}/{len(files)}", failed=len(outcome.failures)
             )
@@ -244,10 +298,12 @@ def _count_chunks(answer: dict[str, Any], outcome: Outcome, bar: tqdm[Any]) -> N
         bar.set_postfix(queued=outcome.queued_chunks)
 
 
-async def _streamed(path: Path, bar: tqdm[Any]) -> AsyncIterator[bytes]:
-    """The file's bytes from disk, counted on the bar as the upload takes them."""
-    with path.open("rb") as fh:
-        while chunk := await asyncio.to_thread(fh.read, _CHUNK):
+async def _streamed(path: Path, size: int, bar: tqdm[Any]) -> AsyncIterator[bytes]:
+    """The file's first `size` bytes (as fingerprinted: a file grown since is not read past them) from disk, counted
+    on the bar as the upload takes them."""
+    with closing(await asyncio.to_thread(_open_regular, path)) as fh:
+        while size > 0 and (chunk := await asyncio.to_thread(fh.read, min(_CHUNK, size))):
+            size -= len(chunk)
             yield chunk
             bar.update(len(chunk))
 
@@ -265,9 +321,9 @@ def _summary(outcome: Outcome) -> None:
         f"uploaded {outcome.uploaded} files ({outcome.uploaded_bytes} bytes, {outcome.chunks} chunks indexed"
         + (f", {outcome.queued_chunks} queued" if outcome.queued_chunks else "")
         + f"); {outcome.unchanged} unchanged; "
-        f"{len(outcome.failures)} failed; {len(outcome.skipped)} skipped (unsupported type)"
+        f"{len(outcome.failures)} failed; {len(outcome.skipped)} skipped"
     )
     for path, reason in outcome.failures:
         print(f"  failed  {path}: {reason}")
-    for path in outcome.skipped:
-        print(f"  skipped {path}")
+    for path, why in outcome.skipped:
+        print(f"  skipped {path} ({why})")

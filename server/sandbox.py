@@ -82,6 +82,11 @@ class _Worker:
     writer: asyncio.StreamWriter
     tasks: int = 0
 
+    def alive(self) -> bool:
+        """Its end of the socket still open: a killed process closes it at once, while `is_alive` waits for the
+        forkserver to reap it and report back."""
+        return not self.reader.at_eof() and self.process.is_alive()
+
     async def call(self, request: bytes) -> bytes:
         self.writer.write(_LENGTH.pack(len(request)) + request)
         await self.writer.drain()
@@ -163,7 +168,7 @@ class Sandbox:
     async def _worker(self) -> _Worker:
         while self._idle:
             worker = self._idle.pop()
-            if worker.process.is_alive():
+            if worker.alive():
                 return worker
             self._retire(worker)  # killed while idle (by the OOM killer, say): no task of ours was in it
         ours, theirs = socket.socketpair()

@@ -144,6 +144,29 @@ async def test_json_lines_match_what_the_api_answers(database: Database) -> None
     assert line["source"] == "SOURCE_MANAGEMENT" and line["outcome"] == "OUTCOME_ALLOWED"
 
 
+async def test_a_line_is_the_event_as_stored_when_the_request_names_more_than_a_column_holds(
+    database: Database,
+) -> None:
+    """The trail keeps a resource name up to its column; the stream streams what the API answers, not the request's
+    whole field (a refused request naming megabytes would otherwise reach the SIEM whole)."""
+    path = Path(tempfile.mkdtemp(prefix="switchboard-audit-")) / "audit.jsonl"
+    proc, connect, admin = await _own_server(database, SWITCHBOARD_AUDIT_EXPORT=f"jsonl:{path}")
+    name = "long-" + "x" * 5000
+    try:
+        refused = await connect.call(f"{TENANTS}/CreateTenant", {"name": name}, token=admin)
+        assert refused.code == "invalid_argument"
+
+        def lines() -> list[dict[str, Any]]:
+            text = path.read_text() if path.exists() else ""
+            return [json.loads(line) for line in text.splitlines()]
+
+        [line] = await _until(lambda: [x for x in lines() if x.get("resourceName", "").startswith("long-")])
+        answered = must(await connect.call(AUDIT, {"resourceName": name[:256]}, token=admin, get=True))
+    finally:
+        await proc.stop()
+    assert answered["events"] == [line]
+
+
 @pytest.mark.parametrize("microsecond", [0, 161_000, 161_234])
 def test_a_line_writes_the_time_as_the_api_does_whatever_its_fraction(microsecond: int) -> None:
     # The API's JSON writes 0, 3, 6 or 9 fractional digits: .161000 is .161 there (a one-in-a-thousand event

@@ -16,7 +16,7 @@ from server.store.models import CapturedExchangeRow
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Database, Server, insert_rows
 from tests.matrix import shared_model
-from tests.world import World, make_world, must
+from tests.world import TENANTS, World, make_world, must
 
 AGENTS = "platform.agents.v1.PresetAgentService"
 AUDIT = "switchboard.audit.v1.AuditService/ListAuditEvents"
@@ -81,6 +81,18 @@ async def test_a_delete_from_an_unscoped_session_is_in_the_agents_tenants_trail(
     )
     everywhere = await _events(connect, server.admin_token, method=method, resourceName=agent["name"])
     assert len(ours) == 1, {"tenant admin sees": ours, "recorded": everywhere}
+
+
+async def test_a_tenants_creation_is_the_first_event_of_its_trail(
+    server: Server, connect: ConnectJsonCaller, world: World
+) -> None:
+    """CreateTenant names no tenant (it makes one): its event had none, so a tenant's admins never read who created
+    it and when, while its deletion is filed under it. `world`'s tenant was created by the operator."""
+    method = f"/{TENANTS}/CreateTenant"
+    ours = await _events(connect, world.tokens["admin"], tenantId=world.tenant_id, method=method)
+    assert [(e["actor"]["userId"], e["outcome"]) for e in ours] == [("platform-admin", "OUTCOME_ALLOWED")], ours
+    theirs = await _events(connect, world.tokens["outsider"], tenantId=world.other_tenant_id, method=method)
+    assert len(theirs) == 1 and theirs[0]["id"] != ours[0]["id"]
 
 
 async def test_an_operators_read_of_captured_content_is_in_the_tenants_trail(

@@ -25,6 +25,8 @@ from tests.world import GROUPS, World, make_world, must
 
 EXTERNAL = "platform.modelmanager.v1.ExternalModelService"
 MCP = "platform.agents.v1.ExternalMcpServerService"
+ACCOUNTS = "platform.tenants.v1.ServiceAccountService"
+KEYS = "platform.tenants.v1.ApiKeyService"
 
 
 @pytest.fixture
@@ -187,3 +189,34 @@ async def test_a_members_tenant_header_still_scopes_the_list(connect: ConnectJso
     outsider = world.tokens["outsider"]
     own = await connect.call(f"{MCP}/ListExternalMcpServers", {}, token=outsider, tenant=world.other_tenant_id)
     assert own.ok, own
+
+
+async def test_granting_another_tenants_subject_answers_as_an_unknown_id(
+    connect: ConnectJsonCaller, world: World
+) -> None:
+    """A grant naming another tenant's group, service account, key or the tenant itself is refused exactly as an id
+    that exists nowhere: a distinct answer told a tenant admin which of another tenant's ids exist."""
+    admin, outsider, theirs = world.tokens["admin"], world.tokens["outsider"], world.other_tenant_id
+    name = await _tenant_model(connect, world)
+    group = must(await connect.call(f"{GROUPS}/CreateGroup", {"tenantId": theirs, "name": "g"}, token=outsider))
+    account = must(
+        await connect.call(f"{ACCOUNTS}/CreateServiceAccount", {"tenantId": theirs, "name": "sa"}, token=outsider)
+    )
+    key = must(
+        await connect.call(
+            f"{KEYS}/CreateApiKey", {"tenantId": theirs, "type": "API_KEY_TYPE_PERSONAL", "name": "k"}, token=outsider
+        )
+    )
+    subjects = {
+        "SUBJECT_TYPE_GROUP": group["group"]["id"],
+        "SUBJECT_TYPE_SERVICE_ACCOUNT": account["serviceAccount"]["id"],
+        "SUBJECT_TYPE_API_KEY": key["apiKey"]["id"],
+        "SUBJECT_TYPE_TENANT": theirs,
+    }
+    for subject_type, existing in subjects.items():
+        answers = []
+        for subject_id in (existing, f"{existing}0"):
+            body = {"name": name, "subject": {"type": subject_type, "id": subject_id}, "role": "DEPLOYMENT_ROLE_READER"}
+            result = await connect.call(f"{EXTERNAL}/AddExternalModelPermission", body, token=admin)
+            answers.append((result.code, result.message.replace(subject_id, "<id>")))
+        assert answers[0] == answers[1] == ("not_found", "subject '<id>' not found"), (subject_type, answers)

@@ -6,7 +6,8 @@ to an OTLP receiver) and an upstream that echoes its input:
 - on for a key: every answer carries the header, the canary is only in the capture store's groups of bodies,
   sealed (the raw bytes do not hold it), each exchange linked to its usage row, a stream's events joined, long
   bodies cut and marked; only a holder of the capability reads it (operators; a tenant admin once granted, until
-  revoked); other tenants' holders get not_found; turning capture on and off, granting and reading are audit events;
+  revoked, demoted or removed, a grant not coming back with the role); other tenants' holders get not_found;
+  turning capture on and off, granting and reading are audit events;
 - the tee on a streamed answer's writer keeps every chunk and leaves no reference cycle behind.
 """
 
@@ -48,10 +49,11 @@ from tests.conftest import Database, Server
 from tests.fakes.serve import serve_in_thread
 from tests.gateway_world import GatewayWorld, all_resources_key, platform_models, service_account_key, tenant_view
 from tests.otlp import Receiver, otlp_receiver
-from tests.world import World, make_world, must
+from tests.world import TENANTS, World, make_world, must
 
 HEADER = "x-switchboard-content-capture"
 KEY_SCOPE = "CAPTURE_SCOPE_KIND_API_KEY"
+GET_SESSION = "switchboard.console.v1.ConsoleService/GetSession"
 
 
 @pytest.fixture(scope="module")
@@ -420,3 +422,76 @@ async def test_the_tee_keeps_every_chunk_and_leaves_the_writer_to_reference_coun
         transport.close()
         theirs.close()
     assert exchange.response_body == b"data: a\n\ndata: b\n\ndata: [DONE]\n\n"
+
+
+async def test_a_granted_admin_loses_capture_when_demoted_or_removed(
+    database: Database, server: Server, tenant: Tenant, stack: Stack
+) -> None:
+    """The capability lasts only while its holder stays the tenant's admin: demoted (UpdateTenantMemberRole) or
+    removed, they neither read exchanges nor change policies, their own keys never could, and being made admin again
+    does not bring an old grant back (only an operator grants it, to an admin of the moment)."""
+    canary = f"canary-demoted-{secrets.token_hex(8)}"
+    key_id, secret = await tenant.key("demotion")
+    must(await tenant.capture(KEY_SCOPE, key_id, True))
+    await _header_shows(stack, secret, True)
+    chat = {"model": tenant.world.model("cchat"), "messages": [{"role": "user", "content": f"say {canary}"}]}
+    assert (await _post(f"{stack.gateway_url}/chat/completions", secret, chat))[0] == 200
+    await _until(lambda: _usage_of(database, key_id), lambda rows: len(rows) == 1)
+    exchanges = await _rows(database, select(CapturedExchangeRow.id).where(CapturedExchangeRow.api_key_id == key_id))
+    ((exchange,),) = exchanges
+    operator, admin = server.admin_token, tenant.world.tokens["admin"]
+    admin_id, editor_id = tenant.people.user_ids["admin"], tenant.people.user_ids["editor"]
+    get = {"tenantId": tenant.id, "id": exchange}
+    admin_secret = await all_resources_key(tenant.connect, tenant.world, admin, "admins-own")
+
+    async def role(user_id: str, value: str, token: str = operator) -> None:
+        body = {"tenantId": tenant.id, "userId": user_id, "role": value}
+        must(await tenant.connect.call(f"{TENANTS}/UpdateTenantMemberRole", body, token=token))
+
+    async def holds(token: str) -> bool:
+        session = must(await tenant.connect.call(GET_SESSION, {}, token=token, get=True))
+        return any(t["tenantId"] == tenant.id and t["capabilities"].get("capture") for t in session["tenants"])
+
+    async def refused_everything(token: str) -> None:
+        calls = [
+            ("GetCapturedExchange", get),
+            ("ListCapturedExchanges", {"tenantId": tenant.id}),
+            ("ListCapturePolicies", {"tenantId": tenant.id}),
+            ("GetCapturePolicy", {"tenantId": tenant.id, "scope": {"kind": KEY_SCOPE, "id": key_id}}),
+            ("ListCaptureAccess", {"tenantId": tenant.id}),
+            ("SetCapturePolicy", {"tenantId": tenant.id, "scope": {"kind": KEY_SCOPE, "id": key_id}, "enabled": False}),
+        ]
+        for method, body in calls:
+            assert (await tenant.call(method, token, **body)).code == "permission_denied", method
+
+    must(await tenant.call("GrantCaptureAccess", operator, tenantId=tenant.id, userId=admin_id))
+    assert canary in must(await tenant.call("GetCapturedExchange", admin, **get))["requestBody"]
+    assert must(await tenant.call("ListCapturedExchanges", admin, tenantId=tenant.id))["exchanges"]
+    must(await tenant.capture(KEY_SCOPE, key_id, True, admin))  # and sets policies
+    assert await holds(admin)
+    await refused_everything(admin_secret)  # the holder's own key: never
+
+    # Demoted (another admin kept): refused at once, everywhere, and the console no longer offers it.
+    await role(editor_id, "TENANT_ROLE_ADMIN")
+    await role(admin_id, "TENANT_ROLE_MEMBER")
+    await refused_everything(admin)
+    await refused_everything(admin_secret)
+    assert not await holds(admin)
+    listed = must(await tenant.call("ListCaptureAccess", operator, tenantId=tenant.id)).get("grants", [])
+    assert admin_id not in [g["userId"] for g in listed]  # no holder is shown who holds nothing
+    # Made admin again by a tenant admin: the operator's old grant does not come back with the role.
+    await role(admin_id, "TENANT_ROLE_ADMIN", tenant.world.tokens["editor"])
+    await refused_everything(admin)
+    assert not await holds(admin)
+
+    # Granted again, then removed from the tenant and added back as admin: nothing survives the leaving either.
+    must(await tenant.call("GrantCaptureAccess", operator, tenantId=tenant.id, userId=admin_id))
+    assert must(await tenant.call("GetCapturedExchange", admin, **get))["requestBody"]
+    leave = {"tenantId": tenant.id, "userId": admin_id}
+    must(await tenant.connect.call(f"{TENANTS}/RemoveTenantMember", leave, token=operator))
+    await refused_everything(admin)
+    back = {"tenantId": tenant.id, "userId": admin_id, "role": "TENANT_ROLE_ADMIN"}
+    must(await tenant.connect.call(f"{TENANTS}/AddTenantMember", back, token=tenant.world.tokens["editor"]))
+    await refused_everything(admin)
+    assert not await holds(admin)
+    assert (await tenant.call("RevokeCaptureAccess", operator, **leave)).code == "not_found"

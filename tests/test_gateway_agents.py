@@ -284,6 +284,22 @@ async def test_agent_calls_are_metered_against_the_agent_and_its_base_model(
     assert sorted(guard_rows) == sorted([aw.model("g-llama"), aw.model("g-json")] * 2)
 
 
+async def test_an_answer_a_failing_guardrail_withheld_is_still_metered(
+    server: Server, gateway: Gateway, aw: AgentWorld
+) -> None:
+    """The base model ran (and a provider bills it) though the caller got a 502: its tokens are metered under the
+    agent, with the 502 (docs/agents.md)."""
+    connect = ConnectJsonCaller(server.base_url)
+    gw = aw.gw
+    secret = await all_resources_key(connect, gw, gw.tokens["editor"], "agent-withheld")
+    with pytest.raises(openai.APIStatusError) as caught:
+        await client(gateway, secret).chat.completions.create(model=aw.agents["down"], messages=ask("anything"))
+    assert caught.value.status_code == 502
+    rows = await _usage(gateway, gw.key_ids["agent-withheld"], 1)
+    (agent_row,) = [r for r in rows if r.model_id == aw.agents["down"]]
+    assert agent_row.status == 502 and agent_row.total_tokens > 0, (agent_row.status, agent_row.total_tokens)
+
+
 async def test_with_content_capture_on_the_guardrail_calls_are_metered_too(
     server: Server, gateway: Gateway, aw: AgentWorld
 ) -> None:

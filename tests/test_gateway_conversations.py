@@ -353,3 +353,40 @@ async def test_ids_that_cannot_exist_are_plain_not_found(gateway: Gateway, keys:
             async with http.request(verb, f"{gateway.base_url}{path}", headers=headers) as resp:
                 assert resp.status == status, (path, await resp.text())
     await client.close()
+
+
+async def test_empty_strings_round_trip_between_the_two_surfaces(
+    gateway: Gateway, keys: Keys, connect: ConnectJsonCaller
+) -> None:
+    """An empty string where the item may leave the field out is a value of its own: proto JSON omits an empty typed
+    field, so the management API must carry it in `extra`, or an item read there and written back loses it."""
+    items = [
+        {"type": "mcp_call", "server_label": "docs", "name": "search", "arguments": "", "output": ""},
+        {"type": "computer_call", "call_id": "", "name": ""},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_image", "image_url": "https://x/a.png", "text": ""}],
+        },
+    ]
+    headers = {"Authorization": f"Bearer {keys.member}"}
+    async with aiohttp.ClientSession() as http:
+
+        async def v1_items(conversation_id: str) -> list[dict[str, Any]]:
+            url = f"{gateway.base_url}/conversations/{conversation_id}/items?order=asc"
+            async with http.get(url, headers=headers) as resp:
+                assert resp.status == 200
+                return [{k: v for k, v in i.items() if k != "id"} for i in (await resp.json())["data"]]
+
+        async with http.post(f"{gateway.base_url}/conversations", json={"items": items}, headers=headers) as resp:
+            assert resp.status == 200
+            first = (await resp.json())["id"]
+        written = await v1_items(first)
+        body = {"tenantId": keys.tenant_id, "conversationId": first, "order": "SORT_ORDER_ASC"}
+        read = must(await connect.call(f"{ITEMS}/ListItems", body, token=keys.member_token, get=True))["items"]
+        assert read[0]["extra"] == {"server_label": "docs", "output": ""}  # arguments is required: "" is implied
+        assert read[1]["extra"] == {"call_id": "", "name": ""}
+        assert read[2]["content"][0]["extra"] == {"image_url": "https://x/a.png", "text": ""}
+        again = [{k: v for k, v in i.items() if k not in ("id", "createTime", "sequence")} for i in read]
+        second = await create_conversation(connect, keys.member_token, keys.tenant_id, again)
+        assert await v1_items(second["id"]) == written

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import pytest
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.domain import groups
+from server.domain import groups, tenants
 from server.domain.groups import group_lists_info
 from server.domain.principal import Principal
+from server.errors import FailedPrecondition, NotFound
+from server.permissions import TenantRole
 from server.store.db import Database
 from tests.clients import Caller, ConnectJsonCaller
 from tests.conftest import Database as TestDatabase
@@ -319,5 +324,81 @@ async def test_a_list_read_in_a_rolled_back_transaction_is_never_answered_again(
             await groups.create_group(s, operator, world.tenant_id, "committed")
         async with store.lone_read() as s:
             assert [g.name for g in await groups.list_groups(s, operator, world.tenant_id)] == ["committed"]
+    finally:
+        await store.close()
+
+
+async def _one_after_the_other(
+    store: Database, first: Callable[[AsyncSession], Awaitable[None]], second: Callable[[AsyncSession], Awaitable[None]]
+) -> BaseException | None:
+    """`first` written but not committed while `second` runs in a transaction of its own; what `second` raised."""
+
+    async def then() -> None:
+        async with store.transaction() as s:
+            await second(s)
+
+    async with store.transaction() as s:
+        await first(s)
+        running = asyncio.ensure_future(then())
+        await asyncio.sleep(0.5)  # long enough for `second` to reach whatever `first` holds
+    try:
+        await running
+    except Exception as exc:
+        return exc
+    return None
+
+
+async def _tenant_with_alice_and_a_group(store: Database, operator: Principal) -> tuple[tenants.Tenant, groups.Group]:
+    async with store.transaction() as s:
+        tenant = await tenants.create_tenant(s, operator, f"race-{secrets.token_hex(3)}", "")
+        await tenants.add_member(s, operator, tenant.id, "alice", int(TenantRole.EDITOR))
+        return tenant, await groups.create_group(s, operator, tenant.id, "team")
+
+
+@pytest.mark.parametrize("removed_first", [False, True])
+async def test_a_member_removed_from_the_tenant_while_added_to_a_group_is_in_no_group(
+    server: Server, removed_first: bool
+) -> None:
+    """Leaving the tenant means leaving its groups: an add committed around the removal (PostgreSQL) must not leave
+    the user in the group, listed there and back in it with its grants if ever made a member again."""
+    store = Database(server.settings.database_url)
+    operator = Principal(user_id="operator", can_manage_tenants=True)
+    try:
+        tenant, group = await _tenant_with_alice_and_a_group(store, operator)
+
+        async def add(s: AsyncSession) -> None:
+            await groups.add_group_member(s, operator, tenant.id, group.id, "alice")
+
+        async def remove(s: AsyncSession) -> None:
+            await tenants.remove_member(s, operator, tenant.id, "alice", "")
+
+        raised = await (
+            _one_after_the_other(store, remove, add) if removed_first else _one_after_the_other(store, add, remove)
+        )
+        if removed_first:
+            assert isinstance(raised, FailedPrecondition) and "not a member" in str(raised)
+        else:
+            assert raised is None
+        async with store.transaction() as s:
+            assert await groups.list_group_members(s, operator, tenant.id, group.id) == []
+    finally:
+        await store.close()
+
+
+async def test_a_member_added_to_a_group_being_deleted_is_not_found(server: Server) -> None:
+    """The add waits for the delete and answers not_found, not an unmapped foreign-key failure (an internal error)."""
+    store = Database(server.settings.database_url)
+    operator = Principal(user_id="operator", can_manage_tenants=True)
+    try:
+        tenant, group = await _tenant_with_alice_and_a_group(store, operator)
+
+        async def delete(s: AsyncSession) -> None:
+            await groups.delete_group(s, operator, tenant.id, group.id)
+
+        async def add(s: AsyncSession) -> None:
+            await groups.add_group_member(s, operator, tenant.id, group.id, "alice")
+
+        raised = await _one_after_the_other(store, delete, add)
+        assert isinstance(raised, NotFound) and raised.field == "group_id", raised
     finally:
         await store.close()

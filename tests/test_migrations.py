@@ -84,3 +84,25 @@ def test_rag_thresholds_outside_0_to_1_get_the_nearest_bound(tmp_path: Path) -> 
         now = dict(connection.execute(text("SELECT name, score_threshold FROM rag_deployments")).all())
     engine.dispose()
     assert now == {"below": 0.0, "inside": 0.25, "above": 1.0, "none": None}
+
+
+def test_capture_grants_of_users_no_longer_admin_end(tmp_path: Path) -> None:
+    """0014: a capture grant whose user was since demoted or removed ends, so being made admin again does not bring
+    it back; a grant to a tenant's admin stays."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'switchboard.db'}"
+    command.upgrade(alembic_config(url), "0013")
+    engine = create_engine(f"sqlite:///{tmp_path / 'switchboard.db'}")
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO tenants (id, name, display_name, created_at) VALUES ('t', 't', '', '2026-01-01')")
+        )
+        member = "INSERT INTO tenant_members (tenant_id, user_id, role, created_at) VALUES ('t', :u, :r, '2026-01-01')"
+        connection.execute(text(member), [{"u": "admin", "r": 3}, {"u": "demoted", "r": 1}, {"u": "editor", "r": 2}])
+        grant = "INSERT INTO capture_grants (tenant_id, user_id, granted_at, granted_by)"
+        grant += " VALUES ('t', :u, '2026-01-01', 'op')"
+        connection.execute(text(grant), [{"u": u} for u in ("admin", "demoted", "editor", "removed")])
+    command.upgrade(alembic_config(url), "head")
+    with engine.connect() as connection:
+        kept = connection.execute(text("SELECT user_id FROM capture_grants")).scalars().all()
+    engine.dispose()
+    assert kept == ["admin"]

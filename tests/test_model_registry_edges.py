@@ -98,6 +98,24 @@ async def test_overlong_served_model_id_is_invalid_argument(connect: ConnectJson
     assert result.code == "invalid_argument" and "served_model_id" in result.message, result
 
 
+async def test_overlong_query_prefix_of_a_deployment_is_invalid_argument(
+    connect: ConnectJsonCaller, world: World
+) -> None:
+    """An external model's queryPrefix stopped at 1024 characters; a deployment's was stored whatever its size (3 MB
+    when probed), on create and on update."""
+    name = _id("dep")
+    body = {"name": name, "publicModelId": f"org/{name}", "endpointUrl": "http://127.0.0.1:9/v1"}
+    token = world.tokens["models"]
+    refused = await connect.call(
+        f"{DEPLOYMENTS}/CreateModelDeployment", {"modelDeployment": {**body, "queryPrefix": "q" * 1025}}, token=token
+    )
+    assert refused.code == "invalid_argument" and "query_prefix" in refused.message, refused
+    created = await _deployment(connect, world, queryPrefix="q" * 1024)
+    update = {"modelDeployment": {"name": created["name"], "queryPrefix": "q" * 1025}}
+    refused = await connect.call(f"{DEPLOYMENTS}/UpdateModelDeployment", update, token=token)
+    assert refused.code == "invalid_argument" and "query_prefix" in refused.message, refused
+
+
 async def test_overlong_api_version_is_invalid_argument(connect: ConnectJsonCaller, world: World) -> None:
     body = _external(provider="EXTERNAL_MODEL_PROVIDER_VENDOR_B", apiVersion="v" * 100)
     result = await connect.call(
@@ -170,3 +188,24 @@ async def test_platform_models_are_created_from_platform_scope_only(
         scoped = await connect.call(method, body, token=ops, tenant=world.tenant_id)
         assert scoped.code == "permission_denied" and "platform scope" in scoped.message, scoped
         must(await connect.call(method, body, token=ops))  # the same call from platform scope
+
+
+async def test_an_api_key_no_header_can_carry_is_refused_where_it_is_given(
+    connect: ConnectJsonCaller, world: World
+) -> None:
+    """The provider key goes out in a header: one with a line break, a character past Latin-1 or past 8 KiB was
+    stored, then failed every call to the model (a 502) instead of the request that gave it."""
+    models = world.tokens["models"]
+    create, update = f"{EXTERNAL}/CreateExternalModel", f"{EXTERNAL}/UpdateExternalModel"
+    created = must(await connect.call(create, {"externalModel": _external()}, token=models))["externalModel"]
+    for bad in ("sk-a\nb", "sk-a\rb", "sk-\u2028x", "sk-\u20ac", "k" * 8193):
+        refused = await connect.call(create, {"externalModel": _external(apiKey=bad)}, token=models)
+        assert refused.code == "invalid_argument" and "api_key" in refused.message, (bad[:8], refused)
+        assert bad not in refused.message
+        body = {"name": created["name"], "apiKey": bad, "displayName": "half-written"}
+        refused = await connect.call(update, {"externalModel": body}, token=models)
+        assert refused.code == "invalid_argument" and "api_key" in refused.message, (bad[:8], refused)
+    kept = must(await connect.call(f"{EXTERNAL}/GetExternalModel", {"name": created["name"]}, token=models))
+    assert kept["externalModel"]["displayName"] == created["displayName"]
+    latin_1 = {"name": created["name"], "apiKey": "sk-\u00e9\tok"}  # tab and Latin-1 are header text
+    must(await connect.call(update, {"externalModel": latin_1}, token=models))

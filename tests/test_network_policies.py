@@ -92,6 +92,7 @@ REFUSED = [
     ("169.254.0.0/16", "protected"),
     ("fd00:ec2::254", "cloud metadata"),
     ("fd00::/8", "cloud metadata"),
+    ("fd20:ce::/32", "cloud metadata"),
     ("fc00::/7", "cloud metadata"),
     ("100.64.0.0/10", "cloud metadata"),
     ("100.100.100.200", "cloud metadata"),

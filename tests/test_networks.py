@@ -32,6 +32,7 @@ CASES = [
     ("169.254.169.254", PROTECTED),
     ("169.254.1.1", PROTECTED),
     ("fd00:ec2::254", PROTECTED),
+    ("fd20:ce::254", PROTECTED),
     ("100.100.100.200", PROTECTED),
     ("fe80::1", PROTECTED),
     ("fe80::1%eth0", PROTECTED),
@@ -95,7 +96,7 @@ def test_embedded_private_addresses_are_reached_as_ipv4() -> None:
 
 
 def test_metadata_is_named_as_such() -> None:
-    for address in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200", "::ffff:169.254.169.254"):
+    for address in ("169.254.169.254", "fd00:ec2::254", "fd20:ce::254", "100.100.100.200", "::ffff:169.254.169.254"):
         assert "metadata" in classify(ip_address(address)).reason
 
 
@@ -104,6 +105,7 @@ def test_metadata_is_named_as_such() -> None:
     [
         ("10.0.0.0/8", None),
         ("fd12::/16", None),
+        ("fd20::/16", "fd20:ce::254/128"),
         ("fd00::/8", "fd00:ec2::254/128"),
         ("100.64.0.0/10", "100.100.100.200/32"),
         ("169.254.0.0/16", "169.254.169.254/32"),

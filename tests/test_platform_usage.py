@@ -110,6 +110,21 @@ async def test_the_server_coarsens_a_step_that_would_give_too_many_buckets(serve
     assert width > timedelta(minutes=1)
 
 
+@pytest.mark.parametrize(("span", "step"), [(timedelta(minutes=500), "60s"), (timedelta(days=1000), None)])
+async def test_a_window_off_the_step_s_boundaries_still_gets_at_most_500_buckets(
+    server: Server, span: timedelta, step: str | None
+) -> None:
+    """Buckets are aligned to the epoch, so 500 minutes from 00:00:30 touch 501 minutes: the server coarsens."""
+    t0 = _hour() + timedelta(seconds=30)
+    body: dict[str, Any] = {"window": _window(t0, t0 + span)}
+    if step:
+        body["step"] = step
+    points = (await _call(server, "GetPlatformTokenUsageSeries", body))["series"][0]["points"]
+    assert len(points) <= 500
+    assert points[0]["window"]["startTime"] == body["window"]["startTime"]
+    assert points[-1]["window"]["endTime"] == body["window"]["endTime"]
+
+
 async def test_call_counts_count_one_kind(server: Server, database: Database) -> None:
     t0 = _hour()
     await insert_rows(

@@ -15,8 +15,11 @@ from tests.test_rag_http import RagWorld, rw, url
 __all__ = ["rw"]
 
 
-async def _ingest(rw: RagWorld, rag: dict[str, Any], var_dir: Path, *args: str) -> tuple[int | None, str, str]:
-    env = {**os.environ, "SWITCHBOARD_API_KEY": rw.keys["editor"], "SWITCHBOARD_VAR_DIR": str(var_dir)}
+async def _ingest(
+    rw: RagWorld, rag: dict[str, Any], var_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[int | None, str, str]:
+    """The CLI's exit status, stdout and stderr; killed, and None for its status, when it runs over a minute."""
+    env = {**os.environ, "SWITCHBOARD_API_KEY": rw.keys["editor"], "SWITCHBOARD_VAR_DIR": str(var_dir), **(env or {})}
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -32,7 +35,12 @@ async def _ingest(rw: RagWorld, rag: dict[str, Any], var_dir: Path, *args: str) 
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await proc.communicate()
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    except TimeoutError:
+        proc.kill()
+        out, err = await proc.communicate()
+        return None, out.decode(), err.decode()
     return proc.returncode, out.decode(), err.decode()
 
 
@@ -103,3 +111,47 @@ async def test_ingest_uploads_a_folder_and_reports_failures(rw: RagWorld, tmp_pa
     )
     assert listed.body["total"] == 3
     assert sorted(f["filename"] for f in listed.body["data"]) == ["a.txt", "b.md", "c.csv"]
+
+
+def _not_regular(folder: Path) -> list[Path]:
+    """A symlink to /dev/zero and a FIFO, both named as text files: reading either never ends (the FIFO's open waits
+    for a writer that never comes)."""
+    (folder / "zero.txt").symlink_to("/dev/zero")
+    os.mkfifo(folder / "pipe.txt")
+    return [folder / "zero.txt", folder / "pipe.txt"]
+
+
+async def test_a_path_that_is_not_a_regular_file_is_refused_before_anything_is_read(
+    rw: RagWorld, tmp_path: Path
+) -> None:
+    rag = await rw.rag()
+    for path in _not_regular(tmp_path):
+        code, out, err = await _ingest(rw, rag, tmp_path / "var", str(path))
+        assert (code, out) == (2, f"not a regular file or folder: {path}\n"), (code, out, err)
+    assert await _listed(rw, rag) == []
+
+
+async def test_a_folder_skips_what_is_not_a_regular_file(rw: RagWorld, tmp_path: Path) -> None:
+    rag = await rw.rag()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    odd = _not_regular(docs)
+    (docs / "a.txt").write_text("Alpacas are kept for their soft wool.")
+    code, out, err = await _ingest(rw, rag, tmp_path / "var", str(docs))
+    assert code == 0 and "uploaded 1 files" in out and "0 failed; 2 skipped" in out, (code, out, err)
+    for path in odd:
+        assert f"skipped {path} (not a regular file)" in out, out
+    assert [f["filename"] for f in await _listed(rw, rag)] == ["a.txt"]
+
+
+async def test_a_file_over_the_upload_limit_is_not_read_past_it_nor_sent(rw: RagWorld, tmp_path: Path) -> None:
+    rag = await rw.rag()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "big.txt").write_text("Alpacas hum. " * 200)  # 2,600 bytes
+    (docs / "small.txt").write_text("Llamas carry loads in the Andes.")
+    limit = {"SWITCHBOARD_RAG_MAX_FILE_BYTES": "2048"}
+    code, out, err = await _ingest(rw, rag, tmp_path / "var", str(docs), env=limit)
+    assert code == 1 and "uploaded 1 files" in out and "1 failed" in out, (code, out, err)
+    assert f"failed  {docs / 'big.txt'}: larger than the upload limit of 2048 bytes" in out, out
+    assert [f["filename"] for f in await _listed(rw, rag)] == ["small.txt"]

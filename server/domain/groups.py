@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
@@ -19,6 +19,7 @@ from server.domain.principal import Principal
 from server.domain.users import UserInfo, resolve_users
 from server.domain.validation import require_name, require_nonempty, require_user_id
 from server.errors import AlreadyExists, FailedPrecondition, NotFound
+from server.invalidation import QUIET
 from server.store.db import KeyLookup, integrity_as, lone_rows, lone_value, new_id
 from server.store.models import GroupListVersionRow, GroupMemberRow, GroupRow, TenantMemberRow
 
@@ -57,9 +58,9 @@ def _group(row: GroupRow, member_count: int | None = None) -> Group:
     return Group(id=row.id, tenant_id=row.tenant_id, name=row.name, member_count=member_count)
 
 
-async def _group_in_tenant(session: AsyncSession, tenant_id: str, group_id: str) -> GroupRow:
+async def _group_in_tenant(session: AsyncSession, tenant_id: str, group_id: str, *, lock: bool = False) -> GroupRow:
     require_nonempty(group_id, "group_id")
-    row = await session.get(GroupRow, group_id)
+    row = await session.get(GroupRow, group_id, with_for_update={"read": True} if lock else None)
     if row is None or row.tenant_id != tenant_id:
         raise NotFound(f"group {group_id!r} not found in tenant {tenant_id!r}", field="group_id")
     return row
@@ -180,8 +181,19 @@ async def add_group_member(
 ) -> None:
     tenant_id = permissions.resolve_tenant(principal, tenant_id)
     await permissions.require_tenant_admin(session, principal, tenant_id)
-    await _group_in_tenant(session, tenant_id, group_id)
+    require_nonempty(group_id, "group_id")
     require_user_id(user_id)
+    # The membership and the group stay locked until the member row is written (a no-op write: the row's lock on
+    # PostgreSQL, the write lock on SQLite, before the reads): a tenant member's removal committed in between left
+    # them in the group (back in it, with its grants, if ever made a member again), a group's delete an unmapped
+    # foreign-key failure.
+    await session.execute(
+        update(TenantMemberRow)
+        .where(TenantMemberRow.tenant_id == tenant_id, TenantMemberRow.user_id == user_id)
+        .values(user_id=TenantMemberRow.user_id)
+        .execution_options(synchronize_session=False, **QUIET)
+    )
+    await _group_in_tenant(session, tenant_id, group_id, lock=True)
     if await session.get(TenantMemberRow, (tenant_id, user_id)) is None:
         raise FailedPrecondition(f"user {user_id!r} is not a member of tenant {tenant_id!r}", field="user_id")
     if await session.get(GroupMemberRow, (group_id, user_id)) is not None:

@@ -39,6 +39,7 @@ from server.domain.validation import (
     HEADER_VALUE_FORBIDDEN,
     MAX_DISPLAY_NAME,
     limit_text,
+    require_header_secret,
     require_http_url,
     require_nonempty,
 )
@@ -484,7 +485,7 @@ async def create(
     )
     session.add(row)
     await session.flush()
-    return _build(row, await permissions.ownership(session, _ref(name)))
+    return _build(row, await permissions.ownership(session, _ref(name), principal))
 
 
 async def _row(session: AsyncSession, name: str) -> ExternalMcpServerRow:
@@ -521,7 +522,7 @@ async def update(
     if spec.sharing is not None:
         await permissions.set_sharing(session, principal, _ref(spec.name), spec.sharing)
     await session.flush()
-    return _build(row, await permissions.ownership(session, _ref(spec.name)))
+    return _build(row, await permissions.ownership(session, _ref(spec.name), principal))
 
 
 async def delete(session: AsyncSession, principal: Principal, name: str) -> None:
@@ -550,7 +551,7 @@ async def list_invokable(session: AsyncSession, principal: Principal, window: Wi
             query, ExternalMcpServerRow.name, searched=(ExternalMcpServerRow.name, ExternalMcpServerRow.display_name)
         )
     rows = (await session.scalars(query)).all()
-    owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
+    owners = await permissions.ownerships(session, KIND, [r.name for r in rows], principal)
     return [_build(row, owners[row.name]) for row in rows]
 
 
@@ -655,9 +656,7 @@ class Invocation:
 def bearer_token(value: str, field: str) -> str:
     """A token sent as `Authorization: Bearer <token>`: what a header value may hold (a line break in one failed
     every tool call as an unreachable server, not the request that gave it)."""
-    if HEADER_VALUE_FORBIDDEN.search(value) or len(value) > _MAX_HEADER_VALUE:
-        raise InvalidArgument(f"{field} is not a valid bearer token (control characters, or too long)", field=field)
-    return value
+    return require_header_secret(value, field)
 
 
 def request_headers(values: Any, field: str) -> dict[str, str]:

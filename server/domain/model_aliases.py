@@ -106,8 +106,8 @@ def permissions_denied(ref: ResourceRef) -> PermissionDenied:
     return PermissionDenied(f"the caller may not administer the alias target {ref.name!r}", field="target_ref")
 
 
-async def _view(session: AsyncSession, row: ModelAliasRow) -> Alias:
-    owner = await permissions.ownership(session, _ref(row.name))
+async def _view(session: AsyncSession, principal: Principal, row: ModelAliasRow) -> Alias:
+    owner = await permissions.ownership(session, _ref(row.name), principal)
     return _build(row, owner, resolved=await alias_target(session, row) is not None)
 
 
@@ -143,7 +143,7 @@ async def create(session: AsyncSession, principal: Principal, spec: AliasSpec) -
     )
     session.add(row)
     await session.flush()
-    return await _view(session, row)
+    return await _view(session, principal, row)
 
 
 async def _row(session: AsyncSession, principal: Principal, name: str) -> ModelAliasRow:
@@ -155,7 +155,7 @@ async def _row(session: AsyncSession, principal: Principal, name: str) -> ModelA
 
 
 async def get(session: AsyncSession, principal: Principal, name: str) -> Alias:
-    return await _view(session, await _row(session, principal, name))
+    return await _view(session, principal, await _row(session, principal, name))
 
 
 async def update(session: AsyncSession, principal: Principal, name: str, spec: AliasSpec) -> Alias:
@@ -174,7 +174,7 @@ async def update(session: AsyncSession, principal: Principal, name: str, spec: A
     if spec.sharing is not None:
         await permissions.set_sharing(session, principal, _ref(name), spec.sharing)
     await session.flush()
-    return await _view(session, row)
+    return await _view(session, principal, row)
 
 
 async def delete(session: AsyncSession, principal: Principal, name: str) -> None:
@@ -202,6 +202,6 @@ async def list_readable(session: AsyncSession, principal: Principal, window: Win
             searched=(ModelAliasRow.name, ModelAliasRow.public_model_id, ModelAliasRow.display_name),
         )
     rows = (await session.scalars(query)).all()
-    owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
+    owners = await permissions.ownerships(session, KIND, [r.name for r in rows], principal)
     uids = await resource_pins.pins_of(session, [ref for r in rows if (ref := alias_target_named(r)) is not None])
     return [_build(r, owners[r.name], resolved=alias_target_among(r, uids) is not None) for r in rows]

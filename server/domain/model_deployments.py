@@ -25,6 +25,7 @@ from server.domain.principal import Principal
 from server.domain.validation import (
     MAX_DISPLAY_NAME,
     MAX_PROVIDER_MODEL_ID,
+    MAX_QUERY_PREFIX,
     limit_text,
     require_http_url,
     validate_resource_name,
@@ -75,8 +76,8 @@ def _ref(name: str) -> ResourceRef:
     return ResourceRef(KIND, name)
 
 
-async def _view(session: AsyncSession, row: ModelDeploymentRow) -> Deployment:
-    return _build(row, await permissions.ownership(session, _ref(row.name)))
+async def _view(session: AsyncSession, principal: Principal, row: ModelDeploymentRow) -> Deployment:
+    return _build(row, await permissions.ownership(session, _ref(row.name), principal))
 
 
 def _build(row: ModelDeploymentRow, owner: permissions.Ownership) -> Deployment:
@@ -117,6 +118,7 @@ async def create(
     permissions.require_platform_scope(principal, "can_manage_models")
     name = validate_resource_name(spec.name)
     endpoint = require_http_url(spec.endpoint_url, "endpoint_url")
+    limit_text(spec.query_prefix or "", "query_prefix", MAX_QUERY_PREFIX)
     # Deployments are registered by platform operators only: private (in-cluster) addresses are theirs to use.
     await check(endpoint, field="endpoint_url", reach=Reach.PLATFORM)
     capabilities = spec.capabilities or capabilities_of(0, ())
@@ -138,7 +140,7 @@ async def create(
     )
     session.add(row)
     await session.flush()
-    return await _view(session, row)
+    return await _view(session, principal, row)
 
 
 async def _row(session: AsyncSession, name: str) -> ModelDeploymentRow:
@@ -149,7 +151,7 @@ async def _row(session: AsyncSession, name: str) -> ModelDeploymentRow:
 
 async def get(session: AsyncSession, principal: Principal, name: str) -> Deployment:
     await permissions.require_read(session, principal, _ref(name))
-    return await _view(session, await _row(session, name))
+    return await _view(session, principal, await _row(session, name))
 
 
 async def update(
@@ -173,11 +175,11 @@ async def update(
     if spec.max_model_len is not None:
         row.max_model_len = _max_len(spec.max_model_len)
     if spec.query_prefix is not None:
-        row.query_prefix = spec.query_prefix
+        row.query_prefix = limit_text(spec.query_prefix, "query_prefix", MAX_QUERY_PREFIX)
     if spec.model_url is not None:
         row.model_url = _model_url(spec.model_url) or ""
     await session.flush()
-    return await _view(session, row)
+    return await _view(session, principal, row)
 
 
 async def delete(session: AsyncSession, principal: Principal, name: str) -> None:

@@ -37,6 +37,7 @@ class ModelTarget:
     public_model_id: str
     invoked_ref: ResourceRef  # the alias when the id is an alias, else the direct target
     task_type: int
+    direct_ref: ResourceRef  # the model itself: the alias's target now when the id is an alias
 
 
 async def _direct_task(session: AsyncSession, ref: ResourceRef) -> int | None:
@@ -63,7 +64,7 @@ async def find_target(session: AsyncSession, public_model_id: str) -> ModelTarge
             return None
         direct = target
     task = await _direct_task(session, direct)
-    return ModelTarget(public_model_id, ref, task) if task is not None else None
+    return ModelTarget(public_model_id, ref, task, direct) if task is not None else None
 
 
 async def require_invokable_model(

@@ -104,7 +104,7 @@ async def readable_targets(
     if window is not None:
         query = window.apply(query, table.name, searched=(table.name, table.public_model_id, table.display_name))
     rows = (await session.scalars(query)).all()
-    owners = await permissions.ownerships(session, kind, [row.name for row in rows])
+    owners = await permissions.ownerships(session, kind, [row.name for row in rows], principal)
     return [(row, owners[row.name]) for row in rows]
 
 

@@ -87,7 +87,8 @@ def _nets(*rows: tuple[str, str]) -> tuple[tuple[IPNetwork, str], ...]:
 PROTECTED_NETWORKS: tuple[tuple[IPNetwork, str], ...] = _nets(
     ("169.254.169.254/32", "cloud metadata"),
     ("100.100.100.200/32", "cloud metadata"),
-    ("fd00:ec2::254/128", "cloud metadata"),
+    ("fd00:ec2::254/128", "cloud metadata"),  # AWS
+    ("fd20:ce::254/128", "cloud metadata"),  # Google Cloud
     ("169.254.0.0/16", "link-local"),
     ("fe80::/10", "link-local"),
     ("127.0.0.0/8", "loopback"),

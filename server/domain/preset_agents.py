@@ -298,7 +298,7 @@ async def create(session: AsyncSession, principal: Principal, spec: AgentSpec, *
     await _apply(session, principal, row, spec)
     session.add(row)
     await session.flush()
-    return await _view(session, row)
+    return await _view(session, principal, row)
 
 
 async def _row(session: AsyncSession, name: str) -> PresetAgentRow:
@@ -309,7 +309,7 @@ async def _row(session: AsyncSession, name: str) -> PresetAgentRow:
 
 async def get(session: AsyncSession, principal: Principal, name: str) -> Agent:
     await permissions.require_read(session, principal, _ref(name))
-    return await _view(session, await _row(session, name))
+    return await _view(session, principal, await _row(session, name))
 
 
 async def update(session: AsyncSession, principal: Principal, spec: AgentSpec) -> Agent:
@@ -323,7 +323,7 @@ async def update(session: AsyncSession, principal: Principal, spec: AgentSpec) -
     if spec.sharing is not None:
         await permissions.set_sharing(session, principal, _ref(name), spec.sharing)
     await session.flush()
-    return await _view(session, row)
+    return await _view(session, principal, row)
 
 
 async def delete(session: AsyncSession, principal: Principal, name: str) -> None:
@@ -355,7 +355,7 @@ async def list_readable(
             searched=(PresetAgentRow.name, PresetAgentRow.public_model_id, PresetAgentRow.display_name),
         )
     rows = (await session.scalars(query)).all()
-    owners = await permissions.ownerships(session, KIND, [r.name for r in rows])
+    owners = await permissions.ownerships(session, KIND, [r.name for r in rows], principal)
     uids = await resource_pins.pins_of(session, [_base_ref(r) for r in rows])
     return [_build(r, owners[r.name], resolved=base_pinned(r, uids)) for r in rows]
 
@@ -382,8 +382,8 @@ async def _resolved(session: AsyncSession, row: PresetAgentRow) -> bool:
     return await resource_pins.still_pinned(session, _base_ref(row), row.pins or {})
 
 
-async def _view(session: AsyncSession, row: PresetAgentRow) -> Agent:
-    owner = await permissions.ownership(session, _ref(row.name))
+async def _view(session: AsyncSession, principal: Principal, row: PresetAgentRow) -> Agent:
+    owner = await permissions.ownership(session, _ref(row.name), principal)
     return _build(row, owner, resolved=await _resolved(session, row))
 
 

@@ -11,7 +11,10 @@ Rules
   one of task type rerank the writer can invoke. The embedding model never changes once the RAG exists (the spec's
   "changing the embedding model of an existing RAG is rejected"): we refuse it always, not only once content is
   embedded, so a RAG's vectors never depend on when the change was tried. The vector size is pinned by the first
-  embedding (`pin_embedding_dimensions`) and a different size is refused from then on.
+  embedding (`pin_embedding_dimensions`) and a different size is refused from then on. An alias named as the
+  embedding model is resolved once, at creation: the RAG keeps its target then (`embedding_target`, pinned) and
+  does not follow the alias when it is repointed, which would mix two models' vectors in one index whenever the new
+  target's vectors have the same size. The alias goes on deciding whether the RAG may use the model (its sharing).
 - Chunking and retrieval defaults may change; chunking changes apply to files uploaded afterwards.
 - Deleting a RAG deletes its content: content tables reference rag_deployments.id with ON DELETE CASCADE, and the
   row is removed with one DELETE statement so both databases cascade.
@@ -111,6 +114,7 @@ class Rag:
     updated_at: datetime
     used_bytes: int
     pins: resource_pins.Pins = field(default_factory=dict)  # its models' uids (server.domain.resource_pins)
+    embedding_target: ResourceRef | None = None  # the model its vectors come from (None: unknown, see the row)
 
 
 def rag_url(public_base_url: str, rag_id: str) -> str:
@@ -141,10 +145,17 @@ def _build(row: RagDeploymentRow, sharing: Sharing) -> Rag:
         lexical_weight=float(weights.get("lexical", DEFAULT_LEXICAL_WEIGHT)),
         creator=row.creator,
         pins=dict(row.pins or {}),
+        embedding_target=_embedding_target(row),
         created_at=row.created_at,
         updated_at=row.updated_at,
         used_bytes=row.used_bytes,
     )
+
+
+def _embedding_target(row: RagDeploymentRow) -> ResourceRef | None:
+    if row.embedding_target_kind is None or row.embedding_target_name is None:
+        return None
+    return ResourceRef(ResourceKind(row.embedding_target_kind), row.embedding_target_name)
 
 
 def _in_range(value: int, bounds: tuple[int, int], field: str) -> int:
@@ -234,7 +245,9 @@ async def create(session: AsyncSession, principal: Principal, spec: RagSpec, *, 
         embedding_model=spec.embedding_model,
         chunk_size_tokens=size,
         chunk_overlap_tokens=overlap,
-        pins=await resource_pins.pins_of(session, [embedding.invoked_ref]),
+        pins=await resource_pins.pins_of(session, [embedding.invoked_ref, embedding.direct_ref]),
+        embedding_target_kind=int(embedding.direct_ref.kind),
+        embedding_target_name=embedding.direct_ref.name,
         top_k=_in_range(spec.top_k if spec.top_k is not None else DEFAULT_TOP_K, _TOP_K, "rag.retrieval.top_k"),
         score_threshold=_threshold(spec.score_threshold) if spec.score_threshold is not None else None,
         weights=_weights(
@@ -251,18 +264,20 @@ async def create(session: AsyncSession, principal: Principal, spec: RagSpec, *, 
     session.add(row)
     with integrity_as(f"rag.name {name!r} is already used by another RAG of this owner", field="rag.name"):
         await session.flush()
-    return _build(row, (await permissions.ownership(session, _ref(row.id))).sharing)
+    return _build(row, (await permissions.ownership(session, _ref(row.id), principal)).sharing)
 
 
 async def load(session: AsyncSession, rag_id: str) -> Rag:
     """A RAG's settings with no permission check, for code that has already authorised the caller (the gateway's
     RAG surfaces). NotFound when it does not exist."""
     row = await _row(session, rag_id)
-    return _build(row, (await permissions.ownership(session, _ref(rag_id))).sharing)
+    return _build(row, (await permissions.ownership(session, _ref(rag_id), None)).sharing)
 
 
-async def _row(session: AsyncSession, rag_id: str) -> RagDeploymentRow:
-    row = await session.get(RagDeploymentRow, rag_id)
+async def _row(session: AsyncSession, rag_id: str, *, for_update: bool = False) -> RagDeploymentRow:
+    """`for_update`: locked until the transaction ends (PostgreSQL), so that a concurrent update reads what this one
+    writes rather than overwriting it with what it read before."""
+    row = await session.get(RagDeploymentRow, rag_id, with_for_update=for_update)
     if row is None:
         raise NotFound(f"RAG {rag_id!r} not found", field="id")
     return row
@@ -277,7 +292,7 @@ async def update(session: AsyncSession, principal: Principal, spec: RagSpec) -> 
     """See the module rules: name and embedding model are fixed; omitted settings are unchanged."""
     rag_id = require_nonempty(spec.id, "rag.id")
     await permissions.require_admin(session, principal, _ref(rag_id))
-    row = await _row(session, rag_id)
+    row = await _row(session, rag_id, for_update=True)
     if spec.name and spec.name != row.name:
         raise InvalidArgument("rag.name is immutable", field="rag.name")
     if spec.embedding_model and spec.embedding_model != row.embedding_model:
@@ -314,7 +329,7 @@ async def update(session: AsyncSession, principal: Principal, spec: RagSpec) -> 
     if spec.sharing is not None:
         await permissions.set_sharing(session, principal, _ref(rag_id), spec.sharing)
     await session.flush()
-    return _build(row, (await permissions.ownership(session, _ref(rag_id))).sharing)
+    return _build(row, (await permissions.ownership(session, _ref(rag_id), principal)).sharing)
 
 
 async def delete(session: AsyncSession, principal: Principal, index: ChunkIndex, rag_id: str) -> None:
@@ -357,7 +372,7 @@ async def list_readable(
             query, *LIST_ORDER, searched=(RagDeploymentRow.name, RagDeploymentRow.display_name, RagDeploymentRow.id)
         )
     rows = (await session.scalars(query)).all()
-    owners = await permissions.ownerships(session, KIND, [r.id for r in rows])
+    owners = await permissions.ownerships(session, KIND, [r.id for r in rows], principal)
     return [_build(row, owners[row.id].sharing) for row in rows]
 
 

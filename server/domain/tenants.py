@@ -15,6 +15,7 @@ from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server import permissions
+from server.audit.calls import CallRecorder
 from server.capture.store import delete_tenant_exchanges
 from server.domain import api_keys, model_registry, rags
 from server.domain.principal import Principal
@@ -121,6 +122,7 @@ async def create_tenant(session: AsyncSession, principal: Principal, name: str, 
     session.add(row)
     with integrity_as(f"a tenant named {name!r} already exists", field="name"):
         await session.flush()
+    CallRecorder.acted_on(row.id)  # the audit trail files a tenant's creation under it, as its deletion
     return _tenant(row)
 
 
@@ -272,6 +274,9 @@ async def update_member_role(
         await _refuse_losing_last_admin(session, tenant_id, row)
     row.role = int(new_role)
     await session.flush()
+    if new_role != TenantRole.ADMIN:
+        # After the role's write, which locks the row a grant in progress checks: this sees that grant if it won.
+        await permissions.end_capture_grant(session, tenant_id, user_id)
     permissions.forget_membership(session, tenant_id, user_id)
     return await _member(session, tenant_id, user_id)
 
@@ -293,6 +298,8 @@ async def remove_member(session: AsyncSession, principal: Principal, tenant_id: 
     await _refuse_losing_last_admin(session, tenant_id, row)
     await session.delete(row)
     await api_keys.disable_member_keys(session, tenant_id, user_id)
+    # After the row's delete (autoflushed before it), so a grant in progress is either refused or ended here.
+    await permissions.end_capture_grant(session, tenant_id, user_id)
     # Leaving the tenant means leaving its groups too, or group grants would outlive the membership.
     tenant_groups = select(GroupRow.id).where(GroupRow.tenant_id == tenant_id)
     await session.execute(

@@ -18,6 +18,7 @@ model calls, the registered MCP server for tool calls, the RAG for retrievals (r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -175,12 +176,21 @@ def choose_step(window: Window, requested: timedelta | None) -> int:
     if requested is not None and requested < timedelta(0):
         raise InvalidArgument("step must not be negative", field="step")
     wanted = requested.total_seconds() if requested else 0
-    span = (window.end - window.start).total_seconds()
     for step in STEPS:
-        if step >= wanted and span / step <= MAX_BUCKETS:
+        if step >= wanted and _bucket_count(window, step) <= MAX_BUCKETS:
             return step
+    span = (window.end - window.start).total_seconds()
     days = max(1, -(-int(span) // (86400 * MAX_BUCKETS)), -(-int(wanted) // 86400))
+    while _bucket_count(window, 86400 * days) > MAX_BUCKETS:  # one more day at most
+        days += 1
     return 86400 * days
+
+
+def _bucket_count(window: Window, step: int) -> int:
+    """How many buckets _buckets gives: aligned to the epoch, a window not on a step's boundary touches one more
+    bucket than its span holds (500 minutes from 00:00:30 touch 501 minutes)."""
+    origin = int(window.start.timestamp()) // step * step
+    return math.ceil((window.end.timestamp() - origin) / step)
 
 
 def _group_of(group_by: int, field_name: str) -> GroupBy:
@@ -423,10 +433,10 @@ async def traffic_series(
 
 def _target_buckets(session: AsyncSession, window: Window, step: timedelta | None) -> tuple[int, list[Bucket], Any]:
     """(step, buckets, bucket-index expression) for a per-target read. Steps stop at one day here (metrics steps
-    name no coarser one), so a window longer than MAX_BUCKETS days is refused."""
-    if (window.end - window.start) > timedelta(days=MAX_BUCKETS):
-        raise InvalidArgument(f"start_time to end_time may span at most {MAX_BUCKETS} days", field="start_time")
+    name no coarser one), so a window touching more than MAX_BUCKETS UTC days is refused."""
     seconds = choose_step(window, step)
+    if seconds > STEPS[-1]:
+        raise InvalidArgument(f"start_time to end_time may span at most {MAX_BUCKETS} UTC days", field="start_time")
     origin, buckets = _buckets(window, seconds)
     return seconds, buckets, (epoch_seconds(session, UsageEventRow.occurred_at) - origin) // seconds
 

@@ -20,6 +20,7 @@ __all__ = [
     "is_utf8",
     "limit_ids",
     "limit_text",
+    "require_header_secret",
     "require_http_url",
     "require_name",
     "require_nonempty",
@@ -41,6 +42,7 @@ MAX_URL = 2048
 # aiohttp refuses to write C0 line breaks; U+0085 (NEL) is one to Unicode-aware readers (str.splitlines among them).
 HEADER_VALUE_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 MAX_QUERY_PREFIX = 1024
+_LATIN_1 = re.compile(r"[\x00-\xff]*")
 MAX_USER_ID = 128  # an identity provider's subject, as the tables keep it
 MAX_EMAIL = 254  # RFC 5321's longest path, less its angle brackets
 
@@ -74,6 +76,22 @@ def validate_header_text(value: str | None, *, what: str, field: str, max_length
         raise InvalidArgument(f"{what} contains a control character (such as NUL or a line break)", field=field)
     if not is_utf8(text):
         raise InvalidArgument(f"{what} is not UTF-8 text", field=field)
+
+
+MAX_HEADER_SECRET = 8192  # what upstream servers take in one header line (aiohttp's and most others' limit)
+
+
+def require_header_secret(value: str, field: str) -> str:
+    """A credential sent in a request header (a provider's API key): one with a control character but tab, a
+    character past Latin-1 (the outbound client writes headers as Latin-1) or longer than a header line may be was
+    stored, then failed every call that sent it rather than the request that gave it. Never echoed: it is a secret."""
+    if len(value) > MAX_HEADER_SECRET or HEADER_VALUE_FORBIDDEN.search(value) or not _LATIN_1.fullmatch(value):
+        raise InvalidArgument(
+            f"{field} must be at most {MAX_HEADER_SECRET} characters of header text (no line breaks or other control "
+            "characters, nothing past Latin-1)",
+            field=field,
+        )
+    return value
 
 
 def require_nonempty(value: str, field: str) -> str:

@@ -10,7 +10,8 @@
 - `limits`    who sets rate limits and budgets (operators: platform tier; tenant admins: tenant tier; never
               keys) and who reads their use (a key's holder, tenant admins, operators).
 - `audit`     who reads the audit trail (operators: every tenant; tenant admins: their own).
-- `capture`   who holds content capture (operators: every tenant; tenant admins an operator granted it to: theirs).
+- `capture`   who holds content capture (operators: every tenant; tenant admins an operator granted it to: theirs,
+              the grant ending with their admin role).
 - `usage`     who reads usage aggregates (operators: every tenant; tenant admins: their tenant; members: their
               own calls).
 - `conversations` who owns a conversation (a user or a service account) and who may see it (only the owner).
@@ -19,6 +20,7 @@
 from server.permissions.audit import audit_reach
 from server.permissions.capture import (
     capture_reach,
+    end_capture_grant,
     holds_capture,
     require_capture_grantee,
     require_capture_granter,
@@ -125,6 +127,7 @@ __all__ = [
     "create_resource",
     "delete_resource",
     "delete_tenant_resources",
+    "end_capture_grant",
     "follow_membership_changes",
     "forget_membership",
     "forget_subject",

@@ -2,7 +2,8 @@
 
 - Platform operators (`can_manage_tenants`) hold it for every tenant, in a signed-in session.
 - A tenant admin holds it for their tenant once an operator granted it to them (`capture_grants`), and only while
-  they are still the tenant's admin: a demoted admin's grant stops working without anyone revoking it.
+  they are still the tenant's admin: the grant ends with the role (`end_capture_grant`, when they are demoted or
+  leave the tenant), so being made admin again, which any tenant admin may do, does not bring it back.
 - Granting and revoking it: platform operators only, and only to a user who is the tenant's admin at the time.
 - API keys never hold it, whoever owns them (the whole CaptureService is closed to keys, see `credentials`).
 
@@ -12,7 +13,7 @@ holder, so its existence does not leak across tenants.
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.principal import Principal
@@ -30,6 +31,7 @@ from server.store.models import CaptureGrantRow, TenantMemberRow
 
 __all__ = [
     "capture_reach",
+    "end_capture_grant",
     "holds_capture",
     "require_capture_grantee",
     "require_capture_granter",
@@ -90,9 +92,25 @@ async def require_capture_granter(session: AsyncSession, principal: Principal, t
 
 
 async def require_capture_grantee(session: AsyncSession, tenant_id: str, user_id: str) -> None:
-    """Only a tenant's admin can be granted capture on it (operators hold it already)."""
+    """Only a tenant's admin can be granted capture on it (operators hold it already).
+
+    The membership row stays locked until the grant is written (PostgreSQL), so a demotion committed meanwhile
+    cannot leave behind a grant to someone who is no longer admin, waiting for them to be made admin again."""
     role = await session.scalar(
-        select(TenantMemberRow.role).where(TenantMemberRow.tenant_id == tenant_id, TenantMemberRow.user_id == user_id)
+        select(TenantMemberRow.role)
+        .where(TenantMemberRow.tenant_id == tenant_id, TenantMemberRow.user_id == user_id)
+        .with_for_update()
     )
     if role != TenantRole.ADMIN:
         raise FailedPrecondition("content capture is granted to the tenant's admins only", field="user_id")
+
+
+async def end_capture_grant(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
+    """Drop a user's grant on the tenant (revoked, or they stopped being its admin); whether there was one.
+
+    Call in the transaction that lowers or removes a membership: the permission check alone (admin now and granted)
+    would let a grant made to an earlier admin-ship come back whenever a tenant admin restores the role."""
+    result = await session.execute(
+        delete(CaptureGrantRow).where(CaptureGrantRow.tenant_id == tenant_id, CaptureGrantRow.user_id == user_id)
+    )
+    return bool(getattr(result, "rowcount", 0))

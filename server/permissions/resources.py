@@ -396,36 +396,54 @@ async def readable_names(session: AsyncSession, principal: Principal, kind: Reso
     return set(await session.scalars(query))
 
 
-async def ownership(session: AsyncSession, ref: ResourceRef) -> Ownership:
-    row = await session.get(ResourceRow, (int(ref.kind), ref.name))
-    if row is None:
+async def ownership(session: AsyncSession, ref: ResourceRef, viewer: Principal | None) -> Ownership:
+    """Who owns the resource and whom it is shared with, as `viewer` may see it (`_seen_by`; None: code acting for
+    the platform itself, which sees all)."""
+    found = await ownerships(session, ref.kind, [ref.name], viewer)
+    if ref.name not in found:
         raise NotFound(f"{_label(ref)} {ref.name!r} not found", field="name")
-    shared = await session.scalars(
-        select(ResourceShareRow.tenant_id)
-        .where(ResourceShareRow.kind == int(ref.kind), ResourceShareRow.name == ref.name)
-        .order_by(ResourceShareRow.tenant_id)
-    )
-    return Ownership(row.tenant_id, row.created_by, Sharing(row.share_to_all, tuple(shared)))
+    return found[ref.name]
 
 
-async def ownerships(session: AsyncSession, kind: ResourceKind, names: Iterable[str]) -> dict[str, Ownership]:
-    """Ownership of many resources of one kind in two queries (for list responses)."""
+async def ownerships(
+    session: AsyncSession, kind: ResourceKind, names: Iterable[str], viewer: Principal | None
+) -> dict[str, Ownership]:
+    """`ownership` of many resources of one kind in two queries (for list responses); a name that does not exist is
+    left out."""
     wanted = list(names)
     if not wanted:
         return {}
     rows = await session.scalars(select(ResourceRow).where(ResourceRow.kind == int(kind), ResourceRow.name.in_(wanted)))
+    found = {r.name: r for r in rows}
     shares: dict[str, list[str]] = {}
-    found = await session.execute(
+    shared = await session.execute(
         select(ResourceShareRow.name, ResourceShareRow.tenant_id)
         .where(ResourceShareRow.kind == int(kind), ResourceShareRow.name.in_(wanted))
         .order_by(ResourceShareRow.tenant_id)
     )
-    for name, tenant in found:
+    for name, tenant in shared:
         shares.setdefault(name, []).append(tenant)
+    seen = await _seen_by(session, viewer, kind)
     return {
-        r.name: Ownership(r.tenant_id, r.created_by, Sharing(r.share_to_all, tuple(shares.get(r.name, ()))))
-        for r in rows
+        name: Ownership(r.tenant_id, r.created_by, Sharing(r.share_to_all, seen(tuple(shares.get(name, ())))))
+        for name, r in found.items()
     }
+
+
+async def _seen_by(
+    session: AsyncSession, viewer: Principal | None, kind: ResourceKind
+) -> Callable[[tuple[str, ...]], tuple[str, ...]]:
+    """What of a platform resource's shared-with list `viewer` may see. The list names the platform's other
+    customers: those who administer the kind's platform resources, or every tenant, see it all; anyone else reading
+    it (a tenant's member, admin or key it is shared with) sees only the tenants it reads in. Tenant resources have
+    no such list (`_validate_sharing`)."""
+    if viewer is None:
+        return lambda tenants: tenants
+    reach = await _reach(session, viewer)
+    if _PLATFORM_ROLE[kind] in reach.platform_roles or reach.admin_of_every_tenant:
+        return lambda tenants: tenants
+    own = set(reach.tenants)
+    return lambda tenants: tuple(t for t in tenants if t in own)
 
 
 def _label(ref: ResourceRef) -> str:
@@ -436,19 +454,20 @@ async def require_read(session: AsyncSession, principal: Principal, ref: Resourc
     """The resource, if the caller may read it; otherwise not_found, so names cannot be probed."""
     if not await can_read(session, principal, ref):
         raise NotFound(f"{_label(ref)} {ref.name!r} not found", field="name")
-    return await _acted_on(session, ref)
+    return await _acted_on(session, principal, ref)
 
 
 async def require_admin(session: AsyncSession, principal: Principal, ref: ResourceRef) -> Ownership:
     if await can_admin(session, principal, ref):
-        return await _acted_on(session, ref)
+        return await _acted_on(session, principal, ref)
     await require_read(session, principal, ref)
     raise PermissionDenied(f"the caller may not administer {_label(ref)} {ref.name!r}")
 
 
-async def _acted_on(session: AsyncSession, ref: ResourceRef) -> Ownership:
-    """The ownership of a resource the caller is let at, which the audit trail files the call under."""
-    owner = await ownership(session, ref)
+async def _acted_on(session: AsyncSession, principal: Principal, ref: ResourceRef) -> Ownership:
+    """The ownership of a resource the caller is let at (as the caller may see it), which the audit trail files the
+    call under."""
+    owner = await ownership(session, ref, principal)
     CallRecorder.acted_on(owner.tenant_id)
     return owner
 
@@ -657,8 +676,12 @@ async def _subject_tenant(session: AsyncSession, permission: Permission) -> str 
         case SubjectType.USER:
             return None
     if tenant is None:
-        raise NotFound(f"subject {sid!r} not found", field="subject.id")
+        raise _unknown_subject(sid)
     return tenant
+
+
+def _unknown_subject(subject_id: str) -> NotFound:
+    return NotFound(f"subject {subject_id!r} not found", field="subject.id")
 
 
 async def _check_subject(session: AsyncSession, owner: Ownership, permission: Permission) -> None:
@@ -669,7 +692,9 @@ async def _check_subject(session: AsyncSession, owner: Ownership, permission: Pe
         if await session.get(TenantMemberRow, (owner.tenant_id, permission.subject_id)) is None:
             raise InvalidArgument("subject is not a member of the owning tenant", field="subject.id")
     elif tenant != owner.tenant_id:
-        raise InvalidArgument("subject belongs to another tenant", field="subject.id")
+        # Answered as an unknown id is: a distinct answer told a tenant's admin which of another tenant's group,
+        # service account, key and tenant ids exist.
+        raise _unknown_subject(permission.subject_id)
 
 
 async def add_permission(session: AsyncSession, principal: Principal, ref: ResourceRef, permission: Permission) -> None:

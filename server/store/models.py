@@ -617,6 +617,10 @@ class RagDeploymentRow(Base):
     score_threshold: Mapped[float | None] = mapped_column(Float, default=None)
     weights: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)  # {"dense": w, "lexical": w}
     pins: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)  # its models' uids (domain.resource_pins)
+    # The model its vectors come from (kind, name; pinned in `pins`): the alias's target when the RAG was created,
+    # when `embedding_model` is an alias. None: not known (its model was gone when migration 0015 ran).
+    embedding_target_kind: Mapped[int | None] = mapped_column(Integer, default=None)
+    embedding_target_name: Mapped[str | None] = mapped_column(String(128), default=None)
     creator: Mapped[str] = mapped_column(String(128), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -729,7 +733,8 @@ class LimitSoftCrossingRow(Base):
 
 class RevokedSessionRow(Base):
     """A session token signed out before its expiry (server.session_revocations), by the SHA-256 of its signed part:
-    refused until `expires_at`, when the token would be refused anyway and the row may go."""
+    refused until `expires_at`, when the token would be refused anyway and the row may go. Also a console sign-in
+    flow that has finished (`SessionRevocations.spend`), by the SHA-256 of `spent:` and its state."""
 
     __tablename__ = "revoked_sessions"
     token_hash: Mapped[bytes] = mapped_column(LargeBinary(32), primary_key=True)

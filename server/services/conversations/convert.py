@@ -51,6 +51,13 @@ def _struct(value: dict[str, Any]) -> Struct | None:
     return message
 
 
+def _typed(value: Any, implied: bool) -> bool:
+    """Whether a field's value goes in its typed field: a string, and not an empty one the item could leave out.
+    Proto JSON omits an empty typed string, and the way in (`_item_in`) can tell "" from absent only where the field
+    is always present (a required field, a text part's text), so any other "" stays in `extra`, where it shows."""
+    return isinstance(value, str) and (bool(value) or implied)
+
+
 def conversation(value: Conversation) -> pb.Conversation:
     return pb.Conversation(
         id=value.id,
@@ -66,7 +73,7 @@ def conversation(value: Conversation) -> pb.Conversation:
 def _part(value: dict[str, Any]) -> pb.ConversationContentPart:
     rest = dict(value)
     kind = str(rest.pop("type"))
-    text = rest.pop("text") if isinstance(rest.get("text"), str) else ""
+    text = rest.pop("text") if _typed(rest.get("text"), kind in TEXT_PART_TYPES) else ""
     return pb.ConversationContentPart(type=kind, text=text, extra=_struct(rest))
 
 
@@ -86,7 +93,8 @@ def item(value: Item) -> pb.ConversationItem:
     parts = _parts(kind, body.get("content"))
     if parts is not None:
         body.pop("content")
-    typed = {name: body.pop(name) for name in _TYPED_STRINGS if isinstance(body.get(name), str)}
+    required = required_fields(kind)
+    typed = {name: body.pop(name) for name in _TYPED_STRINGS if _typed(body.get(name), name in required)}
     return pb.ConversationItem(
         id=value.id,
         type=kind,

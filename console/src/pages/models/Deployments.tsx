@@ -20,6 +20,13 @@ import { ResourceListService } from "../../gen/switchboard/resources/v1/resource
 import { TASKS, TASK_NAMES } from "./labels";
 import { withLimits, type ModelLimits } from "./modelList";
 
+/** A tenant's members read only their own tenant in a platform resource's shared-with list; operators read it all. */
+function sharingLabel(sharing: ModelDeployment["sharing"]): string {
+  if (sharing?.shareToAll) return "All tenants";
+  const count = sharing?.sharedWith.length ?? 0;
+  return count === 1 ? "1 tenant" : `${count} tenants`;
+}
+
 interface DeploymentDraft { name: string; publicModelId: string; displayName: string; endpointUrl: string; servedModelId: string; modelUrl: string; task: TaskType }
 
 /** Registering an in-cluster model server (operators), or editing one: an edit starts from it as stored. */
@@ -84,7 +91,7 @@ export function Deployments({ operator, limits }: { operator: boolean; limits: M
     { header: "Name", cell: (d) => d.displayName },
     { header: "Resource", cell: (d) => <span class="mono">{d.name}</span> },
     { header: "Task", cell: (d) => TASK_NAMES[d.capabilities?.taskType ?? TaskType.UNSPECIFIED] },
-    { header: "Sharing", cell: (d) => (d.sharing?.shareToAll ? "All tenants" : `${d.sharing?.sharedWith.length ?? 0} tenants`) },
+    { header: "Sharing", cell: (d) => sharingLabel(d.sharing) },
     { header: "Created", cell: (d) => formatTime(d.createTime) },
   ];
   if (operator) {
