@@ -32,7 +32,7 @@ from aiohttp import web
 
 from tests.clients import ConnectJsonCaller
 from tests.conftest import ONE_BACKEND, Server
-from tests.fakes.serve import serve_in_thread
+from tests.fakes.serve import chat_upstream
 from tests.fakes.upstream import UPSTREAM_SECRET
 from tests.gateway_fixtures import Fakes, Gateway
 from tests.gateway_world import GatewayWorld, ModelSpec, create_models
@@ -180,16 +180,10 @@ async def _garbage_stream(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-def _garbage_app() -> web.Application:
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", _garbage_stream)
-    return app
-
-
 @pytest.fixture(scope="module")
 def garbage_upstream() -> Iterator[str]:
-    with serve_in_thread(_garbage_app) as port:
-        yield f"http://127.0.0.1:{port}/v1"
+    with chat_upstream(_garbage_stream) as url:
+        yield url
 
 
 @pytest_asyncio.fixture(scope="module")

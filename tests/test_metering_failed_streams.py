@@ -19,7 +19,7 @@ from aiohttp import web
 
 from tests.clients import ConnectJsonCaller
 from tests.conftest import ONE_BACKEND, Server
-from tests.fakes.serve import serve_in_thread
+from tests.fakes.serve import chat_upstream
 from tests.gateway_fixtures import Gateway
 from tests.gateway_world import GatewayWorld, ModelSpec, all_resources_key, create_models
 from tests.test_gateway_surface_edges import _usage_of
@@ -52,16 +52,10 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     return out
 
 
-def _app() -> web.Application:
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", _chat)
-    return app
-
-
 @pytest.fixture(scope="module")
 def upstream_url() -> Iterator[str]:
-    with serve_in_thread(_app) as port:
-        yield f"http://127.0.0.1:{port}/v1"
+    with chat_upstream(_chat) as url:
+        yield url
 
 
 SERVED = ("error-first", "role-then-error", "role-then-break", "slow")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -49,3 +49,16 @@ def serve_in_thread(make: Callable[[], web.Application], *, host: str = "127.0.0
     finally:
         state["loop"].call_soon_threadsafe(state["stop"].set)
         thread.join(30)
+
+
+@contextmanager
+def chat_upstream(chat: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Iterator[str]:
+    """A model upstream answering /v1/chat/completions with `chat` alone, in a thread: its /v1 base URL."""
+
+    def app() -> web.Application:
+        made = web.Application()
+        made.router.add_post("/v1/chat/completions", chat)
+        return made
+
+    with serve_in_thread(app) as port:
+        yield f"http://127.0.0.1:{port}/v1"
