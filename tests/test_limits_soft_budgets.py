@@ -293,6 +293,32 @@ async def test_a_soft_threshold_is_crossed_by_what_calls_use_not_by_what_they_re
     assert caplog.text.count("soft token budget crossed") == 1 and f"({settled} of 500)" in caplog.text
 
 
+async def test_a_crossing_another_gateway_process_recorded_is_not_logged_again(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two gateway processes on one Redis: the first crosses soft 100 (150 used) and records and logs it; the second,
+    ending its first call of the period past it, finds it recorded: one row, one log line (each process logged it, once
+    a period each)."""
+    with socket.create_connection(("127.0.0.1", 6379), timeout=0.5):
+        pass
+    prefix = f"test:{unique_name('soft')}:"
+    tenant_id = await new_tenant_row(database)
+    policy = budget(tenant_id, TENANT_TIER, 10_000, 100)
+    first = await limiter_for(database, lambda: RedisCounters(REDIS_URL, prefix=prefix), policy)
+    second = Limiter(Db(database.url), RedisCounters(REDIS_URL, prefix=prefix), ttl=60, fail_closed=False)
+    with caplog.at_level("WARNING", logger="switchboard.gateway.limits"):
+        try:
+            await call(first, key_of(tenant_id), 80, 150)
+        finally:
+            await close(first)
+        try:
+            await call(second, key_of(tenant_id), 80, 70)
+        finally:
+            await close(second)
+    assert await crossings(database, tenant_id) == [(TENANT_TIER, TODAY)]
+    assert caplog.text.count("soft token budget crossed") == 1 and "(150 of 100)" in caplog.text
+
+
 async def test_a_call_admitted_before_its_soft_threshold_changed_records_no_crossing_of_the_old_one(
     database: Database,
 ) -> None:

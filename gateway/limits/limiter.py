@@ -481,21 +481,13 @@ class Limiter:
                 self._soft_crossed(soft.applied, after)
 
     def _soft_crossed(self, applied: Applied, after: int) -> None:
-        policy = applied.policy
-        log.warning(
-            "soft token budget crossed: tenant %s, %s scope %r, period %s (%d of %d)",
-            policy.tenant_id,
-            _SCOPE_NAMES[policy.scope.kind],
-            policy.scope.id,
-            applied.period,
-            after,
-            policy.soft_budget,
-        )
-        task = asyncio.ensure_future(self._record_soft(applied))
+        task = asyncio.ensure_future(self._record_soft(applied, after))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _record_soft(self, applied: Applied) -> None:
+    async def _record_soft(self, applied: Applied, after: int) -> None:
+        """Record the crossing, and log it when this is its first record: every gateway process sees a threshold's
+        count once a period (`_sighted`), and those that find it past the threshold all try to record it."""
         policy = applied.policy
         try:
             async with self._db.transaction() as session:
@@ -514,7 +506,7 @@ class Limiter:
                 )
                 if still != policy.soft_budget:
                     return
-                await insert_ignoring_duplicates(
+                first = await insert_ignoring_duplicates(
                     session,
                     LimitSoftCrossingRow,
                     {
@@ -527,6 +519,17 @@ class Limiter:
                 )
         except Exception:
             log.exception("could not record a soft budget crossing")
+            return
+        if first:
+            log.warning(
+                "soft token budget crossed: tenant %s, %s scope %r, period %s (%d of %d)",
+                policy.tenant_id,
+                _SCOPE_NAMES[policy.scope.kind],
+                policy.scope.id,
+                applied.period,
+                after,
+                policy.soft_budget,
+            )
 
 
 def _sighting(soft: _Soft) -> tuple[str, int, int, str, int, str]:
