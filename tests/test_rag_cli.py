@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import ONE_BACKEND
 from tests.rag_http import call
 from tests.test_rag_http import RagWorld, rw, url
 
 __all__ = ["rw"]
+
+# The CLI is a client of the gateway's RAG API, whose storage is tested on both databases (test_rag_http).
+pytestmark = ONE_BACKEND
 
 
 async def _ingest(

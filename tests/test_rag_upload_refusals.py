@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.conftest import Server
+from tests.conftest import ONE_BACKEND, Server
 from tests.gateway_fixtures import Gateway
 from tests.gateway_world import GatewayWorld
 from tests.rag_documents import document_xml, docx, docx_with
@@ -24,6 +24,10 @@ from tests.rawhttp import RawResponse, raw_request
 from tests.test_rag_http import RagWorld, _used, rw, url
 
 __all__ = ["rw"]
+
+# Refused as the upload is read and parsed, before anything is written: storage and quotas are tested on both
+# databases (test_rag_http, test_rag_quotas).
+pytestmark = ONE_BACKEND
 
 BOUNDARY = b"sbBoundary7"
 _PARA = "<w:p><w:r><w:t>All work and no play makes a dull report.</w:t></w:r></w:p>"
