@@ -28,7 +28,6 @@ import hashlib
 import os
 import stat
 from collections.abc import AsyncIterator
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -301,7 +300,7 @@ def _count_chunks(answer: dict[str, Any], outcome: Outcome, bar: tqdm[Any]) -> N
 async def _streamed(path: Path, size: int, bar: tqdm[Any]) -> AsyncIterator[bytes]:
     """The file's first `size` bytes (as fingerprinted: a file grown since is not read past them) from disk, counted
     on the bar as the upload takes them."""
-    with closing(await asyncio.to_thread(_open_regular, path)) as fh:
+    with await asyncio.to_thread(_open_regular, path) as fh:
         while size > 0 and (chunk := await asyncio.to_thread(fh.read, min(_CHUNK, size))):
             size -= len(chunk)
             yield chunk

