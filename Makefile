@@ -85,14 +85,15 @@ run: $(RUNTIME_STAMP) $(COMPILED_BUILD) $(CONSOLE_BUILD)
 	SWITCHBOARD_EGRESS_ALLOW_LOOPBACK=true $(BIN)/switchboard serve --demo
 
 ## test: lint, contract checks, the docs site, the whole test suite (SQLite, PostgreSQL) and MCP conformance.
-# The suite runs in PYTEST_WORKERS pytest-xdist processes: it mostly waits on its servers and sockets, on CI's 2
-# cores (each worker's servers keep small PostgreSQL pools open; docs/development.md).
+# The suite runs in PYTEST_WORKERS pytest-xdist processes, 3 on CI's 2 cores: it waits on its servers, sockets and
+# clocks, and with 2 workers the cores were idle 40% of the time; with 4, PostgreSQL ran out of connections (each
+# worker's servers keep small pools open; docs/development.md).
 # tests/conftest.py gives each worker its own names and keeps tests that must not overlap on one worker (--dist
 # loadgroup). `.venv/bin/pytest -q` still runs the suite in one process. The slowest tests are listed at the end, so
 # that a CI run nearing its time limit says where the time went.
 # What comes before the suite runs two at a time: the compile (mypyc, then gcc on one file: a minute and a half of one
 # core) beside lint's mypy and the rest, on a fresh machine where both are needed; the checks after it likewise.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 test: $(STAMP)
 	$(MAKE) --jobs=2 --output-sync=target $(COMPILED_BUILD) lint check-gen docs $(CONSOLE_BUILD)
 	SWITCHBOARD_TEST_COMPILED=$(if $(COMPILED_BUILD),1,0) $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
