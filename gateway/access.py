@@ -129,7 +129,16 @@ class Access:
         self, model: str, owner: str | None, pins: resource_pins.Pins, target: ResourceRef | None
     ) -> Route:
         async with self._db.read() as session:
-            found = await registry.resolve(session, self._box, model)
+            # An alias repointed since names another model for clients, not for the RAG: its vectors are the pinned
+            # model's, and another model's of the same size would be mixed in with them unnoticed. Where the alias
+            # points now (even nowhere) does not matter to it.
+            if target is not None and not await resource_pins.still_pinned(session, target, pins):
+                raise FailedPrecondition(
+                    f"The model the RAG's '{model}' named when the RAG was created no longer exists, and the "
+                    "RAG's content was embedded with it: create a new RAG.",
+                    field="model",
+                )
+            found = await registry.resolve(session, self._box, model, pinned=target)
             if found is None:
                 raise model_not_found(model)
             if isinstance(found, registry.UnresolvedAlias):
@@ -144,19 +153,6 @@ class Access:
                     "id is another model.",
                     field="model",
                 )
-            if target is not None:
-                # An alias repointed since names another model for clients, not for the RAG: its vectors are the
-                # pinned model's, and another model's of the same size would be mixed in with them unnoticed.
-                pinned = None
-                if await resource_pins.still_pinned(session, target, pins):
-                    pinned = await registry.retarget(session, self._box, found, target)
-                if pinned is None:
-                    raise FailedPrecondition(
-                        f"The model the RAG's '{model}' named when the RAG was created no longer exists, and the "
-                        "RAG's content was embedded with it: create a new RAG.",
-                        field="model",
-                    )
-                found = pinned
             if await withdrawn(session, [found.invoked_ref], owner=owner):
                 raise FailedPrecondition(
                     f"The RAG's model '{model}' is no longer available in its tenant.", field="model"

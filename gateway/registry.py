@@ -31,7 +31,7 @@ from server.store.models import (
     ResourceRow,
 )
 
-__all__ = ["AgentEntry", "UnresolvedAlias", "list_models", "resolve", "retarget"]
+__all__ = ["AgentEntry", "UnresolvedAlias", "list_models", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,11 @@ async def _with_uid(route: Route | None, session: AsyncSession, entry: PublicMod
 
 
 async def resolve(
-    session: AsyncSession, box: SecretBox, public_model_id: str
+    session: AsyncSession, box: SecretBox, public_model_id: str, pinned: ResourceRef | None = None
 ) -> Route | UnresolvedAlias | AgentEntry | None:
+    """Where a public id routes now. `pinned`: where an alias it names goes instead of its target now (a RAG's
+    embedding model as it resolved when the RAG was created); the route keeps the alias's public id, ref and uid,
+    so access, limits and metering still go by what the RAG names."""
     entry = await session.get(PublicModelIdRow, public_model_id)
     if entry is None:
         return None
@@ -122,19 +125,9 @@ async def resolve(
     alias = await session.get(ModelAliasRow, entry.name)
     if alias is None:
         return None
-    target = await alias_target(session, alias)
+    target = pinned or await alias_target(session, alias)
     route = await _direct(session, box, public_model_id, target, alias_ref) if target is not None else None
     return await _with_uid(route, session, entry) if route is not None else UnresolvedAlias(alias_ref)
-
-
-async def retarget(session: AsyncSession, box: SecretBox, route: Route, target: ResourceRef) -> Route | None:
-    """`route` (of a public id, an alias's or a model's) sent to `target` instead of where it resolves now: a RAG's
-    embedding model as it resolved when the RAG was created. Its public id, alias and uid stay, so access, limits
-    and metering still go by what the RAG names. None when `target` no longer exists."""
-    if route.ref == target:
-        return route
-    moved = await _direct(session, box, route.public_model_id, target, route.alias_ref)
-    return replace(moved, uid=route.uid) if moved is not None else None
 
 
 async def list_models(session: AsyncSession) -> list[ModelInfo]:

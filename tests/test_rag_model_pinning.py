@@ -5,8 +5,9 @@ API and gateway (the upstream a stand-in that records the model each call asked 
   its size: one over `rag_inline_bytes` (embedded in the background, after the answer) was accepted as
   `processing` and failed later, while a small one was refused with a 400.
 - A RAG that names its embedding model by an alias follows neither the alias's repointing nor the alias's later targets:
-  its vectors and its queries' come from the model the alias named when the RAG was created. Repointed at another
-  model of the same vector size, the alias silently mixed two models' vectors in one index.
+  its vectors and its queries' come from the model the alias named when the RAG was created, even once the alias's
+  later target is deleted (the RAG was refused then, "the alias is unresolved"). Repointed at another model of the
+  same vector size, the alias silently mixed two models' vectors in one index.
 """
 
 from __future__ import annotations
@@ -141,9 +142,26 @@ async def test_a_rag_keeps_the_model_its_alias_named_when_it_was_created(
     # The RAG's chunks and its queries: still the model it was built with.
     assert set(_asked(fakes, since, gw.tag)) == {served_a}
 
+    # The alias's new target deleted: clients naming the alias are refused, the RAG goes on with its own model.
+    async def delete(model: str) -> None:
+        body = {"name": gw.names[gw.model(model)][1]}
+        must(await connect.call(f"{DEPLOYMENTS}/DeleteModelDeployment", body, token=admin))
+
+    await delete("embed-b")
+    for _ in range(100):
+        direct = await call("POST", f"{gateway.base_url}/embeddings", key, json={"model": alias_id, "input": "x"})
+        if direct.status != 200:
+            break
+        await asyncio.sleep(0.05)
+    assert direct.status == 400 and "unresolved" in direct.body["error"]["message"], direct
+    since = len(fakes.openai.received)
+    assert (await _upload(base, key, "c.txt", "golf hotel india")).status == 201
+    searched = await call("POST", f"{base}/context", key, json={"query": "golf"})
+    assert searched.status == 200 and searched.body["data"], searched
+    assert set(_asked(fakes, since, gw.tag)) == {served_a}
+
     # Once that model is deleted, the RAG refuses what needs it rather than embed with the alias's new target.
-    doomed = {"name": gw.names[gw.model("embed-a")][1]}
-    must(await connect.call(f"{DEPLOYMENTS}/DeleteModelDeployment", doomed, token=admin))
+    await delete("embed-a")
     for _ in range(100):
         since = len(fakes.openai.received)
         refused = await call("POST", f"{base}/context", key, json={"query": "delta"})
@@ -151,4 +169,4 @@ async def test_a_rag_keeps_the_model_its_alias_named_when_it_was_created(
             break
         await asyncio.sleep(0.05)
     assert refused.status == 400 and "no longer exists" in refused.body["error"]["message"], refused
-    assert served_b not in _asked(fakes, since, gw.tag)
+    assert _asked(fakes, since, gw.tag) == []
