@@ -4,7 +4,7 @@ PostgreSQL: `SWITCHBOARD_TEST_PG_URL` (default postgresql://postgres@127.0.0.1:5
 and drop a database of this run's own; when it is unreachable the PostgreSQL half is skipped with that reason and
 the run still passes on SQLite.
 
-Parallel runs: `make test` runs the suite in several pytest-xdist worker processes at once (`-n 2 --dist loadgroup`),
+Parallel runs: `make test` runs the suite in several pytest-xdist worker processes at once (`-n 3 --dist loadgroup`),
 and other runs may share the machine's PostgreSQL and Redis. Every name a test makes in a shared service comes from
 `unique_name` (the worker's name and a random part); every test that must not overlap another is put in one
 `SERIAL_GROUPS` group here, which xdist runs on one worker, one test after another. `pytest -q` without `-n` runs
@@ -60,6 +60,9 @@ SERIAL_GROUPS: dict[str, tuple[str, ...]] = {
     # One chromium at a time; their setup installs and builds into the repository tree (apt-get, npm ci,
     # buf generate, esbuild output under tests/browser/), which two workers must not do at once.
     "browser": ("tests/test_browser_cors.py::", "tests/console/"),
+    # Fleets of replicas on PostgreSQL (25-40 connections each at their peak): two at once beside the other workers'
+    # servers ran the server out of connections (max_connections, 100; docs/development.md).
+    "postgresql-fleets": ("tests/test_topology.py::", "tests/test_invalidation.py::"),
 }
 
 

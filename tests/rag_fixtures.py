@@ -21,6 +21,7 @@ import pytest
 import pytest_asyncio
 
 from server.store.db import Database as Db
+from server.store.db import Pool
 from server.store.migrate import upgrade
 from tests.clients import ConnectJsonCaller
 from tests.conftest import PG_ADMIN_URL, Database, Server, _pg_unreachable_reason, unique_name
@@ -141,7 +142,9 @@ async def embedder(server: Server, connect: ConnectJsonCaller) -> str:
 
 @pytest.fixture
 async def db(server: Server) -> AsyncIterator[Db]:
-    """The management server's database, for reading and writing what the API does not show."""
-    database = Db(server.settings.database_url)
+    """The management server's database, for reading and writing what the API does not show. Its pool is small (up
+    to 10 connections): the storage races' 25 transactions still overlap 10 at a time, and 25 connections at once,
+    beside the other workers' servers, ran PostgreSQL out of connections."""
+    database = Db(server.settings.database_url, pool=Pool(size=5))
     yield database
     await database.close()
