@@ -132,16 +132,12 @@ class Access:
             # An alias repointed since names another model for clients, not for the RAG: its vectors are the pinned
             # model's, and another model's of the same size would be mixed in with them unnoticed. Where the alias
             # points now (even nowhere) does not matter to it.
-            if target is not None and not await resource_pins.still_pinned(session, target, pins):
-                raise FailedPrecondition(
-                    f"The model the RAG's '{model}' named when the RAG was created no longer exists, and the "
-                    "RAG's content was embedded with it: create a new RAG.",
-                    field="model",
-                )
             found = await registry.resolve(session, self._box, model, pinned=target)
             if found is None:
                 raise model_not_found(model)
             if isinstance(found, registry.UnresolvedAlias):
+                if target is not None:
+                    raise _pinned_model_gone(model)
                 raise FailedPrecondition(
                     f"The model alias '{model}' is unresolved: its target no longer exists.", field="model"
                 )
@@ -153,6 +149,8 @@ class Access:
                     "id is another model.",
                     field="model",
                 )
+            if target is not None and not await resource_pins.still_pinned(session, target, pins):
+                raise _pinned_model_gone(model)
             if await withdrawn(session, [found.invoked_ref], owner=owner):
                 raise FailedPrecondition(
                     f"The RAG's model '{model}' is no longer available in its tenant.", field="model"
@@ -213,3 +211,11 @@ class Access:
                 session, allowed[ResourceKind.PRESET_AGENT]
             )
         return [m for m in catalogue if m.ref.name in allowed[m.kind]]
+
+
+def _pinned_model_gone(model: str) -> FailedPrecondition:
+    return FailedPrecondition(
+        f"The model the RAG's '{model}' named when the RAG was created no longer exists, and the RAG's content was "
+        "embedded with it: create a new RAG.",
+        field="model",
+    )
