@@ -3,7 +3,8 @@
 Why processes: the parsers' cost on crafted input is not linear in its size (lexbor's HTML tree builder is
 quadratic in nesting, 21 s for 100,000 nested divs; pypdf has looped on crafted streams), and in a thread of the
 gateway they hold the GIL, so one upload would stall every request its process serves. In a worker, a task over its
-CPU budget is killed by the kernel (RLIMIT_CPU's SIGXCPU); one past its wall-clock deadline, or whose caller gave up
+CPU budget is killed by the kernel (RLIMIT_CPU's SIGXCPU), and by the sandbox when the kernel does not (its CPU time
+is watched from here as well, see `_Worker.watched_call`); one past its wall-clock deadline, or whose caller gave up
 (a client gone), is killed here. The worker is replaced and no other task notices. A worker's data segment is
 capped (RLIMIT_DATA: what a tree or a decoded text may take), and it dumps no core. Tasks may share a budget
 (`CpuBudget`: an upload's files), each given what the ones before it left: a request of a hundred small hostile
@@ -22,6 +23,7 @@ import contextlib
 import dataclasses
 import math
 import multiprocessing
+import os
 import pickle
 import resource
 import signal
@@ -42,6 +44,8 @@ _WALL_PER_CPU_SECOND = 10
 _RECYCLE_AFTER_TASKS = 500  # a fresh worker now and then: what fragmentation a large parse left is given back
 _LENGTH = struct.Struct("!Q")
 _USED = struct.Struct("!d")  # the CPU seconds a task used, before its pickled outcome
+_CPU_CHECK_SECONDS = 0.1  # how often a running task's CPU time is read (what it may overrun its limit by)
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _READY = b"R"  # what a worker sends once warm: a worker that cannot start is told apart from a task that failed
 
 
@@ -81,6 +85,7 @@ class _Worker:
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     tasks: int = 0
+    over_cpu: bool = False  # killed by the sandbox for the CPU time its task used
 
     def alive(self) -> bool:
         """Its end of the socket still open: a killed process closes it at once, while `is_alive` waits for the
@@ -92,6 +97,34 @@ class _Worker:
         await self.writer.drain()
         (size,) = _LENGTH.unpack(await self.reader.readexactly(_LENGTH.size))
         return await self.reader.readexactly(size)
+
+    async def watched_call(self, request: bytes, cpu_seconds: int) -> bytes:
+        """`call`, with the worker killed (and `over_cpu` set) once its CPU time passes the limit the worker sets
+        itself (RLIMIT_CPU, counted from the whole seconds it had used). The kernel should kill it there, and does
+        on an idle machine; on a loaded one (a VM's Linux 6.18, 2 cores, 3 busy processes beside it) neither
+        RLIMIT_CPU nor a CPU-time itimer fired at all, and a task ran its 2.5 s of CPU through a 1 s limit. A task
+        that answers within `_CPU_CHECK_SECONDS` costs one read of /proc and a timer."""
+        started = _cpu_time(self.process.pid)
+        if started is None:
+            return await self.call(request)
+        limit = math.ceil(started) + cpu_seconds
+        loop = asyncio.get_running_loop()
+        timer: asyncio.TimerHandle
+
+        def check() -> None:
+            nonlocal timer
+            now = _cpu_time(self.process.pid)
+            if now is not None and now > limit:
+                self.over_cpu = True
+                self.process.kill()  # the call then ends as for the kernel's SIGXCPU
+            else:
+                timer = loop.call_later(_CPU_CHECK_SECONDS, check)
+
+        timer = loop.call_later(_CPU_CHECK_SECONDS, check)
+        try:
+            return await self.call(request)
+        finally:
+            timer.cancel()
 
     def stop(self) -> None:
         self.writer.close()
@@ -124,7 +157,7 @@ class Sandbox:
             worker = await self._worker()
             try:
                 async with asyncio.timeout(cpu_seconds * _WALL_PER_CPU_SECOND):
-                    answer = await worker.call(request)
+                    answer = await worker.watched_call(request, cpu_seconds)
             except TimeoutError:
                 self._retire(worker)
                 budget.exhaust()
@@ -132,7 +165,7 @@ class Sandbox:
             except (asyncio.IncompleteReadError, ConnectionError):
                 self._retire(worker)
                 exitcode = await asyncio.to_thread(_exit_code, worker.process)
-                if exitcode == -signal.SIGXCPU:
+                if exitcode == -signal.SIGXCPU or worker.over_cpu:
                     budget.exhaust()
                     raise OverBudget(budget) from None
                 raise WorkerDied(f"the worker ended with {exitcode}") from None
@@ -239,6 +272,16 @@ class _Start:
 def _join_all(workers: list[_Worker]) -> None:
     for worker in workers:
         worker.process.join()
+
+
+def _cpu_time(pid: int | None) -> float | None:
+    """A process's CPU time (user and system, in seconds, as RLIMIT_CPU counts it); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()  # after the command's name, which may hold spaces
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime and stime, fields 14 and 15 of proc(5)
 
 
 def _exit_code(process: BaseProcess) -> int | None:

@@ -62,6 +62,19 @@ async def test_tasks_sharing_a_budget_each_get_what_the_ones_before_left(sandbox
         await sandbox.run(sandbox_tasks.pid, budget=shared)
 
 
+async def test_a_task_the_kernel_does_not_stop_is_stopped_at_its_cpu_limit(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Stopped at its limit (1 to 2 s for 1 s left, RLIMIT_CPU's whole seconds), by the sandbox: left to the
+    wall-clock backstop (10 s for 1 s of CPU), it would use several seconds more."""
+    first = await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(1))
+    used = tmp_path / "used"
+    budget = CpuBudget(1)
+    with pytest.raises(OverBudget):
+        await sandbox.run(sandbox_tasks.burn_unlimited, str(used), budget=budget)
+    assert budget.left == 0
+    assert 0.5 < float(used.read_text()) < 2.3
+    assert await sandbox.run(sandbox_tasks.pid, budget=CpuBudget(1)) != first  # the worker was replaced
+
+
 async def test_a_crash_in_the_worker_is_reported_and_the_pool_goes_on(sandbox: Sandbox) -> None:
     with pytest.raises(WorkerDied):
         await sandbox.run(sandbox_tasks.crash, budget=CpuBudget(5))
